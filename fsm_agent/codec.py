@@ -1,0 +1,92 @@
+"""The one cattrs converter: every attrs class in the package to and from JSON.
+
+Content blocks are a tagged union on the API's own `type` field, so a block
+unstructures to exactly what the Messages API sends and accepts.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import cattrs
+from cattrs.strategies import configure_tagged_union
+
+from fsm_agent.messages import (
+    ContentBlock,
+    ImageBlock,
+    Message,
+    TextBlock,
+    ToolResultBlock,
+    ToolResultContent,
+)
+
+converter = cattrs.Converter(omit_if_default=True)
+
+configure_tagged_union(
+    TextBlock | ImageBlock,
+    converter,
+    tag_generator=lambda cls: cls.type,
+    tag_name="type",
+)
+
+
+def _structure_result_content(value: Any, _: type) -> ToolResultContent:
+    if isinstance(value, str):
+        return value
+    return tuple(converter.structure(v, TextBlock | ImageBlock) for v in value)
+
+
+converter.register_structure_hook(ToolResultContent, _structure_result_content)
+
+
+def _unstructure_tool_result(block: ToolResultBlock) -> dict[str, Any]:
+    out: dict[str, Any] = {"tool_use_id": block.tool_use_id}
+    out["content"] = (
+        block.content
+        if isinstance(block.content, str)
+        else [converter.unstructure(b, TextBlock | ImageBlock) for b in block.content]
+    )
+    if block.is_error:
+        out["is_error"] = True
+    return out
+
+
+converter.register_unstructure_hook(ToolResultBlock, _unstructure_tool_result)
+configure_tagged_union(
+    ContentBlock,
+    converter,
+    tag_generator=lambda cls: cls.type,
+    tag_name="type",
+)
+
+
+class CodecError(ValueError):
+    """Raised when JSON does not have the shape of the class asked for."""
+
+
+def structure(value: Any, cls: Any) -> Any:
+    try:
+        return converter.structure(value, cls)
+    except (cattrs.BaseValidationError, KeyError, TypeError, ValueError) as exc:
+        detail = "; ".join(cattrs.transform_error(exc)) if isinstance(
+            exc, cattrs.BaseValidationError
+        ) else str(exc)
+        raise CodecError(f"not a valid {getattr(cls, '__name__', cls)}: {detail}") from None
+
+
+def unstructure(value: Any, cls: Any = None) -> Any:
+    return converter.unstructure(value, cls) if cls is not None else converter.unstructure(value)
+
+
+def block_to_api(block: ContentBlock) -> dict[str, Any]:
+    return converter.unstructure(block, ContentBlock)
+
+
+def message_to_api(message: Message) -> dict[str, Any]:
+    """Only `role` and `content`: the fields the Messages API accepts on a request."""
+    return {"role": message.role, "content": [block_to_api(b) for b in message.content]}
+
+
+def dumps(value: Any) -> str:
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False, sort_keys=True)

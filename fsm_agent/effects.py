@@ -1,0 +1,131 @@
+"""The one door: everything that is not a pure function of the log so far.
+
+The engine reaches the model, tools, hooks, token counting, the clock, new
+ids, the abort flag and queued user input only through an `Effects`. Live
+runs use `LiveEffects`; `fsm_agent.recording` wraps it to write each call and
+its result to the session log, and answers each call from the log on replay.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+import uuid
+from collections.abc import AsyncIterator, Mapping
+from typing import Any, Protocol
+
+import jsonschema
+
+from fsm_agent.events import StreamEvent
+from fsm_agent.hooks import HookOutcome, Hooks, NoHooks
+from fsm_agent.model import Model, ModelRequest
+from fsm_agent.tools.base import Tool, ToolCall, ToolEnv, ToolInputError, ToolOutcome
+
+
+class Effects(Protocol):
+    def model_stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]: ...
+
+    async def count_tokens(self, request: ModelRequest) -> int | None: ...
+
+    async def run_tool(self, call: ToolCall, env: ToolEnv) -> ToolOutcome: ...
+
+    async def run_hooks(self, event: str, payload: dict[str, Any]) -> HookOutcome: ...
+
+    def now(self) -> float: ...
+
+    def new_id(self, prefix: str) -> str: ...
+
+    def aborted(self, where: str) -> bool: ...
+
+    def queued_input(self) -> tuple[str, ...]: ...
+
+
+class AbortSignal:
+    """Set by Ctrl-C (or a scripted scenario); read only through `Effects.aborted`."""
+
+    def __init__(self) -> None:
+        self._set = False
+
+    def set(self) -> None:
+        self._set = True
+
+    def clear(self) -> None:
+        self._set = False
+
+    def is_set(self, where: str = "") -> bool:
+        return self._set
+
+
+class Inbox:
+    """User input typed while the loop runs, drained in the `attachments` phase."""
+
+    def __init__(self) -> None:
+        self._items: list[str] = []
+
+    def put(self, text: str) -> None:
+        self._items.append(text)
+
+    def drain(self) -> tuple[str, ...]:
+        items, self._items = tuple(self._items), []
+        return items
+
+
+def tool_error(text: str) -> ToolOutcome:
+    return ToolOutcome.error(f"<tool_use_error>{text}</tool_use_error>")
+
+
+class LiveEffects:
+    """The real world: a model, real tools on real files, hooks, the clock."""
+
+    def __init__(
+        self,
+        model: Model,
+        tools: Mapping[str, Tool],
+        hooks: Hooks | None = None,
+        abort: AbortSignal | None = None,
+        inbox: Inbox | None = None,
+    ) -> None:
+        self.model = model
+        self.tools = dict(tools)
+        self.hooks = hooks or NoHooks()
+        self.abort = abort or AbortSignal()
+        self.inbox = inbox or Inbox()
+
+    def model_stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
+        return self.model.stream(request)
+
+    async def count_tokens(self, request: ModelRequest) -> int | None:
+        return await self.model.count_tokens(request)
+
+    async def run_tool(self, call: ToolCall, env: ToolEnv) -> ToolOutcome:
+        tool = self.tools.get(call.name)
+        if tool is None:
+            return tool_error(f"Error: No such tool available: {call.name}")
+        try:
+            jsonschema.validate(call.input, tool.input_schema)
+        except jsonschema.ValidationError as exc:
+            where = "/".join(str(p) for p in exc.absolute_path) or "input"
+            return tool_error(f"InputValidationError: {call.name} failed: {where}: {exc.message}")
+        try:
+            return await tool.run(call.input, env)
+        except ToolInputError as exc:
+            return tool_error(str(exc))
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            return tool_error(f"{call.name} failed: {type(exc).__name__}: {exc}")
+
+    async def run_hooks(self, event: str, payload: dict[str, Any]) -> HookOutcome:
+        return await self.hooks.run(event, payload)
+
+    def now(self) -> float:
+        return time.time()
+
+    def new_id(self, prefix: str) -> str:
+        return f"{prefix}_{uuid.uuid4().hex[:24]}"
+
+    def aborted(self, where: str) -> bool:
+        return self.abort.is_set(where)
+
+    def queued_input(self) -> tuple[str, ...]:
+        return self.inbox.drain()

@@ -1,0 +1,142 @@
+"""Events: what a model stream delivers, and what the driver yields to its caller."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from attrs import frozen
+
+from fsm_agent.messages import ContentBlock, Message, ToolResultBlock, ToolUseBlock, Usage
+
+# --- the model stream, normalised from the API's SSE events -----------------
+
+
+@frozen
+class MessageStart:
+    id: str
+    model: str
+    usage: Usage = Usage()
+
+
+@frozen
+class BlockStart:
+    index: int
+    block: ContentBlock
+
+
+DeltaKind = Literal["text", "thinking", "signature", "input_json"]
+
+
+@frozen
+class BlockDelta:
+    index: int
+    kind: DeltaKind
+    delta: str
+
+
+@frozen
+class BlockStop:
+    """A content block is complete. `error` is set when a tool_use's JSON did not parse."""
+
+    index: int
+    block: ContentBlock
+    error: str | None = None
+
+
+@frozen
+class MessageDelta:
+    stop_reason: str | None
+    usage: Usage = Usage()
+
+
+@frozen
+class MessageStop:
+    pass
+
+
+StreamEvent = MessageStart | BlockStart | BlockDelta | BlockStop | MessageDelta | MessageStop
+
+
+class ModelCallError(Exception):
+    """A model call failed. `kind` is what the loop reacts to.
+
+    Kinds: `prompt_too_long` and `media` are withheld for recovery;
+    `overloaded` may switch to the fallback model; `api` is an error
+    response recovery cannot fix; `connection`, `incomplete_stream`,
+    `server` and `invalid_response` end the run with `model_error`.
+    """
+
+    def __init__(self, kind: str, message: str, status: int | None = None) -> None:
+        super().__init__(message)
+        self.kind = kind
+        self.message = message
+        self.status = status
+
+    def __reduce__(self) -> tuple[type, tuple[str, str, int | None]]:
+        return (type(self), (self.kind, self.message, self.status))
+
+
+# --- what the driver yields -------------------------------------------------
+
+
+@frozen
+class TextDelta:
+    text: str
+
+
+@frozen
+class ThinkingDelta:
+    text: str
+
+
+@frozen
+class ToolUseComplete:
+    """A tool_use block finished streaming; the streaming executor may start it."""
+
+    block: ToolUseBlock
+
+
+@frozen
+class AssistantMessage:
+    message: Message
+
+
+@frozen
+class ToolStarted:
+    block: ToolUseBlock
+
+
+@frozen
+class ToolFinished:
+    result: ToolResultBlock
+    name: str
+    duration_s: float
+
+
+@frozen
+class Transition:
+    step: int
+    source: str
+    dest: str
+    edge: str
+    turn: int
+
+
+@frozen
+class Notice:
+    """Something the loop did that a user may want to see: compaction, retry, fallback."""
+
+    kind: str
+    text: str
+
+
+DriverEvent = (
+    TextDelta
+    | ThinkingDelta
+    | ToolUseComplete
+    | AssistantMessage
+    | ToolStarted
+    | ToolFinished
+    | Transition
+    | Notice
+)

@@ -1,0 +1,232 @@
+"""The agent loop as data: states, edges, guards.
+
+Read `EDGES` top to bottom against the seed's diagram. Edges out of one
+state are tried in the order written and the first whose guard holds is
+taken, so the order of the `recovery` rows *is* Claude Code's recovery
+priority. Phases only compute facts; they never pick their successor.
+
+`recovery` is split in two (`recovery`, then `stop_hooks`) so that stop
+hooks, which run commands, only run when no error-recovery edge applies,
+and the table stays the one place that states that priority.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from enum import StrEnum
+from typing import TYPE_CHECKING
+
+from attrs import frozen
+from transitions import Machine, MachineError
+
+if TYPE_CHECKING:
+    from fsm_agent.state import Facts, LoopState
+
+
+class Phase(StrEnum):
+    PREPROCESS = "preprocess"
+    BLOCKING_LIMIT_CHECK = "blocking_limit_check"
+    API_CALL = "api_call"
+    ABORT_CHECK = "abort_check"
+    RECOVERY = "recovery"
+    STOP_HOOKS = "stop_hooks"
+    TOOL_EXECUTION = "tool_execution"
+    ATTACHMENTS = "attachments"
+    CONTINUATION = "continuation"
+
+
+class Continue(StrEnum):
+    """Why an iteration went round again: `LoopState.transition`."""
+
+    NEXT_TURN = "next_turn"
+    MAX_OUTPUT_TOKENS_ESCALATE = "max_output_tokens_escalate"
+    MAX_OUTPUT_TOKENS_RECOVERY = "max_output_tokens_recovery"
+    REACTIVE_COMPACT_RETRY = "reactive_compact_retry"
+    COLLAPSE_DRAIN_RETRY = "collapse_drain_retry"
+    STOP_HOOK_BLOCKING = "stop_hook_blocking"
+    TOKEN_BUDGET_CONTINUATION = "token_budget_continuation"
+
+
+class Terminal(StrEnum):
+    """Why the loop ended; each is also the name of a final state."""
+
+    COMPLETED = "completed"
+    BLOCKING_LIMIT = "blocking_limit"
+    PROMPT_TOO_LONG = "prompt_too_long"
+    IMAGE_ERROR = "image_error"
+    MODEL_ERROR = "model_error"
+    ABORTED_STREAMING = "aborted_streaming"
+    ABORTED_TOOLS = "aborted_tools"
+    STOP_HOOK_PREVENTED = "stop_hook_prevented"
+    HOOK_STOPPED = "hook_stopped"
+    MAX_TURNS = "max_turns"
+
+
+CONTINUE_REASONS = frozenset(c.value for c in Continue)
+TERMINAL_REASONS = frozenset(t.value for t in Terminal)
+MODEL_FALLBACK = "model_fallback"
+MAX_OUTPUT_RECOVERY_LIMIT = 3
+
+Guard = Callable[["LoopState", "Facts"], bool]
+
+
+def always(state: LoopState, facts: Facts) -> bool:
+    return True
+
+
+@frozen
+class Edge:
+    source: Phase
+    name: str
+    dest: str
+    guard: Guard
+    when: str
+
+    @property
+    def kind(self) -> str:
+        if self.name in CONTINUE_REASONS:
+            return "continue"
+        if self.dest in TERMINAL_REASONS:
+            return "terminal"
+        if self.name == MODEL_FALLBACK:
+            return "fallback"
+        return "phase"
+
+
+def _edge(source: Phase, name: str, dest: str, when: str, guard: Guard = always) -> Edge:
+    return Edge(source, str(name), str(dest), guard, when)
+
+
+P, C, T = Phase, Continue, Terminal
+
+EDGES: tuple[Edge, ...] = (
+    _edge(P.PREPROCESS, "preprocessed", P.BLOCKING_LIMIT_CHECK, "always"),
+
+    _edge(P.BLOCKING_LIMIT_CHECK, T.BLOCKING_LIMIT, T.BLOCKING_LIMIT,
+          "token count over the hard limit", lambda s, f: f.over_hard_limit),
+    _edge(P.BLOCKING_LIMIT_CHECK, "under_limit", P.API_CALL, "otherwise"),
+
+    _edge(P.API_CALL, MODEL_FALLBACK, P.API_CALL,
+          "overloaded and a fallback model to switch to",
+          lambda s, f: f.fallback_model is not None),
+    _edge(P.API_CALL, T.MODEL_ERROR, T.MODEL_ERROR,
+          "the call raised what recovery does not handle", lambda s, f: f.model_error is not None),
+    _edge(P.API_CALL, "streamed", P.ABORT_CHECK, "otherwise"),
+
+    _edge(P.ABORT_CHECK, T.ABORTED_STREAMING, T.ABORTED_STREAMING,
+          "interrupted while streaming", lambda s, f: f.aborted),
+    _edge(P.ABORT_CHECK, "tool_use", P.TOOL_EXECUTION,
+          "needs_follow_up: tool_use blocks received", lambda s, f: f.needs_follow_up),
+    _edge(P.ABORT_CHECK, "no_tool_use", P.RECOVERY, "otherwise"),
+
+    _edge(P.RECOVERY, C.COLLAPSE_DRAIN_RETRY, P.PREPROCESS,
+          "prompt-too-long withheld and collapses staged",
+          lambda s, f: f.withheld == "prompt_too_long" and s.collapse.staged_count > 0),
+    _edge(P.RECOVERY, C.REACTIVE_COMPACT_RETRY, P.PREPROCESS,
+          "prompt-too-long or media error withheld, reactive compact not tried",
+          lambda s, f: f.withheld is not None and not s.has_attempted_reactive_compact),
+    _edge(P.RECOVERY, T.PROMPT_TOO_LONG, T.PROMPT_TOO_LONG,
+          "prompt-too-long withheld, nothing left", lambda s, f: f.withheld == "prompt_too_long"),
+    _edge(P.RECOVERY, T.IMAGE_ERROR, T.IMAGE_ERROR,
+          "media error withheld, nothing left", lambda s, f: f.withheld == "media"),
+    _edge(P.RECOVERY, C.MAX_OUTPUT_TOKENS_ESCALATE, P.PREPROCESS,
+          "output truncated, no override yet",
+          lambda s, f: f.truncated and s.max_output_tokens_override is None),
+    _edge(P.RECOVERY, C.MAX_OUTPUT_TOKENS_RECOVERY, P.PREPROCESS,
+          f"output truncated, fewer than {MAX_OUTPUT_RECOVERY_LIMIT} recoveries",
+          lambda s, f: f.truncated
+          and s.max_output_tokens_recovery_count < MAX_OUTPUT_RECOVERY_LIMIT),
+    _edge(P.RECOVERY, T.COMPLETED, T.COMPLETED,
+          "an API error recovery cannot fix (stop hooks skipped)",
+          lambda s, f: f.api_error is not None),
+    _edge(P.RECOVERY, "nothing_to_recover", P.STOP_HOOKS, "otherwise"),
+
+    _edge(P.STOP_HOOKS, T.STOP_HOOK_PREVENTED, T.STOP_HOOK_PREVENTED,
+          "a stop hook prevents continuing", lambda s, f: f.hook_prevented),
+    _edge(P.STOP_HOOKS, C.STOP_HOOK_BLOCKING, P.PREPROCESS,
+          "stop hooks returned blocking errors", lambda s, f: bool(f.blocking_errors)),
+    _edge(P.STOP_HOOKS, C.TOKEN_BUDGET_CONTINUATION, P.PREPROCESS,
+          "token budget not spent", lambda s, f: f.budget_nudge is not None),
+    _edge(P.STOP_HOOKS, T.COMPLETED, T.COMPLETED, "otherwise"),
+
+    _edge(P.TOOL_EXECUTION, T.ABORTED_TOOLS, T.ABORTED_TOOLS,
+          "interrupted while tools ran", lambda s, f: f.aborted),
+    _edge(P.TOOL_EXECUTION, T.HOOK_STOPPED, T.HOOK_STOPPED,
+          "a hook stopped the run during tools", lambda s, f: f.hook_prevented),
+    _edge(P.TOOL_EXECUTION, "tools_done", P.ATTACHMENTS, "otherwise"),
+
+    _edge(P.ATTACHMENTS, "attached", P.CONTINUATION, "always"),
+
+    _edge(P.CONTINUATION, T.MAX_TURNS, T.MAX_TURNS,
+          "max_turns set and the next turn would pass it",
+          lambda s, f: f.max_turns is not None and s.turn_count + 1 > f.max_turns),
+    _edge(P.CONTINUATION, C.NEXT_TURN, P.PREPROCESS, "otherwise"),
+)
+
+INITIAL = Phase.PREPROCESS.value
+FINAL_STATES: tuple[str, ...] = tuple(t.value for t in Terminal)
+STATES: tuple[str, ...] = tuple(p.value for p in Phase) + FINAL_STATES
+
+
+class NoEdge(RuntimeError):
+    """No edge out of the current state has a guard that holds: the table is incomplete."""
+
+
+class LoopMachine:
+    """A `transitions.Machine` over `EDGES` with one trigger, `step`.
+
+    All edges share the trigger, so `transitions` tries them in table order
+    and takes the first whose condition holds; the edge taken is recorded by
+    its `after` callback.
+    """
+
+    def __init__(self, initial: str = INITIAL) -> None:
+        initial = str(initial)
+        self.state: str = initial
+        self.taken: Edge | None = None
+        self._machine = Machine(
+            model=self,
+            states=[{"name": s, "final": s in FINAL_STATES} for s in STATES],
+            initial=initial,
+            auto_transitions=False,
+            ignore_invalid_triggers=False,
+        )
+        for edge in EDGES:
+            self._machine.add_transition(
+                "step",
+                edge.source.value,
+                edge.dest,
+                conditions=[edge.guard],
+                after=[self._taker(edge)],
+            )
+
+    def _taker(self, edge: Edge) -> Callable[..., None]:
+        def took(*_: object) -> None:
+            self.taken = edge
+
+        return took
+
+    @property
+    def is_final(self) -> bool:
+        return self.state in FINAL_STATES
+
+    def fire(self, state: LoopState, facts: Facts) -> Edge:
+        """Take the first edge out of the current state whose guard holds."""
+        self.taken = None
+        source = self.state
+        try:
+            moved = self.step(state, facts)  # type: ignore[attr-defined]
+        except MachineError as exc:
+            raise NoEdge(f"no edge out of {source!r}: {exc.value}") from None
+        if not moved or self.taken is None:
+            raise NoEdge(f"no edge out of {source!r} has a guard that holds")
+        return self.taken
+
+
+def edges_from(source: str) -> tuple[Edge, ...]:
+    return tuple(e for e in EDGES if e.source.value == source)
+
+
+def edge_names() -> tuple[str, ...]:
+    """Every distinct edge name, in table order."""
+    return tuple(dict.fromkeys(e.name for e in EDGES))

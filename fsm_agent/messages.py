@@ -1,0 +1,145 @@
+"""Messages and content blocks, shaped like the Anthropic Messages API.
+
+Every class is small and frozen; `fsm_agent.codec` turns them into the API's
+JSON and back, so nothing else in the package builds dicts by hand.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar, Literal
+
+from attrs import field, frozen
+
+Role = Literal["user", "assistant"]
+
+
+@frozen
+class TextBlock:
+    type: ClassVar[str] = "text"
+    text: str
+
+
+@frozen
+class ThinkingBlock:
+    type: ClassVar[str] = "thinking"
+    thinking: str
+    signature: str = ""
+
+
+@frozen
+class RedactedThinkingBlock:
+    type: ClassVar[str] = "redacted_thinking"
+    data: str
+
+
+@frozen
+class ImageSource:
+    media_type: str
+    data: str
+    type: str = "base64"
+
+
+@frozen
+class ImageBlock:
+    type: ClassVar[str] = "image"
+    source: ImageSource
+
+
+@frozen
+class ToolUseBlock:
+    type: ClassVar[str] = "tool_use"
+    id: str
+    name: str
+    input: dict = field(factory=dict, hash=False)
+
+
+ToolResultContent = str | tuple[TextBlock | ImageBlock, ...]
+
+
+@frozen
+class ToolResultBlock:
+    type: ClassVar[str] = "tool_result"
+    tool_use_id: str
+    content: ToolResultContent = ""
+    is_error: bool = False
+
+    @property
+    def text(self) -> str:
+        if isinstance(self.content, str):
+            return self.content
+        return "\n".join(b.text for b in self.content if isinstance(b, TextBlock))
+
+
+ContentBlock = (
+    TextBlock
+    | ThinkingBlock
+    | RedactedThinkingBlock
+    | ImageBlock
+    | ToolUseBlock
+    | ToolResultBlock
+)
+
+
+@frozen
+class Usage:
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_creation_input_tokens: int = 0
+    cache_read_input_tokens: int = 0
+
+    def __add__(self, other: Usage) -> Usage:
+        return Usage(
+            self.input_tokens + other.input_tokens,
+            self.output_tokens + other.output_tokens,
+            self.cache_creation_input_tokens + other.cache_creation_input_tokens,
+            self.cache_read_input_tokens + other.cache_read_input_tokens,
+        )
+
+    @property
+    def context_tokens(self) -> int:
+        """Tokens the context held at this response: what Claude Code counts against the window."""
+        return (
+            self.input_tokens
+            + self.cache_creation_input_tokens
+            + self.cache_read_input_tokens
+            + self.output_tokens
+        )
+
+
+@frozen
+class Message:
+    """One conversation message.
+
+    `is_meta` marks messages the loop injects (context, nudges, recovery
+    prompts); `id`, `model`, `stop_reason` and `usage` are set on assistant
+    messages from the API and never sent back.
+    """
+
+    role: Role
+    content: tuple[ContentBlock, ...]
+    is_meta: bool = False
+    id: str | None = None
+    model: str | None = None
+    stop_reason: str | None = None
+    usage: Usage | None = None
+
+    @property
+    def tool_uses(self) -> tuple[ToolUseBlock, ...]:
+        return tuple(b for b in self.content if isinstance(b, ToolUseBlock))
+
+    @property
+    def text(self) -> str:
+        return "".join(b.text for b in self.content if isinstance(b, TextBlock))
+
+
+def user(text: str, *, is_meta: bool = False) -> Message:
+    return Message("user", (TextBlock(text),), is_meta=is_meta)
+
+
+def system_reminder(text: str) -> Message:
+    """A meta user message wrapped the way Claude Code wraps injected context."""
+    return user(f"<system-reminder>\n{text}\n</system-reminder>\n", is_meta=True)
+
+
+def tool_results(results: tuple[ToolResultBlock, ...]) -> Message:
+    return Message("user", results)

@@ -1,0 +1,188 @@
+"""What the loop carries, and what one iteration learns.
+
+`LoopState` survives iterations and is rebuilt whole at every Continue edge
+(`fsm_agent.continuations`); `Iteration` is the per-iteration scratch that
+starts fresh each time round; `Facts` is what a phase found out, read only by
+the guards in `fsm_agent.machine`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterable, Iterator, Sequence
+from typing import Literal, overload
+
+from attrs import field, fields, frozen
+
+from fsm_agent.codec import converter, dumps, unstructure
+from fsm_agent.machine import Continue
+from fsm_agent.messages import Message, ToolResultBlock, ToolUseBlock, Usage
+
+_EMPTY_DIGEST = hashlib.sha256(b"transcript").hexdigest()
+
+
+def message_digest(message: Message) -> str:
+    return hashlib.sha256(dumps(unstructure(message, Message)).encode()).hexdigest()
+
+
+@frozen
+class Transcript(Sequence[Message]):
+    """An immutable message list whose digest is chained as it grows.
+
+    Appending costs only the new messages, so hashing the state at every
+    step does not walk the history.
+    """
+
+    items: tuple[Message, ...] = ()
+    digest: str = _EMPTY_DIGEST
+
+    @classmethod
+    def of(cls, messages: Iterable[Message]) -> Transcript:
+        return cls().extend(messages)
+
+    def extend(self, messages: Iterable[Message]) -> Transcript:
+        new = tuple(messages)
+        if not new:
+            return self
+        digest = self.digest
+        for message in new:
+            digest = hashlib.sha256((digest + message_digest(message)).encode()).hexdigest()
+        return Transcript(self.items + new, digest)
+
+    @overload
+    def __getitem__(self, index: int) -> Message: ...
+    @overload
+    def __getitem__(self, index: slice) -> tuple[Message, ...]: ...
+    def __getitem__(self, index: int | slice) -> Message | tuple[Message, ...]:
+        return self.items[index]
+
+    def __len__(self) -> int:
+        return len(self.items)
+
+    def __iter__(self) -> Iterator[Message]:
+        return iter(self.items)
+
+
+converter.register_unstructure_hook(
+    Transcript, lambda t: [converter.unstructure(m, Message) for m in t.items]
+)
+converter.register_structure_hook(
+    Transcript, lambda v, _: Transcript.of(converter.structure(m, Message) for m in v)
+)
+
+
+@frozen
+class ToolContext:
+    """What tools need to run: the workspace, the model, files read so far."""
+
+    cwd: str
+    model: str
+    permission_mode: str = "default"
+    read_files: dict[str, float] = field(factory=dict)
+
+
+@frozen
+class AutoCompactTracking:
+    compacted: bool = False
+    turn_counter: int = 0
+    consecutive_failures: int = 0
+
+
+@frozen
+class Collapse:
+    """A run of messages `[start, end)` to be shown as `summary` when committed."""
+
+    start: int
+    end: int
+    summary: str
+
+
+@frozen
+class CollapseStore:
+    """Context-collapse bookkeeping: Claude Code keeps this outside the message array."""
+
+    staged: tuple[Collapse, ...] = ()
+    committed: tuple[Collapse, ...] = ()
+
+    @property
+    def staged_count(self) -> int:
+        return len(self.staged)
+
+
+@frozen
+class BudgetTracker:
+    """Token-budget continuation bookkeeping (Claude Code's budgetTracker)."""
+
+    continuation_count: int = 0
+    last_delta_tokens: int = 0
+    last_output_tokens: int = 0
+
+
+@frozen
+class LoopState:
+    """The seed's ten fields, plus the three Claude Code keeps in module state.
+
+    `collapse`, `budget` and `usage` live in mutable module or closure state
+    in Claude Code; here they are fields so that a state is whole and a
+    replay can rebuild it step by step.
+    """
+
+    messages: Transcript
+    tool_context: ToolContext
+    auto_compact_tracking: AutoCompactTracking | None = None
+    max_output_tokens_recovery_count: int = 0
+    has_attempted_reactive_compact: bool = False
+    max_output_tokens_override: int | None = None
+    pending_tool_use_summary: str | None = None
+    stop_hook_active: bool = False
+    turn_count: int = 1
+    transition: Continue | None = None
+    collapse: CollapseStore = CollapseStore()
+    budget: BudgetTracker = BudgetTracker()
+    usage: Usage = Usage()
+
+    def digest(self) -> str:
+        scalars = {
+            f.name: unstructure(getattr(self, f.name))
+            for f in fields(LoopState)
+            if f.name != "messages"
+        }
+        payload = self.messages.digest + dumps(scalars)
+        return hashlib.sha256(payload.encode()).hexdigest()[:16]
+
+
+Withheld = Literal["prompt_too_long", "media"]
+
+
+@frozen
+class Iteration:
+    """Per-iteration scratch: starts fresh each time round the loop."""
+
+    messages_for_query: Transcript
+    model: str
+    token_count: int = 0
+    assistant_messages: tuple[Message, ...] = ()
+    tool_use_blocks: tuple[ToolUseBlock, ...] = ()
+    tool_results: tuple[ToolResultBlock, ...] = ()
+    attachments: tuple[Message, ...] = ()
+    read_files: dict[str, float] | None = None
+    usage: Usage = Usage()
+
+
+@frozen
+class Facts:
+    """What a phase found out. Guards read these and nothing else but the state."""
+
+    over_hard_limit: bool = False
+    fallback_model: str | None = None
+    model_error: str | None = None
+    aborted: bool = False
+    needs_follow_up: bool = False
+    withheld: Withheld | None = None
+    truncated: bool = False
+    api_error: str | None = None
+    hook_prevented: bool = False
+    stop_reason: str | None = None
+    blocking_errors: tuple[str, ...] = ()
+    budget_nudge: str | None = None
+    max_turns: int | None = None

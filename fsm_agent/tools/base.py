@@ -1,0 +1,70 @@
+"""What a tool is, what it is handed, and what it gives back."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Protocol
+
+from attrs import field, frozen
+
+from fsm_agent.messages import ImageBlock, TextBlock, ToolResultContent
+
+
+@frozen
+class ToolCall:
+    id: str
+    name: str
+    input: dict[str, Any] = field(factory=dict, hash=False)
+
+
+@frozen
+class ToolOutcome:
+    """A tool's answer. `read_files` maps each absolute path the tool read to its mtime.
+
+    `stop_reason` is set when a hook stopped the run during this call
+    (`continue: false`): the loop then ends `hook_stopped`.
+    """
+
+    content: ToolResultContent
+    is_error: bool = False
+    read_files: dict[str, float] = field(factory=dict)
+    stop_reason: str | None = None
+
+    @classmethod
+    def error(cls, text: str) -> ToolOutcome:
+        return cls(text, is_error=True)
+
+
+@frozen
+class ToolEnv:
+    """Everything a tool run may look at, and nothing else."""
+
+    cwd: str
+    read_files: Mapping[str, float] = field(factory=dict)
+    additional_dirs: tuple[str, ...] = ()
+    permission_mode: str = "default"
+
+
+class Tool(Protocol):
+    name: str
+    description: str
+    input_schema: dict[str, Any]
+
+    def is_concurrency_safe(self, input: dict[str, Any]) -> bool: ...
+
+    async def run(self, input: dict[str, Any], env: ToolEnv) -> ToolOutcome: ...
+
+
+class ToolInputError(ValueError):
+    """The model gave a tool an input it cannot use; becomes an `is_error` result."""
+
+
+__all__ = [
+    "ImageBlock",
+    "TextBlock",
+    "Tool",
+    "ToolCall",
+    "ToolEnv",
+    "ToolInputError",
+    "ToolOutcome",
+]
