@@ -10,18 +10,28 @@ import json
 from typing import Any
 
 import cattrs
+from cattrs.gen import make_dict_unstructure_fn
 from cattrs.strategies import configure_tagged_union
 
 from fsm_agent.messages import (
     ContentBlock,
     ImageBlock,
+    ImageSource,
     Message,
     TextBlock,
+    ThinkingBlock,
     ToolResultBlock,
     ToolResultContent,
+    ToolUseBlock,
 )
 
 converter = cattrs.Converter(omit_if_default=True)
+
+for _always_whole in (ToolUseBlock, ThinkingBlock, ImageSource):
+    converter.register_unstructure_hook(
+        _always_whole,
+        make_dict_unstructure_fn(_always_whole, converter, _cattrs_omit_if_default=False),
+    )
 
 configure_tagged_union(
     TextBlock | ImageBlock,
@@ -40,13 +50,20 @@ def _structure_result_content(value: Any, _: type) -> ToolResultContent:
 converter.register_structure_hook(ToolResultContent, _structure_result_content)
 
 
+def _unstructure_result_content(value: ToolResultContent) -> Any:
+    if isinstance(value, str):
+        return value
+    return [converter.unstructure(b, TextBlock | ImageBlock) for b in value]
+
+
+converter.register_unstructure_hook(ToolResultContent, _unstructure_result_content)
+
+
 def _unstructure_tool_result(block: ToolResultBlock) -> dict[str, Any]:
-    out: dict[str, Any] = {"tool_use_id": block.tool_use_id}
-    out["content"] = (
-        block.content
-        if isinstance(block.content, str)
-        else [converter.unstructure(b, TextBlock | ImageBlock) for b in block.content]
-    )
+    out: dict[str, Any] = {
+        "tool_use_id": block.tool_use_id,
+        "content": _unstructure_result_content(block.content),
+    }
     if block.is_error:
         out["is_error"] = True
     return out
@@ -90,3 +107,17 @@ def message_to_api(message: Message) -> dict[str, Any]:
 
 def dumps(value: Any) -> str:
     return json.dumps(value, separators=(",", ":"), ensure_ascii=False, sort_keys=True)
+
+
+def _register_stream_events() -> None:
+    from fsm_agent.events import StreamEvent
+
+    configure_tagged_union(
+        StreamEvent,
+        converter,
+        tag_generator=lambda cls: cls.__name__,
+        tag_name="event",
+    )
+
+
+_register_stream_events()

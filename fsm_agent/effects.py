@@ -45,15 +45,21 @@ class AbortSignal:
 
     def __init__(self) -> None:
         self._set = False
+        self._armed: set[str] = set()
 
     def set(self) -> None:
         self._set = True
 
+    def arm(self, where: str) -> None:
+        """Be set from the moment the loop checks at `where` (scripted interrupts)."""
+        self._armed.add(where)
+
     def clear(self) -> None:
         self._set = False
+        self._armed.clear()
 
     def is_set(self, where: str = "") -> bool:
-        return self._set
+        return self._set or where in self._armed
 
 
 class Inbox:
@@ -91,8 +97,16 @@ class LiveEffects:
         self.abort = abort or AbortSignal()
         self.inbox = inbox or Inbox()
 
-    def model_stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
-        return self.model.stream(request)
+    async def model_stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
+        """The model's stream, cut short the moment the run is interrupted."""
+        stream = self.model.stream(request)
+        try:
+            async for event in stream:
+                yield event
+                if self.abort.is_set("streaming"):
+                    return
+        finally:
+            await stream.aclose()  # type: ignore[attr-defined]
 
     async def count_tokens(self, request: ModelRequest) -> int | None:
         return await self.model.count_tokens(request)

@@ -49,6 +49,18 @@ class Transcript(Sequence[Message]):
             digest = hashlib.sha256((digest + message_digest(message)).encode()).hexdigest()
         return Transcript(self.items + new, digest)
 
+    def with_prefix(self, messages: Iterable[Message]) -> Transcript:
+        """Messages put before this transcript, hashed without re-walking it.
+
+        The digest records how the list was built (prefix, then this
+        transcript), which is all a replay needs to compare requests.
+        """
+        prefix = Transcript.of(messages)
+        if not prefix.items:
+            return self
+        digest = hashlib.sha256(f"{prefix.digest}+{self.digest}".encode()).hexdigest()
+        return Transcript(prefix.items + self.items, digest)
+
     @overload
     def __getitem__(self, index: int) -> Message: ...
     @overload
@@ -156,16 +168,27 @@ Withheld = Literal["prompt_too_long", "media"]
 
 @frozen
 class Iteration:
-    """Per-iteration scratch: starts fresh each time round the loop."""
+    """Per-iteration scratch: starts fresh each time round the loop.
+
+    Phases fill it in; Continue edges read it to build the next `LoopState`;
+    terminal edges read it to build the final messages.
+    """
 
     messages_for_query: Transcript
     model: str
+    collapse: CollapseStore
     token_count: int = 0
     assistant_messages: tuple[Message, ...] = ()
     tool_use_blocks: tuple[ToolUseBlock, ...] = ()
+    invalid_tool_inputs: dict[str, str] = field(factory=dict)
+    stop_reason: str | None = None
+    withheld: Withheld | None = None
+    api_error: str | None = None
+    model_error: str | None = None
     tool_results: tuple[ToolResultBlock, ...] = ()
-    attachments: tuple[Message, ...] = ()
-    read_files: dict[str, float] | None = None
+    read_files: dict[str, float] = field(factory=dict)
+    hook_stop_reason: str | None = None
+    attachments: tuple[str, ...] = ()
     usage: Usage = Usage()
 
 

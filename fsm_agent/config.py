@@ -1,0 +1,52 @@
+"""Run configuration: everything a run decides before the first step.
+
+It is written into the session log header, so a replay runs with exactly
+the configuration the recording had.
+"""
+
+from __future__ import annotations
+
+from attrs import field, frozen
+
+from fsm_agent.model import CAPPED_DEFAULT_MAX_TOKENS, ESCALATED_MAX_TOKENS
+
+DEFAULT_MODEL = "claude-sonnet-4-5"
+DEFAULT_CONTEXT_WINDOW = 200_000
+DEFAULT_SYSTEM_PROMPT = (
+    "You are a coding agent working in the user's workspace. Use the tools to read, "
+    "change and check files; keep answers short and say what you did."
+)
+
+
+@frozen
+class RunConfig:
+    model: str = DEFAULT_MODEL
+    cwd: str = "."
+    fallback_model: str | None = None
+    max_turns: int | None = None
+    token_budget: int | None = None
+    context_window: int = DEFAULT_CONTEXT_WINDOW
+    max_output_tokens: int = CAPPED_DEFAULT_MAX_TOKENS
+    escalated_max_output_tokens: int = ESCALATED_MAX_TOKENS
+    system_prompt: str = DEFAULT_SYSTEM_PROMPT
+    user_context: dict[str, str] = field(factory=dict)
+    system_context: dict[str, str] = field(factory=dict)
+    tools: tuple[str, ...] = ("Read", "Write", "Edit", "Bash", "Glob", "Grep")
+
+    @property
+    def effective_window(self) -> int:
+        return self.context_window - min(self.max_output_tokens, 20_000)
+
+    @property
+    def blocking_limit(self) -> int:
+        """Claude Code's hard limit: the effective window less a 3,000-token margin."""
+        return self.effective_window - 3_000
+
+    @property
+    def collapse_threshold(self) -> int:
+        """Past this count, context collapse stages old rounds for a later drain."""
+        return int(0.75 * self.effective_window)
+
+    @property
+    def autocompact_threshold(self) -> int:
+        return self.effective_window - 13_000

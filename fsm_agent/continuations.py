@@ -1,0 +1,277 @@
+"""What each edge does to the state: the one place a next `LoopState` is built.
+
+Every Continue builder writes all of `LoopState`'s fields, as Claude Code's
+continue sites write `state = { ... }` whole, so no edge can forget to reset
+one. Terminal edges build the final messages, filling in an error
+`tool_result` for every `tool_use` left unanswered.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from attrs import evolve, fields
+
+from fsm_agent.context import (
+    MAX_OUTPUT_RECOVERY_MESSAGE,
+    drain_collapses,
+    meta,
+    reactive_compact,
+)
+from fsm_agent.events import Notice
+from fsm_agent.machine import MODEL_FALLBACK, Continue, Terminal
+from fsm_agent.messages import Message, TextBlock, ToolResultBlock, tool_results
+from fsm_agent.phases import INTERRUPTED, Run
+from fsm_agent.state import (
+    AutoCompactTracking,
+    BudgetTracker,
+    CollapseStore,
+    Facts,
+    Iteration,
+    LoopState,
+    ToolContext,
+    Transcript,
+)
+
+_STATE_FIELDS = frozenset(f.name for f in fields(LoopState))
+
+
+def _whole(**values: Any) -> LoopState:
+    """Build a `LoopState` from every one of its fields, or fail loudly."""
+    missing = _STATE_FIELDS - values.keys()
+    if missing:
+        raise TypeError(f"a Continue edge must set every LoopState field; missing {sorted(missing)}")
+    return LoopState(**values)
+
+
+def _tool_context(state: LoopState, it: Iteration) -> ToolContext:
+    read = {**state.tool_context.read_files, **it.read_files}
+    return evolve(state.tool_context, model=it.model, read_files=read)
+
+
+def _tracking(state: LoopState) -> AutoCompactTracking | None:
+    tracking = state.auto_compact_tracking
+    if tracking is None or not tracking.compacted:
+        return tracking
+    return evolve(tracking, turn_counter=tracking.turn_counter + 1)
+
+
+def _batch_summary(it: Iteration) -> str | None:
+    if not it.tool_use_blocks:
+        return None
+    names = [b.name for b in it.tool_use_blocks]
+    return ", ".join(f"{n} ×{names.count(n)}" if names.count(n) > 1 else n for n in dict.fromkeys(names))
+
+
+def _results_message(it: Iteration) -> Message:
+    texts = tuple(TextBlock(text) for text in it.attachments)
+    return Message("user", (*it.tool_results, *texts))
+
+
+async def next_turn(run: Run, state: LoopState, it: Iteration, facts: Facts) -> LoopState:
+    return _whole(
+        messages=it.messages_for_query.extend((*it.assistant_messages, _results_message(it))),
+        tool_context=_tool_context(state, it),
+        auto_compact_tracking=_tracking(state),
+        max_output_tokens_recovery_count=0,
+        has_attempted_reactive_compact=False,
+        max_output_tokens_override=None,
+        pending_tool_use_summary=_batch_summary(it),
+        stop_hook_active=state.stop_hook_active,
+        turn_count=state.turn_count + 1,
+        transition=Continue.NEXT_TURN,
+        collapse=it.collapse,
+        budget=state.budget,
+        usage=state.usage + it.usage,
+    )
+
+
+async def max_output_tokens_escalate(
+    run: Run, state: LoopState, it: Iteration, facts: Facts
+) -> LoopState:
+    run.emit(Notice("retry", f"output cut at {run.config.max_output_tokens} tokens; retrying "
+                    f"with {run.config.escalated_max_output_tokens}"))
+    return _whole(
+        messages=it.messages_for_query,
+        tool_context=_tool_context(state, it),
+        auto_compact_tracking=state.auto_compact_tracking,
+        max_output_tokens_recovery_count=state.max_output_tokens_recovery_count,
+        has_attempted_reactive_compact=state.has_attempted_reactive_compact,
+        max_output_tokens_override=run.config.escalated_max_output_tokens,
+        pending_tool_use_summary=state.pending_tool_use_summary,
+        stop_hook_active=state.stop_hook_active,
+        turn_count=state.turn_count,
+        transition=Continue.MAX_OUTPUT_TOKENS_ESCALATE,
+        collapse=it.collapse,
+        budget=state.budget,
+        usage=state.usage + it.usage,
+    )
+
+
+async def max_output_tokens_recovery(
+    run: Run, state: LoopState, it: Iteration, facts: Facts
+) -> LoopState:
+    count = state.max_output_tokens_recovery_count + 1
+    run.emit(Notice("retry", f"output token limit hit; asking the model to resume ({count}/3)"))
+    return _whole(
+        messages=it.messages_for_query.extend(
+            (*it.assistant_messages, meta(MAX_OUTPUT_RECOVERY_MESSAGE))
+        ),
+        tool_context=_tool_context(state, it),
+        auto_compact_tracking=state.auto_compact_tracking,
+        max_output_tokens_recovery_count=count,
+        has_attempted_reactive_compact=state.has_attempted_reactive_compact,
+        max_output_tokens_override=state.max_output_tokens_override,
+        pending_tool_use_summary=state.pending_tool_use_summary,
+        stop_hook_active=state.stop_hook_active,
+        turn_count=state.turn_count,
+        transition=Continue.MAX_OUTPUT_TOKENS_RECOVERY,
+        collapse=it.collapse,
+        budget=state.budget,
+        usage=state.usage + it.usage,
+    )
+
+
+async def reactive_compact_retry(
+    run: Run, state: LoopState, it: Iteration, facts: Facts
+) -> LoopState:
+    compacted = reactive_compact(it.messages_for_query)
+    run.emit(Notice("compact", f"context too long: compacted {len(it.messages_for_query)} "
+                    f"messages to {len(compacted)}, retrying"))
+    return _whole(
+        messages=compacted,
+        tool_context=_tool_context(state, it),
+        auto_compact_tracking=state.auto_compact_tracking,
+        max_output_tokens_recovery_count=state.max_output_tokens_recovery_count,
+        has_attempted_reactive_compact=True,
+        max_output_tokens_override=state.max_output_tokens_override,
+        pending_tool_use_summary=state.pending_tool_use_summary,
+        stop_hook_active=state.stop_hook_active,
+        turn_count=state.turn_count,
+        transition=Continue.REACTIVE_COMPACT_RETRY,
+        collapse=CollapseStore(committed=it.collapse.committed),
+        budget=state.budget,
+        usage=state.usage + it.usage,
+    )
+
+
+async def collapse_drain_retry(
+    run: Run, state: LoopState, it: Iteration, facts: Facts
+) -> LoopState:
+    drained = drain_collapses(it.collapse)
+    messages = apply_collapses(it.messages_for_query, it.collapse)
+    run.emit(Notice("collapse", f"context too long: drained {it.collapse.staged_count} staged "
+                    f"collapse(s), {len(it.messages_for_query)} → {len(messages)} messages"))
+    return _whole(
+        messages=messages,
+        tool_context=_tool_context(state, it),
+        auto_compact_tracking=state.auto_compact_tracking,
+        max_output_tokens_recovery_count=state.max_output_tokens_recovery_count,
+        has_attempted_reactive_compact=state.has_attempted_reactive_compact,
+        max_output_tokens_override=state.max_output_tokens_override,
+        pending_tool_use_summary=state.pending_tool_use_summary,
+        stop_hook_active=state.stop_hook_active,
+        turn_count=state.turn_count,
+        transition=Continue.COLLAPSE_DRAIN_RETRY,
+        collapse=drained,
+        budget=state.budget,
+        usage=state.usage + it.usage,
+    )
+
+
+def apply_collapses(messages: Transcript, store: CollapseStore) -> Transcript:
+    from fsm_agent.context import project_collapses
+
+    return project_collapses(messages, CollapseStore(committed=store.staged))
+
+
+async def stop_hook_blocking(
+    run: Run, state: LoopState, it: Iteration, facts: Facts
+) -> LoopState:
+    feedback = tuple(meta(f"Stop hook feedback:\n{error}") for error in facts.blocking_errors)
+    return _whole(
+        messages=it.messages_for_query.extend((*it.assistant_messages, *feedback)),
+        tool_context=_tool_context(state, it),
+        auto_compact_tracking=state.auto_compact_tracking,
+        max_output_tokens_recovery_count=0,
+        has_attempted_reactive_compact=state.has_attempted_reactive_compact,
+        max_output_tokens_override=None,
+        pending_tool_use_summary=state.pending_tool_use_summary,
+        stop_hook_active=True,
+        turn_count=state.turn_count,
+        transition=Continue.STOP_HOOK_BLOCKING,
+        collapse=it.collapse,
+        budget=state.budget,
+        usage=state.usage + it.usage,
+    )
+
+
+async def token_budget_continuation(
+    run: Run, state: LoopState, it: Iteration, facts: Facts
+) -> LoopState:
+    usage = state.usage + it.usage
+    spent = usage.output_tokens
+    assert facts.budget_nudge is not None
+    return _whole(
+        messages=it.messages_for_query.extend((*it.assistant_messages, meta(facts.budget_nudge))),
+        tool_context=_tool_context(state, it),
+        auto_compact_tracking=state.auto_compact_tracking,
+        max_output_tokens_recovery_count=0,
+        has_attempted_reactive_compact=False,
+        max_output_tokens_override=None,
+        pending_tool_use_summary=state.pending_tool_use_summary,
+        stop_hook_active=state.stop_hook_active,
+        turn_count=state.turn_count,
+        transition=Continue.TOKEN_BUDGET_CONTINUATION,
+        collapse=it.collapse,
+        budget=BudgetTracker(
+            continuation_count=state.budget.continuation_count + 1,
+            last_delta_tokens=spent - state.budget.last_output_tokens,
+            last_output_tokens=spent,
+        ),
+        usage=usage,
+    )
+
+
+ContinueFn = Callable[[Run, LoopState, Iteration, Facts], Awaitable[LoopState]]
+
+CONTINUE: dict[str, ContinueFn] = {
+    Continue.NEXT_TURN: next_turn,
+    Continue.MAX_OUTPUT_TOKENS_ESCALATE: max_output_tokens_escalate,
+    Continue.MAX_OUTPUT_TOKENS_RECOVERY: max_output_tokens_recovery,
+    Continue.REACTIVE_COMPACT_RETRY: reactive_compact_retry,
+    Continue.COLLAPSE_DRAIN_RETRY: collapse_drain_retry,
+    Continue.STOP_HOOK_BLOCKING: stop_hook_blocking,
+    Continue.TOKEN_BUDGET_CONTINUATION: token_budget_continuation,
+}
+
+
+def switch_model(run: Run, it: Iteration, facts: Facts) -> Iteration:
+    """The `model_fallback` self-edge: drop what the failed attempt streamed, retry."""
+    assert facts.fallback_model is not None
+    run.emit(Notice("fallback", f"{it.model} is overloaded; switching to {facts.fallback_model}"))
+    return Iteration(
+        messages_for_query=it.messages_for_query,
+        model=facts.fallback_model,
+        collapse=it.collapse,
+        token_count=it.token_count,
+        usage=it.usage,
+    )
+
+
+ON_EDGE = {MODEL_FALLBACK: switch_model}
+
+
+def final_messages(reason: str, it: Iteration) -> Transcript:
+    """The conversation as it stands when the loop ends for `reason`."""
+    messages = it.messages_for_query.extend(it.assistant_messages)
+    if reason in (Terminal.ABORTED_TOOLS, Terminal.HOOK_STOPPED, Terminal.MAX_TURNS):
+        return messages.extend((_results_message(it),))
+    if reason in (Terminal.ABORTED_STREAMING, Terminal.MODEL_ERROR) and it.tool_use_blocks:
+        text = INTERRUPTED if reason == Terminal.ABORTED_STREAMING else (
+            f"Tool not run: the model call failed ({it.model_error})"
+        )
+        missing = tuple(ToolResultBlock(b.id, text, True) for b in it.tool_use_blocks)
+        return messages.extend((tool_results(missing),))
+    return messages

@@ -1,0 +1,173 @@
+"""The driver: run the phase of the current state, fire the machine, apply the edge.
+
+This is the whole loop. It holds no decision of its own: which edge is taken
+is the machine's, what an edge does to the state is `continuations`', and
+what the world answers is the effects'. The same code records a live run and
+replays a log.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Callable, Sequence
+
+from attrs import frozen
+
+from fsm_agent.codec import unstructure
+from fsm_agent.config import RunConfig
+from fsm_agent.continuations import CONTINUE, ON_EDGE, final_messages
+from fsm_agent.effects import Effects
+from fsm_agent.events import DriverEvent, Transition
+from fsm_agent.machine import LoopMachine
+from fsm_agent.messages import Message, Usage
+from fsm_agent.model import ToolSpec
+from fsm_agent.phases import PHASES, Run
+from fsm_agent.recording import Tape
+from fsm_agent.state import Iteration, LoopState, ToolContext, Transcript
+
+
+@frozen
+class Step:
+    source: str
+    edge: str
+    dest: str
+
+    def __str__(self) -> str:
+        return f"{self.source} -[{self.edge}]-> {self.dest}"
+
+
+@frozen
+class LoopResult:
+    """How a run ended: the Terminal reason, the path taken, the conversation."""
+
+    reason: str
+    path: tuple[Step, ...]
+    messages: Transcript
+    turns: int
+    usage: Usage
+    session_id: str
+    model: str
+    error: str | None = None
+    log_path: str | None = None
+
+    @property
+    def text(self) -> str:
+        for message in reversed(self.messages.items):
+            if message.role == "assistant":
+                return message.text
+        return ""
+
+    @property
+    def edges(self) -> tuple[str, ...]:
+        return tuple(step.edge for step in self.path)
+
+
+def initial_state(messages: Sequence[Message], config: RunConfig) -> LoopState:
+    return LoopState(
+        messages=Transcript.of(messages),
+        tool_context=ToolContext(cwd=config.cwd, model=config.model),
+    )
+
+
+def fresh_iteration(state: LoopState) -> Iteration:
+    return Iteration(
+        messages_for_query=state.messages,
+        model=state.tool_context.model,
+        collapse=state.collapse,
+    )
+
+
+class Engine:
+    """Drives one run of the loop over a tape (a log being written or replayed)."""
+
+    def __init__(
+        self,
+        config: RunConfig,
+        tape: Tape,
+        effects: Effects | None = None,
+        tool_specs: Sequence[ToolSpec] = (),
+        session_id: str = "",
+        on_event: Callable[[DriverEvent], None] | None = None,
+    ) -> None:
+        self.config = config
+        self.tape = tape
+        self.effects = tape.wrap(effects)
+        self.tool_specs = tuple(tool_specs)
+        self.session_id = session_id
+        self.on_event = on_event
+        self.machine = LoopMachine()
+
+    def _emit(self, event: DriverEvent) -> None:
+        if self.on_event is not None:
+            self.on_event(event)
+
+    async def run(self, messages: Sequence[Message]) -> LoopResult:
+        run = Run(self.config, self.effects, self.tool_specs, self._emit, self.session_id)
+        self.tape.start([unstructure(m, Message) for m in messages])
+        state = initial_state(messages, self.config)
+        it = fresh_iteration(state)
+        digest = state.digest()
+        path: list[Step] = []
+        machine = self.machine
+        while not machine.is_final:
+            source = machine.state
+            it, facts = await PHASES[source](run, state, it)
+            edge = machine.fire(state, facts)
+            if edge.kind == "continue":
+                state = await CONTINUE[edge.name](run, state, it, facts)
+                it = fresh_iteration(state)
+                digest = state.digest()
+            elif edge.name in ON_EDGE:
+                it = ON_EDGE[edge.name](run, it, facts)
+            record = {
+                "from": source,
+                "to": edge.dest,
+                "edge": edge.name,
+                "turn": state.turn_count,
+                "state": digest,
+            }
+            step_no = self.tape.step
+            self.tape.transition(record)
+            path.append(Step(source, edge.name, edge.dest))
+            self._emit(Transition(step_no, source, edge.dest, edge.name, state.turn_count))
+        reason = machine.state
+        result = LoopResult(
+            reason=reason,
+            path=tuple(path),
+            messages=final_messages(reason, it),
+            turns=state.turn_count,
+            usage=state.usage + it.usage,
+            session_id=self.session_id,
+            model=it.model,
+            error=it.model_error or it.api_error or it.hook_stop_reason,
+            log_path=str(getattr(self.tape, "path", None) or "") or None,
+        )
+        self.tape.result(
+            {
+                "reason": reason,
+                "turns": result.turns,
+                "usage": unstructure(result.usage),
+                "steps": len(path),
+            }
+        )
+        return result
+
+    async def events(self, messages: Sequence[Message]) -> AsyncIterator[DriverEvent | LoopResult]:
+        """The run as an async stream of events, ending with the `LoopResult`."""
+        queue: asyncio.Queue[DriverEvent | LoopResult | BaseException] = asyncio.Queue()
+        self.on_event = queue.put_nowait
+        task = asyncio.create_task(self.run(messages))
+        task.add_done_callback(
+            lambda t: queue.put_nowait(t.exception() or t.result()) if not t.cancelled() else None
+        )
+        try:
+            while True:
+                item = await queue.get()
+                if isinstance(item, BaseException):
+                    raise item
+                yield item
+                if isinstance(item, LoopResult):
+                    return
+        finally:
+            if not task.done():
+                task.cancel()

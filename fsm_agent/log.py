@@ -1,0 +1,161 @@
+"""The session log: JSON Lines, append-only, flushed after every record.
+
+Line 1 is the header; then a `start` record (the initial messages), then
+`effect` and `transition` records in the order they happened, and a final
+`result` record. A torn last line (a killed process) is tolerated on read;
+any other malformed line is a `LogError` naming it. See docs/log-format.md.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import IO, Any
+
+FORMAT = "fsm-agent-session"
+VERSION = 1
+RECORD_TYPES = frozenset({"start", "effect", "transition", "result"})
+
+
+class LogError(Exception):
+    """A session log that cannot be read: the message names the file and line."""
+
+
+def machine_fingerprint() -> str:
+    """A digest of the edge table, so a replay can tell when the machine changed."""
+    from fsm_agent.machine import EDGES
+
+    rows = "\n".join(f"{e.source}|{e.name}|{e.dest}|{e.when}" for e in EDGES)
+    return hashlib.sha256(rows.encode()).hexdigest()[:16]
+
+
+def _line(record: dict[str, Any]) -> str:
+    return json.dumps(record, separators=(",", ":"), ensure_ascii=False) + "\n"
+
+
+class LogWriter:
+    """Appends records to a session log, one flushed line each."""
+
+    def __init__(self, path: Path, header: dict[str, Any]) -> None:
+        self.path = path
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self._file: IO[str] | None = path.open("w", encoding="utf-8")
+        self.write({"format": FORMAT, "version": VERSION, **header})
+
+    def write(self, record: dict[str, Any]) -> None:
+        if self._file is None:
+            raise LogError(f"{self.path}: log is closed")
+        self._file.write(_line(record))
+        self._file.flush()
+
+    def close(self) -> None:
+        if self._file is not None:
+            self._file.close()
+            self._file = None
+
+
+class MemoryWriter:
+    """A log kept in memory: for tests and for runs that asked for no file."""
+
+    def __init__(self, header: dict[str, Any]) -> None:
+        self.path: Path | None = None
+        self.lines: list[str] = [_line({"format": FORMAT, "version": VERSION, **header})]
+
+    def write(self, record: dict[str, Any]) -> None:
+        self.lines.append(_line(record))
+
+    def close(self) -> None:
+        pass
+
+
+class SessionLog:
+    """Reads a session log lazily: the header at once, records as they are asked for.
+
+    `offsets` indexes where each line starts, so a debugger can seek to any
+    record of a long log without holding the others in memory.
+    """
+
+    def __init__(self, path: Path) -> None:
+        self.path = Path(path)
+        self.torn = False
+        if not self.path.is_file():
+            raise LogError(f"{self.path}: no such log file")
+        with self.path.open("rb") as fh:
+            first = fh.readline()
+        self.header = self._parse_header(first)
+
+    def _parse_header(self, raw: bytes) -> dict[str, Any]:
+        try:
+            header = json.loads(raw)
+        except (json.JSONDecodeError, UnicodeDecodeError):
+            raise LogError(
+                f"{self.path}:1: not a session log (the first line is not JSON)"
+            ) from None
+        if not isinstance(header, dict) or header.get("format") != FORMAT:
+            raise LogError(f"{self.path}:1: not a session log (no '{FORMAT}' header)")
+        if header.get("version") != VERSION:
+            raise LogError(
+                f"{self.path}:1: unknown log format version {header.get('version')!r} "
+                f"(this fsm-agent reads version {VERSION})"
+            )
+        return header
+
+    def records(self) -> Iterator[tuple[int, dict[str, Any]]]:
+        """Yield `(line number, record)` after the header, streaming from disk."""
+        with self.path.open("rb") as fh:
+            fh.readline()
+            lineno = 1
+            pending: bytes | None = None
+            for raw in fh:
+                lineno += 1
+                if pending is not None:
+                    yield lineno - 1, self._parse(pending, lineno - 1, last=False)
+                pending = raw
+            if pending is not None:
+                torn = not pending.endswith(b"\n")
+                try:
+                    yield lineno, self._parse(pending, lineno, last=True)
+                except LogError:
+                    if not torn:
+                        raise
+                    self.torn = True
+
+    def _parse(self, raw: bytes, lineno: int, *, last: bool) -> dict[str, Any]:
+        try:
+            record = json.loads(raw)
+        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+            raise LogError(f"{self.path}:{lineno}: corrupt record ({exc})") from None
+        if not isinstance(record, dict) or record.get("t") not in RECORD_TYPES:
+            raise LogError(f"{self.path}:{lineno}: not a session record")
+        return record
+
+    def offsets(self) -> list[int]:
+        """Byte offset of every record line after the header."""
+        out: list[int] = []
+        with self.path.open("rb") as fh:
+            pos = len(fh.readline())
+            for raw in fh:
+                out.append(pos)
+                pos += len(raw)
+        return out
+
+    def read_at(self, offset: int) -> dict[str, Any]:
+        with self.path.open("rb") as fh:
+            fh.seek(offset)
+            return self._parse(fh.readline(), -1, last=False)
+
+
+def default_log_path(cwd: str, session_id: str) -> Path:
+    return Path(cwd) / ".fsm-agent" / "sessions" / f"{session_id}.jsonl"
+
+
+def is_torn(path: Path) -> bool:
+    size = os.path.getsize(path)
+    if size == 0:
+        return False
+    with path.open("rb") as fh:
+        fh.seek(size - 1)
+        return fh.read(1) != b"\n"

@@ -1,0 +1,321 @@
+"""What happens in each phase: compute facts, perform effects, never choose the next state.
+
+A phase gets the loop state and the iteration's scratch, and returns the
+scratch it filled in plus the `Facts` the machine's guards read. Every
+effect goes through `run.effects`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from attrs import evolve, frozen
+
+from fsm_agent.config import RunConfig
+from fsm_agent.context import (
+    TOOL_RESULT_MAX_CHARS,
+    append_system_context,
+    apply_tool_result_budget,
+    budget_nudge,
+    prepend_user_context,
+    stage_collapse,
+    token_count,
+)
+from fsm_agent.effects import Effects
+from fsm_agent.events import (
+    BlockDelta,
+    BlockStart,
+    BlockStop,
+    DriverEvent,
+    MessageDelta,
+    MessageStart,
+    MessageStop,
+    ModelCallError,
+    TextDelta,
+    ThinkingDelta,
+    ToolFinished,
+    ToolStarted,
+    ToolUseComplete,
+)
+from fsm_agent.machine import Phase
+from fsm_agent.messages import (
+    ContentBlock,
+    Message,
+    TextBlock,
+    ToolResultBlock,
+    ToolUseBlock,
+    Usage,
+)
+from fsm_agent.model import ModelRequest, ToolSpec
+from fsm_agent.state import BudgetTracker, Facts, Iteration, LoopState
+from fsm_agent.tools.base import ToolCall, ToolEnv
+
+INTERRUPTED = "[Request interrupted by user for tool use]"
+BUDGET_COMPLETION_THRESHOLD = 0.9
+DIMINISHING_DELTA_TOKENS = 500
+
+
+@frozen
+class Run:
+    """What stays fixed for a whole run."""
+
+    config: RunConfig
+    effects: Effects
+    tool_specs: tuple[ToolSpec, ...]
+    emit: Callable[[DriverEvent], None]
+    session_id: str
+
+
+PhaseFn = Callable[[Run, LoopState, Iteration], Awaitable[tuple[Iteration, Facts]]]
+
+
+async def preprocess(run: Run, state: LoopState, it: Iteration) -> tuple[Iteration, Facts]:
+    messages = apply_tool_result_budget(state.messages, TOOL_RESULT_MAX_CHARS)
+    count = token_count(messages)
+    collapse = state.collapse
+    if count > run.config.collapse_threshold:
+        collapse = stage_collapse(messages, collapse)
+    return evolve(it, messages_for_query=messages, token_count=count, collapse=collapse), Facts()
+
+
+async def blocking_limit_check(
+    run: Run, state: LoopState, it: Iteration
+) -> tuple[Iteration, Facts]:
+    return it, Facts(over_hard_limit=it.token_count > run.config.blocking_limit)
+
+
+class _Assembler:
+    """Builds the assistant message from stream events, and says what it saw."""
+
+    def __init__(self, run: Run) -> None:
+        self.run = run
+        self.blocks: dict[int, ContentBlock] = {}
+        self.invalid: dict[str, str] = {}
+        self.message_id = ""
+        self.model = ""
+        self.usage = Usage()
+        self.stop_reason: str | None = None
+        self.stopped = False
+
+    def feed(self, event: object) -> None:
+        emit = self.run.emit
+        if isinstance(event, MessageStart):
+            self.message_id, self.model, self.usage = event.id, event.model, event.usage
+        elif isinstance(event, BlockDelta):
+            if event.kind == "text":
+                emit(TextDelta(event.delta))
+            elif event.kind == "thinking":
+                emit(ThinkingDelta(event.delta))
+        elif isinstance(event, BlockStop):
+            self.blocks[event.index] = event.block
+            if isinstance(event.block, ToolUseBlock):
+                if event.error is not None:
+                    self.invalid[event.block.id] = event.error
+                else:
+                    emit(ToolUseComplete(event.block))
+        elif isinstance(event, MessageDelta):
+            self.stop_reason = event.stop_reason
+            self.usage = Usage(
+                input_tokens=self.usage.input_tokens,
+                output_tokens=event.usage.output_tokens or self.usage.output_tokens,
+                cache_creation_input_tokens=self.usage.cache_creation_input_tokens,
+                cache_read_input_tokens=self.usage.cache_read_input_tokens,
+            )
+        elif isinstance(event, MessageStop):
+            self.stopped = True
+        elif isinstance(event, BlockStart):
+            pass
+
+    def message(self) -> Message | None:
+        content = tuple(self.blocks[i] for i in sorted(self.blocks))
+        if self.stop_reason == "max_tokens":
+            content = tuple(
+                b for b in content if not (isinstance(b, ToolUseBlock) and b.id in self.invalid)
+            )
+        if not content and not self.stopped:
+            return None
+        return Message(
+            "assistant",
+            content,
+            id=self.message_id or None,
+            model=self.model or None,
+            stop_reason=self.stop_reason,
+            usage=self.usage,
+        )
+
+
+def build_request(run: Run, state: LoopState, it: Iteration) -> ModelRequest:
+    config = run.config
+    return ModelRequest(
+        model=it.model,
+        system=append_system_context(config.system_prompt, config.system_context),
+        messages=prepend_user_context(it.messages_for_query, config.user_context),
+        tools=run.tool_specs,
+        max_tokens=state.max_output_tokens_override or config.max_output_tokens,
+    )
+
+
+async def api_call(run: Run, state: LoopState, it: Iteration) -> tuple[Iteration, Facts]:
+    assembler = _Assembler(run)
+    error: ModelCallError | None = None
+    try:
+        async for event in run.effects.model_stream(build_request(run, state, it)):
+            assembler.feed(event)
+    except ModelCallError as exc:
+        error = exc
+    message = assembler.message()
+    assistant = () if message is None else (message,)
+    it = evolve(
+        it,
+        assistant_messages=assistant,
+        tool_use_blocks=() if message is None else message.tool_uses,
+        invalid_tool_inputs=assembler.invalid,
+        stop_reason=assembler.stop_reason,
+        usage=it.usage + assembler.usage,
+    )
+    if error is None and not assembler.stopped and not run.effects.aborted("streaming"):
+        error = ModelCallError("incomplete_stream", "the stream ended without message_stop")
+    if error is None:
+        return it, Facts()
+    return _classify(run, it, error)
+
+
+def _classify(run: Run, it: Iteration, error: ModelCallError) -> tuple[Iteration, Facts]:
+    if error.kind in ("prompt_too_long", "media"):
+        return evolve(it, withheld=error.kind), Facts()
+    if error.kind == "overloaded":
+        fallback = run.config.fallback_model
+        if fallback and fallback != it.model:
+            return it, Facts(fallback_model=fallback)
+    if error.kind == "api":
+        text = f"API Error: {error.message}"
+        note = Message("assistant", (TextBlock(text),), model=it.model, stop_reason="stop_sequence")
+        return evolve(it, api_error=text, assistant_messages=(note,), tool_use_blocks=()), Facts()
+    text = f"{error.kind}: {error.message}"
+    return evolve(it, model_error=text), Facts(model_error=text)
+
+
+async def abort_check(run: Run, state: LoopState, it: Iteration) -> tuple[Iteration, Facts]:
+    return it, Facts(
+        aborted=run.effects.aborted("streaming"),
+        needs_follow_up=bool(it.tool_use_blocks),
+    )
+
+
+async def recovery(run: Run, state: LoopState, it: Iteration) -> tuple[Iteration, Facts]:
+    return it, Facts(
+        withheld=it.withheld,
+        truncated=it.stop_reason == "max_tokens",
+        api_error=it.api_error,
+    )
+
+
+async def stop_hooks(run: Run, state: LoopState, it: Iteration) -> tuple[Iteration, Facts]:
+    last = it.assistant_messages[-1].text if it.assistant_messages else ""
+    outcome = await run.effects.run_hooks(
+        "Stop",
+        {
+            "hook_event_name": "Stop",
+            "session_id": run.session_id,
+            "cwd": run.config.cwd,
+            "stop_hook_active": state.stop_hook_active,
+            "last_assistant_message": last,
+        },
+    )
+    return evolve(it, hook_stop_reason=outcome.stop_reason), Facts(
+        hook_prevented=outcome.prevent_continuation,
+        stop_reason=outcome.stop_reason,
+        blocking_errors=outcome.blocking_errors,
+        budget_nudge=token_budget_nudge(run.config, state, it),
+    )
+
+
+def token_budget_nudge(config: RunConfig, state: LoopState, it: Iteration) -> str | None:
+    """Claude Code's budget check: keep going below 90% unless returns are diminishing."""
+    budget = config.token_budget
+    if not budget:
+        return None
+    spent = (state.usage + it.usage).output_tokens
+    tracker: BudgetTracker = state.budget
+    delta = spent - tracker.last_output_tokens
+    diminishing = (
+        tracker.continuation_count >= 3
+        and delta < DIMINISHING_DELTA_TOKENS
+        and tracker.last_delta_tokens < DIMINISHING_DELTA_TOKENS
+    )
+    if diminishing or spent >= BUDGET_COMPLETION_THRESHOLD * budget:
+        return None
+    return budget_nudge(spent, budget)
+
+
+async def tool_execution(run: Run, state: LoopState, it: Iteration) -> tuple[Iteration, Facts]:
+    effects = run.effects
+    read_files = dict(state.tool_context.read_files)
+    results: list[ToolResultBlock] = []
+    aborted = False
+    stop_reason: str | None = None
+    for block in it.tool_use_blocks:
+        if aborted or stop_reason is not None:
+            results.append(ToolResultBlock(block.id, _not_run(aborted, stop_reason), True))
+            continue
+        if effects.aborted("tools"):
+            aborted = True
+            results.append(ToolResultBlock(block.id, INTERRUPTED, True))
+            continue
+        if block.id in it.invalid_tool_inputs:
+            error = f"<tool_use_error>{it.invalid_tool_inputs[block.id]}</tool_use_error>"
+            results.append(ToolResultBlock(block.id, error, True))
+            continue
+        run.emit(ToolStarted(block))
+        started = effects.now()
+        env = ToolEnv(cwd=run.config.cwd, read_files=read_files)
+        outcome = await effects.run_tool(ToolCall(block.id, block.name, block.input), env)
+        read_files.update(outcome.read_files)
+        result = ToolResultBlock(block.id, outcome.content, outcome.is_error)
+        post = await effects.run_hooks("PostToolUse", _post_tool_payload(run, block, result))
+        if outcome.stop_reason is not None or post.prevent_continuation:
+            stop_reason = outcome.stop_reason or post.stop_reason or "stopped by a hook"
+        results.append(result)
+        run.emit(ToolFinished(result, block.name, effects.now() - started))
+    if not aborted and effects.aborted("tools"):
+        aborted = True
+    it = evolve(it, tool_results=tuple(results), read_files=read_files, hook_stop_reason=stop_reason)
+    return it, Facts(aborted=aborted, hook_prevented=stop_reason is not None)
+
+
+def _not_run(aborted: bool, stop_reason: str | None) -> str:
+    return INTERRUPTED if aborted else f"Not run: the run was stopped ({stop_reason})"
+
+
+def _post_tool_payload(run: Run, block: ToolUseBlock, result: ToolResultBlock) -> dict[str, Any]:
+    return {
+        "hook_event_name": "PostToolUse",
+        "session_id": run.session_id,
+        "cwd": run.config.cwd,
+        "tool_name": block.name,
+        "tool_input": block.input,
+        "tool_use_id": block.id,
+        "tool_response": result.text,
+    }
+
+
+async def attachments(run: Run, state: LoopState, it: Iteration) -> tuple[Iteration, Facts]:
+    return evolve(it, attachments=run.effects.queued_input()), Facts()
+
+
+async def continuation(run: Run, state: LoopState, it: Iteration) -> tuple[Iteration, Facts]:
+    return it, Facts(max_turns=run.config.max_turns)
+
+
+PHASES: dict[str, PhaseFn] = {
+    Phase.PREPROCESS: preprocess,
+    Phase.BLOCKING_LIMIT_CHECK: blocking_limit_check,
+    Phase.API_CALL: api_call,
+    Phase.ABORT_CHECK: abort_check,
+    Phase.RECOVERY: recovery,
+    Phase.STOP_HOOKS: stop_hooks,
+    Phase.TOOL_EXECUTION: tool_execution,
+    Phase.ATTACHMENTS: attachments,
+    Phase.CONTINUATION: continuation,
+}

@@ -1,0 +1,297 @@
+"""Recording effects into the session log, and answering them from it on replay.
+
+Both sides count steps the same way: the effects a phase asks for belong to
+the step of the transition that follows the phase. On replay, an effect is
+matched by its name and request digest among the recorded effects of the
+current step (concurrent tools finish in any order), and every transition is
+compared with the recorded one; the first difference is a `Divergence`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections import defaultdict, deque
+from collections.abc import AsyncIterator, Iterator
+from typing import Any
+
+from attrs import frozen
+
+from fsm_agent.codec import dumps, structure, unstructure
+from fsm_agent.effects import Effects
+from fsm_agent.events import MessageStop, ModelCallError, StreamEvent
+from fsm_agent.hooks import HookOutcome
+from fsm_agent.log import LogWriter, MemoryWriter, SessionLog
+from fsm_agent.model import ModelRequest
+from fsm_agent.tools.base import ToolCall, ToolEnv, ToolOutcome
+
+Writer = LogWriter | MemoryWriter
+
+
+def digest_of(value: Any) -> str:
+    return hashlib.sha256(dumps(value).encode()).hexdigest()[:16]
+
+
+def model_summary(request: ModelRequest) -> dict[str, Any]:
+    """A short, readable account of a model request, for divergence reports."""
+    last = request.messages[-1] if len(request.messages) else None
+    return {
+        "model": request.model,
+        "purpose": request.purpose,
+        "max_tokens": request.max_tokens,
+        "messages": len(request.messages),
+        "last": None if last is None else f"{last.role}: {last.text[:80] or '[blocks]'}",
+    }
+
+
+@frozen
+class Divergence(Exception):
+    """Replay asked for something the log does not have at this step."""
+
+    step: int
+    what: str
+    expected: Any
+    got: Any
+
+    def __str__(self) -> str:
+        return f"step {self.step}: {self.what}: expected {self.expected!r}, got {self.got!r}"
+
+
+class Tape:
+    """Where transitions and effects go: a log being written, or one being replayed."""
+
+    step: int = 1
+
+    def transition(self, record: dict[str, Any]) -> None:
+        raise NotImplementedError
+
+    def start(self, messages: list[Any]) -> None:
+        raise NotImplementedError
+
+    def result(self, record: dict[str, Any]) -> None:
+        raise NotImplementedError
+
+    def wrap(self, effects: Effects | None) -> Effects:
+        raise NotImplementedError
+
+
+class RecordingTape(Tape):
+    def __init__(self, writer: Writer) -> None:
+        self.writer = writer
+        self.step = 1
+
+    def start(self, messages: list[Any]) -> None:
+        self.writer.write({"t": "start", "messages": messages})
+
+    def transition(self, record: dict[str, Any]) -> None:
+        self.writer.write({"t": "transition", "step": self.step, **record})
+        self.step += 1
+
+    def effect(self, name: str, request: str, result: Any, args: Any = None) -> None:
+        record = {"t": "effect", "step": self.step, "name": name, "request": request}
+        if args is not None:
+            record["args"] = args
+        record["result"] = result
+        self.writer.write(record)
+
+    def result(self, record: dict[str, Any]) -> None:
+        self.writer.write({"t": "result", **record})
+        self.writer.close()
+
+    def wrap(self, effects: Effects | None) -> Effects:
+        if effects is None:
+            raise ValueError("a recording needs live effects to record")
+        return RecordingEffects(effects, self)
+
+
+class RecordingEffects:
+    """Passes every call to the live effects and writes the call and its result."""
+
+    def __init__(self, inner: Effects, tape: RecordingTape) -> None:
+        self.inner = inner
+        self.tape = tape
+
+    async def model_stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
+        events: list[StreamEvent] = []
+        error: dict[str, Any] | None = None
+        try:
+            async for event in self.inner.model_stream(request):
+                events.append(event)
+                yield event
+        except ModelCallError as exc:
+            error = {"kind": exc.kind, "message": exc.message, "status": exc.status}
+            raise
+        finally:
+            self.tape.effect(
+                "model",
+                request.digest(),
+                {"events": unstructure(events, list[StreamEvent]), "error": error},
+                model_summary(request),
+            )
+
+    async def count_tokens(self, request: ModelRequest) -> int | None:
+        result = await self.inner.count_tokens(request)
+        self.tape.effect("count_tokens", request.digest(), result)
+        return result
+
+    async def run_tool(self, call: ToolCall, env: ToolEnv) -> ToolOutcome:
+        outcome = await self.inner.run_tool(call, env)
+        self.tape.effect(
+            "tool", digest_of(unstructure(call)), unstructure(outcome), unstructure(call)
+        )
+        return outcome
+
+    async def run_hooks(self, event: str, payload: dict[str, Any]) -> HookOutcome:
+        outcome = await self.inner.run_hooks(event, payload)
+        self.tape.effect("hooks", digest_of([event, payload]), unstructure(outcome), event)
+        return outcome
+
+    def now(self) -> float:
+        value = self.inner.now()
+        self.tape.effect("now", "", value)
+        return value
+
+    def new_id(self, prefix: str) -> str:
+        value = self.inner.new_id(prefix)
+        self.tape.effect("new_id", prefix, value)
+        return value
+
+    def aborted(self, where: str) -> bool:
+        value = self.inner.aborted(where)
+        self.tape.effect("aborted", where, value)
+        return value
+
+    def queued_input(self) -> tuple[str, ...]:
+        value = self.inner.queued_input()
+        self.tape.effect("queued_input", "", list(value))
+        return value
+
+
+class ReplayTape(Tape):
+    """Reads a recorded log step by step and answers effects from it."""
+
+    def __init__(self, log: SessionLog, upto: int | None = None) -> None:
+        self.log = log
+        self.step = 1
+        self.upto = upto
+        self._records: Iterator[tuple[int, dict[str, Any]]] = log.records()
+        self._pending: dict[tuple[str, str], deque[dict[str, Any]]] = defaultdict(deque)
+        self._expected: dict[str, Any] | None = None
+        self.start_messages: list[Any] = []
+        self.recorded_result: dict[str, Any] | None = None
+        self._read_start()
+        self._load_step()
+
+    def _read_start(self) -> None:
+        for _, record in self._records:
+            if record["t"] == "start":
+                self.start_messages = record["messages"]
+                return
+            raise Divergence(0, "first record", "start", record["t"])
+
+    def _load_step(self) -> None:
+        self._pending.clear()
+        self._expected = None
+        for _, record in self._records:
+            kind = record["t"]
+            if kind == "effect":
+                self._pending[(record["name"], record["request"])].append(record)
+            elif kind == "transition":
+                self._expected = record
+                return
+            elif kind == "result":
+                self.recorded_result = record
+                return
+
+    @property
+    def exhausted(self) -> bool:
+        return self._expected is None
+
+    def start(self, messages: list[Any]) -> None:
+        if messages != self.start_messages:
+            raise Divergence(0, "initial messages", self.start_messages, messages)
+
+    def transition(self, record: dict[str, Any]) -> None:
+        expected = self._expected
+        if expected is None:
+            raise Divergence(self.step, "transition", "end of log", _edge_text(record))
+        for key in ("from", "edge", "to", "turn", "state"):
+            if expected.get(key) != record.get(key):
+                raise Divergence(
+                    self.step,
+                    f"transition {key}",
+                    _edge_text(expected) + f" ({key}={expected.get(key)!r})",
+                    _edge_text(record) + f" ({key}={record.get(key)!r})",
+                )
+        leftover = [r for queue in self._pending.values() for r in queue]
+        if leftover:
+            first = leftover[0]
+            raise Divergence(
+                self.step, "effect not asked for", f"{first['name']} {first.get('args')}", "none"
+            )
+        self.step += 1
+        self._load_step()
+
+    def take(self, name: str, request: str, args: Any = None) -> Any:
+        queue = self._pending.get((name, request))
+        if not queue:
+            same_name = [r for (n, _), q in self._pending.items() if n == name for r in q]
+            expected: Any = (
+                {"request": same_name[0]["request"], "args": same_name[0].get("args")}
+                if same_name
+                else "no such effect at this step"
+            )
+            raise Divergence(
+                self.step, f"effect {name}", expected, {"request": request, "args": args}
+            )
+        return queue.popleft()["result"]
+
+    def result(self, record: dict[str, Any]) -> None:
+        pass
+
+    def wrap(self, effects: Effects | None) -> Effects:
+        return ReplayEffects(self)
+
+
+def _edge_text(record: dict[str, Any]) -> str:
+    return f"{record.get('from')} -[{record.get('edge')}]-> {record.get('to')}"
+
+
+class ReplayEffects:
+    """Answers every effect from the log; touches no network, file or clock."""
+
+    def __init__(self, tape: ReplayTape) -> None:
+        self.tape = tape
+
+    async def model_stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
+        recorded = self.tape.take("model", request.digest(), model_summary(request))
+        for event in structure(recorded["events"], list[StreamEvent]):
+            yield event
+        error = recorded.get("error")
+        if error:
+            raise ModelCallError(error["kind"], error["message"], error.get("status"))
+
+    async def count_tokens(self, request: ModelRequest) -> int | None:
+        return self.tape.take("count_tokens", request.digest())
+
+    async def run_tool(self, call: ToolCall, env: ToolEnv) -> ToolOutcome:
+        data = unstructure(call)
+        return structure(self.tape.take("tool", digest_of(data), data), ToolOutcome)
+
+    async def run_hooks(self, event: str, payload: dict[str, Any]) -> HookOutcome:
+        return structure(self.tape.take("hooks", digest_of([event, payload]), event), HookOutcome)
+
+    def now(self) -> float:
+        return self.tape.take("now", "")
+
+    def new_id(self, prefix: str) -> str:
+        return self.tape.take("new_id", prefix)
+
+    def aborted(self, where: str) -> bool:
+        return self.tape.take("aborted", where)
+
+    def queued_input(self) -> tuple[str, ...]:
+        return tuple(self.tape.take("queued_input", ""))
+
+
+def stream_completed(events: list[StreamEvent]) -> bool:
+    return bool(events) and isinstance(events[-1], MessageStop)

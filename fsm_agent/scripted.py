@@ -1,0 +1,219 @@
+"""A scripted model: a JSON file of model turns that drives the engine offline.
+
+Each request takes the next turn. A turn streams its content blocks the way
+the API would (text in several deltas, tool input as JSON pieces), or raises
+an API error, or drops the connection, or interrupts the run. The format is
+documented in docs/scenarios.md.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any, Literal
+
+from attrs import field, frozen
+
+from fsm_agent.codec import CodecError, structure
+from fsm_agent.effects import AbortSignal
+from fsm_agent.events import (
+    BlockDelta,
+    BlockStart,
+    BlockStop,
+    MessageDelta,
+    MessageStart,
+    MessageStop,
+    ModelCallError,
+    StreamEvent,
+)
+from fsm_agent.hooks import NO_OPINION, HookOutcome
+from fsm_agent.messages import (
+    ContentBlock,
+    RedactedThinkingBlock,
+    TextBlock,
+    ThinkingBlock,
+    ToolUseBlock,
+    Usage,
+)
+from fsm_agent.model import ModelRequest
+
+DELTA_CHARS = 16
+
+
+class ScenarioError(ValueError):
+    """A scenario file that cannot be used; the message says where."""
+
+
+@frozen
+class ScriptedError:
+    kind: str
+    message: str
+    status: int | None = None
+
+
+@frozen
+class ScriptedTurn:
+    content: tuple[ContentBlock, ...] = ()
+    stop_reason: str | None = None
+    usage: Usage = Usage(input_tokens=100, output_tokens=20)
+    error: ScriptedError | None = None
+    delay: float = 0.0
+    cut_after: int | None = None
+    cut_tool_input: bool = False
+    interrupt: Literal["streaming", "tools"] | None = None
+    expect_model: str | None = None
+
+    @property
+    def resolved_stop_reason(self) -> str:
+        if self.stop_reason is not None:
+            return self.stop_reason
+        return "tool_use" if any(isinstance(b, ToolUseBlock) for b in self.content) else "end_turn"
+
+
+@frozen
+class ScenarioConfig:
+    model: str = "scripted"
+    fallback_model: str | None = None
+    max_turns: int | None = None
+    token_budget: int | None = None
+    context_window: int | None = None
+
+
+@frozen
+class Scenario:
+    turns: tuple[ScriptedTurn, ...]
+    description: str = ""
+    prompt: str | None = None
+    config: ScenarioConfig = ScenarioConfig()
+    hooks: dict[str, tuple[HookOutcome, ...]] = field(factory=dict)
+
+    @classmethod
+    def load(cls, path: str | Path) -> Scenario:
+        path = Path(path)
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            raise ScenarioError(f"{path}: no such scenario file") from None
+        except (OSError, UnicodeDecodeError) as exc:
+            raise ScenarioError(f"{path}: cannot read: {exc}") from None
+        except json.JSONDecodeError as exc:
+            raise ScenarioError(f"{path}:{exc.lineno}: not valid JSON: {exc.msg}") from None
+        return cls.parse(data, str(path))
+
+    @classmethod
+    def parse(cls, data: Any, where: str = "scenario") -> Scenario:
+        if not isinstance(data, dict) or not isinstance(data.get("turns"), list):
+            raise ScenarioError(f"{where}: a scenario is an object with a 'turns' list")
+        try:
+            return structure(data, cls)
+        except CodecError as exc:
+            raise ScenarioError(f"{where}: {exc}") from None
+
+
+class ScriptedModel:
+    """Answers each request with the scenario's next turn."""
+
+    def __init__(self, scenario: Scenario, abort: AbortSignal | None = None) -> None:
+        self.scenario = scenario
+        self.name = scenario.config.model
+        self.abort = abort or AbortSignal()
+        self.calls = 0
+
+    async def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
+        index = self.calls
+        self.calls += 1
+        if index >= len(self.scenario.turns):
+            raise ModelCallError(
+                "invalid_response",
+                f"the scenario has no turn {index + 1} (it has {len(self.scenario.turns)})",
+            )
+        turn = self.scenario.turns[index]
+        if turn.expect_model and turn.expect_model != request.model:
+            raise ModelCallError(
+                "invalid_response",
+                f"turn {index + 1} expected model {turn.expect_model}, got {request.model}",
+            )
+        if turn.delay:
+            await asyncio.sleep(turn.delay)
+        events = _events(turn, index, request.model)
+        if turn.interrupt == "tools":
+            self.abort.arm("tools")
+        for n, event in enumerate(events):
+            if turn.cut_after is not None and n >= turn.cut_after:
+                raise ModelCallError("connection", "connection dropped mid-stream")
+            if turn.interrupt == "streaming" and n == len(events) // 2:
+                self.abort.set()
+            yield event
+        if turn.error is not None:
+            raise ModelCallError(turn.error.kind, turn.error.message, turn.error.status)
+
+    async def count_tokens(self, request: ModelRequest) -> int | None:
+        return None
+
+
+def _events(turn: ScriptedTurn, index: int, model: str) -> list[StreamEvent]:
+    usage = turn.usage
+    start = MessageStart(
+        id=f"msg_scripted_{index + 1:04d}",
+        model=model,
+        usage=Usage(
+            input_tokens=usage.input_tokens,
+            cache_creation_input_tokens=usage.cache_creation_input_tokens,
+            cache_read_input_tokens=usage.cache_read_input_tokens,
+            output_tokens=1,
+        ),
+    )
+    if turn.error is not None and not turn.content:
+        return []
+    events: list[StreamEvent] = [start]
+    last_tool = max(
+        (i for i, b in enumerate(turn.content) if isinstance(b, ToolUseBlock)), default=None
+    )
+    for i, block in enumerate(turn.content):
+        events.extend(_block_events(i, block, cut=turn.cut_tool_input and i == last_tool))
+    if turn.error is not None:
+        return events
+    events.append(MessageDelta(turn.resolved_stop_reason, Usage(output_tokens=usage.output_tokens)))
+    events.append(MessageStop())
+    return events
+
+
+def _chunks(text: str) -> list[str]:
+    return [text[i : i + DELTA_CHARS] for i in range(0, len(text), DELTA_CHARS)] or [""]
+
+
+def _block_events(index: int, block: ContentBlock, *, cut: bool) -> list[StreamEvent]:
+    if isinstance(block, TextBlock):
+        deltas = [BlockDelta(index, "text", c) for c in _chunks(block.text)]
+        return [BlockStart(index, TextBlock("")), *deltas, BlockStop(index, block)]
+    if isinstance(block, ThinkingBlock):
+        deltas = [BlockDelta(index, "thinking", c) for c in _chunks(block.thinking)]
+        sig = [BlockDelta(index, "signature", block.signature)] if block.signature else []
+        return [BlockStart(index, ThinkingBlock("")), *deltas, *sig, BlockStop(index, block)]
+    if isinstance(block, ToolUseBlock):
+        raw = json.dumps(block.input)
+        if cut:
+            raw = raw[: max(1, len(raw) // 2)]
+        deltas = [BlockDelta(index, "input_json", c) for c in _chunks(raw)]
+        stop = (
+            BlockStop(index, ToolUseBlock(block.id, block.name, {}), f"invalid JSON in tool input: {raw}")
+            if cut
+            else BlockStop(index, block)
+        )
+        return [BlockStart(index, ToolUseBlock(block.id, block.name, {})), *deltas, stop]
+    if isinstance(block, RedactedThinkingBlock):
+        return [BlockStart(index, block), BlockStop(index, block)]
+    return [BlockStart(index, block), BlockStop(index, block)]
+
+
+class ScriptedHooks:
+    """Hook outcomes from the scenario, one per call of each event, in order."""
+
+    def __init__(self, outcomes: dict[str, tuple[HookOutcome, ...]]) -> None:
+        self._queues = {event: list(items) for event, items in outcomes.items()}
+
+    async def run(self, event: str, payload: dict[str, Any]) -> HookOutcome:
+        queue = self._queues.get(event)
+        return queue.pop(0) if queue else NO_OPINION

@@ -1,0 +1,118 @@
+"""Putting a run together: a model, tools, hooks, a log, the engine.
+
+`arun` records a live run; `areplay` re-runs a recorded log with every
+effect answered from it. Both go through the same `Engine`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+import uuid
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from fsm_agent.codec import structure, unstructure
+from fsm_agent.config import RunConfig
+from fsm_agent.driver import Engine, LoopResult
+from fsm_agent.effects import AbortSignal, Inbox, LiveEffects
+from fsm_agent.events import DriverEvent
+from fsm_agent.hooks import Hooks
+from fsm_agent.log import LogWriter, MemoryWriter, SessionLog, default_log_path, machine_fingerprint
+from fsm_agent.messages import Message, user
+from fsm_agent.model import Model, ToolSpec
+from fsm_agent.recording import RecordingTape, ReplayTape
+from fsm_agent.tools.base import Tool
+
+
+def new_session_id() -> str:
+    return str(uuid.uuid4())
+
+
+def tool_specs(tools: Mapping[str, Tool]) -> tuple[ToolSpec, ...]:
+    return tuple(ToolSpec(t.name, t.description, t.input_schema) for t in tools.values())
+
+
+def default_tools() -> dict[str, Tool]:
+    from fsm_agent.tools import default_tools as make
+
+    return make()
+
+
+def _messages(prompt: str | Sequence[Message]) -> list[Message]:
+    return [user(prompt)] if isinstance(prompt, str) else list(prompt)
+
+
+async def arun(
+    prompt: str | Sequence[Message],
+    *,
+    model: Model,
+    config: RunConfig | None = None,
+    tools: Mapping[str, Tool] | None = None,
+    hooks: Hooks | None = None,
+    log: str | Path | None = None,
+    keep_log: bool = True,
+    on_event: Callable[[DriverEvent], None] | None = None,
+    abort: AbortSignal | None = None,
+    inbox: Inbox | None = None,
+    header_extra: dict[str, Any] | None = None,
+) -> LoopResult:
+    """Run the loop live, recording every transition and effect.
+
+    The log goes to `log`, or under `.fsm-agent/sessions/` in the workspace;
+    `keep_log=False` keeps it in memory only.
+    """
+    config = config or RunConfig()
+    tools = default_tools() if tools is None else dict(tools)
+    specs = tool_specs(tools)
+    session_id = new_session_id()
+    header = {
+        "session_id": session_id,
+        "created": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+        "fingerprint": machine_fingerprint(),
+        "config": unstructure(config),
+        "tools": unstructure(list(specs)),
+        **(header_extra or {}),
+    }
+    if keep_log:
+        path = Path(log) if log else default_log_path(config.cwd, session_id)
+        writer: LogWriter | MemoryWriter = LogWriter(path, header)
+    else:
+        writer = MemoryWriter(header)
+    tape = RecordingTape(writer)
+    effects = LiveEffects(model, tools, hooks, abort, inbox)
+    engine = Engine(config, tape, effects, specs, session_id, on_event)
+    try:
+        return await engine.run(_messages(prompt))
+    finally:
+        writer.close()
+
+
+def run(prompt: str | Sequence[Message], **kwargs: Any) -> LoopResult:
+    """`arun` for scripts: runs its own event loop."""
+    return asyncio.run(arun(prompt, **kwargs))
+
+
+def config_of(log: SessionLog) -> RunConfig:
+    return structure(log.header.get("config", {}), RunConfig)
+
+
+async def areplay(
+    path: str | Path,
+    *,
+    on_event: Callable[[DriverEvent], None] | None = None,
+) -> LoopResult:
+    """Re-run a recorded session from its log; raises `Divergence` at the first difference."""
+    log = SessionLog(Path(path))
+    tape = ReplayTape(log)
+    specs = structure(log.header.get("tools", []), list[ToolSpec])
+    engine = Engine(
+        config_of(log), tape, None, specs, log.header.get("session_id", ""), on_event
+    )
+    messages = [structure(m, Message) for m in tape.start_messages]
+    return await engine.run(messages)
+
+
+def replay(path: str | Path, **kwargs: Any) -> LoopResult:
+    return asyncio.run(areplay(path, **kwargs))
