@@ -86,9 +86,11 @@ def structure(value: Any, cls: Any) -> Any:
     try:
         return converter.structure(value, cls)
     except (cattrs.BaseValidationError, KeyError, TypeError, ValueError) as exc:
-        detail = "; ".join(cattrs.transform_error(exc)) if isinstance(
-            exc, cattrs.BaseValidationError
-        ) else str(exc)
+        detail = (
+            "; ".join(cattrs.transform_error(exc))
+            if isinstance(exc, cattrs.BaseValidationError)
+            else str(exc)
+        )
         raise CodecError(f"not a valid {getattr(cls, '__name__', cls)}: {detail}") from None
 
 

@@ -143,8 +143,7 @@ MAX_OUTPUT_RECOVERY_MESSAGE = (
 def budget_nudge(spent: int, budget: int) -> str:
     pct = round(100 * spent / budget)
     return (
-        f"Stopped at {pct}% of token target ({spent} / {budget}). "
-        "Keep working — do not summarize."
+        f"Stopped at {pct}% of token target ({spent} / {budget}). Keep working — do not summarize."
     )
 
 

@@ -41,7 +41,9 @@ def _whole(**values: Any) -> LoopState:
     """Build a `LoopState` from every one of its fields, or fail loudly."""
     missing = _STATE_FIELDS - values.keys()
     if missing:
-        raise TypeError(f"a Continue edge must set every LoopState field; missing {sorted(missing)}")
+        raise TypeError(
+            f"a Continue edge must set every LoopState field; missing {sorted(missing)}"
+        )
     return LoopState(**values)
 
 
@@ -61,7 +63,9 @@ def _batch_summary(it: Iteration) -> str | None:
     if not it.tool_use_blocks:
         return None
     names = [b.name for b in it.tool_use_blocks]
-    return ", ".join(f"{n} ×{names.count(n)}" if names.count(n) > 1 else n for n in dict.fromkeys(names))
+    return ", ".join(
+        f"{n} ×{names.count(n)}" if names.count(n) > 1 else n for n in dict.fromkeys(names)
+    )
 
 
 def _results_message(it: Iteration) -> Message:
@@ -90,8 +94,13 @@ async def next_turn(run: Run, state: LoopState, it: Iteration, facts: Facts) -> 
 async def max_output_tokens_escalate(
     run: Run, state: LoopState, it: Iteration, facts: Facts
 ) -> LoopState:
-    run.emit(Notice("retry", f"output cut at {run.config.max_output_tokens} tokens; retrying "
-                    f"with {run.config.escalated_max_output_tokens}"))
+    run.emit(
+        Notice(
+            "retry",
+            f"output cut at {run.config.max_output_tokens} tokens; retrying "
+            f"with {run.config.escalated_max_output_tokens}",
+        )
+    )
     return _whole(
         messages=it.messages_for_query,
         tool_context=_tool_context(state, it),
@@ -137,8 +146,13 @@ async def reactive_compact_retry(
     run: Run, state: LoopState, it: Iteration, facts: Facts
 ) -> LoopState:
     compacted = reactive_compact(it.messages_for_query)
-    run.emit(Notice("compact", f"context too long: compacted {len(it.messages_for_query)} "
-                    f"messages to {len(compacted)}, retrying"))
+    run.emit(
+        Notice(
+            "compact",
+            f"context too long: compacted {len(it.messages_for_query)} "
+            f"messages to {len(compacted)}, retrying",
+        )
+    )
     return _whole(
         messages=compacted,
         tool_context=_tool_context(state, it),
@@ -161,8 +175,13 @@ async def collapse_drain_retry(
 ) -> LoopState:
     drained = drain_collapses(it.collapse)
     messages = apply_collapses(it.messages_for_query, it.collapse)
-    run.emit(Notice("collapse", f"context too long: drained {it.collapse.staged_count} staged "
-                    f"collapse(s), {len(it.messages_for_query)} → {len(messages)} messages"))
+    run.emit(
+        Notice(
+            "collapse",
+            f"context too long: drained {it.collapse.staged_count} staged "
+            f"collapse(s), {len(it.messages_for_query)} → {len(messages)} messages",
+        )
+    )
     return _whole(
         messages=messages,
         tool_context=_tool_context(state, it),
@@ -186,9 +205,7 @@ def apply_collapses(messages: Transcript, store: CollapseStore) -> Transcript:
     return project_collapses(messages, CollapseStore(committed=store.staged))
 
 
-async def stop_hook_blocking(
-    run: Run, state: LoopState, it: Iteration, facts: Facts
-) -> LoopState:
+async def stop_hook_blocking(run: Run, state: LoopState, it: Iteration, facts: Facts) -> LoopState:
     feedback = tuple(meta(f"Stop hook feedback:\n{error}") for error in facts.blocking_errors)
     return _whole(
         messages=it.messages_for_query.extend((*it.assistant_messages, *feedback)),
@@ -269,8 +286,10 @@ def final_messages(reason: str, it: Iteration) -> Transcript:
     if reason in (Terminal.ABORTED_TOOLS, Terminal.HOOK_STOPPED, Terminal.MAX_TURNS):
         return messages.extend((_results_message(it),))
     if reason in (Terminal.ABORTED_STREAMING, Terminal.MODEL_ERROR) and it.tool_use_blocks:
-        text = INTERRUPTED if reason == Terminal.ABORTED_STREAMING else (
-            f"Tool not run: the model call failed ({it.model_error})"
+        text = (
+            INTERRUPTED
+            if reason == Terminal.ABORTED_STREAMING
+            else (f"Tool not run: the model call failed ({it.model_error})")
         )
         missing = tuple(ToolResultBlock(b.id, text, True) for b in it.tool_use_blocks)
         return messages.extend((tool_results(missing),))

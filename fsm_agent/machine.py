@@ -99,6 +99,7 @@ def _edge(source: Phase, name: str, dest: str, when: str, guard: Guard = always)
 
 P, C, T = Phase, Continue, Terminal
 
+# fmt: off
 EDGES: tuple[Edge, ...] = (
     _edge(P.PREPROCESS, "preprocessed", P.BLOCKING_LIMIT_CHECK, "always"),
 
@@ -162,6 +163,7 @@ EDGES: tuple[Edge, ...] = (
           lambda s, f: f.max_turns is not None and s.turn_count + 1 > f.max_turns),
     _edge(P.CONTINUATION, C.NEXT_TURN, P.PREPROCESS, "otherwise"),
 )
+# fmt: on
 
 INITIAL = Phase.PREPROCESS.value
 FINAL_STATES: tuple[str, ...] = tuple(t.value for t in Terminal)

@@ -71,12 +71,7 @@ class ToolResultBlock:
 
 
 ContentBlock = (
-    TextBlock
-    | ThinkingBlock
-    | RedactedThinkingBlock
-    | ImageBlock
-    | ToolUseBlock
-    | ToolResultBlock
+    TextBlock | ThinkingBlock | RedactedThinkingBlock | ImageBlock | ToolUseBlock | ToolResultBlock
 )
 
 

@@ -280,7 +280,9 @@ async def tool_execution(run: Run, state: LoopState, it: Iteration) -> tuple[Ite
         run.emit(ToolFinished(result, block.name, effects.now() - started))
     if not aborted and effects.aborted("tools"):
         aborted = True
-    it = evolve(it, tool_results=tuple(results), read_files=read_files, hook_stop_reason=stop_reason)
+    it = evolve(
+        it, tool_results=tuple(results), read_files=read_files, hook_stop_reason=stop_reason
+    )
     return it, Facts(aborted=aborted, hook_prevented=stop_reason is not None)
 
 

@@ -198,7 +198,9 @@ def _block_events(index: int, block: ContentBlock, *, cut: bool) -> list[StreamE
             raw = raw[: max(1, len(raw) // 2)]
         deltas = [BlockDelta(index, "input_json", c) for c in _chunks(raw)]
         stop = (
-            BlockStop(index, ToolUseBlock(block.id, block.name, {}), f"invalid JSON in tool input: {raw}")
+            BlockStop(
+                index, ToolUseBlock(block.id, block.name, {}), f"invalid JSON in tool input: {raw}"
+            )
             if cut
             else BlockStop(index, block)
         )

@@ -107,9 +107,7 @@ async def areplay(
     log = SessionLog(Path(path))
     tape = ReplayTape(log)
     specs = structure(log.header.get("tools", []), list[ToolSpec])
-    engine = Engine(
-        config_of(log), tape, None, specs, log.header.get("session_id", ""), on_event
-    )
+    engine = Engine(config_of(log), tape, None, specs, log.header.get("session_id", ""), on_event)
     messages = [structure(m, Message) for m in tape.start_messages]
     return await engine.run(messages)
 
