@@ -14,9 +14,10 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any, Literal
 
-from attrs import field, frozen
+from attrs import evolve, field, frozen
 
 from fsm_agent.codec import CodecError, structure
+from fsm_agent.config import RunConfig
 from fsm_agent.effects import AbortSignal
 from fsm_agent.events import (
     BlockDelta,
@@ -88,6 +89,18 @@ class Scenario:
     prompt: str | None = None
     config: ScenarioConfig = ScenarioConfig()
     hooks: dict[str, tuple[HookOutcome, ...]] = field(factory=dict)
+
+    def run_config(self, base: RunConfig) -> RunConfig:
+        """`base` with the scenario's settings; `base` wins where it sets the model."""
+        sc = self.config
+        changes = {
+            "model": sc.model,
+            "fallback_model": sc.fallback_model,
+            "max_turns": sc.max_turns,
+            "token_budget": sc.token_budget,
+            "context_window": sc.context_window,
+        }
+        return evolve(base, **{k: v for k, v in changes.items() if v is not None})
 
     @classmethod
     def load(cls, path: str | Path) -> Scenario:

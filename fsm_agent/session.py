@@ -8,10 +8,13 @@ from __future__ import annotations
 
 import asyncio
 import datetime as dt
+import os
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
+
+from attrs import evolve
 
 from fsm_agent.codec import structure, unstructure
 from fsm_agent.config import RunConfig
@@ -23,6 +26,7 @@ from fsm_agent.log import LogWriter, MemoryWriter, SessionLog, default_log_path,
 from fsm_agent.messages import Message, user
 from fsm_agent.model import Model, ToolSpec
 from fsm_agent.recording import RecordingTape, ReplayTape
+from fsm_agent.scripted import Scenario, ScenarioError, ScriptedHooks, ScriptedModel
 from fsm_agent.tools.base import Tool
 
 
@@ -92,6 +96,37 @@ async def arun(
 def run(prompt: str | Sequence[Message], **kwargs: Any) -> LoopResult:
     """`arun` for scripts: runs its own event loop."""
     return asyncio.run(arun(prompt, **kwargs))
+
+
+async def arun_scenario(
+    scenario: Scenario | str | Path,
+    *,
+    cwd: str | Path,
+    prompt: str | None = None,
+    config: RunConfig | None = None,
+    **kwargs: Any,
+) -> LoopResult:
+    """Run a scripted scenario in a workspace: its model turns, its hooks, its settings."""
+    if not isinstance(scenario, Scenario):
+        scenario = Scenario.load(scenario)
+    text = prompt or scenario.prompt
+    if not text:
+        raise ScenarioError("no prompt given, and the scenario has no 'prompt'")
+    abort = kwargs.pop("abort", None) or AbortSignal()
+    base = config or RunConfig()
+    run_config = scenario.run_config(evolve(base, cwd=os.path.realpath(cwd)))
+    return await arun(
+        text,
+        model=ScriptedModel(scenario, abort),
+        config=run_config,
+        hooks=ScriptedHooks(scenario.hooks),
+        abort=abort,
+        **kwargs,
+    )
+
+
+def run_scenario(scenario: Scenario | str | Path, **kwargs: Any) -> LoopResult:
+    return asyncio.run(arun_scenario(scenario, **kwargs))
 
 
 def config_of(log: SessionLog) -> RunConfig:

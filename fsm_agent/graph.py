@@ -1,0 +1,63 @@
+"""The machine as a picture: Mermaid or Graphviz dot, drawn from the edge table.
+
+`transitions`' own diagrams label an edge with its trigger, and every edge
+here shares the trigger `step`; drawing from `EDGES` labels each with its
+name and can mark how often a recorded run took it.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable
+
+from fsm_agent.machine import EDGES, FINAL_STATES, INITIAL, Phase
+
+Taken = Counter[tuple[str, str, str]]
+
+
+def count_path(steps: Iterable[tuple[str, str, str]]) -> Taken:
+    """Count `(source, edge, dest)` triples of a recorded path."""
+    return Counter(steps)
+
+
+def _label(name: str, taken: Taken | None, key: tuple[str, str, str]) -> str:
+    if taken is None or not taken.get(key):
+        return name
+    return f"{name} ×{taken[key]}"
+
+
+def mermaid(taken: Taken | None = None) -> str:
+    lines = ["stateDiagram-v2", f"    [*] --> {INITIAL}"]
+    for edge in EDGES:
+        key = (edge.source.value, edge.name, edge.dest)
+        lines.append(f"    {edge.source.value} --> {edge.dest}: {_label(edge.name, taken, key)}")
+    lines.extend(f"    {state} --> [*]" for state in FINAL_STATES)
+    if taken:
+        visited = sorted({s for s, _, _ in taken} | {d for _, _, d in taken})
+        lines.append("    classDef taken fill:#fde68a,stroke:#b45309,stroke-width:2px")
+        lines.extend(f"    class {state} taken" for state in visited)
+    return "\n".join(lines) + "\n"
+
+
+def dot(taken: Taken | None = None) -> str:
+    lines = [
+        "digraph fsm_agent {",
+        "    rankdir=TB;",
+        '    node [shape=box, style=rounded, fontname="Helvetica"];',
+        '    edge [fontname="Helvetica", fontsize=10];',
+        '    __start [shape=point, label=""];',
+        f"    __start -> {INITIAL};",
+    ]
+    lines.extend(f"    {p.value};" for p in Phase)
+    lines.extend(f"    {state} [shape=doubleoctagon];" for state in FINAL_STATES)
+    for edge in EDGES:
+        key = (edge.source.value, edge.name, edge.dest)
+        attrs = f'label="{_label(edge.name, taken, key)}"'
+        if taken and taken.get(key):
+            attrs += ", color=red, penwidth=2"
+        lines.append(f"    {edge.source.value} -> {edge.dest} [{attrs}];")
+    lines.append("}")
+    return "\n".join(lines) + "\n"
+
+
+RENDERERS = {"mermaid": mermaid, "dot": dot}
