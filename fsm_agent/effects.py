@@ -15,6 +15,7 @@ from collections.abc import AsyncIterator, Mapping
 from typing import Any, Protocol
 
 import jsonschema
+from attrs import evolve
 
 from fsm_agent.events import StreamEvent
 from fsm_agent.hooks import HookOutcome, Hooks, NoHooks
@@ -93,6 +94,10 @@ class LiveEffects:
     ) -> None:
         self.model = model
         self.tools = dict(tools)
+        self._validators = {
+            name: jsonschema.validators.validator_for(tool.input_schema)(tool.input_schema)
+            for name, tool in self.tools.items()
+        }
         self.hooks = hooks or NoHooks()
         self.abort = abort or AbortSignal()
         self.inbox = inbox or Inbox()
@@ -112,14 +117,20 @@ class LiveEffects:
         return await self.model.count_tokens(request)
 
     async def run_tool(self, call: ToolCall, env: ToolEnv) -> ToolOutcome:
+        started = time.perf_counter()
+        outcome = await self._run_tool(call, env)
+        return evolve(outcome, duration_s=round(time.perf_counter() - started, 6))
+
+    async def _run_tool(self, call: ToolCall, env: ToolEnv) -> ToolOutcome:
         tool = self.tools.get(call.name)
         if tool is None:
             return tool_error(f"Error: No such tool available: {call.name}")
-        try:
-            jsonschema.validate(call.input, tool.input_schema)
-        except jsonschema.ValidationError as exc:
-            where = "/".join(str(p) for p in exc.absolute_path) or "input"
-            return tool_error(f"InputValidationError: {call.name} failed: {where}: {exc.message}")
+        error = jsonschema.exceptions.best_match(
+            self._validators[call.name].iter_errors(call.input)
+        )
+        if error is not None:
+            where = "/".join(str(p) for p in error.absolute_path) or "input"
+            return tool_error(f"InputValidationError: {call.name} failed: {where}: {error.message}")
         try:
             return await tool.run(call.input, env)
         except ToolInputError as exc:

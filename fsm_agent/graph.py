@@ -61,3 +61,27 @@ def dot(taken: Taken | None = None) -> str:
 
 
 RENDERERS = {"mermaid": mermaid, "dot": dot}
+
+
+def edge_table() -> str:
+    """The edge table as Markdown: the order within a state is the priority."""
+    rows = ["| from | edge | to | guard |", "|---|---|---|---|"]
+    for edge in EDGES:
+        rows.append(f"| `{edge.source.value}` | `{edge.name}` | `{edge.dest}` | {edge.when} |")
+    return "\n".join(rows) + "\n"
+
+
+def machine_doc() -> str:
+    """docs/machine.md, generated: `python tools/render_docs.py` rewrites it."""
+    return (
+        "# The machine\n\n"
+        "Generated from `fsm_agent/machine.py` by `python tools/render_docs.py`; "
+        "a test fails when it is out of date.\n\n"
+        "```mermaid\n"
+        f"{mermaid()}"
+        "```\n\n"
+        "## Edges\n\n"
+        "Edges out of one state are tried top to bottom; the first whose guard holds is "
+        "taken.\n\n"
+        f"{edge_table()}"
+    )

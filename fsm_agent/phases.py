@@ -268,7 +268,6 @@ async def tool_execution(run: Run, state: LoopState, it: Iteration) -> tuple[Ite
             results.append(ToolResultBlock(block.id, error, True))
             continue
         run.emit(ToolStarted(block))
-        started = effects.now()
         env = ToolEnv(cwd=run.config.cwd, read_files=read_files)
         outcome = await effects.run_tool(ToolCall(block.id, block.name, block.input), env)
         read_files.update(outcome.read_files)
@@ -277,7 +276,7 @@ async def tool_execution(run: Run, state: LoopState, it: Iteration) -> tuple[Ite
         if outcome.stop_reason is not None or post.prevent_continuation:
             stop_reason = outcome.stop_reason or post.stop_reason or "stopped by a hook"
         results.append(result)
-        run.emit(ToolFinished(result, block.name, effects.now() - started))
+        run.emit(ToolFinished(result, block.name, outcome.duration_s))
     if not aborted and effects.aborted("tools"):
         aborted = True
     it = evolve(

@@ -22,13 +22,15 @@ class ToolOutcome:
     """A tool's answer. `read_files` maps each absolute path the tool read to its mtime.
 
     `stop_reason` is set when a hook stopped the run during this call
-    (`continue: false`): the loop then ends `hook_stopped`.
+    (`continue: false`): the loop then ends `hook_stopped`. `duration_s` is
+    measured by the effects door, so a replay shows the recorded timing.
     """
 
     content: ToolResultContent
     is_error: bool = False
     read_files: dict[str, float] = field(factory=dict)
     stop_reason: str | None = None
+    duration_s: float = 0.0
 
     @classmethod
     def error(cls, text: str) -> ToolOutcome:

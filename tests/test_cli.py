@@ -1,0 +1,153 @@
+"""`fsm-agent` as a user runs it: real processes, exit codes, one-line errors."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from fsm_agent.cli import EXIT_CODES
+from tests.conftest import SCENARIOS
+
+
+def fsm(
+    *args: str, cwd: Path | None = None, env: dict | None = None
+) -> subprocess.CompletedProcess:
+    full_env = {**os.environ, **(env or {})}
+    full_env.pop("ANTHROPIC_API_KEY", None)
+    return subprocess.run(
+        [sys.executable, "-m", "fsm_agent.cli", *args],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        env=full_env,
+        timeout=60,
+    )
+
+
+def test_run_scripted_end_to_end(workspace: Path, tmp_path: Path) -> None:
+    log = tmp_path / "run.jsonl"
+    proc = fsm(
+        "run",
+        "--scripted",
+        str(SCENARIOS / "tool_round.json"),
+        "--cwd",
+        str(workspace),
+        "--log",
+        str(log),
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "notes.txt now says hello." in proc.stdout
+    assert "completed" in proc.stdout
+    assert (workspace / "notes.txt").read_text() == "hello\n"
+    check = fsm("replay", str(log), "--check")
+    assert check.returncode == 0, check.stderr
+    assert "steps match" in check.stdout
+
+
+def test_exit_code_names_the_terminal_reason(workspace: Path, tmp_path: Path) -> None:
+    proc = fsm(
+        "run",
+        "--scripted",
+        str(SCENARIOS / "max_turns.json"),
+        "--cwd",
+        str(workspace),
+        "--log",
+        str(tmp_path / "l.jsonl"),
+    )
+    assert proc.returncode == EXIT_CODES["max_turns"]
+
+
+def test_max_turns_option_overrides_the_scenario(workspace: Path, tmp_path: Path) -> None:
+    proc = fsm(
+        "run",
+        "--scripted",
+        str(SCENARIOS / "tool_round.json"),
+        "--cwd",
+        str(workspace),
+        "--max-turns",
+        "1",
+        "--log",
+        str(tmp_path / "l.jsonl"),
+    )
+    assert proc.returncode == EXIT_CODES["max_turns"]
+
+
+def _one_error_line(proc: subprocess.CompletedProcess, needle: str) -> None:
+    assert proc.returncode == 2
+    assert "Traceback" not in proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1, proc.stderr
+    assert lines[0].startswith("fsm-agent: error:") and needle in lines[0]
+
+
+def test_malformed_scenario(tmp_path: Path, workspace: Path) -> None:
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"turns": [{"content": [{"type": "bogus"}]}]}')
+    _one_error_line(fsm("run", "--scripted", str(bad), "--cwd", str(workspace), "x"), "bad.json")
+    bad.write_text("{not json")
+    _one_error_line(fsm("run", "--scripted", str(bad), "x"), "not valid JSON")
+    bad.write_text("[]")
+    _one_error_line(fsm("run", "--scripted", str(bad), "x"), "'turns' list")
+
+
+def test_bad_option_value_and_missing_workspace(tmp_path: Path) -> None:
+    _one_error_line(fsm("run", "--max-turns", "zero", "x"), "--max-turns")
+    _one_error_line(fsm("run", "--cwd", str(tmp_path / "missing"), "x"), "does not exist")
+
+
+def test_missing_key_names_the_variable_and_the_offline_ways() -> None:
+    proc = fsm("run", "hello")
+    _one_error_line(proc, "ANTHROPIC_API_KEY")
+    assert "--scripted" in proc.stderr and "replay" in proc.stderr
+
+
+def test_replay_path_and_json(scenario, tmp_path: Path) -> None:
+    result = scenario("unknown_tool")
+    log = tmp_path / "unknown_tool.jsonl"
+    text = fsm("replay", str(log), "--path")
+    assert text.stdout.splitlines() == [str(s) for s in result.path]
+    as_json = json.loads(fsm("replay", str(log), "--path", "--json").stdout)
+    assert as_json[0] == {
+        "from": "preprocess",
+        "to": "blocking_limit_check",
+        "edge": "preprocessed",
+    }
+    assert len(as_json) == len(result.path)
+
+
+def test_replay_of_a_non_log(tmp_path: Path) -> None:
+    junk = tmp_path / "junk.jsonl"
+    junk.write_text("hello\n")
+    _one_error_line(fsm("replay", str(junk), "--check"), "not a session log")
+    _one_error_line(fsm("replay", str(tmp_path / "nope.jsonl")), "no such log file")
+
+
+def test_replay_check_reports_divergence(scenario, tmp_path: Path) -> None:
+    scenario("unknown_tool")
+    log = tmp_path / "unknown_tool.jsonl"
+    rows = [json.loads(r) for r in log.read_text().splitlines()]
+    for row in rows:
+        if row.get("edge") == "completed":
+            row["edge"] = row["to"] = "max_turns"
+    log.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    proc = fsm("replay", str(log), "--check")
+    assert proc.returncode == 1
+    assert "diverged at step" in proc.stderr and "max_turns" in proc.stderr
+
+
+@pytest.mark.parametrize("command", [["--help"], ["graph", "--help"], ["replay", "--help"]])
+def test_help_and_light_commands_do_not_import_the_sdk(command: list[str]) -> None:
+    code = (
+        "import sys\n"
+        "from fsm_agent.cli import main\n"
+        f"sys.argv = ['fsm-agent', *{command!r}]\n"
+        "try:\n    main()\nexcept SystemExit:\n    pass\n"
+        "assert 'anthropic' not in sys.modules, 'anthropic imported'\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr

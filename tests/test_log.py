@@ -1,0 +1,91 @@
+"""The session log: written per record, read back, and refused clearly when broken."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from fsm_agent.log import LogError, SessionLog
+
+
+def lines(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+def test_every_run_writes_header_start_transitions_effects_result(scenario, tmp_path: Path) -> None:
+    result = scenario("tool_round")
+    records = lines(tmp_path / "tool_round.jsonl")
+    header = records[0]
+    assert header["format"] == "fsm-agent-session" and header["version"] == 1
+    assert header["session_id"] == result.session_id
+    assert header["config"]["cwd"].endswith("ws")
+    assert records[1]["t"] == "start"
+    kinds = {r["t"] for r in records[1:]}
+    assert kinds == {"start", "transition", "effect", "result"}
+    transitions = [r for r in records if r["t"] == "transition"]
+    assert [r["edge"] for r in transitions] == list(result.edges)
+    assert [r["step"] for r in transitions] == list(range(1, len(transitions) + 1))
+    assert records[-1] == {
+        "t": "result",
+        "reason": "completed",
+        "turns": 3,
+        "usage": records[-1]["usage"],
+        "steps": len(transitions),
+    }
+    tools = [r for r in records if r["t"] == "effect" and r["name"] == "tool"]
+    assert [t["args"]["name"] for t in tools] == ["Write", "Read"]
+
+
+def test_default_log_location_is_in_the_workspace(scenario, workspace: Path) -> None:
+    result = scenario("unknown_tool", log=None)
+    logs = list((workspace / ".fsm-agent" / "sessions").glob("*.jsonl"))
+    assert [p.stem for p in logs] == [result.session_id]
+
+
+def _recorded(scenario, tmp_path: Path) -> Path:
+    scenario("tool_round")
+    return tmp_path / "tool_round.jsonl"
+
+
+def test_torn_last_line_is_tolerated(scenario, tmp_path: Path) -> None:
+    path = _recorded(scenario, tmp_path)
+    text = path.read_text()
+    path.write_text(text[: len(text) - 20])
+    log = SessionLog(path)
+    records = list(log.records())
+    assert log.torn
+    assert len(records) == len(text.splitlines()) - 2
+
+
+def test_corrupt_middle_line_names_the_line(scenario, tmp_path: Path) -> None:
+    path = _recorded(scenario, tmp_path)
+    rows = path.read_text().splitlines(keepends=True)
+    rows[4] = "{not json\n"
+    path.write_text("".join(rows))
+    with pytest.raises(LogError, match=r":5: corrupt record"):
+        list(SessionLog(path).records())
+
+
+@pytest.mark.parametrize(
+    ("first", "message"),
+    [
+        ("hello world\n", "not a session log"),
+        ('{"format": "something-else"}\n', "not a session log"),
+        ('{"format": "fsm-agent-session", "version": 99}\n', "unknown log format version 99"),
+    ],
+)
+def test_not_a_log(tmp_path: Path, first: str, message: str) -> None:
+    path = tmp_path / "x.jsonl"
+    path.write_text(first)
+    with pytest.raises(LogError, match=message):
+        SessionLog(path)
+
+
+def test_offsets_index_every_record(scenario, tmp_path: Path) -> None:
+    path = _recorded(scenario, tmp_path)
+    log = SessionLog(path)
+    offsets = log.offsets()
+    assert len(offsets) == len(path.read_text().splitlines()) - 1
+    assert log.read_at(offsets[-1])["t"] == "result"

@@ -1,0 +1,227 @@
+"""The loop's behaviour from the seeds, each driven by the scripted model."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+from fsm_agent.config import RunConfig
+from fsm_agent.context import MAX_OUTPUT_RECOVERY_MESSAGE
+from fsm_agent.events import StreamEvent
+from fsm_agent.messages import Message, ToolResultBlock, ToolUseBlock
+from fsm_agent.model import ModelRequest
+from fsm_agent.scripted import Scenario, ScriptedHooks, ScriptedModel
+from fsm_agent.session import arun
+from tests.conftest import SCENARIOS
+
+
+class SpyModel(ScriptedModel):
+    """A scripted model that keeps every request it was sent."""
+
+    def __init__(self, scenario: Scenario) -> None:
+        super().__init__(scenario)
+        self.requests: list[ModelRequest] = []
+
+    def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
+        self.requests.append(request)
+        return super().stream(request)
+
+
+def spy_run(name: str, workspace: Path, **config: object) -> tuple[SpyModel, object]:
+    scenario = Scenario.load(SCENARIOS / f"{name}.json")
+    model = SpyModel(scenario)
+    run_config = scenario.run_config(RunConfig(cwd=str(workspace), **config))  # type: ignore[arg-type]
+    result = asyncio.run(
+        arun(
+            scenario.prompt or "",
+            model=model,
+            config=run_config,
+            hooks=ScriptedHooks(scenario.hooks),
+            abort=model.abort,
+            keep_log=False,
+        )
+    )
+    return model, result
+
+
+def test_needs_follow_up_comes_from_blocks_not_stop_reason(scenario, workspace: Path) -> None:
+    data = json.loads((SCENARIOS / "unknown_tool.json").read_text())
+    data["turns"][0]["stop_reason"] = "end_turn"
+    path = workspace.parent / "lying_stop_reason.json"
+    path.write_text(json.dumps(data))
+    from fsm_agent.session import run_scenario
+
+    result = run_scenario(path, cwd=workspace, keep_log=False)
+    assert "tool_use" in result.edges
+    assert result.edges.count("next_turn") == 1
+
+
+def test_one_result_per_tool_use_and_request_order(workspace: Path) -> None:
+    model, result = spy_run("tool_round", workspace)
+    assert result.reason == "completed"
+    second = model.requests[1].messages.items
+    prompt, assistant, results = second[-3], second[-2], second[-1]
+    assert prompt.role == "user" and prompt.text.startswith("Create notes.txt")
+    assert assistant.role == "assistant"
+    assert [b.id for b in assistant.tool_uses] == ["toolu_01write"]
+    assert results.role == "user"
+    assert [b.tool_use_id for b in results.content if isinstance(b, ToolResultBlock)] == [
+        "toolu_01write"
+    ]
+    assert (workspace / "notes.txt").read_text() == "hello\n"
+
+
+def test_unknown_tool_gets_is_error_result(scenario) -> None:
+    result = scenario("unknown_tool")
+    assert result.reason == "completed"
+    tool_result = _results(result.messages.items)["toolu_01nope"]
+    assert tool_result.is_error
+    assert "No such tool available: Frobnicate" in tool_result.text
+
+
+def test_turn_count_grows_per_tool_batch(workspace: Path) -> None:
+    _, result = spy_run("tool_round", workspace)
+    assert result.turns == 3
+
+
+def test_max_turns_one_runs_the_tool_then_stops_without_a_second_request(
+    workspace: Path,
+) -> None:
+    model, result = spy_run("max_turns", workspace)
+    assert result.reason == "max_turns"
+    assert len(model.requests) == 1
+    assert not _results(result.messages.items)["toolu_01glob"].is_error
+
+
+def test_max_output_tokens_escalates_then_recovers_three_times(workspace: Path) -> None:
+    model, result = spy_run("max_output_tokens", workspace)
+    assert result.edges.count("max_output_tokens_escalate") == 1
+    assert result.edges.count("max_output_tokens_recovery") == 3
+    assert result.reason == "completed"
+    assert [r.max_tokens for r in model.requests] == [8000, 64000, 64000, 64000, 64000]
+    escalated = model.requests[1].messages.items
+    assert not any(m.text == MAX_OUTPUT_RECOVERY_MESSAGE for m in escalated)
+    last = model.requests[4].messages.items
+    assert sum(m.text == MAX_OUTPUT_RECOVERY_MESSAGE and m.is_meta for m in last) == 3
+
+
+def test_tool_use_cut_by_max_tokens_is_never_run(scenario, workspace: Path) -> None:
+    result = scenario("truncated_tool_input")
+    assert not (workspace / "cut.txt").exists()
+    assert "max_output_tokens_escalate" in result.edges
+    assert not any(isinstance(b, ToolUseBlock) for m in result.messages.items for b in m.content)
+
+
+def test_prompt_too_long_compacts_once_then_retries(scenario) -> None:
+    result = scenario("reactive_compact")
+    assert result.edges.count("reactive_compact_retry") == 1
+    assert result.reason == "completed"
+
+
+def test_hopeless_prompt_too_long(scenario) -> None:
+    result = scenario("prompt_too_long")
+    assert result.edges.count("reactive_compact_retry") == 1
+    assert result.reason == "prompt_too_long"
+
+
+def test_staged_collapses_drain_before_reactive_compact(workspace: Path) -> None:
+    model, result = spy_run("collapse_drain", workspace)
+    assert "collapse_drain_retry" in result.edges
+    assert "reactive_compact_retry" not in result.edges
+    assert result.reason == "completed"
+    before, after = model.requests[3], model.requests[4]
+    assert len(after.messages) < len(before.messages)
+    assert any("collapsed" in m.text for m in after.messages.items)
+
+
+def test_stop_hook_blocking_feeds_the_error_back(workspace: Path) -> None:
+    model, result = spy_run("stop_hook_blocking", workspace)
+    assert result.edges.count("stop_hook_blocking") == 1
+    assert result.reason == "completed"
+    assert "Tests are failing" in model.requests[1].messages.items[-1].text
+
+
+def test_stop_hook_prevented(scenario) -> None:
+    result = scenario("stop_hook_prevented")
+    assert result.reason == "stop_hook_prevented"
+    assert result.error == "Session budget reached"
+
+
+def test_hook_stopped_during_tools(scenario, workspace: Path) -> None:
+    result = scenario("hook_stopped")
+    assert result.reason == "hook_stopped"
+    assert (workspace / "made.txt").exists()
+
+
+def test_token_budget_nudges_until_spent(workspace: Path) -> None:
+    model, result = spy_run("token_budget", workspace)
+    assert result.edges.count("token_budget_continuation") == 2
+    assert result.reason == "completed"
+    nudge = model.requests[1].messages.items[-1]
+    assert nudge.is_meta and "30% of token target (300 / 1000)" in nudge.text
+
+
+def test_abort_while_streaming_fills_missing_results(scenario, workspace: Path) -> None:
+    result = scenario("aborted_streaming")
+    assert result.reason == "aborted_streaming"
+    assert _results(result.messages.items)["toolu_01w"].is_error
+    assert not (workspace / "never.txt").exists()
+
+
+def test_abort_while_tools_run(scenario, workspace: Path) -> None:
+    result = scenario("aborted_tools")
+    assert result.reason == "aborted_tools"
+    results = _results(result.messages.items)
+    assert set(results) == {"toolu_01a", "toolu_02b"}
+    assert all(r.is_error for r in results.values())
+    assert list(workspace.iterdir()) == []
+
+
+def test_model_error_fills_missing_results(scenario) -> None:
+    result = scenario("model_error")
+    assert result.reason == "model_error"
+    assert "connection" in (result.error or "")
+    assert _results(result.messages.items)["toolu_01bash"].is_error
+
+
+def test_fallback_model_switch_is_a_self_edge(workspace: Path) -> None:
+    model, result = spy_run("model_fallback", workspace)
+    assert "model_fallback" in result.edges
+    assert [r.model for r in model.requests] == ["main-model", "fallback-model"]
+    assert result.reason == "completed"
+    assert result.model == "fallback-model"
+
+
+def test_overloaded_without_fallback_is_model_error(workspace: Path, tmp_path: Path) -> None:
+    data = json.loads((SCENARIOS / "model_fallback.json").read_text())
+    del data["config"]["fallback_model"]
+    path = tmp_path / "no_fallback.json"
+    path.write_text(json.dumps(data))
+    from fsm_agent.session import run_scenario
+
+    result = run_scenario(path, cwd=workspace, keep_log=False)
+    assert result.reason == "model_error"
+
+
+def test_api_error_completes_with_the_error(scenario) -> None:
+    result = scenario("api_error")
+    assert result.reason == "completed"
+    assert result.text.startswith("API Error: 401")
+
+
+def test_image_error(scenario) -> None:
+    result = scenario("image_error")
+    assert result.edges[-1] == "image_error"
+    assert "reactive_compact_retry" in result.edges
+
+
+def test_blocking_limit_stops_before_the_next_request(workspace: Path) -> None:
+    model, result = spy_run("blocking_limit", workspace)
+    assert result.reason == "blocking_limit"
+    assert len(model.requests) == 1
+
+
+def _results(messages: tuple[Message, ...]) -> dict[str, ToolResultBlock]:
+    return {b.tool_use_id: b for m in messages for b in m.content if isinstance(b, ToolResultBlock)}

@@ -1,0 +1,122 @@
+"""The edge table itself: states, reasons, guards, and that nothing else can happen."""
+
+from __future__ import annotations
+
+import pytest
+from attrs import evolve
+
+from fsm_agent.machine import (
+    EDGES,
+    FINAL_STATES,
+    Continue,
+    LoopMachine,
+    NoEdge,
+    Phase,
+    Terminal,
+    edges_from,
+)
+from fsm_agent.messages import user
+from fsm_agent.state import Collapse, CollapseStore, Facts, LoopState, ToolContext, Transcript
+
+STATE = LoopState(Transcript.of([user("hi")]), ToolContext("/ws", "m"))
+
+
+def machine_at(state: str) -> LoopMachine:
+    return LoopMachine(initial=state)
+
+
+def test_every_reason_is_an_edge_and_every_terminal_a_final_state() -> None:
+    names = {e.name for e in EDGES}
+    assert {c.value for c in Continue} <= names
+    assert {t.value for t in Terminal} <= names
+    assert set(FINAL_STATES) == {t.value for t in Terminal}
+    for edge in EDGES:
+        if edge.name in {c.value for c in Continue}:
+            assert edge.dest == Phase.PREPROCESS
+        if edge.name in {t.value for t in Terminal}:
+            assert edge.dest == edge.name
+
+
+def test_no_auto_transitions() -> None:
+    machine = LoopMachine()
+    assert not hasattr(machine, "to_completed")
+
+
+def test_final_states_have_no_way_out() -> None:
+    machine = machine_at("completed")
+    assert machine.is_final
+    with pytest.raises(NoEdge):
+        machine.fire(STATE, Facts())
+
+
+def test_recovery_priority_is_table_order() -> None:
+    order = [e.name for e in edges_from("recovery")]
+    assert order == [
+        "collapse_drain_retry",
+        "reactive_compact_retry",
+        "prompt_too_long",
+        "image_error",
+        "max_output_tokens_escalate",
+        "max_output_tokens_recovery",
+        "completed",
+        "nothing_to_recover",
+    ]
+
+
+@pytest.mark.parametrize(
+    ("state", "facts", "expected"),
+    [
+        (STATE, Facts(withheld="prompt_too_long"), "reactive_compact_retry"),
+        (
+            evolve(STATE, collapse=CollapseStore(staged=(Collapse(1, 3, "s"),))),
+            Facts(withheld="prompt_too_long"),
+            "collapse_drain_retry",
+        ),
+        (
+            evolve(STATE, has_attempted_reactive_compact=True),
+            Facts(withheld="prompt_too_long"),
+            "prompt_too_long",
+        ),
+        (
+            evolve(STATE, has_attempted_reactive_compact=True),
+            Facts(withheld="media"),
+            "image_error",
+        ),
+        (STATE, Facts(truncated=True), "max_output_tokens_escalate"),
+        (
+            evolve(STATE, max_output_tokens_override=64000),
+            Facts(truncated=True),
+            "max_output_tokens_recovery",
+        ),
+        (
+            evolve(STATE, max_output_tokens_override=64000, max_output_tokens_recovery_count=3),
+            Facts(truncated=True),
+            "nothing_to_recover",
+        ),
+        (STATE, Facts(api_error="API Error"), "completed"),
+        (STATE, Facts(), "nothing_to_recover"),
+    ],
+)
+def test_recovery_guards(state: LoopState, facts: Facts, expected: str) -> None:
+    assert machine_at("recovery").fire(state, facts).name == expected
+
+
+def test_max_turns_guard_looks_at_the_next_turn() -> None:
+    assert machine_at("continuation").fire(STATE, Facts(max_turns=1)).name == "max_turns"
+    assert machine_at("continuation").fire(STATE, Facts(max_turns=2)).name == "next_turn"
+    assert machine_at("continuation").fire(STATE, Facts()).name == "next_turn"
+
+
+def test_stop_hooks_order() -> None:
+    both = Facts(hook_prevented=True, blocking_errors=("x",), budget_nudge="go on")
+    assert machine_at("stop_hooks").fire(STATE, both).name == "stop_hook_prevented"
+    nudge = Facts(blocking_errors=("x",), budget_nudge="go on")
+    assert machine_at("stop_hooks").fire(STATE, nudge).name == "stop_hook_blocking"
+
+
+def test_an_edge_not_in_the_table_cannot_happen() -> None:
+    machine = LoopMachine()
+    with pytest.raises(AttributeError):
+        machine.to_completed()  # type: ignore[attr-defined]
+    machine.fire(STATE, Facts())
+    assert machine.state == "blocking_limit_check"

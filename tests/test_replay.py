@@ -1,0 +1,60 @@
+"""Deterministic replay: the same engine, every effect answered from the log."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from fsm_agent.recording import Divergence
+from fsm_agent.session import replay
+from tests.conftest import SCENARIOS
+
+NAMES = sorted(p.stem for p in SCENARIOS.glob("*.json"))
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_recorded_scenario_replays_exactly(name: str, scenario, tmp_path: Path) -> None:
+    live = scenario(name)
+    again = replay(tmp_path / f"{name}.jsonl")
+    assert again.path == live.path
+    assert again.messages.digest == live.messages.digest
+    assert again.reason == live.reason
+
+
+def test_replay_touches_no_file(scenario, workspace: Path, tmp_path: Path) -> None:
+    scenario("tool_round")
+    (workspace / "notes.txt").unlink()
+    replay(tmp_path / "tool_round.jsonl")
+    assert not (workspace / "notes.txt").exists()
+
+
+def test_changed_effect_result_diverges_at_its_step(scenario, tmp_path: Path) -> None:
+    scenario("tool_round")
+    path = tmp_path / "tool_round.jsonl"
+    rows = [json.loads(r) for r in path.read_text().splitlines()]
+    for row in rows:
+        if row.get("name") == "tool" and row["args"]["name"] == "Write":
+            row["result"]["content"] = "something else entirely"
+            changed_step = row["step"]
+            break
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    with pytest.raises(Divergence) as info:
+        replay(path)
+    assert info.value.step > changed_step
+    assert info.value.what == "effect model"
+
+
+def test_changed_transition_diverges(scenario, tmp_path: Path) -> None:
+    scenario("unknown_tool")
+    path = tmp_path / "unknown_tool.jsonl"
+    rows = [json.loads(r) for r in path.read_text().splitlines()]
+    target = next(r for r in rows if r.get("edge") == "tool_use")
+    target["edge"], target["to"] = "no_tool_use", "recovery"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    with pytest.raises(Divergence) as info:
+        replay(path)
+    assert info.value.step == target["step"]
+    assert "no_tool_use" in str(info.value.expected)
+    assert "tool_use" in str(info.value.got)

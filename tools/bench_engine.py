@@ -1,0 +1,88 @@
+"""Engine speed: µs per iteration, and whether it grows with the history.
+
+N iterations of the scripted model, one trivial tool call each, session log
+on. Prints µs per iteration and the ratio of the mean cost of the last 10% of
+iterations to the first 10% (flat is 1.0). Target: ≤ 200 µs, ratio ≤ 1.2.
+
+    python tools/bench_engine.py [N ...]
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from fsm_agent.config import RunConfig
+from fsm_agent.events import DriverEvent, Transition
+from fsm_agent.scripted import Scenario, ScriptedModel
+from fsm_agent.session import arun
+from fsm_agent.tools.base import ToolEnv, ToolOutcome
+
+
+class Noop:
+    name = "Noop"
+    description = "Does nothing."
+    input_schema: dict[str, Any] = {"type": "object", "properties": {"n": {"type": "integer"}}}
+
+    def is_concurrency_safe(self, input: dict[str, Any]) -> bool:
+        return True
+
+    async def run(self, input: dict[str, Any], env: ToolEnv) -> ToolOutcome:
+        return ToolOutcome("ok")
+
+
+def scenario(n: int) -> Scenario:
+    turns: list[dict[str, Any]] = [
+        {
+            "content": [
+                {"type": "tool_use", "id": f"toolu_{i:06d}", "name": "Noop", "input": {"n": i}}
+            ],
+            "usage": {"input_tokens": 100, "output_tokens": 10},
+        }
+        for i in range(n)
+    ]
+    turns.append({"content": [{"type": "text", "text": "done"}]})
+    return Scenario.parse({"turns": turns})
+
+
+async def measure(n: int, log: Path) -> list[float]:
+    stamps: list[float] = []
+
+    def on_event(event: DriverEvent) -> None:
+        if isinstance(event, Transition) and event.edge == "next_turn":
+            stamps.append(time.perf_counter())
+
+    start = time.perf_counter()
+    result = await arun(
+        "go",
+        model=ScriptedModel(scenario(n)),
+        config=RunConfig(model="scripted", cwd=str(log.parent), context_window=10**9),
+        tools={"Noop": Noop()},
+        log=log,
+        on_event=on_event,
+    )
+    assert result.reason == "completed", result.reason
+    times = [b - a for a, b in zip([start, *stamps], stamps, strict=False)]
+    return times
+
+
+def main(sizes: list[int]) -> None:
+    print(f"{'N':>6} {'µs/iter':>10} {'last10%/first10%':>18} {'log size':>10}")
+    for n in sizes:
+        with tempfile.TemporaryDirectory() as tmp:
+            log = Path(tmp) / "bench.jsonl"
+            times = asyncio.run(measure(n, log))
+            tenth = max(1, len(times) // 10)
+            head = sum(times[:tenth]) / tenth
+            tail = sum(times[-tenth:]) / tenth
+            mean_us = 1e6 * sum(times) / len(times)
+            size = log.stat().st_size
+            print(f"{n:>6} {mean_us:>10.1f} {tail / head:>18.2f} {size / 1024:>9.0f}K")
+
+
+if __name__ == "__main__":
+    main([int(a) for a in sys.argv[1:]] or [10, 100, 1000])
