@@ -14,7 +14,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from fsm_agent.config import RunConfig
 from fsm_agent.events import DriverEvent, Transition
@@ -26,7 +26,10 @@ from fsm_agent.tools.base import ToolEnv, ToolOutcome
 class Noop:
     name = "Noop"
     description = "Does nothing."
-    input_schema: dict[str, Any] = {"type": "object", "properties": {"n": {"type": "integer"}}}
+    input_schema: ClassVar[dict[str, Any]] = {
+        "type": "object",
+        "properties": {"n": {"type": "integer"}},
+    }
 
     def is_concurrency_safe(self, input: dict[str, Any]) -> bool:
         return True
