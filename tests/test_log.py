@@ -89,3 +89,15 @@ def test_offsets_index_every_record(scenario, tmp_path: Path) -> None:
     offsets = log.offsets()
     assert len(offsets) == len(path.read_text().splitlines()) - 1
     assert log.read_at(offsets[-1])["t"] == "result"
+
+
+def test_every_line_matches_the_documented_schema(scenario, tmp_path: Path) -> None:
+    import jsonschema
+
+    from tests.conftest import ROOT
+
+    schema = json.loads((ROOT / "docs" / "log-format.schema.json").read_text())
+    for name in ("tool_round", "model_fallback", "hook_stopped"):
+        scenario(name)
+        for record in lines(tmp_path / f"{name}.jsonl"):
+            jsonschema.validate(record, schema)
