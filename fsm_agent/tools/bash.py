@@ -1,0 +1,195 @@
+"""Bash: run one shell command in the workspace, bounded in time and output size."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import signal
+import subprocess
+from typing import Any
+
+from attrs import define
+
+from fsm_agent.tools.base import ToolEnv, ToolInputError, ToolOutcome
+
+DEFAULT_TIMEOUT_MS = 120_000
+MAX_TIMEOUT_MS = 600_000
+MAX_OUTPUT_CHARS = 30_000
+KEEP_BYTES = 1024 * 1024  # per end; far more than MAX_OUTPUT_CHARS needs
+DRAIN_SECONDS = 2.0
+
+DESCRIPTION = """\
+Run a bash command (`bash -c`) in the working directory and return its \
+combined stdout and stderr. Each call starts fresh in the working directory: \
+`cd`, variables and processes do not carry over, and anything the command \
+leaves running in the background is stopped when it returns. stdin is empty, \
+so avoid interactive programs.
+`timeout` is in milliseconds (default 120000, at most 600000). Output over \
+30000 characters keeps its beginning and end. A non-zero exit status is reported \
+as an error together with the output.
+Prefer Read, Edit, Write, Glob and Grep over cat, sed, echo >, find and grep."""
+
+SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "command": {"type": "string", "description": "The command to run"},
+        "timeout": {
+            "type": "number",
+            "exclusiveMinimum": 0,
+            "description": "Timeout in milliseconds (default 120000, max 600000)",
+        },
+        "description": {
+            "type": "string",
+            "description": "What the command does, in 5-10 words",
+        },
+        "run_in_background": {
+            "type": "boolean",
+            "description": "Not supported here; must be false or omitted",
+        },
+    },
+    "required": ["command"],
+    "additionalProperties": False,
+}
+
+
+@define
+class OutputBuffer:
+    """Keeps the head and tail of a stream and counts what fell out between them."""
+
+    head: bytearray
+    tail: bytearray
+    dropped: int = 0
+
+    @classmethod
+    def empty(cls) -> OutputBuffer:
+        return cls(bytearray(), bytearray())
+
+    def add(self, chunk: bytes) -> None:
+        room = KEEP_BYTES - len(self.head)
+        if room > 0:
+            self.head += chunk[:room]
+            chunk = chunk[room:]
+        self.tail += chunk
+        excess = len(self.tail) - KEEP_BYTES
+        if excess > 0:
+            del self.tail[:excess]
+            self.dropped += excess
+
+    def text(self) -> str:
+        text = (self.head + self.tail).decode("utf-8", errors="replace")
+        return clip_middle(text, self.dropped)
+
+
+def clip_middle(text: str, dropped: int = 0) -> str:
+    """Keep a head and a tail of `text`, with a marker saying how much was cut.
+
+    `dropped` counts bytes the buffer already lost from the middle; they are
+    reported as characters, which is exact for ASCII output.
+    """
+    if not dropped and len(text) <= MAX_OUTPUT_CHARS:
+        return text
+    half = MAX_OUTPUT_CHARS // 2
+    cut = len(text) - 2 * half + dropped
+    return f"{text[:half]}{marker(cut)}{text[-half:]}"
+
+
+def marker(cut: int) -> str:
+    return f"\n\n... [{cut} characters truncated] ...\n\n"
+
+
+def timeout_of(input: dict[str, Any]) -> float:
+    """The timeout in ms: the model's choice, clamped to the maximum rather than refused."""
+    return min(float(input.get("timeout", DEFAULT_TIMEOUT_MS)), MAX_TIMEOUT_MS)
+
+
+def kill_group(pgid: int) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pgid, signal.SIGKILL)
+
+
+class _Collector(asyncio.SubprocessProtocol):
+    """Collects output and signals exit and end-of-output separately.
+
+    `asyncio.subprocess.Process.wait` waits for the pipes to close too, which a
+    backgrounded grandchild can hold open; the shell's own exit is what counts.
+    """
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self.buffer = OutputBuffer.empty()
+        self.exited: asyncio.Future[None] = loop.create_future()
+        self.drained: asyncio.Future[None] = loop.create_future()
+
+    def pipe_data_received(self, fd: int, data: bytes | str) -> None:
+        self.buffer.add(data.encode() if isinstance(data, str) else data)
+
+    def pipe_connection_lost(self, fd: int, exc: Exception | None) -> None:
+        if not self.drained.done():
+            self.drained.set_result(None)
+
+    def process_exited(self) -> None:
+        if not self.exited.done():
+            self.exited.set_result(None)
+
+
+async def _settle(future: asyncio.Future[None], seconds: float) -> bool:
+    """Wait for `future` without cancelling it; False if time ran out."""
+    try:
+        await asyncio.wait_for(asyncio.shield(future), seconds)
+    except TimeoutError:
+        return False
+    return True
+
+
+class BashTool:
+    """The escape hatch for everything the file tools cannot do."""
+
+    name = "Bash"
+    description = DESCRIPTION
+    input_schema = SCHEMA
+
+    def is_concurrency_safe(self, input: dict[str, Any]) -> bool:
+        return False
+
+    async def run(self, input: dict[str, Any], env: ToolEnv) -> ToolOutcome:
+        if input.get("run_in_background"):
+            raise ToolInputError(
+                "run_in_background is not supported by this agent. Run the command in the "
+                "foreground, with a timeout if it may take long."
+            )
+        timeout_ms = timeout_of(input)
+        loop = asyncio.get_running_loop()
+        transport, collector = await loop.subprocess_exec(
+            lambda: _Collector(loop),
+            "bash",
+            "-c",
+            input["command"],
+            cwd=env.cwd,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+        pgid = transport.get_pid()
+        try:
+            timed_out = not await _settle(collector.exited, timeout_ms / 1000)
+            kill_group(pgid)
+            await _settle(collector.exited, DRAIN_SECONDS)
+            await _settle(collector.drained, DRAIN_SECONDS)
+        except asyncio.CancelledError:
+            kill_group(pgid)
+            raise
+        finally:
+            transport.close()
+        return _outcome(collector.buffer.text(), transport.get_returncode(), timed_out, timeout_ms)
+
+
+def _outcome(output: str, code: int | None, timed_out: bool, timeout_ms: float) -> ToolOutcome:
+    output = output.rstrip("\n")
+    if timed_out:
+        return ToolOutcome.error(f"Command timed out after {timeout_ms:g} ms\n{output}".rstrip())
+    if code is not None and code < 0:
+        return ToolOutcome.error(f"Killed by signal {-code}\n{output}".rstrip())
+    if code != 0:
+        return ToolOutcome.error(f"Exit code {code}\n{output}".rstrip())
+    return ToolOutcome(output or "(no output)")

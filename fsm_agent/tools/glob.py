@@ -1,0 +1,86 @@
+"""Glob: find files by name pattern, most recently modified first."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+from typing import Any
+
+from fsm_agent.tools.base import ToolEnv, ToolInputError, ToolOutcome
+from fsm_agent.tools.globs import compile_glob, matches
+from fsm_agent.tools.walk import walk_files
+from fsm_agent.tools.workspace import check_path
+
+MAX_RESULTS = 100
+
+DESCRIPTION = """\
+Find files whose path matches a glob pattern, e.g. `**/*.py` or `src/**/*.{ts,tsx}`. \
+The pattern is matched against paths relative to `path` (default: the working \
+directory): `*` stays within one directory, `**/` spans any number of them.
+Returns absolute paths, most recently modified first, at most 100. \
+Hidden files are included, .gitignore is not consulted, and .git is skipped. \
+Use Grep to search file contents."""
+
+SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "pattern": {"type": "string", "description": "Glob pattern to match file paths against"},
+        "path": {
+            "type": "string",
+            "description": "Directory to search in; defaults to the working directory",
+        },
+    },
+    "required": ["pattern"],
+    "additionalProperties": False,
+}
+
+
+class GlobTool:
+    """File discovery by name, so the model need not shell out to `find`."""
+
+    name = "Glob"
+    description = DESCRIPTION
+    input_schema = SCHEMA
+
+    def is_concurrency_safe(self, input: dict[str, Any]) -> bool:
+        return True
+
+    async def run(self, input: dict[str, Any], env: ToolEnv) -> ToolOutcome:
+        where, pattern = input.get("path") or env.cwd, input["pattern"]
+        if os.path.isabs(pattern):
+            where, pattern = split_absolute(pattern)
+        check = check_path(where, env)
+        if not check.inside:
+            return check.refusal()
+        if not os.path.isdir(check.resolved):
+            raise ToolInputError(f"Directory does not exist: {where}")
+        return await asyncio.to_thread(_glob, check.resolved, pattern, check.roots)
+
+
+def split_absolute(pattern: str) -> tuple[str, str]:
+    """`/a/b/**/*.py` -> (`/a/b`, `**/*.py`): models often put the directory in the pattern."""
+    parts = pattern.split("/")
+    for i, part in enumerate(parts):
+        if any(c in part for c in "*?[{"):
+            return "/".join(parts[:i]) or "/", "/".join(parts[i:])
+    return os.path.dirname(pattern) or "/", os.path.basename(pattern)
+
+
+def _glob(base: str, pattern: str, roots: tuple[str, ...]) -> ToolOutcome:
+    regex = compile_glob(pattern)
+    found: list[tuple[float, str]] = []
+    for path in walk_files(base, roots):
+        if matches(regex, os.path.relpath(path, base).replace(os.sep, "/")):
+            with contextlib.suppress(OSError):
+                found.append((-os.stat(path).st_mtime, path))
+    if not found:
+        return ToolOutcome("No files found")
+    found.sort()
+    lines = [path for _, path in found[:MAX_RESULTS]]
+    if len(found) > MAX_RESULTS:
+        lines.append(
+            f"(Results are truncated: showing {MAX_RESULTS} of {len(found)} files. "
+            "Use a more specific path or pattern.)"
+        )
+    return ToolOutcome("\n".join(lines))

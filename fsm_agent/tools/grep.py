@@ -1,0 +1,303 @@
+"""Grep: search file contents with a regex, shaped like ripgrep's options and output.
+
+Python's `re` stands in for ripgrep. Hidden files are searched, VCS
+directories and binary files (NUL in the first 8 KB) are skipped, and the
+`.gitignore` at the top of the workspace root being searched is honoured
+(see `fsm_agent.tools.walk.GitIgnore` for the subset understood).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import bisect
+import contextlib
+import os
+import re
+from collections.abc import Iterator
+from typing import Any
+
+from attrs import frozen
+
+from fsm_agent.tools.base import ToolEnv, ToolInputError, ToolOutcome
+from fsm_agent.tools.files import looks_binary
+from fsm_agent.tools.globs import compile_glob, split_globs
+from fsm_agent.tools.walk import GitIgnore, walk_files
+from fsm_agent.tools.workspace import check_path, is_within
+
+MAX_OUTPUT_CHARS = 30_000
+MAX_LINE_CHARS = 2000
+MAX_FILE_BYTES = 20 * 1024 * 1024
+
+FILE_TYPES: dict[str, tuple[str, ...]] = {
+    "py": ("*.py", "*.pyi"),
+    "js": ("*.js", "*.jsx", "*.mjs", "*.cjs"),
+    "ts": ("*.ts", "*.tsx", "*.mts", "*.cts"),
+    "rust": ("*.rs",),
+    "go": ("*.go",),
+    "md": ("*.md", "*.markdown", "*.mdx"),
+    "markdown": ("*.md", "*.markdown", "*.mdx"),
+    "json": ("*.json", "*.jsonl"),
+    "yaml": ("*.yaml", "*.yml"),
+    "toml": ("*.toml",),
+    "html": ("*.html", "*.htm"),
+    "css": ("*.css", "*.scss", "*.sass", "*.less"),
+    "c": ("*.c", "*.h"),
+    "cpp": ("*.cpp", "*.cc", "*.cxx", "*.hpp", "*.hh", "*.hxx", "*.h"),
+    "java": ("*.java",),
+    "sh": ("*.sh", "*.bash", "*.zsh"),
+    "ruby": ("*.rb",),
+    "sql": ("*.sql",),
+    "txt": ("*.txt",),
+}
+
+MODES = ("files_with_matches", "content", "count")
+
+DESCRIPTION = f"""\
+Search file contents with a regular expression (Python `re` syntax, close to \
+ripgrep's). Searches `path` (a file or directory; default: the working \
+directory), skipping .git, binary files and what the top-level .gitignore excludes.
+Filter files with `glob` (e.g. `*.py`, `src/**/*.{{ts,tsx}}`) or `type` \
+({", ".join(FILE_TYPES)}).
+output_mode: `files_with_matches` (default; paths, newest first), `content` \
+(matching lines as path:line:text; `-n` line numbers default on; `-A`/`-B`/`-C` \
+context) or `count` (matching lines per file).
+`-i` ignores case; `multiline` lets a match span lines (`.` matches newlines). \
+`head_limit` and `offset` page through the output entries."""
+
+_INT = {"type": "integer", "minimum": 0}
+
+SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "pattern": {"type": "string", "description": "Regular expression to search for"},
+        "path": {"type": "string", "description": "File or directory to search"},
+        "glob": {"type": "string", "description": "Glob filter for file names, e.g. *.py"},
+        "type": {"type": "string", "description": "File type filter, e.g. py, js, rust"},
+        "output_mode": {"type": "string", "enum": list(MODES)},
+        "-i": {"type": "boolean", "description": "Case-insensitive search"},
+        "-n": {"type": "boolean", "description": "Show line numbers (content mode)"},
+        "-A": {**_INT, "description": "Lines of context after each match (content mode)"},
+        "-B": {**_INT, "description": "Lines of context before each match (content mode)"},
+        "-C": {**_INT, "description": "Lines of context around each match (content mode)"},
+        "context": {**_INT, "description": "Same as -C"},
+        "head_limit": {**_INT, "description": "Show at most this many entries (0: all)"},
+        "offset": {**_INT, "description": "Skip this many entries first"},
+        "multiline": {"type": "boolean", "description": "Let matches span lines"},
+    },
+    "required": ["pattern"],
+    "additionalProperties": False,
+}
+
+
+@frozen
+class Query:
+    regex: re.Pattern[str]
+    multiline: bool
+    mode: str
+    line_numbers: bool
+    before: int
+    after: int
+    file_globs: tuple[re.Pattern[str], ...]
+
+    @classmethod
+    def parse(cls, input: dict[str, Any]) -> Query:
+        flags = re.IGNORECASE if input.get("-i") else 0
+        multiline = bool(input.get("multiline"))
+        if multiline:
+            flags |= re.MULTILINE | re.DOTALL
+        try:
+            regex = re.compile(input["pattern"], flags)
+        except re.error as exc:
+            raise ToolInputError(f"Invalid regular expression: {exc}") from None
+        around = input.get("-C", input.get("context", 0))
+        return cls(
+            regex=regex,
+            multiline=multiline,
+            mode=input.get("output_mode", "files_with_matches"),
+            line_numbers=input.get("-n", True),
+            before=input.get("-B", around),
+            after=input.get("-A", around),
+            file_globs=_file_globs(input.get("glob"), input.get("type")),
+        )
+
+    def wants(self, base: str, path: str) -> bool:
+        if not self.file_globs:
+            return True
+        rel = os.path.relpath(path, base).replace(os.sep, "/")
+        name = os.path.basename(path)
+        return any(g.fullmatch(rel) or g.fullmatch(name) for g in self.file_globs)
+
+
+def _file_globs(glob: str | None, file_type: str | None) -> tuple[re.Pattern[str], ...]:
+    patterns = split_globs(glob) if glob else []
+    if file_type:
+        if file_type not in FILE_TYPES:
+            raise ToolInputError(
+                f"Unknown file type {file_type!r}. Known types: {', '.join(FILE_TYPES)}."
+            )
+        if glob:
+            raise ToolInputError("Give either glob or type, not both.")
+        patterns = list(FILE_TYPES[file_type])
+    return tuple(compile_glob(p) for p in patterns)
+
+
+@frozen
+class FileMatches:
+    """Where the regex matched in one file: its lines and the 0-based indices that hit."""
+
+    path: str
+    lines: tuple[str, ...]
+    hits: tuple[int, ...]
+
+
+class GrepTool:
+    """Content search without a shell: structured options, confined to the workspace."""
+
+    name = "Grep"
+    description = DESCRIPTION
+    input_schema = SCHEMA
+
+    def is_concurrency_safe(self, input: dict[str, Any]) -> bool:
+        return True
+
+    async def run(self, input: dict[str, Any], env: ToolEnv) -> ToolOutcome:
+        query = Query.parse(input)
+        where = input.get("path") or env.cwd
+        check = check_path(where, env)
+        if not check.inside:
+            return check.refusal()
+        if not os.path.exists(check.resolved):
+            raise ToolInputError(f"Path does not exist: {where}")
+        results = await asyncio.to_thread(_search, query, check.resolved, check.roots)
+        single = os.path.isfile(check.resolved)
+        return ToolOutcome(
+            _render(query, results, single, input.get("head_limit", 0), input.get("offset", 0))
+        )
+
+
+def _search(query: Query, base: str, roots: tuple[str, ...]) -> list[FileMatches]:
+    found: list[FileMatches] = []
+    for path in _candidates(query, base, roots):
+        result = _search_file(query, path)
+        if result is not None:
+            found.append(result)
+    return found
+
+
+def _candidates(query: Query, base: str, roots: tuple[str, ...]) -> Iterator[str]:
+    if os.path.isfile(base):
+        yield base
+        return
+    root = max((r for r in roots if is_within(base, r)), key=len)
+    ignore = GitIgnore.load(root)
+    for path in walk_files(base, roots, ignore):
+        if query.wants(base, path):
+            yield path
+
+
+def _search_file(query: Query, path: str) -> FileMatches | None:
+    try:
+        if os.path.getsize(path) > MAX_FILE_BYTES:
+            return None
+        with open(path, "rb") as f:
+            raw = f.read()
+    except OSError:
+        return None
+    if looks_binary(raw):
+        return None
+    text = raw.decode("utf-8", errors="replace").replace("\r\n", "\n")
+    lines = text.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    if query.multiline:
+        hits = _multiline_hits(query.regex, text, lines)
+    else:
+        hits = [i for i, line in enumerate(lines) if query.regex.search(line)]
+    return FileMatches(path, tuple(lines), tuple(hits)) if hits else None
+
+
+def _multiline_hits(regex: re.Pattern[str], text: str, lines: list[str]) -> list[int]:
+    starts = [0]
+    for line in lines[:-1]:
+        starts.append(starts[-1] + len(line) + 1)
+    hit: set[int] = set()
+    for m in regex.finditer(text):
+        first = bisect.bisect_right(starts, m.start()) - 1
+        last = bisect.bisect_right(starts, max(m.end() - 1, m.start())) - 1
+        hit.update(range(first, min(last, len(lines) - 1) + 1))
+    return sorted(hit)
+
+
+def _render(
+    query: Query, results: list[FileMatches], single: bool, head_limit: int, offset: int
+) -> str:
+    if query.mode == "content":
+        entries = _content_lines(query, results, single)
+        empty = "No matches found"
+    elif query.mode == "count":
+        entries = [f"{r.path}:{len(r.hits)}" if not single else str(len(r.hits)) for r in results]
+        empty = "No matches found"
+    else:
+        entries = _newest_first([r.path for r in results])
+        empty = "No files found"
+    if not entries:
+        return empty
+    shown = entries[offset : offset + head_limit] if head_limit else entries[offset:]
+    parts: list[str] = []
+    if query.mode == "files_with_matches":
+        parts.append(f"Found {len(entries)} file{'s' if len(entries) != 1 else ''}")
+    parts.append(_cap("\n".join(shown)))
+    if query.mode == "count":
+        total = sum(len(r.hits) for r in results)
+        parts.append(f"\nFound {total} matching lines in {len(results)} files.")
+    if offset + len(shown) < len(entries):
+        parts.append(
+            f"\n(Showing entries {offset + 1}-{offset + len(shown)} of {len(entries)}; "
+            f"use offset={offset + len(shown)} to see more.)"
+        )
+    elif not shown:
+        parts.append(f"\n(offset {offset} is past the last of {len(entries)} entries.)")
+    return "\n".join(parts)
+
+
+def _content_lines(query: Query, results: list[FileMatches], single: bool) -> list[str]:
+    out: list[str] = []
+    for r in results:
+        hits = set(r.hits)
+        show: set[int] = set()
+        for i in r.hits:
+            show.update(range(max(0, i - query.before), min(len(r.lines), i + query.after + 1)))
+        previous = None
+        for i in sorted(show):
+            if out and (previous is None or i != previous + 1) and (query.before or query.after):
+                out.append("--")
+            sep = ":" if i in hits else "-"
+            prefix = "" if single else f"{r.path}{sep}"
+            number = f"{i + 1}{sep}" if query.line_numbers else ""
+            out.append(f"{prefix}{number}{_clip(r.lines[i])}")
+            previous = i
+    return out
+
+
+def _clip(line: str) -> str:
+    return line if len(line) <= MAX_LINE_CHARS else line[:MAX_LINE_CHARS] + "… [line truncated]"
+
+
+def _newest_first(paths: list[str]) -> list[str]:
+    def key(path: str) -> tuple[float, str]:
+        with contextlib.suppress(OSError):
+            return (-os.path.getmtime(path), path)
+        return (0.0, path)
+
+    return sorted(paths, key=key)
+
+
+def _cap(text: str) -> str:
+    if len(text) <= MAX_OUTPUT_CHARS:
+        return text
+    cut = text.rfind("\n", 0, MAX_OUTPUT_CHARS)
+    kept = text[: cut if cut > 0 else MAX_OUTPUT_CHARS]
+    return (
+        f"{kept}\n[Output truncated at {MAX_OUTPUT_CHARS} characters; narrow the search "
+        "or page with head_limit and offset.]"
+    )

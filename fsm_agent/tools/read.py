@@ -1,0 +1,167 @@
+"""Read: show a text file with line numbers, or an image as an image block."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import os
+import stat
+from typing import Any
+
+from fsm_agent.messages import ImageBlock, ImageSource
+from fsm_agent.tools.base import ToolEnv, ToolInputError, ToolOutcome
+from fsm_agent.tools.files import SNIFF_BYTES, looks_binary, mtime
+from fsm_agent.tools.workspace import check_path
+
+DEFAULT_LIMIT = 2000
+MAX_LINE_CHARS = 2000
+MAX_TEXT_BYTES = 256 * 1024
+MAX_IMAGE_BYTES = 3_750_000  # base64 grows it to the API's 5 MB per-image limit
+LINE_TRUNCATED = "… [line truncated]"
+
+DESCRIPTION = """\
+Read a file from the workspace. `file_path` should be an absolute path.
+Text comes back numbered like `cat -n` (line number, tab, line); numbers are \
+not part of the file, so leave them out of Edit strings.
+By default up to 2000 lines from the start are shown; pass `offset` (1-based \
+first line) and `limit` to page through longer files. Files over 256 KB must \
+be read with offset/limit. Lines longer than 2000 characters are cut.
+PNG, JPEG, GIF and WebP images are returned as images. Other binary files and \
+directories cannot be read (use Bash or Glob for directories).
+Read a file before you Edit or overwrite it."""
+
+SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "file_path": {"type": "string", "description": "Absolute path of the file to read"},
+        "offset": {
+            "type": "integer",
+            "minimum": 0,
+            "description": "1-based line number to start from",
+        },
+        "limit": {"type": "integer", "minimum": 1, "description": "Number of lines to read"},
+    },
+    "required": ["file_path"],
+    "additionalProperties": False,
+}
+
+_IMAGE_MAGIC: tuple[tuple[bytes, str], ...] = (
+    (b"\x89PNG\r\n\x1a\n", "image/png"),
+    (b"\xff\xd8\xff", "image/jpeg"),
+    (b"GIF87a", "image/gif"),
+    (b"GIF89a", "image/gif"),
+)
+
+
+def image_media_type(head: bytes) -> str | None:
+    """Media type from the file's magic bytes: what the API will check too."""
+    for magic, media_type in _IMAGE_MAGIC:
+        if head.startswith(magic):
+            return media_type
+    if head[:4] == b"RIFF" and head[8:12] == b"WEBP":
+        return "image/webp"
+    return None
+
+
+def number_lines(lines: list[str], first: int) -> str:
+    return "\n".join(f"{n:>6}\t{line}" for n, line in enumerate(lines, start=first))
+
+
+def _clip(line: str) -> str:
+    return line if len(line) <= MAX_LINE_CHARS else line[:MAX_LINE_CHARS] + LINE_TRUNCATED
+
+
+def _decode(raw: bytes) -> str:
+    text = raw.decode("utf-8", errors="replace")
+    return text.removesuffix("\n").removesuffix("\r")
+
+
+class ReadTool:
+    """The model's way to look at files; every read is reported so edits can follow."""
+
+    name = "Read"
+    description = DESCRIPTION
+    input_schema = SCHEMA
+
+    def is_concurrency_safe(self, input: dict[str, Any]) -> bool:
+        return True
+
+    async def run(self, input: dict[str, Any], env: ToolEnv) -> ToolOutcome:
+        check = check_path(input["file_path"], env)
+        if not check.inside:
+            return check.refusal()
+        return await asyncio.to_thread(
+            self._read, check.resolved, input.get("offset"), input.get("limit")
+        )
+
+    def _read(self, path: str, offset: int | None, limit: int | None) -> ToolOutcome:
+        try:
+            info = os.stat(path)
+        except FileNotFoundError:
+            raise ToolInputError("File does not exist.") from None
+        if stat.S_ISDIR(info.st_mode):
+            raise ToolInputError(
+                f"{path} is a directory, not a file. Use Glob or Bash `ls` to list it."
+            )
+        if not stat.S_ISREG(info.st_mode):
+            raise ToolInputError(f"{path} is not a regular file.")
+        with open(path, "rb") as f:
+            head = f.read(SNIFF_BYTES)
+        media_type = image_media_type(head)
+        if media_type is not None:
+            return self._image(path, media_type, info.st_size)
+        if looks_binary(head):
+            raise ToolInputError(
+                f"{path} looks like a binary file (it contains NUL bytes) and cannot be "
+                "shown as text. Use Bash with a suitable tool to inspect it."
+            )
+        if offset is None and limit is None and info.st_size > MAX_TEXT_BYTES:
+            raise ToolInputError(
+                f"File content ({info.st_size // 1024} KB) exceeds the maximum size that can "
+                f"be read at once ({MAX_TEXT_BYTES // 1024} KB). Use offset and limit to read "
+                "a part of the file, or Grep to find the lines you need."
+            )
+        return self._text(path, max(offset or 1, 1), limit or DEFAULT_LIMIT)
+
+    def _image(self, path: str, media_type: str, size: int) -> ToolOutcome:
+        if size > MAX_IMAGE_BYTES:
+            raise ToolInputError(
+                f"Image is too large to send ({size} bytes; at most {MAX_IMAGE_BYTES})."
+            )
+        with open(path, "rb") as f:
+            data = base64.b64encode(f.read()).decode("ascii")
+        block = ImageBlock(ImageSource(media_type=media_type, data=data))
+        return ToolOutcome((block,), read_files={path: mtime(path)})
+
+    def _text(self, path: str, first: int, limit: int) -> ToolOutcome:
+        lines: list[str] = []
+        total = 0
+        more = False
+        with open(path, "rb") as f:
+            for total, raw in enumerate(f, start=1):
+                if total < first:
+                    continue
+                if len(lines) == limit:
+                    more = True
+                    break
+                lines.append(_clip(_decode(raw)))
+        read_files = {path: mtime(path)}
+        if total == 0:
+            return ToolOutcome(
+                "<system-reminder>Warning: the file exists but is empty.</system-reminder>",
+                read_files=read_files,
+            )
+        if not lines:
+            return ToolOutcome(
+                f"<system-reminder>Warning: the file exists but is shorter than the provided "
+                f"offset ({first}). The file has {total} lines.</system-reminder>",
+                read_files=read_files,
+            )
+        text = number_lines(lines, first)
+        if more:
+            last = first + len(lines) - 1
+            text += (
+                f"\n\n(Showing lines {first}-{last}; the file continues. "
+                f"Use offset={last + 1} to read more.)"
+            )
+        return ToolOutcome(text, read_files=read_files)

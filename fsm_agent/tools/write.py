@@ -1,0 +1,55 @@
+"""Write: create a file, or replace one the model has read in its current state."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from fsm_agent.tools.base import ToolEnv, ToolInputError, ToolOutcome
+from fsm_agent.tools.files import require_fresh_read, write_text
+from fsm_agent.tools.workspace import check_path
+
+DESCRIPTION = """\
+Write a file in the workspace, replacing it entirely if it exists. \
+Parent directories are created as needed.
+An existing file must have been read with Read first, and not changed since; \
+new files need no read. Prefer Edit for changing part of an existing file."""
+
+SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "file_path": {"type": "string", "description": "Absolute path of the file to write"},
+        "content": {"type": "string", "description": "The complete new content of the file"},
+    },
+    "required": ["file_path", "content"],
+    "additionalProperties": False,
+}
+
+
+class WriteTool:
+    """Whole-file writes, guarded so the model never overwrites what it has not seen."""
+
+    name = "Write"
+    description = DESCRIPTION
+    input_schema = SCHEMA
+
+    def is_concurrency_safe(self, input: dict[str, Any]) -> bool:
+        return False
+
+    async def run(self, input: dict[str, Any], env: ToolEnv) -> ToolOutcome:
+        check = check_path(input["file_path"], env)
+        if not check.inside:
+            return check.refusal()
+        path = check.resolved
+        if os.path.isdir(path):
+            raise ToolInputError(f"{path} is a directory; give the path of a file.")
+        existed = os.path.exists(path)
+        if existed:
+            require_fresh_read(path, env)
+        new_mtime = write_text(path, input["content"])
+        text = (
+            f"The file {path} has been updated successfully."
+            if existed
+            else f"File created successfully at: {path}"
+        )
+        return ToolOutcome(text, read_files={path: new_mtime})

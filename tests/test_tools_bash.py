@@ -1,0 +1,154 @@
+import asyncio
+import time
+from pathlib import Path
+
+import pytest
+
+from fsm_agent.tools.base import ToolOutcome
+from fsm_agent.tools.bash import BashTool, timeout_of
+from tests.tools_support import call, make_env, text
+
+BASH = BashTool()
+
+
+def bash(cwd: Path, command: str, **extra: object) -> ToolOutcome:
+    return call(BASH, {"command": command, **extra}, make_env(cwd))
+
+
+def alive(pid: int) -> bool:
+    """True while the process exists and is not a zombie waiting for its reaper."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except FileNotFoundError:
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] != "Z"
+
+
+def wait_dead(pid: int, seconds: float = 3.0) -> bool:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if not alive(pid):
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def test_runs_in_the_working_directory(tmp_path: Path) -> None:
+    out = bash(tmp_path, "pwd; ls", description="Show where we are")
+    (tmp_path / "marker").write_text("")
+    assert not out.is_error
+    assert text(out).splitlines()[0] == str(tmp_path)
+
+
+def test_stdout_and_stderr_are_both_returned(tmp_path: Path) -> None:
+    out = bash(tmp_path, "echo to-out; echo to-err >&2")
+    assert text(out) == "to-out\nto-err"
+
+
+def test_files_it_creates_land_in_cwd(tmp_path: Path) -> None:
+    bash(tmp_path, "echo hi > made.txt")
+    assert (tmp_path / "made.txt").read_text() == "hi\n"
+
+
+def test_non_zero_exit_is_an_error_with_the_code(tmp_path: Path) -> None:
+    out = bash(tmp_path, "echo oops; exit 3")
+    assert out.is_error
+    assert text(out) == "Exit code 3\noops"
+
+
+def test_death_by_signal_is_reported(tmp_path: Path) -> None:
+    out = bash(tmp_path, "kill -9 $$")
+    assert out.is_error
+    assert text(out).startswith("Killed by signal 9")
+
+
+def test_no_output_and_empty_stdin(tmp_path: Path) -> None:
+    out = bash(tmp_path, "cat")
+    assert not out.is_error
+    assert text(out) == "(no output)"
+
+
+def test_timeout_kills_the_whole_process_group(tmp_path: Path) -> None:
+    start = time.monotonic()
+    out = bash(tmp_path, "sleep 30 & echo $! > child.pid; echo started; wait", timeout=500)
+    assert time.monotonic() - start < 5
+    assert out.is_error
+    assert text(out).startswith("Command timed out after 500 ms")
+    assert "started" in text(out)
+    assert wait_dead(int((tmp_path / "child.pid").read_text()))
+
+
+def test_background_leftovers_are_stopped_when_the_command_returns(tmp_path: Path) -> None:
+    start = time.monotonic()
+    out = bash(tmp_path, "sleep 30 & echo $! > child.pid; echo done")
+    assert time.monotonic() - start < 5
+    assert text(out) == "done"
+    assert wait_dead(int((tmp_path / "child.pid").read_text()))
+
+
+def test_cancellation_kills_the_group_and_propagates(tmp_path: Path) -> None:
+    pid_file = tmp_path / "child.pid"
+
+    async def scenario() -> None:
+        task = asyncio.ensure_future(
+            BASH.run({"command": "sleep 30 & echo $! > child.pid; wait"}, make_env(tmp_path))
+        )
+        for _ in range(100):
+            if pid_file.exists() and pid_file.read_text().strip():
+                break
+            await asyncio.sleep(0.02)
+        task.cancel()
+        await task
+
+    start = time.monotonic()
+    with pytest.raises(asyncio.CancelledError):
+        asyncio.run(scenario())
+    assert time.monotonic() - start < 5
+    assert wait_dead(int(pid_file.read_text()))
+
+
+def test_long_output_keeps_head_and_tail(tmp_path: Path) -> None:
+    out = text(bash(tmp_path, "printf HEAD; head -c 100000 /dev/zero | tr '\\0' x; printf TAIL"))
+    assert out.startswith("HEAD" + "x" * 100)
+    assert out.endswith("x" * 100 + "TAIL")
+    assert "[70008 characters truncated]" in out
+    assert len(out.replace("\n\n... [70008 characters truncated] ...\n\n", "")) == 30_000
+
+
+def test_huge_output_is_bounded_and_counted(tmp_path: Path) -> None:
+    out = text(bash(tmp_path, "printf HEAD; head -c 3000000 /dev/zero | tr '\\0' y; printf TAIL"))
+    assert out.startswith("HEAD")
+    assert out.endswith("TAIL")
+    assert f"[{3_000_008 - 30_000} characters truncated]" in out
+    assert len(out) < 30_100
+
+
+def test_failing_command_output_is_truncated_too(tmp_path: Path) -> None:
+    out = bash(tmp_path, "head -c 50000 /dev/zero | tr '\\0' z; exit 1")
+    assert out.is_error
+    assert text(out).startswith("Exit code 1\nzzz")
+    assert "[20000 characters truncated]" in text(out)
+
+
+def test_timeout_is_clamped_not_refused(tmp_path: Path) -> None:
+    assert timeout_of({"command": "x"}) == 120_000
+    assert timeout_of({"command": "x", "timeout": 5_000}) == 5_000
+    assert timeout_of({"command": "x", "timeout": 10**9}) == 600_000
+    assert not bash(tmp_path, "true", timeout=10**9).is_error
+
+
+def test_background_mode_is_rejected_clearly(tmp_path: Path) -> None:
+    out = bash(tmp_path, "touch ran", run_in_background=True)
+    assert out.is_error
+    assert "run_in_background is not supported" in text(out)
+    assert not (tmp_path / "ran").exists()
+
+
+def test_schema_rejects_a_non_positive_timeout(tmp_path: Path) -> None:
+    out = bash(tmp_path, "touch ran", timeout=0)
+    assert "InputValidationError" in text(out)
+    assert not (tmp_path / "ran").exists()
+
+
+def test_is_not_concurrency_safe() -> None:
+    assert not BASH.is_concurrency_safe({"command": "ls"})

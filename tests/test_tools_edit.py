@@ -1,0 +1,189 @@
+import os
+from pathlib import Path
+
+import pytest
+
+from fsm_agent.tools.base import ToolEnv, ToolOutcome
+from fsm_agent.tools.edit import EditTool
+from fsm_agent.tools.read import ReadTool
+from tests.tools_support import after, call, make_env, text
+
+EDIT = EditTool()
+
+
+@pytest.fixture
+def ws(tmp_path: Path) -> Path:
+    (tmp_path / "ws").mkdir()
+    (tmp_path / "outside").mkdir()
+    (tmp_path / "outside" / "keep.txt").write_text("original\n")
+    return tmp_path / "ws"
+
+
+def read_first(ws: Path, path: Path) -> ToolEnv:
+    env = make_env(ws)
+    return after(env, call(ReadTool(), {"file_path": str(path)}, env))
+
+
+def edit(env: ToolEnv, path: Path, old: str, new: str, **extra: object) -> ToolOutcome:
+    return call(EDIT, {"file_path": str(path), "old_string": old, "new_string": new, **extra}, env)
+
+
+def test_replaces_a_unique_string(ws: Path) -> None:
+    f = ws / "m.py"
+    f.write_text("def f():\n    return 1\n")
+    out = edit(read_first(ws, f), f, "return 1", "return 2")
+    assert not out.is_error
+    assert text(out) == f"The file {f} has been updated successfully."
+    assert f.read_text() == "def f():\n    return 2\n"
+    assert out.read_files == {str(f): os.stat(f).st_mtime}
+
+
+def test_unread_file_is_refused(ws: Path) -> None:
+    f = ws / "m.py"
+    f.write_text("a = 1\n")
+    out = edit(make_env(ws), f, "1", "2")
+    assert text(out) == (
+        "<tool_use_error>File has not been read yet. Read it first before writing to it."
+        "</tool_use_error>"
+    )
+    assert f.read_text() == "a = 1\n"
+
+
+def test_file_changed_since_read_is_refused(ws: Path) -> None:
+    f = ws / "m.py"
+    f.write_text("a = 1\n")
+    env = read_first(ws, f)
+    f.write_text("a = 1  # formatted\n")
+    os.utime(f, (2_000_000, 2_000_000))
+    out = edit(env, f, "1", "2")
+    assert out.is_error
+    assert "File has been modified since read" in text(out)
+    assert f.read_text() == "a = 1  # formatted\n"
+
+
+def test_string_not_found(ws: Path) -> None:
+    f = ws / "m.py"
+    f.write_text("a = 1\n")
+    out = edit(read_first(ws, f), f, "b = 1", "b = 2")
+    assert out.is_error
+    assert text(out) == (
+        "<tool_use_error>String to replace not found in file.\nString: b = 1</tool_use_error>"
+    )
+    assert f.read_text() == "a = 1\n"
+
+
+def test_ambiguous_match_needs_replace_all(ws: Path) -> None:
+    f = ws / "m.py"
+    f.write_text("x = 0\nx = 0\nx = 0\n")
+    out = edit(read_first(ws, f), f, "x = 0", "x = 1")
+    assert out.is_error
+    assert text(out) == (
+        "<tool_use_error>Found 3 matches of the string to replace, but replace_all is false. "
+        "To replace all occurrences, set replace_all to true. To replace only one occurrence, "
+        "please provide more context to uniquely identify the instance.\nString: x = 0"
+        "</tool_use_error>"
+    )
+    assert f.read_text() == "x = 0\nx = 0\nx = 0\n"
+
+
+def test_replace_all_replaces_every_occurrence(ws: Path) -> None:
+    f = ws / "m.py"
+    f.write_text("x = 0\ny = x\nx = 0\n")
+    out = edit(read_first(ws, f), f, "x = 0", "x = 1", replace_all=True)
+    assert not out.is_error
+    assert f.read_text() == "x = 1\ny = x\nx = 1\n"
+
+
+def test_identical_strings_are_refused(ws: Path) -> None:
+    f = ws / "m.py"
+    f.write_text("a\n")
+    out = edit(read_first(ws, f), f, "a", "a")
+    assert text(out) == (
+        "<tool_use_error>No changes to make: old_string and new_string are exactly the same."
+        "</tool_use_error>"
+    )
+
+
+def test_empty_old_string_creates_a_missing_file(ws: Path) -> None:
+    f = ws / "pkg" / "new.py"
+    out = edit(make_env(ws), f, "", "print('hi')\n")
+    assert not out.is_error
+    assert f.read_text() == "print('hi')\n"
+    assert out.read_files == {str(f): os.stat(f).st_mtime}
+
+
+def test_empty_old_string_on_a_non_empty_file_is_refused(ws: Path) -> None:
+    f = ws / "m.py"
+    f.write_text("keep\n")
+    out = edit(read_first(ws, f), f, "", "replace\n")
+    assert out.is_error
+    assert "already exists" in text(out)
+    assert f.read_text() == "keep\n"
+
+
+def test_empty_old_string_fills_an_empty_file_once_read(ws: Path) -> None:
+    f = ws / "empty.py"
+    f.write_text("")
+    assert edit(make_env(ws), f, "", "x\n").is_error
+    assert not edit(read_first(ws, f), f, "", "x\n").is_error
+    assert f.read_text() == "x\n"
+
+
+def test_missing_file_with_an_old_string(ws: Path) -> None:
+    out = edit(make_env(ws), ws / "nope.py", "a", "b")
+    assert text(out) == "<tool_use_error>File does not exist.</tool_use_error>"
+    assert not (ws / "nope.py").exists()
+
+
+def test_crlf_file_matches_lf_strings_and_stays_crlf(ws: Path) -> None:
+    f = ws / "dos.txt"
+    f.write_bytes(b"one\r\ntwo\r\nthree\r\n")
+    out = edit(read_first(ws, f), f, "one\ntwo\n", "1\n2\n")
+    assert not out.is_error
+    assert f.read_bytes() == b"1\r\n2\r\nthree\r\n"
+
+
+def test_consecutive_edits_use_the_returned_mtime(ws: Path) -> None:
+    f = ws / "m.py"
+    f.write_text("a b\n")
+    env = read_first(ws, f)
+    env = after(env, edit(env, f, "a", "A"))
+    second = edit(env, f, "b", "B")
+    assert not second.is_error
+    assert f.read_text() == "A B\n"
+
+
+def test_non_utf8_file_is_refused_unchanged(ws: Path) -> None:
+    f = ws / "latin1.txt"
+    f.write_bytes("café\n".encode("latin-1"))
+    out = edit(read_first(ws, f), f, "caf", "CAF")
+    assert out.is_error
+    assert "UTF-8" in text(out)
+    assert f.read_bytes() == "café\n".encode("latin-1")
+
+
+def test_schema_requires_new_string(ws: Path) -> None:
+    out = call(EDIT, {"file_path": str(ws / "m.py"), "old_string": "a"}, make_env(ws))
+    assert "InputValidationError" in text(out)
+
+
+def test_is_not_concurrency_safe() -> None:
+    assert not EDIT.is_concurrency_safe({})
+
+
+def assert_refused(out: ToolOutcome, ws: Path) -> None:
+    assert out.is_error
+    assert "outside the workspace" in text(out)
+    assert out.read_files == {}
+    outside = ws.parent / "outside"
+    assert sorted(p.name for p in outside.iterdir()) == ["keep.txt"]
+    assert (outside / "keep.txt").read_text() == "original\n"
+
+
+def test_refuses_every_way_out(ws: Path) -> None:
+    outside = ws.parent / "outside"
+    (ws / "link.txt").symlink_to(outside / "keep.txt")
+    env = make_env(ws, read={str(outside / "keep.txt"): os.stat(outside / "keep.txt").st_mtime})
+    for path in (ws / ".." / "outside" / "keep.txt", outside / "keep.txt", ws / "link.txt"):
+        assert_refused(edit(env, path, "original", "pwned"), ws)
+    assert_refused(edit(env, ws / ".." / "outside" / "new.txt", "", "planted"), ws)

@@ -1,0 +1,153 @@
+import os
+from pathlib import Path
+
+import pytest
+
+from fsm_agent.tools.glob import GlobTool, split_absolute
+from fsm_agent.tools.globs import compile_glob, split_globs
+from tests.tools_support import call, make_env, text
+
+GLOB = GlobTool()
+
+
+@pytest.mark.parametrize(
+    ("pattern", "path", "expected"),
+    [
+        ("*.py", "a.py", True),
+        ("*.py", "d/a.py", False),
+        ("**/*.py", "a.py", True),
+        ("**/*.py", "d/e/a.py", True),
+        ("**/*.py", "d/a.pyc", False),
+        ("src/**/*.{ts,tsx}", "src/a.ts", True),
+        ("src/**/*.{ts,tsx}", "src/x/y.tsx", True),
+        ("src/**/*.{ts,tsx}", "src/a.js", False),
+        ("src/**/*.{ts,tsx}", "lib/a.ts", False),
+        ("*.{py,{md,txt}}", "notes.txt", True),
+        ("file?.txt", "file1.txt", True),
+        ("file?.txt", "file10.txt", False),
+        ("[ab].txt", "b.txt", True),
+        ("[!ab].txt", "b.txt", False),
+        ("[!ab].txt", "c.txt", True),
+        ("a/**", "a/b/c", True),
+        ("**", "x/y/z", True),
+        ("a**b", "axxb", True),
+        ("a**b", "ax/b", False),
+        (r"\*.txt", "*.txt", True),
+        (r"\*.txt", "a.txt", False),
+        ("a+b(1).txt", "a+b(1).txt", True),
+        ("[unclosed", "[unclosed", True),
+    ],
+)
+def test_glob_patterns(pattern: str, path: str, expected: bool) -> None:
+    assert (compile_glob(pattern).fullmatch(path) is not None) is expected
+
+
+def test_split_globs_keeps_braces_whole() -> None:
+    assert split_globs("*.py,*.md *.{ts,tsx}") == ["*.py", "*.md", "*.{ts,tsx}"]
+
+
+def test_split_absolute_pattern() -> None:
+    assert split_absolute("/w/src/**/*.py") == ("/w/src", "**/*.py")
+    assert split_absolute("/w/setup.py") == ("/w", "setup.py")
+
+
+@pytest.fixture
+def ws(tmp_path: Path) -> Path:
+    ws = tmp_path / "ws"
+    for rel in ("a.py", "b.md", "src/c.py", "src/deep/d.py", ".hidden/e.py", ".git/f.py"):
+        (ws / rel).parent.mkdir(parents=True, exist_ok=True)
+        (ws / rel).write_text(rel)
+    (tmp_path / "outside").mkdir()
+    (tmp_path / "outside" / "secret.py").write_text("x")
+    return ws
+
+
+def glob(ws: Path, **input: object) -> str:
+    out = call(GLOB, dict(input), make_env(ws))
+    assert not out.is_error, out.content
+    return text(out)
+
+
+def test_recursive_pattern_finds_files_including_hidden_but_not_git(ws: Path) -> None:
+    found = set(glob(ws, pattern="**/*.py").splitlines())
+    assert found == {str(ws / p) for p in ("a.py", "src/c.py", "src/deep/d.py", ".hidden/e.py")}
+
+
+def test_single_star_stays_at_the_top(ws: Path) -> None:
+    assert glob(ws, pattern="*.py") == str(ws / "a.py")
+
+
+def test_newest_first(ws: Path) -> None:
+    for i, rel in enumerate(("src/deep/d.py", "a.py", "src/c.py")):
+        os.utime(ws / rel, (1_000_000 + i, 1_000_000 + i))
+    assert glob(ws, pattern="**/*.py", path="src").splitlines() == [
+        str(ws / "src/c.py"),
+        str(ws / "src/deep/d.py"),
+    ]
+
+
+def test_at_most_100_results_with_a_note(ws: Path) -> None:
+    many = ws / "many"
+    many.mkdir()
+    for i in range(120):
+        (many / f"f{i:03}.txt").write_text("")
+        os.utime(many / f"f{i:03}.txt", (2_000_000 + i, 2_000_000 + i))
+    lines = glob(ws, pattern="many/*.txt").splitlines()
+    assert len(lines) == 101
+    assert lines[0] == str(many / "f119.txt")
+    assert lines[99] == str(many / "f020.txt")
+    assert "truncated" in lines[100]
+    assert "100 of 120" in lines[100]
+
+
+def test_no_match(ws: Path) -> None:
+    assert glob(ws, pattern="**/*.rs") == "No files found"
+
+
+def test_directories_are_not_listed(ws: Path) -> None:
+    assert glob(ws, pattern="src/*") == str(ws / "src/c.py")
+
+
+def test_absolute_pattern_is_split_into_directory_and_pattern(ws: Path) -> None:
+    os.utime(ws / "src/c.py", (1_000_000, 1_000_000))
+    assert glob(ws, pattern=f"{ws}/src/**/*.py").splitlines() == [
+        str(ws / "src/deep/d.py"),
+        str(ws / "src/c.py"),
+    ]
+
+
+def test_symlinks_never_lead_outside(ws: Path) -> None:
+    outside = ws.parent / "outside"
+    (ws / "out-dir").symlink_to(outside)
+    (ws / "out-file.py").symlink_to(outside / "secret.py")
+    (ws / "in-file.py").symlink_to(ws / "a.py")
+    found = glob(ws, pattern="**/*.py")
+    assert "secret" not in found
+    assert "out-file.py" not in found
+    assert str(ws / "in-file.py") in found.splitlines()
+
+
+def test_missing_directory(ws: Path) -> None:
+    out = call(GLOB, {"pattern": "*", "path": "nope"}, make_env(ws))
+    assert out.is_error
+    assert "does not exist" in text(out)
+
+
+@pytest.mark.parametrize("where", ["../outside", "{outside}", "link", "{ws}/../outside", "/"])
+def test_search_root_outside_is_refused(ws: Path, where: str) -> None:
+    (ws / "link").symlink_to(ws.parent / "outside")
+    where = where.format(outside=ws.parent / "outside", ws=ws)
+    out = call(GLOB, {"pattern": "**/*.py", "path": where}, make_env(ws))
+    assert out.is_error
+    assert "outside the workspace" in text(out)
+    assert "secret" not in text(out)
+
+
+def test_absolute_pattern_outside_is_refused(ws: Path) -> None:
+    out = call(GLOB, {"pattern": f"{ws.parent}/outside/*.py"}, make_env(ws))
+    assert out.is_error
+    assert "outside the workspace" in text(out)
+
+
+def test_is_concurrency_safe() -> None:
+    assert GLOB.is_concurrency_safe({"pattern": "*"})

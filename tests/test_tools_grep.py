@@ -1,0 +1,228 @@
+import os
+from pathlib import Path
+
+import pytest
+
+from fsm_agent.tools.base import ToolOutcome
+from fsm_agent.tools.grep import GrepTool
+from fsm_agent.tools.walk import GitIgnore
+from tests.tools_support import call, make_env, text
+
+GREP = GrepTool()
+
+FILES = {
+    "a.py": "import os\ndef foo():\n    return os.getcwd()\n",
+    "src/b.py": "def bar():\n    pass\n\n\ndef foo_bar():\n    pass\n",
+    "README.md": "Foo docs\n",
+    ".hidden/h.py": "foo = 1\n",
+    ".git/x.py": "def foo(): ...\n",
+    "build/gen.py": "def foo(): ...\n",
+    "debug.log": "foo happened\n",
+    "keep.log": "foo kept\n",
+    ".gitignore": "build/\n*.log\n!keep.log\n",
+}
+
+
+@pytest.fixture
+def ws(tmp_path: Path) -> Path:
+    ws = tmp_path / "ws"
+    for i, (rel, content) in enumerate(FILES.items()):
+        (ws / rel).parent.mkdir(parents=True, exist_ok=True)
+        (ws / rel).write_text(content)
+        os.utime(ws / rel, (1_000_000 + i, 1_000_000 + i))
+    (ws / "blob.bin").write_bytes(b"def foo\x00\x01")
+    (tmp_path / "outside").mkdir()
+    (tmp_path / "outside" / "secret.py").write_text("def foo(): return 'TOP SECRET'\n")
+    return ws
+
+
+def grep(ws: Path, **input: object) -> ToolOutcome:
+    return call(GREP, dict(input), make_env(ws))
+
+
+def ok(ws: Path, **input: object) -> str:
+    out = grep(ws, **input)
+    assert not out.is_error, out.content
+    return text(out)
+
+
+def test_files_with_matches_newest_first_skipping_git_binary_and_ignored(ws: Path) -> None:
+    assert ok(ws, pattern="foo") == "\n".join(
+        [
+            "Found 4 files",
+            str(ws / "keep.log"),
+            str(ws / ".hidden/h.py"),
+            str(ws / "src/b.py"),
+            str(ws / "a.py"),
+        ]
+    )
+
+
+def test_case_insensitive(ws: Path) -> None:
+    assert str(ws / "README.md") in ok(ws, pattern="foo", **{"-i": True}).splitlines()
+    assert str(ws / "README.md") not in ok(ws, pattern="foo").splitlines()
+
+
+def test_glob_and_type_filters(ws: Path) -> None:
+    py = {str(ws / p) for p in ("a.py", "src/b.py", ".hidden/h.py")}
+    assert set(ok(ws, pattern="foo", glob="*.py").splitlines()[1:]) == py
+    assert set(ok(ws, pattern="foo", type="py").splitlines()[1:]) == py
+    assert ok(ws, pattern="foo", glob="src/*.py").splitlines()[1:] == [str(ws / "src/b.py")]
+    both = ok(ws, pattern="foo", glob="*.{md,log}", **{"-i": True}).splitlines()[1:]
+    assert set(both) == {str(ws / "README.md"), str(ws / "keep.log")}
+
+
+def test_bad_filters_are_input_errors(ws: Path) -> None:
+    assert "Unknown file type 'cobol'" in text(grep(ws, pattern="x", type="cobol"))
+    assert "either glob or type" in text(grep(ws, pattern="x", type="py", glob="*.py"))
+    assert "InputValidationError" in text(grep(ws, pattern="x", output_mode="lines"))
+
+
+def test_content_mode_with_line_numbers(ws: Path) -> None:
+    out = ok(ws, pattern=r"def \w+\(", output_mode="content", glob="*.py")
+    assert out.splitlines() == [
+        f"{ws}/a.py:2:def foo():",
+        f"{ws}/src/b.py:1:def bar():",
+        f"{ws}/src/b.py:5:def foo_bar():",
+    ]
+
+
+def test_content_mode_without_line_numbers_in_a_single_file(ws: Path) -> None:
+    out = ok(ws, pattern="def", output_mode="content", path="src/b.py", **{"-n": False})
+    assert out == "def bar():\ndef foo_bar():"
+
+
+def test_context_lines_and_separators(ws: Path) -> None:
+    out = ok(ws, pattern="def", output_mode="content", path="src/b.py", **{"-C": 1})
+    assert out == "1:def bar():\n2-    pass\n--\n4-\n5:def foo_bar():\n6-    pass"
+    after = ok(ws, pattern="bar", output_mode="content", path="src/b.py", **{"-A": 1})
+    assert after == "1:def bar():\n2-    pass\n--\n5:def foo_bar():\n6-    pass"
+    before = ok(ws, pattern="return", output_mode="content", path="a.py", **{"-B": 2})
+    assert before == "1-import os\n2-def foo():\n3:    return os.getcwd()"
+    assert ok(ws, pattern="return", output_mode="content", path="a.py", context=1) == (
+        "2-def foo():\n3:    return os.getcwd()"
+    )
+
+
+def test_context_separates_files(ws: Path) -> None:
+    out = ok(ws, pattern="getcwd|foo_bar", output_mode="content", type="py", **{"-A": 1})
+    assert out.splitlines() == [
+        f"{ws}/a.py:3:    return os.getcwd()",
+        "--",
+        f"{ws}/src/b.py:5:def foo_bar():",
+        f"{ws}/src/b.py-6-    pass",
+    ]
+
+
+def test_count_mode(ws: Path) -> None:
+    out = ok(ws, pattern="pass|def", output_mode="count", type="py")
+    assert out.splitlines() == [
+        f"{ws}/a.py:1",
+        f"{ws}/src/b.py:4",
+        "",
+        "Found 5 matching lines in 2 files.",
+    ]
+
+
+def test_head_limit_and_offset_page_through_entries(ws: Path) -> None:
+    out = ok(ws, pattern="def|pass", output_mode="content", path="src/b.py", head_limit=2)
+    assert out.splitlines()[:2] == ["1:def bar():", "2:    pass"]
+    assert "entries 1-2 of 4" in out
+    assert "offset=2" in out
+    page2 = ok(ws, pattern="def|pass", output_mode="content", path="src/b.py", offset=2)
+    assert page2 == "5:def foo_bar():\n6:    pass"
+
+
+def test_multiline_matches_span_lines(ws: Path) -> None:
+    out = ok(
+        ws,
+        pattern=r"def bar\(\):\n\s+pass",
+        output_mode="content",
+        path="src/b.py",
+        multiline=True,
+    )
+    assert out == "1:def bar():\n2:    pass"
+    assert ok(ws, pattern=r"def bar\(\):\n\s+pass", path="src/b.py") == "No files found"
+
+
+def test_invalid_regex(ws: Path) -> None:
+    out = grep(ws, pattern="(unclosed")
+    assert out.is_error
+    assert "Invalid regular expression" in text(out)
+
+
+def test_no_matches(ws: Path) -> None:
+    assert ok(ws, pattern="zebra") == "No files found"
+    assert ok(ws, pattern="zebra", output_mode="content") == "No matches found"
+    assert ok(ws, pattern="zebra", output_mode="count") == "No matches found"
+
+
+def test_an_ignored_file_named_explicitly_is_searched(ws: Path) -> None:
+    assert ok(ws, pattern="happened", output_mode="content", path="debug.log") == ("1:foo happened")
+
+
+def test_huge_output_is_capped(ws: Path) -> None:
+    (ws / "big.txt").write_text("needle " + "x" * 500 + "\n" * 1 + ("needle\n" * 10_000))
+    out = ok(ws, pattern="needle", output_mode="content", path="big.txt")
+    assert len(out) < 30_200
+    assert "Output truncated at 30000 characters" in out
+
+
+def test_missing_path(ws: Path) -> None:
+    out = grep(ws, pattern="x", path="nope")
+    assert out.is_error
+    assert "does not exist" in text(out)
+
+
+@pytest.mark.parametrize(
+    "where", ["../outside", "{outside}/secret.py", "link", "link/secret.py", "/"]
+)
+def test_search_outside_is_refused(ws: Path, where: str) -> None:
+    (ws / "link").symlink_to(ws.parent / "outside")
+    out = grep(
+        ws, pattern="foo", output_mode="content", path=where.format(outside=ws.parent / "outside")
+    )
+    assert out.is_error
+    assert "outside the workspace" in text(out)
+    assert "TOP SECRET" not in text(out)
+
+
+def test_symlinks_inside_are_not_followed_out(ws: Path) -> None:
+    (ws / "link").symlink_to(ws.parent / "outside")
+    (ws / "alias.py").symlink_to(ws.parent / "outside" / "secret.py")
+    assert "TOP SECRET" not in ok(ws, pattern="SECRET", output_mode="content")
+
+
+def test_additional_dirs_can_be_searched(ws: Path) -> None:
+    extra = ws.parent / "outside"
+    out = call(GREP, {"pattern": "SECRET", "path": str(extra)}, make_env(ws, extra=(extra,)))
+    assert text(out) == f"Found 1 file\n{extra / 'secret.py'}"
+
+
+def test_is_concurrency_safe() -> None:
+    assert GREP.is_concurrency_safe({"pattern": "x"})
+
+
+@pytest.mark.parametrize(
+    ("rules", "path", "is_dir", "ignored"),
+    [
+        ("*.log", "a/b/x.log", False, True),
+        ("*.log\n!keep.log", "sub/keep.log", False, False),
+        ("build/", "build", True, True),
+        ("build/", "build", False, False),
+        ("/top.txt", "top.txt", False, True),
+        ("/top.txt", "sub/top.txt", False, False),
+        ("docs/*.md", "docs/a.md", False, True),
+        ("docs/*.md", "x/docs/a.md", False, False),
+        ("**/cache", "a/b/cache", True, True),
+        ("# comment\n\n", "comment", False, False),
+        ("node_modules", "web/node_modules", True, True),
+    ],
+)
+def test_gitignore_subset(
+    tmp_path: Path, rules: str, path: str, is_dir: bool, ignored: bool
+) -> None:
+    (tmp_path / ".gitignore").write_text(rules)
+    ignore = GitIgnore.load(str(tmp_path))
+    result = ignore is not None and ignore.ignores(str(tmp_path / path), is_dir=is_dir)
+    assert result is ignored

@@ -1,0 +1,209 @@
+import base64
+import os
+from pathlib import Path
+
+import pytest
+
+from fsm_agent.messages import ImageBlock
+from fsm_agent.tools.base import ToolOutcome
+from fsm_agent.tools.read import ReadTool
+from tests.tools_support import call, make_env, text
+
+READ = ReadTool()
+
+
+@pytest.fixture
+def ws(tmp_path: Path) -> Path:
+    (tmp_path / "ws").mkdir()
+    (tmp_path / "outside").mkdir()
+    (tmp_path / "outside" / "secret.txt").write_text("TOP SECRET\n")
+    return tmp_path / "ws"
+
+
+def read(ws: Path, **input: object) -> ToolOutcome:
+    return call(READ, dict(input), make_env(ws))
+
+
+def test_numbers_lines_like_cat_n_and_reports_the_read(ws: Path) -> None:
+    f = ws / "a.txt"
+    f.write_text("alpha\n  beta\n")
+    out = read(ws, file_path=str(f))
+    assert not out.is_error
+    assert text(out) == "     1\talpha\n     2\t  beta"
+    assert out.read_files == {str(f): os.stat(f).st_mtime}
+
+
+def test_relative_paths_start_at_cwd(ws: Path) -> None:
+    (ws / "sub").mkdir()
+    (ws / "sub" / "b.txt").write_text("x\n")
+    out = read(ws, file_path="sub/b.txt")
+    assert text(out) == "     1\tx"
+    assert list(out.read_files) == [str(ws / "sub" / "b.txt")]
+
+
+def test_offset_and_limit_select_lines_and_say_more_follows(ws: Path) -> None:
+    f = ws / "ten.txt"
+    f.write_text("".join(f"line {i}\n" for i in range(1, 11)))
+    out = text(read(ws, file_path=str(f), offset=3, limit=2))
+    assert out.startswith("     3\tline 3\n     4\tline 4\n")
+    assert "line 5" not in out
+    assert "offset=5" in out
+
+
+def test_reading_to_the_end_has_no_continuation_note(ws: Path) -> None:
+    f = ws / "ten.txt"
+    f.write_text("".join(f"line {i}\n" for i in range(1, 11)))
+    assert text(read(ws, file_path=str(f), offset=9)) == "     9\tline 9\n    10\tline 10"
+
+
+def test_default_limit_is_2000_lines(ws: Path) -> None:
+    f = ws / "long.txt"
+    f.write_text("".join(f"{i}\n" for i in range(1, 2501)))
+    out = text(read(ws, file_path=str(f)))
+    assert "  2000\t2000\n" in out
+    assert "\t2001" not in out
+    assert "offset=2001" in out
+
+
+def test_long_lines_are_cut_at_2000_chars(ws: Path) -> None:
+    f = ws / "wide.txt"
+    f.write_text("x" * 2500 + "\nshort\n")
+    first, second = text(read(ws, file_path=str(f))).split("\n")
+    assert first.startswith("     1\t" + "x" * 2000)
+    assert "x" * 2001 not in first
+    assert "truncated" in first
+    assert second == "     2\tshort"
+
+
+def test_crlf_lines_are_shown_without_carriage_returns(ws: Path) -> None:
+    f = ws / "dos.txt"
+    f.write_bytes(b"one\r\ntwo\r\n")
+    assert text(read(ws, file_path=str(f))) == "     1\tone\n     2\ttwo"
+
+
+def test_empty_file_says_so_and_counts_as_read(ws: Path) -> None:
+    f = ws / "empty.txt"
+    f.write_text("")
+    out = read(ws, file_path=str(f))
+    assert not out.is_error
+    assert "empty" in text(out)
+    assert str(f) in out.read_files
+
+
+def test_offset_past_the_end_says_how_long_the_file_is(ws: Path) -> None:
+    f = ws / "three.txt"
+    f.write_text("a\nb\nc\n")
+    out = text(read(ws, file_path=str(f), offset=10))
+    assert "shorter than the provided offset (10)" in out
+    assert "3 lines" in out
+
+
+def test_missing_file(ws: Path) -> None:
+    out = read(ws, file_path=str(ws / "nope.txt"))
+    assert out.is_error
+    assert text(out) == "<tool_use_error>File does not exist.</tool_use_error>"
+    assert out.read_files == {}
+
+
+def test_directory_is_an_error(ws: Path) -> None:
+    (ws / "d").mkdir()
+    out = read(ws, file_path=str(ws / "d"))
+    assert out.is_error
+    assert "is a directory" in text(out)
+
+
+def test_binary_file_is_an_error(ws: Path) -> None:
+    f = ws / "blob.bin"
+    f.write_bytes(b"ELF\x00\x01\x02" + b"a" * 100)
+    out = read(ws, file_path=str(f))
+    assert out.is_error
+    assert "binary" in text(out)
+    assert out.read_files == {}
+
+
+def test_undecodable_text_is_shown_with_replacement_characters(ws: Path) -> None:
+    f = ws / "latin1.txt"
+    f.write_bytes("café\n".encode("latin-1"))
+    assert text(read(ws, file_path=str(f))) == "     1\tcaf\ufffd"
+
+
+PNG = b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR" + b"\x00" * 20
+IMAGES = [
+    ("pic.png", PNG, "image/png"),
+    ("pic.jpg", b"\xff\xd8\xff\xe0\x00\x10JFIF\x00", "image/jpeg"),
+    ("pic.gif", b"GIF89a\x01\x00\x01\x00\x00\x00", "image/gif"),
+    ("pic.webp", b"RIFF\x1a\x00\x00\x00WEBPVP8 \x00\x00", "image/webp"),
+]
+
+
+@pytest.mark.parametrize(("name", "data", "media_type"), IMAGES)
+def test_images_come_back_as_base64_image_blocks(
+    ws: Path, name: str, data: bytes, media_type: str
+) -> None:
+    f = ws / name
+    f.write_bytes(data)
+    out = read(ws, file_path=str(f))
+    assert not out.is_error
+    assert isinstance(out.content, tuple)
+    (block,) = out.content
+    assert isinstance(block, ImageBlock)
+    assert block.source.media_type == media_type
+    assert base64.b64decode(block.source.data) == data
+    assert str(f) in out.read_files
+
+
+def test_large_file_needs_offset_or_limit(ws: Path) -> None:
+    f = ws / "big.txt"
+    f.write_text(("y" * 99 + "\n") * 3000)  # 300,000 bytes
+    out = read(ws, file_path=str(f))
+    assert out.is_error
+    assert "offset" in text(out)
+    assert "limit" in text(out)
+    assert out.read_files == {}
+    paged = read(ws, file_path=str(f), offset=2999, limit=5)
+    assert text(paged) == f"  2999\t{'y' * 99}\n  3000\t{'y' * 99}"
+
+
+def test_schema_is_checked_before_running(ws: Path) -> None:
+    out = read(ws, path="a.txt")
+    assert out.is_error
+    assert "InputValidationError" in text(out)
+    bad_offset = read(ws, file_path=str(ws / "a.txt"), offset=-1)
+    assert "InputValidationError" in text(bad_offset)
+
+
+def test_is_concurrency_safe() -> None:
+    assert READ.is_concurrency_safe({"file_path": "/x"})
+
+
+# Confinement: each escape is refused and reveals nothing of the target.
+
+
+def assert_refused(out: ToolOutcome, ws: Path) -> None:
+    assert out.is_error
+    assert "outside the workspace" in text(out)
+    assert str(ws) in text(out)
+    assert "TOP SECRET" not in text(out)
+    assert out.read_files == {}
+
+
+def test_refuses_dot_dot_escape(ws: Path) -> None:
+    assert_refused(read(ws, file_path="../outside/secret.txt"), ws)
+    assert_refused(read(ws, file_path=str(ws / ".." / "outside" / "secret.txt")), ws)
+
+
+def test_refuses_absolute_path_outside(ws: Path) -> None:
+    assert_refused(read(ws, file_path=str(ws.parent / "outside" / "secret.txt")), ws)
+
+
+def test_refuses_symlink_pointing_outside(ws: Path) -> None:
+    (ws / "innocent.txt").symlink_to(ws.parent / "outside" / "secret.txt")
+    assert_refused(read(ws, file_path=str(ws / "innocent.txt")), ws)
+    (ws / "dir-link").symlink_to(ws.parent / "outside")
+    assert_refused(read(ws, file_path=str(ws / "dir-link" / "secret.txt")), ws)
+
+
+def test_reads_in_additional_dirs(ws: Path) -> None:
+    extra = ws.parent / "outside"
+    out = call(READ, {"file_path": str(extra / "secret.txt")}, make_env(ws, extra=(extra,)))
+    assert text(out) == "     1\tTOP SECRET"

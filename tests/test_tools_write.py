@@ -1,0 +1,145 @@
+import os
+from pathlib import Path
+
+import pytest
+
+from fsm_agent.tools.base import ToolOutcome
+from fsm_agent.tools.read import ReadTool
+from fsm_agent.tools.write import WriteTool
+from tests.tools_support import after, call, make_env, text
+
+WRITE = WriteTool()
+NOT_READ = (
+    "<tool_use_error>File has not been read yet. Read it first before writing to it."
+    "</tool_use_error>"
+)
+
+
+@pytest.fixture
+def ws(tmp_path: Path) -> Path:
+    (tmp_path / "ws").mkdir()
+    (tmp_path / "outside").mkdir()
+    (tmp_path / "outside" / "keep.txt").write_text("original\n")
+    return tmp_path / "ws"
+
+
+def test_creates_a_new_file_with_parent_directories(ws: Path) -> None:
+    target = ws / "a" / "b" / "new.py"
+    out = call(WRITE, {"file_path": str(target), "content": "print(1)\n"}, make_env(ws))
+    assert not out.is_error
+    assert text(out) == f"File created successfully at: {target}"
+    assert target.read_text() == "print(1)\n"
+    assert out.read_files == {str(target): os.stat(target).st_mtime}
+
+
+def test_content_is_written_byte_for_byte(ws: Path) -> None:
+    target = ws / "dos.txt"
+    call(WRITE, {"file_path": "dos.txt", "content": "a\r\nb\ré\n"}, make_env(ws))
+    assert target.read_bytes() == "a\r\nb\ré\n".encode()
+
+
+def test_overwriting_an_unread_file_is_refused(ws: Path) -> None:
+    target = ws / "exists.txt"
+    target.write_text("old\n")
+    out = call(WRITE, {"file_path": str(target), "content": "new\n"}, make_env(ws))
+    assert out.is_error
+    assert text(out) == NOT_READ
+    assert target.read_text() == "old\n"
+
+
+def test_overwriting_after_read_succeeds(ws: Path) -> None:
+    target = ws / "exists.txt"
+    target.write_text("old\n")
+    env = make_env(ws)
+    env = after(env, call(ReadTool(), {"file_path": str(target)}, env))
+    out = call(WRITE, {"file_path": str(target), "content": "new\n"}, env)
+    assert not out.is_error
+    assert text(out) == f"The file {target} has been updated successfully."
+    assert target.read_text() == "new\n"
+    assert out.read_files == {str(target): os.stat(target).st_mtime}
+
+
+def test_a_file_changed_since_it_was_read_is_refused(ws: Path) -> None:
+    target = ws / "exists.txt"
+    target.write_text("old\n")
+    env = make_env(ws)
+    env = after(env, call(ReadTool(), {"file_path": str(target)}, env))
+    target.write_text("changed by a linter\n")
+    os.utime(target, (1_000_000, 1_000_000))
+    out = call(WRITE, {"file_path": str(target), "content": "new\n"}, env)
+    assert out.is_error
+    assert text(out) == (
+        "<tool_use_error>File has been modified since read, either by the user or by a "
+        "linter. Read it again before attempting to write it.</tool_use_error>"
+    )
+    assert target.read_text() == "changed by a linter\n"
+
+
+def test_a_file_it_wrote_can_be_written_again(ws: Path) -> None:
+    env = make_env(ws)
+    first = call(WRITE, {"file_path": "f.txt", "content": "1"}, env)
+    second = call(WRITE, {"file_path": "f.txt", "content": "2"}, after(env, first))
+    assert not second.is_error
+    assert (ws / "f.txt").read_text() == "2"
+
+
+def test_a_directory_cannot_be_written(ws: Path) -> None:
+    (ws / "d").mkdir()
+    out = call(WRITE, {"file_path": str(ws / "d"), "content": "x"}, make_env(ws))
+    assert out.is_error
+    assert "directory" in text(out)
+    assert (ws / "d").is_dir()
+
+
+def test_schema_requires_content(ws: Path) -> None:
+    out = call(WRITE, {"file_path": str(ws / "x")}, make_env(ws))
+    assert out.is_error
+    assert "InputValidationError" in text(out)
+    assert not (ws / "x").exists()
+
+
+def test_is_not_concurrency_safe() -> None:
+    assert not WRITE.is_concurrency_safe({"file_path": "/x", "content": ""})
+
+
+# Confinement: refused, and nothing outside is created or changed.
+
+
+def assert_refused(out: ToolOutcome, ws: Path) -> None:
+    assert out.is_error
+    assert "outside the workspace" in text(out)
+    assert str(ws) in text(out)
+    assert out.read_files == {}
+    outside = ws.parent / "outside"
+    assert sorted(p.name for p in outside.iterdir()) == ["keep.txt"]
+    assert (outside / "keep.txt").read_text() == "original\n"
+
+
+def test_refuses_dot_dot_escape(ws: Path) -> None:
+    env = make_env(ws)
+    assert_refused(call(WRITE, {"file_path": "../outside/keep.txt", "content": "x"}, env), ws)
+    assert_refused(call(WRITE, {"file_path": "../outside/new.txt", "content": "x"}, env), ws)
+
+
+def test_refuses_absolute_path_outside(ws: Path) -> None:
+    target = ws.parent / "outside" / "new.txt"
+    assert_refused(call(WRITE, {"file_path": str(target), "content": "x"}, make_env(ws)), ws)
+
+
+def test_refuses_symlinks_pointing_outside(ws: Path) -> None:
+    outside = ws.parent / "outside"
+    (ws / "link.txt").symlink_to(outside / "keep.txt")
+    (ws / "dir-link").symlink_to(outside)
+    (ws / "dangling.txt").symlink_to(outside / "planted.txt")
+    # Even a "read" of the target recorded under its real path must not help.
+    env = make_env(ws, read={str(outside / "keep.txt"): os.stat(outside / "keep.txt").st_mtime})
+    for path in ("link.txt", "dir-link/new.txt", "dir-link/keep.txt", "dangling.txt"):
+        assert_refused(call(WRITE, {"file_path": str(ws / path), "content": "x"}, env), ws)
+
+
+def test_writes_in_additional_dirs(ws: Path) -> None:
+    extra = ws.parent / "outside"
+    env = make_env(ws, extra=(extra,))
+    out = call(WRITE, {"file_path": str(extra / "added.txt"), "content": "ok"}, env)
+    assert not out.is_error
+    assert (extra / "added.txt").read_text() == "ok"
