@@ -122,7 +122,7 @@ EDGES: tuple[Edge, ...] = (
 
     _edge(P.RECOVERY, C.COLLAPSE_DRAIN_RETRY, P.PREPROCESS,
           "prompt-too-long withheld and collapses staged",
-          lambda s, f: f.withheld == "prompt_too_long" and s.collapse.staged_count > 0),
+          lambda s, f: f.withheld == "prompt_too_long" and f.collapses_staged > 0),
     _edge(P.RECOVERY, C.REACTIVE_COMPACT_RETRY, P.PREPROCESS,
           "prompt-too-long or media error withheld, reactive compact not tried",
           lambda s, f: f.withheld is not None and not s.has_attempted_reactive_compact),

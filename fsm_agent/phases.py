@@ -206,6 +206,7 @@ async def abort_check(run: Run, state: LoopState, it: Iteration) -> tuple[Iterat
 async def recovery(run: Run, state: LoopState, it: Iteration) -> tuple[Iteration, Facts]:
     return it, Facts(
         withheld=it.withheld,
+        collapses_staged=it.collapse.staged_count,
         truncated=it.stop_reason == "max_tokens",
         api_error=it.api_error,
     )

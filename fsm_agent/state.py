@@ -202,6 +202,7 @@ class Facts:
     aborted: bool = False
     needs_follow_up: bool = False
     withheld: Withheld | None = None
+    collapses_staged: int = 0
     truncated: bool = False
     api_error: str | None = None
     hook_prevented: bool = False

@@ -24,7 +24,7 @@ def test_every_run_writes_header_start_transitions_effects_result(scenario, tmp_
     assert records[1]["t"] == "start"
     kinds = {r["t"] for r in records[1:]}
     assert kinds == {"start", "transition", "effect", "result"}
-    transitions = [r for r in records if r["t"] == "transition"]
+    transitions = [r for r in records if r.get("t") == "transition"]
     assert [r["edge"] for r in transitions] == list(result.edges)
     assert [r["step"] for r in transitions] == list(range(1, len(transitions) + 1))
     assert records[-1] == {
@@ -34,7 +34,7 @@ def test_every_run_writes_header_start_transitions_effects_result(scenario, tmp_
         "usage": records[-1]["usage"],
         "steps": len(transitions),
     }
-    tools = [r for r in records if r["t"] == "effect" and r["name"] == "tool"]
+    tools = [r for r in records if r.get("t") == "effect" and r["name"] == "tool"]
     assert [t["args"]["name"] for t in tools] == ["Write", "Read"]
 
 

@@ -16,7 +16,7 @@ from fsm_agent.machine import (
     edges_from,
 )
 from fsm_agent.messages import user
-from fsm_agent.state import Collapse, CollapseStore, Facts, LoopState, ToolContext, Transcript
+from fsm_agent.state import Facts, LoopState, ToolContext, Transcript
 
 STATE = LoopState(Transcript.of([user("hi")]), ToolContext("/ws", "m"))
 
@@ -67,11 +67,7 @@ def test_recovery_priority_is_table_order() -> None:
     ("state", "facts", "expected"),
     [
         (STATE, Facts(withheld="prompt_too_long"), "reactive_compact_retry"),
-        (
-            evolve(STATE, collapse=CollapseStore(staged=(Collapse(1, 3, "s"),))),
-            Facts(withheld="prompt_too_long"),
-            "collapse_drain_retry",
-        ),
+        (STATE, Facts(withheld="prompt_too_long", collapses_staged=1), "collapse_drain_retry"),
         (
             evolve(STATE, has_attempted_reactive_compact=True),
             Facts(withheld="prompt_too_long"),

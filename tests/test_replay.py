@@ -30,7 +30,9 @@ def test_replay_touches_no_file(scenario, workspace: Path, tmp_path: Path) -> No
     assert not (workspace / "notes.txt").exists()
 
 
-def test_changed_effect_result_diverges_at_its_step(scenario, tmp_path: Path) -> None:
+def test_changed_tool_result_diverges_where_the_code_first_uses_it(
+    scenario, tmp_path: Path
+) -> None:
     scenario("tool_round")
     path = tmp_path / "tool_round.jsonl"
     rows = [json.loads(r) for r in path.read_text().splitlines()]
@@ -42,8 +44,8 @@ def test_changed_effect_result_diverges_at_its_step(scenario, tmp_path: Path) ->
     path.write_text("".join(json.dumps(r) + "\n" for r in rows))
     with pytest.raises(Divergence) as info:
         replay(path)
-    assert info.value.step > changed_step
-    assert info.value.what == "effect model"
+    assert info.value.step == changed_step
+    assert info.value.what == "effect hooks"
 
 
 def test_changed_transition_diverges(scenario, tmp_path: Path) -> None:
