@@ -8,7 +8,9 @@ from __future__ import annotations
 
 from attrs import field, frozen
 
+from fsm_agent.command_hooks import HookMatcher
 from fsm_agent.model import CAPPED_DEFAULT_MAX_TOKENS, ESCALATED_MAX_TOKENS
+from fsm_agent.permissions import PermissionSettings
 
 DEFAULT_MODEL = "claude-sonnet-4-5"
 DEFAULT_CONTEXT_WINDOW = 200_000
@@ -32,6 +34,13 @@ class RunConfig:
     user_context: dict[str, str] = field(factory=dict)
     system_context: dict[str, str] = field(factory=dict)
     tools: tuple[str, ...] = ("Read", "Write", "Edit", "Bash", "Glob", "Grep")
+    permission_mode: str = "default"
+    permissions: PermissionSettings = PermissionSettings()
+    hooks: tuple[HookMatcher, ...] = ()
+    concurrency_safe_tools: tuple[str, ...] = ("Read", "Glob", "Grep")
+    max_tool_concurrency: int = 10
+    streaming_tools: bool = True
+    session_source: str = "startup"
 
     @property
     def effective_window(self) -> int:

@@ -22,6 +22,7 @@ from fsm_agent.machine import LoopMachine
 from fsm_agent.messages import Message, Usage
 from fsm_agent.model import ToolSpec
 from fsm_agent.phases import PHASES, Run
+from fsm_agent.prelude import PROMPT_BLOCKED, session_prelude
 from fsm_agent.recording import Tape
 from fsm_agent.state import Iteration, LoopState, ToolContext, Transcript
 
@@ -104,6 +105,10 @@ class Engine:
     async def run(self, messages: Sequence[Message]) -> LoopResult:
         run = Run(self.config, self.effects, self.tool_specs, self._emit, self.session_id)
         self.tape.start([unstructure(m, Message) for m in messages])
+        prelude = await session_prelude(run, messages)
+        if prelude.blocked is not None:
+            return self._blocked(messages, prelude.blocked)
+        messages = prelude.messages
         state = initial_state(messages, self.config)
         it = fresh_iteration(state)
         digest = state.digest()
@@ -150,6 +155,21 @@ class Engine:
                 "steps": len(path),
             }
         )
+        return result
+
+    def _blocked(self, messages: Sequence[Message], reason: str) -> LoopResult:
+        result = LoopResult(
+            reason=PROMPT_BLOCKED,
+            path=(),
+            messages=Transcript.of(messages),
+            turns=0,
+            usage=Usage(),
+            session_id=self.session_id,
+            model=self.config.model,
+            error=reason,
+            log_path=str(getattr(self.tape, "path", None) or "") or None,
+        )
+        self.tape.result({"reason": PROMPT_BLOCKED, "turns": 0, "usage": {}, "steps": 0})
         return result
 
     async def events(self, messages: Sequence[Message]) -> AsyncIterator[DriverEvent | LoopResult]:

@@ -9,6 +9,7 @@ its result to the session log, and answers each call from the log on replay.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 import uuid
 from collections.abc import AsyncIterator, Mapping
@@ -17,9 +18,17 @@ from typing import Any, Protocol
 import jsonschema
 from attrs import evolve
 
+from fsm_agent.approvals import Approvals
 from fsm_agent.events import StreamEvent
 from fsm_agent.hooks import HookOutcome, Hooks, NoHooks
 from fsm_agent.model import Model, ModelRequest
+from fsm_agent.permissions import (
+    NO_TERMINAL,
+    Decision,
+    PermissionAsk,
+    PermissionRequest,
+    PermissionSettings,
+)
 from fsm_agent.tools.base import Tool, ToolCall, ToolEnv, ToolInputError, ToolOutcome
 
 
@@ -31,6 +40,10 @@ class Effects(Protocol):
     async def run_tool(self, call: ToolCall, env: ToolEnv) -> ToolOutcome: ...
 
     async def run_hooks(self, event: str, payload: dict[str, Any]) -> HookOutcome: ...
+
+    async def check_permission(self, request: PermissionRequest) -> Decision: ...
+
+    async def ask_permission(self, question: PermissionAsk) -> str: ...
 
     def now(self) -> float: ...
 
@@ -47,9 +60,20 @@ class AbortSignal:
     def __init__(self) -> None:
         self._set = False
         self._armed: set[str] = set()
+        self._event: asyncio.Event | None = None
 
     def set(self) -> None:
         self._set = True
+        if self._event is not None:
+            self._event.set()
+
+    async def wait(self) -> None:
+        """Return when `set` is called: running tools race against this."""
+        if self._event is None:
+            self._event = asyncio.Event()
+            if self._set:
+                self._event.set()
+        await self._event.wait()
 
     def arm(self, where: str) -> None:
         """Be set from the moment the loop checks at `where` (scripted interrupts)."""
@@ -58,6 +82,8 @@ class AbortSignal:
     def clear(self) -> None:
         self._set = False
         self._armed.clear()
+        if self._event is not None:
+            self._event.clear()
 
     def is_set(self, where: str = "") -> bool:
         return self._set or where in self._armed
@@ -77,8 +103,15 @@ class Inbox:
         return items
 
 
+INTERRUPTED = "[Request interrupted by user for tool use]"
+
+
 def tool_error(text: str) -> ToolOutcome:
     return ToolOutcome.error(f"<tool_use_error>{text}</tool_use_error>")
+
+
+def interrupted() -> ToolOutcome:
+    return ToolOutcome(INTERRUPTED, is_error=True, interrupted=True)
 
 
 class LiveEffects:
@@ -91,6 +124,7 @@ class LiveEffects:
         hooks: Hooks | None = None,
         abort: AbortSignal | None = None,
         inbox: Inbox | None = None,
+        approvals: Approvals | None = None,
     ) -> None:
         self.model = model
         self.tools = dict(tools)
@@ -101,6 +135,7 @@ class LiveEffects:
         self.hooks = hooks or NoHooks()
         self.abort = abort or AbortSignal()
         self.inbox = inbox or Inbox()
+        self.approvals = approvals or Approvals(PermissionSettings(), ".")
 
     async def model_stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
         """The model's stream, cut short the moment the run is interrupted."""
@@ -117,8 +152,26 @@ class LiveEffects:
         return await self.model.count_tokens(request)
 
     async def run_tool(self, call: ToolCall, env: ToolEnv) -> ToolOutcome:
+        """Run one call, cancelled (Bash's process group killed) on Ctrl-C or `env.cancel`."""
         started = time.perf_counter()
-        outcome = await self._run_tool(call, env)
+        if self.abort.is_set() or (env.cancel is not None and env.cancel.is_set()):
+            return interrupted()
+        work = asyncio.ensure_future(self._run_tool(call, env))
+        stops = [asyncio.ensure_future(self.abort.wait())]
+        if env.cancel is not None:
+            stops.append(asyncio.ensure_future(env.cancel.wait()))
+        try:
+            done, _ = await asyncio.wait([work, *stops], return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for stop in stops:
+                stop.cancel()
+        if work in done:
+            outcome = work.result()
+        else:
+            work.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await work
+            outcome = interrupted()
         return evolve(outcome, duration_s=round(time.perf_counter() - started, 6))
 
     async def _run_tool(self, call: ToolCall, env: ToolEnv) -> ToolOutcome:
@@ -142,6 +195,14 @@ class LiveEffects:
 
     async def run_hooks(self, event: str, payload: dict[str, Any]) -> HookOutcome:
         return await self.hooks.run(event, payload)
+
+    async def check_permission(self, request: PermissionRequest) -> Decision:
+        return self.approvals.check(request)
+
+    async def ask_permission(self, question: PermissionAsk) -> str:
+        if self.abort.is_set():
+            return NO_TERMINAL
+        return await self.approvals.ask(question)
 
     def now(self) -> float:
         return time.time()

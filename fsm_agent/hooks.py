@@ -1,28 +1,72 @@
-"""Hook outcomes, and the in-process hook interface the engine calls through effects."""
+"""Hook outcomes, and the hook interface the engine calls through effects."""
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import Sequence
 from typing import Any, Protocol
 
 from attrs import frozen
+
+PERMISSION_PRECEDENCE = ("deny", "defer", "ask", "allow")
 
 
 @frozen
 class HookOutcome:
     """What the hooks for one event decided, merged.
 
-    `blocking_errors` feed back to the model (Stop: `stop_hook_blocking`);
-    `prevent_continuation` ends the run (`stop_hook_prevented`, or
-    `hook_stopped` during tools).
+    `blocking_errors` feed back to the model (Stop: `stop_hook_blocking`;
+    PreToolUse: the call is refused; PostToolUse: shown next to the result;
+    UserPromptSubmit: the prompt is blocked); `prevent_continuation` ends the
+    run (`stop_hook_prevented`, or `hook_stopped` during tools).
+    `permission_decision` is a PreToolUse hook's allow/deny/ask/defer;
+    `updated_input` replaces the tool's whole input; `additional_context`
+    goes to the model in a `<system-reminder>`; `messages` are for the user only.
     """
 
     blocking_errors: tuple[str, ...] = ()
     prevent_continuation: bool = False
     stop_reason: str | None = None
     additional_context: tuple[str, ...] = ()
+    permission_decision: str | None = None
+    permission_reason: str | None = None
+    updated_input: dict[str, Any] | None = None
+    messages: tuple[str, ...] = ()
 
 
 NO_OPINION = HookOutcome()
+
+
+def strongest(decisions: Sequence[str | None]) -> str | None:
+    """Claude Code's precedence when hooks disagree: deny > defer > ask > allow."""
+    present = [d for d in decisions if d in PERMISSION_PRECEDENCE]
+    return min(present, key=PERMISSION_PRECEDENCE.index) if present else None
+
+
+def merge(outcomes: Sequence[HookOutcome]) -> HookOutcome:
+    """One outcome for several hooks of the same event (they ran in parallel)."""
+    if not outcomes:
+        return NO_OPINION
+    if len(outcomes) == 1:
+        return outcomes[0]
+    decision = strongest([o.permission_decision for o in outcomes])
+    reasons = [
+        o.permission_reason
+        for o in outcomes
+        if o.permission_decision == decision and o.permission_reason
+    ]
+    updated = [o.updated_input for o in outcomes if o.updated_input is not None]
+    stop = [o.stop_reason for o in outcomes if o.prevent_continuation and o.stop_reason]
+    return HookOutcome(
+        blocking_errors=tuple(e for o in outcomes for e in o.blocking_errors),
+        prevent_continuation=any(o.prevent_continuation for o in outcomes),
+        stop_reason=stop[0] if stop else None,
+        additional_context=tuple(c for o in outcomes for c in o.additional_context),
+        permission_decision=decision,
+        permission_reason="; ".join(reasons) or None,
+        updated_input=updated[-1] if updated else None,
+        messages=tuple(m for o in outcomes for m in o.messages),
+    )
 
 
 class Hooks(Protocol):
@@ -32,3 +76,14 @@ class Hooks(Protocol):
 class NoHooks:
     async def run(self, event: str, payload: dict[str, Any]) -> HookOutcome:
         return NO_OPINION
+
+
+class CombinedHooks:
+    """Several hook sources (settings files, a scenario's script) for one run."""
+
+    def __init__(self, *sources: Hooks) -> None:
+        self.sources = sources
+
+    async def run(self, event: str, payload: dict[str, Any]) -> HookOutcome:
+        outcomes = await asyncio.gather(*(s.run(event, payload) for s in self.sources))
+        return merge([o for o in outcomes if o != NO_OPINION])

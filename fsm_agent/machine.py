@@ -66,6 +66,7 @@ CONTINUE_REASONS = frozenset(c.value for c in Continue)
 TERMINAL_REASONS = frozenset(t.value for t in Terminal)
 MODEL_FALLBACK = "model_fallback"
 MAX_OUTPUT_RECOVERY_LIMIT = 3
+MAX_STOP_HOOK_BLOCKS = 8
 
 Guard = Callable[["LoopState", "Facts"], bool]
 
@@ -145,7 +146,8 @@ EDGES: tuple[Edge, ...] = (
     _edge(P.STOP_HOOKS, T.STOP_HOOK_PREVENTED, T.STOP_HOOK_PREVENTED,
           "a stop hook prevents continuing", lambda s, f: f.hook_prevented),
     _edge(P.STOP_HOOKS, C.STOP_HOOK_BLOCKING, P.PREPROCESS,
-          "stop hooks returned blocking errors", lambda s, f: bool(f.blocking_errors)),
+          f"stop hooks returned blocking errors, fewer than {MAX_STOP_HOOK_BLOCKS} in a row",
+          lambda s, f: bool(f.blocking_errors) and s.stop_hook_blocks < MAX_STOP_HOOK_BLOCKS),
     _edge(P.STOP_HOOKS, C.TOKEN_BUDGET_CONTINUATION, P.PREPROCESS,
           "token budget not spent", lambda s, f: f.budget_nudge is not None),
     _edge(P.STOP_HOOKS, T.COMPLETED, T.COMPLETED, "otherwise"),

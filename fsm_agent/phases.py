@@ -8,9 +8,8 @@ effect goes through `run.effects`.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from typing import Any
 
-from attrs import evolve, frozen
+from attrs import evolve, field, frozen
 
 from fsm_agent.config import RunConfig
 from fsm_agent.context import (
@@ -34,8 +33,6 @@ from fsm_agent.events import (
     ModelCallError,
     TextDelta,
     ThinkingDelta,
-    ToolFinished,
-    ToolStarted,
     ToolUseComplete,
 )
 from fsm_agent.machine import Phase
@@ -43,13 +40,12 @@ from fsm_agent.messages import (
     ContentBlock,
     Message,
     TextBlock,
-    ToolResultBlock,
     ToolUseBlock,
     Usage,
 )
 from fsm_agent.model import ModelRequest, ToolSpec
 from fsm_agent.state import BudgetTracker, Facts, Iteration, LoopState
-from fsm_agent.tools.base import ToolCall, ToolEnv
+from fsm_agent.tool_executor import ToolExecutor
 
 INTERRUPTED = "[Request interrupted by user for tool use]"
 BUDGET_COMPLETION_THRESHOLD = 0.9
@@ -65,6 +61,14 @@ class Run:
     tool_specs: tuple[ToolSpec, ...]
     emit: Callable[[DriverEvent], None]
     session_id: str
+    executor: ToolExecutor = field(default=None)
+
+    def __attrs_post_init__(self) -> None:
+        if self.executor is None:
+            executor = ToolExecutor(
+                self.config, self.effects, self.tool_specs, self.emit, self.session_id
+            )
+            object.__setattr__(self, "executor", executor)
 
 
 PhaseFn = Callable[[Run, LoopState, Iteration], Awaitable[tuple[Iteration, Facts]]]
@@ -88,8 +92,9 @@ async def blocking_limit_check(
 class _Assembler:
     """Builds the assistant message from stream events, and says what it saw."""
 
-    def __init__(self, run: Run) -> None:
+    def __init__(self, run: Run, on_tool_use: Callable[[ToolUseBlock], None]) -> None:
         self.run = run
+        self.on_tool_use = on_tool_use
         self.blocks: dict[int, ContentBlock] = {}
         self.invalid: dict[str, str] = {}
         self.message_id = ""
@@ -114,6 +119,7 @@ class _Assembler:
                     self.invalid[event.block.id] = event.error
                 else:
                     emit(ToolUseComplete(event.block))
+                    self.on_tool_use(event.block)
         elif isinstance(event, MessageDelta):
             self.stop_reason = event.stop_reason
             self.usage = Usage(
@@ -156,8 +162,23 @@ def build_request(run: Run, state: LoopState, it: Iteration) -> ModelRequest:
     )
 
 
+def _early_starter(run: Run, state: LoopState) -> Callable[[ToolUseBlock], None]:
+    """Start concurrency-safe calls as their blocks complete, until an unsafe call is seen."""
+    executor = run.executor
+    blocked = not run.config.streaming_tools
+
+    def on_tool_use(block: ToolUseBlock) -> None:
+        nonlocal blocked
+        if blocked or not executor.is_safe(block):
+            blocked = True
+            return
+        executor.start(block, state.tool_context.read_files)
+
+    return on_tool_use
+
+
 async def api_call(run: Run, state: LoopState, it: Iteration) -> tuple[Iteration, Facts]:
-    assembler = _Assembler(run)
+    assembler = _Assembler(run, _early_starter(run, state))
     error: ModelCallError | None = None
     try:
         async for event in run.effects.model_stream(build_request(run, state, it)):
@@ -173,11 +194,13 @@ async def api_call(run: Run, state: LoopState, it: Iteration) -> tuple[Iteration
         invalid_tool_inputs=assembler.invalid,
         stop_reason=assembler.stop_reason,
         usage=it.usage + assembler.usage,
+        started_tools=run.executor.started,
     )
     if error is None and not assembler.stopped and not run.effects.aborted("streaming"):
         error = ModelCallError("incomplete_stream", "the stream ended without message_stop")
     if error is None:
         return it, Facts()
+    await run.executor.cancel()
     return _classify(run, it, error)
 
 
@@ -197,10 +220,10 @@ def _classify(run: Run, it: Iteration, error: ModelCallError) -> tuple[Iteration
 
 
 async def abort_check(run: Run, state: LoopState, it: Iteration) -> tuple[Iteration, Facts]:
-    return it, Facts(
-        aborted=run.effects.aborted("streaming"),
-        needs_follow_up=bool(it.tool_use_blocks),
-    )
+    aborted = run.effects.aborted("streaming")
+    if aborted:
+        await run.executor.cancel()
+    return it, Facts(aborted=aborted, needs_follow_up=bool(it.tool_use_blocks))
 
 
 async def recovery(run: Run, state: LoopState, it: Iteration) -> tuple[Iteration, Facts]:
@@ -251,55 +274,16 @@ def token_budget_nudge(config: RunConfig, state: LoopState, it: Iteration) -> st
 
 
 async def tool_execution(run: Run, state: LoopState, it: Iteration) -> tuple[Iteration, Facts]:
-    effects = run.effects
-    read_files = dict(state.tool_context.read_files)
-    results: list[ToolResultBlock] = []
-    aborted = False
-    stop_reason: str | None = None
-    for block in it.tool_use_blocks:
-        if aborted or stop_reason is not None:
-            results.append(ToolResultBlock(block.id, _not_run(aborted, stop_reason), True))
-            continue
-        if effects.aborted("tools"):
-            aborted = True
-            results.append(ToolResultBlock(block.id, INTERRUPTED, True))
-            continue
-        if block.id in it.invalid_tool_inputs:
-            error = f"<tool_use_error>{it.invalid_tool_inputs[block.id]}</tool_use_error>"
-            results.append(ToolResultBlock(block.id, error, True))
-            continue
-        run.emit(ToolStarted(block))
-        env = ToolEnv(cwd=run.config.cwd, read_files=read_files)
-        outcome = await effects.run_tool(ToolCall(block.id, block.name, block.input), env)
-        read_files.update(outcome.read_files)
-        result = ToolResultBlock(block.id, outcome.content, outcome.is_error)
-        post = await effects.run_hooks("PostToolUse", _post_tool_payload(run, block, result))
-        if outcome.stop_reason is not None or post.prevent_continuation:
-            stop_reason = outcome.stop_reason or post.stop_reason or "stopped by a hook"
-        results.append(result)
-        run.emit(ToolFinished(result, block.name, outcome.duration_s))
-    if not aborted and effects.aborted("tools"):
-        aborted = True
-    it = evolve(
-        it, tool_results=tuple(results), read_files=read_files, hook_stop_reason=stop_reason
+    batch = await run.executor.run_all(
+        it.tool_use_blocks, state.tool_context.read_files, it.invalid_tool_inputs
     )
-    return it, Facts(aborted=aborted, hook_prevented=stop_reason is not None)
-
-
-def _not_run(aborted: bool, stop_reason: str | None) -> str:
-    return INTERRUPTED if aborted else f"Not run: the run was stopped ({stop_reason})"
-
-
-def _post_tool_payload(run: Run, block: ToolUseBlock, result: ToolResultBlock) -> dict[str, Any]:
-    return {
-        "hook_event_name": "PostToolUse",
-        "session_id": run.session_id,
-        "cwd": run.config.cwd,
-        "tool_name": block.name,
-        "tool_input": block.input,
-        "tool_use_id": block.id,
-        "tool_response": result.text,
-    }
+    it = evolve(
+        it,
+        tool_results=batch.results,
+        read_files=batch.read_files,
+        hook_stop_reason=batch.stop_reason,
+    )
+    return it, Facts(aborted=batch.aborted, hook_prevented=batch.stop_reason is not None)
 
 
 async def attachments(run: Run, state: LoopState, it: Iteration) -> tuple[Iteration, Facts]:

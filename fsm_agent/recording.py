@@ -21,10 +21,16 @@ from fsm_agent.effects import Effects
 from fsm_agent.events import MessageStop, ModelCallError, StreamEvent
 from fsm_agent.hooks import HookOutcome
 from fsm_agent.log import LogWriter, MemoryWriter, SessionLog
+from fsm_agent.machine import TERMINAL_REASONS
 from fsm_agent.model import ModelRequest
+from fsm_agent.permissions import Decision, PermissionAsk, PermissionRequest
 from fsm_agent.tools.base import ToolCall, ToolEnv, ToolOutcome
 
 Writer = LogWriter | MemoryWriter
+TOOL_PIPELINE = frozenset({"tool", "hooks", "permission", "ask_permission"})
+"""Effects of one tool call's pipeline. A call started while the model streams
+may record them at any step up to that iteration's `tool_execution`
+transition, so replay matches them anywhere in that window."""
 
 
 def digest_of(value: Any) -> str:
@@ -145,6 +151,18 @@ class RecordingEffects:
         self.tape.effect("hooks", digest_of([event, payload]), unstructure(outcome), event)
         return outcome
 
+    async def check_permission(self, request: PermissionRequest) -> Decision:
+        decision = await self.inner.check_permission(request)
+        data = unstructure(request)
+        self.tape.effect("permission", digest_of(data), unstructure(decision), data)
+        return decision
+
+    async def ask_permission(self, question: PermissionAsk) -> str:
+        answer = await self.inner.ask_permission(question)
+        data = unstructure(question)
+        self.tape.effect("ask_permission", digest_of(data), answer, data)
+        return answer
+
     def now(self) -> float:
         value = self.inner.now()
         self.tape.effect("now", "", value)
@@ -174,6 +192,7 @@ class ReplayTape(Tape):
         self.step = 1
         self.upto = upto
         self._records: Iterator[tuple[int, dict[str, Any]]] = log.records()
+        self._ahead: deque[dict[str, Any]] = deque()
         self._pending: dict[tuple[str, str], deque[dict[str, Any]]] = defaultdict(deque)
         self._expected: dict[str, Any] | None = None
         self.start_messages: list[Any] = []
@@ -188,10 +207,21 @@ class ReplayTape(Tape):
                 return
             raise Divergence(0, "first record", "start", record["t"])
 
-    def _load_step(self) -> None:
-        self._pending.clear()
-        self._expected = None
+    def _next(self) -> dict[str, Any] | None:
+        if self._ahead:
+            return self._ahead.popleft()
         for _, record in self._records:
+            return record
+        return None
+
+    def _load_step(self, carry: bool = False) -> None:
+        kept = (
+            {k: q for k, q in self._pending.items() if k[0] in TOOL_PIPELINE and q} if carry else {}
+        )
+        self._pending.clear()
+        self._pending.update(kept)
+        self._expected = None
+        while (record := self._next()) is not None:
             kind = record["t"]
             if kind == "effect":
                 self._pending[(record["name"], record["request"])].append(record)
@@ -222,17 +252,45 @@ class ReplayTape(Tape):
                     _edge_text(expected) + f" ({key}={expected.get(key)!r})",
                     _edge_text(record) + f" ({key}={record.get(key)!r})",
                 )
-        leftover = [r for queue in self._pending.values() for r in queue]
+        carry = record.get("from") != "tool_execution" and record.get("to") not in TERMINAL_REASONS
+        leftover = [
+            r
+            for (name, _), queue in self._pending.items()
+            for r in queue
+            if not (carry and name in TOOL_PIPELINE)
+        ]
         if leftover:
             first = leftover[0]
             raise Divergence(
                 self.step, "effect not asked for", f"{first['name']} {first.get('args')}", "none"
             )
         self.step += 1
-        self._load_step()
+        self._load_step(carry)
+
+    def _look_ahead(self, key: tuple[str, str]) -> dict[str, Any] | None:
+        """A tool-pipeline effect recorded later in this iteration (the call started early)."""
+        for record in self._ahead:
+            if record["t"] == "effect" and (record["name"], record["request"]) == key:
+                self._ahead.remove(record)
+                return record
+        while True:
+            record = next((r for _, r in self._records), None)
+            if record is None:
+                return None
+            if record["t"] == "effect" and (record["name"], record["request"]) == key:
+                return record
+            self._ahead.append(record)
+            if record["t"] != "effect" and (
+                record["t"] == "result" or record.get("from") == "tool_execution"
+            ):
+                return None
 
     def take(self, name: str, request: str, args: Any = None) -> Any:
         queue = self._pending.get((name, request))
+        if not queue and name in TOOL_PIPELINE:
+            found = self._look_ahead((name, request))
+            if found is not None:
+                return found["result"]
         if not queue:
             same_name = [r for (n, _), q in self._pending.items() if n == name for r in q]
             expected: Any = (
@@ -279,6 +337,14 @@ class ReplayEffects:
 
     async def run_hooks(self, event: str, payload: dict[str, Any]) -> HookOutcome:
         return structure(self.tape.take("hooks", digest_of([event, payload]), event), HookOutcome)
+
+    async def check_permission(self, request: PermissionRequest) -> Decision:
+        data = unstructure(request)
+        return structure(self.tape.take("permission", digest_of(data), data), Decision)
+
+    async def ask_permission(self, question: PermissionAsk) -> str:
+        data = unstructure(question)
+        return self.tape.take("ask_permission", digest_of(data), data)
 
     def now(self) -> float:
         return self.tape.take("now", "")

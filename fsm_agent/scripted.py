@@ -80,6 +80,7 @@ class ScenarioConfig:
     max_turns: int | None = None
     token_budget: int | None = None
     context_window: int | None = None
+    permission_mode: str | None = None
 
 
 @frozen
@@ -89,6 +90,7 @@ class Scenario:
     prompt: str | None = None
     config: ScenarioConfig = ScenarioConfig()
     hooks: dict[str, tuple[HookOutcome, ...]] = field(factory=dict)
+    settings: dict[str, Any] | None = None
 
     def run_config(self, base: RunConfig) -> RunConfig:
         """`base` with the scenario's settings; `base` wins where it sets the model."""
@@ -99,8 +101,22 @@ class Scenario:
             "max_turns": sc.max_turns,
             "token_budget": sc.token_budget,
             "context_window": sc.context_window,
+            "permission_mode": sc.permission_mode,
         }
-        return evolve(base, **{k: v for k, v in changes.items() if v is not None})
+        config = evolve(base, **{k: v for k, v in changes.items() if v is not None})
+        if self.settings is None:
+            return config
+        from fsm_agent.settings import SettingsError, parse_settings
+
+        try:
+            extra = parse_settings(self.settings, "scenario settings", config.cwd, config.cwd)
+        except SettingsError as exc:
+            raise ScenarioError(str(exc)) from None
+        return evolve(
+            config,
+            permissions=config.permissions.merged(extra.permissions),
+            hooks=config.hooks + extra.hooks,
+        )
 
     @classmethod
     def load(cls, path: str | Path) -> Scenario:

@@ -16,15 +16,18 @@ from typing import Any
 
 from attrs import evolve
 
+from fsm_agent.approvals import Approvals, Prompter
 from fsm_agent.codec import structure, unstructure
+from fsm_agent.command_hooks import CommandHooks
 from fsm_agent.config import RunConfig
 from fsm_agent.driver import Engine, LoopResult
 from fsm_agent.effects import AbortSignal, Inbox, LiveEffects
 from fsm_agent.events import DriverEvent
-from fsm_agent.hooks import Hooks
+from fsm_agent.hooks import CombinedHooks, Hooks
 from fsm_agent.log import LogWriter, MemoryWriter, SessionLog, default_log_path, machine_fingerprint
 from fsm_agent.messages import Message, user
 from fsm_agent.model import Model, ToolSpec
+from fsm_agent.permissions import removed_tools
 from fsm_agent.recording import RecordingTape, ReplayTape
 from fsm_agent.scripted import Scenario, ScenarioError, ScriptedHooks, ScriptedModel
 from fsm_agent.tools.base import Tool
@@ -61,14 +64,19 @@ async def arun(
     abort: AbortSignal | None = None,
     inbox: Inbox | None = None,
     header_extra: dict[str, Any] | None = None,
+    prompter: Prompter | None = None,
 ) -> LoopResult:
     """Run the loop live, recording every transition and effect.
 
     The log goes to `log`, or under `.fsm-agent/sessions/` in the workspace;
-    `keep_log=False` keeps it in memory only.
+    `keep_log=False` keeps it in memory only. Permission rules and command
+    hooks come from `config` (see `fsm_agent.settings.load_settings`);
+    `prompter` asks the user when a rule says ask (without one, ask = deny).
     """
     config = config or RunConfig()
     tools = default_tools() if tools is None else dict(tools)
+    removed = removed_tools(config.permissions)
+    tools = {name: tool for name, tool in tools.items() if name not in removed}
     specs = tool_specs(tools)
     session_id = new_session_id()
     header = {
@@ -79,13 +87,23 @@ async def arun(
         "tools": unstructure(list(specs)),
         **(header_extra or {}),
     }
+    path: Path | None = None
     if keep_log:
         path = Path(log) if log else default_log_path(config.cwd, session_id)
         writer: LogWriter | MemoryWriter = LogWriter(path, header)
     else:
         writer = MemoryWriter(header)
     tape = RecordingTape(writer)
-    effects = LiveEffects(model, tools, hooks, abort, inbox)
+    if config.hooks:
+        command_hooks = CommandHooks(
+            config.hooks,
+            project_dir=config.cwd,
+            transcript_path=str(path.resolve()) if path else "",
+            permission_mode=config.permission_mode,
+        )
+        hooks = command_hooks if hooks is None else CombinedHooks(command_hooks, hooks)
+    approvals = Approvals(config.permissions, config.cwd, prompter=prompter)
+    effects = LiveEffects(model, tools, hooks, abort, inbox, approvals)
     engine = Engine(config, tape, effects, specs, session_id, on_event)
     try:
         return await engine.run(_messages(prompt))

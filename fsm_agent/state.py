@@ -132,11 +132,12 @@ class BudgetTracker:
 
 @frozen
 class LoopState:
-    """The seed's ten fields, plus the three Claude Code keeps in module state.
+    """The seed's ten fields, plus the four Claude Code keeps in module state.
 
     `collapse`, `budget` and `usage` live in mutable module or closure state
     in Claude Code; here they are fields so that a state is whole and a
-    replay can rebuild it step by step.
+    replay can rebuild it step by step. `stop_hook_blocks` counts consecutive
+    `stop_hook_blocking` continues: after 8 the turn ends anyway.
     """
 
     messages: Transcript
@@ -147,6 +148,7 @@ class LoopState:
     max_output_tokens_override: int | None = None
     pending_tool_use_summary: str | None = None
     stop_hook_active: bool = False
+    stop_hook_blocks: int = 0
     turn_count: int = 1
     transition: Continue | None = None
     collapse: CollapseStore = CollapseStore()
@@ -186,6 +188,7 @@ class Iteration:
     api_error: str | None = None
     model_error: str | None = None
     tool_results: tuple[ToolResultBlock, ...] = ()
+    started_tools: tuple[str, ...] = ()
     read_files: dict[str, float] = field(factory=dict)
     hook_stop_reason: str | None = None
     attachments: tuple[str, ...] = ()

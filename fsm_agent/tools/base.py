@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Mapping
 from typing import Any, Protocol
 
@@ -24,6 +25,7 @@ class ToolOutcome:
     `stop_reason` is set when a hook stopped the run during this call
     (`continue: false`): the loop then ends `hook_stopped`. `duration_s` is
     measured by the effects door, so a replay shows the recorded timing.
+    `interrupted` is set when Ctrl-C (or a cancelled stream) stopped the call.
     """
 
     content: ToolResultContent
@@ -31,6 +33,7 @@ class ToolOutcome:
     read_files: dict[str, float] = field(factory=dict)
     stop_reason: str | None = None
     duration_s: float = 0.0
+    interrupted: bool = False
 
     @classmethod
     def error(cls, text: str) -> ToolOutcome:
@@ -45,6 +48,7 @@ class ToolEnv:
     read_files: Mapping[str, float] = field(factory=dict)
     additional_dirs: tuple[str, ...] = ()
     permission_mode: str = "default"
+    cancel: asyncio.Event | None = field(default=None, eq=False)
 
 
 class Tool(Protocol):

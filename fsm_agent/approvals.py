@@ -1,0 +1,94 @@
+"""The live side of permissions: judging calls in this workspace, and asking the user.
+
+`Approvals` is what `LiveEffects.check_permission` and `ask_permission`
+call. It resolves paths on the real file system, runs the pure `evaluate`,
+and keeps the rules the user added with "always" for the rest of the run.
+Without a terminal there is no one to ask, and an ask is a denial.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from collections.abc import Callable
+
+from attrs import evolve
+
+from fsm_agent.permissions import (
+    ALLOW_ALWAYS,
+    ALLOW_ONCE,
+    DENY,
+    NO_TERMINAL,
+    Decision,
+    PermissionAsk,
+    PermissionRequest,
+    PermissionSettings,
+    RuleSource,
+    Workspace,
+    call_facts,
+    default_resolve,
+    evaluate,
+)
+
+Prompter = Callable[[PermissionAsk], str]
+
+
+class Approvals:
+    def __init__(
+        self,
+        settings: PermissionSettings,
+        cwd: str,
+        *,
+        home: str | None = None,
+        prompter: Prompter | None = None,
+    ) -> None:
+        self.settings = settings
+        self.cwd = os.path.realpath(cwd)
+        self.home = os.path.realpath(home or os.path.expanduser("~"))
+        self.prompter = prompter
+        self._lock = asyncio.Lock()
+
+    @property
+    def workspace(self) -> Workspace:
+        return Workspace(self.cwd, self.home, self.settings.additional_directories)
+
+    def check(self, request: PermissionRequest) -> Decision:
+        facts = call_facts(request.tool, request.input, self.workspace, default_resolve(self.cwd))
+        return evaluate(facts, self.settings, request.mode, self.workspace)
+
+    async def ask(self, question: PermissionAsk) -> str:
+        if self.prompter is None:
+            return NO_TERMINAL
+        async with self._lock:
+            answer = await asyncio.to_thread(self.prompter, question)
+        if answer == ALLOW_ALWAYS:
+            rules = [question.suggestion] if question.suggestion else []
+            rules += [f"Edit(/{p})" if question.tool != "Read" else f"Read(/{p})"
+                      for p in question.outside]  # fmt: skip
+            extra = tuple(RuleSource(r, self.cwd, "this session") for r in rules)
+            self.settings = evolve(self.settings, allow=self.settings.allow + extra)
+        return answer if answer in (ALLOW_ONCE, ALLOW_ALWAYS) else DENY
+
+
+def terminal_prompter() -> Prompter:
+    """Ask on the terminal with rich: allow once, always (adds the suggested rule), or deny."""
+    from rich.console import Console
+    from rich.prompt import Prompt
+
+    console = Console(stderr=True)
+
+    def ask(question: PermissionAsk) -> str:
+        from fsm_agent.render import key_input
+
+        console.print(f"\n[bold yellow]? {question.tool}[/]({key_input(question.input)[:120]})")
+        console.print(f"  [dim]{question.reason}[/]")
+        always = f"always ({question.suggestion})" if question.suggestion else "always"
+        choice = Prompt.ask(
+            f"  Allow? [y] once  [a] {always}  [n] deny",
+            choices=["y", "a", "n"],
+            default="n",
+            console=console,
+        )
+        return {"y": ALLOW_ONCE, "a": ALLOW_ALWAYS}.get(choice, DENY)
+
+    return ask

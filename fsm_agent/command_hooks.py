@@ -1,0 +1,280 @@
+"""Command hooks in Claude Code's settings.json format.
+
+A hook written for Claude Code runs unchanged: it gets the same JSON on
+stdin, `$CLAUDE_PROJECT_DIR` in its environment, and its exit code and
+stdout mean the same (0 = fine, stdout JSON honoured; 2 = block, stderr is
+the message; anything else = a non-blocking error). Matching hooks of one
+event run in parallel; a command listed twice runs once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import re
+import signal
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from attrs import frozen
+
+from fsm_agent.hooks import NO_OPINION, HookOutcome, merge
+
+EVENTS = ("PreToolUse", "PostToolUse", "Stop", "UserPromptSubmit", "SessionStart")
+TOOL_EVENTS = frozenset({"PreToolUse", "PostToolUse", "PostToolUseFailure", "PermissionRequest"})
+DEFAULT_TIMEOUT_S = 600.0
+PROMPT_TIMEOUT_S = 30.0
+MAX_OUTPUT_CHARS = 10_000
+_SIMPLE_MATCHER = re.compile(r"[A-Za-z0-9_ ,|-]*")
+
+
+class HookSettingsError(ValueError):
+    """A `hooks` section that cannot be used; the message names the file and the entry."""
+
+
+@frozen
+class CommandHook:
+    command: str
+    timeout: float | None = None
+
+
+@frozen
+class HookMatcher:
+    """One entry of `hooks.<event>`: a matcher and its commands, and the file it came from."""
+
+    event: str
+    hooks: tuple[CommandHook, ...]
+    matcher: str = ""
+    origin: str = ""
+
+
+def parse_hooks(section: Any, origin: str) -> tuple[HookMatcher, ...]:
+    """The `hooks` object of one settings file. Handler types other than `command` are skipped."""
+    if section is None:
+        return ()
+    if not isinstance(section, dict):
+        raise HookSettingsError(f"{origin}: 'hooks' must be an object of event names")
+    out: list[HookMatcher] = []
+    for event, entries in section.items():
+        if not isinstance(entries, list):
+            raise HookSettingsError(f"{origin}: hooks.{event} must be a list")
+        for n, entry in enumerate(entries):
+            where = f"{origin}: hooks.{event}[{n}]"
+            if not isinstance(entry, dict) or not isinstance(entry.get("hooks"), list):
+                raise HookSettingsError(f"{where} must be an object with a 'hooks' list")
+            matcher = entry.get("matcher") or ""
+            if not isinstance(matcher, str):
+                raise HookSettingsError(f"{where}.matcher must be a string")
+            commands: list[CommandHook] = []
+            for h in entry["hooks"]:
+                if not isinstance(h, dict) or h.get("type", "command") != "command":
+                    continue
+                if not isinstance(h.get("command"), str) or not h["command"].strip():
+                    raise HookSettingsError(f"{where}: a command hook needs a 'command' string")
+                timeout = h.get("timeout")
+                if timeout is not None and (
+                    not isinstance(timeout, int | float)
+                    or isinstance(timeout, bool)
+                    or timeout <= 0
+                ):
+                    raise HookSettingsError(
+                        f"{where}: 'timeout' must be a positive number of seconds"
+                    )
+                commands.append(
+                    CommandHook(h["command"], None if timeout is None else float(timeout))
+                )
+            if commands:
+                out.append(HookMatcher(event, tuple(commands), matcher, origin))
+    return tuple(out)
+
+
+def matcher_matches(matcher: str, value: str) -> bool:
+    """Claude Code's matcher: `*`/empty = all; plain names (`|`/`,` lists) exact; else a regex."""
+    if matcher in ("", "*"):
+        return True
+    if _SIMPLE_MATCHER.fullmatch(matcher):
+        return value in {p.strip() for p in re.split(r"[|,]", matcher)}
+    try:
+        return re.search(matcher, value) is not None
+    except re.error:
+        return False
+
+
+def match_target(event: str, payload: Mapping[str, Any]) -> str | None:
+    if event in TOOL_EVENTS:
+        return str(payload.get("tool_name", ""))
+    if event == "SessionStart":
+        return str(payload.get("source", ""))
+    return None
+
+
+def selected(
+    matchers: Sequence[HookMatcher], event: str, payload: Mapping[str, Any]
+) -> list[CommandHook]:
+    target = match_target(event, payload)
+    chosen: dict[str, CommandHook] = {}
+    for m in matchers:
+        if m.event != event:
+            continue
+        if target is not None and not matcher_matches(m.matcher, target):
+            continue
+        for hook in m.hooks:
+            chosen.setdefault(hook.command, hook)
+    return list(chosen.values())
+
+
+@frozen
+class HookRun:
+    """What one command did: its exit code (None on timeout), stdout and stderr."""
+
+    command: str
+    code: int | None
+    stdout: str
+    stderr: str
+
+
+def _cap(text: str) -> str:
+    if len(text) <= MAX_OUTPUT_CHARS:
+        return text
+    return text[:MAX_OUTPUT_CHARS] + f"\n… [{len(text) - MAX_OUTPUT_CHARS} characters cut]"
+
+
+def _json_output(stdout: str) -> dict[str, Any] | None:
+    if not stdout.lstrip().startswith("{"):
+        return None
+    try:
+        value = json.loads(stdout)
+    except json.JSONDecodeError:
+        return None
+    return value if isinstance(value, dict) else None
+
+
+def interpret(event: str, run: HookRun) -> HookOutcome:
+    """The meaning of one command's exit code and output, per Claude Code's hook contract."""
+    name = f"{event} hook"
+    if run.code is None:
+        return HookOutcome(messages=(f"{name} `{run.command}` timed out; its output is ignored",))
+    data = _json_output(run.stdout)
+    stderr = _cap(run.stderr.strip())
+    specific = (data or {}).get("hookSpecificOutput") or {}
+    if not isinstance(specific, dict):
+        specific = {}
+    reason = (data or {}).get("reason") or specific.get("permissionDecisionReason")
+    messages: list[str] = []
+    blocking: list[str] = []
+    context: list[str] = []
+    decision = specific.get("permissionDecision")
+    if data is not None and data.get("decision") in ("approve", "block") and event == "PreToolUse":
+        decision = decision or {"approve": "allow", "block": "deny"}[data["decision"]]
+    if run.code == 2:
+        message = _cap(str(reason or stderr or f"{name} blocked this (exit 2)"))
+        if event == "PreToolUse":
+            decision = "deny"
+            reason = message
+        elif event == "SessionStart":
+            messages.append(message)
+        else:
+            blocking.append(message)
+    elif run.code != 0 and data is None:
+        first = stderr.splitlines()[0] if stderr else ""
+        messages.append(f"{name} error: Failed with non-blocking status code {run.code}: {first}")
+    if data is not None:
+        if data.get("decision") == "block" and event != "PreToolUse" and run.code != 2:
+            blocking.append(_cap(str(data.get("reason") or f"blocked by {name}")))
+        if isinstance(data.get("systemMessage"), str):
+            messages.append(data["systemMessage"])
+        extra = specific.get("additionalContext")
+        if isinstance(extra, str) and extra:
+            context.append(_cap(extra))
+    elif run.code == 0 and event in ("UserPromptSubmit", "SessionStart") and run.stdout.strip():
+        context.append(_cap(run.stdout.strip()))
+    stop = data is not None and data.get("continue") is False
+    updated = specific.get("updatedInput")
+    return HookOutcome(
+        blocking_errors=tuple(blocking),
+        prevent_continuation=stop,
+        stop_reason=(
+            str(data.get("stopReason") or f"stopped by {name}") if stop and data else None
+        ),
+        additional_context=tuple(context),
+        permission_decision=decision if decision in ("allow", "deny", "ask", "defer") else None,
+        permission_reason=_cap(str(reason)) if reason and decision else None,
+        updated_input=updated if isinstance(updated, dict) and event == "PreToolUse" else None,
+        messages=tuple(messages),
+    )
+
+
+def _kill(pid: int) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pid, signal.SIGKILL)
+
+
+async def run_command(
+    hook: CommandHook, stdin: bytes, cwd: str, env: Mapping[str, str], default_timeout: float
+) -> HookRun:
+    """One hook command through `sh -c`, its stdin the event's JSON; killed on timeout."""
+    proc = await asyncio.create_subprocess_shell(
+        hook.command,
+        stdin=asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+        cwd=cwd,
+        env=dict(env),
+        start_new_session=True,
+    )
+    try:
+        out, err = await asyncio.wait_for(proc.communicate(stdin), hook.timeout or default_timeout)
+    except TimeoutError:
+        _kill(proc.pid)
+        await proc.wait()
+        return HookRun(hook.command, None, "", "")
+    except asyncio.CancelledError:
+        _kill(proc.pid)
+        raise
+    return HookRun(
+        hook.command,
+        proc.returncode,
+        out.decode("utf-8", errors="replace"),
+        err.decode("utf-8", errors="replace"),
+    )
+
+
+class CommandHooks:
+    """Runs the settings files' command hooks for each event the engine reports."""
+
+    def __init__(
+        self,
+        matchers: Sequence[HookMatcher],
+        *,
+        project_dir: str,
+        transcript_path: str = "",
+        permission_mode: str = "default",
+    ) -> None:
+        self.matchers = tuple(matchers)
+        self.project_dir = project_dir
+        self.transcript_path = transcript_path
+        self.permission_mode = permission_mode
+
+    def payload(self, event: str, payload: Mapping[str, Any]) -> dict[str, Any]:
+        return {
+            "session_id": payload.get("session_id", ""),
+            "transcript_path": self.transcript_path,
+            "cwd": payload.get("cwd", self.project_dir),
+            "hook_event_name": event,
+            "permission_mode": self.permission_mode,
+            **{k: v for k, v in payload.items() if k not in ("hook_event_name",)},
+        }
+
+    async def run(self, event: str, payload: dict[str, Any]) -> HookOutcome:
+        hooks = selected(self.matchers, event, payload)
+        if not hooks:
+            return NO_OPINION
+        stdin = json.dumps(self.payload(event, payload)).encode()
+        env = {**os.environ, "CLAUDE_PROJECT_DIR": self.project_dir}
+        timeout = PROMPT_TIMEOUT_S if event == "UserPromptSubmit" else DEFAULT_TIMEOUT_S
+        runs = await asyncio.gather(
+            *(run_command(h, stdin, self.project_dir, env, timeout) for h in hooks)
+        )
+        return merge([interpret(event, r) for r in runs])

@@ -1,0 +1,549 @@
+"""Permission rules and modes in Claude Code's syntax, evaluated as a pure function.
+
+`evaluate` answers allow / ask / deny for one tool call from the loaded rules,
+the permission mode and the workspace. It only reads the file system through
+the `resolve` function it is given (symlinks), so tests can drive it with
+real temporary trees and the engine can run it behind an effect, where a
+replay answers it from the log instead.
+
+Order, as in Claude Code: deny rules, then ask rules, then the mode's
+bypass, then allow rules, then the tool's own default; the first match wins.
+Paths outside the workspace are never allowed by a mode: only by an allow
+rule whose path pattern matches them, or by the user at a prompt.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any, Literal
+
+from attrs import field, frozen
+
+from fsm_agent.tools.globs import translate
+
+MODES = ("default", "acceptEdits", "plan", "dontAsk", "bypassPermissions")
+MODE_ALIASES = {"manual": "default"}
+READ_TOOLS = frozenset({"Read", "Glob", "Grep"})
+EDIT_TOOLS = frozenset({"Edit", "Write", "NotebookEdit"})
+PATH_KEYS = {"Read": "file_path", "Write": "file_path", "Edit": "file_path"}
+SEARCH_TOOLS = frozenset({"Glob", "Grep"})
+
+Behavior = Literal["allow", "ask", "deny"]
+Resolve = Callable[[str], str]
+
+
+class PermissionError_(ValueError):
+    """A permission rule or mode that cannot be understood; the message says which."""
+
+
+# --- rules ---------------------------------------------------------------
+
+
+@frozen
+class RuleSource:
+    """One rule as written, and the directory its `/path` anchor starts from."""
+
+    rule: str
+    root: str = ""
+    origin: str = ""
+
+
+@frozen
+class Rule:
+    tool: str
+    content: str | None
+    root: str = ""
+    origin: str = ""
+
+    @classmethod
+    def parse(cls, text: str, root: str = "", origin: str = "") -> Rule:
+        text = text.strip()
+        m = re.fullmatch(r"([A-Za-z0-9_\-*]+)(?:\((.*)\))?", text, re.DOTALL)
+        if m is None:
+            raise PermissionError_(
+                f"not a permission rule: {text!r} (expected Tool or Tool(specifier))"
+            )
+        content = m.group(2)
+        if content is not None:
+            content = content.strip()
+            if content in ("", "*"):
+                content = None
+        return cls(m.group(1), content, root, origin)
+
+    def __str__(self) -> str:
+        return self.tool if self.content is None else f"{self.tool}({self.content})"
+
+    def covers_tool(self, tool: str) -> bool:
+        if self.tool == tool:
+            return True
+        if self.tool.startswith("mcp__") and self.tool.endswith("__*"):
+            return tool.startswith(self.tool[:-1])
+        if self.tool == "Edit":
+            return tool in EDIT_TOOLS
+        if self.tool == "Read":
+            return tool in READ_TOOLS
+        return False
+
+
+@frozen
+class PermissionSettings:
+    """The merged `permissions` of every settings file, plus the command line's lists.
+
+    Recorded in the log header (inside `RunConfig`), so a replay never reads
+    a settings file.
+    """
+
+    allow: tuple[RuleSource, ...] = ()
+    ask: tuple[RuleSource, ...] = ()
+    deny: tuple[RuleSource, ...] = ()
+    additional_directories: tuple[str, ...] = ()
+    default_mode: str | None = None
+    sources: tuple[str, ...] = ()
+
+    def rules(self, kind: Behavior) -> tuple[Rule, ...]:
+        return tuple(Rule.parse(r.rule, r.root, r.origin) for r in getattr(self, kind))
+
+    def merged(self, other: PermissionSettings) -> PermissionSettings:
+        return PermissionSettings(
+            allow=self.allow + other.allow,
+            ask=self.ask + other.ask,
+            deny=self.deny + other.deny,
+            additional_directories=self.additional_directories + other.additional_directories,
+            default_mode=other.default_mode or self.default_mode,
+            sources=self.sources + other.sources,
+        )
+
+
+def check_mode(mode: str) -> str:
+    mode = MODE_ALIASES.get(mode, mode)
+    if mode not in MODES:
+        raise PermissionError_(
+            f"unknown permission mode {mode!r}; choose one of {', '.join(MODES)}"
+        )
+    return mode
+
+
+# --- bash commands ---------------------------------------------------------
+
+_SEPARATORS = ("&&", "||", "|&", ";", "|", "&", "\n")
+WRAPPERS = frozenset({"timeout", "time", "nice", "nohup", "stdbuf", "command", "builtin", "noglob"})
+READ_ONLY_COMMANDS = frozenset(
+    {"ls", "cat", "echo", "pwd", "head", "tail", "grep", "find", "wc", "which", "diff", "stat",
+     "du", "cd", "true", "false"}
+)  # fmt: skip
+READ_ONLY_GIT = frozenset(
+    {"status", "diff", "log", "show", "rev-parse", "ls-files", "blame", "describe", "shortlog"}
+)
+FIND_ACTIONS = frozenset({"-exec", "-execdir", "-ok", "-okdir", "-delete", "-fprint", "-fprintf",
+                          "-fls", "-fprint0"})  # fmt: skip
+ACCEPT_EDITS_COMMANDS = frozenset({"mkdir", "touch", "mv", "cp"})
+
+
+def split_command(command: str) -> list[str]:
+    """Split a compound command on `&&`, `||`, `;`, `|`, `|&`, `&` and newlines, outside quotes."""
+    parts: list[str] = []
+    current: list[str] = []
+    quote: str | None = None
+    i, n = 0, len(command)
+    while i < n:
+        c = command[i]
+        if quote:
+            current.append(c)
+            if c == "\\" and quote == '"' and i + 1 < n:
+                current.append(command[i + 1])
+                i += 1
+            elif c == quote:
+                quote = None
+            i += 1
+            continue
+        if c in "'\"":
+            quote = c
+            current.append(c)
+            i += 1
+            continue
+        if c == "\\" and i + 1 < n:
+            current.append(command[i : i + 2])
+            i += 2
+            continue
+        sep = next((s for s in _SEPARATORS if command.startswith(s, i)), None)
+        if sep == "&" and _is_redirect_amp(command, i):
+            sep = None
+        if sep is not None:
+            parts.append("".join(current))
+            current = []
+            i += len(sep)
+            continue
+        current.append(c)
+        i += 1
+    parts.append("".join(current))
+    return [p.strip() for p in parts if p.strip()]
+
+
+def _is_redirect_amp(command: str, i: int) -> bool:
+    """`2>&1` and `&>file` use `&` without separating commands."""
+    before = command[i - 1] if i else ""
+    after = command[i + 1] if i + 1 < len(command) else ""
+    return before in "<>" or after == ">"
+
+
+def words(command: str) -> list[str]:
+    import shlex
+
+    try:
+        return shlex.split(command, comments=False, posix=True)
+    except ValueError:
+        return command.split()
+
+
+def strip_wrappers(command: str) -> str:
+    """Drop `timeout 10`, `nice -n 5`, `nohup`, bare `xargs` … in front of the real command."""
+    while True:
+        ws = command.split()
+        if not ws:
+            return command
+        head = ws[0]
+        if head == "xargs" and len(ws) > 1 and not ws[1].startswith("-"):
+            command = command.split(None, 1)[1]
+            continue
+        if head not in WRAPPERS:
+            return command
+        rest = ws[1:]
+        if head == "timeout":
+            while rest and rest[0].startswith("-"):
+                rest = rest[1:]
+            rest = rest[1:] if rest else rest
+        elif head in ("nice", "stdbuf"):
+            while rest and rest[0].startswith("-"):
+                takes_value = rest[0] in ("-n",)
+                rest = rest[2:] if takes_value else rest[1:]
+        if not rest:
+            return command
+        command = " ".join(rest) if rest != ws[1:] else command.split(None, 1)[1]
+
+
+def _has_write_syntax(command: str) -> bool:
+    """Output redirection or command substitution makes a command not read-only."""
+    text = re.sub(r"'[^']*'", "''", command)
+    text = re.sub(r'"(?:[^"\\$`]|\\.)*"', '""', text)
+    text = re.sub(r"[0-9]?>&[0-9-]|[0-9]?>\s*/dev/null\b", " ", text)
+    return any(token in text for token in (">", "$(", "`", "<("))
+
+
+def is_read_only(command: str) -> bool:
+    """Claude Code's built-in read-only set: never prompts (paths are checked separately)."""
+    if _has_write_syntax(command):
+        return False
+    ws = words(strip_wrappers(command))
+    if not ws:
+        return True
+    name, args = ws[0], ws[1:]
+    if name == "git":
+        sub = next((a for a in args if not a.startswith("-")), "")
+        if sub == "branch":
+            return all(a in ("-a", "-r", "--list", "-v", "-vv", "--all") for a in args[1:])
+        return sub in READ_ONLY_GIT and not any(a.startswith("--output") for a in args)
+    if name == "find":
+        return not any(a in FIND_ACTIONS for a in args)
+    return name in READ_ONLY_COMMANDS
+
+
+def command_paths(command: str) -> list[str]:
+    """The arguments of a command that look like paths (for the workspace check)."""
+    ws = words(strip_wrappers(command))
+    return [w for w in ws[1:] if not w.startswith("-") and _looks_like_path(w)]
+
+
+def _looks_like_path(word: str) -> bool:
+    return word.startswith(("/", "~", "..")) or "/" in word or word in (".", "..")
+
+
+def bash_pattern(content: str) -> re.Pattern[str]:
+    """`npm test *` (or legacy `npm test:*`) as a regex over a whole command.
+
+    A trailing ` *` also matches the bare command, keeping the word boundary:
+    `ls *` matches `ls` and `ls -la` but not `lsof`; `ls*` matches `lsof`.
+    """
+    if content.endswith(":*"):
+        content = content[:-2] + " *"
+    trailing = content.endswith(" *")
+    body = content[:-2] if trailing else content
+    regex = ".*".join(re.escape(piece) for piece in body.split("*"))
+    if trailing:
+        regex += r"(?: .*)?"
+    return re.compile(regex, re.DOTALL)
+
+
+def bash_rule_matches(rule: Rule, subcommand: str) -> bool:
+    if rule.content is None:
+        return True
+    pattern = bash_pattern(rule.content)
+    return any(
+        pattern.fullmatch(candidate) is not None
+        for candidate in dict.fromkeys((subcommand, strip_wrappers(subcommand)))
+    )
+
+
+# --- paths -------------------------------------------------------------------
+
+
+@frozen
+class Place:
+    """Where a rule's relative paths start: the cwd, home, and the rule's own root."""
+
+    cwd: str
+    home: str
+
+
+def rule_regex(rule: Rule, place: Place, kind: Behavior) -> re.Pattern[str]:
+    """The gitignore-style path pattern of a Read/Edit rule, as a regex over absolute paths."""
+    content = rule.content or "**"
+    if content.startswith("//"):
+        base, pattern = "/", content[2:]
+    elif content.startswith("~/"):
+        base, pattern = place.home, content[2:]
+    elif content.startswith("/"):
+        base, pattern = rule.root or place.cwd, content[1:]
+    elif content.startswith("./"):
+        base, pattern = place.cwd, content[2:]
+    else:
+        base, pattern = place.cwd, content
+        if kind != "allow" and not pattern.startswith("**/"):
+            pattern = "**/" + pattern
+    pattern = pattern.rstrip("/") or "**"
+    base = base.rstrip("/")
+    return re.compile(re.escape(base) + "/" + translate(pattern), re.DOTALL)
+
+
+def path_rule_matches(rule: Rule, path: str, place: Place, kind: Behavior) -> bool:
+    """A path matches when it, or a directory above it, matches (gitignore's rule)."""
+    if rule.content is None:
+        return True
+    regex = rule_regex(rule, place, kind)
+    candidate = path
+    while True:
+        if regex.fullmatch(candidate):
+            return True
+        parent = os.path.dirname(candidate)
+        if parent == candidate:
+            return False
+        candidate = parent
+
+
+def within(path: str, roots: Iterable[str]) -> bool:
+    return any(path == r or path.startswith(r.rstrip("/") + "/") for r in roots)
+
+
+# --- evaluation ----------------------------------------------------------------
+
+
+@frozen
+class Decision:
+    """The verdict on one call: what to do, why (for the model or the user), which rule.
+
+    `grant` lists resolved paths outside the workspace that an allow rule or
+    the user approved, so the tool's own confinement check lets them through.
+    """
+
+    behavior: Behavior
+    reason: str = ""
+    rule: str | None = None
+    grant: tuple[str, ...] = ()
+    suggestion: str | None = None
+    outside: tuple[str, ...] = ()
+
+
+@frozen
+class PermissionRequest:
+    """One call to judge: the tool, its (possibly hook-updated) input, the mode."""
+
+    tool: str
+    input: dict[str, Any] = field(factory=dict, hash=False)
+    mode: str = "default"
+
+
+@frozen
+class PermissionAsk:
+    """A question for the user: may this call run? `suggestion` is the rule "always" adds."""
+
+    tool: str
+    input: dict[str, Any] = field(factory=dict, hash=False)
+    reason: str = ""
+    suggestion: str | None = None
+    outside: tuple[str, ...] = ()
+
+
+ALLOW_ONCE, ALLOW_ALWAYS, DENY = "allow_once", "allow_always", "deny"
+NO_TERMINAL = "no_terminal"
+
+
+@frozen
+class Workspace:
+    cwd: str
+    home: str
+    additional_dirs: tuple[str, ...] = ()
+
+    @property
+    def roots(self) -> tuple[str, ...]:
+        return (self.cwd, *self.additional_dirs)
+
+
+@frozen
+class CallFacts:
+    """What evaluation needs to know about one call, paths already resolved."""
+
+    tool: str
+    input: Mapping[str, Any] = field(factory=dict)
+    paths: tuple[str, ...] = ()
+    subcommands: tuple[str, ...] = ()
+
+
+def call_facts(tool: str, input: Mapping[str, Any], ws: Workspace, resolve: Resolve) -> CallFacts:
+    paths: list[str] = []
+    subcommands: tuple[str, ...] = ()
+    if tool in PATH_KEYS and isinstance(input.get(PATH_KEYS[tool]), str):
+        paths.append(resolve(input[PATH_KEYS[tool]]))
+    elif tool in SEARCH_TOOLS:
+        where = input.get("path")
+        paths.append(resolve(where if isinstance(where, str) and where else "."))
+    elif tool == "Bash" and isinstance(input.get("command"), str):
+        subcommands = tuple(split_command(input["command"]))
+        for sub in subcommands:
+            paths += [resolve(p) for p in command_paths(sub)]
+    return CallFacts(tool, input, tuple(paths), subcommands)
+
+
+def default_resolve(cwd: str) -> Resolve:
+    def resolve(path: str) -> str:
+        return os.path.realpath(os.path.join(cwd, os.path.expanduser(path)))
+
+    return resolve
+
+
+def _matching(rules: Iterable[Rule], call: CallFacts, place: Place, kind: Behavior) -> Rule | None:
+    for rule in rules:
+        if not rule.covers_tool(call.tool):
+            continue
+        if call.tool == "Bash" and rule.tool == "Bash":
+            subs = call.subcommands or ("",)
+            hit = (
+                all(bash_rule_matches(rule, s) for s in subs)
+                if kind == "allow"
+                else any(bash_rule_matches(rule, s) for s in subs)
+            )
+            if hit:
+                return rule
+            continue
+        if rule.content is None:
+            return rule
+        if call.paths and all(path_rule_matches(rule, p, place, kind) for p in call.paths):
+            return rule
+    return None
+
+
+def _origin(rule: Rule) -> str:
+    return f" (from {rule.origin})" if rule.origin else ""
+
+
+def evaluate(
+    call: CallFacts,
+    settings: PermissionSettings,
+    mode: str,
+    ws: Workspace,
+) -> Decision:
+    """Allow, ask or deny one call. Pure: every path in `call` is already resolved."""
+    place = Place(ws.cwd, ws.home)
+    name = call.tool
+    denied = _matching(settings.rules("deny"), call, place, "deny")
+    if denied is not None:
+        return Decision(
+            "deny",
+            f"Permission to use {name} has been denied by the rule {denied}{_origin(denied)}.",
+            str(denied),
+        )
+    asked = _matching(settings.rules("ask"), call, place, "ask")
+    if asked is not None:
+        return Decision(
+            "ask", f"The rule {asked}{_origin(asked)} asks before {name} runs.", str(asked)
+        )
+    outside = tuple(p for p in call.paths if not within(p, ws.roots))
+    allow_rules = settings.rules("allow")
+    if outside:
+        scoped = [r for r in allow_rules if r.content is not None]
+        rule = _matching(scoped, call, place, "allow") if name != "Bash" else None
+        if rule is not None:
+            return Decision("allow", f"allowed by {rule}", str(rule), grant=outside)
+        return _outside(name, outside, ws, mode)
+    if mode == "bypassPermissions":
+        return Decision("allow", "bypassPermissions mode")
+    allowed = _matching(allow_rules, call, place, "allow")
+    if allowed is not None:
+        return Decision("allow", f"allowed by {allowed}", str(allowed))
+    return _by_mode(call, mode, ws)
+
+
+def _outside(name: str, outside: tuple[str, ...], ws: Workspace, mode: str) -> Decision:
+    verb = "Reading" if name in READ_TOOLS else "Writing" if name in EDIT_TOOLS else "Running"
+    kind = "Read" if name in READ_TOOLS else "Edit"
+    shown = ", ".join(outside)
+    reason = (
+        f"{shown} is outside the workspace ({', '.join(ws.roots)}). "
+        f"{verb} it needs an allow rule such as {kind}(/{outside[0]})"
+        if name != "Bash"
+        else f"The command touches {shown}, outside the workspace ({', '.join(ws.roots)})"
+    )
+    suggestion = None if name == "Bash" else f"{kind}(/{outside[0]})"
+    return _ask_or_deny(reason, mode, suggestion, outside)
+
+
+def _ask_or_deny(
+    reason: str, mode: str, suggestion: str | None = None, outside: tuple[str, ...] = ()
+) -> Decision:
+    if mode == "dontAsk":
+        return Decision(
+            "deny",
+            f"{reason}; permission mode dontAsk denies what is not allowed.",
+            outside=outside,
+        )
+    return Decision("ask", reason, suggestion=suggestion, outside=outside)
+
+
+def _by_mode(call: CallFacts, mode: str, ws: Workspace) -> Decision:
+    name = call.tool
+    if name in READ_TOOLS:
+        return Decision("allow", "reads inside the workspace")
+    if name == "Bash":
+        if all(is_read_only(s) for s in call.subcommands):
+            return Decision("allow", "read-only command")
+        if mode == "acceptEdits" and all(
+            (words(strip_wrappers(s)) or [""])[0] in ACCEPT_EDITS_COMMANDS
+            and not _has_write_syntax(s)
+            for s in call.subcommands
+        ):
+            return Decision("allow", "acceptEdits mode: file commands inside the workspace")
+        if mode == "plan":
+            return Decision(
+                "deny",
+                "Plan mode is on: only read-only commands may run. Present a plan instead.",
+            )
+        first = (call.subcommands or ("",))[0]
+        suggestion = f"Bash({' '.join(words(first)[:2])} *)" if first else "Bash"
+        return _ask_or_deny(
+            f"Running `{call.input.get('command', '')}` needs approval", mode, suggestion
+        )
+    if name in EDIT_TOOLS:
+        if mode == "acceptEdits":
+            return Decision("allow", "acceptEdits mode: edits inside the workspace")
+        if mode == "plan":
+            return Decision("deny", "Plan mode is on: files may not be changed. Present a plan.")
+        return _ask_or_deny(f"{name} on {call.paths[0] if call.paths else '?'} needs approval",
+                            mode, suggestion="Edit(./**)")  # fmt: skip
+    if mode == "plan":
+        return Decision("deny", f"Plan mode is on: {name} may not run.")
+    return _ask_or_deny(f"{name} needs approval", mode, suggestion=name)
+
+
+def removed_tools(settings: PermissionSettings) -> frozenset[str]:
+    """Tools a bare deny rule (`Bash`, `Bash(*)`) takes out of the model's tool list."""
+    return frozenset(r.tool for r in settings.rules("deny") if r.content is None)

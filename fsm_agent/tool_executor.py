@@ -1,0 +1,343 @@
+"""Running one turn's tool calls: each through its pipeline, safe ones together.
+
+A call's pipeline is Claude Code's: input validation against the tool's
+schema, PreToolUse hooks, the permission check (and the user's answer if it
+asks), the tool itself, PostToolUse hooks. Every step that touches the world
+is an effect, so a replay answers it from the log.
+
+Consecutive concurrency-safe calls (Read, Glob, Grep) run together, at most
+`RunConfig.max_tool_concurrency` at once; any other call runs alone. Results
+keep the order of the calls. A safe call may also start while the model is
+still streaming (`start`), as soon as its block is complete; the executor
+keeps such tasks by tool_use id, and `run_all` picks their results up.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+import jsonschema
+from attrs import frozen
+
+from fsm_agent.config import RunConfig
+from fsm_agent.effects import INTERRUPTED, Effects
+from fsm_agent.events import DriverEvent, ToolFinished, ToolStarted
+from fsm_agent.hooks import HookOutcome
+from fsm_agent.messages import TextBlock, ToolResultBlock, ToolResultContent, ToolUseBlock
+from fsm_agent.model import ToolSpec
+from fsm_agent.permissions import (
+    ALLOW_ALWAYS,
+    ALLOW_ONCE,
+    NO_TERMINAL,
+    Decision,
+    PermissionAsk,
+    PermissionRequest,
+)
+from fsm_agent.tools.base import ToolCall, ToolEnv
+
+FILE_PATH_TOOLS = frozenset({"Read", "Write", "Edit"})
+
+
+@frozen
+class CallResult:
+    """What one call produced, and what it means for the loop."""
+
+    result: ToolResultBlock
+    name: str
+    read_files: dict[str, float]
+    stop_reason: str | None = None
+    interrupted: bool = False
+    duration_s: float = 0.0
+
+
+@frozen
+class BatchResult:
+    results: tuple[ToolResultBlock, ...]
+    read_files: dict[str, float]
+    aborted: bool
+    stop_reason: str | None
+
+
+def system_reminder(text: str) -> str:
+    return f"<system-reminder>\n{text}\n</system-reminder>"
+
+
+def with_text(content: ToolResultContent, extra: Sequence[str]) -> ToolResultContent:
+    if not extra:
+        return content
+    if isinstance(content, str):
+        return "\n\n".join([content, *extra]) if content else "\n\n".join(extra)
+    return (*content, *(TextBlock(t) for t in extra))
+
+
+def partition(blocks: Sequence[ToolUseBlock], safe: Callable[[ToolUseBlock], bool]) -> list[list]:
+    """Consecutive safe calls form one group; every other call is a group of its own."""
+    groups: list[list[ToolUseBlock]] = []
+    for block in blocks:
+        if safe(block) and groups and safe(groups[-1][0]):
+            groups[-1].append(block)
+        else:
+            groups.append([block])
+    return groups
+
+
+def input_error(name: str, error: jsonschema.ValidationError) -> str:
+    where = "/".join(str(p) for p in error.absolute_path)
+    at = f"the parameter `{where}`" if where else "the input"
+    return (
+        f"<tool_use_error>InputValidationError: {name} failed due to the following issue:\n"
+        f"{at}: {error.message}</tool_use_error>"
+    )
+
+
+class ToolExecutor:
+    """One run's tool calls: their pipelines, the concurrency cap, calls started early."""
+
+    def __init__(
+        self,
+        config: RunConfig,
+        effects: Effects,
+        specs: Sequence[ToolSpec],
+        emit: Callable[[DriverEvent], None],
+        session_id: str,
+    ) -> None:
+        self.config = config
+        self.effects = effects
+        self.emit = emit
+        self.session_id = session_id
+        self.validators = {
+            s.name: jsonschema.validators.validator_for(s.input_schema)(s.input_schema)
+            for s in specs
+        }
+        self._tasks: dict[str, asyncio.Task[CallResult]] = {}
+        self._cancel: dict[str, asyncio.Event] = {}
+        self._slots: asyncio.Semaphore | None = None
+
+    # --- scheduling -----------------------------------------------------
+
+    def is_safe(self, block: ToolUseBlock) -> bool:
+        return block.name in self.config.concurrency_safe_tools
+
+    @property
+    def started(self) -> tuple[str, ...]:
+        return tuple(self._tasks)
+
+    def start(
+        self, block: ToolUseBlock, read_files: Mapping[str, float], invalid: str | None = None
+    ) -> asyncio.Task[CallResult]:
+        """Start a call now; its result is collected by `run_all` (or `cancel`)."""
+        if block.id not in self._tasks:
+            if self._slots is None:
+                self._slots = asyncio.Semaphore(max(1, self.config.max_tool_concurrency))
+            cancel = asyncio.Event()
+            self._cancel[block.id] = cancel
+            self._tasks[block.id] = asyncio.ensure_future(
+                self._limited(block, dict(read_files), invalid, cancel)
+            )
+        return self._tasks[block.id]
+
+    async def _limited(
+        self,
+        block: ToolUseBlock,
+        read_files: dict[str, float],
+        invalid: str | None,
+        cancel: asyncio.Event,
+    ) -> CallResult:
+        assert self._slots is not None
+        async with self._slots:
+            return await self.call(block, read_files, invalid, cancel)
+
+    async def cancel(self, ids: Sequence[str] | None = None) -> None:
+        """Stop calls started early (the stream failed or was interrupted) and wait for them.
+
+        Their pipelines still finish through the effects door, so every
+        effect they began is recorded and the log stays whole.
+        """
+        ids = list(self._tasks) if ids is None else [i for i in ids if i in self._tasks]
+        for i in ids:
+            self._cancel[i].set()
+        await asyncio.gather(*(self._tasks[i] for i in ids), return_exceptions=True)
+        for i in ids:
+            self._tasks.pop(i, None)
+            self._cancel.pop(i, None)
+
+    async def _collect(self, block: ToolUseBlock, read_files: dict[str, float],
+                       invalid: str | None) -> CallResult:  # fmt: skip
+        task = self.start(block, read_files, invalid)
+        try:
+            return await task
+        finally:
+            self._tasks.pop(block.id, None)
+            self._cancel.pop(block.id, None)
+
+    async def run_all(
+        self,
+        blocks: Sequence[ToolUseBlock],
+        read_files: Mapping[str, float],
+        invalid: Mapping[str, str],
+    ) -> BatchResult:
+        """Every call of the turn, in groups; one result per call, in the calls' order."""
+        files = dict(read_files)
+        results: list[ToolResultBlock] = []
+        aborted = False
+        stop: str | None = None
+        for group in partition(blocks, self.is_safe):
+            if not (aborted or stop) and self.effects.aborted("tools"):
+                aborted = True
+            if aborted or stop:
+                await self.cancel([b.id for b in group])
+                text = INTERRUPTED if aborted else f"Not run: the run was stopped ({stop})"
+                results += [ToolResultBlock(b.id, text, True) for b in group]
+                continue
+            done = await asyncio.gather(
+                *(self._collect(b, files, invalid.get(b.id)) for b in group)
+            )
+            for call in done:
+                files.update(call.read_files)
+                results.append(call.result)
+                aborted = aborted or call.interrupted
+                stop = stop or call.stop_reason
+        if not aborted and self.effects.aborted("tools"):
+            aborted = True
+        return BatchResult(tuple(results), files, aborted, stop)
+
+    # --- one call -------------------------------------------------------
+
+    def _payload(self, event: str, block: ToolUseBlock, tool_input: dict[str, Any]) -> dict:
+        return {
+            "hook_event_name": event,
+            "session_id": self.session_id,
+            "cwd": self.config.cwd,
+            "permission_mode": self.config.permission_mode,
+            "tool_name": block.name,
+            "tool_input": absolute_paths(block.name, tool_input, self.config.cwd),
+            "tool_use_id": block.id,
+        }
+
+    def _validate(self, name: str, tool_input: dict[str, Any]) -> str | None:
+        validator = self.validators.get(name)
+        if validator is None:
+            return f"<tool_use_error>Error: No such tool available: {name}</tool_use_error>"
+        error = jsonschema.exceptions.best_match(validator.iter_errors(tool_input))
+        return None if error is None else input_error(name, error)
+
+    async def call(
+        self,
+        block: ToolUseBlock,
+        read_files: dict[str, float],
+        invalid: str | None = None,
+        cancel: asyncio.Event | None = None,
+    ) -> CallResult:
+        def refused(text: str, stop: str | None = None) -> CallResult:
+            return CallResult(ToolResultBlock(block.id, text, True), block.name, {}, stop)
+
+        if invalid is not None:
+            return refused(f"<tool_use_error>{invalid}</tool_use_error>")
+        problem = self._validate(block.name, block.input)
+        if problem is not None:
+            return refused(problem)
+        effects = self.effects
+        pre = await effects.run_hooks("PreToolUse", self._payload("PreToolUse", block, block.input))
+        if pre.prevent_continuation:
+            reason = pre.stop_reason or "stopped by a PreToolUse hook"
+            return refused(f"Execution stopped by PreToolUse hook: {reason}", reason)
+        tool_input = block.input
+        if pre.updated_input is not None:
+            tool_input = pre.updated_input
+            problem = self._validate(block.name, tool_input)
+            if problem is not None:
+                return refused(problem)
+        verdict = await self._permission(block, tool_input, pre)
+        if isinstance(verdict, str):
+            return refused(with_text(verdict, _reminders(pre)))  # type: ignore[arg-type]
+        self.emit(ToolStarted(block))
+        env = ToolEnv(
+            cwd=self.config.cwd,
+            read_files=read_files,
+            additional_dirs=self.config.permissions.additional_directories + verdict,
+            permission_mode=self.config.permission_mode,
+            cancel=cancel,
+        )
+        outcome = await effects.run_tool(ToolCall(block.id, block.name, tool_input), env)
+        extra = _reminders(pre)
+        stop = outcome.stop_reason
+        if not outcome.is_error and not outcome.interrupted:
+            payload = self._payload("PostToolUse", block, tool_input)
+            payload["tool_response"] = _response_text(outcome.content)
+            post = await effects.run_hooks("PostToolUse", payload)
+            extra += [f"PostToolUse hook feedback:\n{e}" for e in post.blocking_errors]
+            extra += _reminders(post)
+            if post.prevent_continuation:
+                stop = stop or post.stop_reason or "stopped by a PostToolUse hook"
+        result = ToolResultBlock(block.id, with_text(outcome.content, extra), outcome.is_error)
+        self.emit(ToolFinished(result, block.name, outcome.duration_s))
+        return CallResult(
+            result, block.name, dict(outcome.read_files), stop, outcome.interrupted,
+            outcome.duration_s,
+        )  # fmt: skip
+
+    async def _permission(
+        self, block: ToolUseBlock, tool_input: dict[str, Any], pre: HookOutcome
+    ) -> tuple[str, ...] | str:
+        """The paths granted outside the workspace, or the denial the model should read."""
+        name = block.name
+        if pre.permission_decision == "deny":
+            why = pre.permission_reason or "no reason given"
+            return f"<tool_use_error>A PreToolUse hook denied {name}: {why}</tool_use_error>"
+        mode = self.config.permission_mode
+        decision: Decision = await self.effects.check_permission(
+            PermissionRequest(name, tool_input, mode)
+        )
+        if decision.behavior == "deny":
+            return f"<tool_use_error>{decision.reason}</tool_use_error>"
+        behavior = decision.behavior
+        if pre.permission_decision in ("ask", "defer"):
+            behavior = "ask"
+        elif pre.permission_decision == "allow" and decision.rule is None and not decision.outside:
+            behavior = "allow"
+        if behavior == "allow":
+            return decision.grant
+        reason = decision.reason
+        if pre.permission_decision in ("ask", "defer") and pre.permission_reason:
+            reason = pre.permission_reason
+        answer = await self.effects.ask_permission(
+            PermissionAsk(name, tool_input, reason, decision.suggestion, decision.outside)
+        )
+        if answer in (ALLOW_ONCE, ALLOW_ALWAYS):
+            return decision.outside or decision.grant
+        if answer == NO_TERMINAL:
+            hint = (
+                f" To allow it, add a rule such as `{decision.suggestion}` to permissions.allow"
+                if decision.suggestion
+                else ""
+            )
+            return (
+                f"<tool_use_error>Permission to use {name} was denied: {reason}, and there is "
+                f"no terminal to ask the user (permission mode {mode}).{hint} Do not retry "
+                "this call; do the task another way or say what is needed.</tool_use_error>"
+            )
+        return (
+            f"<tool_use_error>The user denied permission to use {name} ({reason}). "
+            "Do not retry this call; ask the user how to proceed.</tool_use_error>"
+        )
+
+
+def _reminders(outcome: HookOutcome) -> list[str]:
+    return [system_reminder(c) for c in outcome.additional_context]
+
+
+def _response_text(content: ToolResultContent) -> str:
+    if isinstance(content, str):
+        return content
+    return "\n".join(b.text for b in content if isinstance(b, TextBlock))
+
+
+def absolute_paths(name: str, tool_input: dict[str, Any], cwd: str) -> dict[str, Any]:
+    """Hooks see file paths absolute, as Claude Code sends them."""
+    path = tool_input.get("file_path")
+    if name in FILE_PATH_TOOLS and isinstance(path, str):
+        return {**tool_input, "file_path": os.path.normpath(os.path.join(cwd, path))}
+    return tool_input
