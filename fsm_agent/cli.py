@@ -34,6 +34,7 @@ EXIT_CODES: dict[str, int] = {
     "stop_hook_prevented": 16,
     "hook_stopped": 17,
     "max_turns": 18,
+    "prompt_blocked": 19,
 }
 
 
@@ -102,6 +103,18 @@ def _user_context() -> dict[str, str]:
 @click.option("--model", envvar="FSM_AGENT_MODEL", help="Model id (env FSM_AGENT_MODEL).")
 @click.option("--fallback-model", help="Model to switch to when the main one is overloaded.")
 @click.option("--base-url", envvar="ANTHROPIC_BASE_URL", help="A Messages API server.")
+@click.option(
+    "--permission-mode",
+    type=click.Choice(["default", "acceptEdits", "plan", "dontAsk", "bypassPermissions"]),
+    help="How calls without a matching rule are treated (default: settings' defaultMode).",
+)
+@click.option(
+    "--allowed-tools",
+    multiple=True,
+    help='Allow rules, e.g. "Read,Bash(git log *)" (added to the settings files\' rules).',
+)
+@click.option("--disallowed-tools", multiple=True, help='Deny rules, e.g. "Bash(rm *)".')
+@click.option("--add-dir", multiple=True, help="Another directory the tools may use.")
 @click.option("-v", "--verbose", is_flag=True, help="Show every transition as it is taken.")
 def run(
     prompt: str | None,
@@ -112,21 +125,50 @@ def run(
     model: str | None,
     fallback_model: str | None,
     base_url: str | None,
+    permission_mode: str | None,
+    allowed_tools: tuple[str, ...],
+    disallowed_tools: tuple[str, ...],
+    add_dir: tuple[str, ...],
     verbose: bool,
 ) -> None:
-    """Run PROMPT through the loop, with real tools on the workspace's files."""
+    """Run PROMPT through the loop, with real tools on the workspace's files.
+
+    Permission rules and hooks are read from ~/.claude/settings.json,
+    .claude/settings.json and .claude/settings.local.json, once, at the start.
+    """
     from fsm_agent.config import DEFAULT_MODEL, RunConfig
     from fsm_agent.effects import AbortSignal
-    from fsm_agent.scripted import ScriptedHooks, ScriptedModel
+    from fsm_agent.scripted import ScenarioError, ScriptedHooks, ScriptedModel
+    from fsm_agent.settings import SettingsError, load_settings
 
     abort = AbortSignal()
     hooks = None
-    config = RunConfig(cwd=_workspace(cwd), user_context=_user_context())
+    workspace = _workspace(cwd)
+    try:
+        settings = load_settings(
+            workspace,
+            allowed_tools=allowed_tools,
+            disallowed_tools=disallowed_tools,
+            add_dirs=add_dir,
+        )
+    except SettingsError as exc:
+        fail(str(exc))
+    config = RunConfig(
+        cwd=workspace,
+        user_context=_user_context(),
+        permission_mode=settings.permissions.default_mode or "default",
+        permissions=settings.permissions,
+        hooks=settings.hooks,
+    )
     if scripted is not None:
         scenario = _load_scenario(scripted)
+        try:
+            config = scenario.run_config(config)
+        except ScenarioError as exc:
+            fail(str(exc))
         prompt = prompt or scenario.prompt
         config = config_with(
-            scenario.run_config(config),
+            config,
             model=model,
             fallback_model=fallback_model,
             max_turns=max_turns,
@@ -143,6 +185,7 @@ def run(
         the_model = _real_model(base_url)
     if not prompt:
         fail("no prompt given (pass PROMPT, or a scenario with a 'prompt')")
+    config = config_with(config, permission_mode=permission_mode)
     result = _run_live(prompt, the_model, config, hooks, log, abort, verbose)
     sys.exit(EXIT_CODES.get(result.reason, 1))
 
@@ -168,6 +211,11 @@ def _run_live(
     from fsm_agent.session import arun
 
     renderer = LiveRenderer(Console(), verbose=verbose)
+    prompter = None
+    if sys.stdin.isatty():
+        from fsm_agent.approvals import terminal_prompter
+
+        prompter = terminal_prompter()
 
     async def go() -> Any:
         loop = asyncio.get_running_loop()
@@ -187,6 +235,7 @@ def _run_live(
                 log=log,
                 on_event=renderer,
                 abort=abort,
+                prompter=prompter,
             )
         finally:
             loop.remove_signal_handler(signal.SIGINT)

@@ -212,7 +212,8 @@ def strip_wrappers(command: str) -> str:
         rest = ws[1:]
         if head == "timeout":
             while rest and rest[0].startswith("-"):
-                rest = rest[1:]
+                takes_value = rest[0] in ("-s", "-k", "--signal", "--kill-after")
+                rest = rest[2:] if takes_value else rest[1:]
             rest = rest[1:] if rest else rest
         elif head in ("nice", "stdbuf"):
             while rest and rest[0].startswith("-"):
@@ -321,6 +322,8 @@ def path_rule_matches(rule: Rule, path: str, place: Place, kind: Behavior) -> bo
     if rule.content is None:
         return True
     regex = rule_regex(rule, place, kind)
+    if regex.fullmatch(path.rstrip("/") + "/"):
+        return True
     candidate = path
     while True:
         if regex.fullmatch(candidate):
@@ -480,6 +483,13 @@ def evaluate(
     allowed = _matching(allow_rules, call, place, "allow")
     if allowed is not None:
         return Decision("allow", f"allowed by {allowed}", str(allowed))
+    if name == "Bash" and len(call.subcommands) > 1:
+        bash_rules = [r for r in allow_rules if r.covers_tool("Bash")]
+        if all(
+            is_read_only(sub) or any(bash_rule_matches(r, sub) for r in bash_rules)
+            for sub in call.subcommands
+        ):
+            return Decision("allow", "every part is allowed by a rule or read-only")
     return _by_mode(call, mode, ws)
 
 

@@ -103,6 +103,13 @@ class Scenario:
             "context_window": sc.context_window,
             "permission_mode": sc.permission_mode,
         }
+        if sc.permission_mode is not None:
+            from fsm_agent.permissions import PermissionError_, check_mode
+
+            try:
+                check_mode(sc.permission_mode)
+            except PermissionError_ as exc:
+                raise ScenarioError(f"config.permission_mode: {exc}") from None
         config = evolve(base, **{k: v for k, v in changes.items() if v is not None})
         if self.settings is None:
             return config

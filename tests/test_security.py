@@ -1,0 +1,196 @@
+"""The model tries to get out of the workspace; every attempt is refused and nothing outside changes.
+
+Driven through the engine with scripted scenarios, in `default` mode
+without a terminal (no prompter): an ask is a denial.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from fsm_agent.messages import ToolResultBlock
+from fsm_agent.scripted import Scenario
+from fsm_agent.session import run_scenario
+
+
+def _scenario(*calls: dict[str, Any], **config: Any) -> Scenario:
+    content = [
+        {"type": "tool_use", "id": f"toolu_{n:02d}", "name": c["name"], "input": c["input"]}
+        for n, c in enumerate(calls)
+    ]
+    return Scenario.parse(
+        {
+            "prompt": "try it",
+            "config": config,
+            "turns": [{"content": content}, {"content": [{"type": "text", "text": "ok"}]}],
+        }
+    )
+
+
+def _results(result: Any) -> list[ToolResultBlock]:
+    return [b for m in result.messages for b in m.content if isinstance(b, ToolResultBlock)]
+
+
+def _snapshot(root: Path) -> dict[str, tuple[float, bytes]]:
+    out = {}
+    for dirpath, _, files in os.walk(root):
+        for f in files:
+            p = Path(dirpath) / f
+            out[str(p)] = (p.lstat().st_mtime, p.read_bytes() if not p.is_symlink() else b"")
+    return out
+
+
+@pytest.fixture
+def world(tmp_path: Path) -> dict[str, Path]:
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "secret.txt").write_text("TOP SECRET\n")
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "link").symlink_to(outside / "secret.txt")
+    (ws / "linkdir").symlink_to(outside)
+    return {"ws": ws, "outside": outside, "root": tmp_path}
+
+
+def _run(world: dict[str, Path], scenario: Scenario, tmp_path: Path, **kw: Any) -> Any:
+    return run_scenario(scenario, cwd=world["ws"], log=tmp_path / "log.jsonl", **kw)
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        "../outside/secret.txt",
+        "../../{root_name}/outside/secret.txt",
+        "{abs}",
+        "link",
+        "linkdir/secret.txt",
+    ],
+)
+def test_reads_outside_the_workspace_are_refused(world, tmp_path: Path, path: str) -> None:
+    path = path.format(root_name=world["root"].name, abs=world["outside"] / "secret.txt")
+    result = _run(world, _scenario({"name": "Read", "input": {"file_path": path}}), tmp_path)
+    [res] = _results(result)
+    assert res.is_error
+    assert "TOP SECRET" not in res.text
+    assert "outside the workspace" in res.text
+    assert "no terminal to ask" in res.text
+    assert result.reason == "completed"
+
+
+def test_glob_and_grep_outside_are_refused(world, tmp_path: Path) -> None:
+    outside = str(world["outside"])
+    scenario = _scenario(
+        {"name": "Grep", "input": {"pattern": "SECRET", "path": outside}},
+        {"name": "Glob", "input": {"pattern": "*", "path": "../outside"}},
+    )
+    results = _results(_run(world, scenario, tmp_path))
+    assert [r.is_error for r in results] == [True, True]
+    assert all("secret.txt" not in r.text.replace(outside, "") for r in results)
+    assert all("SECRET" not in r.text.split("outside the workspace")[-1] for r in results)
+
+
+@pytest.mark.parametrize("mode", ["default", "acceptEdits", "bypassPermissions", "dontAsk"])
+def test_writes_and_edits_outside_are_refused_and_nothing_changes(
+    world, tmp_path: Path, mode: str
+) -> None:
+    before = _snapshot(world["outside"])
+    target = world["outside"] / "secret.txt"
+    scenario = _scenario(
+        {"name": "Read", "input": {"file_path": "link"}},
+        {
+            "name": "Write",
+            "input": {"file_path": str(world["outside"] / "new.txt"), "content": "x"},
+        },
+        {"name": "Write", "input": {"file_path": "../outside/secret.txt", "content": "pwned"}},
+        {"name": "Edit", "input": {"file_path": "link", "old_string": "TOP", "new_string": "NO"}},
+        {"name": "Write", "input": {"file_path": "linkdir/planted.txt", "content": "x"}},
+        permission_mode=mode,
+    )
+    results = _results(_run(world, scenario, tmp_path))
+    assert all(r.is_error for r in results), [r.text for r in results]
+    assert all("outside the workspace" in r.text for r in results)
+    assert _snapshot(world["outside"]) == before
+    assert target.read_text() == "TOP SECRET\n"
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "echo pwned > {out}/written.txt",
+        "cp {out}/secret.txt ./stolen.txt",
+        "touch {out}/touched",
+        "ls && rm -f {out}/secret.txt",
+        "python3 -c \"open('{out}/py.txt','w').write('x')\"",
+        "timeout 5 tee {out}/tee.txt < /dev/null",
+    ],
+)
+def test_bash_that_writes_outside_is_refused(world, tmp_path: Path, command: str) -> None:
+    before = _snapshot(world["outside"])
+    command = command.format(out=world["outside"])
+    result = _run(world, _scenario({"name": "Bash", "input": {"command": command}}), tmp_path)
+    [res] = _results(result)
+    assert res.is_error
+    assert "no terminal to ask" in res.text
+    assert _snapshot(world["outside"]) == before
+    assert not (world["ws"] / "stolen.txt").exists()
+
+
+def test_inside_the_workspace_reads_run_and_read_only_bash_runs(world, tmp_path: Path) -> None:
+    (world["ws"] / "a.txt").write_text("hello\n")
+    scenario = _scenario(
+        {"name": "Read", "input": {"file_path": "a.txt"}},
+        {"name": "Bash", "input": {"command": "cat a.txt | wc -l"}},
+        {"name": "Write", "input": {"file_path": "b.txt", "content": "x"}},
+    )
+    results = _results(_run(world, scenario, tmp_path))
+    assert "hello" in results[0].text and not results[0].is_error
+    assert results[1].text.strip() == "1" and not results[1].is_error
+    assert results[2].is_error and "Write on" in results[2].text
+    assert not (world["ws"] / "b.txt").exists()
+
+
+def test_an_allow_rule_opens_one_outside_path_for_reading(world, tmp_path: Path) -> None:
+    secret = world["outside"] / "secret.txt"
+    scenario = Scenario.parse(
+        {
+            **{"prompt": "p"},
+            "settings": {"permissions": {"allow": [f"Read(/{secret})"]}},
+            "turns": [
+                {"content": [{"type": "tool_use", "id": "t1", "name": "Read",
+                              "input": {"file_path": str(secret)}},
+                             {"type": "tool_use", "id": "t2", "name": "Write",
+                              "input": {"file_path": str(secret), "content": "x"}}]},
+                {"content": [{"type": "text", "text": "ok"}]},
+            ],
+        }
+    )  # fmt: skip
+    read, write = _results(_run(world, scenario, tmp_path))
+    assert "TOP SECRET" in read.text and not read.is_error
+    assert write.is_error
+    assert secret.read_text() == "TOP SECRET\n"
+
+
+def test_deny_rule_beats_bypass_and_bare_deny_removes_the_tool(world, tmp_path: Path) -> None:
+    (world["ws"] / "secrets").mkdir()
+    (world["ws"] / "secrets" / "k").write_text("KEY")
+    scenario = Scenario.parse(
+        {
+            "prompt": "p",
+            "config": {"permission_mode": "bypassPermissions"},
+            "settings": {"permissions": {"deny": ["Read(./secrets/**)", "Bash"]}},
+            "turns": [
+                {"content": [{"type": "tool_use", "id": "t1", "name": "Read",
+                              "input": {"file_path": "secrets/k"}},
+                             {"type": "tool_use", "id": "t2", "name": "Bash",
+                              "input": {"command": "cat secrets/k"}}]},
+                {"content": [{"type": "text", "text": "ok"}]},
+            ],
+        }
+    )  # fmt: skip
+    read, bash = _results(_run(world, scenario, tmp_path))
+    assert read.is_error and "denied by the rule Read(./secrets/**)" in read.text
+    assert bash.is_error and "No such tool available: Bash" in bash.text
