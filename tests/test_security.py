@@ -1,4 +1,4 @@
-"""The model tries to get out of the workspace; every attempt is refused and nothing outside changes.
+"""The model tries to leave the workspace; every attempt is refused, nothing outside changes.
 
 Driven through the engine with scripted scenarios, in `default` mode
 without a terminal (no prompter): an ask is a denial.

@@ -1,0 +1,379 @@
+"""Claude Code command hooks, run unchanged: real shell scripts reading stdin JSON."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import stat
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from fsm_agent.command_hooks import (
+    CommandHook,
+    CommandHooks,
+    HookMatcher,
+    HookRun,
+    interpret,
+    matcher_matches,
+    parse_hooks,
+)
+from fsm_agent.hooks import HookOutcome, merge
+from fsm_agent.messages import ToolResultBlock
+from fsm_agent.scripted import Scenario
+from fsm_agent.session import replay, run_scenario
+
+
+def script(path: Path, body: str) -> str:
+    path.write_text("#!/bin/sh\n" + body)
+    path.chmod(path.stat().st_mode | stat.S_IEXEC)
+    return str(path)
+
+
+# A hook as one would write it for Claude Code: no jq, python3 reads stdin.
+GUARD = """\
+input=$(cat)
+echo "$input" > "$CLAUDE_PROJECT_DIR/pre-input.json"
+cmd=$(printf '%s' "$input" | python3 -c 'import json,sys; print(json.load(sys.stdin)["tool_input"].get("command", ""))')
+case "$cmd" in
+  *rm\\ -rf*) echo "Blocked: rm -rf is not allowed here" >&2; exit 2 ;;
+esac
+exit 0
+"""
+
+
+@pytest.mark.parametrize(
+    ("matcher", "value", "hit"),
+    [
+        ("", "Bash", True),
+        ("*", "Anything", True),
+        ("Bash", "Bash", True),
+        ("Bash", "BashX", False),
+        ("Edit|Write", "Write", True),
+        ("Edit, Write", "Write", True),
+        ("Edit.*", "NotebookEdit", True),
+        ("^Edit$", "NotebookEdit", False),
+        ("mcp__.*__write", "mcp__fs__write", True),
+        ("bash", "Bash", False),
+    ],
+)
+def test_matchers(matcher: str, value: str, hit: bool) -> None:
+    assert matcher_matches(matcher, value) is hit
+
+
+def _tool_turn(*calls: tuple[str, str, dict[str, Any]]) -> dict[str, Any]:
+    return {
+        "content": [{"type": "tool_use", "id": i, "name": n, "input": inp} for i, n, inp in calls]
+    }
+
+
+def _run(ws: Path, data: dict[str, Any], tmp_path: Path, **kw: Any) -> Any:
+    data = {"prompt": "go", **data}
+    log = tmp_path / "run.jsonl"
+    result = run_scenario(Scenario.parse(data), cwd=ws, log=log, **kw)
+    replayed = replay(log)
+    assert replayed.path == result.path
+    return result
+
+
+def _results(result: Any) -> dict[str, ToolResultBlock]:
+    return {
+        b.tool_use_id: b
+        for m in result.messages
+        for b in m.content
+        if isinstance(b, ToolResultBlock)
+    }
+
+
+def test_pre_tool_use_hook_blocks_with_exit_2_and_gets_claude_code_stdin(
+    workspace: Path, tmp_path: Path
+) -> None:
+    guard = script(tmp_path / "guard.sh", GUARD)
+    settings = {
+        "permissions": {"allow": ["Bash"]},
+        "hooks": {
+            "PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "command", "command": guard}]}]
+        },
+    }
+    result = _run(
+        workspace,
+        {
+            "settings": settings,
+            "turns": [
+                _tool_turn(("t1", "Bash", {"command": "rm -rf build"})),
+                _tool_turn(("t2", "Bash", {"command": "echo fine"})),
+                {"content": [{"type": "text", "text": "done"}]},
+            ],
+        },
+        tmp_path,
+    )
+    results = _results(result)
+    assert results["t1"].is_error
+    assert "Blocked: rm -rf is not allowed here" in results["t1"].text
+    assert results["t2"].text == "fine"
+    sent = json.loads((workspace / "pre-input.json").read_text())
+    assert sent["hook_event_name"] == "PreToolUse"
+    assert sent["tool_name"] == "Bash"
+    assert sent["tool_input"] == {"command": "echo fine"}
+    assert sent["tool_use_id"] == "t2"
+    assert sent["cwd"] == str(workspace)
+    assert sent["permission_mode"] == "default"
+    assert sent["transcript_path"] == str(tmp_path / "run.jsonl")
+    assert sent["session_id"] == result.session_id
+
+
+def test_pre_tool_use_json_decisions_and_updated_input(workspace: Path, tmp_path: Path) -> None:
+    (workspace / "a.txt").write_text("A\n")
+    (workspace / "b.txt").write_text("B\n")
+    decide = script(
+        tmp_path / "decide.sh",
+        """input=$(cat)
+case "$input" in
+  *a.txt*) echo '{"hookSpecificOutput":{"hookEventName":"PreToolUse","permissionDecision":"deny","permissionDecisionReason":"a.txt is off limits"}}' ;;
+  *c.txt*) echo '{"hookSpecificOutput":{"hookEventName":"PreToolUse","permissionDecision":"allow","updatedInput":{"file_path":"b.txt"},"additionalContext":"redirected to b"}}' ;;
+esac
+""",
+    )
+    settings = {
+        "hooks": {
+            "PreToolUse": [{"matcher": "Read", "hooks": [{"type": "command", "command": decide}]}]
+        }
+    }
+    result = _run(
+        workspace,
+        {
+            "settings": settings,
+            "turns": [
+                _tool_turn(
+                    ("t1", "Read", {"file_path": "a.txt"}), ("t2", "Read", {"file_path": "c.txt"})
+                ),
+                {"content": [{"type": "text", "text": "done"}]},
+            ],
+        },
+        tmp_path,
+    )
+    r = _results(result)
+    assert r["t1"].is_error and "a.txt is off limits" in r["t1"].text
+    assert "B" in r["t2"].text and not r["t2"].is_error
+    assert "<system-reminder>\nredirected to b\n</system-reminder>" in r["t2"].text
+
+
+def test_hook_allow_skips_the_prompt_but_not_deny_rules(workspace: Path, tmp_path: Path) -> None:
+    allow = script(
+        tmp_path / "allow.sh",
+        """cat > /dev/null
+echo '{"hookSpecificOutput":{"hookEventName":"PreToolUse","permissionDecision":"allow"}}'
+""",
+    )
+    settings = {
+        "permissions": {"deny": ["Bash(rm *)"]},
+        "hooks": {"PreToolUse": [{"hooks": [{"type": "command", "command": allow}]}]},
+    }
+    result = _run(
+        workspace,
+        {
+            "settings": settings,
+            "turns": [
+                _tool_turn(
+                    ("t1", "Bash", {"command": "touch made"}),
+                    ("t2", "Bash", {"command": "rm made"}),
+                ),
+                {"content": [{"type": "text", "text": "done"}]},
+            ],
+        },
+        tmp_path,
+    )
+    r = _results(result)
+    assert not r["t1"].is_error
+    assert r["t2"].is_error and "Bash(rm *)" in r["t2"].text
+    assert (workspace / "made").exists()
+
+
+def test_post_tool_use_feedback_and_continue_false_stops_the_run(
+    workspace: Path, tmp_path: Path
+) -> None:
+    post = script(
+        tmp_path / "post.sh",
+        """cat > /dev/null
+echo "lint says: add a newline" >&2
+exit 2
+""",
+    )
+    stop = script(
+        tmp_path / "stop.sh",
+        """cat > /dev/null
+echo '{"continue": false, "stopReason": "quota reached"}'
+""",
+    )
+    settings = {
+        "hooks": {
+            "PostToolUse": [
+                {"matcher": "Write", "hooks": [{"type": "command", "command": post}]},
+                {"matcher": "Edit", "hooks": [{"type": "command", "command": stop}]},
+            ]
+        }
+    }
+    result = _run(
+        workspace,
+        {
+            "config": {"permission_mode": "acceptEdits"},
+            "settings": settings,
+            "turns": [
+                _tool_turn(("t1", "Write", {"file_path": "x.txt", "content": "x"})),
+                _tool_turn(("t2", "Edit", {"file_path": "x.txt", "old_string": "x", "new_string": "y"}),
+                           ("t3", "Write", {"file_path": "z.txt", "content": "z"})),
+            ],
+        },
+        tmp_path,
+    )  # fmt: skip
+    r = _results(result)
+    assert "PostToolUse hook feedback:\nlint says: add a newline" in r["t1"].text
+    assert result.reason == "hook_stopped"
+    assert result.error == "quota reached"
+    assert "Not run" in r["t3"].text
+    assert not (workspace / "z.txt").exists()
+
+
+def test_stop_hook_blocks_then_ends_after_8_consecutive_blocks(
+    workspace: Path, tmp_path: Path
+) -> None:
+    counter = tmp_path / "count"
+    stop = script(
+        tmp_path / "stop.sh",
+        f"""input=$(cat)
+n=$(cat {counter} 2>/dev/null || echo 0); n=$((n+1)); echo $n > {counter}
+printf '%s' "$input" | python3 -c 'import json,sys; d=json.load(sys.stdin); sys.exit(0 if d["hook_event_name"]=="Stop" else 1)' || exit 1
+echo '{{"decision": "block", "reason": "Run the tests first."}}'
+""",
+    )
+    settings = {"hooks": {"Stop": [{"hooks": [{"type": "command", "command": stop}]}]}}
+    turns = [{"content": [{"type": "text", "text": f"done {i}"}]} for i in range(10)]
+    result = _run(workspace, {"settings": settings, "turns": turns}, tmp_path)
+    assert result.reason == "completed"
+    assert result.edges.count("stop_hook_blocking") == 8
+    assert counter.read_text().strip() == "9"
+    assert "Stop hook feedback:\nRun the tests first." in result.messages[-2].text
+
+
+def test_stop_hook_exit_2_feeds_stderr_back(workspace: Path, tmp_path: Path) -> None:
+    flag = tmp_path / "flag"
+    stop = script(
+        tmp_path / "stop.sh",
+        f"""cat > /dev/null
+if [ -e {flag} ]; then exit 0; fi
+touch {flag}
+echo "tests are failing" >&2
+exit 2
+""",
+    )
+    settings = {"hooks": {"Stop": [{"hooks": [{"type": "command", "command": stop}]}]}}
+    turns = [
+        {"content": [{"type": "text", "text": "done"}]},
+        {"content": [{"type": "text", "text": "fixed"}]},
+    ]
+    result = _run(workspace, {"settings": settings, "turns": turns}, tmp_path)
+    assert result.edges.count("stop_hook_blocking") == 1
+    assert result.text == "fixed"
+
+
+def test_user_prompt_submit_exit_2_blocks_without_calling_the_model(
+    workspace: Path, tmp_path: Path
+) -> None:
+    block = script(
+        tmp_path / "block.sh",
+        """input=$(cat)
+case "$input" in *password*) echo "Prompt contains a secret" >&2; exit 2 ;; esac
+""",
+    )
+    settings = {"hooks": {"UserPromptSubmit": [{"hooks": [{"type": "command", "command": block}]}]}}
+    data = {"prompt": "my password is hunter2", "settings": settings, "turns": []}
+    result = _run(workspace, data, tmp_path)
+    assert result.reason == "prompt_blocked"
+    assert result.path == ()
+    assert "Prompt contains a secret" in (result.error or "")
+
+
+def test_session_start_and_prompt_submit_add_context(workspace: Path, tmp_path: Path) -> None:
+    start = script(tmp_path / "start.sh", "cat > /dev/null\necho 'Branch: main, 3 open issues'\n")
+    submit = script(
+        tmp_path / "submit.sh",
+        """cat > /dev/null
+echo '{"hookSpecificOutput":{"hookEventName":"UserPromptSubmit","additionalContext":"Sprint ends Friday"}}'
+""",
+    )
+    settings = {
+        "hooks": {
+            "SessionStart": [
+                {"matcher": "startup", "hooks": [{"type": "command", "command": start}]}
+            ],
+            "UserPromptSubmit": [{"hooks": [{"type": "command", "command": submit}]}],
+        }
+    }
+    data = {"settings": settings, "turns": [{"content": [{"type": "text", "text": "ok"}]}]}
+    result = _run(workspace, data, tmp_path)
+    texts = [m.text for m in result.messages if m.role == "user"]
+    assert texts[0] == "<system-reminder>\nBranch: main, 3 open issues\n</system-reminder>"
+    assert texts[1] == "go"
+    assert texts[2] == "<system-reminder>\nSprint ends Friday\n</system-reminder>"
+
+
+def test_hooks_run_in_parallel_and_duplicates_once(tmp_path: Path) -> None:
+    log = tmp_path / "log"
+    a = f"cat > /dev/null; echo a >> {log}; sleep 0.3; echo a-done >> {log}"
+    b = f"cat > /dev/null; echo b >> {log}; sleep 0.3; echo b-done >> {log}"
+    matchers = (
+        HookMatcher("Stop", (CommandHook(a), CommandHook(b))),
+        HookMatcher("Stop", (CommandHook(a),), origin="other file"),
+    )
+    hooks = CommandHooks(matchers, project_dir=str(tmp_path))
+    asyncio.run(hooks.run("Stop", {"session_id": "s"}))
+    lines = log.read_text().split()
+    assert sorted(lines[:2]) == ["a", "b"]
+    assert len(lines) == 4
+
+
+def test_timeout_discards_the_hook(tmp_path: Path) -> None:
+    hooks = CommandHooks(
+        (HookMatcher("PreToolUse", (CommandHook("cat >/dev/null; sleep 30; exit 2", 0.2),)),),
+        project_dir=str(tmp_path),
+    )
+    outcome = asyncio.run(hooks.run("PreToolUse", {"tool_name": "Bash"}))
+    assert outcome.permission_decision is None
+    assert "timed out" in outcome.messages[0]
+
+
+def test_interpretation_of_exit_codes_and_json() -> None:
+    assert interpret("PreToolUse", HookRun("c", 1, "", "boom\nmore")).messages == (
+        "PreToolUse hook error: Failed with non-blocking status code 1: boom",
+    )
+    json_allow = '{"hookSpecificOutput":{"permissionDecision":"allow"}}'
+    assert interpret("PreToolUse", HookRun("c", 2, json_allow, "no")).permission_decision == "deny"
+    assert (
+        interpret("PreToolUse", HookRun("c", 0, '{"decision":"approve"}', "")).permission_decision
+        == "allow"
+    )
+    assert interpret(
+        "UserPromptSubmit", HookRun("c", 0, "plain context", "")
+    ).additional_context == ("plain context",)
+    assert interpret("PreToolUse", HookRun("c", 0, "plain", "")) == HookOutcome()
+    long = interpret("Stop", HookRun("c", 2, "", "x" * 20_000)).blocking_errors[0]
+    assert len(long) < 10_100
+
+
+def test_precedence_deny_defer_ask_allow() -> None:
+    outs = [HookOutcome(permission_decision=d) for d in ("allow", "ask", "defer")]
+    assert merge(outs).permission_decision == "defer"
+    assert merge([*outs, HookOutcome(permission_decision="deny")]).permission_decision == "deny"
+    assert merge(outs[:2]).permission_decision == "ask"
+
+
+def test_bad_hooks_section_is_a_clear_error() -> None:
+    from fsm_agent.command_hooks import HookSettingsError
+
+    with pytest.raises(HookSettingsError, match=r"f.json: hooks.Stop\[0\] must be an object"):
+        parse_hooks({"Stop": ["echo"]}, "f.json")
+    with pytest.raises(HookSettingsError, match="timeout"):
+        parse_hooks(
+            {"Stop": [{"hooks": [{"type": "command", "command": "x", "timeout": -1}]}]}, "f.json"
+        )
