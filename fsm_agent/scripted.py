@@ -61,6 +61,7 @@ class ScriptedTurn:
     usage: Usage = Usage(input_tokens=100, output_tokens=20)
     error: ScriptedError | None = None
     delay: float = 0.0
+    event_delay: float = 0.0
     cut_after: int | None = None
     cut_tool_input: bool = False
     interrupt: Literal["streaming", "tools"] | None = None
@@ -182,6 +183,7 @@ class ScriptedModel:
             if turn.interrupt == "streaming" and n == len(events) // 2:
                 self.abort.set()
             yield event
+            await asyncio.sleep(turn.event_delay)
         if turn.error is not None:
             raise ModelCallError(turn.error.kind, turn.error.message, turn.error.status)
 

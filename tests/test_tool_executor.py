@@ -1,0 +1,267 @@
+"""Parallel and streaming tool execution, interrupts, input validation: through the engine."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+from fsm_agent.config import RunConfig
+from fsm_agent.effects import AbortSignal
+from fsm_agent.events import DriverEvent, TextDelta, ToolStarted, ToolUseComplete, Transition
+from fsm_agent.messages import ToolResultBlock, ToolUseBlock
+from fsm_agent.permissions import PermissionSettings, RuleSource
+from fsm_agent.scripted import Scenario, ScriptedModel
+from fsm_agent.session import arun, default_tools, replay, run_scenario
+from fsm_agent.tool_executor import partition
+from fsm_agent.tools.base import ToolEnv, ToolOutcome
+from tests.test_cli import fsm
+
+
+class Probe:
+    """A concurrency-safe tool that reports how many probes ran at once."""
+
+    name = "Probe"
+    description = "probe"
+    input_schema: dict[str, Any] = {  # noqa: RUF012
+        "type": "object",
+        "properties": {"n": {"type": "integer"}},
+        "required": ["n"],
+    }
+
+    def __init__(self, expect: int) -> None:
+        self.expect = expect
+        self.running = 0
+        self.peak = 0
+        self.all_in = asyncio.Event()
+
+    def is_concurrency_safe(self, input: dict[str, Any]) -> bool:
+        return True
+
+    async def run(self, input: dict[str, Any], env: ToolEnv) -> ToolOutcome:
+        self.running += 1
+        self.peak = max(self.peak, self.running)
+        if self.running >= self.expect:
+            self.all_in.set()
+        try:
+            await asyncio.wait_for(self.all_in.wait(), 5)
+        except TimeoutError:
+            pass
+        await asyncio.sleep(0.01 * (10 - input["n"]))
+        self.running -= 1
+        return ToolOutcome(f"probe {input['n']}")
+
+
+def _turns(*blocks: dict[str, Any], after: str = "done") -> dict[str, Any]:
+    return {
+        "prompt": "go",
+        "turns": [
+            {"content": list(blocks)},
+            {"content": [{"type": "text", "text": after}]},
+        ],
+    }
+
+
+def _use(i: str, name: str, **input: Any) -> dict[str, Any]:
+    return {"type": "tool_use", "id": i, "name": name, "input": input}
+
+
+def _results(result: Any) -> list[ToolResultBlock]:
+    return [b for m in result.messages for b in m.content if isinstance(b, ToolResultBlock)]
+
+
+def _probe_run(tmp_path: Path, k: int, cap: int) -> tuple[Any, Probe]:
+    probe = Probe(expect=min(k, cap))
+    scenario = Scenario.parse(_turns(*(_use(f"p{n}", "Probe", n=n) for n in range(k))))
+    config = RunConfig(
+        cwd=str(tmp_path),
+        model="scripted",
+        concurrency_safe_tools=("Probe",),
+        max_tool_concurrency=cap,
+        permissions=PermissionSettings(allow=(RuleSource("Probe"),)),
+    )
+    result = asyncio.run(
+        arun(
+            "go",
+            model=ScriptedModel(scenario),
+            config=config,
+            tools={"Probe": probe},
+            log=tmp_path / "probe.jsonl",
+        )
+    )
+    return result, probe
+
+
+def test_safe_calls_run_together_and_keep_their_order(tmp_path: Path) -> None:
+    result, probe = _probe_run(tmp_path, 6, 10)
+    assert probe.peak == 6
+    results = _results(result)
+    assert [r.tool_use_id for r in results] == [f"p{n}" for n in range(6)]
+    assert [r.text for r in results] == [f"probe {n}" for n in range(6)]
+    assert replay(tmp_path / "probe.jsonl").path == result.path
+
+
+def test_the_concurrency_cap_holds(tmp_path: Path) -> None:
+    _, probe = _probe_run(tmp_path, 6, 2)
+    assert probe.peak == 2
+
+
+def test_unsafe_calls_split_the_groups() -> None:
+    blocks = [ToolUseBlock(str(i), n, {}) for i, n in enumerate("RRBRGWR")]
+    groups = partition(blocks, lambda b: b.name in "RG")
+    assert [[b.name for b in g] for g in groups] == [["R", "R"], ["B"], ["R", "G"], ["W"], ["R"]]
+
+
+def test_parallel_reads_replay_with_check(workspace: Path, tmp_path: Path) -> None:
+    for n in range(5):
+        (workspace / f"f{n}.txt").write_text(f"file {n}\n")
+    data = _turns(
+        *(_use(f"r{n}", "Read", file_path=f"f{n}.txt") for n in range(5)),
+        _use("g", "Glob", pattern="*.txt"),
+        _use("w", "Write", file_path="out.txt", content="x"),
+        _use("r9", "Read", file_path="out.txt"),
+    )
+    data["config"] = {"permission_mode": "acceptEdits"}
+    log = tmp_path / "par.jsonl"
+    result = run_scenario(Scenario.parse(data), cwd=workspace, log=log)
+    texts = [r.text for r in _results(result)]
+    assert [t.split("\t")[-1] for t in texts[:5]] == [f"file {n}" for n in range(5)]
+    assert "f4.txt" in texts[5]
+    assert "x" in texts[7]
+    proc = fsm("replay", "--check", str(log))
+    assert proc.returncode == 0, proc.stderr
+    assert "steps match the log" in proc.stdout
+
+
+def test_safe_calls_start_while_the_model_still_streams(workspace: Path, tmp_path: Path) -> None:
+    (workspace / "a.txt").write_text("a\n")
+    data = _turns(
+        _use("r1", "Read", file_path="a.txt"),
+        {"type": "text", "text": "Reading it while I keep talking. " * 12},
+    )
+    data["turns"][0]["event_delay"] = 0.001
+    seen: list[DriverEvent] = []
+    log = tmp_path / "stream.jsonl"
+    result = run_scenario(Scenario.parse(data), cwd=workspace, log=log, on_event=seen.append)
+    kinds = [type(e).__name__ for e in seen]
+    started = kinds.index("ToolStarted")
+    complete = kinds.index("ToolUseComplete")
+    streamed = next(
+        i for i, e in enumerate(seen) if isinstance(e, Transition) and e.edge == "streamed"
+    )
+    last_text = max(i for i, e in enumerate(seen[:streamed]) if isinstance(e, TextDelta))
+    assert complete < started < last_text
+    assert isinstance(seen[started], ToolStarted) and isinstance(seen[complete], ToolUseComplete)
+    assert _results(result)[0].text.endswith("a")
+    assert fsm("replay", "--check", str(log)).returncode == 0
+
+
+def test_an_unsafe_call_stops_early_starts(workspace: Path, tmp_path: Path) -> None:
+    (workspace / "a.txt").write_text("old\n")
+    data = _turns(
+        _use("w", "Write", file_path="b.txt", content="new"),
+        _use("r", "Read", file_path="b.txt"),
+        {"type": "text", "text": "x" * 200},
+    )
+    data["config"] = {"permission_mode": "acceptEdits"}
+    data["turns"][0]["event_delay"] = 0.001
+    result = run_scenario(Scenario.parse(data), cwd=workspace, log=tmp_path / "l.jsonl")
+    assert _results(result)[1].text.endswith("new")
+
+
+def test_model_error_after_an_early_start_gives_every_call_a_result(
+    workspace: Path, tmp_path: Path
+) -> None:
+    (workspace / "a.txt").write_text("a\n")
+    data = _turns(_use("r1", "Read", file_path="a.txt"), {"type": "text", "text": "y" * 300})
+    data["turns"][0]["cut_after"] = 12
+    data["turns"][0]["event_delay"] = 0.001
+    log = tmp_path / "err.jsonl"
+    result = run_scenario(Scenario.parse(data), cwd=workspace, log=log)
+    assert result.reason == "model_error"
+    assert [r.tool_use_id for r in _results(result)] == ["r1"]
+    assert fsm("replay", "--check", str(log)).returncode == 0
+
+
+def test_interrupt_while_streaming_with_started_tools(workspace: Path, tmp_path: Path) -> None:
+    (workspace / "a.txt").write_text("a\n")
+    data = _turns(
+        _use("r1", "Read", file_path="a.txt"),
+        _use("r2", "Glob", pattern="*"),
+        {"type": "text", "text": "z" * 300},
+    )
+    data["turns"][0]["interrupt"] = "streaming"
+    data["turns"][0]["event_delay"] = 0.001
+    log = tmp_path / "abort.jsonl"
+    result = run_scenario(Scenario.parse(data), cwd=workspace, log=log)
+    assert result.reason == "aborted_streaming"
+    assert {r.tool_use_id for r in _results(result)} == {"r1", "r2"}
+    assert fsm("replay", "--check", str(log)).returncode == 0
+
+
+def _process_gone(pid: int) -> bool:
+    """SIGKILL is delivered asynchronously: give the kernel a moment to finish it."""
+    for _ in range(200):
+        try:
+            state = Path(f"/proc/{pid}/stat").read_text().split(")")[-1].split()[0]
+        except FileNotFoundError:
+            return True
+        if state in ("Z", "X"):
+            return True
+        time.sleep(0.01)
+    return False
+
+
+def test_ctrl_c_while_bash_runs_kills_it_and_ends_aborted_tools(
+    workspace: Path, tmp_path: Path
+) -> None:
+    scenario = Scenario.parse(
+        _turns(
+            _use("b", "Bash", command="sleep 30 & echo $! > pid; wait"),
+            _use("r", "Read", file_path="pid"),
+        )
+    )
+    abort = AbortSignal()
+    log = tmp_path / "int.jsonl"
+
+    def on_event(event: DriverEvent) -> None:
+        if isinstance(event, ToolStarted) and event.block.name == "Bash":
+            asyncio.get_running_loop().call_later(0.5, abort.set)
+
+    config = RunConfig(cwd=str(workspace), model="scripted", permission_mode="bypassPermissions")
+    result = asyncio.run(
+        arun(
+            "go",
+            model=ScriptedModel(scenario, abort),
+            config=config,
+            tools=default_tools(),
+            abort=abort,
+            log=log,
+            on_event=on_event,
+        )
+    )
+    assert result.reason == "aborted_tools"
+    bash, read = _results(result)
+    assert bash.is_error and "interrupted" in bash.text
+    assert read.is_error and "interrupted" in read.text
+    assert _process_gone(int((workspace / "pid").read_text()))
+    assert fsm("replay", "--check", str(log)).returncode == 0
+
+
+def test_invalid_input_is_refused_with_a_clear_message(workspace: Path, tmp_path: Path) -> None:
+    data = _turns(
+        _use("r1", "Read", file_path=3),
+        _use("r2", "Read", path="x"),
+        _use("r3", "Nope"),
+    )
+    result = run_scenario(Scenario.parse(data), cwd=workspace, log=tmp_path / "v.jsonl")
+    r1, r2, r3 = (r.text for r in _results(result))
+    assert r1 == (
+        "<tool_use_error>InputValidationError: Read failed due to the following issue:\n"
+        "the parameter `file_path`: 3 is not of type 'string'</tool_use_error>"
+    )
+    assert "'file_path' is a required property" in r2
+    assert "No such tool available: Nope" in r3
+    assert not os.listdir(workspace / ".fsm-agent") if (workspace / ".fsm-agent").exists() else True
