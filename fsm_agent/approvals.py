@@ -60,7 +60,7 @@ class Approvals:
         if self.prompter is None:
             return NO_TERMINAL
         async with self._lock:
-            answer = await asyncio.to_thread(self.prompter, question)
+            answer = await asyncio.to_thread(_safely, self.prompter, question)
         if answer == ALLOW_ALWAYS:
             rules = [question.suggestion] if question.suggestion else []
             rules += [f"Edit(/{p})" if question.tool != "Read" else f"Read(/{p})"
@@ -68,6 +68,14 @@ class Approvals:
             extra = tuple(RuleSource(r, self.cwd, "this session") for r in rules)
             self.settings = evolve(self.settings, allow=self.settings.allow + extra)
         return answer if answer in (ALLOW_ONCE, ALLOW_ALWAYS) else DENY
+
+
+def _safely(prompter: Prompter, question: PermissionAsk) -> str:
+    """A prompter that fails (EOF on stdin, a closed terminal) denies."""
+    try:
+        return prompter(question)
+    except (Exception, KeyboardInterrupt):
+        return DENY
 
 
 def terminal_prompter() -> Prompter:

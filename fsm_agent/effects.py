@@ -106,6 +106,16 @@ class Inbox:
 INTERRUPTED = "[Request interrupted by user for tool use]"
 
 
+def input_error(name: str, error: jsonschema.ValidationError) -> str:
+    """The model's view of an input that does not match the tool's schema."""
+    where = "/".join(str(p) for p in error.absolute_path)
+    at = f"the parameter `{where}`" if where else "the input"
+    return (
+        f"<tool_use_error>InputValidationError: {name} failed due to the following issue:\n"
+        f"{at}: {error.message}</tool_use_error>"
+    )
+
+
 def tool_error(text: str) -> ToolOutcome:
     return ToolOutcome.error(f"<tool_use_error>{text}</tool_use_error>")
 
@@ -182,8 +192,7 @@ class LiveEffects:
             self._validators[call.name].iter_errors(call.input)
         )
         if error is not None:
-            where = "/".join(str(p) for p in error.absolute_path) or "input"
-            return tool_error(f"InputValidationError: {call.name} failed: {where}: {error.message}")
+            return ToolOutcome.error(input_error(call.name, error))
         try:
             return await tool.run(call.input, env)
         except ToolInputError as exc:

@@ -276,6 +276,21 @@ def bash_pattern(content: str) -> re.Pattern[str]:
     return re.compile(regex, re.DOTALL)
 
 
+SUBCOMMAND_TOOLS = frozenset(
+    {"npm", "pnpm", "yarn", "git", "cargo", "go", "docker", "kubectl", "uv", "pip", "poetry",
+     "make", "gh", "bun", "deno", "dotnet", "mvn", "gradle"}
+)  # fmt: skip
+
+
+def bash_suggestion(command: str) -> str:
+    """The rule "always" adds: the program, plus its subcommand for tools that have them."""
+    ws = words(strip_wrappers(command))
+    if not ws:
+        return "Bash"
+    keep = 2 if ws[0] in SUBCOMMAND_TOOLS and len(ws) > 1 and ws[1].isidentifier() else 1
+    return f"Bash({' '.join(ws[:keep])} *)"
+
+
 def bash_rule_matches(rule: Rule, subcommand: str) -> bool:
     if rule.content is None:
         return True
@@ -537,8 +552,7 @@ def _by_mode(call: CallFacts, mode: str, ws: Workspace) -> Decision:
                 "deny",
                 "Plan mode is on: only read-only commands may run. Present a plan instead.",
             )
-        first = (call.subcommands or ("",))[0]
-        suggestion = f"Bash({' '.join(words(first)[:2])} *)" if first else "Bash"
+        suggestion = bash_suggestion((call.subcommands or ("",))[0])
         return _ask_or_deny(
             f"Running `{call.input.get('command', '')}` needs approval", mode, suggestion
         )

@@ -23,7 +23,7 @@ import jsonschema
 from attrs import frozen
 
 from fsm_agent.config import RunConfig
-from fsm_agent.effects import INTERRUPTED, Effects
+from fsm_agent.effects import INTERRUPTED, Effects, input_error
 from fsm_agent.events import DriverEvent, ToolFinished, ToolStarted
 from fsm_agent.hooks import HookOutcome
 from fsm_agent.messages import TextBlock, ToolResultBlock, ToolResultContent, ToolUseBlock
@@ -82,15 +82,6 @@ def partition(blocks: Sequence[ToolUseBlock], safe: Callable[[ToolUseBlock], boo
         else:
             groups.append([block])
     return groups
-
-
-def input_error(name: str, error: jsonschema.ValidationError) -> str:
-    where = "/".join(str(p) for p in error.absolute_path)
-    at = f"the parameter `{where}`" if where else "the input"
-    return (
-        f"<tool_use_error>InputValidationError: {name} failed due to the following issue:\n"
-        f"{at}: {error.message}</tool_use_error>"
-    )
 
 
 class ToolExecutor:

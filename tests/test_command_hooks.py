@@ -377,3 +377,17 @@ def test_bad_hooks_section_is_a_clear_error() -> None:
         parse_hooks(
             {"Stop": [{"hooks": [{"type": "command", "command": "x", "timeout": -1}]}]}, "f.json"
         )
+
+
+def test_stop_hook_continue_false_prevents_continuing(workspace: Path, tmp_path: Path) -> None:
+    stop = script(
+        tmp_path / "stop.sh",
+        """cat > /dev/null
+echo '{"continue": false, "stopReason": "out of budget"}'
+""",
+    )
+    settings = {"hooks": {"Stop": [{"hooks": [{"type": "command", "command": stop}]}]}}
+    data = {"settings": settings, "turns": [{"content": [{"type": "text", "text": "done"}]}]}
+    result = _run(workspace, data, tmp_path)
+    assert result.reason == "stop_hook_prevented"
+    assert result.error == "out of budget"

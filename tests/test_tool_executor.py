@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import time
 from pathlib import Path
@@ -45,10 +46,8 @@ class Probe:
         self.peak = max(self.peak, self.running)
         if self.running >= self.expect:
             self.all_in.set()
-        try:
+        with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(self.all_in.wait(), 5)
-        except TimeoutError:
-            pass
         await asyncio.sleep(0.01 * (10 - input["n"]))
         self.running -= 1
         return ToolOutcome(f"probe {input['n']}")

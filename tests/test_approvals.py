@@ -1,0 +1,98 @@
+"""Asking the user: allow once, always (adds a rule for the rest of the run), deny; replayed."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+from fsm_agent.config import RunConfig
+from fsm_agent.messages import ToolResultBlock
+from fsm_agent.permissions import ALLOW_ALWAYS, ALLOW_ONCE, DENY, PermissionAsk
+from fsm_agent.scripted import Scenario, ScriptedModel
+from fsm_agent.session import arun, replay
+
+
+def _bash_turns(*commands: str) -> Scenario:
+    turns: list[dict[str, Any]] = [
+        {"content": [{"type": "tool_use", "id": f"t{n}", "name": "Bash",
+                      "input": {"command": c}}]}
+        for n, c in enumerate(commands)
+    ]  # fmt: skip
+    turns.append({"content": [{"type": "text", "text": "done"}]})
+    return Scenario.parse({"prompt": "p", "turns": turns})
+
+
+def _results(result: Any) -> list[ToolResultBlock]:
+    return [b for m in result.messages for b in m.content if isinstance(b, ToolResultBlock)]
+
+
+def test_once_always_and_deny(workspace: Path, tmp_path: Path) -> None:
+    asked: list[PermissionAsk] = []
+    answers = [ALLOW_ONCE, ALLOW_ALWAYS, DENY]
+
+    def prompter(question: PermissionAsk) -> str:
+        asked.append(question)
+        return answers.pop(0) if answers else DENY
+
+    scenario = _bash_turns(
+        "touch one", "touch two", "touch three && touch four", "touch five", "mkdir six"
+    )
+    log = tmp_path / "ask.jsonl"
+    result = asyncio.run(
+        arun(
+            "p",
+            model=ScriptedModel(scenario),
+            config=RunConfig(cwd=str(workspace), model="scripted"),
+            log=log,
+            prompter=prompter,
+        )
+    )
+    r = _results(result)
+    assert [q.input["command"] for q in asked] == ["touch one", "touch two", "mkdir six"]
+    assert asked[1].suggestion == "Bash(touch *)"
+    assert [x.is_error for x in r] == [False, False, False, False, True]
+    assert "The user denied permission to use Bash" in r[4].text
+    assert all((workspace / f).exists() for f in ("one", "two", "three", "four", "five"))
+    assert not (workspace / "six").exists()
+    assert replay(log).path == result.path
+
+
+def test_the_terminal_asks_and_the_answer_is_obeyed(workspace: Path, tmp_path: Path) -> None:
+    import json
+    import sys
+
+    import pexpect
+
+    scenario = tmp_path / "s.json"
+    scenario.write_text(
+        json.dumps(
+            {
+                "prompt": "p",
+                "turns": [
+                    {"content": [{"type": "tool_use", "id": "t1", "name": "Bash",
+                                  "input": {"command": "touch yes-file"}}]},
+                    {"content": [{"type": "tool_use", "id": "t2", "name": "Bash",
+                                  "input": {"command": "rm -f keep.txt"}}]},
+                    {"content": [{"type": "text", "text": "done"}]},
+                ],
+            }
+        )
+    )  # fmt: skip
+    (workspace / "keep.txt").write_text("k")
+    child = pexpect.spawn(
+        sys.executable,
+        ["-m", "fsm_agent.cli", "run", "--scripted", str(scenario), "--cwd", str(workspace),
+         "--log", str(tmp_path / "l.jsonl")],
+        timeout=30,
+        encoding="utf-8",
+    )  # fmt: skip
+    child.expect("Allow\\?")
+    child.sendline("y")
+    child.expect("Allow\\?")
+    child.sendline("n")
+    child.expect(pexpect.EOF)
+    child.close()
+    assert (workspace / "yes-file").exists()
+    assert (workspace / "keep.txt").exists()
+    assert child.exitstatus == 0
