@@ -267,11 +267,27 @@ def _check(path: Path) -> None:
     except LogError as exc:
         fail(str(exc))
     except Divergence as exc:
-        click.echo(f"✗ diverged at step {exc.step}: {exc.what}", err=True)
-        click.echo(f"  expected: {exc.expected}", err=True)
-        click.echo(f"  got:      {exc.got}", err=True)
+        click.echo(divergence_report(exc), err=True)
         sys.exit(EXIT_DIVERGED)
     click.echo(f"✓ {len(result.path)} steps match the log; ends {result.reason}")
+
+
+def divergence_report(exc: Any) -> str:
+    """The step, what the log recorded, what the code asked for, and where they differ."""
+
+    def show(value: Any) -> str:
+        return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+
+    lines = [
+        f"✗ diverged at step {exc.step}: {exc.what}",
+        f"  log:  {show(exc.expected)}",
+        f"  code: {show(exc.got)}",
+    ]
+    diff = exc.diff
+    if diff and not isinstance(exc.expected, str) and not isinstance(exc.got, str):
+        lines.append("  diff (log → code):")
+        lines.extend(f"    {line}" for line in diff)
+    return "\n".join(lines)
 
 
 def main() -> None:

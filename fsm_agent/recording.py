@@ -45,7 +45,11 @@ def model_summary(request: ModelRequest) -> dict[str, Any]:
 
 @frozen
 class Divergence(Exception):
-    """Replay asked for something the log does not have at this step."""
+    """Replay asked for something the log does not have at this step.
+
+    `expected` is what the log recorded, `got` what the code asked for; `diff`
+    is a few lines saying where the two differ, for the `--check` report.
+    """
 
     step: int
     what: str
@@ -54,6 +58,33 @@ class Divergence(Exception):
 
     def __str__(self) -> str:
         return f"step {self.step}: {self.what}: expected {self.expected!r}, got {self.got!r}"
+
+    @property
+    def diff(self) -> list[str]:
+        return short_diff(self.expected, self.got)
+
+
+def _short(value: Any, limit: int = 60) -> str:
+    plain = isinstance(value, str) and value.isprintable()
+    text = value if plain else dumps(value)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def short_diff(expected: Any, got: Any, prefix: str = "", limit: int = 12) -> list[str]:
+    """`key: expected → got` for each differing leaf, dicts walked by key."""
+    lines: list[str] = []
+    if isinstance(expected, dict) and isinstance(got, dict):
+        for key in [*expected, *(k for k in got if k not in expected)]:
+            a, b = expected.get(key, "<absent>"), got.get(key, "<absent>")
+            if a != b:
+                lines.extend(short_diff(a, b, f"{prefix}{key}.", limit))
+    elif isinstance(expected, list) and isinstance(got, list) and len(expected) == len(got):
+        for i, (a, b) in enumerate(zip(expected, got, strict=True)):
+            if a != b:
+                lines.extend(short_diff(a, b, f"{prefix}{i}.", limit))
+    elif expected != got:
+        lines.append(f"{prefix.rstrip('.') or 'value'}: {_short(expected)} → {_short(got)}")
+    return lines[:limit]
 
 
 class Tape:
@@ -213,20 +244,19 @@ class ReplayTape(Tape):
     def transition(self, record: dict[str, Any]) -> None:
         expected = self._expected
         if expected is None:
-            raise Divergence(self.step, "transition", "end of log", _edge_text(record))
-        for key in ("from", "edge", "to", "turn", "state"):
-            if expected.get(key) != record.get(key):
-                raise Divergence(
-                    self.step,
-                    f"transition {key}",
-                    _edge_text(expected) + f" ({key}={expected.get(key)!r})",
-                    _edge_text(record) + f" ({key}={record.get(key)!r})",
-                )
+            raise Divergence(self.step, "transition", "end of log", _transition_view(record))
+        if any(expected.get(key) != record.get(key) for key in TRANSITION_KEYS):
+            raise Divergence(
+                self.step, "transition", _transition_view(expected), _transition_view(record)
+            )
         leftover = [r for queue in self._pending.values() for r in queue]
         if leftover:
             first = leftover[0]
             raise Divergence(
-                self.step, "effect not asked for", f"{first['name']} {first.get('args')}", "none"
+                self.step,
+                f"effect {first['name']} not asked for",
+                _effect_view(first),
+                f"no {first['name']} effect: the code went on to {_edge_text(record)}",
             )
         self.step += 1
         self._load_step()
@@ -236,13 +266,18 @@ class ReplayTape(Tape):
         if not queue:
             same_name = [r for (n, _), q in self._pending.items() if n == name for r in q]
             expected: Any = (
-                {"request": same_name[0]["request"], "args": same_name[0].get("args")}
+                _effect_view(same_name[0])
                 if same_name
-                else "no such effect at this step"
+                else {
+                    "effects at this step": [
+                        f"{r['name']} {_short(r.get('args', r['request']), 40)}"
+                        for q in self._pending.values()
+                        for r in q
+                    ]
+                }
             )
-            raise Divergence(
-                self.step, f"effect {name}", expected, {"request": request, "args": args}
-            )
+            got = {"request": request, **({"args": args} if args is not None else {})}
+            raise Divergence(self.step, f"effect {name}", expected, got)
         return queue.popleft()["result"]
 
     def result(self, record: dict[str, Any]) -> None:
@@ -252,8 +287,26 @@ class ReplayTape(Tape):
         return ReplayEffects(self)
 
 
+TRANSITION_KEYS = ("from", "edge", "to", "turn", "state")
+
+
 def _edge_text(record: dict[str, Any]) -> str:
     return f"{record.get('from')} -[{record.get('edge')}]-> {record.get('to')}"
+
+
+def _transition_view(record: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "edge": _edge_text(record),
+        "turn": record.get("turn"),
+        "state": record.get("state"),
+    }
+
+
+def _effect_view(record: dict[str, Any]) -> dict[str, Any]:
+    view = {"request": record["request"]}
+    if "args" in record:
+        view["args"] = record["args"]
+    return view
 
 
 class ReplayEffects:
