@@ -243,9 +243,16 @@ def _recorded_path(path: Path) -> list[dict[str, Any]]:
 @click.option("--path", "show_path", is_flag=True, help="Print the recorded transition path.")
 @click.option("--json", "as_json", is_flag=True, help="With --path: print it as JSON.")
 def replay(log: Path, check: bool, show_path: bool, as_json: bool) -> None:
-    """Replay a recorded session: no network, no API key, no file touched."""
+    """Replay a recorded session: no network, no API key, no file touched.
+
+    In a terminal, with neither --check nor --path, this opens the step
+    debugger (type help there); otherwise it prints the recorded path.
+    """
     if check:
         _check(log)
+        return
+    if not (show_path or as_json) and sys.stdin.isatty():
+        _debug(log)
         return
     steps = _recorded_path(log)
     if as_json:
@@ -255,6 +262,26 @@ def replay(log: Path, check: bool, show_path: bool, as_json: bool) -> None:
         return
     for s in steps:
         click.echo(f"{s['from']} -[{s['edge']}]-> {s['to']}")
+
+
+def _debug(path: Path) -> None:
+    from rich.console import Console
+
+    from fsm_agent.debugger import Debugger
+    from fsm_agent.log import LogError
+
+    try:
+        debugger = Debugger(path)
+    except LogError as exc:
+        fail(str(exc))
+    try:
+        import readline
+
+        readline.set_completer(debugger.complete)
+        readline.parse_and_bind("tab: complete")
+    except ImportError:
+        pass
+    debugger.interact(Console())
 
 
 def _check(path: Path) -> None:
