@@ -25,7 +25,7 @@ if __package__ in (None, ""):
 
 from fsm_agent.config import RunConfig
 from fsm_agent.scripted import ScriptedModel
-from fsm_agent.session import arun, areplay
+from fsm_agent.session import areplay, arun
 from tools.bench_engine import Noop, scenario
 
 
