@@ -16,7 +16,7 @@ from typing import Any
 
 from attrs import frozen
 
-from fsm_agent.codec import dumps, structure, unstructure
+from fsm_agent.codec import converter, dumps, structure, unstructure
 from fsm_agent.effects import Effects
 from fsm_agent.events import MessageStop, ModelCallError, StreamEvent
 from fsm_agent.hooks import HookOutcome
@@ -245,13 +245,12 @@ class ReplayTape(Tape):
         expected = self._expected
         if expected is None:
             raise Divergence(self.step, "transition", "end of log", _transition_view(record))
-        if any(expected.get(key) != record.get(key) for key in TRANSITION_KEYS):
+        if _transition_key(expected) != _transition_key(record):
             raise Divergence(
                 self.step, "transition", _transition_view(expected), _transition_view(record)
             )
-        leftover = [r for queue in self._pending.values() for r in queue]
-        if leftover:
-            first = leftover[0]
+        if any(self._pending.values()):
+            first = next(r for queue in self._pending.values() for r in queue)
             raise Divergence(
                 self.step,
                 f"effect {first['name']} not asked for",
@@ -294,6 +293,11 @@ def _edge_text(record: dict[str, Any]) -> str:
     return f"{record.get('from')} -[{record.get('edge')}]-> {record.get('to')}"
 
 
+def _transition_key(record: dict[str, Any]) -> tuple[Any, ...]:
+    get = record.get
+    return get("from"), get("edge"), get("to"), get("turn"), get("state")
+
+
 def _transition_view(record: dict[str, Any]) -> dict[str, Any]:
     return {
         "edge": _edge_text(record),
@@ -309,6 +313,23 @@ def _effect_view(record: dict[str, Any]) -> dict[str, Any]:
     return view
 
 
+def _fast_structure(value: Any, cls: Any) -> Any:
+    """cattrs' hook for `cls` called directly: replay structures every recorded result.
+
+    Only on failure does it go through `codec.structure`, for its readable error.
+    """
+    hook = _HOOKS.get(cls)
+    if hook is None:
+        hook = _HOOKS[cls] = converter.get_structure_hook(cls)
+    try:
+        return hook(value, cls)
+    except Exception:
+        return structure(value, cls)
+
+
+_HOOKS: dict[Any, Any] = {}
+
+
 class ReplayEffects:
     """Answers every effect from the log; touches no network, file or clock."""
 
@@ -317,7 +338,7 @@ class ReplayEffects:
 
     async def model_stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
         recorded = self.tape.take("model", request.digest(), model_summary(request))
-        for event in structure(recorded["events"], list[StreamEvent]):
+        for event in _fast_structure(recorded["events"], list[StreamEvent]):
             yield event
         error = recorded.get("error")
         if error:
@@ -328,10 +349,11 @@ class ReplayEffects:
 
     async def run_tool(self, call: ToolCall, env: ToolEnv) -> ToolOutcome:
         data = unstructure(call)
-        return structure(self.tape.take("tool", digest_of(data), data), ToolOutcome)
+        return _fast_structure(self.tape.take("tool", digest_of(data), data), ToolOutcome)
 
     async def run_hooks(self, event: str, payload: dict[str, Any]) -> HookOutcome:
-        return structure(self.tape.take("hooks", digest_of([event, payload]), event), HookOutcome)
+        recorded = self.tape.take("hooks", digest_of([event, payload]), event)
+        return _fast_structure(recorded, HookOutcome)
 
     def now(self) -> float:
         return self.tape.take("now", "")
