@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import hashlib
 from collections import defaultdict, deque
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Iterator, Mapping
 from typing import Any
 
 from attrs import frozen
@@ -198,12 +198,31 @@ class RecordingEffects:
 
 
 class ReplayTape(Tape):
-    """Reads a recorded log step by step and answers effects from it."""
+    """Reads a recorded log step by step and answers effects from it.
 
-    def __init__(self, log: SessionLog, upto: int | None = None) -> None:
+    `strict=False` is for the replayed part of a fork, which may run in
+    another workspace or session: effects are matched by name (and `args`
+    when they agree) rather than request digest, and transitions by edge and
+    turn rather than state digest. `edits` maps effect numbers (1-based, in
+    log order) to results that replace the recorded ones; `edited` is then
+    the number of the last edited effect handed out.
+    """
+
+    def __init__(
+        self,
+        log: SessionLog,
+        upto: int | None = None,
+        *,
+        strict: bool = True,
+        edits: Mapping[int, Any] | None = None,
+    ) -> None:
         self.log = log
         self.step = 1
         self.upto = upto
+        self.strict = strict
+        self.edits = dict(edits or {})
+        self.edited: int | None = None
+        self._effect_no = 0
         self._records: Iterator[tuple[int, dict[str, Any]]] = log.records()
         self._pending: dict[tuple[str, str], deque[dict[str, Any]]] = defaultdict(deque)
         self._expected: dict[str, Any] | None = None
@@ -225,6 +244,9 @@ class ReplayTape(Tape):
         for _, record in self._records:
             kind = record["t"]
             if kind == "effect":
+                self._effect_no += 1
+                if self.edits:
+                    record["_n"] = self._effect_no
                 self._pending[(record["name"], record["request"])].append(record)
             elif kind == "transition":
                 self._expected = record
@@ -245,7 +267,8 @@ class ReplayTape(Tape):
         expected = self._expected
         if expected is None:
             raise Divergence(self.step, "transition", "end of log", _transition_view(record))
-        if _transition_key(expected) != _transition_key(record):
+        key = _transition_key if self.strict else _path_key
+        if key(expected) != key(record):
             raise Divergence(
                 self.step, "transition", _transition_view(expected), _transition_view(record)
             )
@@ -260,8 +283,15 @@ class ReplayTape(Tape):
         self.step += 1
         self._load_step()
 
-    def take(self, name: str, request: str, args: Any = None) -> Any:
+    def _queue(self, name: str, request: str, args: Any) -> deque[dict[str, Any]] | None:
         queue = self._pending.get((name, request))
+        if queue or self.strict:
+            return queue
+        same = [q for (n, _), q in self._pending.items() if n == name and q]
+        return next((q for q in same if q[0].get("args") == args), same[0] if same else None)
+
+    def take(self, name: str, request: str, args: Any = None) -> Any:
+        queue = self._queue(name, request, args)
         if not queue:
             same_name = [r for (n, _), q in self._pending.items() if n == name for r in q]
             expected: Any = (
@@ -277,7 +307,12 @@ class ReplayTape(Tape):
             )
             got = {"request": request, **({"args": args} if args is not None else {})}
             raise Divergence(self.step, f"effect {name}", expected, got)
-        return queue.popleft()["result"]
+        record = queue.popleft()
+        number = record.get("_n")
+        if number in self.edits:
+            self.edited = number
+            return self.edits[number]
+        return record["result"]
 
     def result(self, record: dict[str, Any]) -> None:
         pass
@@ -296,6 +331,11 @@ def _edge_text(record: dict[str, Any]) -> str:
 def _transition_key(record: dict[str, Any]) -> tuple[Any, ...]:
     get = record.get
     return get("from"), get("edge"), get("to"), get("turn"), get("state")
+
+
+def _path_key(record: dict[str, Any]) -> tuple[Any, ...]:
+    get = record.get
+    return get("from"), get("edge"), get("to"), get("turn")
 
 
 def _transition_view(record: dict[str, Any]) -> dict[str, Any]:
