@@ -416,6 +416,30 @@ def _check(path: Path) -> None:
     click.echo(f"✓ {len(result.path)} steps match the log; ends {result.reason}")
 
 
+@cli.command()
+@click.argument("logs", nargs=-1, required=True, type=click.Path(dir_okay=False, path_type=Path))
+def coverage(logs: tuple[Path, ...]) -> None:
+    """Which edges of the machine the LOGS take (with counts), and which none does."""
+    from fsm_agent.coverage import REASONS, Coverage
+
+    cov = Coverage.of((s["from"], s["edge"], s["to"]) for log in logs for s in _recorded_path(log))
+    width = max(len(f"{a} -[{e}]-> {b}") for (a, e, b), _ in cov.rows())
+    click.echo(f"{'edge':<{width}}  taken")
+    for (source, edge, dest), count in cov.rows():
+        click.echo(f"{f'{source} -[{edge}]-> {dest}':<{width}}  {count if count else '-'}")
+    taken = len(cov.rows()) - len(cov.untaken)
+    click.echo(
+        f"\n{taken} of {len(cov.rows())} edges taken by {len(logs)} log(s); "
+        f"{len(cov.reasons_taken)} of {len(REASONS)} reasons"
+    )
+    if cov.untaken:
+        click.echo("not taken by any log:")
+        for source, edge, dest in cov.untaken:
+            click.echo(f"  {source} -[{edge}]-> {dest}")
+    for source, edge, dest in cov.unknown:
+        click.echo(f"not in this machine's table: {source} -[{edge}]-> {dest}")
+
+
 def divergence_report(exc: Any) -> str:
     """The step, what the log recorded, what the code asked for, and where they differ."""
 

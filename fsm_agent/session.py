@@ -19,7 +19,7 @@ from attrs import evolve
 from fsm_agent.codec import structure, unstructure
 from fsm_agent.config import RunConfig
 from fsm_agent.driver import Engine, LoopResult
-from fsm_agent.effects import AbortSignal, Inbox, LiveEffects
+from fsm_agent.effects import AbortSignal, Effects, Inbox, LiveEffects
 from fsm_agent.events import DriverEvent
 from fsm_agent.hooks import Hooks
 from fsm_agent.log import LogWriter, MemoryWriter, SessionLog, default_log_path, machine_fingerprint
@@ -61,16 +61,20 @@ async def arun(
     abort: AbortSignal | None = None,
     inbox: Inbox | None = None,
     header_extra: dict[str, Any] | None = None,
+    session_id: str | None = None,
+    live_effects: Callable[..., Effects] = LiveEffects,
 ) -> LoopResult:
     """Run the loop live, recording every transition and effect.
 
     The log goes to `log`, or under `.fsm-agent/sessions/` in the workspace;
-    `keep_log=False` keeps it in memory only.
+    `keep_log=False` keeps it in memory only. `session_id` and `live_effects`
+    (called like `LiveEffects`) let tools/regen_replays.py write logs that
+    are the same on every run.
     """
     config = config or RunConfig()
     tools = default_tools() if tools is None else dict(tools)
     specs = tool_specs(tools)
-    session_id = new_session_id()
+    session_id = session_id or new_session_id()
     header = {
         "session_id": session_id,
         "created": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
@@ -85,7 +89,7 @@ async def arun(
     else:
         writer = MemoryWriter(header)
     tape = RecordingTape(writer)
-    effects = LiveEffects(model, tools, hooks, abort, inbox)
+    effects = live_effects(model, tools, hooks, abort, inbox)
     engine = Engine(config, tape, effects, specs, session_id, on_event)
     try:
         return await engine.run(_messages(prompt))
