@@ -21,12 +21,12 @@ NAMES = sorted(p.stem for p in SCENARIOS.glob("*.json"))
 def test_regenerating_a_replay_gives_the_shipped_log(tmp_path: Path) -> None:
     import asyncio
 
-    from tools.regen_replays import regenerate, workspace_for
+    from tools.regen_replays import regenerate, workspace_path
 
     shipped = REPLAYS / "tool_round.jsonl"
     assert asyncio.run(regenerate("tool_round", tmp_path)) == "completed"
     fresh = (tmp_path / "tool_round.jsonl").read_text()
-    here = str(workspace_for("tool_round"))
+    here = str(workspace_path("tool_round"))
     there = SessionLog(shipped).header["config"]["cwd"]
     assert fresh.replace(here, there) == shipped.read_text()
 

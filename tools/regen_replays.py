@@ -64,8 +64,12 @@ class StableEffects(LiveEffects):
         )
 
 
+def workspace_path(name: str) -> Path:
+    return Path(tempfile.gettempdir()) / "fsm-agent-replays" / name
+
+
 def workspace_for(name: str) -> Path:
-    ws = Path(tempfile.gettempdir()) / "fsm-agent-replays" / name
+    ws = workspace_path(name)
     if ws.exists():
         shutil.rmtree(ws)
     ws.mkdir(parents=True)
