@@ -19,6 +19,7 @@ from enum import Enum
 from pathlib import Path
 from typing import Any
 
+import attrs
 from attrs import fields, frozen
 from rich.console import Console, Group, RenderableType
 from rich.table import Table
@@ -466,15 +467,12 @@ class Debugger(cmd.Cmd):
         records = self.stepper.index.effects_of(self.pos)
         if not records:
             return Text(f"step {self.pos} has no effect records")
-        table = Table("name", "request", "args", "result", box=None)
+        lines = []
         for record in records:
-            table.add_row(
-                record["name"],
-                _short(record["request"], 16),
-                _short(record.get("args", ""), 50),
-                _short(record.get("result"), 60),
-            )
-        return table
+            line = Text(f"{record['name']:<12} ", style="bold", no_wrap=True, overflow="ellipsis")
+            line.append(effect_summary(record))
+            lines.append(line)
+        return Group(*lines)
 
     def do_help(self, arg: str) -> RenderableType:  # type: ignore[override]
         table = Table("command", "what it does", box=None)
@@ -500,4 +498,34 @@ class Debugger(cmd.Cmd):
 def _plain(value: Any) -> Any:
     if isinstance(value, Enum):
         return value.value
+    if attrs.has(type(value)):
+        return attrs.asdict(value, value_serializer=lambda _i, _f, v: _plain_leaf(v))
     return unstructure(value)
+
+
+def _plain_leaf(value: Any) -> Any:
+    return value.value if isinstance(value, Enum) else value
+
+
+def effect_summary(record: dict[str, Any]) -> str:
+    """One line for an effect record: what was asked, and what came back."""
+    name, args, result = record["name"], record.get("args"), record.get("result")
+    if name == "model" and isinstance(args, dict) and isinstance(result, dict):
+        events = result.get("events") or []
+        stops = [e.get("stop_reason") for e in events if e.get("event") == "MessageDelta"]
+        error = result.get("error")
+        got = (
+            f"error {error.get('kind')}: {error.get('message')}"
+            if error
+            else (f"{len(events)} events, stop_reason {stops[-1] if stops else None}")
+        )
+        return f"{args.get('messages')} messages, last {_short(args.get('last'), 50)} → {got}"
+    if name == "tool" and isinstance(args, dict) and isinstance(result, dict):
+        flag = " (is_error)" if result.get("is_error") else ""
+        call = f"{args.get('name')} {_short(args.get('input'), 40)}"
+        return f"{call} → {_short(result.get('content', ''), 50)}{flag}"
+    if name == "hooks" and isinstance(result, dict):
+        said = {k: v for k, v in result.items() if v} or "no opinion"
+        return f"{args} → {_short(said, 70)}"
+    asked = f"{record['request']} " if record["request"] else ""
+    return f"{asked}→ {_short(result, 80)}"

@@ -20,6 +20,7 @@ Two pieces, both lazy so that a 10,000-step log opens at once:
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import re
 from collections import OrderedDict
@@ -121,8 +122,13 @@ class Stepper:
         self.initial = initial_state(self.start_messages, self.config)
 
     def close(self) -> None:
-        self._cancel()
-        self._loop.close()
+        if not self._loop.is_closed():
+            self._cancel()
+            self._loop.close()
+
+    def __del__(self) -> None:
+        with contextlib.suppress(Exception):
+            self.close()
 
     def at(self, step: int) -> StepInfo | None:
         """The step's info, or None past where the replay can go (end or divergence)."""

@@ -101,16 +101,23 @@ def test_msgs_effects_diff_where(dbg: Debugger) -> None:
     assert msgs[1] == "   0 user: Create notes.txt saying hello, then check it."
     assert msgs[2].startswith("   1 assistant: I'll create the file. [tool_use Write")
     assert len(msgs) == 4
-    assert dbg.text("effects").splitlines()[1].startswith(" model ")
+    assert dbg.text("effects") == (
+        "model        3 messages, last user: [blocks] → 7 events, stop_reason tool_use\n"
+    )
     dbg.onecmd("n")
     assert dbg.text("msgs") == "step 11 (abort_check) sent no model request\n"
-    assert " aborted  streaming" in dbg.text("effects")
+    assert dbg.text("effects") == "aborted      streaming → false\n"
+    dbg.onecmd("g 12")
+    effects = dbg.text("effects").splitlines()
+    assert 'tool         Read {"file_path":"notes.txt"} →      1 hello' in effects
+    assert "hooks        PostToolUse → no opinion" in effects
     dbg.onecmd("g 7")
     diff = dbg.text("diff")
     assert diff.splitlines()[0] == "LoopState, step 6 → step 7:"
     assert "  messages: 1 → 3" in diff
     assert "  turn_count: 1 → 2" in diff
     assert "  pending_tool_use_summary: null → Write" in diff
+    assert "  usage.output_tokens: 0 → 20" in diff
     assert dbg.text("diff 1 2") == "LoopState, step 1 → step 2:\n  (no difference)\n"
     where = dbg.text("where").splitlines()
     assert where[0] == "     1 preprocess -[preprocessed]-> blocking_limit_check  turn 1"

@@ -185,3 +185,21 @@ def test_fork_point_is_checked_before_anything_runs(parent: Path, elsewhere: Pat
     with pytest.raises(ForkError, match="no step -1"):
         fork(parent, ForkPoint(step=-1), elsewhere, elsewhere / "f.jsonl")
     assert not (elsewhere / "f.jsonl").exists()
+
+
+def test_forked_log_matches_the_documented_schema(
+    parent: Path, elsewhere: Path, tmp_path: Path
+) -> None:
+    import jsonschema
+
+    from tests.conftest import ROOT
+
+    schema = json.loads((ROOT / "docs" / "log-format.schema.json").read_text())
+    fork(parent, ForkPoint(step=6), elsewhere, tmp_path / "f.jsonl")
+    lines = [json.loads(line) for line in (tmp_path / "f.jsonl").read_text().splitlines()]
+    assert lines[0]["parent"]["step"] == 6
+    for record in lines:
+        jsonschema.validate(record, schema)
+    bad = {**lines[0], "parent": {"step": 6}}
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate(bad, schema)
