@@ -5,7 +5,8 @@ iteration, as in bench_engine.py), then replays it with every effect answered
 from the log and every transition compared. Prints transitions per second
 (target ≥ 20,000) (best of three) and the peak memory the replay allocated (tracemalloc)
 next to the log's size, for several N, so memory that grows with the log
-shows as a growing peak/size column.
+shows as a growing peak/size column. Then times the debugger on the same
+log: opening it (index only), `g LAST` (replays to the end), `b` (cached).
 
     python tools/bench_replay.py [N ...]        # default: 1000 10000
 """
@@ -66,10 +67,28 @@ def timed(log: Path, repeat: int = 3) -> tuple[int, float]:
     return steps, best
 
 
+def debugger_times(log: Path) -> tuple[float, float, float]:
+    """Seconds to open the debugger, to go to the last step, and to step back one."""
+    from fsm_agent.debugger import Debugger
+
+    start = time.perf_counter()
+    debugger = Debugger(log)
+    opened = time.perf_counter() - start
+    last = debugger.stepper.index.steps
+    start = time.perf_counter()
+    debugger.onecmd(f"g {last}")
+    to_end = time.perf_counter() - start
+    start = time.perf_counter()
+    debugger.onecmd("b")
+    back = time.perf_counter() - start
+    debugger.stepper.close()
+    return opened, to_end, back
+
+
 def main(sizes: list[int]) -> None:
     print(
         f"{'N':>6} {'steps':>7} {'transitions/s':>14} {'log size':>9} "
-        f"{'peak mem':>9} {'peak/log':>8}"
+        f"{'peak mem':>9} {'peak/log':>8}  {'debugger: open':>14} {'g last':>7} {'b':>7}"
     )
     for n in sizes:
         with tempfile.TemporaryDirectory() as tmp:
@@ -78,9 +97,11 @@ def main(sizes: list[int]) -> None:
             steps, seconds = timed(log)
             _, _, peak = measure(log)
             size = log.stat().st_size
+            opened, to_end, back = debugger_times(log)
             print(
                 f"{n:>6} {steps:>7} {steps / seconds:>14,.0f} {size / 2**20:>8.1f}M "
-                f"{peak / 2**20:>8.1f}M {peak / size:>8.2f}"
+                f"{peak / 2**20:>8.1f}M {peak / size:>8.2f}  {opened:>13.3f}s "
+                f"{to_end:>6.2f}s {back * 1000:>5.1f}ms"
             )
 
 
