@@ -12,6 +12,7 @@ import asyncio
 import time
 import uuid
 from collections.abc import AsyncIterator, Mapping
+from pathlib import Path
 from typing import Any, Protocol
 
 import jsonschema
@@ -31,6 +32,8 @@ class Effects(Protocol):
     async def run_tool(self, call: ToolCall, env: ToolEnv) -> ToolOutcome: ...
 
     async def run_hooks(self, event: str, payload: dict[str, Any]) -> HookOutcome: ...
+
+    async def store_blob(self, name: str, text: str) -> str | None: ...
 
     def now(self) -> float: ...
 
@@ -91,8 +94,10 @@ class LiveEffects:
         hooks: Hooks | None = None,
         abort: AbortSignal | None = None,
         inbox: Inbox | None = None,
+        blob_dir: Path | None = None,
     ) -> None:
         self.model = model
+        self.blob_dir = blob_dir
         self.tools = dict(tools)
         self._validators = {
             name: jsonschema.validators.validator_for(tool.input_schema)(tool.input_schema)
@@ -142,6 +147,18 @@ class LiveEffects:
 
     async def run_hooks(self, event: str, payload: dict[str, Any]) -> HookOutcome:
         return await self.hooks.run(event, payload)
+
+    async def store_blob(self, name: str, text: str) -> str | None:
+        """Write an oversized tool result next to the session log; None if that failed."""
+        if self.blob_dir is None:
+            return None
+        path = self.blob_dir / name
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(text, encoding="utf-8")
+        except OSError:
+            return None
+        return str(path)
 
     def now(self) -> float:
         return time.time()
