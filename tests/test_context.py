@@ -492,3 +492,38 @@ def test_prompt_too_long_after_rounds_compacts_reactively_and_retries(
     failed, retried = model.requests[3], model.requests[4]
     assert len(retried.messages) < len(failed.messages)
     assert_no_orphans(retried.messages)
+
+
+def test_an_oversized_result_is_stored_next_to_the_log_and_replayed(
+    tmp_path: Path, workspace: Path
+) -> None:
+    import jsonschema
+
+    from tests.conftest import ROOT
+
+    (workspace / "big.txt").write_text("".join(f"{n:04d} " + "z" * 95 + "\n" for n in range(1500)))
+    read = {"type": "tool_use", "id": "toolu_big1", "name": "Read"}
+    turns = [
+        {"content": [{**read, "input": {"file_path": "big.txt"}}]},
+        {"content": [{"type": "text", "text": "It is long."}]},
+    ]
+    path = tmp_path / "big.json"
+    path.write_text(json.dumps({"prompt": "Read big.txt", "turns": turns}))
+    log = tmp_path / "logs" / "big.jsonl"
+    result = run_scenario(path, cwd=workspace, log=log)
+    assert result.reason == "completed"
+    stored = tmp_path / "logs" / "big" / "tool-results" / "toolu_big1.txt"
+    whole = stored.read_text()
+    assert len(whole) > ctx.TOOL_RESULT_MAX_CHARS and whole.startswith("     1\t0000 zzz")
+    sent = results(result.messages)[-1].text
+    assert f"Full output saved to: {stored}" in sent
+    assert len(sent) < 3_000
+    records = [r for _, r in SessionLog(log).records()]
+    blobs = [r for r in records if r["t"] == "effect" and r["name"] == "store_blob"]
+    assert [b["result"] for b in blobs] == [str(stored)]
+    schema = json.loads((ROOT / "docs" / "log-format.schema.json").read_text())
+    for record in records:
+        jsonschema.validate(record, schema)
+    stored.unlink()
+    assert replay(log).reason == "completed"
+    assert not stored.exists()
