@@ -45,7 +45,14 @@ from fsm_agent.events import (
 )
 from fsm_agent.messages import TextBlock, Usage
 from fsm_agent.model import ModelRequest
-from fsm_agent.state import AutoCompactTracking, Facts, Iteration, LoopState, Transcript
+from fsm_agent.state import (
+    AutoCompactTracking,
+    CollapseStore,
+    Facts,
+    Iteration,
+    LoopState,
+    Transcript,
+)
 
 if TYPE_CHECKING:
     from fsm_agent.phases import Run
@@ -182,7 +189,7 @@ async def autocompact(run: Run, it: Iteration, tracking: AutoCompactTracking) ->
         it,
         messages_for_query=compacted,
         token_count=after,
-        collapse=type(it.collapse)(),
+        collapse=CollapseStore(),
         auto_compact_tracking=AutoCompactTracking(compacted=True),
     )
 
