@@ -1,7 +1,8 @@
 """The one door: everything that is not a pure function of the log so far.
 
-The engine reaches the model, tools, hooks, token counting, the clock, new
-ids, the abort flag and queued user input only through an `Effects`. Live
+The engine reaches the model, tools, hooks, token counting, stored tool
+results, the clock, new ids, the abort flag and queued user input only
+through an `Effects`. Live
 runs use `LiveEffects`; `fsm_agent.recording` wraps it to write each call and
 its result to the session log, and answers each call from the log on replay.
 """

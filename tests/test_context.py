@@ -527,3 +527,14 @@ def test_an_oversized_result_is_stored_next_to_the_log_and_replayed(
     stored.unlink()
     assert replay(log).reason == "completed"
     assert not stored.exists()
+
+
+def test_fsm_agent_run_shows_what_each_level_did(tmp_path: Path, workspace: Path) -> None:
+    from tests.test_cli import fsm
+
+    scenario = str(SCENARIOS / "autocompact.json")
+    log = str(tmp_path / "ac.jsonl")
+    proc = fsm("run", "--scripted", scenario, "--cwd", str(workspace), "--log", log)
+    assert proc.returncode == 0, proc.stderr
+    assert "↻ microcompact: cleared old tool results (26,060 → " in proc.stdout
+    assert "↻ autocompact: summarised 13 messages, kept 4 (30,0" in proc.stdout
