@@ -442,7 +442,8 @@ class MessagesServer:
         self.stop()
 
 
-@pytest.fixture
-def messages_server() -> Iterator[MessagesServer]:
+@pytest.fixture(name="messages_server")
+def messages_server_fixture() -> Iterator[MessagesServer]:
+    """A started server, stopped after the test; import this to use it."""
     with MessagesServer() as server:
         yield server
