@@ -7,7 +7,6 @@ import json
 import socket
 import time
 from contextlib import aclosing
-from typing import Any
 
 import pytest
 
@@ -76,7 +75,9 @@ FAST = "0.01"
 """A `retry-after` that keeps SDK retries quick."""
 
 
-def model_for(server: MessagesServer, *, max_retries: int = 2, timeout: float = 5.0) -> Any:
+def model_for(
+    server: MessagesServer, *, max_retries: int = 2, timeout: float = 5.0
+) -> AnthropicModel:
     return AnthropicModel(
         api_key="test-key", base_url=server.url, max_retries=max_retries, timeout=timeout
     )
