@@ -11,7 +11,7 @@ from attrs import field, frozen
 from fsm_agent.model import CAPPED_DEFAULT_MAX_TOKENS, ESCALATED_MAX_TOKENS
 from fsm_agent.models import DEFAULT_CONTEXT_WINDOW
 
-DEFAULT_MODEL = "claude-sonnet-4-5"
+DEFAULT_MODEL = "claude-sonnet-4-6"
 DEFAULT_SYSTEM_PROMPT = (
     "You are a coding agent working in the user's workspace. Use the tools to read, "
     "change and check files; keep answers short and say what you did."

@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 from collections import defaultdict, deque
 from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
 from typing import Any
 
 from attrs import frozen
@@ -60,6 +61,7 @@ class Tape:
     """Where transitions and effects go: a log being written, or one being replayed."""
 
     step: int = 1
+    path: Path | None = None
 
     def transition(self, record: dict[str, Any]) -> None:
         raise NotImplementedError
@@ -80,6 +82,7 @@ class Tape:
 class RecordingTape(Tape):
     def __init__(self, writer: Writer) -> None:
         self.writer = writer
+        self.path = writer.path
         self.step = 1
 
     def start(self, messages: list[Any]) -> None:
@@ -182,6 +185,7 @@ class ReplayTape(Tape):
 
     def __init__(self, log: SessionLog, upto: int | None = None) -> None:
         self.log = log
+        self.path = log.path
         self.step = 1
         self.upto = upto
         self._records: Iterator[tuple[int, dict[str, Any]]] = log.records()
