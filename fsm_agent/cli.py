@@ -74,10 +74,13 @@ def _real_model(base_url: str | None) -> Model:
     return AnthropicModel(api_key=key, base_url=base_url)
 
 
-def _user_context() -> dict[str, str]:
+def _context(cwd: str) -> tuple[dict[str, str], dict[str, str]]:
+    """CLAUDE.md files, date, working directory, git status: read once, kept in the log header."""
     import datetime as dt
 
-    return {"currentDate": f"Today's date is {dt.date.today().isoformat()}."}
+    from fsm_agent.claude_md import gather
+
+    return gather(Path(cwd), Path.home(), dt.date.today().isoformat())
 
 
 @cli.command()
@@ -102,6 +105,11 @@ def _user_context() -> dict[str, str]:
 @click.option("--model", envvar="FSM_AGENT_MODEL", help="Model id (env FSM_AGENT_MODEL).")
 @click.option("--fallback-model", help="Model to switch to when the main one is overloaded.")
 @click.option("--base-url", envvar="ANTHROPIC_BASE_URL", help="A Messages API server.")
+@click.option(
+    "--context-window",
+    type=click.IntRange(min=10_000),
+    help="Override the model's context window (tokens). Default: from the model table.",
+)
 @click.option("-v", "--verbose", is_flag=True, help="Show every transition as it is taken.")
 def run(
     prompt: str | None,
@@ -112,16 +120,20 @@ def run(
     model: str | None,
     fallback_model: str | None,
     base_url: str | None,
+    context_window: int | None,
     verbose: bool,
 ) -> None:
     """Run PROMPT through the loop, with real tools on the workspace's files."""
     from fsm_agent.config import DEFAULT_MODEL, RunConfig
     from fsm_agent.effects import AbortSignal
+    from fsm_agent.models import context_window as window_of
     from fsm_agent.scripted import ScriptedHooks, ScriptedModel
 
     abort = AbortSignal()
     hooks = None
-    config = RunConfig(cwd=_workspace(cwd), user_context=_user_context())
+    workspace = _workspace(cwd)
+    user_context, system_context = _context(workspace)
+    config = RunConfig(cwd=workspace, user_context=user_context, system_context=system_context)
     if scripted is not None:
         scenario = _load_scenario(scripted)
         prompt = prompt or scenario.prompt
@@ -140,7 +152,9 @@ def run(
             fallback_model=fallback_model,
             max_turns=max_turns,
         )
+        config = config_with(config, context_window=window_of(config.model))
         the_model = _real_model(base_url)
+    config = config_with(config, context_window=context_window)
     if not prompt:
         fail("no prompt given (pass PROMPT, or a scenario with a 'prompt')")
     result = _run_live(prompt, the_model, config, hooks, log, abort, verbose)

@@ -1,7 +1,8 @@
 """The one door: everything that is not a pure function of the log so far.
 
-The engine reaches the model, tools, hooks, token counting, the clock, new
-ids, the abort flag and queued user input only through an `Effects`. Live
+The engine reaches the model, tools, hooks, token counting, stored tool
+results, the clock, new ids, the abort flag and queued user input only
+through an `Effects`. Live
 runs use `LiveEffects`; `fsm_agent.recording` wraps it to write each call and
 its result to the session log, and answers each call from the log on replay.
 """
@@ -12,9 +13,9 @@ import asyncio
 import time
 import uuid
 from collections.abc import AsyncIterator, Mapping
+from pathlib import Path
 from typing import Any, Protocol
 
-import jsonschema
 from attrs import evolve
 
 from fsm_agent.events import StreamEvent
@@ -31,6 +32,8 @@ class Effects(Protocol):
     async def run_tool(self, call: ToolCall, env: ToolEnv) -> ToolOutcome: ...
 
     async def run_hooks(self, event: str, payload: dict[str, Any]) -> HookOutcome: ...
+
+    async def store_blob(self, name: str, text: str) -> str | None: ...
 
     def now(self) -> float: ...
 
@@ -91,8 +94,12 @@ class LiveEffects:
         hooks: Hooks | None = None,
         abort: AbortSignal | None = None,
         inbox: Inbox | None = None,
+        blob_dir: Path | None = None,
     ) -> None:
         self.model = model
+        self.blob_dir = blob_dir
+        import jsonschema  # only live runs validate; replay and --help stay light
+
         self.tools = dict(tools)
         self._validators = {
             name: jsonschema.validators.validator_for(tool.input_schema)(tool.input_schema)
@@ -125,9 +132,9 @@ class LiveEffects:
         tool = self.tools.get(call.name)
         if tool is None:
             return tool_error(f"Error: No such tool available: {call.name}")
-        error = jsonschema.exceptions.best_match(
-            self._validators[call.name].iter_errors(call.input)
-        )
+        from jsonschema.exceptions import best_match
+
+        error = best_match(self._validators[call.name].iter_errors(call.input))
         if error is not None:
             where = "/".join(str(p) for p in error.absolute_path) or "input"
             return tool_error(f"InputValidationError: {call.name} failed: {where}: {error.message}")
@@ -142,6 +149,18 @@ class LiveEffects:
 
     async def run_hooks(self, event: str, payload: dict[str, Any]) -> HookOutcome:
         return await self.hooks.run(event, payload)
+
+    async def store_blob(self, name: str, text: str) -> str | None:
+        """Write an oversized tool result next to the session log; None if that failed."""
+        if self.blob_dir is None:
+            return None
+        path = self.blob_dir / name
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(text, encoding="utf-8")
+        except OSError:
+            return None
+        return str(path)
 
     def now(self) -> float:
         return time.time()

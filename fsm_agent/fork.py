@@ -180,6 +180,12 @@ class SwitchEffects:
         finally:
             self._after()
 
+    async def store_blob(self, name: str, text: str) -> str | None:
+        try:
+            return await self._source().store_blob(name, text)
+        finally:
+            self._after()
+
     def now(self) -> float:
         try:
             return self._source().now()
@@ -236,7 +242,10 @@ async def afork(
     path = Path(log) if log else default_log_path(config.cwd, session_id)
     writer = LogWriter(path, header)
     tape = ForkTape(parent_log, writer, point)
-    live = LiveEffects(model, default_tools() if tools is None else tools, hooks, abort)
+    blobs = path.parent / path.stem / "tool-results"
+    live = LiveEffects(
+        model, default_tools() if tools is None else tools, hooks, abort, blob_dir=blobs
+    )
     engine = Engine(config, tape, live, specs, session_id, on_event)
     messages = [structure(m, Message) for m in tape.replay.start_messages]
     try:

@@ -17,7 +17,7 @@ from typing import IO, Any
 
 FORMAT = "fsm-agent-session"
 VERSION = 1
-RECORD_TYPES = frozenset({"start", "effect", "transition", "result"})
+RECORD_TYPES = frozenset({"start", "effect", "transition", "context", "result"})
 
 
 class LogError(Exception):

@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 from collections import defaultdict, deque
 from collections.abc import AsyncIterator, Iterator, Mapping
+from pathlib import Path
 from typing import Any
 
 from attrs import frozen
@@ -91,6 +92,7 @@ class Tape:
     """Where transitions and effects go: a log being written, or one being replayed."""
 
     step: int = 1
+    path: Path | None = None
 
     def transition(self, record: dict[str, Any]) -> None:
         raise NotImplementedError
@@ -101,6 +103,9 @@ class Tape:
     def result(self, record: dict[str, Any]) -> None:
         raise NotImplementedError
 
+    def context(self, record: dict[str, Any]) -> None:
+        """What a context level did: written to a log, not compared on replay."""
+
     def wrap(self, effects: Effects | None) -> Effects:
         raise NotImplementedError
 
@@ -108,6 +113,7 @@ class Tape:
 class RecordingTape(Tape):
     def __init__(self, writer: Writer) -> None:
         self.writer = writer
+        self.path = writer.path
         self.step = 1
 
     def start(self, messages: list[Any]) -> None:
@@ -116,6 +122,9 @@ class RecordingTape(Tape):
     def transition(self, record: dict[str, Any]) -> None:
         self.writer.write({"t": "transition", "step": self.step, **record})
         self.step += 1
+
+    def context(self, record: dict[str, Any]) -> None:
+        self.writer.write({"t": "context", "step": self.step, **record})
 
     def effect(self, name: str, request: str, result: Any, args: Any = None) -> None:
         record = {"t": "effect", "step": self.step, "name": name, "request": request}
@@ -176,6 +185,11 @@ class RecordingEffects:
         self.tape.effect("hooks", digest_of([event, payload]), unstructure(outcome), event)
         return outcome
 
+    async def store_blob(self, name: str, text: str) -> str | None:
+        path = await self.inner.store_blob(name, text)
+        self.tape.effect("store_blob", name, path, {"name": name, "chars": len(text)})
+        return path
+
     def now(self) -> float:
         value = self.inner.now()
         self.tape.effect("now", "", value)
@@ -217,6 +231,7 @@ class ReplayTape(Tape):
         edits: Mapping[int, Any] | None = None,
     ) -> None:
         self.log = log
+        self.path = log.path
         self.step = 1
         self.upto = upto
         self.strict = strict
@@ -394,6 +409,9 @@ class ReplayEffects:
     async def run_hooks(self, event: str, payload: dict[str, Any]) -> HookOutcome:
         recorded = self.tape.take("hooks", digest_of([event, payload]), event)
         return _fast_structure(recorded, HookOutcome)
+
+    async def store_blob(self, name: str, text: str) -> str | None:
+        return self.tape.take("store_blob", name, {"name": name, "chars": len(text)})
 
     def now(self) -> float:
         return self.tape.take("now", "")

@@ -5,7 +5,9 @@ Each scenario runs in a fresh workspace under the temporary directory
 every run) with effects that make the log the same every time: a fixed
 session id and creation time, a clock that ticks one second per call,
 counted ids, tool durations of 0 and read-file times set to the clock's
-start. Those values are what the engine saw, so the logs replay exactly.
+start. Tool results stored aside go to `<tmp>/fsm-agent-replays/<name>-tool-results`
+rather than next to the log, so nothing but the logs lands in replays/.
+Those values are what the engine saw, so the logs replay exactly.
 
     python tools/regen_replays.py [NAME ...]     # default: every scenario
 
@@ -79,6 +81,7 @@ def workspace_for(name: str) -> Path:
 async def regenerate(name: str, out: Path = REPLAYS) -> str:
     scenario = Scenario.load(SCENARIOS / f"{name}.json")
     workspace = workspace_for(name)
+    blobs = workspace.with_name(f"{name}-tool-results")
     abort = AbortSignal()
     result = await arun(
         scenario.prompt or "",
@@ -89,9 +92,10 @@ async def regenerate(name: str, out: Path = REPLAYS) -> str:
         log=out / f"{name}.jsonl",
         session_id=f"replay-{name}",
         header_extra={"created": CREATED},
-        live_effects=StableEffects,
+        live_effects=lambda *args, **kwargs: StableEffects(*args, **{**kwargs, "blob_dir": blobs}),
     )
     shutil.rmtree(workspace)
+    shutil.rmtree(blobs, ignore_errors=True)
     return result.reason
 
 
