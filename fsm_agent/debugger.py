@@ -22,6 +22,7 @@ from typing import Any
 import attrs
 from attrs import fields, frozen
 from rich.console import Console, Group, RenderableType
+from rich.pretty import Pretty
 from rich.table import Table
 from rich.text import Text
 
@@ -373,6 +374,8 @@ class Debugger(cmd.Cmd):
             lines = [Text(f"{len(value)} messages, digest {value.digest[:16]}")]
             lines.extend(message_line(i, m) for i, m in enumerate(value.items[-10:]))
             return Group(*lines)
+        if attrs.has(type(value)) or isinstance(value, dict | list | tuple):
+            return Group(Text(f"{name} ="), Pretty(_plain(value), indent_guides=False))
         return Text(f"{name} = {self._show_value(value, 2000)}")
 
     do_print = do_p
@@ -385,7 +388,7 @@ class Debugger(cmd.Cmd):
             return repr(value.value)
         if isinstance(value, str | int | float | bool) or value is None:
             return repr(value)
-        return _short(unstructure(value), limit)
+        return _short(_plain(value), limit)
 
     def do_msgs(self, arg: str) -> RenderableType:
         if self.pos == 0:

@@ -51,6 +51,10 @@ def test_print_fields(dbg: Debugger) -> None:
     assert dbg.text("p pending_tool_use_summary") == "pending_tool_use_summary = 'Read'\n"
     assert dbg.text("p transition") == "transition = 'next_turn'\n"
     assert dbg.text("p budget.continuation_count") == "budget.continuation_count = 0\n"
+    usage = dbg.text("p usage").splitlines()
+    assert usage[0] == "usage ="
+    assert "    'output_tokens': 40," in usage
+    assert "    'cache_read_input_tokens': 0" in usage
     messages = dbg.text("p messages")
     assert messages.splitlines()[0].startswith("5 messages, digest ")
     assert "   4 user: [tool_result      1 hello]" in messages
