@@ -409,6 +409,7 @@ def _debug(path: Path) -> None:
         import readline
 
         readline.set_completer(debugger.complete)
+        readline.set_completer_delims(" \t\n")
         readline.parse_and_bind("tab: complete")
     except ImportError:
         pass

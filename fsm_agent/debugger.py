@@ -254,7 +254,7 @@ class Debugger(cmd.Cmd):
         if isinstance(stopped, Divergence):
             return f"the replay diverged at step {stopped.step}: {stopped}"
         if stopped is not None:
-            return str(stopped)
+            return f"the replay stopped after step {self.stepper.reached}: {stopped}"
         return f"no step {step}: the log has steps 0..{self.stepper.index.steps}"
 
     def _go(self, step: int) -> RenderableType:
@@ -490,6 +490,13 @@ class Debugger(cmd.Cmd):
         return Text("")
 
     do_q = do_exit = do_quit
+
+    def complete_p(self, text: str, *ignored: Any) -> list[str]:
+        return [f for f in FIELDS if f.startswith(text)]
+
+    def complete_break(self, text: str, *ignored: Any) -> list[str]:
+        options = [f"state={s}" for s in STATES] + [f"edge={e}" for e in edge_names()]
+        return [o for o in [*options, *FIELDS] if o.startswith(text)]
 
     def completenames(self, text: str, *ignored: Any) -> list[str]:
         return [name for name in self.get_names_plain() if name.startswith(text)]

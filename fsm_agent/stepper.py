@@ -32,10 +32,10 @@ from attrs import frozen
 
 from fsm_agent.codec import structure
 from fsm_agent.driver import Engine, LoopResult, StepInfo, initial_state
-from fsm_agent.log import LogError, SessionLog
+from fsm_agent.log import SessionLog
 from fsm_agent.messages import Message
 from fsm_agent.model import ToolSpec
-from fsm_agent.recording import Divergence, ReplayTape
+from fsm_agent.recording import ReplayTape
 
 _HEAD = re.compile(rb'^\{\s*"t"\s*:\s*"(\w+)"\s*(?:,\s*"step"\s*:\s*(\d+))?')
 CACHE = 256
@@ -116,7 +116,7 @@ class Stepper:
         self._stop_when: StopWhen | None = None
         self.reached = 0
         self.result: LoopResult | None = None
-        self.stopped_by: Divergence | LogError | None = None
+        self.stopped_by: Exception | None = None
         tape = ReplayTape(self.log)
         self.start_messages = [structure(m, Message) for m in tape.start_messages]
         self.initial = initial_state(self.start_messages, self.config)
@@ -181,7 +181,7 @@ class Stepper:
         engine = Engine(self.config, tape, None, self.specs, self.session_id, on_step=self._seen)
         try:
             self.result = await engine.run(self.start_messages)
-        except (Divergence, LogError) as exc:
+        except Exception as exc:
             self.stopped_by = exc
 
     async def _seen(self, info: StepInfo) -> None:

@@ -206,3 +206,23 @@ def test_debugger_in_a_terminal(tool_round: Path) -> None:
     child.expect(pexpect.EOF)
     child.close()
     assert child.exitstatus == 0
+
+
+def test_a_corrupt_line_stops_the_debugger_there(tool_round: Path) -> None:
+    lines = tool_round.read_text().splitlines(keepends=True)
+    i = next(n for n, line in enumerate(lines) if '"step":9,' in line and "transition" in line)
+    lines[i] = "{not json\n"
+    tool_round.write_text("".join(lines))
+    dbg = Debugger(tool_round)
+    assert dbg.text("g 7").startswith("step 7/19")
+    out = dbg.text("n")
+    assert out.startswith("*** the replay stopped after step 7: "), "reads step 9 ahead"
+    assert f"{tool_round}:{i + 1}: corrupt record" in out.replace("\n", "")
+    dbg.stepper.close()
+
+
+def test_completion_of_commands_fields_and_breakpoints(dbg: Debugger) -> None:
+    assert "msgs" in dbg.completenames("ms")
+    assert dbg.complete_p("turn") == ["turn_count"]
+    assert "edge=reactive_compact_retry" in dbg.complete_break("edge=re")
+    assert dbg.complete_break("state=tool") == ["state=tool_execution"]
