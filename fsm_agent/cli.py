@@ -341,8 +341,9 @@ def _fork(
     from rich.console import Console
 
     from fsm_agent.effects import AbortSignal
-    from fsm_agent.fork import ForkError, ForkPoint, afork
-    from fsm_agent.log import LogError
+    from fsm_agent.events import Transition
+    from fsm_agent.fork import ForkError, ForkPoint, afork, replayed_steps
+    from fsm_agent.log import LogError, SessionLog
     from fsm_agent.recording import Divergence
     from fsm_agent.render import LiveRenderer
     from fsm_agent.scripted import ScriptedHooks, ScriptedModel
@@ -370,7 +371,21 @@ def _fork(
         the_model = _real_model(base_url)
     if model is not None:
         changes["model"] = model
-    renderer = LiveRenderer(Console(), verbose=verbose)
+    console = Console()
+    renderer = LiveRenderer(console, verbose=verbose)
+    try:
+        replayed = replayed_steps(SessionLog(parent), point)
+    except (LogError, ForkError) as exc:
+        fail(str(exc))
+    console.print(f"[dim]replaying {parent} up to step {replayed}, then live[/dim]")
+    if replayed == 0:
+        console.rule("live from step 1", style="yellow")
+
+    def on_event(event: Any) -> None:
+        renderer(event)
+        if isinstance(event, Transition) and event.step == replayed:
+            console.rule(f"live from step {replayed + 1}", style="yellow")
+
     try:
         result = asyncio.run(
             afork(
@@ -380,7 +395,7 @@ def _fork(
                 hooks=hooks,
                 config_changes=changes,
                 log=log,
-                on_event=renderer,
+                on_event=on_event,
                 abort=abort,
             )
         )

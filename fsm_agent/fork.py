@@ -79,6 +79,13 @@ def check_point(log: SessionLog, point: ForkPoint) -> None:
         raise ForkError(f"step {step} ends the run ({end}): fork at an earlier step")
 
 
+def replayed_steps(log: SessionLog, point: ForkPoint) -> int:
+    """How many whole steps come from the parent log before the fork goes live."""
+    if point.effect is not None:
+        return int(_effect_record(LogIndex(log), point.effect)["step"]) - 1
+    return point.step or 0
+
+
 def _effect_record(index: LogIndex, number: int) -> dict[str, Any]:
     seen = 0
     for step in sorted(index.effects):

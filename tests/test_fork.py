@@ -80,6 +80,8 @@ def test_fork_at_a_step_goes_on_with_another_scenario(
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr
     assert "Changed my mind." in proc.stdout
+    out = proc.stdout
+    assert out.index("I'll create the file.") < out.index("live from step 7") < out.index("Changed")
     header = SessionLog(new).header
     assert header["parent"] == {"log": str(parent), "step": 6}
     assert header["config"]["cwd"] == str(elsewhere)
