@@ -81,6 +81,7 @@ def check_point(log: SessionLog, point: ForkPoint) -> None:
 
 def replayed_steps(log: SessionLog, point: ForkPoint) -> int:
     """How many whole steps come from the parent log before the fork goes live."""
+    check_point(log, point)
     if point.effect is not None:
         return int(_effect_record(LogIndex(log), point.effect)["step"]) - 1
     return point.step or 0
