@@ -32,8 +32,11 @@ def machine_fingerprint() -> str:
     return hashlib.sha256(rows.encode()).hexdigest()[:16]
 
 
+_ENCODER = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, check_circular=False)
+
+
 def _line(record: dict[str, Any]) -> str:
-    return json.dumps(record, separators=(",", ":"), ensure_ascii=False) + "\n"
+    return _ENCODER.encode(record) + "\n"
 
 
 class LogWriter:

@@ -175,9 +175,7 @@ class RecordingEffects:
 
     async def run_tool(self, call: ToolCall, env: ToolEnv) -> ToolOutcome:
         outcome = await self.inner.run_tool(call, env)
-        self.tape.effect(
-            "tool", digest_of(unstructure(call)), unstructure(outcome), unstructure(call)
-        )
+        self.tape.effect("tool", digest_of(args := unstructure(call)), unstructure(outcome), args)
         return outcome
 
     async def run_hooks(self, event: str, payload: dict[str, Any]) -> HookOutcome:
