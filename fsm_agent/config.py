@@ -10,10 +10,10 @@ from attrs import field, frozen
 
 from fsm_agent.command_hooks import HookMatcher
 from fsm_agent.model import CAPPED_DEFAULT_MAX_TOKENS, ESCALATED_MAX_TOKENS
+from fsm_agent.models import DEFAULT_CONTEXT_WINDOW
 from fsm_agent.permissions import PermissionSettings
 
-DEFAULT_MODEL = "claude-sonnet-4-5"
-DEFAULT_CONTEXT_WINDOW = 200_000
+DEFAULT_MODEL = "claude-sonnet-4-6"
 DEFAULT_SYSTEM_PROMPT = (
     "You are a coding agent working in the user's workspace. Use the tools to read, "
     "change and check files; keep answers short and say what you did."
@@ -41,6 +41,8 @@ class RunConfig:
     max_tool_concurrency: int = 10
     streaming_tools: bool = True
     session_source: str = "startup"
+    autocompact: bool = True
+    snip_threshold: int | None = None
 
     @property
     def effective_window(self) -> int:
@@ -58,4 +60,10 @@ class RunConfig:
 
     @property
     def autocompact_threshold(self) -> int:
+        """Past this count (less what snip freed), autocompact summarises the history."""
         return self.effective_window - 13_000
+
+    @property
+    def microcompact_threshold(self) -> int:
+        """Past this count, old tool results are cleared (a token trigger, not every turn)."""
+        return int(0.6 * self.effective_window)

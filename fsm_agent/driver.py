@@ -9,7 +9,8 @@ replays a log.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Callable, Sequence
+import inspect
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 
 from attrs import frozen
 
@@ -17,7 +18,7 @@ from fsm_agent.codec import unstructure
 from fsm_agent.config import RunConfig
 from fsm_agent.continuations import CONTINUE, ON_EDGE, final_messages
 from fsm_agent.effects import Effects
-from fsm_agent.events import DriverEvent, Transition
+from fsm_agent.events import ContextReport, DriverEvent, Transition
 from fsm_agent.machine import LoopMachine
 from fsm_agent.messages import Message, Usage
 from fsm_agent.model import ToolSpec
@@ -75,11 +76,35 @@ def fresh_iteration(state: LoopState) -> Iteration:
         messages_for_query=state.messages,
         model=state.tool_context.model,
         collapse=state.collapse,
+        auto_compact_tracking=state.auto_compact_tracking,
     )
 
 
+@frozen
+class StepInfo:
+    """What one step left behind, for observers (the replay debugger).
+
+    `iteration` is the scratch the phase filled in, before a Continue edge
+    starts a fresh one; `state` is the `LoopState` after the edge.
+    """
+
+    step: int
+    source: str
+    edge: str
+    dest: str
+    state: LoopState
+    iteration: Iteration
+
+
+OnStep = Callable[[StepInfo], Awaitable[None] | None]
+
+
 class Engine:
-    """Drives one run of the loop over a tape (a log being written or replayed)."""
+    """Drives one run of the loop over a tape (a log being written or replayed).
+
+    `on_step` is called after every transition; if it returns an awaitable the
+    engine awaits it, so an observer can pause the run between steps.
+    """
 
     def __init__(
         self,
@@ -89,8 +114,10 @@ class Engine:
         tool_specs: Sequence[ToolSpec] = (),
         session_id: str = "",
         on_event: Callable[[DriverEvent], None] | None = None,
+        on_step: OnStep | None = None,
     ) -> None:
         self.config = config
+        self.on_step = on_step
         self.tape = tape
         self.effects = tape.wrap(effects)
         self.tool_specs = tuple(tool_specs)
@@ -99,6 +126,15 @@ class Engine:
         self.machine = LoopMachine()
 
     def _emit(self, event: DriverEvent) -> None:
+        if isinstance(event, ContextReport):
+            self.tape.context(
+                {
+                    "level": event.level,
+                    "before": event.before,
+                    "after": event.after,
+                    "text": event.text,
+                }
+            )
         if self.on_event is not None:
             self.on_event(event)
 
@@ -118,12 +154,13 @@ class Engine:
             source = machine.state
             it, facts = await PHASES[source](run, state, it)
             edge = machine.fire(state, facts)
+            done = it
             if edge.kind == "continue":
                 state = await CONTINUE[edge.name](run, state, it, facts)
                 it = fresh_iteration(state)
                 digest = state.digest()
             elif edge.name in ON_EDGE:
-                it = ON_EDGE[edge.name](run, it, facts)
+                it = done = ON_EDGE[edge.name](run, it, facts)
             record = {
                 "from": source,
                 "to": edge.dest,
@@ -135,6 +172,10 @@ class Engine:
             self.tape.transition(record)
             path.append(Step(source, edge.name, edge.dest))
             self._emit(Transition(step_no, source, edge.dest, edge.name, state.turn_count))
+            if self.on_step is not None:
+                waiting = self.on_step(StepInfo(step_no, source, edge.name, edge.dest, state, done))
+                if inspect.isawaitable(waiting):
+                    await waiting
         reason = machine.state
         result = LoopResult(
             reason=reason,
@@ -145,7 +186,7 @@ class Engine:
             session_id=self.session_id,
             model=it.model,
             error=it.model_error or it.api_error or it.hook_stop_reason,
-            log_path=str(getattr(self.tape, "path", None) or "") or None,
+            log_path=str(self.tape.path) if self.tape.path else None,
         )
         self.tape.result(
             {

@@ -1,7 +1,8 @@
 """The one door: everything that is not a pure function of the log so far.
 
-The engine reaches the model, tools, hooks, token counting, the clock, new
-ids, the abort flag and queued user input only through an `Effects`. Live
+The engine reaches the model, tools, hooks, token counting, stored tool
+results, the clock, new ids, the abort flag and queued user input only
+through an `Effects`. Live
 runs use `LiveEffects`; `fsm_agent.recording` wraps it to write each call and
 its result to the session log, and answers each call from the log on replay.
 """
@@ -13,9 +14,9 @@ import contextlib
 import time
 import uuid
 from collections.abc import AsyncIterator, Mapping
+from pathlib import Path
 from typing import Any, Protocol
 
-import jsonschema
 from attrs import evolve
 
 from fsm_agent.approvals import Approvals
@@ -44,6 +45,7 @@ class Effects(Protocol):
     async def check_permission(self, request: PermissionRequest) -> Decision: ...
 
     async def ask_permission(self, question: PermissionAsk) -> str: ...
+    async def store_blob(self, name: str, text: str) -> str | None: ...
 
     def now(self) -> float: ...
 
@@ -106,8 +108,8 @@ class Inbox:
 INTERRUPTED = "[Request interrupted by user for tool use]"
 
 
-def input_error(name: str, error: jsonschema.ValidationError) -> str:
-    """The model's view of an input that does not match the tool's schema."""
+def input_error(name: str, error: Any) -> str:
+    """The model's view of a `jsonschema.ValidationError` on a tool's input."""
     where = "/".join(str(p) for p in error.absolute_path)
     at = f"the parameter `{where}`" if where else "the input"
     return (
@@ -135,8 +137,12 @@ class LiveEffects:
         abort: AbortSignal | None = None,
         inbox: Inbox | None = None,
         approvals: Approvals | None = None,
+        blob_dir: Path | None = None,
     ) -> None:
         self.model = model
+        self.blob_dir = blob_dir
+        import jsonschema  # only live runs validate; replay and --help stay light
+
         self.tools = dict(tools)
         self._validators = {
             name: jsonschema.validators.validator_for(tool.input_schema)(tool.input_schema)
@@ -188,9 +194,9 @@ class LiveEffects:
         tool = self.tools.get(call.name)
         if tool is None:
             return tool_error(f"Error: No such tool available: {call.name}")
-        error = jsonschema.exceptions.best_match(
-            self._validators[call.name].iter_errors(call.input)
-        )
+        from jsonschema.exceptions import best_match
+
+        error = best_match(self._validators[call.name].iter_errors(call.input))
         if error is not None:
             return ToolOutcome.error(input_error(call.name, error))
         try:
@@ -212,6 +218,18 @@ class LiveEffects:
         if self.abort.is_set():
             return NO_TERMINAL
         return await self.approvals.ask(question)
+
+    async def store_blob(self, name: str, text: str) -> str | None:
+        """Write an oversized tool result next to the session log; None if that failed."""
+        if self.blob_dir is None:
+            return None
+        path = self.blob_dir / name
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(text, encoding="utf-8")
+        except OSError:
+            return None
+        return str(path)
 
     def now(self) -> float:
         return time.time()

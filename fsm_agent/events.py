@@ -130,6 +130,15 @@ class Notice:
     text: str
 
 
+@frozen
+class ContextReport(Notice):
+    """What one context level did, with the token count before and after it."""
+
+    level: str
+    before: int
+    after: int
+
+
 DriverEvent = (
     TextDelta
     | ThinkingDelta
@@ -139,4 +148,5 @@ DriverEvent = (
     | ToolFinished
     | Transition
     | Notice
+    | ContextReport
 )

@@ -82,6 +82,8 @@ class ScenarioConfig:
     token_budget: int | None = None
     context_window: int | None = None
     permission_mode: str | None = None
+    autocompact: bool | None = None
+    snip_threshold: int | None = None
 
 
 @frozen
@@ -103,6 +105,8 @@ class Scenario:
             "token_budget": sc.token_budget,
             "context_window": sc.context_window,
             "permission_mode": sc.permission_mode,
+            "autocompact": sc.autocompact,
+            "snip_threshold": sc.snip_threshold,
         }
         if sc.permission_mode is not None:
             from fsm_agent.permissions import PermissionError_, check_mode

@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import datetime as dt
 import os
+import tempfile
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -21,7 +22,7 @@ from fsm_agent.codec import structure, unstructure
 from fsm_agent.command_hooks import CommandHooks
 from fsm_agent.config import RunConfig
 from fsm_agent.driver import Engine, LoopResult
-from fsm_agent.effects import AbortSignal, Inbox, LiveEffects
+from fsm_agent.effects import AbortSignal, Effects, Inbox, LiveEffects
 from fsm_agent.events import DriverEvent
 from fsm_agent.hooks import CombinedHooks, Hooks
 from fsm_agent.log import LogWriter, MemoryWriter, SessionLog, default_log_path, machine_fingerprint
@@ -65,6 +66,8 @@ async def arun(
     inbox: Inbox | None = None,
     header_extra: dict[str, Any] | None = None,
     prompter: Prompter | None = None,
+    session_id: str | None = None,
+    live_effects: Callable[..., Effects] = LiveEffects,
 ) -> LoopResult:
     """Run the loop live, recording every transition and effect.
 
@@ -72,13 +75,15 @@ async def arun(
     `keep_log=False` keeps it in memory only. Permission rules and command
     hooks come from `config` (see `fsm_agent.settings.load_settings`);
     `prompter` asks the user when a rule says ask (without one, ask = deny).
+    `session_id` and `live_effects` (called like `LiveEffects`) let
+    tools/regen_replays.py write logs that are the same on every run.
     """
     config = config or RunConfig()
     tools = default_tools() if tools is None else dict(tools)
     removed = removed_tools(config.permissions)
     tools = {name: tool for name, tool in tools.items() if name not in removed}
     specs = tool_specs(tools)
-    session_id = new_session_id()
+    session_id = session_id or new_session_id()
     header = {
         "session_id": session_id,
         "created": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
@@ -91,8 +96,10 @@ async def arun(
     if keep_log:
         path = Path(log) if log else default_log_path(config.cwd, session_id)
         writer: LogWriter | MemoryWriter = LogWriter(path, header)
+        blobs = path.parent / path.stem / "tool-results"
     else:
         writer = MemoryWriter(header)
+        blobs = Path(tempfile.gettempdir()) / "fsm-agent" / session_id / "tool-results"
     tape = RecordingTape(writer)
     if config.hooks:
         command_hooks = CommandHooks(
@@ -103,7 +110,7 @@ async def arun(
         )
         hooks = command_hooks if hooks is None else CombinedHooks(command_hooks, hooks)
     approvals = Approvals(config.permissions, config.cwd, prompter=prompter)
-    effects = LiveEffects(model, tools, hooks, abort, inbox, approvals)
+    effects = live_effects(model, tools, hooks, abort, inbox, blob_dir=blobs, approvals=approvals)
     engine = Engine(config, tape, effects, specs, session_id, on_event)
     try:
         return await engine.run(_messages(prompt))

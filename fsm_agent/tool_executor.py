@@ -19,7 +19,6 @@ import os
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-import jsonschema
 from attrs import frozen
 
 from fsm_agent.config import RunConfig
@@ -99,6 +98,8 @@ class ToolExecutor:
         self.effects = effects
         self.emit = emit
         self.session_id = session_id
+        import jsonschema  # here, not at import: replay and --help stay light
+
         self.validators = {
             s.name: jsonschema.validators.validator_for(s.input_schema)(s.input_schema)
             for s in specs
@@ -212,7 +213,9 @@ class ToolExecutor:
         validator = self.validators.get(name)
         if validator is None:
             return f"<tool_use_error>Error: No such tool available: {name}</tool_use_error>"
-        error = jsonschema.exceptions.best_match(validator.iter_errors(tool_input))
+        from jsonschema.exceptions import best_match
+
+        error = best_match(validator.iter_errors(tool_input))
         return None if error is None else input_error(name, error)
 
     async def call(
