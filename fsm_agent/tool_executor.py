@@ -304,7 +304,7 @@ class ToolExecutor:
             return decision.outside or decision.grant
         if answer == NO_TERMINAL:
             hint = (
-                f" To allow it, add a rule such as `{decision.suggestion}` to permissions.allow"
+                f" To allow it, add a rule such as `{decision.suggestion}` to permissions.allow."
                 if decision.suggestion
                 else ""
             )

@@ -151,3 +151,84 @@ def test_help_and_light_commands_do_not_import_the_sdk(command: list[str]) -> No
     )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0, proc.stderr
+
+
+def test_settings_files_rules_and_hooks_apply_to_a_cli_run(workspace: Path, tmp_path: Path) -> None:
+    """A Claude Code project's .claude/settings.json, used as is."""
+    hooks_dir = workspace / ".claude" / "hooks"
+    hooks_dir.mkdir(parents=True)
+    guard = hooks_dir / "guard.sh"
+    guard.write_text(
+        "#!/bin/sh\n"
+        'cmd=$(python3 -c \'import json,sys; print(json.load(sys.stdin)["tool_input"]["command"])\')\n'
+        'case "$cmd" in *secret*) echo "no secrets please" >&2; exit 2 ;; esac\n'
+    )
+    guard.chmod(0o755)
+    (workspace / ".claude" / "settings.json").write_text(
+        json.dumps(
+            {
+                "permissions": {"allow": ["Bash(touch *)"], "deny": ["Bash(rm *)"]},
+                "hooks": {
+                    "PreToolUse": [
+                        {
+                            "matcher": "Bash",
+                            "hooks": [
+                                {
+                                    "type": "command",
+                                    "command": '"$CLAUDE_PROJECT_DIR"/.claude/hooks/guard.sh',
+                                }
+                            ],
+                        }
+                    ]
+                },
+            }
+        )
+    )
+    calls = [("a", "touch made"), ("b", "touch secret"), ("c", "rm made")]
+    scenario = tmp_path / "s.json"
+    scenario.write_text(
+        json.dumps(
+            {
+                "prompt": "p",
+                "turns": [
+                    {"content": [{"type": "tool_use", "id": i, "name": "Bash",
+                                  "input": {"command": c}} for i, c in calls]},
+                    {"content": [{"type": "text", "text": "done"}]},
+                ],
+            }
+        )
+    )  # fmt: skip
+    log = tmp_path / "run.jsonl"
+    proc = fsm("run", "--scripted", str(scenario), "--cwd", str(workspace), "--log", str(log))
+    assert proc.returncode == 0, proc.stderr
+    assert (workspace / "made").exists()
+    assert not (workspace / "secret").exists()
+    header = json.loads(log.read_text().splitlines()[0])
+    assert header["config"]["permissions"]["deny"][0]["rule"] == "Bash(rm *)"
+    assert fsm("replay", "--check", str(log)).returncode == 0
+
+
+def test_permission_mode_flag_and_bad_settings(workspace: Path, tmp_path: Path) -> None:
+    scenario = tmp_path / "s.json"
+    scenario.write_text(
+        json.dumps(
+            {
+                "prompt": "p",
+                "turns": [
+                    {"content": [{"type": "tool_use", "id": "w", "name": "Write",
+                                  "input": {"file_path": "f.txt", "content": "x"}}]},
+                    {"content": [{"type": "text", "text": "done"}]},
+                ],
+            }
+        )
+    )  # fmt: skip
+    args = ("run", "--scripted", str(scenario), "--cwd", str(workspace))
+    assert fsm(*args, "--permission-mode", "plan").returncode == 0
+    assert not (workspace / "f.txt").exists()
+    assert fsm(*args, "--permission-mode", "acceptEdits").returncode == 0
+    assert (workspace / "f.txt").read_text() == "x"
+    (workspace / ".claude").mkdir()
+    (workspace / ".claude" / "settings.local.json").write_text('{"permissions": {"allow": 3}}')
+    proc = fsm(*args)
+    assert proc.returncode == 2
+    _one_error_line(proc, "permissions.allow must be a list of rule strings")
