@@ -160,7 +160,8 @@ def test_settings_files_rules_and_hooks_apply_to_a_cli_run(workspace: Path, tmp_
     guard = hooks_dir / "guard.sh"
     guard.write_text(
         "#!/bin/sh\n"
-        'cmd=$(python3 -c \'import json,sys; print(json.load(sys.stdin)["tool_input"]["command"])\')\n'
+        "cmd=$(python3 -c 'import json,sys; "
+        'print(json.load(sys.stdin)["tool_input"]["command"])\')\n'
         'case "$cmd" in *secret*) echo "no secrets please" >&2; exit 2 ;; esac\n'
     )
     guard.chmod(0o755)
