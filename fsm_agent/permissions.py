@@ -256,6 +256,12 @@ def command_paths(command: str) -> list[str]:
     return [w for w in ws[1:] if not w.startswith("-") and _looks_like_path(w)]
 
 
+def command_words(command: str) -> list[str]:
+    """Every argument that is not an option: any of them may name a symlink."""
+    ws = words(strip_wrappers(command))
+    return [w for w in ws[1:] if w and not w.startswith("-") and "\0" not in w]
+
+
 def _looks_like_path(word: str) -> bool:
     return word.startswith(("/", "~", "..")) or "/" in word or word in (".", "..")
 
@@ -429,6 +435,10 @@ def call_facts(tool: str, input: Mapping[str, Any], ws: Workspace, resolve: Reso
         subcommands = tuple(split_command(input["command"]))
         for sub in subcommands:
             paths += [resolve(p) for p in command_paths(sub)]
+            for word in command_words(sub):
+                real = resolve(word)
+                if real != os.path.normpath(os.path.join(ws.cwd, word)):
+                    paths.append(real)
     return CallFacts(tool, input, tuple(paths), subcommands)
 
 

@@ -126,15 +126,20 @@ def test_writes_and_edits_outside_are_refused_and_nothing_changes(
         "ls && rm -f {out}/secret.txt",
         "python3 -c \"open('{out}/py.txt','w').write('x')\"",
         "timeout 5 tee {out}/tee.txt < /dev/null",
+        "cat link",
+        "cat < link",
+        "head -n 1 linkdir/secret.txt",
+        "cd .. && cat outside/secret.txt",
     ],
 )
-def test_bash_that_writes_outside_is_refused(world, tmp_path: Path, command: str) -> None:
+def test_bash_that_reaches_outside_is_refused(world, tmp_path: Path, command: str) -> None:
     before = _snapshot(world["outside"])
     command = command.format(out=world["outside"])
     result = _run(world, _scenario({"name": "Bash", "input": {"command": command}}), tmp_path)
     [res] = _results(result)
     assert res.is_error
     assert "no terminal to ask" in res.text
+    assert "TOP SECRET" not in res.text
     assert _snapshot(world["outside"]) == before
     assert not (world["ws"] / "stolen.txt").exists()
 
