@@ -24,6 +24,7 @@ from fsm_agent.context import (
 )
 from fsm_agent.effects import Effects
 from fsm_agent.events import (
+    AssistantMessage,
     BlockDelta,
     BlockStart,
     BlockStop,
@@ -32,6 +33,8 @@ from fsm_agent.events import (
     MessageStart,
     MessageStop,
     ModelCallError,
+    ModelEvent,
+    StreamEvent,
     TextDelta,
     ThinkingDelta,
     ToolFinished,
@@ -98,8 +101,9 @@ class _Assembler:
         self.stop_reason: str | None = None
         self.stopped = False
 
-    def feed(self, event: object) -> None:
+    def feed(self, event: StreamEvent) -> None:
         emit = self.run.emit
+        emit(ModelEvent(event))
         if isinstance(event, MessageStart):
             self.message_id, self.model, self.usage = event.id, event.model, event.usage
         elif isinstance(event, BlockDelta):
@@ -176,9 +180,14 @@ async def api_call(run: Run, state: LoopState, it: Iteration) -> tuple[Iteration
     )
     if error is None and not assembler.stopped and not run.effects.aborted("streaming"):
         error = ModelCallError("incomplete_stream", "the stream ended without message_stop")
-    if error is None:
-        return it, Facts()
-    return _classify(run, it, error)
+    if error is not None:
+        it, facts = _classify(run, it, error)
+    else:
+        facts = Facts()
+    if facts.fallback_model is None:
+        for complete in it.assistant_messages:
+            run.emit(AssistantMessage(complete))
+    return it, facts
 
 
 def _classify(run: Run, it: Iteration, error: ModelCallError) -> tuple[Iteration, Facts]:

@@ -61,16 +61,18 @@ async def arun(
     abort: AbortSignal | None = None,
     inbox: Inbox | None = None,
     header_extra: dict[str, Any] | None = None,
+    session_id: str | None = None,
 ) -> LoopResult:
     """Run the loop live, recording every transition and effect.
 
     The log goes to `log`, or under `.fsm-agent/sessions/` in the workspace;
-    `keep_log=False` keeps it in memory only.
+    `keep_log=False` keeps it in memory only. A caller that must name the
+    session before the run starts (stream-json's `system/init`) passes `session_id`.
     """
     config = config or RunConfig()
     tools = default_tools() if tools is None else dict(tools)
     specs = tool_specs(tools)
-    session_id = new_session_id()
+    session_id = session_id or new_session_id()
     header = {
         "session_id": session_id,
         "created": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
