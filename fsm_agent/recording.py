@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 from collections import defaultdict, deque
 from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
 from typing import Any
 
 from attrs import frozen
@@ -78,6 +79,11 @@ class RecordingTape(Tape):
     def __init__(self, writer: Writer) -> None:
         self.writer = writer
         self.step = 1
+
+    @property
+    def path(self) -> Path | None:
+        """The log file, or `None` for a log kept in memory."""
+        return self.writer.path
 
     def start(self, messages: list[Any]) -> None:
         self.writer.write({"t": "start", "messages": messages})
