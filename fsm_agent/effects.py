@@ -9,9 +9,10 @@ its result to the session log, and answers each call from the log on replay.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 import uuid
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from typing import Any, Protocol
 
 import jsonschema
@@ -47,9 +48,17 @@ class AbortSignal:
     def __init__(self) -> None:
         self._set = False
         self._armed: set[str] = set()
+        self._listeners: list[Callable[[], None]] = []
 
     def set(self) -> None:
         self._set = True
+        for listener in list(self._listeners):
+            listener()
+
+    def subscribe(self, listener: Callable[[], None]) -> Callable[[], None]:
+        """Call `listener` when the flag is set; returns the function that unsubscribes."""
+        self._listeners.append(listener)
+        return lambda: self._listeners.remove(listener)
 
     def arm(self, where: str) -> None:
         """Be set from the moment the loop checks at `where` (scripted interrupts)."""
@@ -103,15 +112,46 @@ class LiveEffects:
         self.inbox = inbox or Inbox()
 
     async def model_stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
-        """The model's stream, cut short the moment the run is interrupted."""
+        """The model's stream, cut short the moment the run is interrupted.
+
+        Each event is awaited against the abort flag, so Ctrl-C ends a wait
+        for the model (a slow first token, a stalled stream) at once.
+        """
         stream = self.model.stream(request)
         try:
-            async for event in stream:
-                yield event
-                if self.abort.is_set("streaming"):
+            while not self.abort.is_set("streaming"):
+                got = await self._next_unless_aborted(stream)
+                if got is None:
                     return
+                yield got[0]
         finally:
             await stream.aclose()  # type: ignore[attr-defined]
+
+    async def _next_unless_aborted(
+        self, stream: AsyncIterator[StreamEvent]
+    ) -> tuple[StreamEvent] | None:
+        loop = asyncio.get_running_loop()
+        aborted: asyncio.Future[None] = loop.create_future()
+
+        def wake() -> None:
+            loop.call_soon_threadsafe(lambda: aborted.done() or aborted.set_result(None))
+
+        unsubscribe = self.abort.subscribe(wake)
+        step = asyncio.ensure_future(anext(stream))
+        try:
+            await asyncio.wait((step, aborted), return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            unsubscribe()
+            aborted.cancel()
+        if not step.done():
+            step.cancel()
+            with contextlib.suppress(asyncio.CancelledError, StopAsyncIteration):
+                await step
+            return None
+        try:
+            return (step.result(),)
+        except StopAsyncIteration:
+            return None
 
     async def count_tokens(self, request: ModelRequest) -> int | None:
         return await self.model.count_tokens(request)

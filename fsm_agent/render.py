@@ -92,7 +92,9 @@ class LiveRenderer:
     # --- the live region -------------------------------------------------
 
     def start(self) -> None:
-        """Open the live region (a no-op when piped)."""
+        """Begin a run: counters from zero, and the live region open (unless piped)."""
+        self._turn, self._usage, self.cost = 1, Usage(), CostMeter()
+        self._label = PHASE_LABELS["preprocess"]
         if self.live and self._region is None:
             self._region = Live(
                 self,
@@ -181,7 +183,7 @@ class LiveRenderer:
 
     def _transition(self, event: Transition) -> None:
         self._turn = event.turn
-        self._label = PHASE_LABELS.get(event.dest, event.dest)
+        self._label = PHASE_LABELS.get(event.dest, "Finishing")
         if self.verbose:
             self._flush_text()
             self.console.print(
