@@ -47,6 +47,10 @@ class LineReader:
                 self.on_line(text)
         self._lines.put(None)
 
+    def pending(self) -> bool:
+        """Whether a line is already waiting (typed during the last run)."""
+        return not self._lines.empty()
+
     def get(self) -> str | None:
         """The next line, waiting for it; Ctrl-C still raises KeyboardInterrupt meanwhile."""
         if self.eof:
@@ -132,6 +136,7 @@ class ChatSession:
         armed = False
         while True:
             self.console.print(Text(PROMPT, style="bold cyan"), end="")
+            typed_ahead = self.reader.pending()
             try:
                 line = self.reader.get()
             except KeyboardInterrupt:
@@ -144,6 +149,8 @@ class ChatSession:
             if line is None:
                 self.console.print()
                 return None
+            if typed_ahead and line.strip():
+                self.console.print(line, markup=False, highlight=False)
             if line.strip():
                 return line
 
