@@ -102,7 +102,8 @@ def _run_options(fn: Any) -> Any:
         click.option(
             "--resume",
             type=click.Path(dir_okay=False, path_type=Path),
-            help="Continue the conversation a session log ended with.",
+            help="Continue the conversation a session ended with: its log's path, or its "
+            "session id (a unique prefix will do) in the workspace.",
         ),
         click.option(
             "--max-turns", type=click.IntRange(min=1), help="End with max_turns past N turns."
@@ -137,7 +138,7 @@ def _plan(
     from fsm_agent.launch import Plan
     from fsm_agent.scripted import ScriptedHooks, ScriptedModel
 
-    resumed = _resume(resume) if resume is not None else None
+    resumed = _resume(resume, cwd) if resume is not None else None
     base = resumed.config if resumed is not None else RunConfig()
     workspace = _workspace(cwd or (base.cwd if resumed is not None else "."))
     if not os.path.isdir(workspace):
@@ -178,11 +179,11 @@ def _plan(
     return plan, resumed, scenario_prompt
 
 
-def _resume(path: Path) -> Any:
-    from fsm_agent.history import ResumeError, aresume
+def _resume(ref: Path, cwd: str | None) -> Any:
+    from fsm_agent.history import ResumeError, aresume, find_log
 
     try:
-        return asyncio.run(aresume(path))
+        return asyncio.run(aresume(find_log(ref, cwd or ".")))
     except ResumeError as exc:
         fail(str(exc))
 
@@ -362,10 +363,14 @@ def _info_json(info: Any) -> dict[str, Any]:
 def _sessions_table(infos: list[Any]) -> None:
     from rich.console import Console
     from rich.table import Table
+    from rich.text import Text
 
-    table = Table(box=None, header_style="bold")
-    for name in ("when", "prompt", "turns", "ended", "session", "log"):
-        table.add_column(name, overflow="fold" if name == "log" else "ellipsis")
+    table = Table(box=None, header_style="bold", pad_edge=False)
+    table.add_column("session", no_wrap=True, style="cyan", min_width=8)
+    table.add_column("when (UTC)", no_wrap=True, min_width=16)
+    table.add_column("turns", no_wrap=True, justify="right", min_width=5)
+    table.add_column("ended", no_wrap=True, min_width=18, max_width=24, overflow="ellipsis")
+    table.add_column("prompt", no_wrap=True, overflow="ellipsis", ratio=1, min_width=12)
     for info in infos:
         when = (info.created or "?").replace("T", " ").split("+")[0]
         prompt = " ".join((info.prompt or "").split())
@@ -378,12 +383,11 @@ def _sessions_table(infos: list[Any]) -> None:
             ended = info.status + (f" ({info.problem})" if info.problem else "")
             style = "yellow"
         table.add_row(
-            when,
-            prompt[:60],
+            (info.session_id or info.path.stem)[:8],
+            when[:16],
             "" if info.turns is None else str(info.turns),
-            f"[{style}]{ended}[/]",
-            (info.session_id or "")[:8],
-            info.path.name,
+            Text(ended, style=style),
+            Text(prompt),
         )
     Console().print(table)
 

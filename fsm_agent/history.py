@@ -94,7 +94,7 @@ def prompt_of(messages: Sequence[Any]) -> str | None:
             if isinstance(b, dict) and b.get("type") == "text"
         ]
         if texts:
-            return "\n".join(texts)
+            return texts[-1]
     return None
 
 
@@ -152,6 +152,25 @@ class Resumed:
     config: RunConfig
     session_id: str
     path: Path
+
+
+def find_log(ref: str | Path, cwd: str | Path) -> Path:
+    """A log named by its path, or by its session id (or a unique prefix) in the workspace."""
+    path = Path(ref)
+    if path.is_file():
+        return path
+    folder = sessions_dir(cwd)
+    matches = sorted(folder.glob(f"{glob_escape(str(ref))}*.jsonl")) if folder.is_dir() else []
+    if len(matches) == 1:
+        return matches[0]
+    if not matches:
+        raise ResumeError(f"{ref}: no session log by that path or session id in {folder}")
+    names = ", ".join(m.stem[:12] for m in matches[:5])
+    raise ResumeError(f"{ref}: names several sessions ({names}…); give more of the id")
+
+
+def glob_escape(text: str) -> str:
+    return "".join(f"[{c}]" if c in "*?[" else c for c in text)
 
 
 async def aresume(path: Path) -> Resumed:
