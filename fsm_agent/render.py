@@ -164,7 +164,7 @@ class LiveRenderer:
             line = Text("● ", style="cyan")
             line.append(event.block.name, style="bold")
             line.append(f"({key_input(event.block.input)[:80]})", style="dim")
-            self.console.print(line)
+            self.console.print(line, no_wrap=True, overflow="ellipsis")
             self._label = f"Running {tool_label(event.block.name, event.block.input)}"
         elif isinstance(event, ToolFinished):
             self._tool_finished(event)
@@ -179,7 +179,11 @@ class LiveRenderer:
         mark = "✗" if event.result.is_error else "⎿"
         status = f"  {mark} {first[0][:100] if first else '(no output)'}"
         style = "red" if event.result.is_error else "dim"
-        self.console.print(Text(f"{status}  ({event.duration_s:.2f}s)", style=style))
+        suffix = f"  ({event.duration_s:.2f}s)"
+        line = Text(status, style=style)
+        line.truncate(max(10, self.console.width - len(suffix)), overflow="ellipsis")
+        line.append(suffix, style="dim")
+        self.console.print(line, no_wrap=True, overflow="ellipsis")
 
     def _transition(self, event: Transition) -> None:
         self._turn = event.turn
