@@ -10,7 +10,7 @@ from attrs import field, frozen
 
 from fsm_agent.model import CAPPED_DEFAULT_MAX_TOKENS, ESCALATED_MAX_TOKENS
 
-DEFAULT_MODEL = "claude-sonnet-4-5"
+DEFAULT_MODEL = "claude-sonnet-4-6"
 DEFAULT_CONTEXT_WINDOW = 200_000
 DEFAULT_SYSTEM_PROMPT = (
     "You are a coding agent working in the user's workspace. Use the tools to read, "

@@ -140,7 +140,7 @@ class Engine:
             session_id=self.session_id,
             model=it.model,
             error=it.model_error or it.api_error or it.hook_stop_reason,
-            log_path=str(getattr(self.tape, "path", None) or "") or None,
+            log_path=str(self.tape.path) if self.tape.path else None,
         )
         self.tape.result(
             {

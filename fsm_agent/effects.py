@@ -15,7 +15,6 @@ import uuid
 from collections.abc import AsyncIterator, Callable, Mapping
 from typing import Any, Protocol
 
-import jsonschema
 from attrs import evolve
 
 from fsm_agent.events import StreamEvent
@@ -102,6 +101,8 @@ class LiveEffects:
         inbox: Inbox | None = None,
     ) -> None:
         self.model = model
+        import jsonschema  # only live runs validate; replay and --help stay light
+
         self.tools = dict(tools)
         self._validators = {
             name: jsonschema.validators.validator_for(tool.input_schema)(tool.input_schema)
@@ -165,9 +166,9 @@ class LiveEffects:
         tool = self.tools.get(call.name)
         if tool is None:
             return tool_error(f"Error: No such tool available: {call.name}")
-        error = jsonschema.exceptions.best_match(
-            self._validators[call.name].iter_errors(call.input)
-        )
+        from jsonschema.exceptions import best_match
+
+        error = best_match(self._validators[call.name].iter_errors(call.input))
         if error is not None:
             where = "/".join(str(p) for p in error.absolute_path) or "input"
             return tool_error(f"InputValidationError: {call.name} failed: {where}: {error.message}")

@@ -178,8 +178,8 @@ class LoopMachine:
     """A `transitions.Machine` over `EDGES` with one trigger, `step`.
 
     All edges share the trigger, so `transitions` tries them in table order
-    and takes the first whose condition holds; the edge taken is recorded by
-    its `after` callback.
+    and takes the first whose condition holds. Each condition notes its edge
+    when it holds, so the last one noted is the edge taken.
     """
 
     def __init__(self, initial: str = INITIAL) -> None:
@@ -195,18 +195,19 @@ class LoopMachine:
         )
         for edge in EDGES:
             self._machine.add_transition(
-                "step",
-                edge.source.value,
-                edge.dest,
-                conditions=[edge.guard],
-                after=[self._taker(edge)],
+                "step", edge.source.value, edge.dest, conditions=[self._noting(edge)]
             )
 
-    def _taker(self, edge: Edge) -> Callable[..., None]:
-        def took(*_: object) -> None:
-            self.taken = edge
+    def _noting(self, edge: Edge) -> Guard:
+        guard = edge.guard
 
-        return took
+        def holds(state: LoopState, facts: Facts) -> bool:
+            if guard(state, facts):
+                self.taken = edge
+                return True
+            return False
+
+        return holds
 
     @property
     def is_final(self) -> bool:

@@ -61,6 +61,7 @@ class Tape:
     """Where transitions and effects go: a log being written, or one being replayed."""
 
     step: int = 1
+    path: Path | None = None
 
     def transition(self, record: dict[str, Any]) -> None:
         raise NotImplementedError
@@ -78,6 +79,7 @@ class Tape:
 class RecordingTape(Tape):
     def __init__(self, writer: Writer) -> None:
         self.writer = writer
+        self.path = writer.path
         self.step = 1
 
     @property
@@ -177,6 +179,7 @@ class ReplayTape(Tape):
 
     def __init__(self, log: SessionLog, upto: int | None = None) -> None:
         self.log = log
+        self.path = log.path
         self.step = 1
         self.upto = upto
         self._records: Iterator[tuple[int, dict[str, Any]]] = log.records()

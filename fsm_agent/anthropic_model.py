@@ -1,0 +1,408 @@
+"""The real model: the Anthropic Messages API through the official SDK, streamed.
+
+Importing this module imports the SDK, which takes about a second, so only
+code paths that need a real model import it (the CLI does so lazily).
+
+The SDK retries 408/409/429/5xx and connection failures itself, honouring
+`retry-after`; what is still failing after `max_retries` arrives here and is
+turned into a `ModelCallError` whose `kind` the loop reacts to.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import importlib
+import json
+import re
+from collections.abc import AsyncIterator
+from typing import Any
+
+import anthropic
+
+from fsm_agent.codec import message_to_api
+from fsm_agent.events import (
+    BlockDelta,
+    BlockStart,
+    BlockStop,
+    DeltaKind,
+    MessageDelta,
+    MessageStart,
+    MessageStop,
+    ModelCallError,
+    StreamEvent,
+)
+from fsm_agent.messages import (
+    ContentBlock,
+    RedactedThinkingBlock,
+    TextBlock,
+    ThinkingBlock,
+    ToolUseBlock,
+    Usage,
+)
+from fsm_agent.model import ModelRequest
+
+EPHEMERAL = {"type": "ephemeral"}
+_UNCACHEABLE = ("thinking", "redacted_thinking")
+_MEDIA = re.compile(
+    r"image exceeds|image too large|image dimensions exceed|could not process image"
+    r"|media.type|pdf pages|image_dimensions_too_large",
+    re.IGNORECASE,
+)
+_RAW_JSON_SHOWN = 4_000
+
+
+def _transport_errors() -> tuple[type[Exception], ...]:
+    """The HTTP library's own errors, which escape the SDK while a body is read.
+
+    Recent SDKs use `httpx2`, older ones `httpx`; either may be installed.
+    """
+    found: list[type[Exception]] = []
+    for name in ("httpx2", "httpx"):
+        try:
+            found.append(importlib.import_module(name).TransportError)
+        except (ImportError, AttributeError):
+            continue
+    return tuple(found)
+
+
+_TRANSPORT_ERRORS = _transport_errors()
+
+
+# --- the request ----------------------------------------------------------------
+
+
+def request_body(request: ModelRequest) -> dict[str, Any]:
+    """The Messages API parameters for `request`, with prompt-cache breakpoints.
+
+    Breakpoints go on the last system block, the last tool and the last
+    cacheable block of the last message, so each turn reuses the prefix the
+    previous turn wrote.
+    """
+    messages = [message_to_api(m) for m in request.messages]
+    if messages:
+        content = messages[-1]["content"]
+        for i in range(len(content) - 1, -1, -1):
+            if content[i].get("type") not in _UNCACHEABLE:
+                content[i] = {**content[i], "cache_control": EPHEMERAL}
+                break
+    body: dict[str, Any] = {
+        "model": request.model,
+        "max_tokens": request.max_tokens,
+        "messages": messages,
+    }
+    if request.system:
+        system: list[dict[str, Any]] = [{"type": "text", "text": s} for s in request.system]
+        system[-1]["cache_control"] = EPHEMERAL
+        body["system"] = system
+    if request.tools:
+        tools: list[dict[str, Any]] = [
+            {"name": t.name, "description": t.description, "input_schema": t.input_schema}
+            for t in request.tools
+        ]
+        tools[-1]["cache_control"] = EPHEMERAL
+        body["tools"] = tools
+    return body
+
+
+# --- errors -----------------------------------------------------------------------
+
+
+def _error_fields(body: object) -> tuple[str | None, str | None]:
+    """`error.type` and `error.message` from an API error body, when it has them."""
+    if isinstance(body, dict) and isinstance(body.get("error"), dict):
+        err = body["error"]
+        kind, text = err.get("type"), err.get("message")
+        return (kind if isinstance(kind, str) else None, text if isinstance(text, str) else None)
+    return None, None
+
+
+def _status_error(exc: anthropic.APIStatusError) -> ModelCallError:
+    status = exc.status_code
+    err_type, api_text = _error_fields(exc.body)
+    detail = api_text or (exc.body if isinstance(exc.body, str) and exc.body else exc.message)
+    request_id = exc.response.headers.get("request-id")
+    where = f" [request {request_id}]" if request_id else ""
+    label = f"{status} {err_type}" if err_type else f"{status}"
+    if status < 400:
+        kind = "overloaded" if err_type == "overloaded_error" else "server"
+        return ModelCallError(kind, f"error event mid-stream ({err_type}): {detail}{where}")
+    if status == 529 or err_type == "overloaded_error":
+        return ModelCallError("overloaded", f"API overloaded ({label}): {detail}{where}", status)
+    if status >= 500:
+        return ModelCallError(
+            "overloaded", f"API server error ({label}) after retries: {detail}{where}", status
+        )
+    if status == 429:
+        return ModelCallError(
+            "rate_limit", f"rate limited ({label}) after retries: {detail}{where}", status
+        )
+    if status == 400 and "prompt is too long" in detail.lower():
+        return ModelCallError("prompt_too_long", f"{detail}{where}", status)
+    error_code = getattr(exc, "error_code", None) or ""
+    if status == 400 and (_MEDIA.search(detail) or _MEDIA.search(error_code)):
+        return ModelCallError("media", f"API rejected media ({label}): {detail}{where}", status)
+    if status == 401:
+        return ModelCallError("api", f"the API key was rejected ({label}): {detail}{where}", status)
+    return ModelCallError("api", f"API error {label}: {detail}{where}", status)
+
+
+def to_model_error(exc: Exception, *, reading: bool) -> ModelCallError:
+    """What the loop needs to know about `exc`.
+
+    `reading` says the stream was open: an unknown failure then means the
+    response could not be understood rather than that the request was refused.
+    """
+    if isinstance(exc, ModelCallError):
+        return exc
+    if isinstance(exc, anthropic.APIStatusError):
+        return _status_error(exc)
+    if isinstance(exc, anthropic.APITimeoutError):
+        return ModelCallError("connection", "the API did not answer in time (request timed out)")
+    if isinstance(exc, anthropic.APIConnectionError):
+        cause = exc.__cause__
+        detail = f": {type(cause).__name__}: {cause}" if cause else ""
+        return ModelCallError("connection", f"could not reach the API{detail}")
+    if isinstance(exc, _TRANSPORT_ERRORS):
+        what = "timed out" if "Timeout" in type(exc).__name__ else "was lost"
+        detail = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+        return ModelCallError("connection", f"the connection {what} mid-stream ({detail})")
+    if isinstance(exc, anthropic.APIResponseValidationError) or reading:
+        return ModelCallError("invalid_response", f"unreadable API response: {exc!r}")
+    return ModelCallError("api", f"the request could not be made: {type(exc).__name__}: {exc}")
+
+
+# --- the stream ---------------------------------------------------------------------
+
+
+def _usage(raw: Any, base: Usage = Usage()) -> Usage:
+    """Usage from an SDK usage object; fields it leaves out keep `base`'s values.
+
+    `message_delta` usage is cumulative, and older API versions send only
+    `output_tokens` there.
+    """
+
+    def pick(name: str) -> int:
+        value = getattr(raw, name, None)
+        return value if isinstance(value, int) else getattr(base, name)
+
+    return Usage(
+        pick("input_tokens"),
+        pick("output_tokens"),
+        pick("cache_creation_input_tokens"),
+        pick("cache_read_input_tokens"),
+    )
+
+
+def _tool_input(raw: str, start_input: object) -> tuple[dict[str, Any], str | None]:
+    if not raw.strip():
+        return (dict(start_input) if isinstance(start_input, dict) else {}), None
+    try:
+        value = json.loads(raw)
+    except json.JSONDecodeError as exc:
+        problem = f"{exc.msg} at char {exc.pos}"
+    else:
+        if isinstance(value, dict):
+            return value, None
+        problem = f"expected a JSON object, got {type(value).__name__}"
+    shown = raw if len(raw) <= _RAW_JSON_SHOWN else raw[:_RAW_JSON_SHOWN] + "…"
+    return {}, f"invalid JSON in tool input: {problem}; the model sent ({len(raw)} chars): {shown}"
+
+
+class _OpenBlock:
+    __slots__ = ("kind", "parts", "signature", "start")
+
+    def __init__(self, kind: str, start: Any) -> None:
+        self.kind = kind
+        self.start = start
+        self.parts: list[str] = []
+        self.signature: list[str] = []
+
+
+_DELTA_FIELDS: dict[str, tuple[DeltaKind, str, str]] = {
+    "text_delta": ("text", "text", "text"),
+    "thinking_delta": ("thinking", "thinking", "thinking"),
+    "signature_delta": ("signature", "signature", "thinking"),
+    "input_json_delta": ("input_json", "partial_json", "tool_use"),
+}
+_BLOCK_KINDS = ("text", "thinking", "redacted_thinking", "tool_use")
+
+
+class StreamAssembler:
+    """Turns the SDK's raw stream events into ours, assembling each block.
+
+    Block types this package does not model (server tools, their results)
+    are never requested; if one arrives anyway it is skipped whole.
+    """
+
+    def __init__(self) -> None:
+        self.open: dict[int, _OpenBlock] = {}
+        self.skipped: set[int] = set()
+        self.start_usage = Usage()
+        self.finished = False
+        self.last_event = "nothing"
+
+    def feed(self, event: Any) -> list[StreamEvent]:
+        kind = getattr(event, "type", None)
+        self.last_event = str(kind)
+        if kind == "message_start":
+            message = event.message
+            self.start_usage = _usage(getattr(message, "usage", None))
+            return [MessageStart(message.id, message.model, self.start_usage)]
+        if kind == "content_block_start":
+            return self._start(event.index, event.content_block)
+        if kind == "content_block_delta":
+            return self._delta(event.index, event.delta)
+        if kind == "content_block_stop":
+            return self._stop(event.index)
+        if kind == "message_delta":
+            usage = _usage(getattr(event, "usage", None), self.start_usage)
+            return [MessageDelta(event.delta.stop_reason, usage)]
+        if kind == "message_stop":
+            self.finished = True
+            return [MessageStop()]
+        return []
+
+    def _start(self, index: int, block: Any) -> list[StreamEvent]:
+        kind = getattr(block, "type", None)
+        if kind not in _BLOCK_KINDS:
+            self.skipped.add(index)
+            return []
+        if index in self.open:
+            raise ModelCallError("invalid_response", f"block {index} started twice")
+        self.open[index] = _OpenBlock(kind, block)
+        ours: ContentBlock
+        if kind == "text":
+            ours = TextBlock(block.text or "")
+        elif kind == "thinking":
+            ours = ThinkingBlock(block.thinking or "", block.signature or "")
+        elif kind == "redacted_thinking":
+            ours = RedactedThinkingBlock(block.data)
+        else:
+            start_input = block.input if isinstance(block.input, dict) else {}
+            ours = ToolUseBlock(block.id, block.name, dict(start_input))
+        return [BlockStart(index, ours)]
+
+    def _delta(self, index: int, delta: Any) -> list[StreamEvent]:
+        if index in self.skipped:
+            return []
+        block = self.open.get(index)
+        if block is None:
+            raise ModelCallError("invalid_response", f"delta for block {index}, which is not open")
+        fields = _DELTA_FIELDS.get(getattr(delta, "type", ""))
+        if fields is None:
+            return []
+        ours, attr, belongs_to = fields
+        if block.kind != belongs_to:
+            raise ModelCallError(
+                "invalid_response", f"{delta.type} for block {index}, a {block.kind} block"
+            )
+        piece = getattr(delta, attr) or ""
+        (block.signature if ours == "signature" else block.parts).append(piece)
+        return [BlockDelta(index, ours, piece)]
+
+    def _stop(self, index: int) -> list[StreamEvent]:
+        if index in self.skipped:
+            return []
+        block = self.open.pop(index, None)
+        if block is None:
+            raise ModelCallError("invalid_response", f"stop for block {index}, which is not open")
+        start, joined = block.start, "".join(block.parts)
+        if block.kind == "text":
+            return [BlockStop(index, TextBlock((start.text or "") + joined))]
+        if block.kind == "thinking":
+            signature = (start.signature or "") + "".join(block.signature)
+            return [BlockStop(index, ThinkingBlock((start.thinking or "") + joined, signature))]
+        if block.kind == "redacted_thinking":
+            return [BlockStop(index, RedactedThinkingBlock(start.data))]
+        tool_input, problem = _tool_input(joined, start.input)
+        return [BlockStop(index, ToolUseBlock(start.id, start.name, tool_input), problem)]
+
+
+class AnthropicModel:
+    """A `Model` backed by the Messages API.
+
+    The SDK client is made on first use in each event loop, because its
+    connection pool belongs to the loop that opened it; `aclose()` releases
+    it. The plain HTTP client is used rather than the SDK's self-closing
+    wrapper, whose finaliser would try to close a dead loop's connections on
+    the next loop.
+    """
+
+    name = "anthropic"
+
+    def __init__(
+        self,
+        api_key: str | None = None,
+        base_url: str | None = None,
+        max_retries: int = 2,
+        timeout: float = 600.0,
+    ) -> None:
+        self.api_key = api_key
+        self.base_url = base_url
+        self.max_retries = max_retries
+        self.timeout = timeout
+        self._client: anthropic.AsyncAnthropic | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+
+    def client(self) -> anthropic.AsyncAnthropic:
+        loop = asyncio.get_running_loop()
+        if self._client is None or self._loop is not loop:
+            self._client = anthropic.AsyncAnthropic(
+                api_key=self.api_key,
+                base_url=self.base_url,
+                max_retries=self.max_retries,
+                timeout=self.timeout,
+                http_client=anthropic.DefaultAsyncHttpxClient(timeout=self.timeout),
+            )
+            self._loop = loop
+        return self._client
+
+    async def aclose(self) -> None:
+        if self._client is not None and self._loop is asyncio.get_running_loop():
+            await self._client.close()
+        self._client = self._loop = None
+
+    async def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
+        try:
+            response = await self.client().messages.create(**request_body(request), stream=True)
+        except Exception as exc:
+            raise to_model_error(exc, reading=False) from exc
+        assembler = StreamAssembler()
+        events = aiter(response)
+        try:
+            while not assembler.finished:
+                try:
+                    translated = assembler.feed(await anext(events))
+                except StopAsyncIteration:
+                    break
+                except ModelCallError:
+                    raise
+                except Exception as exc:
+                    raise to_model_error(exc, reading=True) from exc
+                for ours in translated:
+                    yield ours
+        finally:
+            with contextlib.suppress(Exception):
+                await response.close()
+        if not assembler.finished:
+            raise ModelCallError(
+                "incomplete_stream",
+                f"the stream ended without message_stop (last event: {assembler.last_event})",
+            )
+
+    async def count_tokens(self, request: ModelRequest) -> int | None:
+        """The request's input tokens, or None when the server cannot say.
+
+        Compatible servers often lack the endpoint (404); the count is only
+        an estimate's refinement, so it is not retried.
+        """
+        body = request_body(request)
+        del body["max_tokens"]
+        try:
+            client = self.client().with_options(max_retries=0)
+            result = await client.messages.count_tokens(**body)
+        except Exception:
+            return None
+        tokens = getattr(result, "input_tokens", None)
+        return tokens if isinstance(tokens, int) else None

@@ -1,0 +1,581 @@
+"""The Anthropic adapter: the real SDK over real HTTP against the local server."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import socket
+import time
+from contextlib import aclosing
+
+import pytest
+
+from fsm_agent.anthropic_model import AnthropicModel, request_body
+from fsm_agent.codec import message_to_api
+from fsm_agent.events import (
+    BlockDelta,
+    BlockStart,
+    BlockStop,
+    MessageDelta,
+    MessageStart,
+    MessageStop,
+    ModelCallError,
+    StreamEvent,
+)
+from fsm_agent.messages import (
+    Message,
+    RedactedThinkingBlock,
+    TextBlock,
+    ThinkingBlock,
+    ToolResultBlock,
+    ToolUseBlock,
+    Usage,
+    user,
+)
+from fsm_agent.model import CAPPED_DEFAULT_MAX_TOKENS, ModelRequest, ToolSpec
+from fsm_agent.state import Transcript
+from tests.messages_server import (
+    COUNT_TOKENS,
+    MessagesServer,
+    error,
+    message,
+    message_events,
+    messages_server_fixture,  # noqa: F401
+    stream_error,
+    text,
+    token_count,
+)
+
+BASH = ToolSpec(
+    "Bash",
+    "Run a shell command.",
+    {"type": "object", "properties": {"command": {"type": "string"}}, "required": ["command"]},
+)
+READ = ToolSpec(
+    "Read",
+    "Read a file.",
+    {"type": "object", "properties": {"file_path": {"type": "string"}}},
+)
+HISTORY = (
+    user("List the files."),
+    Message(
+        "assistant",
+        (TextBlock("Listing."), ToolUseBlock("toolu_01", "Bash", {"command": "ls"})),
+    ),
+    Message("user", (ToolResultBlock("toolu_01", "a.py\nb.py"),)),
+)
+REQUEST = ModelRequest(
+    model="claude-test-1",
+    system=("You are a coding agent.", "cwd: /work"),
+    messages=Transcript.of(HISTORY),
+    tools=(BASH, READ),
+    max_tokens=CAPPED_DEFAULT_MAX_TOKENS,
+)
+FAST = "0.01"
+"""A `retry-after` that keeps SDK retries quick."""
+
+
+def model_for(
+    server: MessagesServer, *, max_retries: int = 2, timeout: float = 5.0
+) -> AnthropicModel:
+    return AnthropicModel(
+        api_key="test-key", base_url=server.url, max_retries=max_retries, timeout=timeout
+    )
+
+
+def collect(
+    model: AnthropicModel, request: ModelRequest = REQUEST
+) -> tuple[list[StreamEvent], ModelCallError | None]:
+    """Every event the stream yields, and the error it ends with, if any."""
+
+    async def run() -> tuple[list[StreamEvent], ModelCallError | None]:
+        events: list[StreamEvent] = []
+        try:
+            async for event in model.stream(request):
+                events.append(event)
+        except ModelCallError as exc:
+            return events, exc
+        finally:
+            await model.aclose()
+        return events, None
+
+    return asyncio.run(run())
+
+
+def stream_fails(model: AnthropicModel) -> tuple[list[StreamEvent], ModelCallError]:
+    events, exc = collect(model)
+    assert exc is not None, f"stream ended normally: {events}"
+    return events, exc
+
+
+def stops(events: list[StreamEvent]) -> list[BlockStop]:
+    return [e for e in events if isinstance(e, BlockStop)]
+
+
+def deltas(events: list[StreamEvent], kind: str) -> list[str]:
+    return [e.delta for e in events if isinstance(e, BlockDelta) and e.kind == kind]
+
+
+# --- streams ----------------------------------------------------------------------
+
+
+def test_text_streams_in_order(messages_server: MessagesServer) -> None:
+    messages_server.reply(text("Two files: a.py and b.py."))
+
+    events, exc = collect(model_for(messages_server))
+
+    assert exc is None
+    assert [type(e) for e in events] == [
+        MessageStart,
+        BlockStart,
+        BlockDelta,
+        BlockDelta,
+        BlockDelta,
+        BlockStop,
+        MessageDelta,
+        MessageStop,
+    ]
+    assert events[0] == MessageStart("msg_test_01", "claude-test-1", events[0].usage)
+    assert events[1] == BlockStart(0, TextBlock(""))
+    assert "".join(deltas(events, "text")) == "Two files: a.py and b.py."
+    assert events[5] == BlockStop(0, TextBlock("Two files: a.py and b.py."))
+    assert isinstance(events[6], MessageDelta) and events[6].stop_reason == "end_turn"
+
+
+def test_tool_use_input_is_assembled_from_pieces(messages_server: MessagesServer) -> None:
+    command = {"command": 'grep -rn "TODO" src/ | head -n 20', "timeout": 30}
+    messages_server.reply(
+        message(
+            [
+                {"type": "text", "text": "Searching and reading."},
+                {"type": "tool_use", "id": "toolu_a", "name": "Bash", "input": command},
+                {"type": "tool_use", "id": "toolu_b", "name": "Read", "input": {"file_path": "a"}},
+                {"type": "tool_use", "id": "toolu_c", "name": "Noop", "input_json": ""},
+            ],
+            stop_reason="tool_use",
+        )
+    )
+
+    events, exc = collect(model_for(messages_server))
+
+    assert exc is None
+    assert stops(events) == [
+        BlockStop(0, TextBlock("Searching and reading.")),
+        BlockStop(1, ToolUseBlock("toolu_a", "Bash", command)),
+        BlockStop(2, ToolUseBlock("toolu_b", "Read", {"file_path": "a"})),
+        BlockStop(3, ToolUseBlock("toolu_c", "Noop", {})),
+    ]
+    pieces = [e.delta for e in events if isinstance(e, BlockDelta) and e.index == 1]
+    assert len([p for p in pieces if p]) > 1
+    assert json.loads("".join(pieces)) == command
+    assert BlockStart(1, ToolUseBlock("toolu_a", "Bash", {})) in events
+    message_delta = next(e for e in events if isinstance(e, MessageDelta))
+    assert message_delta.stop_reason == "tool_use"
+
+
+def test_thinking_and_signature(messages_server: MessagesServer) -> None:
+    messages_server.reply(
+        message(
+            [
+                {"type": "thinking", "thinking": "The user wants files.", "signature": "EqQBsig=="},
+                {"type": "redacted_thinking", "data": "EmwKAhgBEgy3redacted"},
+                {"type": "text", "text": "Done."},
+            ]
+        )
+    )
+
+    events, exc = collect(model_for(messages_server))
+
+    assert exc is None
+    assert events[1] == BlockStart(0, ThinkingBlock("", ""))
+    assert "".join(deltas(events, "thinking")) == "The user wants files."
+    assert deltas(events, "signature") == ["EqQBsig=="]
+    assert stops(events) == [
+        BlockStop(0, ThinkingBlock("The user wants files.", "EqQBsig==")),
+        BlockStop(1, RedactedThinkingBlock("EmwKAhgBEgy3redacted")),
+        BlockStop(2, TextBlock("Done.")),
+    ]
+
+
+def test_block_types_we_do_not_model_are_skipped(messages_server: MessagesServer) -> None:
+    messages_server.reply(
+        message(
+            [
+                {"type": "server_tool_use", "id": "srvtoolu_1", "name": "web_search", "input": {}},
+                {"type": "text", "text": "Found it."},
+            ]
+        )
+    )
+
+    events, exc = collect(model_for(messages_server))
+
+    assert exc is None
+    block_events = [e for e in events if isinstance(e, BlockStart | BlockDelta | BlockStop)]
+    assert {e.index for e in block_events} == {1}
+    assert stops(events) == [BlockStop(1, TextBlock("Found it."))]
+
+
+@pytest.mark.parametrize("cumulative", [True, False])
+def test_usage_from_message_start_and_delta(
+    messages_server: MessagesServer, cumulative: bool
+) -> None:
+    usage = {
+        "input_tokens": 1200,
+        "cache_creation_input_tokens": 300,
+        "cache_read_input_tokens": 4000,
+        "output_tokens": 77,
+    }
+    messages_server.reply(text("ok", usage=usage, cumulative_delta_usage=cumulative))
+
+    events, exc = collect(model_for(messages_server))
+
+    assert exc is None
+    start = next(e for e in events if isinstance(e, MessageStart))
+    delta = next(e for e in events if isinstance(e, MessageDelta))
+    assert start.usage == Usage(1200, 1, 300, 4000)
+    assert delta.usage == Usage(1200, 77, 300, 4000)
+
+
+def test_request_body_shape(messages_server: MessagesServer) -> None:
+    messages_server.reply(text("ok"))
+
+    _, exc = collect(model_for(messages_server))
+
+    assert exc is None
+    (body,) = messages_server.bodies()
+    assert body["model"] == "claude-test-1"
+    assert body["max_tokens"] == CAPPED_DEFAULT_MAX_TOKENS
+    assert body["stream"] is True
+    assert body["system"] == [
+        {"type": "text", "text": "You are a coding agent."},
+        {"type": "text", "text": "cwd: /work", "cache_control": {"type": "ephemeral"}},
+    ]
+    expected = [message_to_api(m) for m in HISTORY]
+    expected[-1]["content"][-1]["cache_control"] = {"type": "ephemeral"}
+    assert body["messages"] == expected
+    assert body["messages"][-1]["content"][-1] == {
+        "type": "tool_result",
+        "tool_use_id": "toolu_01",
+        "content": "a.py\nb.py",
+        "cache_control": {"type": "ephemeral"},
+    }
+    assert body["tools"] == [
+        {"name": "Bash", "description": BASH.description, "input_schema": BASH.input_schema},
+        {
+            "name": "Read",
+            "description": READ.description,
+            "input_schema": READ.input_schema,
+            "cache_control": {"type": "ephemeral"},
+        },
+    ]
+    headers = {k.lower(): v for k, v in messages_server.requests[0].headers.items()}
+    sent_key = headers.get("x-api-key") or headers.get("authorization", "").removeprefix("Bearer ")
+    assert sent_key == "test-key"
+    assert "anthropic-version" in headers
+
+
+def test_request_without_system_or_tools_omits_them() -> None:
+    bare = ModelRequest("m", (), Transcript.of([user("hi")]), (), 100)
+    body = request_body(bare)
+    assert set(body) == {"model", "max_tokens", "messages"}
+
+
+def test_cache_marker_skips_thinking_blocks() -> None:
+    last = Message("assistant", (TextBlock("Let me think."), ThinkingBlock("hmm", "sig")))
+    body = request_body(ModelRequest("m", (), Transcript.of([user("hi"), last]), (), 100))
+    content = body["messages"][-1]["content"]
+    assert content[0]["cache_control"] == {"type": "ephemeral"}
+    assert "cache_control" not in content[1]
+    assert "cache_control" not in body["messages"][0]["content"][0]
+
+
+def test_consumer_may_stop_early(messages_server: MessagesServer) -> None:
+    messages_server.reply(text("a long answer that the consumer abandons"))
+    model = model_for(messages_server)
+
+    async def first_delta() -> StreamEvent:
+        async with aclosing(model.stream(REQUEST)) as events:
+            async for event in events:
+                if isinstance(event, BlockDelta):
+                    break
+        await model.aclose()
+        return event
+
+    assert isinstance(asyncio.run(first_delta()), BlockDelta)
+
+
+# --- invalid tool input --------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("raw", "problem"),
+    [
+        ('{"command": "ls" "-la"}', "Expecting ',' delimiter"),
+        ("[1, 2]", "expected a JSON object, got list"),
+    ],
+)
+def test_invalid_tool_json_is_reported_on_the_block(
+    messages_server: MessagesServer, raw: str, problem: str
+) -> None:
+    messages_server.reply(
+        message(
+            [{"type": "tool_use", "id": "toolu_x", "name": "Bash", "input_json": raw}],
+            stop_reason="tool_use",
+        )
+    )
+
+    events, exc = collect(model_for(messages_server))
+
+    assert exc is None, "a bad tool input is the tool's problem, not the stream's"
+    (stop,) = stops(events)
+    assert stop.block == ToolUseBlock("toolu_x", "Bash", {})
+    assert stop.error is not None
+    assert stop.error.startswith("invalid JSON in tool input: ")
+    assert problem in stop.error
+    assert raw in stop.error
+    assert isinstance(events[-1], MessageStop)
+
+
+# --- errors -----------------------------------------------------------------------
+
+
+def test_prompt_too_long(messages_server: MessagesServer) -> None:
+    messages_server.reply(
+        error(400, "invalid_request_error", "prompt is too long: 219898 tokens > 200000 maximum")
+    )
+
+    events, exc = stream_fails(model_for(messages_server))
+
+    assert (exc.kind, exc.status) == ("prompt_too_long", 400)
+    assert "219898 tokens > 200000" in exc.message
+    assert events == []
+    assert len(messages_server.bodies()) == 1
+
+
+@pytest.mark.parametrize(
+    "text_",
+    [
+        "messages.0.content.1.image.source.base64: image exceeds 5 MB maximum: "
+        "7340032 bytes > 5242880 bytes",
+        "Could not process image",
+        "messages.0.content.0.image.source.base64.media_type: Input should be "
+        "'image/jpeg', 'image/png', 'image/gif' or 'image/webp'",
+        "The image was specified using the image/jpeg media type, but the image appears "
+        "to be a image/png image",
+        "At least one of the image dimensions exceed max allowed size for many-image "
+        "requests: 2000 pixels",
+    ],
+)
+def test_media_errors(messages_server: MessagesServer, text_: str) -> None:
+    messages_server.reply(error(400, "invalid_request_error", text_))
+
+    _, exc = stream_fails(model_for(messages_server))
+
+    assert (exc.kind, exc.status) == ("media", 400)
+    assert text_ in exc.message
+
+
+def test_overloaded_529_after_retries(messages_server: MessagesServer) -> None:
+    overloaded = error(529, "overloaded_error", "Overloaded", headers={"retry-after": FAST})
+    messages_server.reply(overloaded, overloaded, overloaded)
+
+    _, exc = stream_fails(model_for(messages_server, max_retries=2))
+
+    assert (exc.kind, exc.status) == ("overloaded", 529)
+    assert "Overloaded" in exc.message and "req_test_0001" in exc.message
+    assert len(messages_server.bodies()) == 3
+
+
+def test_overloaded_529_then_success_is_retried_by_the_sdk(
+    messages_server: MessagesServer,
+) -> None:
+    messages_server.reply(
+        error(529, "overloaded_error", "Overloaded", headers={"retry-after": FAST}), text("ok")
+    )
+
+    events, exc = collect(model_for(messages_server))
+
+    assert exc is None and isinstance(events[-1], MessageStop)
+
+
+@pytest.mark.parametrize(
+    ("status", "error_type"), [(500, "api_error"), (502, "api_error"), (503, "api_error")]
+)
+def test_repeated_5xx_is_overloaded(
+    messages_server: MessagesServer, status: int, error_type: str
+) -> None:
+    failure = error(status, error_type, "Internal server error", headers={"retry-after": FAST})
+    messages_server.reply(failure, failure, failure)
+
+    _, exc = stream_fails(model_for(messages_server, max_retries=2))
+
+    assert (exc.kind, exc.status) == ("overloaded", status)
+    assert "after retries" in exc.message
+    assert len(messages_server.bodies()) == 3
+
+
+def test_429_then_success_honours_retry_after(messages_server: MessagesServer) -> None:
+    messages_server.reply(
+        error(429, "rate_limit_error", "Rate limited", headers={"retry-after": "0.3"}),
+        text("ok after waiting"),
+    )
+
+    started = time.monotonic()
+    events, exc = collect(model_for(messages_server, max_retries=2))
+    waited = time.monotonic() - started
+
+    assert exc is None
+    assert stops(events) == [BlockStop(0, TextBlock("ok after waiting"))]
+    assert waited >= 0.3
+    retry_counts = [r.headers.get("x-stainless-retry-count") for r in messages_server.requests]
+    assert retry_counts == ["0", "1"]
+
+
+def test_429_exhausted_is_rate_limit(messages_server: MessagesServer) -> None:
+    limited = error(
+        429,
+        "rate_limit_error",
+        "This request would exceed the rate limit for your organization",
+        headers={"retry-after": FAST},
+    )
+    messages_server.reply(limited, limited, limited)
+
+    _, exc = stream_fails(model_for(messages_server, max_retries=2))
+
+    assert (exc.kind, exc.status) == ("rate_limit", 429)
+    assert "exceed the rate limit" in exc.message
+    assert len(messages_server.bodies()) == 3
+
+
+def test_401_says_the_key_was_rejected(messages_server: MessagesServer) -> None:
+    messages_server.reply(error(401, "authentication_error", "invalid x-api-key"))
+
+    _, exc = stream_fails(model_for(messages_server))
+
+    assert (exc.kind, exc.status) == ("api", 401)
+    assert "API key was rejected" in exc.message and "invalid x-api-key" in exc.message
+    assert len(messages_server.bodies()) == 1
+
+
+@pytest.mark.parametrize(
+    ("status", "error_type", "text_"),
+    [
+        (400, "invalid_request_error", "max_tokens: 999999 > 64000, the maximum allowed"),
+        (403, "permission_error", "Your API key does not have permission"),
+        (404, "not_found_error", "model: claude-does-not-exist"),
+    ],
+)
+def test_other_4xx_are_api_errors(
+    messages_server: MessagesServer, status: int, error_type: str, text_: str
+) -> None:
+    messages_server.reply(error(status, error_type, text_))
+
+    _, exc = stream_fails(model_for(messages_server))
+
+    assert (exc.kind, exc.status) == ("api", status)
+    assert str(status) in exc.message and text_ in exc.message
+
+
+@pytest.mark.parametrize(
+    ("error_type", "kind"), [("overloaded_error", "overloaded"), ("api_error", "server")]
+)
+def test_error_event_mid_stream(
+    messages_server: MessagesServer, error_type: str, kind: str
+) -> None:
+    before = message_events([{"type": "text", "text": "partial answer"}])[:4]
+    messages_server.reply(stream_error(before, error_type, "Something went wrong"))
+
+    events, exc = stream_fails(model_for(messages_server))
+
+    assert exc.kind == kind
+    assert "Something went wrong" in exc.message
+    assert [type(e) for e in events] == [MessageStart, BlockStart, BlockDelta]
+    assert len(messages_server.bodies()) == 1
+
+
+def test_dropped_connection_mid_stream(messages_server: MessagesServer) -> None:
+    messages_server.reply(text("this answer is cut off", cut_after=4))
+
+    events, exc = stream_fails(model_for(messages_server))
+
+    assert exc.kind == "connection"
+    assert [type(e) for e in events] == [MessageStart, BlockStart, BlockDelta]
+
+
+def test_nothing_listening_is_a_connection_error() -> None:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    model = AnthropicModel(api_key="k", base_url=f"http://127.0.0.1:{port}", max_retries=0)
+
+    _, exc = stream_fails(model)
+
+    assert exc.kind == "connection"
+
+
+def test_stall_before_headers_times_out(messages_server: MessagesServer) -> None:
+    messages_server.reply(text("too late", stall_before=2.0))
+
+    _, exc = stream_fails(model_for(messages_server, max_retries=0, timeout=0.3))
+
+    assert exc.kind == "connection" and "timed out" in exc.message
+
+
+def test_stall_mid_stream_times_out(messages_server: MessagesServer) -> None:
+    messages_server.reply(text("slow answer", stall_at=4, stall_for=2.0))
+
+    events, exc = stream_fails(model_for(messages_server, max_retries=0, timeout=0.3))
+
+    assert exc.kind == "connection" and "timed out" in exc.message
+    assert [type(e) for e in events] == [MessageStart, BlockStart, BlockDelta]
+
+
+@pytest.mark.parametrize("sent", [4, 7, 8])
+def test_stream_without_message_stop(messages_server: MessagesServer, sent: int) -> None:
+    messages_server.reply(text("an answer", end_after=sent))
+
+    events, exc = stream_fails(model_for(messages_server))
+
+    assert exc.kind == "incomplete_stream"
+    assert not any(isinstance(e, MessageStop) for e in events)
+    assert len(events) == sent - 1
+
+
+# --- count_tokens ----------------------------------------------------------------------
+
+
+def count(model: AnthropicModel) -> int | None:
+    async def run() -> int | None:
+        try:
+            return await model.count_tokens(REQUEST)
+        finally:
+            await model.aclose()
+
+    return asyncio.run(run())
+
+
+def test_count_tokens(messages_server: MessagesServer) -> None:
+    messages_server.reply_count_tokens(token_count(1234))
+
+    assert count(model_for(messages_server)) == 1234
+    (body,) = messages_server.bodies(COUNT_TOKENS)
+    assert body["model"] == "claude-test-1"
+    assert "max_tokens" not in body
+    assert len(body["messages"]) == len(HISTORY)
+    assert [t["name"] for t in body["tools"]] == ["Bash", "Read"]
+
+
+def test_count_tokens_404_is_none(messages_server: MessagesServer) -> None:
+    messages_server.reply_count_tokens(error(404, "not_found_error", "Not Found"))
+
+    assert count(model_for(messages_server)) is None
+    assert len(messages_server.bodies(COUNT_TOKENS)) == 1
+
+
+def test_count_tokens_server_error_is_none_without_retrying(
+    messages_server: MessagesServer,
+) -> None:
+    messages_server.reply_count_tokens(error(500, "api_error", "boom"), token_count(5))
+
+    assert count(model_for(messages_server)) is None
+    assert len(messages_server.bodies(COUNT_TOKENS)) == 1

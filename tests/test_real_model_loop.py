@@ -1,0 +1,271 @@
+"""The whole loop against a real Messages API server on loopback, through the real SDK.
+
+Real tools run on real files in a temporary workspace; every API error class
+ends the run with the Terminal reason the seeds give it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+from fsm_agent.anthropic_model import AnthropicModel
+from fsm_agent.config import RunConfig
+from fsm_agent.driver import LoopResult
+from fsm_agent.messages import ToolResultBlock
+from fsm_agent.session import arun, replay
+from tests.messages_server import (
+    MessagesServer,
+    error,
+    message,
+    messages_server_fixture,  # noqa: F401
+    stream_error,
+    text,
+)
+
+
+def run_loop(server: MessagesServer, workspace: Path, tmp_path: Path, **config: Any) -> LoopResult:
+    async def go() -> LoopResult:
+        model = AnthropicModel(api_key="test-key", base_url=server.url, max_retries=1)
+        try:
+            return await arun(
+                "Do the task.",
+                model=model,
+                config=RunConfig(model="claude-test-1", cwd=str(workspace), **config),
+                log=tmp_path / "session.jsonl",
+            )
+        finally:
+            await model.aclose()
+
+    return asyncio.run(go())
+
+
+def write_call(path: str, content: str, tool_id: str = "toolu_01") -> dict[str, Any]:
+    return {
+        "type": "tool_use",
+        "id": tool_id,
+        "name": "Write",
+        "input": {"file_path": path, "content": content},
+    }
+
+
+def results(result: LoopResult) -> dict[str, ToolResultBlock]:
+    return {
+        b.tool_use_id: b
+        for m in result.messages.items
+        for b in m.content
+        if isinstance(b, ToolResultBlock)
+    }
+
+
+def test_task_end_to_end_with_real_tools_then_replay_offline(
+    messages_server: MessagesServer, workspace: Path, tmp_path: Path
+) -> None:
+    messages_server.reply(
+        message(
+            [{"type": "text", "text": "Writing it."}, write_call("hi.txt", "hi\n")],
+            stop_reason="tool_use",
+        ),
+        text("Wrote hi.txt."),
+    )
+    result = run_loop(messages_server, workspace, tmp_path)
+    assert result.reason == "completed"
+    assert (workspace / "hi.txt").read_text() == "hi\n"
+    second = messages_server.bodies()[1]
+    assert [m["role"] for m in second["messages"]][-2:] == ["assistant", "user"]
+    assert second["messages"][-1]["content"][0]["tool_use_id"] == "toolu_01"
+    assert second["max_tokens"] == 8000
+    assert {t["name"] for t in second["tools"]} >= {"Read", "Write", "Edit", "Bash"}
+    messages_server.stop()
+    (workspace / "hi.txt").unlink()
+    again = replay(tmp_path / "session.jsonl")
+    assert again.path == result.path
+    assert not (workspace / "hi.txt").exists()
+
+
+def test_prompt_too_long_compacts_then_ends_prompt_too_long(
+    messages_server: MessagesServer, workspace: Path, tmp_path: Path
+) -> None:
+    too_long = error(
+        400, "invalid_request_error", "prompt is too long: 219898 tokens > 200000 maximum"
+    )
+    messages_server.reply(too_long, too_long)
+    result = run_loop(messages_server, workspace, tmp_path)
+    assert "reactive_compact_retry" in result.edges
+    assert result.reason == "prompt_too_long"
+
+
+def test_prompt_too_long_then_success(
+    messages_server: MessagesServer, workspace: Path, tmp_path: Path
+) -> None:
+    messages_server.reply(
+        error(400, "invalid_request_error", "prompt is too long: 219898 tokens > 200000 maximum"),
+        text("Fits now."),
+    )
+    result = run_loop(messages_server, workspace, tmp_path)
+    assert result.edges.count("reactive_compact_retry") == 1
+    assert result.reason == "completed"
+
+
+def test_image_error(messages_server: MessagesServer, workspace: Path, tmp_path: Path) -> None:
+    media = error(
+        400,
+        "invalid_request_error",
+        "messages.0.content.1.image.source.base64: image exceeds 5 MB maximum",
+    )
+    messages_server.reply(media, media)
+    assert run_loop(messages_server, workspace, tmp_path).reason == "image_error"
+
+
+def test_overloaded_switches_to_the_fallback_model(
+    messages_server: MessagesServer, workspace: Path, tmp_path: Path
+) -> None:
+    overloaded = error(529, "overloaded_error", "Overloaded", headers={"retry-after": "0.01"})
+    messages_server.reply(overloaded, overloaded, text("Hello from the fallback."))
+    result = run_loop(messages_server, workspace, tmp_path, fallback_model="claude-fallback-1")
+    assert "model_fallback" in result.edges
+    assert result.reason == "completed"
+    assert messages_server.bodies()[-1]["model"] == "claude-fallback-1"
+
+
+def test_repeated_5xx_without_fallback_is_model_error(
+    messages_server: MessagesServer, workspace: Path, tmp_path: Path
+) -> None:
+    broken = error(500, "api_error", "Internal server error", headers={"retry-after": "0.01"})
+    messages_server.reply(broken, broken)
+    result = run_loop(messages_server, workspace, tmp_path)
+    assert result.reason == "model_error"
+
+
+def test_rate_limit_retry_honours_retry_after(
+    messages_server: MessagesServer, workspace: Path, tmp_path: Path
+) -> None:
+    messages_server.reply(
+        error(429, "rate_limit_error", "rate limited", headers={"retry-after": "0.01"}),
+        text("After the wait."),
+    )
+    result = run_loop(messages_server, workspace, tmp_path)
+    assert result.reason == "completed"
+    assert result.text == "After the wait."
+
+
+def test_midstream_error_event_is_model_error_with_results_filled(
+    messages_server: MessagesServer, workspace: Path, tmp_path: Path
+) -> None:
+    events = message([write_call("x.txt", "x")], stop_reason="tool_use").events[:-2]
+    messages_server.reply(stream_error(events, "api_error", "Internal error"))
+    result = run_loop(messages_server, workspace, tmp_path)
+    assert result.reason == "model_error"
+    assert results(result)["toolu_01"].is_error
+    assert not (workspace / "x.txt").exists()
+
+
+def test_dropped_connection_is_model_error(
+    messages_server: MessagesServer, workspace: Path, tmp_path: Path
+) -> None:
+    messages_server.reply(
+        message([{"type": "text", "text": "Starting a long answer"}], cut_after=4),
+        message([{"type": "text", "text": "Starting a long answer"}], cut_after=4),
+    )
+    result = run_loop(messages_server, workspace, tmp_path)
+    assert result.reason == "model_error"
+    assert "connection" in (result.error or "")
+
+
+def test_stream_without_message_stop_is_model_error(
+    messages_server: MessagesServer, workspace: Path, tmp_path: Path
+) -> None:
+    reply = text("Half an answer")
+    messages_server.reply(
+        message([{"type": "text", "text": "Half"}], end_after=len(reply.events) - 2)
+    )
+    result = run_loop(messages_server, workspace, tmp_path)
+    assert result.reason == "model_error"
+    assert "incomplete_stream" in (result.error or "")
+
+
+def test_max_tokens_cut_tool_input_is_never_run(
+    messages_server: MessagesServer, workspace: Path, tmp_path: Path
+) -> None:
+    cut = {
+        "type": "tool_use",
+        "id": "toolu_cut",
+        "name": "Write",
+        "input_json": '{"file_path": "cut.txt", "content": "abc',
+    }
+    messages_server.reply(
+        message([{"type": "text", "text": "Writing"}, cut], stop_reason="max_tokens"),
+        text("Done in smaller pieces."),
+    )
+    result = run_loop(messages_server, workspace, tmp_path)
+    assert result.edges.count("max_output_tokens_escalate") == 1
+    assert result.reason == "completed"
+    assert not (workspace / "cut.txt").exists()
+    assert messages_server.bodies()[1]["max_tokens"] == 64000
+
+
+def test_invalid_tool_json_gets_an_error_result_and_the_loop_goes_on(
+    messages_server: MessagesServer, workspace: Path, tmp_path: Path
+) -> None:
+    bad = {"type": "tool_use", "id": "toolu_bad", "name": "Write", "input_json": '{"file_path": '}
+    messages_server.reply(message([bad], stop_reason="tool_use"), text("Let me retry properly."))
+    result = run_loop(messages_server, workspace, tmp_path)
+    assert result.reason == "completed"
+    assert results(result)["toolu_bad"].is_error
+    assert "invalid JSON" in results(result)["toolu_bad"].text
+
+
+def test_unauthorized_is_completed_with_the_api_error(
+    messages_server: MessagesServer, workspace: Path, tmp_path: Path
+) -> None:
+    messages_server.reply(error(401, "authentication_error", "invalid x-api-key"))
+    result = run_loop(messages_server, workspace, tmp_path)
+    assert result.reason == "completed"
+    assert result.text.startswith("API Error")
+
+
+def test_cli_run_against_the_server(
+    messages_server: MessagesServer, workspace: Path, tmp_path: Path
+) -> None:
+    messages_server.reply(
+        message([write_call("cli.txt", "from the cli\n")], stop_reason="tool_use"),
+        text("Done via the CLI."),
+    )
+    log = tmp_path / "cli.jsonl"
+    env = {**os.environ, "ANTHROPIC_API_KEY": "test-key"}
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "fsm_agent.cli",
+            "run",
+            "Write cli.txt",
+            "--base-url",
+            messages_server.url,
+            "--model",
+            "claude-test-1",
+            "--cwd",
+            str(workspace),
+            "--log",
+            str(log),
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "Done via the CLI." in proc.stdout
+    assert (workspace / "cli.txt").read_text() == "from the cli\n"
+    check = subprocess.run(
+        [sys.executable, "-m", "fsm_agent.cli", "replay", str(log), "--check"],
+        capture_output=True,
+        text=True,
+        env={k: v for k, v in env.items() if k != "ANTHROPIC_API_KEY"},
+        timeout=60,
+    )
+    assert check.returncode == 0, check.stderr

@@ -1,0 +1,67 @@
+"""Start-up time of each subcommand next to a bare `python -c pass`.
+
+Target: within 100 ms of bare Python for every subcommand that needs no
+model (`--help`, `graph`, `replay`). `run --scripted` is shown for scale.
+
+    python tools/bench_startup.py [repeats]
+"""
+
+from __future__ import annotations
+
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+SCENARIO = ROOT / "replays" / "scenarios" / "tool_round.json"
+
+
+def timed(argv: list[str], repeats: int) -> float:
+    samples = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        subprocess.run(argv, capture_output=True, check=False)
+        samples.append(time.perf_counter() - start)
+    return statistics.median(samples)
+
+
+def main(repeats: int) -> None:
+    py = sys.executable
+    fsm = [py, "-m", "fsm_agent.cli"]
+    with tempfile.TemporaryDirectory() as tmp:
+        log = Path(tmp) / "s.jsonl"
+        subprocess.run(
+            [*fsm, "run", "--scripted", str(SCENARIO), "--cwd", tmp, "--log", str(log)],
+            capture_output=True,
+            check=True,
+        )
+        cases = {
+            "python -c pass": [py, "-c", "pass"],
+            "fsm-agent --help": [*fsm, "--help"],
+            "fsm-agent graph": [*fsm, "graph"],
+            "fsm-agent replay --path": [*fsm, "replay", str(log), "--path"],
+            "fsm-agent replay --check": [*fsm, "replay", str(log), "--check"],
+            "fsm-agent run --scripted": [
+                *fsm,
+                "run",
+                "--scripted",
+                str(SCENARIO),
+                "--cwd",
+                tmp,
+                "--log",
+                str(log),
+            ],
+        }
+        base = None
+        print(f"{'command':<28} {'median ms':>10} {'vs bare python':>15}")
+        for name, argv in cases.items():
+            ms = 1000 * timed(argv, repeats)
+            base = ms if base is None else base
+            print(f"{name:<28} {ms:>10.0f} {ms - base:>+14.0f}")
+
+
+if __name__ == "__main__":
+    main(int(sys.argv[1]) if len(sys.argv) > 1 else 5)
