@@ -1,19 +1,19 @@
 """What a run cost, in US dollars, summed response by response.
 
-`response_cost` is the one place that prices a response. Until the pricing
-table (`fsm_agent.pricing`, on the real-model branch) is merged it knows no
-model and answers `None`; the integrator points it at `pricing.cost_usd`.
+Each response is priced on its own (`pricing.cost_usd`): long-prompt rates
+depend on each request's prompt, so a run's summed usage cannot be priced.
 """
 
 from __future__ import annotations
 
 from fsm_agent.events import AssistantMessage, DriverEvent
 from fsm_agent.messages import Usage
+from fsm_agent.pricing import cost_usd
 
 
 def response_cost(model: str, usage: Usage) -> float | None:
     """USD for one response, or `None` for a model without a known price."""
-    return None
+    return cost_usd(model, usage)
 
 
 class CostMeter:

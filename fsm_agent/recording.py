@@ -82,11 +82,6 @@ class RecordingTape(Tape):
         self.path = writer.path
         self.step = 1
 
-    @property
-    def path(self) -> Path | None:
-        """The log file, or `None` for a log kept in memory."""
-        return self.writer.path
-
     def start(self, messages: list[Any]) -> None:
         self.writer.write({"t": "start", "messages": messages})
 
