@@ -223,3 +223,18 @@ def fsm_argv() -> list[str]:
     import sys
 
     return [sys.executable, "-m", "fsm_agent.cli"]
+
+
+def test_cost_is_summed_per_response_and_unknown_models_cost_none() -> None:
+    from fsm_agent.cost import CostMeter
+    from fsm_agent.messages import Usage
+    from fsm_agent.pricing import cost_usd
+
+    meter = CostMeter()
+    assert meter.total == 0.0
+    one = Usage(input_tokens=2000, output_tokens=300)
+    meter.add("claude-sonnet-4-6", one)
+    meter.add("claude-sonnet-4-6", one)
+    assert meter.total == 2 * cost_usd("claude-sonnet-4-6", one)
+    meter.add("scripted", one)
+    assert meter.total is None
