@@ -111,6 +111,7 @@ class ChatSession:
         )
         self.results: list[LoopResult] = []
         reader.on_line = self._queued
+        plan.ask = self.ask
 
     def _queued(self, text: str) -> None:
         if text.strip():

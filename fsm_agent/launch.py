@@ -45,6 +45,9 @@ class Plan:
         self.parent = parent
         self.parent_session_id = parent_session_id
         self.runs = 0
+        self.ask: Callable[[str], str | None] | None = None
+        """The seam for questions asked mid-run (permission prompts): set by an interactive
+        session to ask inline; `None` when no one can answer (piped, JSON output)."""
 
     def next_log(self) -> Path | None:
         """`--log PATH` names the first run's log; later runs go next to it as `STEM.N.jsonl`."""
