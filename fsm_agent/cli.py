@@ -175,6 +175,7 @@ def _plan(
         log=log,
         parent=resumed.path if resumed is not None else None,
         parent_session_id=resumed.session_id if resumed is not None else None,
+        read_files=resumed.read_files if resumed is not None else None,
     )
     return plan, resumed, scenario_prompt
 

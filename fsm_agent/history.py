@@ -152,6 +152,7 @@ class Resumed:
     config: RunConfig
     session_id: str
     path: Path
+    read_files: dict[str, float]
 
 
 def find_log(ref: str | Path, cwd: str | Path) -> Path:
@@ -192,6 +193,7 @@ async def aresume(path: Path) -> Resumed:
         config=config_of(log),
         session_id=log.header.get("session_id", ""),
         path=path,
+        read_files=dict(result.read_files),
     )
 
 

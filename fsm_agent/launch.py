@@ -36,6 +36,7 @@ class Plan:
         log: Path | None,
         parent: Path | None = None,
         parent_session_id: str | None = None,
+        read_files: dict[str, float] | None = None,
     ) -> None:
         self.model = model
         self.config = config
@@ -45,6 +46,8 @@ class Plan:
         self.parent = parent
         self.parent_session_id = parent_session_id
         self.runs = 0
+        self.read_files: dict[str, float] = dict(read_files or {})
+        """Files read so far in the conversation: an edit in a later run needs no re-read."""
         self.ask: Callable[[str], str | None] | None = None
         """The seam for questions asked mid-run (permission prompts): set by an interactive
         session to ask inline; `None` when no one can answer (piped, JSON output)."""
@@ -82,8 +85,10 @@ class Plan:
             inbox=inbox,
             header_extra=self.header_extra(),
             session_id=session_id,
+            read_files=self.read_files,
         )
         self.runs += 1
+        self.read_files = dict(result.read_files)
         if result.log_path:
             self.parent = Path(result.log_path)
             self.parent_session_id = result.session_id

@@ -62,8 +62,10 @@ def tokens(n: int) -> str:
     return f"{n / 1000:.1f}k" if n >= 10_000 else str(n)
 
 
-def money(usd: float | None) -> str | None:
-    return None if usd is None else f"${usd:.4f}"
+def money(meter: CostMeter) -> str | None:
+    """The cost so far, or nothing when no response has been priced."""
+    usd = meter.total
+    return None if usd is None or not meter.responses else f"${usd:.4f}"
 
 
 class LiveRenderer:
@@ -114,7 +116,7 @@ class LiveRenderer:
     def footer(self) -> str:
         parts = [f"turn {self._turn}", f"↑{tokens(self._usage.input_tokens)}"]
         parts.append(f"↓{tokens(self._usage.output_tokens)} tokens")
-        cost = money(self.cost.total)
+        cost = money(self.cost)
         if cost:
             parts.append(cost)
         return " · ".join(parts)
@@ -202,7 +204,7 @@ class LiveRenderer:
             f"turns {result.turns}",
             f"tokens in {result.usage.input_tokens} out {result.usage.output_tokens}",
         ]
-        cost = money(self.cost.total)
+        cost = money(self.cost)
         if cost:
             details.append(cost)
         details.append(f"{len(result.path)} steps")
@@ -211,7 +213,7 @@ class LiveRenderer:
         if result.error:
             self.console.print(Text(f"  {result.error}", style="red"))
         if result.log_path:
-            self.console.print(Text(f"  log: {result.log_path}", style="dim"))
+            self.console.print(Text(f"  log: {result.log_path}", style="dim"), soft_wrap=True)
 
 
 class QuietRenderer:

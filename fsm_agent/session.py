@@ -62,6 +62,7 @@ async def arun(
     inbox: Inbox | None = None,
     header_extra: dict[str, Any] | None = None,
     session_id: str | None = None,
+    read_files: Mapping[str, float] | None = None,
 ) -> LoopResult:
     """Run the loop live, recording every transition and effect.
 
@@ -90,7 +91,7 @@ async def arun(
     effects = LiveEffects(model, tools, hooks, abort, inbox)
     engine = Engine(config, tape, effects, specs, session_id, on_event)
     try:
-        return await engine.run(_messages(prompt))
+        return await engine.run(_messages(prompt), read_files)
     finally:
         writer.close()
 
@@ -146,7 +147,7 @@ async def areplay(
     specs = structure(log.header.get("tools", []), list[ToolSpec])
     engine = Engine(config_of(log), tape, None, specs, log.header.get("session_id", ""), on_event)
     messages = [structure(m, Message) for m in tape.start_messages]
-    return await engine.run(messages)
+    return await engine.run(messages, tape.start_read_files)
 
 
 def replay(path: str | Path, **kwargs: Any) -> LoopResult:

@@ -6,11 +6,13 @@ import json
 import shutil
 from pathlib import Path
 
+import jsonschema
+
 from fsm_agent.codec import unstructure
 from fsm_agent.history import TAIL_CHUNK, describe, follow_up, last_line
 from fsm_agent.messages import Message, TextBlock, user
 from fsm_agent.session import replay
-from tests.conftest import SCENARIOS
+from tests.conftest import ROOT, SCENARIOS
 from tests.test_cli import _one_error_line, fsm
 
 ANSWER = {"turns": [{"content": [{"type": "text", "text": "It says hello."}]}]}
@@ -153,3 +155,43 @@ def test_describe_a_header_only_log(tmp_path: Path) -> None:
     path.write_text('{"format": "fsm-agent-session", "version": 1, "session_id": "s"}\n')
     info = describe(path)
     assert info.status == "corrupt" and info.session_id == "s"
+
+
+def test_a_resumed_run_remembers_the_files_read(workspace: Path, tmp_path: Path) -> None:
+    """tool_round read notes.txt; the next run may edit it without reading it again."""
+    first = tmp_path / "first.jsonl"
+    scripted_run(workspace, "tool_round", "--log", str(first))
+    edit = {
+        "turns": [
+            {
+                "content": [
+                    {
+                        "type": "tool_use",
+                        "id": "toolu_e",
+                        "name": "Edit",
+                        "input": {
+                            "file_path": "notes.txt",
+                            "old_string": "hello",
+                            "new_string": "goodbye",
+                        },
+                    }
+                ]
+            },
+            {"content": [{"type": "text", "text": "Edited."}]},
+        ]
+    }
+    scenario = tmp_path / "edit.json"
+    scenario.write_text(json.dumps(edit))
+    second = tmp_path / "second.jsonl"
+    proc = fsm(
+        "run", "--resume", str(first), "--scripted", str(scenario), "--log", str(second), "edit it"
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert (workspace / "notes.txt").read_text() == "goodbye\n"
+    start = lines_of(second)[1]
+    assert list(start["read_files"]) == [str(workspace.resolve() / "notes.txt")]
+    schema = json.loads((ROOT / "docs" / "log-format.schema.json").read_text())
+    for record in lines_of(second):
+        jsonschema.validate(record, schema)
+    check = fsm("replay", str(second), "--check")
+    assert check.returncode == 0, check.stderr
