@@ -101,6 +101,7 @@ def _run_options(fn: Any) -> Any:
         ),
         click.option(
             "--resume",
+            metavar="LOG|ID",
             type=click.Path(dir_okay=False, path_type=Path),
             help="Continue the conversation a session ended with: its log's path, or its "
             "session id (a unique prefix will do) in the workspace.",

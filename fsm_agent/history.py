@@ -138,8 +138,9 @@ def list_sessions(cwd: str | Path) -> list[SessionInfo]:
     folder = sessions_dir(cwd)
     if not folder.is_dir():
         return []
-    infos = [describe(p) for p in folder.glob("*.jsonl") if p.is_file()]
-    return sorted(infos, key=lambda i: (i.created or "", i.path.name), reverse=True)
+    infos = [(describe(p), p.stat().st_mtime) for p in folder.glob("*.jsonl") if p.is_file()]
+    infos.sort(key=lambda pair: (pair[0].created or "", pair[1]), reverse=True)
+    return [info for info, _ in infos]
 
 
 class ResumeError(Exception):
