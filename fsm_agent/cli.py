@@ -291,8 +291,9 @@ def _run_text(plan: Plan, messages: list[Any], *, quiet: bool, verbose: bool) ->
     try:
         result = plan.run_interruptibly(messages, renderer)
     except OSError as exc:
-        renderer.stop()
         fail(f"cannot write the session log: {exc}")
+    finally:
+        renderer.stop()
     renderer.summary(result)
     if quiet and result.reason != "completed":
         detail = f": {result.error}" if result.error else ""

@@ -238,3 +238,22 @@ def test_cost_is_summed_per_response_and_unknown_models_cost_none() -> None:
     assert meter.total == 2 * cost_usd("claude-sonnet-4-6", one)
     meter.add("scripted", one)
     assert meter.total is None
+
+
+@pytest.mark.parametrize(
+    "command", [["run", "--help"], ["chat", "--help"], ["sessions"], ["sessions", "--json"]]
+)
+def test_new_commands_stay_light(command: list[str], tmp_path: Path) -> None:
+    import sys
+
+    code = (
+        "import sys\n"
+        "from fsm_agent.cli import main\n"
+        f"sys.argv = ['fsm-agent', *{command!r}]\n"
+        "try:\n    main()\nexcept SystemExit:\n    pass\n"
+        "assert 'anthropic' not in sys.modules, 'anthropic imported'\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, cwd=tmp_path
+    )
+    assert proc.returncode == 0, proc.stderr
