@@ -73,10 +73,13 @@ def _real_model(base_url: str | None) -> Model:
     return AnthropicModel(api_key=key, base_url=base_url)
 
 
-def _user_context() -> dict[str, str]:
+def _context(cwd: str) -> tuple[dict[str, str], dict[str, str]]:
+    """CLAUDE.md files, date, working directory, git status: read once, kept in the log header."""
     import datetime as dt
 
-    return {"currentDate": f"Today's date is {dt.date.today().isoformat()}."}
+    from fsm_agent.claude_md import gather
+
+    return gather(Path(cwd), Path.home(), dt.date.today().isoformat())
 
 
 def _run_options(fn: Any) -> Any:
@@ -114,6 +117,11 @@ def _run_options(fn: Any) -> Any:
             "--fallback-model", help="Model to switch to when the main one is overloaded."
         ),
         click.option("--base-url", envvar="ANTHROPIC_BASE_URL", help="A Messages API server."),
+        click.option(
+            "--context-window",
+            type=click.IntRange(min=10_000),
+            help="Override the model's context window (tokens). Default: from the model table.",
+        ),
         click.option("-q", "--quiet", is_flag=True, help="Print only the final answer."),
         click.option("-v", "--verbose", is_flag=True, help="Show every transition as it is taken."),
     ]
@@ -132,11 +140,13 @@ def _plan(
     model: str | None,
     fallback_model: str | None,
     base_url: str | None,
+    context_window: int | None,
 ) -> tuple[Plan, Any, str | None]:
     """The run the options describe: `(plan, resumed session or None, scenario prompt)`."""
     from fsm_agent.config import DEFAULT_MODEL, RunConfig
     from fsm_agent.effects import AbortSignal
     from fsm_agent.launch import Plan
+    from fsm_agent.models import context_window as window_of
     from fsm_agent.scripted import ScriptedHooks, ScriptedModel
 
     resumed = _resume(resume, cwd) if resume is not None else None
@@ -144,7 +154,10 @@ def _plan(
     workspace = _workspace(cwd or (base.cwd if resumed is not None else "."))
     if not os.path.isdir(workspace):
         fail(f"the resumed session's workspace {workspace} does not exist (pass --cwd)")
-    config = config_with(base, cwd=workspace, user_context=_user_context())
+    user_context, system_context = _context(workspace)
+    config = config_with(
+        base, cwd=workspace, user_context=user_context, system_context=system_context
+    )
     abort = AbortSignal()
     hooks = None
     scenario_prompt = None
@@ -167,7 +180,9 @@ def _plan(
             fallback_model=fallback_model,
             max_turns=max_turns,
         )
+        config = config_with(config, context_window=window_of(config.model))
         the_model = _real_model(base_url)
+    config = config_with(config, context_window=context_window)
     plan = Plan(
         model=the_model,
         config=config,

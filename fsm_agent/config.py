@@ -9,9 +9,9 @@ from __future__ import annotations
 from attrs import field, frozen
 
 from fsm_agent.model import CAPPED_DEFAULT_MAX_TOKENS, ESCALATED_MAX_TOKENS
+from fsm_agent.models import DEFAULT_CONTEXT_WINDOW
 
 DEFAULT_MODEL = "claude-sonnet-4-6"
-DEFAULT_CONTEXT_WINDOW = 200_000
 DEFAULT_SYSTEM_PROMPT = (
     "You are a coding agent working in the user's workspace. Use the tools to read, "
     "change and check files; keep answers short and say what you did."
@@ -32,6 +32,8 @@ class RunConfig:
     user_context: dict[str, str] = field(factory=dict)
     system_context: dict[str, str] = field(factory=dict)
     tools: tuple[str, ...] = ("Read", "Write", "Edit", "Bash", "Glob", "Grep")
+    autocompact: bool = True
+    snip_threshold: int | None = None
 
     @property
     def effective_window(self) -> int:
@@ -49,4 +51,10 @@ class RunConfig:
 
     @property
     def autocompact_threshold(self) -> int:
+        """Past this count (less what snip freed), autocompact summarises the history."""
         return self.effective_window - 13_000
+
+    @property
+    def microcompact_threshold(self) -> int:
+        """Past this count, old tool results are cleared (a token trigger, not every turn)."""
+        return int(0.6 * self.effective_window)

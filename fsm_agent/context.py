@@ -1,23 +1,38 @@
-"""Context management: token accounting and the preprocessing levels.
+"""Context management: token accounting and the five preprocessing levels.
 
-Each level is a pure function over the messages. Levels that need the model
-(autocompact's summary) take their result as an argument, so the phase that
-calls them is the only place an effect happens.
+Each level is a pure function over the messages. Levels that need the world
+(a stored file for the tool-result budget, the model's summary for
+autocompact) take its answer as an argument, so the phase that calls them
+(`fsm_agent.preprocess`) is the only place an effect happens. See
+docs/context.md.
 """
 
 from __future__ import annotations
 
 import json
+import re
+from collections.abc import Iterable, Mapping, Sequence
 
 from attrs import evolve, frozen
 
 from fsm_agent.codec import block_to_api
 from fsm_agent.messages import Message, TextBlock, ToolResultBlock, system_reminder, user
-from fsm_agent.state import Collapse, CollapseStore, Transcript
+from fsm_agent.state import Collapse, CollapseStore, Transcript, message_digest
 
 CHARS_PER_TOKEN = 4
 TOOL_RESULT_MAX_CHARS = 100_000
 TOOL_RESULT_PREVIEW_CHARS = 2_000
+CLEARED = "[Old tool result content cleared]"
+COMPACTABLE_TOOLS = frozenset(
+    {"Read", "Bash", "Grep", "Glob", "Edit", "Write", "WebFetch", "WebSearch"}
+)
+MICROCOMPACT_KEEP = 5
+SNIP_KEEP_ROUNDS = 2
+COMPACT_KEEP_ROUNDS = 2
+MAX_AUTOCOMPACT_FAILURES = 3
+
+
+# --- token accounting ---------------------------------------------------------
 
 
 def estimate_tokens(message: Message) -> int:
@@ -26,83 +41,343 @@ def estimate_tokens(message: Message) -> int:
     return max(1, size // CHARS_PER_TOKEN)
 
 
-def token_count(messages: Transcript) -> int:
+def estimate_all(messages: Iterable[Message]) -> int:
+    return sum(estimate_tokens(m) for m in messages)
+
+
+@frozen
+class TokenCount:
+    """A count and whether it is anchored on a response's exact usage."""
+
+    tokens: int
+    exact: bool
+
+
+def count_tokens(messages: Sequence[Message]) -> TokenCount:
     """Exact usage from the last response plus an estimate for what came after it.
 
-    Walks back only to the last assistant message that carries usage.
+    Walks back only to the last assistant message that carries usage, so the
+    cost is that of what was added since the last response, not the history.
     """
     extra = 0
-    for message in reversed(messages.items):
+    for message in reversed(messages):
         if message.role == "assistant" and message.usage is not None:
-            return message.usage.context_tokens + extra
+            return TokenCount(message.usage.context_tokens + extra, True)
         extra += estimate_tokens(message)
-    return extra
+    return TokenCount(extra, False)
 
 
-def apply_tool_result_budget(messages: Transcript, max_chars: int) -> Transcript:
-    """Replace oversized tool results in the newest message by a preview."""
-    if not messages.items:
+def token_count(messages: Sequence[Message]) -> int:
+    return count_tokens(messages).tokens
+
+
+# --- level 1: tool-result budget ------------------------------------------------
+
+
+def oversized_results(messages: Transcript, max_chars: int) -> tuple[ToolResultBlock, ...]:
+    """Tool results in the newest message too large to send whole."""
+    if not messages.items or messages.items[-1].role != "user":
+        return ()
+    return tuple(
+        b
+        for b in messages.items[-1].content
+        if isinstance(b, ToolResultBlock) and len(b.text) > max_chars
+    )
+
+
+def blob_name(block: ToolResultBlock) -> str:
+    safe = "".join(c if c.isalnum() or c in "-_" else "_" for c in block.tool_use_id)
+    return f"{safe or 'result'}.txt"
+
+
+def apply_tool_result_budget(
+    messages: Transcript, max_chars: int, stored: Mapping[str, str]
+) -> Transcript:
+    """Replace each oversized result of the newest message by a preview and its file.
+
+    `stored` maps tool_use ids to where the whole result was written; a
+    result that could not be stored is left whole, so nothing is lost.
+    """
+    big = {b.tool_use_id for b in oversized_results(messages, max_chars)} & stored.keys()
+    if not big:
         return messages
     last = messages.items[-1]
-    if last.role != "user" or not any(
-        isinstance(b, ToolResultBlock) and len(b.text) > max_chars for b in last.content
-    ):
-        return messages
     content = tuple(
-        evolve(b, content=_preview(b.text, max_chars))
-        if isinstance(b, ToolResultBlock) and len(b.text) > max_chars
+        evolve(b, content=persisted_preview(b.text, stored[b.tool_use_id]))
+        if isinstance(b, ToolResultBlock) and b.tool_use_id in big
         else b
         for b in last.content
     )
-    return Transcript.of((*messages.items[:-1], evolve(last, content=content)))
+    return messages.replace_from(len(messages) - 1, (evolve(last, content=content),))
 
 
-def _preview(text: str, max_chars: int) -> str:
+def persisted_preview(text: str, path: str) -> str:
     head = text[:TOOL_RESULT_PREVIEW_CHARS]
-    return f"{head}\n\n[Output too large: {len(text)} characters, showing the first {len(head)}]"
+    return (
+        "<persisted-output>\n"
+        f"Output too large ({len(text)} characters). Full output saved to: {path}\n\n"
+        f"Preview (first {len(head)} characters):\n{head}\n"
+        "</persisted-output>"
+    )
 
 
-def project_collapses(messages: Transcript, store: CollapseStore) -> Transcript:
-    """The read-time view: committed collapses shown as their summaries."""
-    if not store.committed:
-        return messages
+# --- rounds -------------------------------------------------------------------------
+
+
+def round_starts(messages: Sequence[Message]) -> list[int]:
+    """Indexes of assistant messages after the first message: where a round begins.
+
+    A round is an assistant message and the user messages after it, so
+    dropping whole rounds never separates a tool_use from its tool_result.
+    """
+    return [i for i, m in enumerate(messages) if m.role == "assistant" and i > 0]
+
+
+# --- level 2: snip ------------------------------------------------------------------
+
+
+def snip(
+    messages: Transcript, tokens_to_free: int, keep_rounds: int = SNIP_KEEP_ROUNDS
+) -> tuple[Transcript, int]:
+    """Drop the oldest whole rounds until `tokens_to_free` is freed; report what was freed.
+
+    The messages before the first round (the prompt) and the last
+    `keep_rounds` rounds always stay.
+    """
+    if tokens_to_free <= 0:
+        return messages, 0
+    starts = round_starts(messages)
+    if len(starts) <= keep_rounds:
+        return messages, 0
+    items = messages.items
+    freed = 0
+    cut = starts[0]
+    for n in range(len(starts) - keep_rounds):
+        end = starts[n + 1]
+        freed += estimate_all(items[cut:end])
+        cut = end
+        if freed >= tokens_to_free:
+            break
+    head = items[: starts[0]]
+    return Transcript.of((*head, *items[cut:])), freed
+
+
+# --- level 3: microcompact ----------------------------------------------------------
+
+
+def microcompact(
+    messages: Transcript,
+    keep: int = MICROCOMPACT_KEEP,
+    tools: frozenset[str] = COMPACTABLE_TOOLS,
+) -> tuple[Transcript, int]:
+    """Clear the content of old results of `tools`, keeping the newest `keep`.
+
+    Walks back from the end and stops at the first result already cleared:
+    every older one was cleared with it, so a run costs what was added since.
+    """
+    items = messages.items
+    names: dict[str, str] = {}
+    kept = 0
+    changed: dict[int, Message] = {}
+    done = False
+    for i in range(len(items) - 1, -1, -1):
+        message = items[i]
+        if message.role != "user" or not any(
+            isinstance(b, ToolResultBlock) for b in message.content
+        ):
+            continue
+        names.update(_tool_names(items, i))
+        content = list(message.content)
+        for j in range(len(content) - 1, -1, -1):
+            block = content[j]
+            if not isinstance(block, ToolResultBlock) or names.get(block.tool_use_id) not in tools:
+                continue
+            if block.content == CLEARED:
+                if kept >= keep:
+                    done = True
+                    break
+                continue
+            if kept < keep:
+                kept += 1
+                continue
+            content[j] = evolve(block, content=CLEARED)
+        if tuple(content) != message.content:
+            changed[i] = evolve(message, content=tuple(content))
+        if done:
+            break
+    if not changed:
+        return messages, 0
+    first = min(changed)
+    freed = sum(estimate_tokens(items[i]) - estimate_tokens(m) for i, m in changed.items())
+    tail = (changed.get(i, items[i]) for i in range(first, len(items)))
+    return messages.replace_from(first, tail), freed
+
+
+def _has_results(message: Message) -> bool:
+    return any(isinstance(b, ToolResultBlock) for b in message.content)
+
+
+def _tool_names(items: Sequence[Message], index: int) -> dict[str, str]:
+    """Tool names of the tool_use blocks in the assistant message before `index`."""
+    for k in range(index - 1, -1, -1):
+        if items[k].role == "assistant":
+            return {b.id: b.name for b in items[k].tool_uses}
+    return {}
+
+
+# --- level 4: context collapse -----------------------------------------------------
+
+
+def project_collapses(
+    messages: Transcript, store: CollapseStore
+) -> tuple[Transcript, CollapseStore, int]:
+    """The read-time view: committed collapses not yet in the view shown as their summaries.
+
+    A collapse applies where its anchors still match and is then marked
+    applied: the continuation stores this view, so the next projection has
+    nothing to do. Returns the view, the store, and the tokens freed.
+    """
+    pending = [c for c in store.committed if not c.applied]
+    if not pending:
+        return messages, store, 0
     items = list(messages.items)
-    for collapse in sorted(store.committed, key=lambda c: c.start, reverse=True):
-        if collapse.end <= len(items):
-            items[collapse.start : collapse.end] = [system_reminder(collapse.summary)]
-    return Transcript.of(items)
+    freed = 0
+    first_changed = len(items)
+    for collapse in sorted(pending, key=lambda c: c.start, reverse=True):
+        if not _anchored(items, collapse):
+            continue
+        note = system_reminder(collapse.summary)
+        freed += estimate_all(items[collapse.start : collapse.end]) - estimate_tokens(note)
+        items[collapse.start : collapse.end] = [note]
+        first_changed = min(first_changed, collapse.start)
+    committed = tuple(evolve(c, applied=True) if not c.applied else c for c in store.committed)
+    store = evolve(store, committed=committed)
+    if first_changed == len(items) and len(items) == len(messages):
+        return messages, store, 0
+    return messages.replace_from(first_changed, items[first_changed:]), store, freed
+
+
+def _anchored(items: Sequence[Message], collapse: Collapse) -> bool:
+    if not 0 < collapse.start < collapse.end < len(items):
+        return False
+    return (
+        message_digest(items[collapse.start]) == collapse.first
+        and message_digest(items[collapse.end]) == collapse.after
+    )
 
 
 def stage_collapse(messages: Transcript, store: CollapseStore) -> CollapseStore:
-    """Stage a collapse of the oldest whole tool rounds, keeping the first and last rounds."""
-    boundaries = _round_starts(messages)
-    if len(boundaries) < 3:
+    """Stage a collapse of the rounds between the first and the last, for a later drain.
+
+    Finds both ends from the ends of the list, so staging does not walk the
+    history; a newer staging replaces an overlapping staged one.
+    """
+    items = messages.items
+    start = next((i for i in range(1, len(items)) if items[i].role == "assistant"), None)
+    end = next((i for i in range(len(items) - 1, 0, -1) if items[i].role == "assistant"), None)
+    if start is None or end is None or end - start < 2:
         return store
-    start, end = boundaries[0], boundaries[-1]
-    if any(c.start == start and c.end == end for c in store.staged):
+    first, after = message_digest(items[start]), message_digest(items[end])
+    if any(c.first == first and c.after == after for c in store.staged):
         return store
     summary = f"[{end - start} earlier messages collapsed]"
-    return evolve(store, staged=(*store.staged, Collapse(start, end, summary)))
+    collapse = Collapse(start, end, summary, first, after)
+    kept = tuple(c for c in store.staged if c.end <= start or c.start >= end)
+    return evolve(store, staged=(*kept, collapse))
 
 
 def drain_collapses(store: CollapseStore) -> CollapseStore:
     return CollapseStore(staged=(), committed=(*store.committed, *store.staged))
 
 
-def _round_starts(messages: Transcript) -> list[int]:
-    """Indexes where an assistant message starts a round, after the first user message."""
-    return [i for i, m in enumerate(messages.items) if m.role == "assistant" and i > 0]
+# --- level 5: autocompact ---------------------------------------------------------
+
+COMPACT_SYSTEM_PROMPT = "You are a helpful AI assistant tasked with summarizing conversations."
+COMPACT_PROMPT = (
+    "Your task is to create a detailed summary of the conversation so far, paying close "
+    "attention to the user's explicit requests and your previous actions. Include: the "
+    "primary request and intent; key technical concepts; files and code sections examined "
+    "or changed; errors and how they were fixed; all user messages; pending tasks; the "
+    "current work; and the next step, if any. Wrap your analysis in <analysis> tags and the "
+    "summary in <summary> tags."
+)
+COMPACT_MAX_OUTPUT_TOKENS = 20_000
+COMPACT_BOUNDARY = "Conversation compacted"
+SUMMARY_PREFIX = (
+    "This session is being continued from a previous conversation that ran out of context. "
+    "The conversation is summarized below:\n"
+)
+CONTINUE_INSTRUCTION = (
+    "\n\nPlease continue the conversation from where we left it off without asking the "
+    "user any further questions. Continue with the last task that you were asked to work on."
+)
+
+
+def compact_request_messages(messages: Transcript) -> Transcript:
+    """The history, then the instruction to summarise it."""
+    return messages.extend((user(COMPACT_PROMPT),))
+
+
+def parse_summary(text: str) -> str:
+    """The `<summary>` of a compaction answer, without its `<analysis>` scratchpad."""
+    text = re.sub(r"<analysis>.*?</analysis>", "", text, flags=re.DOTALL)
+    match = re.search(r"<summary>(.*?)</summary>", text, flags=re.DOTALL)
+    return (match.group(1) if match else text).strip()
+
+
+def keep_from(messages: Sequence[Message], max_tokens: int, max_rounds: int) -> int:
+    """Where the tail kept verbatim after a compaction starts: whole recent rounds
+    worth at most `max_tokens` (estimated), at most `max_rounds` of them."""
+    cut = len(messages)
+    size = 0
+    rounds = 0
+    for i in range(len(messages) - 1, 0, -1):
+        size += estimate_tokens(messages[i])
+        if size > max_tokens:
+            break
+        if messages[i].role == "assistant":
+            cut = i
+            rounds += 1
+            if rounds >= max_rounds:
+                break
+    return cut
+
+
+def apply_compact_summary(
+    messages: Transcript, summary: str, cut: int, pre_tokens: int, trigger: str = "auto"
+) -> Transcript:
+    """A compact boundary, the summary as a meta user message, then the kept tail.
+
+    The kept messages lose their usage: it counted the old history, so the
+    next count is an estimate until the next response.
+    """
+    boundary = system_reminder(f"{COMPACT_BOUNDARY} (trigger: {trigger}, pre_tokens: {pre_tokens})")
+    tail = tuple(evolve(m, usage=None) for m in messages.items[cut:])
+    body = SUMMARY_PREFIX + summary + ("" if tail else CONTINUE_INSTRUCTION)
+    return Transcript.of((boundary, user(body, is_meta=True), *tail))
+
+
+def is_compact_summary(message: Message) -> bool:
+    return message.is_meta and message.text.startswith(SUMMARY_PREFIX)
+
+
+# --- reactive compaction ----------------------------------------------------------
 
 
 def reactive_compact(messages: Transcript) -> Transcript:
-    """Keep the first user message and the last round; summarise what lies between."""
-    starts = _round_starts(messages)
+    """Keep the first messages and the last round; note what was dropped between.
+
+    Local, without a model call: the request that just failed was already too
+    long, and a summary request over the same history would be too.
+    """
+    starts = round_starts(messages)
     if len(starts) < 2:
         return messages
     first, last = starts[0], starts[-1]
     dropped = last - first
     note = system_reminder(f"[{dropped} earlier messages were compacted to fit the context]")
-    return Transcript.of((*messages.items[:first], note, *messages.items[last:]))
+    tail = tuple(evolve(m, usage=None) for m in messages.items[last:])
+    return Transcript.of((*messages.items[:first], note, *tail))
 
 
 @frozen

@@ -52,8 +52,9 @@ def _tool_context(state: LoopState, it: Iteration) -> ToolContext:
     return evolve(state.tool_context, model=it.model, read_files=read)
 
 
-def _tracking(state: LoopState) -> AutoCompactTracking | None:
-    tracking = state.auto_compact_tracking
+def _tracking(it: Iteration) -> AutoCompactTracking | None:
+    """The iteration's tracking (autocompact may have changed it), one turn older."""
+    tracking = it.auto_compact_tracking
     if tracking is None or not tracking.compacted:
         return tracking
     return evolve(tracking, turn_counter=tracking.turn_counter + 1)
@@ -77,9 +78,9 @@ async def next_turn(run: Run, state: LoopState, it: Iteration, facts: Facts) -> 
     return _whole(
         messages=it.messages_for_query.extend((*it.assistant_messages, _results_message(it))),
         tool_context=_tool_context(state, it),
-        auto_compact_tracking=_tracking(state),
+        auto_compact_tracking=_tracking(it),
         max_output_tokens_recovery_count=0,
-        has_attempted_reactive_compact=False,
+        has_attempted_reactive_compact=state.has_attempted_reactive_compact,
         max_output_tokens_override=None,
         pending_tool_use_summary=_batch_summary(it),
         stop_hook_active=state.stop_hook_active,
@@ -104,7 +105,7 @@ async def max_output_tokens_escalate(
     return _whole(
         messages=it.messages_for_query,
         tool_context=_tool_context(state, it),
-        auto_compact_tracking=state.auto_compact_tracking,
+        auto_compact_tracking=it.auto_compact_tracking,
         max_output_tokens_recovery_count=state.max_output_tokens_recovery_count,
         has_attempted_reactive_compact=state.has_attempted_reactive_compact,
         max_output_tokens_override=run.config.escalated_max_output_tokens,
@@ -128,7 +129,7 @@ async def max_output_tokens_recovery(
             (*it.assistant_messages, meta(MAX_OUTPUT_RECOVERY_MESSAGE))
         ),
         tool_context=_tool_context(state, it),
-        auto_compact_tracking=state.auto_compact_tracking,
+        auto_compact_tracking=it.auto_compact_tracking,
         max_output_tokens_recovery_count=count,
         has_attempted_reactive_compact=state.has_attempted_reactive_compact,
         max_output_tokens_override=state.max_output_tokens_override,
@@ -156,7 +157,7 @@ async def reactive_compact_retry(
     return _whole(
         messages=compacted,
         tool_context=_tool_context(state, it),
-        auto_compact_tracking=state.auto_compact_tracking,
+        auto_compact_tracking=it.auto_compact_tracking,
         max_output_tokens_recovery_count=state.max_output_tokens_recovery_count,
         has_attempted_reactive_compact=True,
         max_output_tokens_override=state.max_output_tokens_override,
@@ -174,18 +175,17 @@ async def collapse_drain_retry(
     run: Run, state: LoopState, it: Iteration, facts: Facts
 ) -> LoopState:
     drained = drain_collapses(it.collapse)
-    messages = apply_collapses(it.messages_for_query, it.collapse)
     run.emit(
         Notice(
             "collapse",
-            f"context too long: drained {it.collapse.staged_count} staged "
-            f"collapse(s), {len(it.messages_for_query)} → {len(messages)} messages",
+            f"context too long: committed {it.collapse.staged_count} staged "
+            "collapse(s); the retry's projection applies them",
         )
     )
     return _whole(
-        messages=messages,
+        messages=it.messages_for_query,
         tool_context=_tool_context(state, it),
-        auto_compact_tracking=state.auto_compact_tracking,
+        auto_compact_tracking=it.auto_compact_tracking,
         max_output_tokens_recovery_count=state.max_output_tokens_recovery_count,
         has_attempted_reactive_compact=state.has_attempted_reactive_compact,
         max_output_tokens_override=state.max_output_tokens_override,
@@ -199,18 +199,12 @@ async def collapse_drain_retry(
     )
 
 
-def apply_collapses(messages: Transcript, store: CollapseStore) -> Transcript:
-    from fsm_agent.context import project_collapses
-
-    return project_collapses(messages, CollapseStore(committed=store.staged))
-
-
 async def stop_hook_blocking(run: Run, state: LoopState, it: Iteration, facts: Facts) -> LoopState:
     feedback = tuple(meta(f"Stop hook feedback:\n{error}") for error in facts.blocking_errors)
     return _whole(
         messages=it.messages_for_query.extend((*it.assistant_messages, *feedback)),
         tool_context=_tool_context(state, it),
-        auto_compact_tracking=state.auto_compact_tracking,
+        auto_compact_tracking=it.auto_compact_tracking,
         max_output_tokens_recovery_count=0,
         has_attempted_reactive_compact=state.has_attempted_reactive_compact,
         max_output_tokens_override=None,
@@ -233,9 +227,9 @@ async def token_budget_continuation(
     return _whole(
         messages=it.messages_for_query.extend((*it.assistant_messages, meta(facts.budget_nudge))),
         tool_context=_tool_context(state, it),
-        auto_compact_tracking=state.auto_compact_tracking,
+        auto_compact_tracking=it.auto_compact_tracking,
         max_output_tokens_recovery_count=0,
-        has_attempted_reactive_compact=False,
+        has_attempted_reactive_compact=state.has_attempted_reactive_compact,
         max_output_tokens_override=None,
         pending_tool_use_summary=state.pending_tool_use_summary,
         stop_hook_active=state.stop_hook_active,
@@ -273,6 +267,7 @@ def switch_model(run: Run, it: Iteration, facts: Facts) -> Iteration:
         model=facts.fallback_model,
         collapse=it.collapse,
         token_count=it.token_count,
+        auto_compact_tracking=it.auto_compact_tracking,
         usage=it.usage,
     )
 

@@ -17,7 +17,7 @@ from fsm_agent.codec import unstructure
 from fsm_agent.config import RunConfig
 from fsm_agent.continuations import CONTINUE, ON_EDGE, final_messages
 from fsm_agent.effects import Effects
-from fsm_agent.events import DriverEvent, Transition
+from fsm_agent.events import ContextReport, DriverEvent, Transition
 from fsm_agent.machine import LoopMachine
 from fsm_agent.messages import Message, Usage
 from fsm_agent.model import ToolSpec
@@ -80,6 +80,7 @@ def fresh_iteration(state: LoopState) -> Iteration:
         messages_for_query=state.messages,
         model=state.tool_context.model,
         collapse=state.collapse,
+        auto_compact_tracking=state.auto_compact_tracking,
     )
 
 
@@ -104,6 +105,15 @@ class Engine:
         self.machine = LoopMachine()
 
     def _emit(self, event: DriverEvent) -> None:
+        if isinstance(event, ContextReport):
+            self.tape.context(
+                {
+                    "level": event.level,
+                    "before": event.before,
+                    "after": event.after,
+                    "text": event.text,
+                }
+            )
         if self.on_event is not None:
             self.on_event(event)
 

@@ -1,7 +1,8 @@
 """The one door: everything that is not a pure function of the log so far.
 
-The engine reaches the model, tools, hooks, token counting, the clock, new
-ids, the abort flag and queued user input only through an `Effects`. Live
+The engine reaches the model, tools, hooks, token counting, stored tool
+results, the clock, new ids, the abort flag and queued user input only
+through an `Effects`. Live
 runs use `LiveEffects`; `fsm_agent.recording` wraps it to write each call and
 its result to the session log, and answers each call from the log on replay.
 """
@@ -13,6 +14,7 @@ import contextlib
 import time
 import uuid
 from collections.abc import AsyncIterator, Callable, Mapping
+from pathlib import Path
 from typing import Any, Protocol
 
 from attrs import evolve
@@ -31,6 +33,8 @@ class Effects(Protocol):
     async def run_tool(self, call: ToolCall, env: ToolEnv) -> ToolOutcome: ...
 
     async def run_hooks(self, event: str, payload: dict[str, Any]) -> HookOutcome: ...
+
+    async def store_blob(self, name: str, text: str) -> str | None: ...
 
     def now(self) -> float: ...
 
@@ -99,8 +103,10 @@ class LiveEffects:
         hooks: Hooks | None = None,
         abort: AbortSignal | None = None,
         inbox: Inbox | None = None,
+        blob_dir: Path | None = None,
     ) -> None:
         self.model = model
+        self.blob_dir = blob_dir
         import jsonschema  # only live runs validate; replay and --help stay light
 
         self.tools = dict(tools)
@@ -183,6 +189,18 @@ class LiveEffects:
 
     async def run_hooks(self, event: str, payload: dict[str, Any]) -> HookOutcome:
         return await self.hooks.run(event, payload)
+
+    async def store_blob(self, name: str, text: str) -> str | None:
+        """Write an oversized tool result next to the session log; None if that failed."""
+        if self.blob_dir is None:
+            return None
+        path = self.blob_dir / name
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(text, encoding="utf-8")
+        except OSError:
+            return None
+        return str(path)
 
     def now(self) -> float:
         return time.time()

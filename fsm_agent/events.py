@@ -139,6 +139,15 @@ class Notice:
     text: str
 
 
+@frozen
+class ContextReport(Notice):
+    """What one context level did, with the token count before and after it."""
+
+    level: str
+    before: int
+    after: int
+
+
 DriverEvent = (
     TextDelta
     | ThinkingDelta
@@ -149,4 +158,5 @@ DriverEvent = (
     | ToolFinished
     | Transition
     | Notice
+    | ContextReport
 )

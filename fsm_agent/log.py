@@ -17,7 +17,7 @@ from typing import IO, Any
 
 FORMAT = "fsm-agent-session"
 VERSION = 1
-RECORD_TYPES = frozenset({"start", "effect", "transition", "result"})
+RECORD_TYPES = frozenset({"start", "effect", "transition", "context", "result"})
 
 
 class LogError(Exception):
@@ -32,8 +32,11 @@ def machine_fingerprint() -> str:
     return hashlib.sha256(rows.encode()).hexdigest()[:16]
 
 
+_ENCODER = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, check_circular=False)
+
+
 def _line(record: dict[str, Any]) -> str:
-    return json.dumps(record, separators=(",", ":"), ensure_ascii=False) + "\n"
+    return _ENCODER.encode(record) + "\n"
 
 
 class LogWriter:

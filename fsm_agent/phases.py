@@ -14,13 +14,9 @@ from attrs import evolve, frozen
 
 from fsm_agent.config import RunConfig
 from fsm_agent.context import (
-    TOOL_RESULT_MAX_CHARS,
     append_system_context,
-    apply_tool_result_budget,
     budget_nudge,
     prepend_user_context,
-    stage_collapse,
-    token_count,
 )
 from fsm_agent.effects import Effects
 from fsm_agent.events import (
@@ -71,15 +67,6 @@ class Run:
 
 
 PhaseFn = Callable[[Run, LoopState, Iteration], Awaitable[tuple[Iteration, Facts]]]
-
-
-async def preprocess(run: Run, state: LoopState, it: Iteration) -> tuple[Iteration, Facts]:
-    messages = apply_tool_result_budget(state.messages, TOOL_RESULT_MAX_CHARS)
-    count = token_count(messages)
-    collapse = state.collapse
-    if count > run.config.collapse_threshold:
-        collapse = stage_collapse(messages, collapse)
-    return evolve(it, messages_for_query=messages, token_count=count, collapse=collapse), Facts()
 
 
 async def blocking_limit_check(
@@ -318,6 +305,8 @@ async def attachments(run: Run, state: LoopState, it: Iteration) -> tuple[Iterat
 async def continuation(run: Run, state: LoopState, it: Iteration) -> tuple[Iteration, Facts]:
     return it, Facts(max_turns=run.config.max_turns)
 
+
+from fsm_agent.preprocess import preprocess  # noqa: E402  (it needs `Run`, defined above)
 
 PHASES: dict[str, PhaseFn] = {
     Phase.PREPROCESS: preprocess,

@@ -72,6 +72,9 @@ class Tape:
     def result(self, record: dict[str, Any]) -> None:
         raise NotImplementedError
 
+    def context(self, record: dict[str, Any]) -> None:
+        """What a context level did: written to a log, not compared on replay."""
+
     def wrap(self, effects: Effects | None) -> Effects:
         raise NotImplementedError
 
@@ -91,6 +94,9 @@ class RecordingTape(Tape):
     def transition(self, record: dict[str, Any]) -> None:
         self.writer.write({"t": "transition", "step": self.step, **record})
         self.step += 1
+
+    def context(self, record: dict[str, Any]) -> None:
+        self.writer.write({"t": "context", "step": self.step, **record})
 
     def effect(self, name: str, request: str, result: Any, args: Any = None) -> None:
         record = {"t": "effect", "step": self.step, "name": name, "request": request}
@@ -141,15 +147,18 @@ class RecordingEffects:
 
     async def run_tool(self, call: ToolCall, env: ToolEnv) -> ToolOutcome:
         outcome = await self.inner.run_tool(call, env)
-        self.tape.effect(
-            "tool", digest_of(unstructure(call)), unstructure(outcome), unstructure(call)
-        )
+        self.tape.effect("tool", digest_of(args := unstructure(call)), unstructure(outcome), args)
         return outcome
 
     async def run_hooks(self, event: str, payload: dict[str, Any]) -> HookOutcome:
         outcome = await self.inner.run_hooks(event, payload)
         self.tape.effect("hooks", digest_of([event, payload]), unstructure(outcome), event)
         return outcome
+
+    async def store_blob(self, name: str, text: str) -> str | None:
+        path = await self.inner.store_blob(name, text)
+        self.tape.effect("store_blob", name, path, {"name": name, "chars": len(text)})
+        return path
 
     def now(self) -> float:
         value = self.inner.now()
@@ -290,6 +299,9 @@ class ReplayEffects:
 
     async def run_hooks(self, event: str, payload: dict[str, Any]) -> HookOutcome:
         return structure(self.tape.take("hooks", digest_of([event, payload]), event), HookOutcome)
+
+    async def store_blob(self, name: str, text: str) -> str | None:
+        return self.tape.take("store_blob", name, {"name": name, "chars": len(text)})
 
     def now(self) -> float:
         return self.tape.take("now", "")

@@ -80,6 +80,8 @@ class ScenarioConfig:
     max_turns: int | None = None
     token_budget: int | None = None
     context_window: int | None = None
+    autocompact: bool | None = None
+    snip_threshold: int | None = None
 
 
 @frozen
@@ -99,6 +101,8 @@ class Scenario:
             "max_turns": sc.max_turns,
             "token_budget": sc.token_budget,
             "context_window": sc.context_window,
+            "autocompact": sc.autocompact,
+            "snip_threshold": sc.snip_threshold,
         }
         return evolve(base, **{k: v for k, v in changes.items() if v is not None})
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import datetime as dt
 import os
+import tempfile
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -85,10 +86,12 @@ async def arun(
     if keep_log:
         path = Path(log) if log else default_log_path(config.cwd, session_id)
         writer: LogWriter | MemoryWriter = LogWriter(path, header)
+        blobs = path.parent / path.stem / "tool-results"
     else:
         writer = MemoryWriter(header)
+        blobs = Path(tempfile.gettempdir()) / "fsm-agent" / session_id / "tool-results"
     tape = RecordingTape(writer)
-    effects = LiveEffects(model, tools, hooks, abort, inbox)
+    effects = LiveEffects(model, tools, hooks, abort, inbox, blob_dir=blobs)
     engine = Engine(config, tape, effects, specs, session_id, on_event)
     try:
         return await engine.run(_messages(prompt), read_files)

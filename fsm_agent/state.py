@@ -35,6 +35,7 @@ class Transcript(Sequence[Message]):
 
     items: tuple[Message, ...] = ()
     digest: str = _EMPTY_DIGEST
+    chain: tuple[str, ...] = field(default=(), eq=False, repr=False)
 
     @classmethod
     def of(cls, messages: Iterable[Message]) -> Transcript:
@@ -45,9 +46,26 @@ class Transcript(Sequence[Message]):
         if not new:
             return self
         digest = self.digest
+        chained = len(self.chain) == len(self.items)
+        links: list[str] = []
         for message in new:
             digest = hashlib.sha256((digest + message_digest(message)).encode()).hexdigest()
-        return Transcript(self.items + new, digest)
+            links.append(digest)
+        chain = self.chain + tuple(links) if chained else ()
+        return Transcript(self.items + new, digest, chain)
+
+    def replace_from(self, index: int, messages: Iterable[Message]) -> Transcript:
+        """The first `index` messages, then `messages`: rehashes only what changed.
+
+        The digest equals that of building the whole list with `of`, so a
+        level that rewrites the tail of a long history stays cheap.
+        """
+        if index == 0:
+            return Transcript.of(messages)
+        if len(self.chain) != len(self.items):
+            return Transcript.of((*self.items[:index], *messages))
+        head = Transcript(self.items[:index], self.chain[index - 1], self.chain[:index])
+        return head.extend(messages)
 
     def with_prefix(self, messages: Iterable[Message]) -> Transcript:
         """Messages put before this transcript, hashed without re-walking it.
@@ -102,11 +120,20 @@ class AutoCompactTracking:
 
 @frozen
 class Collapse:
-    """A run of messages `[start, end)` to be shown as `summary` when committed."""
+    """A run of messages `[start, end)` to be shown as `summary` when committed.
+
+    `first` and `after` are the digests of the message at `start` and at
+    `end` (both assistant messages, which no level rewrites): a projection
+    applies the collapse only where both still match, so projecting a view
+    that already has it applied is a no-op.
+    """
 
     start: int
     end: int
     summary: str
+    first: str = ""
+    after: str = ""
+    applied: bool = False
 
 
 @frozen
@@ -178,6 +205,7 @@ class Iteration:
     model: str
     collapse: CollapseStore
     token_count: int = 0
+    auto_compact_tracking: AutoCompactTracking | None = None
     assistant_messages: tuple[Message, ...] = ()
     tool_use_blocks: tuple[ToolUseBlock, ...] = ()
     invalid_tool_inputs: dict[str, str] = field(factory=dict)

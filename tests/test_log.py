@@ -97,7 +97,7 @@ def test_every_line_matches_the_documented_schema(scenario, tmp_path: Path) -> N
     from tests.conftest import ROOT
 
     schema = json.loads((ROOT / "docs" / "log-format.schema.json").read_text())
-    for name in ("tool_round", "model_fallback", "hook_stopped"):
+    for name in ("tool_round", "model_fallback", "hook_stopped", "autocompact"):
         scenario(name)
         for record in lines(tmp_path / f"{name}.jsonl"):
             jsonschema.validate(record, schema)

@@ -225,3 +225,29 @@ def test_blocking_limit_stops_before_the_next_request(workspace: Path) -> None:
 
 def _results(messages: tuple[Message, ...]) -> dict[str, ToolResultBlock]:
     return {b.tool_use_id: b for m in messages for b in m.content if isinstance(b, ToolResultBlock)}
+
+
+def test_reactive_compaction_is_tried_once_per_run(tmp_path: Path, workspace: Path) -> None:
+    too_long = {
+        "error": {"kind": "prompt_too_long", "message": "prompt is too long", "status": 400}
+    }
+    data = {
+        "prompt": "Go.",
+        "turns": [
+            too_long,
+            {
+                "content": [
+                    {"type": "tool_use", "id": "toolu_1", "name": "Glob", "input": {"pattern": "*"}}
+                ]
+            },
+            too_long,
+        ],
+    }
+    path = tmp_path / "twice.json"
+    path.write_text(json.dumps(data))
+    from fsm_agent.session import run_scenario
+
+    result = run_scenario(path, cwd=workspace, keep_log=False)
+    assert result.edges.count("reactive_compact_retry") == 1
+    assert "next_turn" in result.edges
+    assert result.reason == "prompt_too_long"

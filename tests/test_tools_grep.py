@@ -226,3 +226,8 @@ def test_gitignore_subset(
     ignore = GitIgnore.load(str(tmp_path))
     result = ignore is not None and ignore.ignores(str(tmp_path / path), is_dir=is_dir)
     assert result is ignored
+
+
+def test_count_summary_in_the_singular(ws: Path) -> None:
+    out = ok(ws, pattern="getcwd", output_mode="count")
+    assert out == f"{ws}/a.py:1\n\nFound 1 matching line in 1 file."

@@ -54,7 +54,8 @@ class GlobTool:
         if not check.inside:
             return check.refusal()
         if not os.path.isdir(check.resolved):
-            raise ToolInputError(f"Directory does not exist: {where}")
+            problem = "is not a directory" if os.path.exists(check.resolved) else "does not exist"
+            raise ToolInputError(f"{where} {problem}; give a directory as path.")
         return await asyncio.to_thread(_glob, check.resolved, pattern, check.roots)
 
 

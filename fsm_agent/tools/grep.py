@@ -245,11 +245,13 @@ def _render(
     shown = entries[offset : offset + head_limit] if head_limit else entries[offset:]
     parts: list[str] = []
     if query.mode == "files_with_matches":
-        parts.append(f"Found {len(entries)} file{'s' if len(entries) != 1 else ''}")
+        parts.append(f"Found {_plural(len(entries), 'file')}")
     parts.append(_cap("\n".join(shown)))
     if query.mode == "count":
         total = sum(len(r.hits) for r in results)
-        parts.append(f"\nFound {total} matching lines in {len(results)} files.")
+        parts.append(
+            f"\nFound {_plural(total, 'matching line')} in {_plural(len(results), 'file')}."
+        )
     if offset + len(shown) < len(entries):
         parts.append(
             f"\n(Showing entries {offset + 1}-{offset + len(shown)} of {len(entries)}; "
@@ -258,6 +260,10 @@ def _render(
     elif not shown:
         parts.append(f"\n(offset {offset} is past the last of {len(entries)} entries.)")
     return "\n".join(parts)
+
+
+def _plural(n: int, noun: str) -> str:
+    return f"{n} {noun}{'' if n == 1 else 's'}"
 
 
 def _content_lines(query: Query, results: list[FileMatches], single: bool) -> list[str]:

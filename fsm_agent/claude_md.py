@@ -1,0 +1,193 @@
+"""Context injection: CLAUDE.md files, the date, the working directory, git status.
+
+Read once before a run (`gather`): the result goes into `RunConfig.user_context`
+(prepended to every request as a `<system-reminder>` meta message) and
+`RunConfig.system_context` (appended to the system prompt), and so into the
+session log's header, which is what a replay uses. Nothing here runs during
+the loop.
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+from attrs import frozen
+
+MAX_IMPORT_HOPS = 4
+GIT_STATUS_MAX_CHARS = 2_000
+GIT_TIMEOUT_S = 3.0
+MANAGED_PATH = Path("/etc/claude-code/CLAUDE.md")
+
+CLAUDE_MD_HEADER = (
+    "Codebase and user instructions are shown below. Be sure to adhere to these "
+    "instructions. IMPORTANT: These instructions OVERRIDE any default behavior and you "
+    "MUST follow them exactly as written."
+)
+DESCRIPTIONS = {
+    "managed": "managed policy instructions",
+    "user": "user's private global instructions for all projects",
+    "project": "project instructions, checked into the codebase",
+    "local": "user's private project instructions, not checked in",
+}
+
+_FENCE = re.compile(r"^(```|~~~).*?^\1[^\n]*$", re.DOTALL | re.MULTILINE)
+_COMMENT = re.compile(r"<!--.*?-->", re.DOTALL)
+_CODE_SPAN = re.compile(r"`[^`\n]*`")
+_IMPORT = re.compile(r"(?:^|(?<=\s))@((?:[^\s\\]|\\ )+)")
+
+
+@frozen
+class MemoryFile:
+    path: Path
+    kind: str
+    content: str
+
+
+def _outside_code(text: str) -> Iterator[tuple[bool, str]]:
+    """The text in pieces, each marked whether it lies outside fenced code blocks."""
+    pos = 0
+    for match in _FENCE.finditer(text):
+        yield True, text[pos : match.start()]
+        yield False, match.group(0)
+        pos = match.end()
+    yield True, text[pos:]
+
+
+def strip_comments(text: str) -> str:
+    """Drop block HTML comments, except inside fenced code."""
+    return "".join(
+        _COMMENT.sub("", piece) if prose else piece for prose, piece in _outside_code(text)
+    )
+
+
+def imports(text: str) -> list[str]:
+    """The `@path` imports of a file, in order, ignoring code blocks and code spans."""
+    found: list[str] = []
+    for prose, piece in _outside_code(text):
+        if prose:
+            found += [m.replace("\\ ", " ") for m in _IMPORT.findall(_CODE_SPAN.sub("", piece))]
+    return found
+
+
+def _resolve(target: str, importer: Path, home: Path) -> Path:
+    if target.startswith("~/"):
+        return home / target[2:]
+    path = Path(target)
+    return path if path.is_absolute() else importer.parent / path
+
+
+def _read(path: Path) -> str | None:
+    try:
+        if not path.is_file():
+            return None
+        return path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return None
+
+
+def _load(path: Path, kind: str, home: Path, seen: set[Path], hops: int = 0) -> list[MemoryFile]:
+    """A file, then the files it imports (each after its importer), at most 4 hops deep."""
+    real = path.resolve()
+    if real in seen:
+        return []
+    text = _read(path)
+    if text is None:
+        return []
+    seen.add(real)
+    out = [MemoryFile(path, kind, strip_comments(text).strip())]
+    if hops < MAX_IMPORT_HOPS:
+        for target in imports(text):
+            out += _load(_resolve(target, path, home), kind, home, seen, hops + 1)
+    return out
+
+
+def memory_files(cwd: Path, home: Path, managed: Path | None = MANAGED_PATH) -> list[MemoryFile]:
+    """The CLAUDE.md files Claude Code loads at start, in its order.
+
+    Managed policy, then `~/.claude/CLAUDE.md`, then for each directory from
+    the filesystem root down to `cwd`: `CLAUDE.md`, `.claude/CLAUDE.md`,
+    `CLAUDE.local.md`.
+    """
+    seen: set[Path] = set()
+    out: list[MemoryFile] = []
+    if managed is not None:
+        out += _load(managed, "managed", home, seen)
+    out += _load(home / ".claude" / "CLAUDE.md", "user", home, seen)
+    cwd = cwd.resolve()
+    for directory in (*reversed(cwd.parents), cwd):
+        out += _load(directory / "CLAUDE.md", "project", home, seen)
+        out += _load(directory / ".claude" / "CLAUDE.md", "project", home, seen)
+        out += _load(directory / "CLAUDE.local.md", "local", home, seen)
+    return out
+
+
+def claude_md_text(files: list[MemoryFile]) -> str | None:
+    """The `claudeMd` context value, as Claude Code formats it; None without files."""
+    parts = [
+        f"Contents of {f.path} ({DESCRIPTIONS[f.kind]}):\n\n{f.content}" for f in files if f.content
+    ]
+    if not parts:
+        return None
+    return "\n\n".join((CLAUDE_MD_HEADER, *parts))
+
+
+def _git(cwd: Path, *args: str) -> str | None:
+    try:
+        done = subprocess.run(
+            ["git", "-C", str(cwd), *args],
+            capture_output=True,
+            text=True,
+            timeout=GIT_TIMEOUT_S,
+            check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return done.stdout.strip() if done.returncode == 0 else None
+
+
+def git_status(cwd: Path) -> str | None:
+    """A short snapshot: branch, main branch, `status --short` (bounded), five commits."""
+    if _git(cwd, "rev-parse", "--is-inside-work-tree") != "true":
+        return None
+    branch = _git(cwd, "branch", "--show-current") or "(detached)"
+    main = next(
+        (b for b in ("main", "master") if _git(cwd, "rev-parse", "--verify", "-q", b) is not None),
+        branch,
+    )
+    status = _git(cwd, "status", "--short") or "(clean)"
+    if len(status) > GIT_STATUS_MAX_CHARS:
+        status = (
+            status[:GIT_STATUS_MAX_CHARS] + "\n... (truncated because it exceeds 2k characters. "
+            'If you need more information, run "git status" using BashTool)'
+        )
+    log = _git(cwd, "log", "--oneline", "-n", "5") or "(no commits)"
+    return (
+        "This is the git status at the start of the conversation. Note that this status is a "
+        "snapshot in time, and will not update during the conversation.\n"
+        f"Current branch: {branch}\n\nMain branch (you will usually use this for PRs): {main}\n\n"
+        f"Status:\n{status}\n\nRecent commits:\n{log}"
+    )
+
+
+def gather(
+    cwd: Path,
+    home: Path,
+    today: str,
+    *,
+    managed: Path | None = MANAGED_PATH,
+    git: bool = True,
+) -> tuple[dict[str, str], dict[str, str]]:
+    """`(user_context, system_context)` for a run in `cwd`."""
+    user: dict[str, str] = {}
+    text = claude_md_text(memory_files(cwd, home, managed))
+    if text:
+        user["claudeMd"] = text
+    user["currentDate"] = f"Today's date is {today}."
+    system = {"workingDirectory": str(cwd)}
+    status = git_status(cwd) if git else None
+    if status:
+        system["gitStatus"] = status
+    return user, system

@@ -1,0 +1,32 @@
+"""Per-model facts the loop needs before a request: the context window.
+
+Every Claude model has a 200k window by default. Sonnet 4 and 4.5 accept 1M
+only with the `context-1m` beta header, which this client does not send, so
+they stay at 200k here; `RunConfig.context_window` (`--context-window`)
+overrides the table.
+"""
+
+from __future__ import annotations
+
+DEFAULT_CONTEXT_WINDOW = 200_000
+
+CONTEXT_WINDOWS: tuple[tuple[str, int], ...] = (
+    ("claude-opus-4", 200_000),
+    ("claude-sonnet-4", 200_000),
+    ("claude-haiku-4", 200_000),
+    ("claude-3-7-sonnet", 200_000),
+    ("claude-3-5-sonnet", 200_000),
+    ("claude-3-5-haiku", 200_000),
+    ("claude-3-opus", 200_000),
+    ("claude-3-haiku", 200_000),
+)
+
+ONE_MILLION_BETA: tuple[str, ...] = ("claude-sonnet-4",)
+
+
+def context_window(model: str, *, beta_1m: bool = False) -> int:
+    """The window for `model`: by the longest matching id prefix, 200k when unknown."""
+    if beta_1m and any(model.startswith(p) for p in ONE_MILLION_BETA):
+        return 1_000_000
+    matches = [(len(prefix), size) for prefix, size in CONTEXT_WINDOWS if model.startswith(prefix)]
+    return max(matches)[1] if matches else DEFAULT_CONTEXT_WINDOW

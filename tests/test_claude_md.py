@@ -1,0 +1,177 @@
+"""Context injection: CLAUDE.md files as Claude Code loads them, date, cwd, git status."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from fsm_agent.claude_md import (
+    CLAUDE_MD_HEADER,
+    claude_md_text,
+    gather,
+    git_status,
+    imports,
+    memory_files,
+    strip_comments,
+)
+from fsm_agent.context import prepend_user_context
+from fsm_agent.messages import user
+from fsm_agent.state import Transcript
+from tests.conftest import SCENARIOS
+from tests.test_cli import fsm
+
+
+@pytest.fixture
+def tree(tmp_path: Path) -> tuple[Path, Path]:
+    """A HOME and a workspace two levels below a project root."""
+    home = tmp_path / "home"
+    (home / ".claude").mkdir(parents=True)
+    root = tmp_path / "proj"
+    cwd = root / "pkg" / "sub"
+    cwd.mkdir(parents=True)
+    return home, cwd
+
+
+def write(path: Path, text: str) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+    return path
+
+
+def names(files: list, base: Path) -> list[str]:
+    return [str(f.path.relative_to(base)) for f in files]
+
+
+def test_load_order_user_then_root_down_to_cwd(tree: tuple[Path, Path], tmp_path: Path) -> None:
+    home, cwd = tree
+    root = cwd.parent.parent
+    write(home / ".claude" / "CLAUDE.md", "user rules")
+    write(root / "CLAUDE.local.md", "root local")
+    write(root / "CLAUDE.md", "root project")
+    write(root / "pkg" / ".claude" / "CLAUDE.md", "pkg dot-claude")
+    write(root / "pkg" / "CLAUDE.md", "pkg project")
+    write(cwd / "CLAUDE.md", "sub project")
+    write(cwd / "deeper" / "CLAUDE.md", "not loaded: below the cwd")
+    files = memory_files(cwd, home, managed=None)
+    assert names(files, tmp_path) == [
+        "home/.claude/CLAUDE.md",
+        "proj/CLAUDE.md",
+        "proj/CLAUDE.local.md",
+        "proj/pkg/CLAUDE.md",
+        "proj/pkg/.claude/CLAUDE.md",
+        "proj/pkg/sub/CLAUDE.md",
+    ]
+    assert [f.kind for f in files] == ["user", "project", "local", "project", "project", "project"]
+
+
+def test_managed_file_comes_first(tree: tuple[Path, Path], tmp_path: Path) -> None:
+    home, cwd = tree
+    managed = write(tmp_path / "etc" / "CLAUDE.md", "policy")
+    write(cwd / "CLAUDE.md", "project")
+    files = memory_files(cwd, home, managed=managed)
+    assert [f.kind for f in files] == ["managed", "project"]
+
+
+def test_imports_resolve_relative_to_the_importer_at_most_four_hops(
+    tree: tuple[Path, Path], tmp_path: Path
+) -> None:
+    home, cwd = tree
+    write(cwd / "CLAUDE.md", "See @docs/one.md and `@not/in/code.md`.")
+    write(cwd / "docs" / "one.md", "one @two.md")
+    write(cwd / "docs" / "two.md", "two @../three.md")
+    write(cwd / "three.md", "three @four.md")
+    write(cwd / "four.md", "four @five.md")
+    write(cwd / "five.md", "five: too deep")
+    write(cwd / "not" / "in" / "code.md", "never")
+    files = memory_files(cwd, home, managed=None)
+    assert [f.content.split()[0] for f in files] == ["See", "one", "two", "three", "four"]
+
+
+def test_imports_home_paths_and_cycles(tree: tuple[Path, Path]) -> None:
+    home, cwd = tree
+    write(home / "shared.md", "shared @~/shared.md")
+    write(cwd / "CLAUDE.md", "top @~/shared.md @missing.md")
+    files = memory_files(cwd, home, managed=None)
+    assert [f.content for f in files] == ["top @~/shared.md @missing.md", "shared @~/shared.md"]
+
+
+def test_import_syntax() -> None:
+    text = "a @x.md b\n```\n@fenced.md\n```\nmail me@example.com `@span.md` @dir/y.md"
+    assert imports(text) == ["x.md", "dir/y.md"]
+
+
+def test_block_comments_are_stripped_outside_code() -> None:
+    text = "keep <!-- drop\nthis --> me\n```\n<!-- kept in code -->\n```\n"
+    assert strip_comments(text) == "keep  me\n```\n<!-- kept in code -->\n```\n"
+
+
+def test_claude_md_text_format(tree: tuple[Path, Path]) -> None:
+    home, cwd = tree
+    path = write(cwd / "CLAUDE.md", "Use tabs. <!-- internal note -->")
+    text = claude_md_text(memory_files(cwd, home, managed=None))
+    assert text == (
+        f"{CLAUDE_MD_HEADER}\n\nContents of {path} "
+        "(project instructions, checked into the codebase):\n\nUse tabs."
+    )
+    assert claude_md_text([]) is None
+
+
+def test_gather_puts_claude_md_and_date_in_user_context(tree: tuple[Path, Path]) -> None:
+    home, cwd = tree
+    write(home / ".claude" / "CLAUDE.md", "Be brief.")
+    user_context, system_context = gather(cwd, home, "2026-11-30", managed=None, git=False)
+    assert list(user_context) == ["claudeMd", "currentDate"]
+    assert "Be brief." in user_context["claudeMd"]
+    assert user_context["currentDate"] == "Today's date is 2026-11-30."
+    assert system_context == {"workingDirectory": str(cwd)}
+    first = prepend_user_context(Transcript.of([user("hi")]), user_context)[0]
+    assert first.is_meta
+    assert first.text.startswith("<system-reminder>\nAs you answer the user's questions")
+    assert "# claudeMd\n" in first.text and "# currentDate\n" in first.text
+
+
+def _git(cwd: Path, *args: str) -> None:
+    subprocess.run(["git", "-C", str(cwd), *args], check=True, capture_output=True)
+
+
+def test_git_status_is_short_and_bounded(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("GIT_CEILING_DIRECTORIES", str(tmp_path))
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    _git(repo, "init", "-q", "-b", "main")
+    who = ["-c", "user.email=a@b", "-c", "user.name=a"]
+    _git(repo, *who, "commit", "-q", "--allow-empty", "-m", "first")
+    for n in range(400):
+        (repo / f"untracked_file_{n:04d}.txt").write_text("x")
+    status = git_status(repo)
+    assert status is not None
+    assert "Current branch: main" in status
+    assert "Recent commits:\n" in status and "first" in status
+    assert "truncated because it exceeds 2k characters" in status
+    assert len(status) < 2_600
+    assert git_status(tmp_path / "nowhere") is None
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    assert git_status(plain) is None
+
+
+def test_run_records_the_context_in_the_log_header(tmp_path: Path, workspace: Path) -> None:
+    home = tmp_path / "home"
+    write(home / ".claude" / "CLAUDE.md", "Always answer in English.")
+    write(workspace / "CLAUDE.md", "This project keeps notes.")
+    log = tmp_path / "run.jsonl"
+    args = ["run", "--scripted", str(SCENARIOS / "tool_round.json"), "--cwd", str(workspace)]
+    proc = fsm(*args, "--log", str(log), env={"HOME": str(home)})
+    assert proc.returncode == 0, proc.stderr
+    header = json.loads(log.read_text().splitlines()[0])["config"]
+    assert "Always answer in English." in header["user_context"]["claudeMd"]
+    assert "This project keeps notes." in header["user_context"]["claudeMd"]
+    assert header["system_context"]["workingDirectory"] == str(workspace.resolve())
+    assert "context_window" not in header
+    start = json.loads(log.read_text().splitlines()[1])
+    assert start["t"] == "start"
+    check = fsm("replay", str(log), "--check")
+    assert check.returncode == 0, check.stderr

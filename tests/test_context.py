@@ -1,0 +1,540 @@
+"""Context management: each preprocessing level alone, then the pipeline in order."""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import json
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+from attrs import evolve
+
+from fsm_agent import context as ctx
+from fsm_agent.config import RunConfig
+from fsm_agent.context import (
+    CLEARED,
+    apply_compact_summary,
+    apply_tool_result_budget,
+    count_tokens,
+    drain_collapses,
+    estimate_all,
+    estimate_tokens,
+    is_compact_summary,
+    keep_from,
+    microcompact,
+    parse_summary,
+    project_collapses,
+    reactive_compact,
+    snip,
+    stage_collapse,
+)
+from fsm_agent.driver import fresh_iteration, initial_state
+from fsm_agent.effects import LiveEffects
+from fsm_agent.events import ContextReport, DriverEvent, StreamEvent
+from fsm_agent.log import SessionLog
+from fsm_agent.messages import Message, TextBlock, ToolResultBlock, ToolUseBlock, Usage, user
+from fsm_agent.model import ModelRequest
+from fsm_agent.models import context_window
+from fsm_agent.phases import Run
+from fsm_agent.preprocess import preprocess
+from fsm_agent.scripted import Scenario, ScriptedModel
+from fsm_agent.session import replay, run_scenario
+from fsm_agent.state import AutoCompactTracking, CollapseStore, Iteration, LoopState, Transcript
+from tests.conftest import SCENARIOS
+
+# --- building histories -------------------------------------------------------------
+
+
+def round_of(
+    n: int, tool: str = "Read", result: str = "", usage: int | None = None
+) -> list[Message]:
+    """One tool round: an assistant tool_use and the user message with its result."""
+    tid = f"toolu_{n:04d}"
+    assistant = Message(
+        "assistant",
+        (TextBlock(f"step {n}"), ToolUseBlock(tid, tool, {"file_path": f"f{n}.txt"})),
+        usage=None if usage is None else Usage(input_tokens=usage),
+    )
+    return [assistant, Message("user", (ToolResultBlock(tid, result or f"result {n} " * 20),))]
+
+
+def history(rounds: int, tool: str = "Read", usage: int | None = 1000) -> Transcript:
+    items = [user("Do the task.")]
+    for n in range(rounds):
+        items += round_of(n, tool, usage=usage)
+    return Transcript.of(items)
+
+
+def results(messages: Transcript) -> list[ToolResultBlock]:
+    return [b for m in messages for b in m.content if isinstance(b, ToolResultBlock)]
+
+
+def tool_uses(messages: Transcript) -> set[str]:
+    return {b.id for m in messages for b in m.tool_uses}
+
+
+def assert_no_orphans(messages: Transcript) -> None:
+    used = tool_uses(messages)
+    assert {r.tool_use_id for r in results(messages)} <= used
+
+
+# --- token accounting ---------------------------------------------------------------
+
+
+def test_count_is_last_usage_plus_estimate_of_what_came_after() -> None:
+    messages = history(3, usage=5000)
+    extra = user("and one more thing")
+    count = count_tokens(messages.extend((extra,)))
+    last = messages[-2]
+    assert last.usage is not None
+    assert count.exact
+    expected = last.usage.context_tokens + estimate_tokens(messages[-1]) + estimate_tokens(extra)
+    assert count.tokens == expected
+
+
+def test_count_walks_back_only_to_the_anchor(monkeypatch: pytest.MonkeyPatch) -> None:
+    messages = history(200, usage=5000)
+    seen: list[Message] = []
+    real = ctx.estimate_tokens
+
+    def spy(message: Message) -> int:
+        seen.append(message)
+        return real(message)
+
+    monkeypatch.setattr(ctx, "estimate_tokens", spy)
+    count_tokens(messages)
+    assert seen == [messages[-1]]
+
+
+def test_count_without_usage_is_an_estimate() -> None:
+    messages = history(2, usage=None)
+    count = count_tokens(messages)
+    assert not count.exact
+    assert count.tokens == estimate_all(messages)
+
+
+def test_context_window_table() -> None:
+    assert context_window("claude-sonnet-4-5") == 200_000
+    assert context_window("claude-opus-4-1-20250805") == 200_000
+    assert context_window("claude-sonnet-4-5", beta_1m=True) == 1_000_000
+    assert context_window("claude-opus-4-1", beta_1m=True) == 200_000
+    assert context_window("some-other-model") == 200_000
+
+
+def test_replace_from_has_the_digest_of_building_the_whole_list() -> None:
+    messages = history(5)
+    new = user("changed")
+    changed = messages.replace_from(4, (new, *messages[5:]))
+    assert changed.digest == Transcript.of((*messages[:4], new, *messages[5:])).digest
+    assert changed.replace_from(3, changed[3:]).digest == changed.digest
+
+
+# --- level 1: tool-result budget ---------------------------------------------------
+
+
+def big_result_history(size: int = ctx.TOOL_RESULT_MAX_CHARS + 10) -> Transcript:
+    return Transcript.of([user("go"), *round_of(0, "Bash", result="x" * size)])
+
+
+def test_budget_replaces_an_oversized_result_by_a_preview_and_its_path() -> None:
+    messages = big_result_history()
+    out = apply_tool_result_budget(messages, ctx.TOOL_RESULT_MAX_CHARS, {"toolu_0000": "/s/r.txt"})
+    text = results(out)[0].text
+    assert "Full output saved to: /s/r.txt" in text
+    assert f"Output too large ({ctx.TOOL_RESULT_MAX_CHARS + 10} characters)" in text
+    assert len(text) < 3_000
+    assert out[:-1] == messages[:-1]
+
+
+def test_budget_leaves_a_result_it_could_not_store_whole() -> None:
+    messages = big_result_history()
+    assert apply_tool_result_budget(messages, ctx.TOOL_RESULT_MAX_CHARS, {}) is messages
+
+
+def test_budget_ignores_results_within_the_limit() -> None:
+    messages = big_result_history(ctx.TOOL_RESULT_MAX_CHARS)
+    assert ctx.oversized_results(messages, ctx.TOOL_RESULT_MAX_CHARS) == ()
+
+
+# --- level 2: snip -----------------------------------------------------------------
+
+
+def test_snip_drops_whole_old_rounds_and_reports_what_it_freed() -> None:
+    messages = history(6)
+    one_round = estimate_all(messages[1:3])
+    out, freed = snip(messages, tokens_to_free=one_round + 1)
+    assert freed == 2 * one_round
+    assert out[0] == messages[0]
+    assert list(out[1:]) == list(messages[5:])
+    assert_no_orphans(out)
+
+
+def test_snip_keeps_the_prompt_and_the_last_rounds() -> None:
+    messages = history(4)
+    out, freed = snip(messages, tokens_to_free=10**9, keep_rounds=2)
+    assert list(out) == [messages[0], *messages[-4:]]
+    assert freed == estimate_all(messages[1:5])
+    assert snip(out, 10**9, keep_rounds=2) == (out, 0)
+
+
+def test_snip_with_nothing_to_free_is_a_no_op() -> None:
+    messages = history(6)
+    assert snip(messages, 0) == (messages, 0)
+
+
+# --- level 3: microcompact --------------------------------------------------------
+
+
+def test_microcompact_clears_all_but_the_five_newest_results() -> None:
+    messages = history(8)
+    out, freed = microcompact(messages)
+    texts = [r.content for r in results(out)]
+    assert texts[:3] == [CLEARED] * 3
+    assert CLEARED not in texts[3:]
+    assert freed == estimate_all(messages) - estimate_all(out)
+    assert freed > 0
+    assert out.digest == Transcript.of(out.items).digest
+
+
+def test_microcompact_is_idempotent() -> None:
+    out, _ = microcompact(history(8))
+    again, freed = microcompact(out)
+    assert freed == 0
+    assert again is out
+
+
+def test_microcompact_only_touches_the_listed_tools() -> None:
+    messages = history(8, tool="TodoWrite")
+    assert microcompact(messages) == (messages, 0)
+
+
+def test_microcompact_stops_at_the_first_cleared_result() -> None:
+    """Older results were cleared with it: the walk costs only what was added since."""
+    cleared, _ = microcompact(history(8))
+    later = cleared.extend(round_of(8)).extend(round_of(9))
+    out, freed = microcompact(later)
+    texts = [r.content for r in results(out)]
+    assert texts[:5] == [CLEARED] * 5
+    assert CLEARED not in texts[5:]
+    assert freed > 0
+
+
+# --- level 4: context collapse ---------------------------------------------------
+
+
+def test_collapse_is_staged_then_drained_then_projected_once() -> None:
+    messages = history(5)
+    store = stage_collapse(messages, CollapseStore())
+    assert store.staged_count == 1
+    span = store.staged[0]
+    assert (span.start, span.end) == (1, 9)
+    view, _, freed = project_collapses(messages, store)
+    assert view is messages and freed == 0
+    committed = drain_collapses(store)
+    view, applied, freed = project_collapses(messages, committed)
+    assert len(view) == len(messages) - 8 + 1
+    assert "collapsed" in view[1].text
+    assert list(view[2:]) == list(messages[9:])
+    assert freed == estimate_all(messages[1:9]) - estimate_tokens(view[1])
+    assert applied.committed[0].applied
+    assert_no_orphans(view)
+    again, _, freed = project_collapses(view, applied)
+    assert again is view and freed == 0
+
+
+def test_projecting_a_stored_view_again_does_not_double_apply() -> None:
+    """Even a store that lost its `applied` marks leaves an already-collapsed view alone."""
+    messages = history(5)
+    committed = drain_collapses(stage_collapse(messages, CollapseStore()))
+    view, _, _ = project_collapses(messages, committed)
+    longer = view.extend(round_of(10))
+    again, _, freed = project_collapses(longer, committed)
+    assert list(again) == list(longer)
+    assert freed == 0
+
+
+def test_a_newer_staging_replaces_an_overlapping_one() -> None:
+    messages = history(4)
+    store = stage_collapse(messages, CollapseStore())
+    longer = messages.extend(round_of(4))
+    store = stage_collapse(longer, store)
+    assert store.staged_count == 1
+    assert store.staged[0].end == len(longer) - 2
+
+
+# --- level 5: autocompact (pure parts) ---------------------------------------------
+
+
+def test_parse_summary_drops_the_analysis() -> None:
+    text = "<analysis>thinking</analysis>\n<summary>\nThe gist.\n</summary>"
+    assert parse_summary(text) == "The gist."
+    assert parse_summary("plain") == "plain"
+
+
+def test_compact_summary_replaces_the_history_and_keeps_recent_rounds() -> None:
+    messages = history(6, usage=9000)
+    cut = keep_from(messages, max_tokens=10**6, max_rounds=2)
+    assert cut == len(messages) - 4
+    out = apply_compact_summary(messages, "The gist.", cut, pre_tokens=9000)
+    assert "Conversation compacted" in out[0].text and out[0].is_meta
+    assert is_compact_summary(out[1])
+    assert out[1].text.endswith("The gist.")
+    assert [m.content for m in out[2:]] == [m.content for m in messages[cut:]]
+    assert all(m.usage is None for m in out)
+    assert_no_orphans(out)
+
+
+def test_compact_keeps_nothing_when_the_last_round_is_too_big() -> None:
+    messages = history(3)
+    cut = keep_from(messages, max_tokens=1, max_rounds=2)
+    assert cut == len(messages)
+    out = apply_compact_summary(messages, "The gist.", cut, pre_tokens=1)
+    assert len(out) == 2
+    assert "Please continue the conversation" in out[1].text
+
+
+def test_reactive_compact_keeps_the_prompt_and_the_last_round() -> None:
+    messages = history(5, usage=9000)
+    out = reactive_compact(messages)
+    assert out[0] == messages[0]
+    assert "compacted to fit" in out[1].text
+    assert [m.content for m in out[2:]] == [m.content for m in messages[-2:]]
+    assert not count_tokens(out).exact
+    assert_no_orphans(out)
+
+
+# --- the pipeline, in order --------------------------------------------------------
+
+
+class CountingModel(ScriptedModel):
+    """A scripted model that keeps its requests and may answer count_tokens."""
+
+    def __init__(self, turns: list[dict], counted: int | None = None) -> None:
+        super().__init__(Scenario.parse({"turns": turns}))
+        self.requests: list[ModelRequest] = []
+        self.counted = counted
+        self.count_requests: list[ModelRequest] = []
+
+    def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
+        self.requests.append(request)
+        return super().stream(request)
+
+    async def count_tokens(self, request: ModelRequest) -> int | None:
+        self.count_requests.append(request)
+        return self.counted
+
+
+SUMMARY_TURN = {"content": [{"type": "text", "text": "<summary>The gist.</summary>"}]}
+
+
+def pipeline(
+    messages: Transcript,
+    config: RunConfig,
+    model: CountingModel,
+    tmp_path: Path,
+    state: LoopState | None = None,
+) -> tuple[Iteration, list[ContextReport]]:
+    events: list[DriverEvent] = []
+    effects = LiveEffects(model, {}, blob_dir=tmp_path / "blobs")
+    run = Run(config, effects, (), events.append, "s")
+    state = state or evolve(initial_state([], config), messages=messages)
+    it, _ = asyncio.run(preprocess(run, state, fresh_iteration(state)))
+    return it, [e for e in events if isinstance(e, ContextReport)]
+
+
+SMALL = RunConfig(context_window=50_000)
+
+
+def test_under_every_threshold_nothing_happens(tmp_path: Path) -> None:
+    messages = history(10, usage=5_000)
+    model = CountingModel([])
+    it, reports = pipeline(messages, SMALL, model, tmp_path)
+    assert it.messages_for_query is messages
+    assert reports == [] and model.requests == [] and model.count_requests == []
+    assert it.token_count == count_tokens(messages).tokens
+
+
+def test_levels_run_in_order_and_report_before_and_after(tmp_path: Path) -> None:
+    items = [user("go")]
+    for n in range(9):
+        items += round_of(n, result="r" * 4_000, usage=1_000 * n)
+    items[-2] = evolve(items[-2], usage=Usage(input_tokens=40_000))
+    items[-1] = Message("user", (ToolResultBlock("toolu_0008", "y" * 100_050),))
+    messages = Transcript.of(items)
+    config = evolve(SMALL, snip_threshold=40_000)
+    model = CountingModel([SUMMARY_TURN])
+    it, reports = pipeline(messages, config, model, tmp_path)
+    assert [r.level for r in reports] == [
+        "tool_result_budget",
+        "snip",
+        "microcompact",
+        "collapse",
+        "autocompact",
+    ]
+    for earlier, later in itertools.pairwise(reports[1:]):
+        assert later.before == earlier.after
+    assert reports[0].after < reports[0].before
+    assert reports[1].text.startswith("snip: dropped old rounds, 17 left")
+    stored = tmp_path / "blobs" / "toolu_0008.txt"
+    assert stored.read_text() == "y" * 100_050
+    assert [r.purpose for r in model.requests] == ["compact"]
+    assert is_compact_summary(it.messages_for_query[1])
+    assert str(stored) in results(it.messages_for_query)[-1].text
+    assert it.auto_compact_tracking == AutoCompactTracking(compacted=True)
+    assert it.token_count == reports[-1].after < config.autocompact_threshold
+
+
+def test_tokens_freed_by_snip_count_toward_the_autocompact_decision(tmp_path: Path) -> None:
+    config = evolve(SMALL, snip_threshold=10_000)
+    messages = history(30, usage=None)
+    anchor = evolve(messages[-2], usage=Usage(input_tokens=config.autocompact_threshold + 10))
+    messages = messages.replace_from(len(messages) - 2, (anchor, messages[-1]))
+    model = CountingModel([SUMMARY_TURN])
+    it, reports = pipeline(messages, config, model, tmp_path)
+    assert reports[0].level == "snip"
+    assert it.token_count <= config.autocompact_threshold
+    assert model.requests == []
+
+
+def test_autocompact_gives_up_after_three_consecutive_failures(tmp_path: Path) -> None:
+    error = {"error": {"kind": "server", "message": "boom", "status": 500}}
+    model = CountingModel([error, error, error, SUMMARY_TURN])
+    messages = history(10, usage=SMALL.autocompact_threshold + 5_000)
+    state = evolve(initial_state([], SMALL), messages=messages)
+    failures, texts = [], []
+    for _ in range(4):
+        it, reports = pipeline(messages, SMALL, model, tmp_path, state)
+        tracking = it.auto_compact_tracking
+        assert tracking is not None
+        state = evolve(state, auto_compact_tracking=tracking)
+        failures.append(tracking.consecutive_failures)
+        texts.append([r.text for r in reports if r.level == "autocompact"])
+        assert it.messages_for_query[0] == messages[0]
+    assert failures == [1, 2, 3, 3]
+    assert len(model.requests) == 3
+    assert "giving up" in texts[2][0]
+    assert texts[3] == []
+
+
+def test_count_tokens_is_asked_only_without_an_anchor_near_a_limit(tmp_path: Path) -> None:
+    near = Transcript.of([user("x" * 4 * int(0.9 * SMALL.microcompact_threshold))])
+    model = CountingModel([], counted=123)
+    it, _ = pipeline(near, SMALL, model, tmp_path)
+    assert len(model.count_requests) == 1
+    assert model.count_requests[0].purpose == "count_tokens"
+    assert it.token_count == 123
+    failing = CountingModel([], counted=None)
+    it, _ = pipeline(near, SMALL, failing, tmp_path)
+    assert it.token_count == count_tokens(near).tokens
+    far = CountingModel([], counted=123)
+    pipeline(Transcript.of([user("short")]), SMALL, far, tmp_path)
+    assert far.count_requests == []
+
+
+# --- whole runs --------------------------------------------------------------------
+
+
+def test_long_session_autocompacts_and_completes(tmp_path: Path, workspace: Path) -> None:
+    log = tmp_path / "ac.jsonl"
+    result = run_scenario(SCENARIOS / "autocompact.json", cwd=workspace, log=log)
+    assert result.reason == "completed"
+    assert is_compact_summary(result.messages[1])
+    assert "todo.txt held gamma" in result.messages[1].text
+    assert (workspace / "todo.txt").read_text() == "gamma (done)\n"
+    records = [r for _, r in SessionLog(log).records()]
+    levels = [r["level"] for r in records if r["t"] == "context"]
+    assert levels[-1] == "autocompact" and "microcompact" in levels
+    purposes = [
+        r["args"]["purpose"] for r in records if r["t"] == "effect" and r["name"] == "model"
+    ]
+    assert purposes.count("compact") == 1
+    assert replay(log).reason == "completed"
+
+
+def test_autocompact_lets_a_run_past_the_blocking_limit(tmp_path: Path, workspace: Path) -> None:
+    data = json.loads((SCENARIOS / "blocking_limit.json").read_text())
+    del data["config"]["autocompact"]
+    data["turns"] += [SUMMARY_TURN, {"content": [{"type": "text", "text": "Done."}]}]
+    path = tmp_path / "rescued.json"
+    path.write_text(json.dumps(data))
+    result = run_scenario(path, cwd=workspace, keep_log=False)
+    assert result.reason == "completed"
+    assert "blocking_limit" not in result.edges
+
+
+def test_prompt_too_long_after_rounds_compacts_reactively_and_retries(
+    tmp_path: Path, workspace: Path
+) -> None:
+    glob = {"type": "tool_use", "name": "Glob", "input": {"pattern": "*"}}
+    turns = [{"content": [{**glob, "id": f"toolu_p{n}"}]} for n in range(3)]
+    turns += [
+        {"error": {"kind": "prompt_too_long", "message": "prompt is too long", "status": 400}},
+        {"content": [{"type": "text", "text": "Done."}]},
+    ]
+    path = tmp_path / "ptl.json"
+    path.write_text(json.dumps({"prompt": "Look.", "turns": turns}))
+    scenario = Scenario.load(path)
+    model = CountingModel(turns)
+    from fsm_agent.session import arun
+
+    result = asyncio.run(
+        arun(
+            scenario.prompt or "",
+            model=model,
+            config=scenario.run_config(RunConfig(cwd=str(workspace))),
+            keep_log=False,
+        )
+    )
+    assert result.reason == "completed"
+    assert result.edges.count("reactive_compact_retry") == 1
+    failed, retried = model.requests[3], model.requests[4]
+    assert len(retried.messages) < len(failed.messages)
+    assert_no_orphans(retried.messages)
+
+
+def test_an_oversized_result_is_stored_next_to_the_log_and_replayed(
+    tmp_path: Path, workspace: Path
+) -> None:
+    import jsonschema
+
+    from tests.conftest import ROOT
+
+    (workspace / "big.txt").write_text("".join(f"{n:04d} " + "z" * 95 + "\n" for n in range(1500)))
+    read = {"type": "tool_use", "id": "toolu_big1", "name": "Read"}
+    turns = [
+        {"content": [{**read, "input": {"file_path": "big.txt"}}]},
+        {"content": [{"type": "text", "text": "It is long."}]},
+    ]
+    path = tmp_path / "big.json"
+    path.write_text(json.dumps({"prompt": "Read big.txt", "turns": turns}))
+    log = tmp_path / "logs" / "big.jsonl"
+    result = run_scenario(path, cwd=workspace, log=log)
+    assert result.reason == "completed"
+    stored = tmp_path / "logs" / "big" / "tool-results" / "toolu_big1.txt"
+    whole = stored.read_text()
+    assert len(whole) > ctx.TOOL_RESULT_MAX_CHARS and whole.startswith("     1\t0000 zzz")
+    sent = results(result.messages)[-1].text
+    assert f"Full output saved to: {stored}" in sent
+    assert len(sent) < 3_000
+    records = [r for _, r in SessionLog(log).records()]
+    blobs = [r for r in records if r["t"] == "effect" and r["name"] == "store_blob"]
+    assert [b["result"] for b in blobs] == [str(stored)]
+    schema = json.loads((ROOT / "docs" / "log-format.schema.json").read_text())
+    for record in records:
+        jsonschema.validate(record, schema)
+    stored.unlink()
+    assert replay(log).reason == "completed"
+    assert not stored.exists()
+
+
+def test_fsm_agent_run_shows_what_each_level_did(tmp_path: Path, workspace: Path) -> None:
+    from tests.test_cli import fsm
+
+    scenario = str(SCENARIOS / "autocompact.json")
+    log = str(tmp_path / "ac.jsonl")
+    proc = fsm("run", "--scripted", scenario, "--cwd", str(workspace), "--log", log)
+    assert proc.returncode == 0, proc.stderr
+    assert "↻ microcompact: cleared old tool results (26,060 → " in proc.stdout
+    assert "↻ autocompact: summarised 13 messages, kept 4 (30,0" in proc.stdout
