@@ -2,11 +2,17 @@
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import AsyncIterator
 from pathlib import Path
 
-from fsm_agent.events import AssistantMessage, DriverEvent, ModelEvent
+from fsm_agent.config import RunConfig
+from fsm_agent.driver import LoopResult
+from fsm_agent.effects import AbortSignal
+from fsm_agent.events import AssistantMessage, DriverEvent, MessageStop, ModelEvent, StreamEvent
 from fsm_agent.launch import Plan
 from fsm_agent.log import SessionLog
+from fsm_agent.session import arun, replay
 
 
 def test_each_assistant_message_and_stream_event_is_emitted(scenario, tmp_path: Path) -> None:
@@ -38,3 +44,36 @@ def test_chat_logs_follow_the_first_log_name(tmp_path: Path) -> None:
     plan.runs = 2
     assert plan.next_log() == tmp_path / "chat.3.jsonl"
     assert Plan(model=None, config=None, hooks=None, abort=None, log=None).next_log() is None  # type: ignore[arg-type]
+
+
+class StalledModel:
+    """A model that never sends its first event."""
+
+    name = "stalled"
+
+    async def stream(self, request: object) -> AsyncIterator[StreamEvent]:
+        await asyncio.Event().wait()
+        yield MessageStop()
+
+    async def count_tokens(self, request: object) -> int | None:
+        return None
+
+
+def test_ctrl_c_ends_a_wait_for_the_model(workspace: Path, tmp_path: Path) -> None:
+    abort = AbortSignal()
+    log = tmp_path / "stalled.jsonl"
+
+    async def go() -> LoopResult:
+        asyncio.get_running_loop().call_later(0.05, abort.set)
+        run = arun(
+            "hello",
+            model=StalledModel(),
+            config=RunConfig(model="stalled", cwd=str(workspace)),
+            log=log,
+            abort=abort,
+        )
+        return await asyncio.wait_for(run, 60)
+
+    result = asyncio.run(go())
+    assert result.reason == "aborted_streaming"
+    assert replay(log).reason == "aborted_streaming"
