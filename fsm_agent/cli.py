@@ -453,10 +453,66 @@ def _recorded_path(path: Path) -> list[dict[str, Any]]:
 )
 @click.option("--path", "show_path", is_flag=True, help="Print the recorded transition path.")
 @click.option("--json", "as_json", is_flag=True, help="With --path: print it as JSON.")
-def replay(log: Path, check: bool, show_path: bool, as_json: bool) -> None:
-    """Replay a recorded session: no network, no API key, no file touched."""
+@click.option(
+    "--fork-at",
+    type=int,
+    metavar="N",
+    help="Replay steps 1..N from the log, then go on live (needs --scripted or a model).",
+)
+@click.option(
+    "--edit-effect",
+    type=(int, click.Path(dir_okay=False, path_type=Path)),
+    metavar="K FILE",
+    help="Replay up to effect record K (1-based, in log order), answer it with the JSON "
+    "result in FILE, then go on live.",
+)
+@click.option(
+    "--scripted",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Fork: go on with this scenario's model turns and hooks.",
+)
+@click.option("--model", help="Fork: go on with this real model.")
+@click.option("--base-url", envvar="ANTHROPIC_BASE_URL", help="Fork: a Messages API server.")
+@click.option(
+    "--cwd",
+    default=".",
+    type=click.Path(exists=True, file_okay=False),
+    help="Fork: the workspace the live part's tools run in. Default: the current directory.",
+)
+@click.option(
+    "--log",
+    "fork_log",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Fork: where to write the new log. Default: .fsm-agent/sessions/ in the workspace.",
+)
+@click.option("-v", "--verbose", is_flag=True, help="Fork: show every transition.")
+def replay(
+    log: Path,
+    check: bool,
+    show_path: bool,
+    as_json: bool,
+    fork_at: int | None,
+    edit_effect: tuple[int, Path] | None,
+    scripted: Path | None,
+    model: str | None,
+    base_url: str | None,
+    cwd: str,
+    fork_log: Path | None,
+    verbose: bool,
+) -> None:
+    """Replay a recorded session: no network, no API key, no file touched.
+
+    In a terminal, with neither --check nor --path, this opens the step
+    debugger (type help there); otherwise it prints the recorded path.
+    """
+    if fork_at is not None or edit_effect is not None:
+        _fork(log, fork_at, edit_effect, scripted, model, base_url, cwd, fork_log, verbose)
+        return
     if check:
         _check(log)
+        return
+    if not (show_path or as_json) and sys.stdin.isatty():
+        _debug(log)
         return
     steps = _recorded_path(log)
     if as_json:
@@ -466,6 +522,110 @@ def replay(log: Path, check: bool, show_path: bool, as_json: bool) -> None:
         return
     for s in steps:
         click.echo(f"{s['from']} -[{s['edge']}]-> {s['to']}")
+
+
+def _fork(
+    parent: Path,
+    fork_at: int | None,
+    edit_effect: tuple[int, Path] | None,
+    scripted: Path | None,
+    model: str | None,
+    base_url: str | None,
+    cwd: str,
+    log: Path | None,
+    verbose: bool,
+) -> None:
+    from rich.console import Console
+
+    from fsm_agent.effects import AbortSignal
+    from fsm_agent.events import Transition
+    from fsm_agent.fork import ForkError, ForkPoint, afork, replayed_steps
+    from fsm_agent.log import LogError, SessionLog
+    from fsm_agent.recording import Divergence
+    from fsm_agent.render import LiveRenderer
+    from fsm_agent.scripted import ScriptedHooks, ScriptedModel
+
+    if fork_at is not None and edit_effect is not None:
+        fail("give --fork-at or --edit-effect, not both (an edit is itself the fork point)")
+    if scripted is None and model is None:
+        fail("a fork goes on live: give --scripted SCENARIO.json or --model MODEL")
+    point = ForkPoint(step=fork_at)
+    if edit_effect is not None:
+        number, file = edit_effect
+        try:
+            result = json.loads(file.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+            fail(f"{file}: cannot read the edited result: {exc}")
+        point = ForkPoint(effect=number, result=result)
+    abort = AbortSignal()
+    changes: dict[str, Any] = {"cwd": _workspace(cwd)}
+    hooks = None
+    if scripted is not None:
+        scenario = _load_scenario(scripted)
+        the_model: Model = ScriptedModel(scenario, abort)
+        hooks = ScriptedHooks(scenario.hooks)
+    else:
+        the_model = _real_model(base_url)
+    if model is not None:
+        changes["model"] = model
+    console = Console()
+    renderer = LiveRenderer(console, verbose=verbose)
+    try:
+        replayed = replayed_steps(SessionLog(parent), point)
+    except (LogError, ForkError) as exc:
+        fail(str(exc))
+    console.print(f"[dim]replaying {parent} up to step {replayed}, then live[/dim]")
+    if replayed == 0:
+        console.rule("live from step 1", style="yellow")
+
+    def on_event(event: Any) -> None:
+        renderer(event)
+        if isinstance(event, Transition) and event.step == replayed:
+            console.rule(f"live from step {replayed + 1}", style="yellow")
+
+    try:
+        result = asyncio.run(
+            afork(
+                parent,
+                point,
+                model=the_model,
+                hooks=hooks,
+                config_changes=changes,
+                log=log,
+                on_event=on_event,
+                abort=abort,
+            )
+        )
+    except (LogError, ForkError) as exc:
+        fail(str(exc))
+    except Divergence as exc:
+        click.echo(divergence_report(exc), err=True)
+        sys.exit(EXIT_DIVERGED)
+    except OSError as exc:
+        fail(f"cannot write the session log: {exc}")
+    renderer.summary(result)
+    sys.exit(EXIT_CODES.get(result.reason, 1))
+
+
+def _debug(path: Path) -> None:
+    from rich.console import Console
+
+    from fsm_agent.debugger import Debugger
+    from fsm_agent.log import LogError
+
+    try:
+        debugger = Debugger(path)
+    except LogError as exc:
+        fail(str(exc))
+    try:
+        import readline
+
+        readline.set_completer(debugger.complete)
+        readline.set_completer_delims(" \t\n")
+        readline.parse_and_bind("tab: complete")
+    except ImportError:
+        pass
+    debugger.interact(Console())
 
 
 def _check(path: Path) -> None:
@@ -478,11 +638,51 @@ def _check(path: Path) -> None:
     except LogError as exc:
         fail(str(exc))
     except Divergence as exc:
-        click.echo(f"✗ diverged at step {exc.step}: {exc.what}", err=True)
-        click.echo(f"  expected: {exc.expected}", err=True)
-        click.echo(f"  got:      {exc.got}", err=True)
+        click.echo(divergence_report(exc), err=True)
         sys.exit(EXIT_DIVERGED)
     click.echo(f"✓ {len(result.path)} steps match the log; ends {result.reason}")
+
+
+@cli.command()
+@click.argument("logs", nargs=-1, required=True, type=click.Path(dir_okay=False, path_type=Path))
+def coverage(logs: tuple[Path, ...]) -> None:
+    """Which edges of the machine the LOGS take (with counts), and which none does."""
+    from fsm_agent.coverage import REASONS, Coverage
+
+    cov = Coverage.of((s["from"], s["edge"], s["to"]) for log in logs for s in _recorded_path(log))
+    width = max(len(f"{a} -[{e}]-> {b}") for (a, e, b), _ in cov.rows())
+    click.echo(f"{'edge':<{width}}  taken")
+    for (source, edge, dest), count in cov.rows():
+        click.echo(f"{f'{source} -[{edge}]-> {dest}':<{width}}  {count if count else '-'}")
+    taken = len(cov.rows()) - len(cov.untaken)
+    click.echo(
+        f"\n{taken} of {len(cov.rows())} edges taken by {len(logs)} log(s); "
+        f"{len(cov.reasons_taken)} of {len(REASONS)} reasons"
+    )
+    if cov.untaken:
+        click.echo("not taken by any log:")
+        for source, edge, dest in cov.untaken:
+            click.echo(f"  {source} -[{edge}]-> {dest}")
+    for source, edge, dest in cov.unknown:
+        click.echo(f"not in this machine's table: {source} -[{edge}]-> {dest}")
+
+
+def divergence_report(exc: Any) -> str:
+    """The step, what the log recorded, what the code asked for, and where they differ."""
+
+    def show(value: Any) -> str:
+        return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+
+    lines = [
+        f"✗ diverged at step {exc.step}: {exc.what}",
+        f"  log:  {show(exc.expected)}",
+        f"  code: {show(exc.got)}",
+    ]
+    diff = exc.diff
+    if diff and not isinstance(exc.expected, str) and not isinstance(exc.got, str):
+        lines.append("  diff (log → code):")
+        lines.extend(f"    {line}" for line in diff)
+    return "\n".join(lines)
 
 
 def main() -> None:

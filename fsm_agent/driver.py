@@ -9,7 +9,8 @@ replays a log.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+import inspect
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 
 from attrs import field, frozen
 
@@ -84,8 +85,31 @@ def fresh_iteration(state: LoopState) -> Iteration:
     )
 
 
+@frozen
+class StepInfo:
+    """What one step left behind, for observers (the replay debugger).
+
+    `iteration` is the scratch the phase filled in, before a Continue edge
+    starts a fresh one; `state` is the `LoopState` after the edge.
+    """
+
+    step: int
+    source: str
+    edge: str
+    dest: str
+    state: LoopState
+    iteration: Iteration
+
+
+OnStep = Callable[[StepInfo], Awaitable[None] | None]
+
+
 class Engine:
-    """Drives one run of the loop over a tape (a log being written or replayed)."""
+    """Drives one run of the loop over a tape (a log being written or replayed).
+
+    `on_step` is called after every transition; if it returns an awaitable the
+    engine awaits it, so an observer can pause the run between steps.
+    """
 
     def __init__(
         self,
@@ -95,8 +119,10 @@ class Engine:
         tool_specs: Sequence[ToolSpec] = (),
         session_id: str = "",
         on_event: Callable[[DriverEvent], None] | None = None,
+        on_step: OnStep | None = None,
     ) -> None:
         self.config = config
+        self.on_step = on_step
         self.tape = tape
         self.effects = tape.wrap(effects)
         self.tool_specs = tuple(tool_specs)
@@ -132,12 +158,13 @@ class Engine:
             source = machine.state
             it, facts = await PHASES[source](run, state, it)
             edge = machine.fire(state, facts)
+            done = it
             if edge.kind == "continue":
                 state = await CONTINUE[edge.name](run, state, it, facts)
                 it = fresh_iteration(state)
                 digest = state.digest()
             elif edge.name in ON_EDGE:
-                it = ON_EDGE[edge.name](run, it, facts)
+                it = done = ON_EDGE[edge.name](run, it, facts)
             record = {
                 "from": source,
                 "to": edge.dest,
@@ -149,6 +176,10 @@ class Engine:
             self.tape.transition(record)
             path.append(Step(source, edge.name, edge.dest))
             self._emit(Transition(step_no, source, edge.dest, edge.name, state.turn_count))
+            if self.on_step is not None:
+                waiting = self.on_step(StepInfo(step_no, source, edge.name, edge.dest, state, done))
+                if inspect.isawaitable(waiting):
+                    await waiting
         reason = machine.state
         result = LoopResult(
             reason=reason,

@@ -2,9 +2,9 @@
 
 Every run writes its own log (docs/log-format.md), and its `start` record
 holds the whole conversation it began with, so each log replays on its own.
-A run that continues another names it in its header (`parent`, the parent's
-log path, and `parent_session_id`): a chat session or a chain of `--resume`s
-is a list of logs linked back to the first.
+A run that continues another names it in its header (`parent`: the
+parent's `log` path and `session_id`): a chat session or a chain of
+`--resume`s is a list of logs linked back to the first.
 
 Listing reads three lines per log: the header, the `start` record and the
 last line. A log that cannot be read that far is listed and marked, never
@@ -98,6 +98,13 @@ def prompt_of(messages: Sequence[Any]) -> str | None:
     return None
 
 
+def _parent_log(parent: Any) -> str | None:
+    """The parent's log path: a fork's or a continuation's (`{"log": …}`)."""
+    if isinstance(parent, dict) and isinstance(parent.get("log"), str):
+        return parent["log"]
+    return None
+
+
 def describe(path: Path) -> SessionInfo:
     """What a log says about itself, from its first two lines and its last."""
     try:
@@ -114,7 +121,7 @@ def describe(path: Path) -> SessionInfo:
     info: dict[str, Any] = {
         "session_id": header.get("session_id"),
         "created": header.get("created"),
-        "parent": header.get("parent"),
+        "parent": _parent_log(header.get("parent")),
     }
     if start is None or start.get("t") != "start":
         return SessionInfo(path, "torn" if not whole else "corrupt", **info, problem="no start")
@@ -212,9 +219,3 @@ def follow_up(messages: Sequence[Message], prompt: str) -> list[Message]:
     else:
         history.append(Message("user", (TextBlock(prompt),)))
     return history
-
-
-def header_of_child(parent: Path | None, parent_session_id: str | None) -> dict[str, Any]:
-    if parent is None:
-        return {}
-    return {"parent": str(parent), "parent_session_id": parent_session_id}

@@ -61,7 +61,7 @@ class Plan:
     def header_extra(self) -> dict[str, Any]:
         if self.parent is None:
             return {}
-        return {"parent": str(self.parent), "parent_session_id": self.parent_session_id}
+        return {"parent": {"log": str(self.parent), "session_id": self.parent_session_id}}
 
     async def arun(
         self,

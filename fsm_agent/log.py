@@ -128,7 +128,7 @@ class SessionLog:
 
     def _parse(self, raw: bytes, lineno: int, *, last: bool) -> dict[str, Any]:
         try:
-            record = json.loads(raw)
+            record = json.loads(raw.decode())
         except (json.JSONDecodeError, UnicodeDecodeError) as exc:
             raise LogError(f"{self.path}:{lineno}: corrupt record ({exc})") from None
         if not isinstance(record, dict) or record.get("t") not in RECORD_TYPES:

@@ -11,13 +11,13 @@ from __future__ import annotations
 
 import hashlib
 from collections import defaultdict, deque
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
 from attrs import frozen
 
-from fsm_agent.codec import dumps, structure, unstructure
+from fsm_agent.codec import converter, dumps, structure, unstructure
 from fsm_agent.effects import Effects
 from fsm_agent.events import MessageStop, ModelCallError, StreamEvent
 from fsm_agent.hooks import HookOutcome
@@ -46,7 +46,11 @@ def model_summary(request: ModelRequest) -> dict[str, Any]:
 
 @frozen
 class Divergence(Exception):
-    """Replay asked for something the log does not have at this step."""
+    """Replay asked for something the log does not have at this step.
+
+    `expected` is what the log recorded, `got` what the code asked for; `diff`
+    is a few lines saying where the two differ, for the `--check` report.
+    """
 
     step: int
     what: str
@@ -55,6 +59,33 @@ class Divergence(Exception):
 
     def __str__(self) -> str:
         return f"step {self.step}: {self.what}: expected {self.expected!r}, got {self.got!r}"
+
+    @property
+    def diff(self) -> list[str]:
+        return short_diff(self.expected, self.got)
+
+
+def _short(value: Any, limit: int = 60) -> str:
+    plain = isinstance(value, str) and value.isprintable()
+    text = value if plain else dumps(value)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def short_diff(expected: Any, got: Any, prefix: str = "", limit: int = 12) -> list[str]:
+    """`key: expected → got` for each differing leaf, dicts walked by key."""
+    lines: list[str] = []
+    if isinstance(expected, dict) and isinstance(got, dict):
+        for key in [*expected, *(k for k in got if k not in expected)]:
+            a, b = expected.get(key, "<absent>"), got.get(key, "<absent>")
+            if a != b:
+                lines.extend(short_diff(a, b, f"{prefix}{key}.", limit))
+    elif isinstance(expected, list) and isinstance(got, list) and len(expected) == len(got):
+        for i, (a, b) in enumerate(zip(expected, got, strict=True)):
+            if a != b:
+                lines.extend(short_diff(a, b, f"{prefix}{i}.", limit))
+    elif expected != got:
+        lines.append(f"{prefix.rstrip('.') or 'value'}: {_short(expected)} → {_short(got)}")
+    return lines[:limit]
 
 
 class Tape:
@@ -182,13 +213,32 @@ class RecordingEffects:
 
 
 class ReplayTape(Tape):
-    """Reads a recorded log step by step and answers effects from it."""
+    """Reads a recorded log step by step and answers effects from it.
 
-    def __init__(self, log: SessionLog, upto: int | None = None) -> None:
+    `strict=False` is for the replayed part of a fork, which may run in
+    another workspace or session: effects are matched by name (and `args`
+    when they agree) rather than request digest, and transitions by edge and
+    turn rather than state digest. `edits` maps effect numbers (1-based, in
+    log order) to results that replace the recorded ones; `edited` is then
+    the number of the last edited effect handed out.
+    """
+
+    def __init__(
+        self,
+        log: SessionLog,
+        upto: int | None = None,
+        *,
+        strict: bool = True,
+        edits: Mapping[int, Any] | None = None,
+    ) -> None:
         self.log = log
         self.path = log.path
         self.step = 1
         self.upto = upto
+        self.strict = strict
+        self.edits = dict(edits or {})
+        self.edited: int | None = None
+        self._effect_no = 0
         self._records: Iterator[tuple[int, dict[str, Any]]] = log.records()
         self._pending: dict[tuple[str, str], deque[dict[str, Any]]] = defaultdict(deque)
         self._expected: dict[str, Any] | None = None
@@ -212,6 +262,9 @@ class ReplayTape(Tape):
         for _, record in self._records:
             kind = record["t"]
             if kind == "effect":
+                self._effect_no += 1
+                if self.edits:
+                    record["_n"] = self._effect_no
                 self._pending[(record["name"], record["request"])].append(record)
             elif kind == "transition":
                 self._expected = record
@@ -233,37 +286,53 @@ class ReplayTape(Tape):
     def transition(self, record: dict[str, Any]) -> None:
         expected = self._expected
         if expected is None:
-            raise Divergence(self.step, "transition", "end of log", _edge_text(record))
-        for key in ("from", "edge", "to", "turn", "state"):
-            if expected.get(key) != record.get(key):
-                raise Divergence(
-                    self.step,
-                    f"transition {key}",
-                    _edge_text(expected) + f" ({key}={expected.get(key)!r})",
-                    _edge_text(record) + f" ({key}={record.get(key)!r})",
-                )
-        leftover = [r for queue in self._pending.values() for r in queue]
-        if leftover:
-            first = leftover[0]
+            raise Divergence(self.step, "transition", "end of log", _transition_view(record))
+        key = _transition_key if self.strict else _path_key
+        if key(expected) != key(record):
             raise Divergence(
-                self.step, "effect not asked for", f"{first['name']} {first.get('args')}", "none"
+                self.step, "transition", _transition_view(expected), _transition_view(record)
+            )
+        if any(self._pending.values()):
+            first = next(r for queue in self._pending.values() for r in queue)
+            raise Divergence(
+                self.step,
+                f"effect {first['name']} not asked for",
+                _effect_view(first),
+                f"no {first['name']} effect: the code went on to {_edge_text(record)}",
             )
         self.step += 1
         self._load_step()
 
-    def take(self, name: str, request: str, args: Any = None) -> Any:
+    def _queue(self, name: str, request: str, args: Any) -> deque[dict[str, Any]] | None:
         queue = self._pending.get((name, request))
+        if queue or self.strict:
+            return queue
+        same = [q for (n, _), q in self._pending.items() if n == name and q]
+        return next((q for q in same if q[0].get("args") == args), same[0] if same else None)
+
+    def take(self, name: str, request: str, args: Any = None) -> Any:
+        queue = self._queue(name, request, args)
         if not queue:
             same_name = [r for (n, _), q in self._pending.items() if n == name for r in q]
             expected: Any = (
-                {"request": same_name[0]["request"], "args": same_name[0].get("args")}
+                _effect_view(same_name[0])
                 if same_name
-                else "no such effect at this step"
+                else {
+                    "effects at this step": [
+                        f"{r['name']} {_short(r.get('args', r['request']), 40)}"
+                        for q in self._pending.values()
+                        for r in q
+                    ]
+                }
             )
-            raise Divergence(
-                self.step, f"effect {name}", expected, {"request": request, "args": args}
-            )
-        return queue.popleft()["result"]
+            got = {"request": request, **({"args": args} if args is not None else {})}
+            raise Divergence(self.step, f"effect {name}", expected, got)
+        record = queue.popleft()
+        number = record.get("_n")
+        if number in self.edits:
+            self.edited = number
+            return self.edits[number]
+        return record["result"]
 
     def result(self, record: dict[str, Any]) -> None:
         pass
@@ -272,8 +341,53 @@ class ReplayTape(Tape):
         return ReplayEffects(self)
 
 
+TRANSITION_KEYS = ("from", "edge", "to", "turn", "state")
+
+
 def _edge_text(record: dict[str, Any]) -> str:
     return f"{record.get('from')} -[{record.get('edge')}]-> {record.get('to')}"
+
+
+def _transition_key(record: dict[str, Any]) -> tuple[Any, ...]:
+    get = record.get
+    return get("from"), get("edge"), get("to"), get("turn"), get("state")
+
+
+def _path_key(record: dict[str, Any]) -> tuple[Any, ...]:
+    get = record.get
+    return get("from"), get("edge"), get("to"), get("turn")
+
+
+def _transition_view(record: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "edge": _edge_text(record),
+        "turn": record.get("turn"),
+        "state": record.get("state"),
+    }
+
+
+def _effect_view(record: dict[str, Any]) -> dict[str, Any]:
+    view = {"request": record["request"]}
+    if "args" in record:
+        view["args"] = record["args"]
+    return view
+
+
+def _fast_structure(value: Any, cls: Any) -> Any:
+    """cattrs' hook for `cls` called directly: replay structures every recorded result.
+
+    Only on failure does it go through `codec.structure`, for its readable error.
+    """
+    hook = _HOOKS.get(cls)
+    if hook is None:
+        hook = _HOOKS[cls] = converter.get_structure_hook(cls)
+    try:
+        return hook(value, cls)
+    except Exception:
+        return structure(value, cls)
+
+
+_HOOKS: dict[Any, Any] = {}
 
 
 class ReplayEffects:
@@ -284,7 +398,7 @@ class ReplayEffects:
 
     async def model_stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
         recorded = self.tape.take("model", request.digest(), model_summary(request))
-        for event in structure(recorded["events"], list[StreamEvent]):
+        for event in _fast_structure(recorded["events"], list[StreamEvent]):
             yield event
         error = recorded.get("error")
         if error:
@@ -295,10 +409,11 @@ class ReplayEffects:
 
     async def run_tool(self, call: ToolCall, env: ToolEnv) -> ToolOutcome:
         data = unstructure(call)
-        return structure(self.tape.take("tool", digest_of(data), data), ToolOutcome)
+        return _fast_structure(self.tape.take("tool", digest_of(data), data), ToolOutcome)
 
     async def run_hooks(self, event: str, payload: dict[str, Any]) -> HookOutcome:
-        return structure(self.tape.take("hooks", digest_of([event, payload]), event), HookOutcome)
+        recorded = self.tape.take("hooks", digest_of([event, payload]), event)
+        return _fast_structure(recorded, HookOutcome)
 
     async def store_blob(self, name: str, text: str) -> str | None:
         return self.tape.take("store_blob", name, {"name": name, "chars": len(text)})

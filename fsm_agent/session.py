@@ -20,7 +20,7 @@ from attrs import evolve
 from fsm_agent.codec import structure, unstructure
 from fsm_agent.config import RunConfig
 from fsm_agent.driver import Engine, LoopResult
-from fsm_agent.effects import AbortSignal, Inbox, LiveEffects
+from fsm_agent.effects import AbortSignal, Effects, Inbox, LiveEffects
 from fsm_agent.events import DriverEvent
 from fsm_agent.hooks import Hooks
 from fsm_agent.log import LogWriter, MemoryWriter, SessionLog, default_log_path, machine_fingerprint
@@ -63,13 +63,17 @@ async def arun(
     inbox: Inbox | None = None,
     header_extra: dict[str, Any] | None = None,
     session_id: str | None = None,
+    live_effects: Callable[..., Effects] = LiveEffects,
     read_files: Mapping[str, float] | None = None,
 ) -> LoopResult:
     """Run the loop live, recording every transition and effect.
 
     The log goes to `log`, or under `.fsm-agent/sessions/` in the workspace;
-    `keep_log=False` keeps it in memory only. A caller that must name the
-    session before the run starts (stream-json's `system/init`) passes `session_id`.
+    `keep_log=False` keeps it in memory only. `session_id` and `live_effects`
+    (called like `LiveEffects`) let tools/regen_replays.py write logs that
+    are the same on every run; stream-json passes `session_id` to name the
+    session in `system/init` before the run starts. `read_files` carries the
+    files an earlier run of the conversation read.
     """
     config = config or RunConfig()
     tools = default_tools() if tools is None else dict(tools)
@@ -91,7 +95,7 @@ async def arun(
         writer = MemoryWriter(header)
         blobs = Path(tempfile.gettempdir()) / "fsm-agent" / session_id / "tool-results"
     tape = RecordingTape(writer)
-    effects = LiveEffects(model, tools, hooks, abort, inbox, blob_dir=blobs)
+    effects = live_effects(model, tools, hooks, abort, inbox, blob_dir=blobs)
     engine = Engine(config, tape, effects, specs, session_id, on_event)
     try:
         return await engine.run(_messages(prompt), read_files)

@@ -54,7 +54,7 @@ def logs(workspace: Path) -> list[dict]:
         lines = path.read_text().splitlines()
         header = json.loads(lines[0])
         log = {"header": header, "records": [json.loads(x) for x in lines[1:]]}
-        by_parent[header.get("parent_session_id")] = log
+        by_parent[header.get("parent", {}).get("session_id")] = log
     chain, parent = [], None
     while parent in by_parent:
         chain.append(by_parent[parent])
@@ -103,8 +103,9 @@ def test_chat_answer_interrupt_continue_exit(workspace: Path, chat_file: Path) -
     ]
     first, second, third = runs
     assert "parent" not in first["header"]
-    assert second["header"]["parent_session_id"] == first["header"]["session_id"]
-    assert third["header"]["parent_session_id"] == second["header"]["session_id"]
+    assert second["header"]["parent"]["session_id"] == first["header"]["session_id"]
+    assert third["header"]["parent"]["session_id"] == second["header"]["session_id"]
+    assert Path(third["header"]["parent"]["log"]).is_file()
     typed = [
         b["text"]
         for m in third["records"][0]["messages"]

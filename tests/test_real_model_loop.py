@@ -269,3 +269,26 @@ def test_cli_run_against_the_server(
         timeout=60,
     )
     assert check.returncode == 0, check.stderr
+
+
+def test_fork_a_scripted_session_into_a_real_model(
+    messages_server: MessagesServer, scenario, workspace: Path, tmp_path: Path
+) -> None:
+    scenario("tool_round")
+    parent = tmp_path / "tool_round.jsonl"
+    messages_server.reply(text("The real model takes over."))
+    new = tmp_path / "forked.jsonl"
+    proc = subprocess.run(
+        [sys.executable, "-m", "fsm_agent.cli", "replay", str(parent), "--fork-at", "6",
+         "--model", "claude-test-1", "--base-url", messages_server.url,
+         "--cwd", str(workspace), "--log", str(new)],
+        capture_output=True, text=True, timeout=60,
+        env={**os.environ, "ANTHROPIC_API_KEY": "test-key"},
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert "The real model takes over." in proc.stdout
+    sent = messages_server.bodies()
+    assert len(sent) == 1
+    assert sent[0]["model"] == "claude-test-1"
+    assert sent[0]["messages"][-1]["content"][0]["tool_use_id"] == "toolu_01write"
+    assert replay(new).reason == "completed"

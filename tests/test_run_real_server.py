@@ -68,8 +68,7 @@ def test_json_cost_and_resume_sends_the_history(
         ("user", "second"),
     ]
     header = json.loads(Path(second["log"]).read_text().splitlines()[0])
-    assert header["parent"] == str(first_log)
-    assert header["parent_session_id"] == first["session_id"]
+    assert header["parent"] == {"log": str(first_log), "session_id": first["session_id"]}
 
 
 def test_stream_json_passes_the_raw_stream_through(

@@ -52,8 +52,7 @@ def test_resume_continues_the_conversation(workspace: Path, tmp_path: Path) -> N
     assert result["result"] == "It says hello."
     header, start = lines_of(second)[:2]
     parent_header = lines_of(first)[0]
-    assert header["parent"] == str(first)
-    assert header["parent_session_id"] == parent_header["session_id"]
+    assert header["parent"] == {"log": str(first), "session_id": parent_header["session_id"]}
     assert header["config"]["cwd"] == str(workspace.resolve())
     before = [unstructure(m, Message) for m in replay(first).messages.items]
     assert start["messages"][: len(before)] == before
@@ -195,3 +194,41 @@ def test_a_resumed_run_remembers_the_files_read(workspace: Path, tmp_path: Path)
         jsonschema.validate(record, schema)
     check = fsm("replay", str(second), "--check")
     assert check.returncode == 0, check.stderr
+
+
+def test_a_log_with_read_files_steps_and_forks(workspace: Path, tmp_path: Path) -> None:
+    """The debugger's stepper and a fork start from the files the log says were read."""
+    from fsm_agent.stepper import Stepper
+
+    first = tmp_path / "first.jsonl"
+    scripted_run(workspace, "tool_round", "--log", str(first))
+    answer = tmp_path / "answer.json"
+    answer.write_text(json.dumps(ANSWER))
+    second = tmp_path / "second.jsonl"
+    proc = fsm("run", "--resume", str(first), "--scripted", str(answer), "--log", str(second), "?")
+    assert proc.returncode == 0, proc.stderr
+    assert lines_of(second)[1]["read_files"]
+
+    stepper = Stepper(second)
+    try:
+        assert stepper.run_until(0, lambda info: False) is None
+        assert stepper.stopped_by is None
+        assert stepper.result is not None and stepper.result.reason == "completed"
+    finally:
+        stepper.close()
+
+    third = tmp_path / "third.jsonl"
+    forked = fsm(
+        "replay",
+        str(second),
+        "--fork-at",
+        "2",
+        "--scripted",
+        str(answer),
+        "--cwd",
+        str(workspace),
+        "--log",
+        str(third),
+    )
+    assert forked.returncode == 0, forked.stderr
+    assert lines_of(third)[1]["read_files"] == lines_of(second)[1]["read_files"]

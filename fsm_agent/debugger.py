@@ -1,0 +1,541 @@
+"""The replay debugger: step through a recorded session with pdb's habits.
+
+`Debugger.onecmd(line)` runs one command and returns what to show (a rich
+renderable), so the command loop is driven directly in tests; `interact`
+is the terminal loop around it. Positions are steps: at step k the machine
+has just taken transition k (step 0 is the start, before any transition).
+States come from `fsm_agent.stepper.Stepper`, which replays lazily.
+"""
+
+from __future__ import annotations
+
+import cmd
+import io
+import json
+import operator
+import re
+from collections.abc import Callable
+from enum import Enum
+from pathlib import Path
+from typing import Any
+
+import attrs
+from attrs import fields, frozen
+from rich.console import Console, Group, RenderableType
+from rich.pretty import Pretty
+from rich.table import Table
+from rich.text import Text
+
+from fsm_agent.codec import dumps, unstructure
+from fsm_agent.driver import StepInfo
+from fsm_agent.machine import STATES, edge_names, edges_from
+from fsm_agent.messages import Message
+from fsm_agent.recording import Divergence, short_diff
+from fsm_agent.state import LoopState, Transcript
+from fsm_agent.stepper import Stepper
+
+FIELDS = tuple(f.name for f in fields(LoopState))
+_OPS: dict[str, Callable[[Any, Any], bool]] = {
+    "==": operator.eq,
+    "=": operator.eq,
+    "!=": operator.ne,
+    ">=": operator.ge,
+    "<=": operator.le,
+    ">": operator.gt,
+    "<": operator.lt,
+}
+_CONDITION = re.compile(r"^([A-Za-z_][\w.]*)\s*(==|!=|>=|<=|>|<|=)\s*(.+)$")
+PATH_SHOWN = 15
+
+HELP = (
+    ("n, s, next, step", "go to the next step"),
+    ("b, back", "go back one step"),
+    ("g N, goto N", "go to step N (0 is the start)"),
+    ("c, continue", "run to the next breakpoint, or the end"),
+    (
+        "break [SPEC]",
+        "list breakpoints, or stop at SPEC: state=NAME, edge=NAME, turn=N, FIELD>VALUE",
+    ),
+    ("clear [N]", "delete breakpoint N, or all of them"),
+    ("p FIELD", "print a LoopState field (dotted: budget.continuation_count); `p` lists them"),
+    ("msgs", "the messages sent to the model at this step"),
+    ("diff [A B]", "how the LoopState changed from step A to B (default: previous step to this)"),
+    ("w, where", "the path so far and where the machine is now"),
+    ("effects", "the effect records of this step"),
+    ("help", "this list"),
+    ("q, quit", "leave"),
+)
+
+
+class CommandError(ValueError):
+    """A command the debugger cannot carry out; shown as one line."""
+
+
+def field_value(state: LoopState, name: str) -> Any:
+    value: Any = state
+    for part in name.split("."):
+        if not hasattr(value, part):
+            raise CommandError(f"no field {name!r} (LoopState fields: {', '.join(FIELDS)})")
+        value = getattr(value, part)
+    return value
+
+
+def comparable(value: Any) -> Any:
+    if isinstance(value, Transcript | tuple | list):
+        return len(value)
+    if isinstance(value, Enum):
+        return value.value
+    return value
+
+
+def _literal(text: str) -> Any:
+    text = text.strip()
+    aliases = {"None": None, "True": True, "False": False}
+    if text in aliases:
+        return aliases[text]
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError:
+        return text.strip("'\"")
+
+
+@frozen
+class Breakpoint:
+    """Stops on arriving in a state or taking an edge, or when a condition becomes true.
+
+    Conditions (and `turn=N`) trigger on the step where they turn true, not on
+    every step after, so `c` moves on past them.
+    """
+
+    spec: str
+    kind: str
+    name: str = ""
+    op: str = "=="
+    value: Any = None
+
+    @classmethod
+    def parse(cls, spec: str) -> Breakpoint:
+        spec = spec.strip()
+        key, sep, rest = spec.partition("=")
+        if sep and key.strip() in ("state", "edge") and not rest.startswith("="):
+            name = rest.strip()
+            known = STATES if key.strip() == "state" else edge_names()
+            if name not in known:
+                raise CommandError(f"no {key.strip()} {name!r} (known: {', '.join(known)})")
+            return cls(spec, key.strip(), name)
+        turn = re.fullmatch(r"turn\s*(?:=|==|\s)\s*(\d+)", spec)
+        if turn:
+            return cls(spec, "condition", "turn_count", "==", int(turn.group(1)))
+        match = _CONDITION.match(spec)
+        if not match:
+            raise CommandError(
+                f"cannot read breakpoint {spec!r}: use state=NAME, edge=NAME, turn=N or FIELD>VALUE"
+            )
+        name, op, value = match.groups()
+        if name.split(".")[0] not in FIELDS:
+            raise CommandError(f"no field {name!r} (LoopState fields: {', '.join(FIELDS)})")
+        return cls(spec, "condition", name, op, _literal(value))
+
+    def holds(self, state: LoopState) -> bool:
+        try:
+            return bool(_OPS[self.op](comparable(field_value(state, self.name)), self.value))
+        except (TypeError, CommandError):
+            return False
+
+    def hits(self, before: LoopState, info: StepInfo) -> bool:
+        if self.kind == "state":
+            return info.dest == self.name
+        if self.kind == "edge":
+            return info.edge == self.name
+        return self.holds(info.state) and not self.holds(before)
+
+
+def _short(value: Any, limit: int = 100) -> str:
+    text = value if isinstance(value, str) else dumps(value)
+    text = text.replace("\n", "⏎").replace("\t", " ")
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def message_line(i: int, message: Message) -> Text:
+    parts = []
+    for block in message.content:
+        kind = getattr(block, "type", type(block).__name__)
+        if kind == "text":
+            parts.append(block.text)
+        elif kind == "tool_use":
+            parts.append(f"[tool_use {block.name} {dumps(block.input)}]")
+        elif kind == "tool_result":
+            content = block.content if isinstance(block.content, str) else "[blocks]"
+            err = " error" if block.is_error else ""
+            parts.append(f"[tool_result{err} {content}]")
+        else:
+            parts.append(f"[{kind}]")
+    meta = " (meta)" if message.is_meta else ""
+    line = Text(f"{i:>4} ", style="dim", no_wrap=True, overflow="ellipsis")
+    line.append(f"{message.role}{meta}: ", style="bold")
+    line.append(_short(" ".join(parts), 110))
+    return line
+
+
+class Debugger(cmd.Cmd):
+    """pdb-style commands over a recorded session; `onecmd` returns what to show."""
+
+    prompt = "(fsm) "
+
+    def __init__(self, path: Path, width: int = 100) -> None:
+        super().__init__()
+        self.stepper = Stepper(path)
+        self.path = path
+        self.pos = 0
+        self.breakpoints: dict[int, Breakpoint] = {}
+        self._next_bp = 1
+        self.done = False
+        self.width = width
+        self.lastcmd = ""
+
+    # -- the loop -------------------------------------------------------------
+
+    def onecmd(self, line: str) -> RenderableType:  # type: ignore[override]
+        line = line.strip()
+        if not line:
+            line = self.lastcmd
+            if not line:
+                return Text("")
+        self.lastcmd = line
+        name, arg, _ = self.parseline(line)
+        handler = getattr(self, f"do_{name}", None) if name else None
+        if handler is None:
+            return Text(f"*** unknown command {line.split()[0]!r}; type help", style="red")
+        try:
+            return handler(arg or "")
+        except CommandError as exc:
+            return Text(f"*** {exc}", style="red")
+
+    def text(self, line: str) -> str:
+        """`onecmd` rendered as plain text: for tests and pipes."""
+        buffer = io.StringIO()
+        Console(file=buffer, width=self.width, color_system=None).print(self.onecmd(line))
+        return buffer.getvalue()
+
+    def interact(self, console: Console) -> None:
+        console.print(self.banner())
+        while not self.done:
+            try:
+                line = input(self.prompt)
+            except EOFError:
+                break
+            except KeyboardInterrupt:
+                console.print()
+                continue
+            console.print(self.onecmd(line))
+        self.stepper.close()
+
+    def banner(self) -> RenderableType:
+        steps = self.stepper.index.steps
+        head = Text(f"fsm-agent replay debugger: {self.path} ({steps} steps). ")
+        head.append("Type help for the commands.", style="dim")
+        return Group(head, self.position())
+
+    # -- moving ---------------------------------------------------------------
+
+    def _info(self, step: int) -> StepInfo | None:
+        return None if step == 0 else self.stepper.at(step)
+
+    def _state(self, step: int) -> LoopState:
+        if step == 0:
+            return self.stepper.initial
+        info = self._info(step)
+        if info is None:
+            raise CommandError(self._beyond(step))
+        return info.state
+
+    def _beyond(self, step: int) -> str:
+        stopped = self.stepper.stopped_by
+        if isinstance(stopped, Divergence):
+            return f"the replay diverged at step {stopped.step}: {stopped}"
+        if stopped is not None:
+            return f"the replay stopped after step {self.stepper.reached}: {stopped}"
+        return f"no step {step}: the log has steps 0..{self.stepper.index.steps}"
+
+    def _go(self, step: int) -> RenderableType:
+        if step < 0:
+            raise CommandError("already at the start (step 0)")
+        if step > 0 and self._info(step) is None:
+            raise CommandError(self._beyond(step))
+        self.pos = step
+        return self.position()
+
+    def position(self, note: str = "") -> RenderableType:
+        total = self.stepper.index.steps
+        line = Text(f"step {self.pos}/{total}: ", style="bold")
+        if self.pos == 0:
+            line.append(f"start, in {STATES[0]}")
+            turn = self.stepper.initial.turn_count
+        else:
+            info = self._info(self.pos)
+            assert info is not None
+            line.append(f"{info.source} -[", style="")
+            line.append(info.edge, style="bold cyan")
+            line.append(f"]-> {info.dest}")
+            turn = info.state.turn_count
+        line.append(f"  turn {turn}", style="dim")
+        if note:
+            line.append(f"  {note}", style="yellow")
+        if self.pos == total and self.pos > 0:
+            result = self.stepper.index.result()
+            if result is not None:
+                line.append(f"  (end: {result.get('reason')})", style="dim")
+        return line
+
+    def do_next(self, arg: str) -> RenderableType:
+        return self._go(self.pos + 1)
+
+    do_n = do_s = do_step = do_next
+
+    def do_back(self, arg: str) -> RenderableType:
+        return self._go(self.pos - 1)
+
+    do_b = do_back
+
+    def do_goto(self, arg: str) -> RenderableType:
+        try:
+            step = int(arg)
+        except ValueError:
+            raise CommandError("usage: g N (a step number)") from None
+        return self._go(step)
+
+    do_g = do_goto
+
+    def do_continue(self, arg: str) -> RenderableType:
+        before = [self._state(self.pos)]
+        hit: list[int] = []
+
+        def stop_when(info: StepInfo) -> bool:
+            hit.extend(n for n, bp in self.breakpoints.items() if bp.hits(before[0], info))
+            before[0] = info.state
+            return bool(hit)
+
+        info = self.stepper.run_until(self.pos, stop_when)
+        if info is None:
+            self.pos = self.stepper.reached
+            if self.stepper.stopped_by is not None:
+                raise CommandError(self._beyond(self.pos + 1))
+            return self.position("no breakpoint hit: at the end")
+        self.pos = info.step
+        note = ", ".join(f"breakpoint {n} ({self.breakpoints[n].spec})" for n in hit)
+        return self.position(note)
+
+    do_c = do_cont = do_continue
+
+    # -- breakpoints ----------------------------------------------------------
+
+    def do_break(self, arg: str) -> RenderableType:
+        if not arg.strip():
+            if not self.breakpoints:
+                return Text("no breakpoints")
+            table = Table("num", "breakpoint", box=None)
+            for n, bp in self.breakpoints.items():
+                table.add_row(str(n), bp.spec)
+            return table
+        bp = Breakpoint.parse(arg)
+        n = self._next_bp
+        self._next_bp += 1
+        self.breakpoints[n] = bp
+        return Text(f"breakpoint {n}: {bp.spec}")
+
+    do_tbreak = do_break
+
+    def do_clear(self, arg: str) -> RenderableType:
+        if not arg.strip():
+            count = len(self.breakpoints)
+            self.breakpoints.clear()
+            return Text(f"deleted {count} breakpoint(s)")
+        try:
+            n = int(arg)
+            del self.breakpoints[n]
+        except (ValueError, KeyError):
+            raise CommandError(f"no breakpoint {arg.strip()!r}") from None
+        return Text(f"deleted breakpoint {n}")
+
+    do_cl = do_clear
+
+    # -- looking --------------------------------------------------------------
+
+    def do_p(self, arg: str) -> RenderableType:
+        state = self._state(self.pos)
+        name = arg.strip()
+        if not name:
+            table = Table("field", "value", box=None)
+            for f in FIELDS:
+                table.add_row(f, self._show_value(getattr(state, f), 70))
+            return table
+        value = field_value(state, name)
+        if isinstance(value, Transcript):
+            lines = [Text(f"{len(value)} messages, digest {value.digest[:16]}")]
+            lines.extend(message_line(i, m) for i, m in enumerate(value.items[-10:]))
+            return Group(*lines)
+        if attrs.has(type(value)) or isinstance(value, dict | list | tuple):
+            return Group(Text(f"{name} ="), Pretty(_plain(value), indent_guides=False))
+        return Text(f"{name} = {self._show_value(value, 2000)}")
+
+    do_print = do_p
+
+    @staticmethod
+    def _show_value(value: Any, limit: int) -> str:
+        if isinstance(value, Transcript):
+            return f"{len(value)} messages"
+        if isinstance(value, Enum):
+            return repr(value.value)
+        if isinstance(value, str | int | float | bool) or value is None:
+            return repr(value)
+        return _short(_plain(value), limit)
+
+    def do_msgs(self, arg: str) -> RenderableType:
+        if self.pos == 0:
+            raise CommandError("no request at the start: step forward first")
+        info = self._info(self.pos)
+        assert info is not None
+        model = [r for r in self.stepper.index.effects_of(self.pos) if r["name"] == "model"]
+        if not model:
+            return Text(f"step {self.pos} ({info.source}) sent no model request")
+        sent = info.iteration.messages_for_query
+        lines: list[RenderableType] = []
+        for record in model:
+            args = record.get("args") or {}
+            lines.append(
+                Text(
+                    f"model request: {args.get('model')} ({args.get('purpose')}), "
+                    f"max_tokens {args.get('max_tokens')}, {args.get('messages')} messages",
+                    style="bold",
+                )
+            )
+        lines.extend(message_line(i, m) for i, m in enumerate(sent))
+        return Group(*lines)
+
+    def do_diff(self, arg: str) -> RenderableType:
+        parts = arg.split()
+        try:
+            a, b = (int(parts[0]), int(parts[1])) if parts else (max(self.pos - 1, 0), self.pos)
+        except (ValueError, IndexError):
+            raise CommandError("usage: diff [A B] (two step numbers)") from None
+        first, second = self._state(a), self._state(b)
+        lines: list[RenderableType] = [Text(f"LoopState, step {a} → step {b}:", style="bold")]
+        for f in FIELDS:
+            x, y = getattr(first, f), getattr(second, f)
+            if x == y:
+                continue
+            if isinstance(x, Transcript):
+                lines.append(Text(f"  messages: {len(x)} → {len(y)}"))
+                start = len(x) if y.items[: len(x)] == x.items else 0
+                lines.extend(message_line(i + start, m) for i, m in enumerate(y.items[start:]))
+                continue
+            for line in short_diff(_plain(x), _plain(y), f"{f}."):
+                lines.append(Text(f"  {line}"))
+        if len(lines) == 1:
+            lines.append(Text("  (no difference)"))
+        return Group(*lines)
+
+    def do_where(self, arg: str) -> RenderableType:
+        index = self.stepper.index
+        first = max(1, self.pos - PATH_SHOWN + 1)
+        lines: list[RenderableType] = []
+        if first > 1:
+            lines.append(Text(f"  … {first - 1} earlier steps", style="dim"))
+        for step in range(first, self.pos + 1):
+            record = index.transition(step)
+            mark = "→" if step == self.pos else " "
+            lines.append(
+                Text(
+                    f"{mark} {step:>4} {record['from']} -[{record['edge']}]-> {record['to']}"
+                    f"  turn {record['turn']}"
+                )
+            )
+        if self.pos == 0:
+            lines.append(Text("→    0 start"))
+        state = STATES[0] if self.pos == 0 else index.transition(self.pos)["to"]
+        upcoming = index.transition(self.pos + 1)["edge"] if self.pos < index.steps else None
+        lines.append(Text(f"now in {state}", style="bold"))
+        for edge in edges_from(state):
+            mark = "▶" if edge.name == upcoming else " "
+            lines.append(Text(f"  {mark} -[{edge.name}]-> {edge.dest}   when {edge.when}"))
+        if not edges_from(state):
+            lines.append(Text("  (a final state)", style="dim"))
+        return Group(*lines)
+
+    do_w = do_bt = do_where
+
+    def do_effects(self, arg: str) -> RenderableType:
+        if self.pos == 0:
+            raise CommandError("no effects at the start: step forward first")
+        records = self.stepper.index.effects_of(self.pos)
+        if not records:
+            return Text(f"step {self.pos} has no effect records")
+        lines = []
+        for record in records:
+            line = Text(f"{record['name']:<12} ", style="bold", no_wrap=True, overflow="ellipsis")
+            line.append(effect_summary(record))
+            lines.append(line)
+        return Group(*lines)
+
+    def do_help(self, arg: str) -> RenderableType:  # type: ignore[override]
+        table = Table("command", "what it does", box=None)
+        for names, what in HELP:
+            table.add_row(names, what)
+        return table
+
+    do_h = do_help
+
+    def do_quit(self, arg: str) -> RenderableType:
+        self.done = True
+        return Text("")
+
+    do_q = do_exit = do_quit
+
+    def complete_p(self, text: str, *ignored: Any) -> list[str]:
+        return [f for f in FIELDS if f.startswith(text)]
+
+    def complete_break(self, text: str, *ignored: Any) -> list[str]:
+        options = [f"state={s}" for s in STATES] + [f"edge={e}" for e in edge_names()]
+        return [o for o in [*options, *FIELDS] if o.startswith(text)]
+
+    def completenames(self, text: str, *ignored: Any) -> list[str]:
+        return [name for name in self.get_names_plain() if name.startswith(text)]
+
+    def get_names_plain(self) -> list[str]:
+        return sorted(n[3:] for n in dir(self.__class__) if n.startswith("do_"))
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, Enum):
+        return value.value
+    if attrs.has(type(value)):
+        return attrs.asdict(value, value_serializer=lambda _i, _f, v: _plain_leaf(v))
+    return unstructure(value)
+
+
+def _plain_leaf(value: Any) -> Any:
+    return value.value if isinstance(value, Enum) else value
+
+
+def effect_summary(record: dict[str, Any]) -> str:
+    """One line for an effect record: what was asked, and what came back."""
+    name, args, result = record["name"], record.get("args"), record.get("result")
+    if name == "model" and isinstance(args, dict) and isinstance(result, dict):
+        events = result.get("events") or []
+        stops = [e.get("stop_reason") for e in events if e.get("event") == "MessageDelta"]
+        error = result.get("error")
+        got = (
+            f"error {error.get('kind')}: {error.get('message')}"
+            if error
+            else (f"{len(events)} events, stop_reason {stops[-1] if stops else None}")
+        )
+        return f"{args.get('messages')} messages, last {_short(args.get('last'), 50)} → {got}"
+    if name == "tool" and isinstance(args, dict) and isinstance(result, dict):
+        flag = " (is_error)" if result.get("is_error") else ""
+        call = f"{args.get('name')} {_short(args.get('input'), 40)}"
+        return f"{call} → {_short(result.get('content', ''), 50)}{flag}"
+    if name == "hooks" and isinstance(result, dict):
+        said = {k: v for k, v in result.items() if v} or "no opinion"
+        return f"{args} → {_short(said, 70)}"
+    asked = f"{record['request']} " if record["request"] else ""
+    return f"{asked}→ {_short(result, 80)}"

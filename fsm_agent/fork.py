@@ -1,0 +1,262 @@
+"""Forking a recorded session: replay its first steps, then go on live.
+
+`afork` re-runs the start of a parent log with every effect answered from it
+(nothing is executed), then switches to live effects — a model, real tools
+in a workspace, hooks — and writes a new log whose header names the parent
+and the fork point. The switch happens after transition N (`--fork-at N`),
+or right after the engine takes an edited effect result (`--edit-effect K`:
+what-if runs). The new log holds every effect the run saw, replayed or live,
+so it replays with `--check` on its own.
+
+The replayed part is matched leniently (`ReplayTape(strict=False)`): a fork
+usually runs in another workspace and session, which changes hook payloads
+and state digests but not the path. The fork's own log is exact.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import uuid
+from collections.abc import AsyncIterator, Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+from attrs import evolve, frozen
+
+from fsm_agent.codec import CodecError, structure, unstructure
+from fsm_agent.driver import Engine, LoopResult
+from fsm_agent.effects import AbortSignal, Effects, LiveEffects
+from fsm_agent.events import DriverEvent, StreamEvent
+from fsm_agent.hooks import HookOutcome, Hooks
+from fsm_agent.log import LogWriter, SessionLog, default_log_path, machine_fingerprint
+from fsm_agent.machine import FINAL_STATES
+from fsm_agent.messages import Message
+from fsm_agent.model import Model, ModelRequest, ToolSpec
+from fsm_agent.recording import RecordingEffects, RecordingTape, ReplayEffects, ReplayTape, Tape
+from fsm_agent.stepper import LogIndex
+from fsm_agent.tools.base import Tool, ToolCall, ToolEnv, ToolOutcome
+
+
+class ForkError(ValueError):
+    """A fork point or an edited result that cannot be used; the message says why."""
+
+
+@frozen
+class ForkPoint:
+    """Where a fork goes live: after transition `step`, or after effect number `effect`."""
+
+    step: int | None = None
+    effect: int | None = None
+    result: Any = None
+
+    def describe(self) -> dict[str, Any]:
+        if self.effect is not None:
+            return {"effect": self.effect}
+        return {"step": self.step}
+
+
+_RESULT_SHAPES: dict[str, Any] = {
+    "tool": ToolOutcome,
+    "hooks": HookOutcome,
+}
+
+
+def check_point(log: SessionLog, point: ForkPoint) -> None:
+    """Refuse a fork point the parent log does not have, or an edit of the wrong shape."""
+    index = LogIndex(log)
+    if point.effect is not None:
+        total = sum(len(v) for v in index.effects.values())
+        if not 1 <= point.effect <= total:
+            raise ForkError(f"no effect {point.effect}: the log has effects 1..{total}")
+        name = _effect_record(index, point.effect)["name"]
+        _check_result(name, point.result)
+        return
+    step = point.step if point.step is not None else 0
+    if not 0 <= step <= index.steps:
+        raise ForkError(f"no step {step}: the log has steps 0..{index.steps}")
+    if step and index.transition(step)["to"] in FINAL_STATES:
+        end = index.transition(step)["to"]
+        raise ForkError(f"step {step} ends the run ({end}): fork at an earlier step")
+
+
+def replayed_steps(log: SessionLog, point: ForkPoint) -> int:
+    """How many whole steps come from the parent log before the fork goes live."""
+    check_point(log, point)
+    if point.effect is not None:
+        return int(_effect_record(LogIndex(log), point.effect)["step"]) - 1
+    return point.step or 0
+
+
+def _effect_record(index: LogIndex, number: int) -> dict[str, Any]:
+    seen = 0
+    for step in sorted(index.effects):
+        offsets = index.effects[step]
+        if seen + len(offsets) >= number:
+            return index.log.read_at(offsets[number - seen - 1])
+        seen += len(offsets)
+    raise ForkError(f"no effect {number}")
+
+
+def _check_result(name: str, result: Any) -> None:
+    try:
+        if name == "model":
+            if not isinstance(result, dict) or not isinstance(result.get("events"), list):
+                raise CodecError('a model result is {"events": [...], "error": null}')
+            structure(result["events"], list[StreamEvent])
+        elif name in _RESULT_SHAPES:
+            structure(result, _RESULT_SHAPES[name])
+    except CodecError as exc:
+        raise ForkError(f"the edited {name} result does not fit: {exc}") from None
+
+
+class ForkTape(Tape):
+    """Checks the parent log until the fork point, and records everything to the new log."""
+
+    def __init__(self, parent: SessionLog, writer: LogWriter, point: ForkPoint) -> None:
+        edits = {point.effect: point.result} if point.effect is not None else None
+        self.replay = ReplayTape(parent, strict=False, edits=edits)
+        self.recording = RecordingTape(writer)
+        self.point = point
+        self.live = point.effect is None and not point.step
+
+    @property  # type: ignore[override]
+    def step(self) -> int:
+        return self.recording.step
+
+    @property
+    def path(self) -> Path | None:
+        return self.recording.writer.path
+
+    def start(self, messages: list[Any], read_files: dict[str, float] | None = None) -> None:
+        self.recording.start(messages, read_files)
+
+    def transition(self, record: dict[str, Any]) -> None:
+        if not self.live:
+            self.replay.transition(record)
+            if self.point.step is not None and self.recording.step >= self.point.step:
+                self.live = True
+        self.recording.transition(record)
+
+    def result(self, record: dict[str, Any]) -> None:
+        self.recording.result(record)
+
+    def wrap(self, effects: Effects | None) -> Effects:
+        if effects is None:
+            raise ValueError("a fork needs live effects to go on with")
+        return RecordingEffects(
+            SwitchEffects(ReplayEffects(self.replay), effects, self), self.recording
+        )
+
+
+class SwitchEffects:
+    """The log's answers before the fork point, the live world's after."""
+
+    def __init__(self, replayed: ReplayEffects, live: Effects, tape: ForkTape) -> None:
+        self.replayed = replayed
+        self.live_effects = live
+        self.tape = tape
+
+    def _source(self) -> Effects:
+        return self.live_effects if self.tape.live else self.replayed  # type: ignore[return-value]
+
+    def _after(self) -> None:
+        if self.tape.replay.edited is not None:
+            self.tape.live = True
+
+    async def model_stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
+        try:
+            async for event in self._source().model_stream(request):
+                yield event
+        finally:
+            self._after()
+
+    async def count_tokens(self, request: ModelRequest) -> int | None:
+        try:
+            return await self._source().count_tokens(request)
+        finally:
+            self._after()
+
+    async def run_tool(self, call: ToolCall, env: ToolEnv) -> ToolOutcome:
+        try:
+            return await self._source().run_tool(call, env)
+        finally:
+            self._after()
+
+    async def run_hooks(self, event: str, payload: dict[str, Any]) -> HookOutcome:
+        try:
+            return await self._source().run_hooks(event, payload)
+        finally:
+            self._after()
+
+    async def store_blob(self, name: str, text: str) -> str | None:
+        try:
+            return await self._source().store_blob(name, text)
+        finally:
+            self._after()
+
+    def now(self) -> float:
+        try:
+            return self._source().now()
+        finally:
+            self._after()
+
+    def new_id(self, prefix: str) -> str:
+        try:
+            return self._source().new_id(prefix)
+        finally:
+            self._after()
+
+    def aborted(self, where: str) -> bool:
+        try:
+            return self._source().aborted(where)
+        finally:
+            self._after()
+
+    def queued_input(self) -> tuple[str, ...]:
+        try:
+            return self._source().queued_input()
+        finally:
+            self._after()
+
+
+async def afork(
+    parent: str | Path,
+    point: ForkPoint,
+    *,
+    model: Model,
+    tools: Mapping[str, Tool] | None = None,
+    hooks: Hooks | None = None,
+    config_changes: Mapping[str, Any] | None = None,
+    log: str | Path | None = None,
+    on_event: Callable[[DriverEvent], None] | None = None,
+    abort: AbortSignal | None = None,
+) -> LoopResult:
+    """Replay `parent` up to `point`, then run live; the new log's header names both."""
+    from fsm_agent.session import config_of, default_tools
+
+    parent_log = SessionLog(Path(parent))
+    check_point(parent_log, point)
+    config = evolve(config_of(parent_log), **dict(config_changes or {}))
+    specs = structure(parent_log.header.get("tools", []), list[ToolSpec])
+    session_id = str(uuid.uuid4())
+    header = {
+        "session_id": session_id,
+        "created": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+        "fingerprint": machine_fingerprint(),
+        "config": unstructure(config),
+        "tools": unstructure(list(specs)),
+        "parent": {"log": str(parent), **point.describe()},
+    }
+    path = Path(log) if log else default_log_path(config.cwd, session_id)
+    writer = LogWriter(path, header)
+    tape = ForkTape(parent_log, writer, point)
+    blobs = path.parent / path.stem / "tool-results"
+    live = LiveEffects(
+        model, default_tools() if tools is None else tools, hooks, abort, blob_dir=blobs
+    )
+    engine = Engine(config, tape, live, specs, session_id, on_event)
+    messages = [structure(m, Message) for m in tape.replay.start_messages]
+    try:
+        return await engine.run(messages, tape.replay.start_read_files)
+    finally:
+        writer.close()

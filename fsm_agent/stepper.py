@@ -1,0 +1,197 @@
+"""Random access to the steps of a recorded session, for the replay debugger.
+
+Two pieces, both lazy so that a 10,000-step log opens at once:
+
+- `LogIndex` scans the log once for where each line starts, its record kind
+  and its step (read from the line's first bytes, not by parsing it), so a
+  step's transition and effect records are read from disk only when shown.
+- `Stepper` gives the `LoopState` and `Iteration` after any step. States are
+  not in the log (it holds only their digests), so they are rebuilt by
+  replaying the engine with every effect answered from the log. The replay
+  runs on the stepper's own event loop and pauses after the step asked for
+  (`Engine.on_step` returns a future the stepper resolves to go on): moving
+  forward costs only the steps in between. The last `CACHE` steps are kept,
+  so stepping back is free; going back further replays again from the start
+  up to the step asked for, which at replay speed (tens of thousands of
+  steps a second) is quicker than keeping periodic checkpoints would be
+  worth. Memory stays bounded by the cache, whatever the log's length.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import re
+from collections import OrderedDict
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from attrs import frozen
+
+from fsm_agent.codec import structure
+from fsm_agent.driver import Engine, LoopResult, StepInfo, initial_state
+from fsm_agent.log import SessionLog
+from fsm_agent.messages import Message
+from fsm_agent.model import ToolSpec
+from fsm_agent.recording import ReplayTape
+
+_HEAD = re.compile(rb'^\{\s*"t"\s*:\s*"(\w+)"\s*(?:,\s*"step"\s*:\s*(\d+))?')
+CACHE = 256
+
+
+@frozen
+class Line:
+    kind: str
+    step: int
+    offset: int
+
+
+class LogIndex:
+    """Where each record of a log is, by kind and step; records are read on demand."""
+
+    def __init__(self, log: SessionLog) -> None:
+        self.log = log
+        self.transitions: list[int] = []
+        self.effects: dict[int, list[int]] = {}
+        self.result_offset: int | None = None
+        self._scan()
+
+    def _scan(self) -> None:
+        with self.log.path.open("rb") as fh:
+            pos = len(fh.readline())
+            for raw in fh:
+                offset, pos = pos, pos + len(raw)
+                match = _HEAD.match(raw)
+                if match is not None:
+                    kind, step = match.group(1).decode(), int(match.group(2) or 0)
+                else:
+                    try:
+                        record = json.loads(raw)
+                    except (json.JSONDecodeError, UnicodeDecodeError):
+                        continue
+                    kind, step = str(record.get("t")), int(record.get("step") or 0)
+                if kind == "transition":
+                    self.transitions.append(offset)
+                elif kind == "effect":
+                    self.effects.setdefault(step, []).append(offset)
+                elif kind == "result":
+                    self.result_offset = offset
+
+    @property
+    def steps(self) -> int:
+        return len(self.transitions)
+
+    def transition(self, step: int) -> dict[str, Any]:
+        return self.log.read_at(self.transitions[step - 1])
+
+    def effects_of(self, step: int) -> list[dict[str, Any]]:
+        return [self.log.read_at(offset) for offset in self.effects.get(step, [])]
+
+    def result(self) -> dict[str, Any] | None:
+        return None if self.result_offset is None else self.log.read_at(self.result_offset)
+
+
+StopWhen = Callable[[StepInfo], bool]
+
+
+class Stepper:
+    """Replays a log lazily, pausing after the step asked for; see the module docstring."""
+
+    def __init__(self, path: Path) -> None:
+        self.log = SessionLog(path)
+        self.index = LogIndex(self.log)
+        from fsm_agent.session import config_of
+
+        self.config = config_of(self.log)
+        self.specs = structure(self.log.header.get("tools", []), list[ToolSpec])
+        self.session_id = str(self.log.header.get("session_id", ""))
+        self._loop = asyncio.new_event_loop()
+        self._cache: OrderedDict[int, StepInfo] = OrderedDict()
+        self._task: asyncio.Task[None] | None = None
+        self._gate: asyncio.Future[None] | None = None
+        self._arrived: asyncio.Future[StepInfo | None] | None = None
+        self._target = 0
+        self._stop_when: StopWhen | None = None
+        self.reached = 0
+        self.result: LoopResult | None = None
+        self.stopped_by: Exception | None = None
+        tape = ReplayTape(self.log)
+        self.start_messages = [structure(m, Message) for m in tape.start_messages]
+        self.read_files = dict(tape.start_read_files)
+        self.initial = initial_state(self.start_messages, self.config, self.read_files)
+
+    def close(self) -> None:
+        if not self._loop.is_closed():
+            self._cancel()
+            self._loop.close()
+
+    def __del__(self) -> None:
+        with contextlib.suppress(Exception):
+            self.close()
+
+    def at(self, step: int) -> StepInfo | None:
+        """The step's info, or None past where the replay can go (end or divergence)."""
+        if step in self._cache:
+            self._cache.move_to_end(step)
+            return self._cache[step]
+        if step <= self.reached:
+            self._restart()
+        return self._advance(step, None)
+
+    def run_until(self, after: int, stop_when: StopWhen) -> StepInfo | None:
+        """The first step past `after` for which `stop_when` holds; None at the end."""
+        if after < self.reached:
+            self._restart()
+        if after > self.reached:
+            self._advance(after, None)
+        return self._advance(10**12, stop_when)
+
+    def _restart(self) -> None:
+        self._cancel()
+        self._cache.clear()
+        self.reached = 0
+        self.result = None
+        self.stopped_by = None
+
+    def _cancel(self) -> None:
+        if self._task is not None and not self._task.done():
+            self._task.cancel()
+            self._loop.run_until_complete(asyncio.wait([self._task]))
+        self._task = None
+        self._gate = None
+
+    def _advance(self, target: int, stop_when: StopWhen | None) -> StepInfo | None:
+        if self._task is not None and self._task.done():
+            return None
+        self._target, self._stop_when = target, stop_when
+        self._arrived = self._loop.create_future()
+        if self._task is None:
+            self._task = self._loop.create_task(self._main())
+        elif self._gate is not None:
+            self._gate.set_result(None)
+            self._gate = None
+        self._loop.run_until_complete(
+            asyncio.wait([self._arrived, self._task], return_when=asyncio.FIRST_COMPLETED)
+        )
+        return self._arrived.result() if self._arrived.done() else None
+
+    async def _main(self) -> None:
+        tape = ReplayTape(self.log)
+        engine = Engine(self.config, tape, None, self.specs, self.session_id, on_step=self._seen)
+        try:
+            self.result = await engine.run(self.start_messages, self.read_files)
+        except Exception as exc:
+            self.stopped_by = exc
+
+    async def _seen(self, info: StepInfo) -> None:
+        self.reached = info.step
+        self._cache[info.step] = info
+        if len(self._cache) > CACHE:
+            self._cache.popitem(last=False)
+        stop = info.step >= self._target or (self._stop_when is not None and self._stop_when(info))
+        if stop and self._arrived is not None and not self._arrived.done():
+            self._gate = self._loop.create_future()
+            self._arrived.set_result(info)
+            await self._gate

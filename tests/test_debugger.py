@@ -1,0 +1,228 @@
+"""The replay debugger: its commands driven directly, and once in a real terminal."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+
+import pexpect
+import pytest
+
+from fsm_agent.debugger import Breakpoint, CommandError, Debugger
+from fsm_agent.stepper import CACHE, LogIndex, Stepper
+from tests.test_cli import fsm
+
+
+@pytest.fixture
+def tool_round(scenario, tmp_path: Path) -> Path:
+    scenario("tool_round")
+    return tmp_path / "tool_round.jsonl"
+
+
+@pytest.fixture
+def dbg(tool_round: Path):
+    debugger = Debugger(tool_round)
+    yield debugger
+    debugger.stepper.close()
+
+
+def test_step_back_and_goto(dbg: Debugger) -> None:
+    assert dbg.text("n") == "step 1/20: preprocess -[preprocessed]-> blocking_limit_check  turn 1\n"
+    assert dbg.text("s").startswith("step 2/20: blocking_limit_check -[under_limit]-> api_call")
+    assert dbg.text("").startswith("step 3/20: api_call -[streamed]-> abort_check")
+    assert dbg.text("b").startswith("step 2/20:")
+    assert dbg.text("g 7").startswith("step 7/20: continuation -[next_turn]-> preprocess  turn 2")
+    assert dbg.pos == 7
+    assert dbg.text("g 20").startswith("step 20/20: stop_hooks -[completed]-> completed")
+    assert "(end: completed)" in dbg.text("g 20")
+    assert dbg.text("n") == "*** no step 21: the log has steps 0..20\n"
+    assert dbg.pos == 20
+    assert dbg.text("g 0").startswith("step 0/20: start, in preprocess")
+    assert dbg.text("b") == "*** already at the start (step 0)\n"
+    assert dbg.text("g two") == "*** usage: g N (a step number)\n"
+
+
+def test_print_fields(dbg: Debugger) -> None:
+    assert dbg.text("p turn_count") == "turn_count = 1\n"
+    dbg.onecmd("g 14")
+    assert dbg.text("p turn_count") == "turn_count = 3\n"
+    assert dbg.text("p pending_tool_use_summary") == "pending_tool_use_summary = 'Read'\n"
+    assert dbg.text("p transition") == "transition = 'next_turn'\n"
+    assert dbg.text("p budget.continuation_count") == "budget.continuation_count = 0\n"
+    usage = dbg.text("p usage").splitlines()
+    assert usage[0] == "usage ="
+    assert "    'output_tokens': 40," in usage
+    assert "    'cache_read_input_tokens': 0" in usage
+    messages = dbg.text("p messages")
+    assert messages.splitlines()[0].startswith("5 messages, digest ")
+    assert "   4 user: [tool_result      1 hello]" in messages
+    assert dbg.text("p nope").startswith("*** no field 'nope' (LoopState fields: messages,")
+    listing = dbg.text("p")
+    assert "turn_count" in listing and "max_output_tokens_recovery_count" in listing
+
+
+def test_breakpoints_on_edge_state_turn_and_condition(dbg: Debugger) -> None:
+    assert dbg.text("break edge=next_turn") == "breakpoint 1: edge=next_turn\n"
+    assert dbg.text("break state=tool_execution") == "breakpoint 2: state=tool_execution\n"
+    assert dbg.text("c").startswith("step 4/20: abort_check -[tool_use]-> tool_execution")
+    assert "breakpoint 2 (state=tool_execution)" in dbg.text("c") or dbg.pos == 7
+    assert dbg.pos == 7
+    assert dbg.text("clear") == "deleted 2 breakpoint(s)\n"
+    assert dbg.text("break turn_count>2") == "breakpoint 3: turn_count>2\n"
+    out = dbg.text("c")
+    assert out.startswith("step 14/20: continuation -[next_turn]-> preprocess  turn 3")
+    assert "breakpoint 3 (turn_count>2)" in out
+    out = dbg.text("c")
+    assert out.startswith("step 20/20") and "no breakpoint hit" in out
+    dbg.onecmd("clear")
+    dbg.onecmd("break turn=2")
+    dbg.onecmd("g 0")
+    assert dbg.text("c").startswith("step 7/20")
+    assert dbg.text("clear 9") == "*** no breakpoint '9'\n"
+    assert dbg.text("break") == " num  breakpoint \n 4    turn=2     \n"
+
+
+def test_breakpoint_specs_are_checked() -> None:
+    for spec, message in [
+        ("state=nowhere", "no state 'nowhere'"),
+        ("edge=jump", "no edge 'jump'"),
+        ("bogus", "cannot read breakpoint 'bogus'"),
+        ("turns>3", "no field 'turns'"),
+    ]:
+        with pytest.raises(CommandError, match=message):
+            Breakpoint.parse(spec)
+    assert Breakpoint.parse("edge=reactive_compact_retry").name == "reactive_compact_retry"
+    assert Breakpoint.parse("stop_hook_active == true").value is True
+    assert Breakpoint.parse("pending_tool_use_summary=Read").value == "Read"
+
+
+def test_msgs_effects_diff_where(dbg: Debugger) -> None:
+    dbg.onecmd("g 10")
+    msgs = dbg.text("msgs").splitlines()
+    assert msgs[0] == "model request: scripted (query), max_tokens 8000, 3 messages"
+    assert msgs[1] == "   0 user: Create notes.txt saying hello, then check it."
+    assert msgs[2].startswith("   1 assistant: I'll create the file. [tool_use Write")
+    assert len(msgs) == 4
+    assert dbg.text("effects") == (
+        "model        3 messages, last user: [blocks] → 7 events, stop_reason tool_use\n"
+    )
+    dbg.onecmd("n")
+    assert dbg.text("msgs") == "step 11 (abort_check) sent no model request\n"
+    assert dbg.text("effects") == "aborted      streaming → false\n"
+    dbg.onecmd("g 12")
+    effects = dbg.text("effects").splitlines()
+    assert 'tool         Read {"file_path":"notes.txt"} →      1 hello' in effects
+    assert "hooks        PostToolUse → no opinion" in effects
+    dbg.onecmd("g 7")
+    diff = dbg.text("diff")
+    assert diff.splitlines()[0] == "LoopState, step 6 → step 7:"
+    assert "  messages: 1 → 3" in diff
+    assert "  turn_count: 1 → 2" in diff
+    assert "  pending_tool_use_summary: null → Write" in diff
+    assert "  usage.output_tokens: 0 → 20" in diff
+    assert dbg.text("diff 1 2") == "LoopState, step 1 → step 2:\n  (no difference)\n"
+    where = dbg.text("where").splitlines()
+    assert where[0] == "     1 preprocess -[preprocessed]-> blocking_limit_check  turn 1"
+    assert where[6] == "→    7 continuation -[next_turn]-> preprocess  turn 2"
+    assert where[7] == "now in preprocess"
+    assert where[8].startswith("  ▶ -[preprocessed]-> blocking_limit_check")
+
+
+def test_help_quit_and_unknown(dbg: Debugger) -> None:
+    text = dbg.text("help")
+    for command in ("n, s", "b, back", "g N", "break", "clear", "p FIELD", "msgs", "diff", "where"):
+        assert command in text
+    assert dbg.text("frobnicate") == "*** unknown command 'frobnicate'; type help\n"
+    assert not dbg.done
+    dbg.onecmd("q")
+    assert dbg.done
+
+
+def test_a_divergent_log_stops_the_debugger_at_the_divergence(tool_round: Path) -> None:
+    rows = [json.loads(line) for line in tool_round.read_text().splitlines()]
+    target = next(r for r in rows if r.get("edge") == "next_turn")
+    target["state"] = "0" * 16
+    tool_round.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    dbg = Debugger(tool_round)
+    assert dbg.text("g 6").startswith("step 6/20")
+    assert dbg.text("n").startswith("*** the replay diverged at step 7: step 7: transition")
+    assert dbg.text("c").startswith("*** the replay diverged at step 7")
+    dbg.stepper.close()
+
+
+def test_index_reads_steps_without_parsing_and_cache_is_bounded(tmp_path: Path) -> None:
+    from tools.bench_replay import record
+
+    log = tmp_path / "long.jsonl"
+    record(150, log)
+    stepper = Stepper(log)
+    index = stepper.index
+    assert index.steps == 150 * 7 + 6
+    assert index.transition(7)["edge"] == "next_turn"
+    assert [r["name"] for r in index.effects_of(3)] == ["model"]
+    last = stepper.at(index.steps)
+    assert last is not None and last.dest == "completed"
+    assert len(stepper._cache) == CACHE
+    again = stepper.at(3)
+    assert again is not None and again.edge == "streamed"
+    assert stepper.reached == 3
+    stepper.close()
+    assert LogIndex(stepper.log).steps == index.steps
+
+
+def test_without_a_terminal_replay_prints_the_path(tool_round: Path) -> None:
+    proc = fsm("replay", str(tool_round))
+    assert proc.returncode == 0
+    assert proc.stdout.splitlines()[0] == "preprocess -[preprocessed]-> blocking_limit_check"
+    assert len(proc.stdout.splitlines()) == 20
+
+
+def test_debugger_in_a_terminal(tool_round: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if k != "ANTHROPIC_API_KEY"}
+    env.update(TERM="dumb", NO_COLOR="1", COLUMNS="120")
+    child = pexpect.spawn(
+        sys.executable,
+        ["-m", "fsm_agent.cli", "replay", str(tool_round)],
+        env=env,
+        encoding="utf-8",
+        timeout=30,
+        dimensions=(40, 120),
+    )
+    child.expect_exact("Type help for the commands.")
+    child.expect_exact("step 0/20: start, in preprocess")
+    child.expect_exact("(fsm) ")
+    child.sendline("n")
+    child.expect_exact("step 1/20: preprocess -[preprocessed]-> blocking_limit_check")
+    child.expect_exact("(fsm) ")
+    child.sendline("p turn_count")
+    child.expect_exact("turn_count = 1")
+    child.expect_exact("(fsm) ")
+    child.sendline("where")
+    child.expect_exact("now in blocking_limit_check")
+    child.expect_exact("(fsm) ")
+    child.sendline("q")
+    child.expect(pexpect.EOF)
+    child.close()
+    assert child.exitstatus == 0
+
+
+def test_a_corrupt_line_stops_the_debugger_there(tool_round: Path) -> None:
+    lines = tool_round.read_text().splitlines(keepends=True)
+    i = next(n for n, line in enumerate(lines) if '"step":9,' in line and "transition" in line)
+    lines[i] = "{not json\n"
+    tool_round.write_text("".join(lines))
+    dbg = Debugger(tool_round)
+    assert dbg.text("g 7").startswith("step 7/19")
+    out = dbg.text("n")
+    assert out.startswith("*** the replay stopped after step 7: "), "reads step 9 ahead"
+    assert f"{tool_round}:{i + 1}: corrupt record" in out.replace("\n", "")
+    dbg.stepper.close()
+
+
+def test_completion_of_commands_fields_and_breakpoints(dbg: Debugger) -> None:
+    assert "msgs" in dbg.completenames("ms")
+    assert dbg.complete_p("turn") == ["turn_count"]
+    assert "edge=reactive_compact_retry" in dbg.complete_break("edge=re")
+    assert dbg.complete_break("state=tool") == ["state=tool_execution"]

@@ -1,0 +1,207 @@
+"""Forks: replay the start of a log, go on live; edited effects for what-if runs."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from fsm_agent.fork import ForkError, ForkPoint, afork
+from fsm_agent.log import SessionLog
+from fsm_agent.scripted import Scenario, ScriptedHooks, ScriptedModel
+from fsm_agent.session import replay
+from tests.conftest import SCENARIOS
+from tests.test_cli import fsm
+
+ALT = {
+    "prompt": "unused: a fork keeps the parent's conversation",
+    "turns": [{"content": [{"type": "text", "text": "Changed my mind."}]}],
+}
+TAIL = [
+    "continuation -[next_turn]-> preprocess",
+    "preprocess -[preprocessed]-> blocking_limit_check",
+    "blocking_limit_check -[under_limit]-> api_call",
+    "api_call -[streamed]-> abort_check",
+    "abort_check -[no_tool_use]-> recovery",
+    "recovery -[nothing_to_recover]-> stop_hooks",
+    "stop_hooks -[completed]-> completed",
+]
+
+
+@pytest.fixture
+def parent(scenario, tmp_path: Path) -> Path:
+    scenario("tool_round")
+    return tmp_path / "tool_round.jsonl"
+
+
+@pytest.fixture
+def alt(tmp_path: Path) -> Path:
+    path = tmp_path / "alt.json"
+    path.write_text(json.dumps(ALT))
+    return path
+
+
+@pytest.fixture
+def elsewhere(tmp_path: Path) -> Path:
+    ws = tmp_path / "fork-ws"
+    ws.mkdir()
+    return ws
+
+
+def effects_of(log: Path) -> list[dict[str, Any]]:
+    rows = [json.loads(line) for line in log.read_text().splitlines()[1:]]
+    return [r for r in rows if r["t"] == "effect"]
+
+
+def fork(parent: Path, point: ForkPoint, cwd: Path, log: Path, scenario: dict = ALT) -> Any:
+    script = Scenario.parse(scenario)
+    return asyncio.run(
+        afork(
+            parent,
+            point,
+            model=ScriptedModel(script),
+            hooks=ScriptedHooks(script.hooks),
+            config_changes={"cwd": str(cwd)},
+            log=log,
+        )
+    )
+
+
+def test_fork_at_a_step_goes_on_with_another_scenario(
+    parent: Path, alt: Path, elsewhere: Path, tmp_path: Path
+) -> None:
+    new = tmp_path / "fork.jsonl"
+    proc = fsm(
+        "replay", str(parent), "--fork-at", "6", "--scripted", str(alt),
+        "--cwd", str(elsewhere), "--log", str(new),
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert "Changed my mind." in proc.stdout
+    out = proc.stdout
+    assert out.index("I'll create the file.") < out.index("live from step 7") < out.index("Changed")
+    header = SessionLog(new).header
+    assert header["parent"] == {"log": str(parent), "step": 6}
+    assert header["config"]["cwd"] == str(elsewhere)
+    path = [str(s) for s in replay(new).path]
+    assert path[:6] == [str(s) for s in replay(parent).path][:6]
+    assert path[6:] == TAIL
+    assert not (elsewhere / "notes.txt").exists(), "the replayed Write must not run again"
+    check = fsm("replay", str(new), "--check")
+    assert check.returncode == 0, check.stderr
+    assert "13 steps match the log" in check.stdout
+
+
+def test_fork_at_step_zero_runs_everything_live(
+    parent: Path, elsewhere: Path, tmp_path: Path
+) -> None:
+    result = fork(parent, ForkPoint(step=0), elsewhere, tmp_path / "f.jsonl")
+    assert result.text == "Changed my mind."
+    assert [str(s) for s in result.path] == TAIL[1:]
+    assert replay(tmp_path / "f.jsonl").edges == result.edges
+
+
+def test_forked_tools_run_live_in_the_new_workspace(
+    parent: Path, elsewhere: Path, tmp_path: Path
+) -> None:
+    scenario = json.loads((SCENARIOS / "tool_round.json").read_text())
+    result = fork(parent, ForkPoint(step=9), elsewhere, tmp_path / "f.jsonl", scenario)
+    assert result.reason == "completed"
+    tools = [r for r in effects_of(tmp_path / "f.jsonl") if r["name"] == "tool"]
+    assert [r["args"]["name"] for r in tools] == ["Write", "Write", "Read"]
+    assert tools[-1]["result"]["content"] == "     1\thello"
+    assert str(elsewhere) in tools[1]["result"]["content"]
+    assert (elsewhere / "notes.txt").read_text() == "hello\n"
+    assert replay(tmp_path / "f.jsonl").edges == result.edges
+
+
+def test_edited_model_turn_changes_the_path(parent: Path, elsewhere: Path, tmp_path: Path) -> None:
+    effects = effects_of(parent)
+    models = [i for i, r in enumerate(effects, 1) if r["name"] == "model"]
+    final_answer = effects[models[-1] - 1]["result"]
+    edit = tmp_path / "edit.json"
+    edit.write_text(json.dumps(final_answer))
+    new = tmp_path / "what-if.jsonl"
+    proc = fsm(
+        "replay", str(parent), "--edit-effect", str(models[0]), str(edit),
+        "--scripted", str(SCENARIOS / "tool_round.json"),
+        "--cwd", str(elsewhere), "--log", str(new),
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    result = replay(new)
+    assert [str(s) for s in result.path] == [
+        "preprocess -[preprocessed]-> blocking_limit_check",
+        "blocking_limit_check -[under_limit]-> api_call",
+        *TAIL[3:],
+    ]
+    assert result.text == "notes.txt now says hello."
+    assert SessionLog(new).header["parent"] == {"log": str(parent), "effect": models[0]}
+    assert not (elsewhere / "notes.txt").exists()
+    assert fsm("replay", str(new), "--check").returncode == 0
+
+
+def test_edited_tool_result_is_what_the_model_sees(
+    parent: Path, elsewhere: Path, tmp_path: Path
+) -> None:
+    effects = effects_of(parent)
+    number = next(
+        i for i, r in enumerate(effects, 1) if r["name"] == "tool" and r["args"]["name"] == "Read"
+    )
+    edited = {"content": "     1\tgoodbye"}
+    result = fork(parent, ForkPoint(effect=number, result=edited), elsewhere, tmp_path / "f.jsonl")
+    assert result.text == "Changed my mind."
+    sent = [r for r in effects_of(tmp_path / "f.jsonl") if r["name"] == "tool"]
+    assert sent[-1]["result"]["content"] == "     1\tgoodbye"
+    last_user = [m for m in result.messages if m.role == "user"][-1]
+    assert last_user.content[0].content == "     1\tgoodbye"
+    assert replay(tmp_path / "f.jsonl").edges == result.edges
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--fork-at", "3"], "a fork goes on live: give --scripted"),
+        (["--fork-at", "99", "--scripted", "ALT"], "no step 99: the log has steps 0..20"),
+        (["--fork-at", "20", "--scripted", "ALT"], "step 20 ends the run (completed)"),
+        (["--edit-effect", "99", "ALT", "--scripted", "ALT"], "no effect 99: the log has"),
+        (["--edit-effect", "1", "ALT", "--scripted", "ALT"], "the edited"),
+        (["--edit-effect", "1", "NOFILE", "--scripted", "ALT"], "cannot read the edited result"),
+        (["--fork-at", "2", "--edit-effect", "1", "ALT", "--scripted", "ALT"], "not both"),
+    ],
+)
+def test_bad_fork_requests_are_one_line_errors(
+    parent: Path, alt: Path, elsewhere: Path, args: list[str], message: str
+) -> None:
+    args = [str(alt) if a == "ALT" else str(elsewhere / "none.json") if a == "NOFILE" else a
+            for a in args]  # fmt: skip
+    proc = fsm("replay", str(parent), *args, "--cwd", str(elsewhere))
+    assert proc.returncode == 2
+    assert proc.stderr.startswith("fsm-agent: error: ")
+    assert message in proc.stderr
+    assert len(proc.stderr.splitlines()) == 1
+
+
+def test_fork_point_is_checked_before_anything_runs(parent: Path, elsewhere: Path) -> None:
+    with pytest.raises(ForkError, match="no step -1"):
+        fork(parent, ForkPoint(step=-1), elsewhere, elsewhere / "f.jsonl")
+    assert not (elsewhere / "f.jsonl").exists()
+
+
+def test_forked_log_matches_the_documented_schema(
+    parent: Path, elsewhere: Path, tmp_path: Path
+) -> None:
+    import jsonschema
+
+    from tests.conftest import ROOT
+
+    schema = json.loads((ROOT / "docs" / "log-format.schema.json").read_text())
+    fork(parent, ForkPoint(step=6), elsewhere, tmp_path / "f.jsonl")
+    lines = [json.loads(line) for line in (tmp_path / "f.jsonl").read_text().splitlines()]
+    assert lines[0]["parent"]["step"] == 6
+    for record in lines:
+        jsonschema.validate(record, schema)
+    bad = {**lines[0], "parent": {"step": 6}}
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate(bad, schema)

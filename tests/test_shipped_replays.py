@@ -1,0 +1,98 @@
+"""The logs shipped in replays/: one per scenario, each replays exactly; coverage."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from fsm_agent.coverage import REASONS
+from fsm_agent.log import SessionLog
+from fsm_agent.machine import EDGES
+from fsm_agent.session import replay
+from tests.conftest import ROOT, SCENARIOS
+from tests.test_cli import fsm
+
+REPLAYS = ROOT / "replays"
+NAMES = sorted(p.stem for p in SCENARIOS.glob("*.json"))
+
+
+def test_regenerating_a_replay_gives_the_shipped_log(tmp_path: Path) -> None:
+    import asyncio
+
+    from tools.regen_replays import regenerate, workspace_path
+
+    shipped = REPLAYS / "tool_round.jsonl"
+    assert asyncio.run(regenerate("tool_round", tmp_path)) == "completed"
+    fresh = (tmp_path / "tool_round.jsonl").read_text()
+    here = str(workspace_path("tool_round"))
+    there = SessionLog(shipped).header["config"]["cwd"]
+    assert fresh.replace(here, there) == shipped.read_text()
+
+
+def test_every_scenario_has_a_shipped_replay() -> None:
+    shipped = {p.stem for p in REPLAYS.glob("*.jsonl")}
+    assert NAMES, "no scenarios found"
+    assert sorted(set(NAMES) - shipped) == [], "run python tools/regen_replays.py"
+    assert sorted(shipped - set(NAMES)) == [], "a shipped replay without its scenario"
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_shipped_replay_matches_its_scenario(name: str, scenario) -> None:
+    log = REPLAYS / f"{name}.jsonl"
+    if not log.exists():
+        pytest.fail(f"replays/{name}.jsonl is missing: run python tools/regen_replays.py")
+    header = SessionLog(log).header
+    assert header["session_id"] == f"replay-{name}"
+    again = replay(log)
+    live = scenario(name)
+    assert again.path == live.path, "stale: run python tools/regen_replays.py"
+    assert again.reason == live.reason
+
+
+@pytest.mark.parametrize("name", ["tool_round", "reactive_compact", "stop_hook_blocking"])
+def test_shipped_replay_checks_through_the_cli(name: str) -> None:
+    proc = fsm("replay", str(REPLAYS / f"{name}.jsonl"), "--check")
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.startswith("✓ ") and "steps match the log" in proc.stdout
+
+
+def test_coverage_of_all_shipped_replays_takes_every_reason() -> None:
+    logs = sorted(str(p) for p in REPLAYS.glob("*.jsonl"))
+    proc = fsm("coverage", *logs)
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    assert lines[0].split() == ["edge", "taken"]
+    assert f"{len(EDGES)} of {len(EDGES)} edges taken by {len(logs)} log(s)" in proc.stdout
+    assert f"{len(REASONS)} of {len(REASONS)} reasons" in proc.stdout
+    assert len(REASONS) == 17
+    assert "not taken by any log" not in proc.stdout
+    total_next_turn = sum(
+        1
+        for log in logs
+        for line in Path(log).read_text().splitlines()[1:]
+        if json.loads(line).get("edge") == "next_turn"
+    )
+    row = next(line for line in lines if line.startswith("continuation -[next_turn]-> preprocess"))
+    assert row.split()[-1] == str(total_next_turn)
+
+
+def test_coverage_of_one_log_lists_what_it_misses() -> None:
+    proc = fsm("coverage", str(REPLAYS / "tool_round.jsonl"))
+    assert proc.returncode == 0
+    assert "10 of 27 edges taken by 1 log(s); 2 of 17 reasons" in proc.stdout
+    missed = proc.stdout.split("not taken by any log:\n")[1].splitlines()
+    assert "  continuation -[max_turns]-> max_turns" in missed
+    assert "  api_call -[streamed]-> abort_check" not in missed
+    assert len(missed) == 17
+    row = next(line for line in proc.stdout.splitlines() if line.startswith("api_call -[model_err"))
+    assert row.split()[-1] == "-"
+
+
+def test_coverage_refuses_a_non_log(tmp_path: Path) -> None:
+    bad = tmp_path / "x.jsonl"
+    bad.write_text("hello\n")
+    proc = fsm("coverage", str(bad))
+    assert proc.returncode == 2
+    assert proc.stderr.startswith("fsm-agent: error: ") and "not a session log" in proc.stderr

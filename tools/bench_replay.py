@@ -1,0 +1,109 @@
+"""Replay speed and memory: `replay --check` on a long scripted session.
+
+Records an N-iteration scripted session (one trivial tool call per
+iteration, as in bench_engine.py), then replays it with every effect answered
+from the log and every transition compared. Prints transitions per second
+(target ≥ 20,000) (best of three) and the peak memory the replay allocated (tracemalloc)
+next to the log's size, for several N, so memory that grows with the log
+shows as a growing peak/size column. Then times the debugger on the same
+log: opening it (index only), `g LAST` (replays to the end), `b` (cached).
+
+    python tools/bench_replay.py [N ...]        # default: 1000 10000
+"""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+import sys
+import tempfile
+import time
+import tracemalloc
+from pathlib import Path
+
+if __package__ in (None, ""):
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from fsm_agent.config import RunConfig
+from fsm_agent.scripted import ScriptedModel
+from fsm_agent.session import areplay, arun
+from tools.bench_engine import Noop, scenario
+
+
+def record(n: int, log: Path) -> None:
+    """An n-iteration scripted session, logged to `log`."""
+    result = asyncio.run(
+        arun(
+            "go",
+            model=ScriptedModel(scenario(n)),
+            config=RunConfig(model="scripted", cwd=str(log.parent), context_window=10**9),
+            tools={"Noop": Noop()},
+            log=log,
+        )
+    )
+    assert result.reason == "completed", result.reason
+
+
+def measure(log: Path) -> tuple[int, float, int]:
+    """(transitions, seconds, peak bytes) of one `replay --check`."""
+    gc.collect()
+    tracemalloc.start()
+    start = time.perf_counter()
+    result = asyncio.run(areplay(log))
+    elapsed = time.perf_counter() - start
+    _, peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    return len(result.path), elapsed, peak
+
+
+def timed(log: Path, repeat: int = 3) -> tuple[int, float]:
+    """Transitions and the best of `repeat` times, without tracemalloc (it slows Python)."""
+    best = float("inf")
+    steps = 0
+    for _ in range(repeat):
+        start = time.perf_counter()
+        steps = len(asyncio.run(areplay(log)).path)
+        best = min(best, time.perf_counter() - start)
+    return steps, best
+
+
+def debugger_times(log: Path) -> tuple[float, float, float]:
+    """Seconds to open the debugger, to go to the last step, and to step back one."""
+    from fsm_agent.debugger import Debugger
+
+    start = time.perf_counter()
+    debugger = Debugger(log)
+    opened = time.perf_counter() - start
+    last = debugger.stepper.index.steps
+    start = time.perf_counter()
+    debugger.onecmd(f"g {last}")
+    to_end = time.perf_counter() - start
+    start = time.perf_counter()
+    debugger.onecmd("b")
+    back = time.perf_counter() - start
+    debugger.stepper.close()
+    return opened, to_end, back
+
+
+def main(sizes: list[int]) -> None:
+    print(
+        f"{'N':>6} {'steps':>7} {'transitions/s':>14} {'log size':>9} "
+        f"{'peak mem':>9} {'peak/log':>8}  {'debugger: open':>14} {'g last':>7} {'b':>7}"
+    )
+    for n in sizes:
+        with tempfile.TemporaryDirectory() as tmp:
+            log = Path(tmp) / "bench.jsonl"
+            record(n, log)
+            steps, seconds = timed(log)
+            _, _, peak = measure(log)
+            size = log.stat().st_size
+            opened, to_end, back = debugger_times(log)
+            print(
+                f"{n:>6} {steps:>7} {steps / seconds:>14,.0f} {size / 2**20:>8.1f}M "
+                f"{peak / 2**20:>8.1f}M {peak / size:>8.2f}  {opened:>13.3f}s "
+                f"{to_end:>6.2f}s {back * 1000:>5.1f}ms"
+            )
+
+
+if __name__ == "__main__":
+    main([int(a) for a in sys.argv[1:]] or [1000, 10000])
