@@ -77,12 +77,11 @@ class LiveRenderer:
         *,
         verbose: bool = False,
         live: bool | None = None,
-        cost: CostMeter | None = None,
     ) -> None:
         self.console = console
         self.verbose = verbose
         self.live = console.is_terminal if live is None else live
-        self.cost = cost or CostMeter()
+        self.cost = CostMeter()
         self._text = ""
         self._mid_text = False
         self._label = PHASE_LABELS["preprocess"]
@@ -139,11 +138,6 @@ class LiveRenderer:
         if self._mid_text:
             self.console.print()
             self._mid_text = False
-
-    def note(self, text: str, style: str = "yellow") -> None:
-        """A line from outside the loop (the chat's queued input, a question)."""
-        self._flush_text()
-        self.console.print(Text(text, style=style))
 
     def __call__(self, event: DriverEvent) -> None:
         if isinstance(event, TextDelta):
@@ -219,17 +213,14 @@ class LiveRenderer:
 class QuietRenderer:
     """`--quiet`: nothing while the run goes, then only the final answer."""
 
-    def __init__(self, console: Console, *, cost: CostMeter | None = None) -> None:
+    def __init__(self, console: Console) -> None:
         self.console = console
-        self.cost = cost or CostMeter()
+        self.cost = CostMeter()
 
     def start(self) -> None:
         pass
 
     def stop(self) -> None:
-        pass
-
-    def note(self, text: str, style: str = "yellow") -> None:
         pass
 
     def __call__(self, event: DriverEvent) -> None:
