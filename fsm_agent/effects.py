@@ -74,6 +74,33 @@ class AbortSignal:
         return self._set or where in self._armed
 
 
+class AbortGuard:
+    """`async with AbortGuard(abort)`: the awaited work is cancelled the moment `abort` is set,
+    and the block raises `TimeoutError` (an `asyncio.timeout` the flag expires: no extra task).
+    """
+
+    def __init__(self, abort: AbortSignal) -> None:
+        self.abort = abort
+        self._timeout: asyncio.Timeout | None = None
+
+    def _expire(self) -> None:
+        timeout = self._timeout
+        if timeout is not None and timeout.expired() is False:
+            timeout.reschedule(asyncio.get_running_loop().time())
+
+    async def __aenter__(self) -> None:
+        loop = asyncio.get_running_loop()
+        self._timeout = asyncio.timeout(None)
+        await self._timeout.__aenter__()
+        self._unsubscribe = self.abort.subscribe(lambda: loop.call_soon_threadsafe(self._expire))
+
+    async def __aexit__(self, *exc: Any) -> bool | None:
+        self._unsubscribe()
+        timeout, self._timeout = self._timeout, None
+        assert timeout is not None
+        return await timeout.__aexit__(*exc)
+
+
 class Inbox:
     """User input typed while the loop runs, drained in the `attachments` phase."""
 
@@ -86,6 +113,9 @@ class Inbox:
     def drain(self) -> tuple[str, ...]:
         items, self._items = tuple(self._items), []
         return items
+
+
+INTERRUPTED = "[Request interrupted by user for tool use]"
 
 
 def tool_error(text: str) -> ToolOutcome:
@@ -120,23 +150,14 @@ class LiveEffects:
     async def model_stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
         """The model's stream, cut short the moment the run is interrupted.
 
-        Each wait for the next event is guarded by a timeout that the abort
-        flag expires, so Ctrl-C ends a wait for the model (a slow first
-        token, a stalled stream) at once, at the cost of no extra task.
+        Each wait for the next event is guarded, so Ctrl-C ends a wait for
+        the model (a slow first token, a stalled stream) at once.
         """
         stream = self.model.stream(request)
-        loop = asyncio.get_running_loop()
-        guard: asyncio.Timeout | None = None
-
-        def expire() -> None:
-            if guard is not None and guard.expired() is False:
-                guard.reschedule(loop.time())
-
-        unsubscribe = self.abort.subscribe(lambda: loop.call_soon_threadsafe(expire))
         try:
             while not self.abort.is_set("streaming"):
                 try:
-                    async with asyncio.timeout(None) as guard:
+                    async with AbortGuard(self.abort):
                         event = await anext(stream)
                 except StopAsyncIteration:
                     return
@@ -144,19 +165,23 @@ class LiveEffects:
                     if self.abort.is_set("streaming"):
                         return
                     raise
-                finally:
-                    guard = None
                 yield event
         finally:
-            unsubscribe()
             await stream.aclose()  # type: ignore[attr-defined]
 
     async def count_tokens(self, request: ModelRequest) -> int | None:
         return await self.model.count_tokens(request)
 
     async def run_tool(self, call: ToolCall, env: ToolEnv) -> ToolOutcome:
+        """Run one tool call; Ctrl-C cancels it (a Bash command's process group is killed)."""
         started = time.perf_counter()
-        outcome = await self._run_tool(call, env)
+        try:
+            async with AbortGuard(self.abort):
+                outcome = await self._run_tool(call, env)
+        except TimeoutError:
+            if not self.abort.is_set("tools"):
+                raise
+            outcome = ToolOutcome.error(INTERRUPTED)
         return evolve(outcome, duration_s=round(time.perf_counter() - started, 6))
 
     async def _run_tool(self, call: ToolCall, env: ToolEnv) -> ToolOutcome:

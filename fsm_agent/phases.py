@@ -18,7 +18,7 @@ from fsm_agent.context import (
     budget_nudge,
     prepend_user_context,
 )
-from fsm_agent.effects import Effects
+from fsm_agent.effects import INTERRUPTED, Effects
 from fsm_agent.events import (
     AssistantMessage,
     BlockDelta,
@@ -50,7 +50,6 @@ from fsm_agent.model import ModelRequest, ToolSpec
 from fsm_agent.state import BudgetTracker, Facts, Iteration, LoopState
 from fsm_agent.tools.base import ToolCall, ToolEnv
 
-INTERRUPTED = "[Request interrupted by user for tool use]"
 BUDGET_COMPLETION_THRESHOLD = 0.9
 DIMINISHING_DELTA_TOKENS = 500
 

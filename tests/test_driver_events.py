@@ -77,3 +77,46 @@ def test_ctrl_c_ends_a_wait_for_the_model(workspace: Path, tmp_path: Path) -> No
     result = asyncio.run(go())
     assert result.reason == "aborted_streaming"
     assert replay(log).reason == "aborted_streaming"
+
+
+def test_ctrl_c_stops_a_running_tool(workspace: Path, tmp_path: Path) -> None:
+    from fsm_agent.effects import INTERRUPTED
+    from fsm_agent.scripted import Scenario
+    from fsm_agent.session import arun_scenario
+
+    scenario = Scenario.parse(
+        {
+            "turns": [
+                {
+                    "content": [
+                        {
+                            "type": "tool_use",
+                            "id": "toolu_sleep",
+                            "name": "Bash",
+                            "input": {"command": "sleep 600"},
+                        }
+                    ]
+                }
+            ]
+        }
+    )
+    abort = AbortSignal()
+    seen: list[DriverEvent] = []
+    log = tmp_path / "sleep.jsonl"
+
+    def on_event(event: DriverEvent) -> None:
+        seen.append(event)
+        if type(event).__name__ == "ToolStarted":
+            asyncio.get_running_loop().call_later(0.2, abort.set)
+
+    async def go() -> LoopResult:
+        run = arun_scenario(
+            scenario, cwd=workspace, prompt="wait", log=log, abort=abort, on_event=on_event
+        )
+        return await asyncio.wait_for(run, 60)
+
+    result = asyncio.run(go())
+    assert result.reason == "aborted_tools"
+    last = result.messages.items[-1]
+    assert last.content[0].content == INTERRUPTED and last.content[0].is_error
+    assert replay(log).reason == "aborted_tools"
