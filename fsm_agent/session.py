@@ -45,6 +45,20 @@ def default_tools() -> dict[str, Tool]:
     return make()
 
 
+def session_header(
+    session_id: str, config: RunConfig, specs: Sequence[ToolSpec], **extra: Any
+) -> dict[str, Any]:
+    """A new log's header: who, when, which machine, and everything a replay needs."""
+    return {
+        "session_id": session_id,
+        "created": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+        "fingerprint": machine_fingerprint(),
+        "config": unstructure(config),
+        "tools": unstructure(list(specs)),
+        **extra,
+    }
+
+
 def _messages(prompt: str | Sequence[Message]) -> list[Message]:
     return [user(prompt)] if isinstance(prompt, str) else list(prompt)
 
@@ -79,14 +93,7 @@ async def arun(
     tools = default_tools() if tools is None else dict(tools)
     specs = tool_specs(tools)
     session_id = session_id or new_session_id()
-    header = {
-        "session_id": session_id,
-        "created": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
-        "fingerprint": machine_fingerprint(),
-        "config": unstructure(config),
-        "tools": unstructure(list(specs)),
-        **(header_extra or {}),
-    }
+    header = session_header(session_id, config, specs, **(header_extra or {}))
     if keep_log:
         path = Path(log) if log else default_log_path(config.cwd, session_id)
         writer: LogWriter | MemoryWriter = LogWriter(path, header)
