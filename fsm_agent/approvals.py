@@ -78,6 +78,29 @@ def _safely(prompter: Prompter, question: PermissionAsk) -> str:
         return DENY
 
 
+def _question(question: PermissionAsk) -> tuple[str, str]:
+    from fsm_agent.render import key_input
+
+    head = f"? {question.tool}({key_input(question.input)[:120]}): {question.reason}"
+    always = f"always ({question.suggestion})" if question.suggestion else "always"
+    return head, f"Allow? [y] once  [a] {always}  [n] deny"
+
+
+def _choice(answer: str | None) -> str:
+    key = (answer or "").strip().lower()[:1]
+    return {"y": ALLOW_ONCE, "a": ALLOW_ALWAYS}.get(key, DENY)
+
+
+def line_prompter(ask: Callable[[str], str | None]) -> Prompter:
+    """Ask through an interactive session's line reader (`Plan.ask`); no answer denies."""
+
+    def prompt(question: PermissionAsk) -> str:
+        head, options = _question(question)
+        return _choice(ask(f"{head}\n  {options}"))
+
+    return prompt
+
+
 def terminal_prompter() -> Prompter:
     """Ask on the terminal with rich: allow once, always (adds the suggested rule), or deny."""
     from rich.console import Console

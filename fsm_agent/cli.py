@@ -9,7 +9,6 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import signal
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
@@ -18,7 +17,7 @@ import click
 
 if TYPE_CHECKING:
     from fsm_agent.config import RunConfig
-    from fsm_agent.effects import AbortSignal
+    from fsm_agent.launch import Plan
     from fsm_agent.model import Model
 
 EXIT_USAGE = 2
@@ -84,76 +83,101 @@ def _context(cwd: str) -> tuple[dict[str, str], dict[str, str]]:
     return gather(Path(cwd), Path.home(), dt.date.today().isoformat())
 
 
-@cli.command()
-@click.argument("prompt", required=False)
-@click.option(
-    "--scripted",
-    type=click.Path(dir_okay=False, path_type=Path),
-    help="Drive the loop with a scenario file of model turns instead of a real model.",
-)
-@click.option(
-    "--cwd",
-    default=".",
-    type=click.Path(exists=True, file_okay=False),
-    help="The workspace: tools are confined to it. Default: the current directory.",
-)
-@click.option(
-    "--log",
-    type=click.Path(dir_okay=False, path_type=Path),
-    help="Where to write the session log. Default: .fsm-agent/sessions/ in the workspace.",
-)
-@click.option("--max-turns", type=click.IntRange(min=1), help="End with max_turns past N turns.")
-@click.option("--model", envvar="FSM_AGENT_MODEL", help="Model id (env FSM_AGENT_MODEL).")
-@click.option("--fallback-model", help="Model to switch to when the main one is overloaded.")
-@click.option("--base-url", envvar="ANTHROPIC_BASE_URL", help="A Messages API server.")
-@click.option(
-    "--permission-mode",
-    type=click.Choice(["default", "acceptEdits", "plan", "dontAsk", "bypassPermissions"]),
-    help="How calls without a matching rule are treated (default: settings' defaultMode).",
-)
-@click.option(
-    "--allowed-tools",
-    multiple=True,
-    help='Allow rules, e.g. "Read,Bash(git log *)" (added to the settings files\' rules).',
-)
-@click.option("--disallowed-tools", multiple=True, help='Deny rules, e.g. "Bash(rm *)".')
-@click.option("--add-dir", multiple=True, help="Another directory the tools may use.")
-@click.option(
-    "--context-window",
-    type=click.IntRange(min=10_000),
-    help="Override the model's context window (tokens). Default: from the model table.",
-)
-@click.option("-v", "--verbose", is_flag=True, help="Show every transition as it is taken.")
-def run(
-    prompt: str | None,
+def _run_options(fn: Any) -> Any:
+    """The options `run` and `chat` share, in the order `--help` shows them."""
+    options = [
+        click.option(
+            "--scripted",
+            type=click.Path(dir_okay=False, path_type=Path),
+            help="Drive the loop with a scenario file of model turns instead of a real model.",
+        ),
+        click.option(
+            "--cwd",
+            type=click.Path(exists=True, file_okay=False),
+            help="The workspace: tools are confined to it. Default: the resumed session's, "
+            "else the current directory.",
+        ),
+        click.option(
+            "--log",
+            type=click.Path(dir_okay=False, path_type=Path),
+            help="Where to write the session log. Default: .fsm-agent/sessions/ in the "
+            "workspace. In a chat, later runs go next to it as STEM.N.jsonl.",
+        ),
+        click.option(
+            "--resume",
+            metavar="LOG|ID",
+            type=click.Path(dir_okay=False, path_type=Path),
+            help="Continue the conversation a session ended with: its log's path, or its "
+            "session id (a unique prefix will do) in the workspace.",
+        ),
+        click.option(
+            "--max-turns", type=click.IntRange(min=1), help="End with max_turns past N turns."
+        ),
+        click.option("--model", envvar="FSM_AGENT_MODEL", help="Model id (env FSM_AGENT_MODEL)."),
+        click.option(
+            "--fallback-model", help="Model to switch to when the main one is overloaded."
+        ),
+        click.option("--base-url", envvar="ANTHROPIC_BASE_URL", help="A Messages API server."),
+        click.option(
+            "--context-window",
+            type=click.IntRange(min=10_000),
+            help="Override the model's context window (tokens). Default: from the model table.",
+        ),
+        click.option(
+            "--permission-mode",
+            type=click.Choice(["default", "acceptEdits", "plan", "dontAsk", "bypassPermissions"]),
+            help="How calls no rule decides are treated. Default: settings' defaultMode, "
+            "else default (asks; without a terminal, asking is denying).",
+        ),
+        click.option(
+            "--allowed-tools",
+            multiple=True,
+            help='Allow rules, e.g. "Read,Bash(git log *)", added to the settings files\'.',
+        ),
+        click.option("--disallowed-tools", multiple=True, help='Deny rules, e.g. "Bash(rm *)".'),
+        click.option("--add-dir", multiple=True, help="Another directory the tools may use."),
+        click.option("-q", "--quiet", is_flag=True, help="Print only the final answer."),
+        click.option("-v", "--verbose", is_flag=True, help="Show every transition as it is taken."),
+    ]
+    for option in reversed(options):
+        fn = option(fn)
+    return fn
+
+
+def _plan(
+    *,
     scripted: Path | None,
-    cwd: str,
+    cwd: str | None,
     log: Path | None,
+    resume: Path | None,
     max_turns: int | None,
     model: str | None,
     fallback_model: str | None,
     base_url: str | None,
+    context_window: int | None,
     permission_mode: str | None,
     allowed_tools: tuple[str, ...],
     disallowed_tools: tuple[str, ...],
     add_dir: tuple[str, ...],
-    context_window: int | None,
-    verbose: bool,
-) -> None:
-    """Run PROMPT through the loop, with real tools on the workspace's files.
+) -> tuple[Plan, Any, str | None]:
+    """The run the options describe: `(plan, resumed session or None, scenario prompt)`.
 
     Permission rules and hooks are read from ~/.claude/settings.json,
-    .claude/settings.json and .claude/settings.local.json, once, at the start.
+    .claude/settings.json and .claude/settings.local.json, once, here.
     """
     from fsm_agent.config import DEFAULT_MODEL, RunConfig
     from fsm_agent.effects import AbortSignal
+    from fsm_agent.launch import Plan
     from fsm_agent.models import context_window as window_of
     from fsm_agent.scripted import ScenarioError, ScriptedHooks, ScriptedModel
     from fsm_agent.settings import SettingsError, load_settings
 
-    abort = AbortSignal()
-    hooks = None
-    workspace = _workspace(cwd)
+    resumed = _resume(resume, cwd) if resume is not None else None
+    base = resumed.config if resumed is not None else RunConfig()
+    workspace = _workspace(cwd or (base.cwd if resumed is not None else "."))
+    if not os.path.isdir(workspace):
+        fail(f"the resumed session's workspace {workspace} does not exist (pass --cwd)")
+    user_context, system_context = _context(workspace)
     try:
         settings = load_settings(
             workspace,
@@ -163,22 +187,25 @@ def run(
         )
     except SettingsError as exc:
         fail(str(exc))
-    user_context, system_context = _context(workspace)
-    config = RunConfig(
+    config = config_with(
+        base,
         cwd=workspace,
         user_context=user_context,
         system_context=system_context,
-        permission_mode=settings.permissions.default_mode or "default",
+        permission_mode=settings.permissions.default_mode,
         permissions=settings.permissions,
         hooks=settings.hooks,
     )
+    abort = AbortSignal()
+    hooks = None
+    scenario_prompt = None
     if scripted is not None:
         scenario = _load_scenario(scripted)
+        scenario_prompt = scenario.prompt
         try:
             config = scenario.run_config(config)
         except ScenarioError as exc:
             fail(str(exc))
-        prompt = prompt or scenario.prompt
         config = config_with(
             config,
             model=model,
@@ -188,20 +215,108 @@ def run(
         the_model: Model = ScriptedModel(scenario, abort)
         hooks = ScriptedHooks(scenario.hooks)
     else:
+        default = base.model if resumed is not None else DEFAULT_MODEL
         config = config_with(
             config,
-            model=model or DEFAULT_MODEL,
+            model=model or default,
             fallback_model=fallback_model,
             max_turns=max_turns,
         )
         config = config_with(config, context_window=window_of(config.model))
         the_model = _real_model(base_url)
-    config = config_with(config, context_window=context_window)
+    config = config_with(config, context_window=context_window, permission_mode=permission_mode)
+    plan = Plan(
+        model=the_model,
+        config=config,
+        hooks=hooks,
+        abort=abort,
+        log=log,
+        parent=resumed.path if resumed is not None else None,
+        parent_session_id=resumed.session_id if resumed is not None else None,
+        read_files=resumed.read_files if resumed is not None else None,
+    )
+    return plan, resumed, scenario_prompt
+
+
+def _resume(ref: Path, cwd: str | None) -> Any:
+    from fsm_agent.history import ResumeError, aresume, find_log
+
+    try:
+        return asyncio.run(aresume(find_log(ref, cwd or ".")))
+    except ResumeError as exc:
+        fail(str(exc))
+
+
+@cli.command()
+@click.argument("prompt", required=False)
+@_run_options
+@click.option(
+    "--output-format",
+    type=click.Choice(["text", "json", "stream-json"]),
+    default="text",
+    show_default=True,
+    help="text for people; json: one result object; stream-json: a JSON line per event.",
+)
+@click.option(
+    "--include-partial-messages",
+    is_flag=True,
+    help="With stream-json: also print the model's raw stream events (stream_event lines).",
+)
+def run(
+    prompt: str | None,
+    output_format: str,
+    include_partial_messages: bool,
+    quiet: bool,
+    verbose: bool,
+    **options: Any,
+) -> None:
+    """Run PROMPT through the loop, with real tools on the workspace's files.
+
+    With no PROMPT: a scenario's prompt, else an interactive session when
+    standard input is a terminal, else the prompt read from standard input.
+    """
+    if include_partial_messages and output_format != "stream-json":
+        fail("--include-partial-messages needs --output-format stream-json")
+    plan, resumed, scenario_prompt = _plan(**options)
+    prompt = prompt or scenario_prompt
+    history = list(resumed.messages) if resumed is not None else []
     if not prompt:
-        fail("no prompt given (pass PROMPT, or a scenario with a 'prompt')")
-    config = config_with(config, permission_mode=permission_mode)
-    result = _run_live(prompt, the_model, config, hooks, log, abort, verbose)
+        if sys.stdin.isatty():
+            if output_format != "text":
+                fail(f"--output-format {output_format} needs a PROMPT (no interactive session)")
+            _chat(plan, history, quiet=quiet, verbose=verbose)
+            return
+        prompt = sys.stdin.read().strip()
+        if not prompt:
+            fail("no prompt given (pass PROMPT, pipe it on stdin, or use a scenario's 'prompt')")
+    from fsm_agent.history import follow_up
+
+    messages = follow_up(history, prompt)
+    if output_format == "text" and sys.stdin.isatty():
+        from fsm_agent.approvals import terminal_prompter
+
+        plan.prompter = terminal_prompter()
+    if output_format == "text":
+        result = _run_text(plan, messages, quiet=quiet, verbose=verbose)
+    else:
+        result = _run_json(
+            plan, messages, stream=output_format == "stream-json", partial=include_partial_messages
+        )
     sys.exit(EXIT_CODES.get(result.reason, 1))
+
+
+@cli.command()
+@_run_options
+def chat(quiet: bool, verbose: bool, **options: Any) -> None:
+    """An interactive session: each message you type runs the loop over the conversation so far.
+
+    Type while a run goes to queue a message for it; Ctrl-C interrupts the
+    run; Ctrl-C twice at the prompt, or Ctrl-D, leaves. With --scripted, each
+    message takes the scenario's next turns.
+    """
+    plan, resumed, _ = _plan(**options)
+    history = list(resumed.messages) if resumed is not None else []
+    _chat(plan, history, quiet=quiet, verbose=verbose)
 
 
 def config_with(config: RunConfig, **changes: Any) -> RunConfig:
@@ -210,56 +325,135 @@ def config_with(config: RunConfig, **changes: Any) -> RunConfig:
     return evolve(config, **{k: v for k, v in changes.items() if v is not None})
 
 
-def _run_live(
-    prompt: str,
-    model: Model,
-    config: RunConfig,
-    hooks: Any,
-    log: Path | None,
-    abort: AbortSignal,
-    verbose: bool,
-) -> Any:
+def _chat(plan: Plan, history: list[Any], *, quiet: bool, verbose: bool) -> None:
     from rich.console import Console
 
-    from fsm_agent.render import LiveRenderer
-    from fsm_agent.session import arun
+    from fsm_agent.chat import ChatSession, LineReader
 
-    renderer = LiveRenderer(Console(), verbose=verbose)
-    prompter = None
-    if sys.stdin.isatty():
-        from fsm_agent.approvals import terminal_prompter
-
-        prompter = terminal_prompter()
-
-    async def go() -> Any:
-        loop = asyncio.get_running_loop()
-
-        def interrupt() -> None:
-            if abort.is_set():
-                raise KeyboardInterrupt
-            abort.set()
-
-        loop.add_signal_handler(signal.SIGINT, interrupt)
-        try:
-            return await arun(
-                prompt,
-                model=model,
-                config=config,
-                hooks=hooks,
-                log=log,
-                on_event=renderer,
-                abort=abort,
-                prompter=prompter,
-            )
-        finally:
-            loop.remove_signal_handler(signal.SIGINT)
-
+    session = ChatSession(
+        plan, Console(), LineReader(sys.stdin), messages=history, quiet=quiet, verbose=verbose
+    )
+    if history and plan.parent is not None:
+        session.console.print(f"resuming {plan.parent} ({len(history)} messages)", style="dim")
     try:
-        result = asyncio.run(go())
+        session.loop()
     except OSError as exc:
         fail(f"cannot write the session log: {exc}")
+
+
+def _run_text(plan: Plan, messages: list[Any], *, quiet: bool, verbose: bool) -> Any:
+    from rich.console import Console
+
+    from fsm_agent.render import LiveRenderer, QuietRenderer
+
+    console = Console()
+    renderer = QuietRenderer(console) if quiet else LiveRenderer(console, verbose=verbose)
+    renderer.start()
+    try:
+        result = plan.run_interruptibly(messages, renderer)
+    except OSError as exc:
+        fail(f"cannot write the session log: {exc}")
+    finally:
+        renderer.stop()
     renderer.summary(result)
+    if quiet and result.reason != "completed":
+        detail = f": {result.error}" if result.error else ""
+        click.echo(f"fsm-agent: the run ended {result.reason}{detail}", err=True)
     return result
+
+
+def _run_json(plan: Plan, messages: list[Any], *, stream: bool, partial: bool) -> Any:
+    import time
+
+    from fsm_agent.cost import CostMeter
+    from fsm_agent.headless import StreamJson, init_object, result_object
+    from fsm_agent.session import new_session_id
+
+    session_id = new_session_id()
+    meter = CostMeter()
+    writer = StreamJson(sys.stdout, session_id, partial=partial)
+
+    def on_event(event: Any) -> None:
+        meter(event)
+        if stream:
+            writer(event)
+
+    if stream:
+        writer.write(init_object(session_id, plan.config.cwd, plan.config.tools, plan.config.model))
+    started = time.monotonic()
+    try:
+        result = plan.run_interruptibly(messages, on_event, session_id=session_id)
+    except OSError as exc:
+        fail(f"cannot write the session log: {exc}")
+    duration_ms = round((time.monotonic() - started) * 1000)
+    obj = result_object(result, duration_ms=duration_ms, cost_usd=meter.total)
+    if stream:
+        writer.write(obj)
+    else:
+        click.echo(json.dumps(obj, ensure_ascii=False, indent=2))
+    if writer.closed:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    return result
+
+
+@cli.command()
+@click.option(
+    "--cwd",
+    default=".",
+    type=click.Path(exists=True, file_okay=False),
+    help="The workspace whose sessions to list. Default: the current directory.",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print the list as JSON.")
+def sessions(cwd: str, as_json: bool) -> None:
+    """List the workspace's recorded sessions, newest first (.fsm-agent/sessions/)."""
+    from fsm_agent.history import list_sessions
+
+    infos = list_sessions(_workspace(cwd))
+    if as_json:
+        click.echo(json.dumps([_info_json(i) for i in infos], indent=2))
+        return
+    if not infos:
+        click.echo(f"no sessions recorded in {_workspace(cwd)}")
+        return
+    _sessions_table(infos)
+
+
+def _info_json(info: Any) -> dict[str, Any]:
+    from attrs import asdict
+
+    return {**asdict(info), "path": str(info.path)}
+
+
+def _sessions_table(infos: list[Any]) -> None:
+    from rich.console import Console
+    from rich.table import Table
+    from rich.text import Text
+
+    table = Table(box=None, header_style="bold", pad_edge=False)
+    table.add_column("session", no_wrap=True, style="cyan", min_width=8)
+    table.add_column("when (UTC)", no_wrap=True, min_width=16)
+    table.add_column("turns", no_wrap=True, justify="right", min_width=5)
+    table.add_column("ended", no_wrap=True, min_width=18, max_width=24, overflow="ellipsis")
+    table.add_column("prompt", no_wrap=True, overflow="ellipsis", ratio=1, min_width=12)
+    for info in infos:
+        when = (info.created or "?").replace("T", " ").split("+")[0]
+        prompt = " ".join((info.prompt or "").split())
+        if info.parent:
+            prompt = "↳ " + prompt
+        if info.status == "complete":
+            ended = info.reason or "?"
+            style = "green" if info.reason == "completed" else "red"
+        else:
+            ended = info.status + (f" ({info.problem})" if info.problem else "")
+            style = "yellow"
+        table.add_row(
+            (info.session_id or info.path.stem)[:8],
+            when[:16],
+            "" if info.turns is None else str(info.turns),
+            Text(ended, style=style),
+            Text(prompt),
+        )
+    Console().print(table)
 
 
 @cli.command()

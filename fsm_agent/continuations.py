@@ -19,10 +19,11 @@ from fsm_agent.context import (
     meta,
     reactive_compact,
 )
+from fsm_agent.effects import INTERRUPTED
 from fsm_agent.events import Notice
 from fsm_agent.machine import MODEL_FALLBACK, Continue, Terminal
 from fsm_agent.messages import Message, TextBlock, ToolResultBlock, tool_results
-from fsm_agent.phases import INTERRUPTED, Run
+from fsm_agent.phases import Run
 from fsm_agent.state import (
     AutoCompactTracking,
     BudgetTracker,

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import asyncio
 import inspect
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 
-from attrs import frozen
+from attrs import field, frozen
 
 from fsm_agent.codec import unstructure
 from fsm_agent.config import RunConfig
@@ -51,6 +51,8 @@ class LoopResult:
     model: str
     error: str | None = None
     log_path: str | None = None
+    read_files: dict[str, float] = field(factory=dict)
+    """Files read and their mtimes, for the next run of the same conversation (a chat)."""
 
     @property
     def text(self) -> str:
@@ -64,10 +66,14 @@ class LoopResult:
         return tuple(step.edge for step in self.path)
 
 
-def initial_state(messages: Sequence[Message], config: RunConfig) -> LoopState:
+def initial_state(
+    messages: Sequence[Message], config: RunConfig, read_files: Mapping[str, float] | None = None
+) -> LoopState:
     return LoopState(
         messages=Transcript.of(messages),
-        tool_context=ToolContext(cwd=config.cwd, model=config.model),
+        tool_context=ToolContext(
+            cwd=config.cwd, model=config.model, read_files=dict(read_files or {})
+        ),
     )
 
 
@@ -138,14 +144,17 @@ class Engine:
         if self.on_event is not None:
             self.on_event(event)
 
-    async def run(self, messages: Sequence[Message]) -> LoopResult:
+    async def run(
+        self, messages: Sequence[Message], read_files: Mapping[str, float] | None = None
+    ) -> LoopResult:
+        """Run the loop over `messages`; `read_files` carries what an earlier run read."""
         run = Run(self.config, self.effects, self.tool_specs, self._emit, self.session_id)
-        self.tape.start([unstructure(m, Message) for m in messages])
+        self.tape.start([unstructure(m, Message) for m in messages], dict(read_files or {}))
         prelude = await session_prelude(run, messages)
         if prelude.blocked is not None:
             return self._blocked(messages, prelude.blocked)
         messages = prelude.messages
-        state = initial_state(messages, self.config)
+        state = initial_state(messages, self.config, read_files)
         it = fresh_iteration(state)
         digest = state.digest()
         path: list[Step] = []
@@ -187,6 +196,7 @@ class Engine:
             model=it.model,
             error=it.model_error or it.api_error or it.hook_stop_reason,
             log_path=str(self.tape.path) if self.tape.path else None,
+            read_files={**state.tool_context.read_files, **it.read_files},
         )
         self.tape.result(
             {

@@ -13,7 +13,7 @@ import asyncio
 import contextlib
 import time
 import uuid
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Callable, Coroutine, Mapping
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -62,20 +62,17 @@ class AbortSignal:
     def __init__(self) -> None:
         self._set = False
         self._armed: set[str] = set()
-        self._event: asyncio.Event | None = None
+        self._listeners: list[Callable[[], None]] = []
 
     def set(self) -> None:
         self._set = True
-        if self._event is not None:
-            self._event.set()
+        for listener in list(self._listeners):
+            listener()
 
-    async def wait(self) -> None:
-        """Return when `set` is called: running tools race against this."""
-        if self._event is None:
-            self._event = asyncio.Event()
-            if self._set:
-                self._event.set()
-        await self._event.wait()
+    def subscribe(self, listener: Callable[[], None]) -> Callable[[], None]:
+        """Call `listener` when the flag is set; returns the function that unsubscribes."""
+        self._listeners.append(listener)
+        return lambda: self._listeners.remove(listener)
 
     def arm(self, where: str) -> None:
         """Be set from the moment the loop checks at `where` (scripted interrupts)."""
@@ -84,11 +81,36 @@ class AbortSignal:
     def clear(self) -> None:
         self._set = False
         self._armed.clear()
-        if self._event is not None:
-            self._event.clear()
 
     def is_set(self, where: str = "") -> bool:
         return self._set or where in self._armed
+
+
+class AbortGuard:
+    """`async with AbortGuard(abort)`: the awaited work is cancelled the moment `abort` is set,
+    and the block raises `TimeoutError` (an `asyncio.timeout` the flag expires: no extra task).
+    """
+
+    def __init__(self, abort: AbortSignal) -> None:
+        self.abort = abort
+        self._timeout: asyncio.Timeout | None = None
+
+    def _expire(self) -> None:
+        timeout = self._timeout
+        if timeout is not None and timeout.expired() is False:
+            timeout.reschedule(asyncio.get_running_loop().time())
+
+    async def __aenter__(self) -> None:
+        loop = asyncio.get_running_loop()
+        self._timeout = asyncio.timeout(None)
+        await self._timeout.__aenter__()
+        self._unsubscribe = self.abort.subscribe(lambda: loop.call_soon_threadsafe(self._expire))
+
+    async def __aexit__(self, *exc: Any) -> bool | None:
+        self._unsubscribe()
+        timeout, self._timeout = self._timeout, None
+        assert timeout is not None
+        return await timeout.__aexit__(*exc)
 
 
 class Inbox:
@@ -116,6 +138,25 @@ def input_error(name: str, error: Any) -> str:
         f"<tool_use_error>InputValidationError: {name} failed due to the following issue:\n"
         f"{at}: {error.message}</tool_use_error>"
     )
+
+
+async def _unless(
+    cancel: asyncio.Event | None, work: Coroutine[Any, Any, ToolOutcome]
+) -> ToolOutcome:
+    """`work`, unless `cancel` is set first: then `work` is cancelled and waited for."""
+    if cancel is None:
+        return await work
+    task = asyncio.ensure_future(work)
+    stop = asyncio.ensure_future(cancel.wait())
+    try:
+        await asyncio.wait([task, stop], return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        stop.cancel()
+        if not task.done():
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+    return task.result() if not task.cancelled() else interrupted()
 
 
 def tool_error(text: str) -> ToolOutcome:
@@ -154,13 +195,24 @@ class LiveEffects:
         self.approvals = approvals or Approvals(PermissionSettings(), ".")
 
     async def model_stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
-        """The model's stream, cut short the moment the run is interrupted."""
+        """The model's stream, cut short the moment the run is interrupted.
+
+        Each wait for the next event is guarded, so Ctrl-C ends a wait for
+        the model (a slow first token, a stalled stream) at once.
+        """
         stream = self.model.stream(request)
         try:
-            async for event in stream:
-                yield event
-                if self.abort.is_set("streaming"):
+            while not self.abort.is_set("streaming"):
+                try:
+                    async with AbortGuard(self.abort):
+                        event = await anext(stream)
+                except StopAsyncIteration:
                     return
+                except TimeoutError:
+                    if self.abort.is_set("streaming"):
+                        return
+                    raise
+                yield event
         finally:
             await stream.aclose()  # type: ignore[attr-defined]
 
@@ -168,25 +220,20 @@ class LiveEffects:
         return await self.model.count_tokens(request)
 
     async def run_tool(self, call: ToolCall, env: ToolEnv) -> ToolOutcome:
-        """Run one call, cancelled (Bash's process group killed) on Ctrl-C or `env.cancel`."""
+        """Run one call; Ctrl-C or `env.cancel` (a failed stream) cancels it.
+
+        A cancelled Bash command's process group is killed; the outcome is an
+        `interrupted` error result, recorded like any other.
+        """
         started = time.perf_counter()
         if self.abort.is_set() or (env.cancel is not None and env.cancel.is_set()):
             return interrupted()
-        work = asyncio.ensure_future(self._run_tool(call, env))
-        stops = [asyncio.ensure_future(self.abort.wait())]
-        if env.cancel is not None:
-            stops.append(asyncio.ensure_future(env.cancel.wait()))
         try:
-            done, _ = await asyncio.wait([work, *stops], return_when=asyncio.FIRST_COMPLETED)
-        finally:
-            for stop in stops:
-                stop.cancel()
-        if work in done:
-            outcome = work.result()
-        else:
-            work.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await work
+            async with AbortGuard(self.abort):
+                outcome = await _unless(env.cancel, self._run_tool(call, env))
+        except TimeoutError:
+            if not self.abort.is_set("tools"):
+                raise
             outcome = interrupted()
         return evolve(outcome, duration_s=round(time.perf_counter() - started, 6))
 

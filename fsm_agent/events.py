@@ -98,7 +98,16 @@ class ToolUseComplete:
 
 @frozen
 class AssistantMessage:
+    """An assistant message is complete (or was cut short) and joins the conversation."""
+
     message: Message
+
+
+@frozen
+class ModelEvent:
+    """One raw event of the model's stream, for callers that pass the stream through."""
+
+    event: StreamEvent
 
 
 @frozen
@@ -144,6 +153,7 @@ DriverEvent = (
     | ThinkingDelta
     | ToolUseComplete
     | AssistantMessage
+    | ModelEvent
     | ToolStarted
     | ToolFinished
     | Transition

@@ -15,7 +15,6 @@ and state digests but not the path. The fork's own log is exact.
 
 from __future__ import annotations
 
-import datetime as dt
 import uuid
 from collections.abc import AsyncIterator, Callable, Mapping
 from pathlib import Path
@@ -24,12 +23,12 @@ from typing import Any
 from attrs import evolve, frozen
 
 from fsm_agent.approvals import Approvals
-from fsm_agent.codec import CodecError, structure, unstructure
+from fsm_agent.codec import CodecError, structure
 from fsm_agent.driver import Engine, LoopResult
 from fsm_agent.effects import AbortSignal, Effects, LiveEffects
 from fsm_agent.events import DriverEvent, StreamEvent
 from fsm_agent.hooks import HookOutcome, Hooks
-from fsm_agent.log import LogWriter, SessionLog, default_log_path, machine_fingerprint
+from fsm_agent.log import LogWriter, SessionLog, default_log_path
 from fsm_agent.machine import FINAL_STATES
 from fsm_agent.messages import Message
 from fsm_agent.model import Model, ModelRequest, ToolSpec
@@ -130,8 +129,8 @@ class ForkTape(Tape):
     def path(self) -> Path | None:
         return self.recording.writer.path
 
-    def start(self, messages: list[Any]) -> None:
-        self.recording.start(messages)
+    def start(self, messages: list[Any], read_files: dict[str, float] | None = None) -> None:
+        self.recording.start(messages, read_files)
 
     def transition(self, record: dict[str, Any]) -> None:
         if not self.live:
@@ -247,21 +246,16 @@ async def afork(
     abort: AbortSignal | None = None,
 ) -> LoopResult:
     """Replay `parent` up to `point`, then run live; the new log's header names both."""
-    from fsm_agent.session import config_of, default_tools
+    from fsm_agent.session import config_of, default_tools, session_header
 
     parent_log = SessionLog(Path(parent))
     check_point(parent_log, point)
     config = evolve(config_of(parent_log), **dict(config_changes or {}))
     specs = structure(parent_log.header.get("tools", []), list[ToolSpec])
     session_id = str(uuid.uuid4())
-    header = {
-        "session_id": session_id,
-        "created": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
-        "fingerprint": machine_fingerprint(),
-        "config": unstructure(config),
-        "tools": unstructure(list(specs)),
-        "parent": {"log": str(parent), **point.describe()},
-    }
+    header = session_header(
+        session_id, config, specs, parent={"log": str(parent), **point.describe()}
+    )
     path = Path(log) if log else default_log_path(config.cwd, session_id)
     writer = LogWriter(path, header)
     tape = ForkTape(parent_log, writer, point)
@@ -277,6 +271,6 @@ async def afork(
     engine = Engine(config, tape, live, specs, session_id, on_event)
     messages = [structure(m, Message) for m in tape.replay.start_messages]
     try:
-        return await engine.run(messages)
+        return await engine.run(messages, tape.replay.start_read_files)
     finally:
         writer.close()

@@ -19,6 +19,7 @@ from fsm_agent.context import (
 )
 from fsm_agent.effects import Effects
 from fsm_agent.events import (
+    AssistantMessage,
     BlockDelta,
     BlockStart,
     BlockStop,
@@ -27,6 +28,8 @@ from fsm_agent.events import (
     MessageStart,
     MessageStop,
     ModelCallError,
+    ModelEvent,
+    StreamEvent,
     TextDelta,
     ThinkingDelta,
     ToolUseComplete,
@@ -43,7 +46,6 @@ from fsm_agent.model import ModelRequest, ToolSpec
 from fsm_agent.state import BudgetTracker, Facts, Iteration, LoopState
 from fsm_agent.tool_executor import ToolExecutor
 
-INTERRUPTED = "[Request interrupted by user for tool use]"
 BUDGET_COMPLETION_THRESHOLD = 0.9
 DIMINISHING_DELTA_TOKENS = 500
 
@@ -90,8 +92,9 @@ class _Assembler:
         self.stop_reason: str | None = None
         self.stopped = False
 
-    def feed(self, event: object) -> None:
+    def feed(self, event: StreamEvent) -> None:
         emit = self.run.emit
+        emit(ModelEvent(event))
         if isinstance(event, MessageStart):
             self.message_id, self.model, self.usage = event.id, event.model, event.usage
         elif isinstance(event, BlockDelta):
@@ -185,10 +188,15 @@ async def api_call(run: Run, state: LoopState, it: Iteration) -> tuple[Iteration
     )
     if error is None and not assembler.stopped and not run.effects.aborted("streaming"):
         error = ModelCallError("incomplete_stream", "the stream ended without message_stop")
-    if error is None:
-        return it, Facts()
-    await run.executor.cancel()
-    return _classify(run, it, error)
+    if error is not None:
+        await run.executor.cancel()
+        it, facts = _classify(run, it, error)
+    else:
+        facts = Facts()
+    if facts.fallback_model is None:
+        for complete in it.assistant_messages:
+            run.emit(AssistantMessage(complete))
+    return it, facts
 
 
 def _classify(run: Run, it: Iteration, error: ModelCallError) -> tuple[Iteration, Facts]:

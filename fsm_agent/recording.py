@@ -103,7 +103,7 @@ class Tape:
     def transition(self, record: dict[str, Any]) -> None:
         raise NotImplementedError
 
-    def start(self, messages: list[Any]) -> None:
+    def start(self, messages: list[Any], read_files: dict[str, float] | None = None) -> None:
         raise NotImplementedError
 
     def result(self, record: dict[str, Any]) -> None:
@@ -122,8 +122,11 @@ class RecordingTape(Tape):
         self.path = writer.path
         self.step = 1
 
-    def start(self, messages: list[Any]) -> None:
-        self.writer.write({"t": "start", "messages": messages})
+    def start(self, messages: list[Any], read_files: dict[str, float] | None = None) -> None:
+        record: dict[str, Any] = {"t": "start", "messages": messages}
+        if read_files:
+            record["read_files"] = read_files
+        self.writer.write(record)
 
     def transition(self, record: dict[str, Any]) -> None:
         self.writer.write({"t": "transition", "step": self.step, **record})
@@ -259,6 +262,7 @@ class ReplayTape(Tape):
         self._pending: dict[tuple[str, str], deque[dict[str, Any]]] = defaultdict(deque)
         self._expected: dict[str, Any] | None = None
         self.start_messages: list[Any] = []
+        self.start_read_files: dict[str, float] = {}
         self.recorded_result: dict[str, Any] | None = None
         self._read_start()
         self._load_step()
@@ -267,6 +271,7 @@ class ReplayTape(Tape):
         for _, record in self._records:
             if record["t"] == "start":
                 self.start_messages = record["messages"]
+                self.start_read_files = record.get("read_files", {})
                 return
             raise Divergence(0, "first record", "start", record["t"])
 
@@ -305,9 +310,11 @@ class ReplayTape(Tape):
     def exhausted(self) -> bool:
         return self._expected is None
 
-    def start(self, messages: list[Any]) -> None:
+    def start(self, messages: list[Any], read_files: dict[str, float] | None = None) -> None:
         if messages != self.start_messages:
             raise Divergence(0, "initial messages", self.start_messages, messages)
+        if (read_files or {}) != self.start_read_files:
+            raise Divergence(0, "initial read files", self.start_read_files, read_files)
 
     def transition(self, record: dict[str, Any]) -> None:
         expected = self._expected

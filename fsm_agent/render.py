@@ -1,80 +1,231 @@
-"""Showing a run in the terminal as it happens."""
+"""Showing a run in the terminal as it happens.
+
+In a terminal, a live region at the bottom streams the text being written
+and a spinner naming the phase the machine is in, with turns, tokens and
+cost; finished text is printed above it as Markdown, tool calls and notices
+as one line each. Piped, the same events come out as plain lines and raw
+text, with no cursor movement. `QuietRenderer` prints only the final answer.
+"""
 
 from __future__ import annotations
 
 import json
+from typing import Any
 
-from rich.console import Console
+from rich.console import Console, Group, RenderableType
+from rich.live import Live
+from rich.markdown import Markdown
+from rich.spinner import Spinner
 from rich.text import Text
 
+from fsm_agent.cost import CostMeter
 from fsm_agent.driver import LoopResult
 from fsm_agent.events import (
+    AssistantMessage,
     DriverEvent,
     Notice,
     TextDelta,
+    ThinkingDelta,
     ToolFinished,
     ToolStarted,
     Transition,
 )
+from fsm_agent.messages import Usage
 
 KEY_INPUTS = ("file_path", "command", "pattern", "path", "url")
 
+PHASE_LABELS: dict[str, str] = {
+    "preprocess": "Preparing the context",
+    "blocking_limit_check": "Checking the context size",
+    "api_call": "Waiting for the model",
+    "abort_check": "Reading the answer",
+    "recovery": "Checking the answer",
+    "stop_hooks": "Running stop hooks",
+    "tool_execution": "Running tools",
+    "attachments": "Collecting queued messages",
+    "continuation": "Starting the next turn",
+}
 
-def key_input(tool_input: dict) -> str:
+
+def key_input(tool_input: dict[str, Any]) -> str:
     for key in KEY_INPUTS:
         if key in tool_input:
             return str(tool_input[key])
     return json.dumps(tool_input)[:60]
 
 
-class LiveRenderer:
-    """Streams text, shows each tool call and notice on a line of its own."""
+def tool_label(name: str, tool_input: dict[str, Any]) -> str:
+    return f"{name}({key_input(tool_input)[:80]})"
 
-    def __init__(self, console: Console, *, verbose: bool = False) -> None:
+
+def tokens(n: int) -> str:
+    return f"{n / 1000:.1f}k" if n >= 10_000 else str(n)
+
+
+def money(meter: CostMeter) -> str | None:
+    """The cost so far, or nothing when no response has been priced."""
+    usd = meter.total
+    return None if usd is None or not meter.responses else f"${usd:.4f}"
+
+
+class LiveRenderer:
+    """The run as it happens; `live=True` for a terminal, `False` for plain lines."""
+
+    def __init__(
+        self,
+        console: Console,
+        *,
+        verbose: bool = False,
+        live: bool | None = None,
+    ) -> None:
         self.console = console
         self.verbose = verbose
+        self.live = console.is_terminal if live is None else live
+        self.cost = CostMeter()
+        self._text = ""
         self._mid_text = False
+        self._label = PHASE_LABELS["preprocess"]
+        self._turn = 1
+        self._usage = Usage()
+        self._spinner = Spinner("dots", style="cyan")
+        self._region: Live | None = None
 
-    def _break_text(self) -> None:
+    # --- the live region -------------------------------------------------
+
+    def start(self) -> None:
+        """Begin a run: counters from zero, and the live region open (unless piped)."""
+        self._turn, self._usage, self.cost = 1, Usage(), CostMeter()
+        self._label = PHASE_LABELS["preprocess"]
+        if self.live and self._region is None:
+            self._region = Live(
+                self,
+                console=self.console,
+                transient=True,
+                refresh_per_second=10,
+                vertical_overflow="crop",
+            )
+            self._region.start()
+
+    def stop(self) -> None:
+        self._flush_text()
+        if self._region is not None:
+            self._region.stop()
+            self._region = None
+
+    def footer(self) -> str:
+        parts = [f"turn {self._turn}", f"↑{tokens(self._usage.input_tokens)}"]
+        parts.append(f"↓{tokens(self._usage.output_tokens)} tokens")
+        cost = money(self.cost)
+        if cost:
+            parts.append(cost)
+        return " · ".join(parts)
+
+    def __rich__(self) -> RenderableType:
+        status = Text.assemble((f"{self._label}… ", "bold"), (self.footer(), "dim"))
+        self._spinner.update(text=status)
+        if not self._text:
+            return self._spinner
+        height = max(3, self.console.size.height - 3)
+        shown = "\n".join(self._text.splitlines()[-height:])
+        return Group(Text(shown), self._spinner)
+
+    # --- events ----------------------------------------------------------
+
+    def _flush_text(self) -> None:
+        if self._text:
+            self.console.print(Markdown(self._text.strip()))
+            self._text = ""
         if self._mid_text:
             self.console.print()
             self._mid_text = False
 
     def __call__(self, event: DriverEvent) -> None:
         if isinstance(event, TextDelta):
-            self.console.print(event.text, end="", markup=False, highlight=False, soft_wrap=True)
-            self._mid_text = True
+            if self.live:
+                self._text += event.text
+            else:
+                self.console.print(
+                    event.text, end="", markup=False, highlight=False, soft_wrap=True
+                )
+                self._mid_text = True
+        elif isinstance(event, ThinkingDelta):
+            self._label = "Thinking"
+        elif isinstance(event, AssistantMessage):
+            self.cost(event)
+            if event.message.usage is not None:
+                self._usage = self._usage + event.message.usage
+            self._flush_text()
         elif isinstance(event, ToolStarted):
-            self._break_text()
+            self._flush_text()
             line = Text("● ", style="cyan")
             line.append(event.block.name, style="bold")
             line.append(f"({key_input(event.block.input)[:80]})", style="dim")
-            self.console.print(line)
+            self.console.print(line, no_wrap=True, overflow="ellipsis")
+            self._label = f"Running {tool_label(event.block.name, event.block.input)}"
         elif isinstance(event, ToolFinished):
-            first = event.result.text.strip().splitlines()[:1]
-            status = ("✗ " if event.result.is_error else "⎿ ") + (first[0][:100] if first else "")
-            style = "red" if event.result.is_error else "dim"
-            self.console.print(Text(f"  {status}  ({event.duration_s:.2f}s)", style=style))
+            self._tool_finished(event)
         elif isinstance(event, Notice):
-            self._break_text()
+            self._flush_text()
             self.console.print(Text(f"↻ {event.text}", style="yellow"))
-        elif isinstance(event, Transition) and self.verbose:
-            self._break_text()
+        elif isinstance(event, Transition):
+            self._transition(event)
+
+    def _tool_finished(self, event: ToolFinished) -> None:
+        first = event.result.text.strip().splitlines()[:1]
+        mark = "✗" if event.result.is_error else "⎿"
+        status = f"  {mark} {first[0][:100] if first else '(no output)'}"
+        style = "red" if event.result.is_error else "dim"
+        suffix = f"  ({event.duration_s:.2f}s)"
+        line = Text(status, style=style)
+        line.truncate(max(10, self.console.width - len(suffix)), overflow="ellipsis")
+        line.append(suffix, style="dim")
+        self.console.print(line, no_wrap=True, overflow="ellipsis")
+
+    def _transition(self, event: Transition) -> None:
+        self._turn = event.turn
+        self._label = PHASE_LABELS.get(event.dest, "Finishing")
+        if self.verbose:
+            self._flush_text()
             self.console.print(
                 Text(f"  [{event.step}] {event.source} -[{event.edge}]-> {event.dest}", style="dim")
             )
 
     def summary(self, result: LoopResult) -> None:
-        self._break_text()
+        self.stop()
         style = "green" if result.reason == "completed" else "red"
         line = Text(f"■ {result.reason}", style=f"bold {style}")
-        line.append(
-            f"  turns {result.turns} · tokens in {result.usage.input_tokens} "
-            f"out {result.usage.output_tokens} · {len(result.path)} steps",
-            style="dim",
-        )
+        details = [
+            f"turns {result.turns}",
+            f"tokens in {result.usage.input_tokens} out {result.usage.output_tokens}",
+        ]
+        cost = money(self.cost)
+        if cost:
+            details.append(cost)
+        details.append(f"{len(result.path)} steps")
+        line.append("  " + " · ".join(details), style="dim")
         self.console.print(line)
         if result.error:
             self.console.print(Text(f"  {result.error}", style="red"))
         if result.log_path:
-            self.console.print(Text(f"  log: {result.log_path}", style="dim"))
+            self.console.print(Text(f"  log: {result.log_path}", style="dim"), soft_wrap=True)
+
+
+class QuietRenderer:
+    """`--quiet`: nothing while the run goes, then only the final answer."""
+
+    def __init__(self, console: Console) -> None:
+        self.console = console
+        self.cost = CostMeter()
+
+    def start(self) -> None:
+        pass
+
+    def stop(self) -> None:
+        pass
+
+    def __call__(self, event: DriverEvent) -> None:
+        self.cost(event)
+
+    def summary(self, result: LoopResult) -> None:
+        if result.text:
+            self.console.print(result.text, markup=False, highlight=False, soft_wrap=True)

@@ -48,6 +48,20 @@ def default_tools() -> dict[str, Tool]:
     return make()
 
 
+def session_header(
+    session_id: str, config: RunConfig, specs: Sequence[ToolSpec], **extra: Any
+) -> dict[str, Any]:
+    """A new log's header: who, when, which machine, and everything a replay needs."""
+    return {
+        "session_id": session_id,
+        "created": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+        "fingerprint": machine_fingerprint(),
+        "config": unstructure(config),
+        "tools": unstructure(list(specs)),
+        **extra,
+    }
+
+
 def _messages(prompt: str | Sequence[Message]) -> list[Message]:
     return [user(prompt)] if isinstance(prompt, str) else list(prompt)
 
@@ -68,6 +82,7 @@ async def arun(
     prompter: Prompter | None = None,
     session_id: str | None = None,
     live_effects: Callable[..., Effects] = LiveEffects,
+    read_files: Mapping[str, float] | None = None,
 ) -> LoopResult:
     """Run the loop live, recording every transition and effect.
 
@@ -76,7 +91,10 @@ async def arun(
     hooks come from `config` (see `fsm_agent.settings.load_settings`);
     `prompter` asks the user when a rule says ask (without one, ask = deny).
     `session_id` and `live_effects` (called like `LiveEffects`) let
-    tools/regen_replays.py write logs that are the same on every run.
+    tools/regen_replays.py write logs that are the same on every run;
+    stream-json passes `session_id` to name the session in `system/init`
+    before the run starts. `read_files` carries the files an earlier run of
+    the conversation read.
     """
     config = config or RunConfig()
     tools = default_tools() if tools is None else dict(tools)
@@ -84,14 +102,7 @@ async def arun(
     tools = {name: tool for name, tool in tools.items() if name not in removed}
     specs = tool_specs(tools)
     session_id = session_id or new_session_id()
-    header = {
-        "session_id": session_id,
-        "created": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
-        "fingerprint": machine_fingerprint(),
-        "config": unstructure(config),
-        "tools": unstructure(list(specs)),
-        **(header_extra or {}),
-    }
+    header = session_header(session_id, config, specs, **(header_extra or {}))
     path: Path | None = None
     if keep_log:
         path = Path(log) if log else default_log_path(config.cwd, session_id)
@@ -113,7 +124,7 @@ async def arun(
     effects = live_effects(model, tools, hooks, abort, inbox, blob_dir=blobs, approvals=approvals)
     engine = Engine(config, tape, effects, specs, session_id, on_event)
     try:
-        return await engine.run(_messages(prompt))
+        return await engine.run(_messages(prompt), read_files)
     finally:
         writer.close()
 
@@ -169,7 +180,7 @@ async def areplay(
     specs = structure(log.header.get("tools", []), list[ToolSpec])
     engine = Engine(config_of(log), tape, None, specs, log.header.get("session_id", ""), on_event)
     messages = [structure(m, Message) for m in tape.start_messages]
-    return await engine.run(messages)
+    return await engine.run(messages, tape.start_read_files)
 
 
 def replay(path: str | Path, **kwargs: Any) -> LoopResult:

@@ -119,7 +119,8 @@ class Stepper:
         self.stopped_by: Exception | None = None
         tape = ReplayTape(self.log)
         self.start_messages = [structure(m, Message) for m in tape.start_messages]
-        self.initial = initial_state(self.start_messages, self.config)
+        self.read_files = dict(tape.start_read_files)
+        self.initial = initial_state(self.start_messages, self.config, self.read_files)
 
     def close(self) -> None:
         if not self._loop.is_closed():
@@ -180,7 +181,7 @@ class Stepper:
         tape = ReplayTape(self.log)
         engine = Engine(self.config, tape, None, self.specs, self.session_id, on_step=self._seen)
         try:
-            self.result = await engine.run(self.start_messages)
+            self.result = await engine.run(self.start_messages, self.read_files)
         except Exception as exc:
             self.stopped_by = exc
 

@@ -1,0 +1,183 @@
+"""An interactive session: one run of the loop per user message, over the conversation so far.
+
+Standard input is read on a thread the whole time, so a line typed while
+the loop runs is not lost: it is queued in the run's `Inbox` and reaches
+the model in the `attachments` phase (or, if the run ends first, becomes the
+next prompt). Ctrl-C sets the abort flag, so the run ends `aborted_*` and
+the session goes on; at the prompt, a second Ctrl-C or Ctrl-D leaves.
+"""
+
+from __future__ import annotations
+
+import queue
+import threading
+from collections.abc import Callable, Sequence
+from typing import TextIO
+
+from rich.console import Console
+from rich.text import Text
+
+from fsm_agent.driver import LoopResult
+from fsm_agent.effects import Inbox
+from fsm_agent.history import follow_up
+from fsm_agent.launch import Plan
+from fsm_agent.messages import Message
+from fsm_agent.render import LiveRenderer, QuietRenderer
+
+PROMPT = "› "
+POLL_S = 0.1
+
+
+class LineReader:
+    """Lines of a stream, read on a daemon thread; `None` marks the end (Ctrl-D)."""
+
+    def __init__(self, stream: TextIO, on_line: Callable[[str], None] | None = None) -> None:
+        self._lines: queue.Queue[str | None] = queue.Queue()
+        self.eof = False
+        self.busy = threading.Event()
+        self.on_line = on_line
+        self._stream = stream
+        threading.Thread(target=self._pump, name="fsm-agent-stdin", daemon=True).start()
+
+    def _pump(self) -> None:
+        for line in iter(self._stream.readline, ""):
+            text = line.rstrip("\r\n")
+            self._lines.put(text)
+            if self.busy.is_set() and self.on_line is not None:
+                self.on_line(text)
+        self._lines.put(None)
+
+    def pending(self) -> bool:
+        """Whether a line is already waiting (typed during the last run)."""
+        return not self._lines.empty()
+
+    def get(self) -> str | None:
+        """The next line, waiting for it; Ctrl-C still raises KeyboardInterrupt meanwhile."""
+        if self.eof:
+            return None
+        while True:
+            try:
+                line = self._lines.get(timeout=POLL_S)
+            except queue.Empty:
+                continue
+            if line is None:
+                self.eof = True
+            return line
+
+    def drain(self) -> tuple[str, ...]:
+        out: list[str] = []
+        while not self.eof:
+            try:
+                line = self._lines.get_nowait()
+            except queue.Empty:
+                break
+            if line is None:
+                self.eof = True
+            elif line.strip():
+                out.append(line)
+        return tuple(out)
+
+
+class ReaderInbox(Inbox):
+    """The run's inbox fed by what was typed since the run began."""
+
+    def __init__(self, reader: LineReader) -> None:
+        super().__init__()
+        self.reader = reader
+
+    def drain(self) -> tuple[str, ...]:
+        return (*super().drain(), *self.reader.drain())
+
+
+class ChatSession:
+    """The prompt loop. `ask` is the seam for questions asked mid-run (permissions)."""
+
+    def __init__(
+        self,
+        plan: Plan,
+        console: Console,
+        reader: LineReader,
+        *,
+        messages: Sequence[Message] = (),
+        verbose: bool = False,
+        quiet: bool = False,
+    ) -> None:
+        self.plan = plan
+        self.console = console
+        self.reader = reader
+        self.messages: list[Message] = list(messages)
+        self.renderer: LiveRenderer | QuietRenderer = (
+            QuietRenderer(console) if quiet else LiveRenderer(console, verbose=verbose)
+        )
+        self.results: list[LoopResult] = []
+        reader.on_line = self._queued
+        plan.ask = self.ask
+
+    def _queued(self, text: str) -> None:
+        if text.strip():
+            self.console.print(Text(f"  ⧗ queued: {text}", style="yellow"))
+
+    def ask(self, question: str) -> str | None:
+        """Ask the user something while a run waits (a permission prompt); `None` on Ctrl-D.
+
+        The live region is paused so the question and the typed answer stay
+        readable; lines typed earlier and still queued come first.
+        """
+        self.renderer.stop()
+        self.console.print(Text(question, style="bold yellow"), end=" ")
+        self.reader.busy.clear()
+        try:
+            return self.reader.get()
+        finally:
+            self.reader.busy.set()
+            self.renderer.start()
+
+    def _read_prompt(self) -> str | None:
+        """The next non-empty line; `None` when the user leaves (Ctrl-D, or Ctrl-C twice)."""
+        armed = False
+        while True:
+            self.console.print(Text(PROMPT, style="bold cyan"), end="")
+            typed_ahead = self.reader.pending()
+            try:
+                line = self.reader.get()
+            except KeyboardInterrupt:
+                if armed:
+                    self.console.print()
+                    return None
+                armed = True
+                self.console.print(Text("\n(Ctrl-C again or Ctrl-D to leave)", style="dim"))
+                continue
+            if line is None:
+                self.console.print()
+                return None
+            if typed_ahead and line.strip():
+                self.console.print(line, markup=False, highlight=False)
+            if line.strip():
+                return line
+
+    def turn(self, prompt: str) -> LoopResult:
+        """One user message: a whole run of the loop over the conversation so far."""
+        self.plan.abort.clear()
+        self.renderer.start()
+        self.reader.busy.set()
+        try:
+            result = self.plan.run_interruptibly(
+                follow_up(self.messages, prompt), self.renderer, inbox=ReaderInbox(self.reader)
+            )
+        finally:
+            self.reader.busy.clear()
+            self.renderer.stop()
+        self.renderer.summary(result)
+        self.messages = list(result.messages.items)
+        self.results.append(result)
+        return result
+
+    def loop(self) -> None:
+        self.console.print(
+            Text("fsm-agent chat · Ctrl-C interrupts a run · Ctrl-D leaves", style="dim")
+        )
+        while True:
+            prompt = self._read_prompt()
+            if prompt is None:
+                return
+            self.turn(prompt)

@@ -1,0 +1,40 @@
+"""What a run cost, in US dollars, summed response by response.
+
+Each response is priced on its own (`pricing.cost_usd`): long-prompt rates
+depend on each request's prompt, so a run's summed usage cannot be priced.
+"""
+
+from __future__ import annotations
+
+from fsm_agent.events import AssistantMessage, DriverEvent
+from fsm_agent.messages import Usage
+from fsm_agent.pricing import cost_usd
+
+
+def response_cost(model: str, usage: Usage) -> float | None:
+    """USD for one response, or `None` for a model without a known price."""
+    return cost_usd(model, usage)
+
+
+class CostMeter:
+    """Adds up the cost of each response; unknown once any response has no price."""
+
+    def __init__(self) -> None:
+        self.usd: float | None = 0.0
+        self.responses = 0
+
+    def __call__(self, event: DriverEvent) -> None:
+        if isinstance(event, AssistantMessage):
+            self.add(event.message.model, event.message.usage)
+
+    def add(self, model: str | None, usage: Usage | None) -> None:
+        if usage is None:
+            return
+        self.responses += 1
+        cost = response_cost(model or "", usage)
+        self.usd = None if cost is None or self.usd is None else self.usd + cost
+
+    @property
+    def total(self) -> float | None:
+        """`None` when a response's price is unknown: never a guess."""
+        return self.usd if self.responses else 0.0

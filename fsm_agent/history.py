@@ -1,0 +1,221 @@
+"""The recorded sessions of a workspace: list them cheaply, continue one.
+
+Every run writes its own log (docs/log-format.md), and its `start` record
+holds the whole conversation it began with, so each log replays on its own.
+A run that continues another names it in its header (`parent`: the
+parent's `log` path and `session_id`): a chat session or a chain of
+`--resume`s is a list of logs linked back to the first.
+
+Listing reads three lines per log: the header, the `start` record and the
+last line. A log that cannot be read that far is listed and marked, never
+skipped and never fatal.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from attrs import frozen
+
+from fsm_agent.config import RunConfig
+from fsm_agent.log import FORMAT, VERSION, LogError, SessionLog
+from fsm_agent.messages import Message, TextBlock
+
+TAIL_CHUNK = 8192
+
+
+def sessions_dir(cwd: str | Path) -> Path:
+    return Path(cwd) / ".fsm-agent" / "sessions"
+
+
+@frozen
+class SessionInfo:
+    """One log as `fsm-agent sessions` shows it.
+
+    `status`: `complete` (ends with its `result`), `incomplete` (running, or
+    killed between records), `torn` (the last line was cut mid-write) or
+    `corrupt` (no readable header or `start` record; `problem` says why).
+    """
+
+    path: Path
+    status: str
+    session_id: str | None = None
+    created: str | None = None
+    prompt: str | None = None
+    turns: int | None = None
+    reason: str | None = None
+    parent: str | None = None
+    problem: str | None = None
+
+
+def _json_line(raw: bytes) -> dict[str, Any] | None:
+    try:
+        value = json.loads(raw)
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        return None
+    return value if isinstance(value, dict) else None
+
+
+def last_line(path: Path) -> tuple[bytes, bool]:
+    """The last line of a file, read backwards from its end, and whether it is whole."""
+    size = os.path.getsize(path)
+    if size == 0:
+        return b"", True
+    with path.open("rb") as fh:
+        fh.seek(size - 1)
+        whole = fh.read(1) == b"\n"
+        pos = size - 1 if whole else size
+        tail = b""
+        while pos > 0:
+            step = min(TAIL_CHUNK, pos)
+            pos -= step
+            fh.seek(pos)
+            tail = fh.read(step) + tail
+            cut = tail.rfind(b"\n")
+            if cut != -1:
+                return tail[cut + 1 :], whole
+        return tail, whole
+
+
+def prompt_of(messages: Sequence[Any]) -> str | None:
+    """The last prompt the user typed: the run's own prompt, not the history before it."""
+    for message in reversed(messages):
+        if not isinstance(message, dict) or message.get("role") != "user":
+            continue
+        if message.get("is_meta"):
+            continue
+        texts = [
+            b.get("text", "")
+            for b in message.get("content", [])
+            if isinstance(b, dict) and b.get("type") == "text"
+        ]
+        if texts:
+            return texts[-1]
+    return None
+
+
+def _parent_log(parent: Any) -> str | None:
+    """The parent's log path: a fork's or a continuation's (`{"log": …}`)."""
+    if isinstance(parent, dict) and isinstance(parent.get("log"), str):
+        return parent["log"]
+    return None
+
+
+def describe(path: Path) -> SessionInfo:
+    """What a log says about itself, from its first two lines and its last."""
+    try:
+        with path.open("rb") as fh:
+            header = _json_line(fh.readline())
+            start = _json_line(fh.readline())
+        tail, whole = last_line(path)
+    except OSError as exc:
+        return SessionInfo(path, "corrupt", problem=str(exc))
+    if header is None or header.get("format") != FORMAT:
+        return SessionInfo(path, "corrupt", problem="no session header")
+    if header.get("version") != VERSION:
+        return SessionInfo(path, "corrupt", problem=f"log version {header.get('version')!r}")
+    info: dict[str, Any] = {
+        "session_id": header.get("session_id"),
+        "created": header.get("created"),
+        "parent": _parent_log(header.get("parent")),
+    }
+    if start is None or start.get("t") != "start":
+        return SessionInfo(path, "torn" if not whole else "corrupt", **info, problem="no start")
+    info["prompt"] = prompt_of(start.get("messages", []))
+    if not whole:
+        return SessionInfo(path, "torn", **info)
+    last = _json_line(tail)
+    if last is None:
+        return SessionInfo(path, "corrupt", **info, problem="the last line is not JSON")
+    if last.get("t") == "result":
+        return SessionInfo(
+            path, "complete", **info, turns=last.get("turns"), reason=last.get("reason")
+        )
+    if last.get("t") == "transition":
+        info["turns"] = last.get("turn")
+    return SessionInfo(path, "incomplete", **info)
+
+
+def list_sessions(cwd: str | Path) -> list[SessionInfo]:
+    """Every log under the workspace's sessions folder, newest first."""
+    folder = sessions_dir(cwd)
+    if not folder.is_dir():
+        return []
+    infos = [(describe(p), p.stat().st_mtime) for p in folder.glob("*.jsonl") if p.is_file()]
+    infos.sort(key=lambda pair: (pair[0].created or "", pair[1]), reverse=True)
+    return [info for info, _ in infos]
+
+
+class ResumeError(Exception):
+    """A log that cannot be continued; the message says why."""
+
+
+@frozen
+class Resumed:
+    messages: tuple[Message, ...]
+    config: RunConfig
+    session_id: str
+    path: Path
+    read_files: dict[str, float]
+
+
+def find_log(ref: str | Path, cwd: str | Path) -> Path:
+    """A log named by its path, or by its session id (or a unique prefix) in the workspace."""
+    path = Path(ref)
+    if path.is_file():
+        return path
+    folder = sessions_dir(cwd)
+    matches = sorted(folder.glob(f"{glob_escape(str(ref))}*.jsonl")) if folder.is_dir() else []
+    if len(matches) == 1:
+        return matches[0]
+    if not matches:
+        raise ResumeError(f"{ref}: no session log by that path or session id in {folder}")
+    names = ", ".join(m.stem[:12] for m in matches[:5])
+    raise ResumeError(f"{ref}: names several sessions ({names}…); give more of the id")
+
+
+def glob_escape(text: str) -> str:
+    return "".join(f"[{c}]" if c in "*?[" else c for c in text)
+
+
+async def aresume(path: Path) -> Resumed:
+    """The conversation a log ended with, by replaying it offline (no network, no tools)."""
+    from fsm_agent.recording import Divergence
+    from fsm_agent.session import areplay, config_of
+
+    try:
+        log = SessionLog(path)
+        result = await areplay(path)
+    except LogError as exc:
+        raise ResumeError(str(exc)) from None
+    except Divergence as exc:
+        raise ResumeError(
+            f"{path}: cannot resume: the log does not replay to its end ({exc})"
+        ) from None
+    return Resumed(
+        messages=tuple(result.messages.items),
+        config=config_of(log),
+        session_id=log.header.get("session_id", ""),
+        path=path,
+        read_files=dict(result.read_files),
+    )
+
+
+def follow_up(messages: Sequence[Message], prompt: str) -> list[Message]:
+    """The conversation so far plus the user's next message.
+
+    A conversation that already ends with a user message (tool results left
+    by `max_turns`, an interrupted tool batch) gets the prompt appended to
+    that message, so roles keep alternating.
+    """
+    history = list(messages)
+    if history and history[-1].role == "user" and not history[-1].is_meta:
+        last = history.pop()
+        history.append(Message("user", (*last.content, TextBlock(prompt))))
+    else:
+        history.append(Message("user", (TextBlock(prompt),)))
+    return history

@@ -1,0 +1,126 @@
+"""One command-line run, however it is shown: the pieces fixed for a session, and a run.
+
+A `Plan` is what the command line decided (model, configuration, hooks, the
+abort flag, where logs go, the run it continues). `Plan.arun` runs the loop
+once over a conversation; a chat session calls it once per user message,
+each run writing its own log whose header names the previous one.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from fsm_agent.approvals import Prompter, line_prompter
+from fsm_agent.config import RunConfig
+from fsm_agent.driver import LoopResult
+from fsm_agent.effects import AbortSignal, Inbox
+from fsm_agent.events import DriverEvent
+from fsm_agent.hooks import Hooks
+from fsm_agent.messages import Message
+from fsm_agent.model import Model
+
+
+class Plan:
+    """What stays fixed across the runs of one command: model, config, hooks, logs."""
+
+    def __init__(
+        self,
+        *,
+        model: Model,
+        config: RunConfig,
+        hooks: Hooks | None,
+        abort: AbortSignal,
+        log: Path | None,
+        parent: Path | None = None,
+        parent_session_id: str | None = None,
+        read_files: dict[str, float] | None = None,
+    ) -> None:
+        self.model = model
+        self.config = config
+        self.hooks = hooks
+        self.abort = abort
+        self.log = log
+        self.parent = parent
+        self.parent_session_id = parent_session_id
+        self.runs = 0
+        self.read_files: dict[str, float] = dict(read_files or {})
+        """Files read so far in the conversation: an edit in a later run needs no re-read."""
+        self.ask: Callable[[str], str | None] | None = None
+        """The seam for questions asked mid-run (permission prompts): set by an interactive
+        session to ask inline; `None` when no one can answer (piped, JSON output)."""
+        self.prompter: Prompter | None = None
+        """A terminal prompt for one-shot runs in a terminal; `ask` wins when set."""
+
+    def next_log(self) -> Path | None:
+        """`--log PATH` names the first run's log; later runs go next to it as `STEM.N.jsonl`."""
+        if self.log is None or self.runs == 0:
+            return self.log
+        return self.log.with_name(f"{self.log.stem}.{self.runs + 1}{self.log.suffix}")
+
+    def header_extra(self) -> dict[str, Any]:
+        if self.parent is None:
+            return {}
+        return {"parent": {"log": str(self.parent), "session_id": self.parent_session_id}}
+
+    async def arun(
+        self,
+        messages: Sequence[Message],
+        on_event: Callable[[DriverEvent], None] | None,
+        *,
+        inbox: Inbox | None = None,
+        session_id: str | None = None,
+    ) -> LoopResult:
+        """Run the loop over `messages`; the next run continues from this one."""
+        from fsm_agent.session import arun
+
+        result = await arun(
+            list(messages),
+            model=self.model,
+            config=self.config,
+            hooks=self.hooks,
+            log=self.next_log(),
+            on_event=on_event,
+            abort=self.abort,
+            inbox=inbox,
+            header_extra=self.header_extra(),
+            session_id=session_id,
+            read_files=self.read_files,
+            prompter=line_prompter(self.ask) if self.ask is not None else self.prompter,
+        )
+        self.runs += 1
+        self.read_files = dict(result.read_files)
+        if result.log_path:
+            self.parent = Path(result.log_path)
+            self.parent_session_id = result.session_id
+        return result
+
+    def run_interruptibly(
+        self,
+        messages: Sequence[Message],
+        on_event: Callable[[DriverEvent], None] | None,
+        *,
+        inbox: Inbox | None = None,
+        session_id: str | None = None,
+    ) -> LoopResult:
+        """`arun` with Ctrl-C bound to the abort flag; a second Ctrl-C raises KeyboardInterrupt."""
+        abort = self.abort
+
+        async def go() -> LoopResult:
+            loop = asyncio.get_running_loop()
+
+            def interrupt() -> None:
+                if abort.is_set():
+                    raise KeyboardInterrupt
+                abort.set()
+
+            loop.add_signal_handler(signal.SIGINT, interrupt)
+            try:
+                return await self.arun(messages, on_event, inbox=inbox, session_id=session_id)
+            finally:
+                loop.remove_signal_handler(signal.SIGINT)
+
+        return asyncio.run(go())

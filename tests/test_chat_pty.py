@@ -1,0 +1,178 @@
+"""The interactive session as a user drives it: a real pseudo-terminal, keys and Ctrl-C."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+
+import pexpect
+import pytest
+
+TIMEOUT = 30
+
+CHAT = {
+    "description": "a chat: an answer, a slow turn to interrupt, a tool round",
+    "config": {"permission_mode": "acceptEdits"},
+    "turns": [
+        {"content": [{"type": "text", "text": "Hello! I am **ready**.\n\n- one\n- two"}]},
+        {"delay": 60, "content": [{"type": "text", "text": "This answer never arrives."}]},
+        {
+            "content": [
+                {
+                    "type": "tool_use",
+                    "id": "toolu_w",
+                    "name": "Write",
+                    "input": {"file_path": "a.txt", "content": "hi\n"},
+                }
+            ]
+        },
+        {"content": [{"type": "text", "text": "Wrote a.txt for you."}]},
+    ],
+}
+
+
+def spawn(args: list[str], cwd: Path) -> pexpect.spawn:
+    env = {k: v for k, v in os.environ.items() if k != "ANTHROPIC_API_KEY"}
+    env.update(TERM="xterm-256color", COLUMNS="100", LINES="30")
+    child = pexpect.spawn(
+        sys.executable,
+        ["-m", "fsm_agent.cli", *args],
+        cwd=str(cwd),
+        env=env,
+        encoding="utf-8",
+        timeout=TIMEOUT,
+        dimensions=(30, 100),
+    )
+    return child
+
+
+def logs(workspace: Path) -> list[dict]:
+    """Each run's log (header, records), in the order the parent links chain them."""
+    by_parent = {}
+    for path in (workspace / ".fsm-agent" / "sessions").glob("*.jsonl"):
+        lines = path.read_text().splitlines()
+        header = json.loads(lines[0])
+        log = {"header": header, "records": [json.loads(x) for x in lines[1:]]}
+        by_parent[header.get("parent", {}).get("session_id")] = log
+    chain, parent = [], None
+    while parent in by_parent:
+        chain.append(by_parent[parent])
+        parent = chain[-1]["header"]["session_id"]
+    assert len(chain) == len(by_parent), "every run's log links to the one before"
+    return chain
+
+
+@pytest.fixture
+def chat_file(tmp_path: Path) -> Path:
+    path = tmp_path / "chat.json"
+    path.write_text(json.dumps(CHAT))
+    return path
+
+
+def test_chat_answer_interrupt_continue_exit(workspace: Path, chat_file: Path) -> None:
+    child = spawn(["chat", "--scripted", str(chat_file), "--cwd", str(workspace)], workspace)
+    child.expect("› ")
+    child.sendline("hi")
+    child.expect("ready")
+    child.expect("completed")
+    child.expect("› ")
+
+    child.sendline("something slow")
+    child.expect("Waiting for the model")
+    child.sendintr()
+    child.expect("aborted_streaming")
+    child.expect("› ")
+
+    child.sendline("write a.txt")
+    child.expect(r"Write\(a\.txt\)")
+    child.expect("Wrote a.txt for you.")
+    child.expect("completed")
+    child.expect("› ")
+    child.sendeof()
+    child.expect(pexpect.EOF)
+    child.close()
+    assert child.exitstatus == 0
+    assert (workspace / "a.txt").read_text() == "hi\n"
+
+    runs = logs(workspace)
+    assert [r["records"][-1]["reason"] for r in runs] == [
+        "completed",
+        "aborted_streaming",
+        "completed",
+    ]
+    first, second, third = runs
+    assert "parent" not in first["header"]
+    assert second["header"]["parent"]["session_id"] == first["header"]["session_id"]
+    assert third["header"]["parent"]["session_id"] == second["header"]["session_id"]
+    assert Path(third["header"]["parent"]["log"]).is_file()
+    typed = [
+        b["text"]
+        for m in third["records"][0]["messages"]
+        if m["role"] == "user"
+        for b in m["content"]
+        if b["type"] == "text"
+    ]
+    assert typed == ["hi", "something slow", "write a.txt"]
+
+
+def test_ctrl_c_twice_at_the_prompt_leaves(workspace: Path, chat_file: Path) -> None:
+    child = spawn(["chat", "--scripted", str(chat_file), "--cwd", str(workspace)], workspace)
+    child.expect("› ")
+    child.sendintr()
+    child.expect("Ctrl-C again or Ctrl-D to leave")
+    child.expect("› ")
+    child.sendintr()
+    child.expect(pexpect.EOF)
+    child.close()
+    assert child.exitstatus == 0
+
+
+def test_run_without_prompt_in_a_terminal_opens_a_session(workspace: Path, chat_file: Path) -> None:
+    child = spawn(["run", "--scripted", str(chat_file), "--cwd", str(workspace)], workspace)
+    child.expect("› ")
+    child.sendline("hi")
+    child.expect("completed")
+    child.expect("› ")
+    child.sendeof()
+    child.expect(pexpect.EOF)
+    child.close()
+    assert child.exitstatus == 0
+
+
+def test_typed_during_a_run_is_queued(workspace: Path, tmp_path: Path) -> None:
+    """A line typed while the model is slow reaches the loop's attachments phase."""
+    scenario = {
+        "turns": [
+            {
+                "delay": 3,
+                "content": [
+                    {
+                        "type": "tool_use",
+                        "id": "toolu_g",
+                        "name": "Glob",
+                        "input": {"pattern": "*.txt"},
+                    }
+                ],
+            },
+            {"content": [{"type": "text", "text": "Noted, also that."}]},
+        ]
+    }
+    path = tmp_path / "queue.json"
+    path.write_text(json.dumps(scenario))
+    child = spawn(["chat", "--scripted", str(path), "--cwd", str(workspace)], workspace)
+    child.expect("› ")
+    child.sendline("list the text files")
+    child.expect("Waiting for the model")
+    child.sendline("and count them")
+    child.expect("queued: and count them")
+    child.expect("Noted, also that.")
+    child.expect("› ")
+    child.sendeof()
+    child.expect(pexpect.EOF)
+    (run,) = logs(workspace)
+    queued = [
+        r["result"] for r in run["records"] if r["t"] == "effect" and r["name"] == "queued_input"
+    ]
+    assert queued == [["and count them"]]

@@ -1,0 +1,123 @@
+"""The driver's events that output layers build on: whole messages and the raw stream."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+from fsm_agent.config import RunConfig
+from fsm_agent.driver import LoopResult
+from fsm_agent.effects import AbortSignal
+from fsm_agent.events import AssistantMessage, DriverEvent, MessageStop, ModelEvent, StreamEvent
+from fsm_agent.launch import Plan
+from fsm_agent.log import SessionLog
+from fsm_agent.session import arun, replay
+
+
+def test_each_assistant_message_and_stream_event_is_emitted(scenario, tmp_path: Path) -> None:
+    seen: list[DriverEvent] = []
+    result = scenario("tool_round", on_event=seen.append)
+    messages = [e.message for e in seen if isinstance(e, AssistantMessage)]
+    assert messages == [m for m in result.messages.items if m.role == "assistant"]
+    recorded = [
+        event
+        for _, record in SessionLog(tmp_path / "tool_round.jsonl").records()
+        if record["t"] == "effect" and record["name"] == "model"
+        for event in record["result"]["events"]
+    ]
+    raw = [e.event for e in seen if isinstance(e, ModelEvent)]
+    assert len(raw) == len(recorded) > 0
+    assert [type(e).__name__ for e in raw] == [e["event"] for e in recorded]
+
+
+def test_a_dropped_fallback_attempt_is_not_an_assistant_message(scenario) -> None:
+    seen: list[DriverEvent] = []
+    result = scenario("model_fallback", on_event=seen.append)
+    messages = [e.message for e in seen if isinstance(e, AssistantMessage)]
+    assert messages == [m for m in result.messages.items if m.role == "assistant"]
+
+
+def test_chat_logs_follow_the_first_log_name(tmp_path: Path) -> None:
+    plan = Plan(model=None, config=None, hooks=None, abort=None, log=tmp_path / "chat.jsonl")  # type: ignore[arg-type]
+    assert plan.next_log() == tmp_path / "chat.jsonl"
+    plan.runs = 2
+    assert plan.next_log() == tmp_path / "chat.3.jsonl"
+    assert Plan(model=None, config=None, hooks=None, abort=None, log=None).next_log() is None  # type: ignore[arg-type]
+
+
+class StalledModel:
+    """A model that never sends its first event."""
+
+    name = "stalled"
+
+    async def stream(self, request: object) -> AsyncIterator[StreamEvent]:
+        await asyncio.Event().wait()
+        yield MessageStop()
+
+    async def count_tokens(self, request: object) -> int | None:
+        return None
+
+
+def test_ctrl_c_ends_a_wait_for_the_model(workspace: Path, tmp_path: Path) -> None:
+    abort = AbortSignal()
+    log = tmp_path / "stalled.jsonl"
+
+    async def go() -> LoopResult:
+        asyncio.get_running_loop().call_later(0.05, abort.set)
+        run = arun(
+            "hello",
+            model=StalledModel(),
+            config=RunConfig(model="stalled", cwd=str(workspace)),
+            log=log,
+            abort=abort,
+        )
+        return await asyncio.wait_for(run, 60)
+
+    result = asyncio.run(go())
+    assert result.reason == "aborted_streaming"
+    assert replay(log).reason == "aborted_streaming"
+
+
+def test_ctrl_c_stops_a_running_tool(workspace: Path, tmp_path: Path) -> None:
+    from fsm_agent.effects import INTERRUPTED
+    from fsm_agent.scripted import Scenario
+    from fsm_agent.session import arun_scenario
+
+    scenario = Scenario.parse(
+        {
+            "config": {"permission_mode": "bypassPermissions"},
+            "turns": [
+                {
+                    "content": [
+                        {
+                            "type": "tool_use",
+                            "id": "toolu_sleep",
+                            "name": "Bash",
+                            "input": {"command": "sleep 600"},
+                        }
+                    ]
+                }
+            ],
+        }
+    )
+    abort = AbortSignal()
+    seen: list[DriverEvent] = []
+    log = tmp_path / "sleep.jsonl"
+
+    def on_event(event: DriverEvent) -> None:
+        seen.append(event)
+        if type(event).__name__ == "ToolStarted":
+            asyncio.get_running_loop().call_later(0.2, abort.set)
+
+    async def go() -> LoopResult:
+        run = arun_scenario(
+            scenario, cwd=workspace, prompt="wait", log=log, abort=abort, on_event=on_event
+        )
+        return await asyncio.wait_for(run, 60)
+
+    result = asyncio.run(go())
+    assert result.reason == "aborted_tools"
+    last = result.messages.items[-1]
+    assert last.content[0].content == INTERRUPTED and last.content[0].is_error
+    assert replay(log).reason == "aborted_tools"

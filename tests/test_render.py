@@ -1,0 +1,104 @@
+"""What a person sees: the live renderer's output for real runs of scripted scenarios."""
+
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+
+from rich.console import Console
+
+from fsm_agent.events import AssistantMessage, Notice, TextDelta, Transition
+from fsm_agent.messages import Message, TextBlock, Usage
+from fsm_agent.render import LiveRenderer, QuietRenderer
+from fsm_agent.session import run_scenario
+from tests.conftest import SCENARIOS
+
+MARKDOWN_ANSWER = {
+    "turns": [{"content": [{"type": "text", "text": "Done:\n\n- **one**\n- two\n"}]}],
+    "prompt": "go",
+}
+
+
+def console(*, terminal: bool) -> Console:
+    return Console(file=io.StringIO(), force_terminal=terminal, width=100, color_system=None)
+
+
+def output(c: Console) -> str:
+    return c.file.getvalue()  # type: ignore[attr-defined]
+
+
+def test_plain_output_streams_text_and_one_line_per_tool(workspace: Path, tmp_path: Path) -> None:
+    c = console(terminal=False)
+    renderer = LiveRenderer(c)
+    assert renderer.live is False
+    result = run_scenario(
+        SCENARIOS / "tool_round.json", cwd=workspace, log=tmp_path / "l.jsonl", on_event=renderer
+    )
+    renderer.summary(result)
+    lines = output(c).splitlines()
+    assert lines[0] == "I'll create the file."
+    assert lines[1] == "● Write(notes.txt)"
+    assert lines[2].startswith("  ⎿ File created successfully")
+    assert lines[3] == "● Read(notes.txt)"
+    assert "notes.txt now says hello." in lines
+    assert lines[-2].startswith("■ completed  turns 3 · tokens in 300 out 60")
+    assert lines[-1] == f"  log: {tmp_path / 'l.jsonl'}"
+
+
+def test_terminal_output_renders_markdown(workspace: Path, tmp_path: Path) -> None:
+    scenario = tmp_path / "md.json"
+    scenario.write_text(json.dumps(MARKDOWN_ANSWER))
+    c = console(terminal=True)
+    renderer = LiveRenderer(c)
+    renderer.start()
+    result = run_scenario(scenario, cwd=workspace, log=tmp_path / "l.jsonl", on_event=renderer)
+    renderer.summary(result)
+    text = output(c)
+    assert "• one" in text and "• two" in text
+    assert "■ completed" in text
+
+
+def test_spinner_names_the_phase_and_the_footer_counts(workspace: Path) -> None:
+    renderer = LiveRenderer(console(terminal=True))
+    renderer(Transition(2, "blocking_limit_check", "api_call", "under_limit", 2))
+    usage = Usage(input_tokens=1200, output_tokens=34)
+    renderer(AssistantMessage(Message("assistant", (TextBlock("x"),), usage=usage)))
+    renderer(TextDelta("half a sen"))
+    shown = console(terminal=False)
+    shown.print(renderer)
+    frame = output(shown)
+    assert "Waiting for the model…" in frame
+    assert "turn 2 · ↑1200 · ↓34 tokens" in frame
+    assert "half a sen" in frame
+
+
+def test_notices_show_as_they_happen() -> None:
+    c = console(terminal=False)
+    renderer = LiveRenderer(c)
+    renderer(TextDelta("partial"))
+    renderer(Notice("fallback", "m1 is overloaded; switching to m2"))
+    assert output(c) == "partial\n↻ m1 is overloaded; switching to m2\n"
+
+
+def test_fallback_notice_in_a_real_run(workspace: Path, tmp_path: Path) -> None:
+    c = console(terminal=False)
+    renderer = LiveRenderer(c)
+    result = run_scenario(
+        SCENARIOS / "model_fallback.json",
+        cwd=workspace,
+        log=tmp_path / "l.jsonl",
+        on_event=renderer,
+    )
+    renderer.summary(result)
+    assert "↻ " in output(c) and "switching to" in output(c)
+
+
+def test_quiet_prints_only_the_answer(workspace: Path, tmp_path: Path) -> None:
+    c = console(terminal=False)
+    renderer = QuietRenderer(c)
+    result = run_scenario(
+        SCENARIOS / "tool_round.json", cwd=workspace, log=tmp_path / "l.jsonl", on_event=renderer
+    )
+    renderer.summary(result)
+    assert output(c) == "notes.txt now says hello.\n"

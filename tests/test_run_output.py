@@ -1,0 +1,259 @@
+"""`fsm-agent run` output as programs read it: JSON result, JSON lines, exit codes, --quiet."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from fsm_agent.cli import EXIT_CODES, EXIT_USAGE
+from fsm_agent.headless import subtype_of
+from fsm_agent.machine import TERMINAL_REASONS
+from tests.conftest import SCENARIOS
+from tests.test_cli import fsm
+
+
+def run_json(workspace: Path, tmp_path: Path, name: str, *extra: str) -> tuple[dict, int]:
+    proc = fsm(
+        "run",
+        "--scripted",
+        str(SCENARIOS / f"{name}.json"),
+        "--cwd",
+        str(workspace),
+        "--log",
+        str(tmp_path / f"{name}.jsonl"),
+        "--output-format",
+        "json",
+        *extra,
+    )
+    return json.loads(proc.stdout), proc.returncode
+
+
+def stream_lines(workspace: Path, tmp_path: Path, name: str, *extra: str) -> list[dict]:
+    proc = fsm(
+        "run",
+        "--scripted",
+        str(SCENARIOS / f"{name}.json"),
+        "--cwd",
+        str(workspace),
+        "--log",
+        str(tmp_path / f"{name}.jsonl"),
+        "--output-format",
+        "stream-json",
+        *extra,
+    )
+    assert proc.returncode == 0, proc.stderr
+    return [json.loads(line) for line in proc.stdout.splitlines()]
+
+
+def test_json_result_on_success(workspace: Path, tmp_path: Path) -> None:
+    result, code = run_json(workspace, tmp_path, "tool_round")
+    assert code == 0
+    assert result["type"] == "result"
+    assert result["subtype"] == "success"
+    assert result["is_error"] is False
+    assert result["result"] == "notes.txt now says hello."
+    assert result["num_turns"] == 3
+    assert result["stop_reason"] == "end_turn"
+    assert result["terminal_reason"] == "completed"
+    assert result["usage"]["input_tokens"] == 300 and result["usage"]["output_tokens"] == 60
+    assert isinstance(result["duration_ms"], int) and result["duration_ms"] >= 0
+    assert "total_cost_usd" in result and "errors" not in result
+    log = Path(result["log"])
+    assert log == tmp_path / "tool_round.jsonl"
+    header = json.loads(log.read_text().splitlines()[0])
+    assert header["session_id"] == result["session_id"]
+    replayed = json.loads(fsm("replay", str(log), "--path", "--json").stdout)
+    assert result["path"] == replayed
+    assert result["path"][-1] == {"from": "stop_hooks", "to": "completed", "edge": "completed"}
+
+
+def test_json_result_on_max_turns(workspace: Path, tmp_path: Path) -> None:
+    result, code = run_json(workspace, tmp_path, "max_turns")
+    assert code == EXIT_CODES["max_turns"]
+    assert result["subtype"] == "error_max_turns"
+    assert result["is_error"] is True
+    assert "result" not in result
+    assert result["errors"] and result["terminal_reason"] == "max_turns"
+
+
+def test_an_api_error_answer_is_success_with_is_error(workspace: Path, tmp_path: Path) -> None:
+    result, code = run_json(workspace, tmp_path, "api_error")
+    assert code == 0
+    assert result["subtype"] == "success" and result["is_error"] is True
+    assert "invalid x-api-key" in result["result"]
+
+
+@pytest.mark.parametrize("name", sorted(p.stem for p in SCENARIOS.glob("*.json")))
+def test_every_scenario_exit_code_and_subtype(workspace: Path, tmp_path: Path, name: str) -> None:
+    result, code = run_json(workspace, tmp_path, name)
+    reason = result["terminal_reason"]
+    assert reason in TERMINAL_REASONS
+    assert code == EXIT_CODES[reason]
+    assert result["subtype"] == subtype_of(reason)
+    assert result["is_error"] is (reason != "completed" or name == "api_error")
+    assert ("result" in result) is (reason == "completed")
+
+
+def test_exit_codes_are_distinct_and_cover_every_reason() -> None:
+    assert set(EXIT_CODES) == TERMINAL_REASONS | {"prompt_blocked"}
+    assert EXIT_CODES["completed"] == 0
+    codes = [*EXIT_CODES.values(), EXIT_USAGE, 1, 130]
+    assert len(codes) == len(set(codes))
+
+
+def test_subtypes() -> None:
+    assert subtype_of("completed") == "success"
+    assert subtype_of("max_turns") == "error_max_turns"
+    others = TERMINAL_REASONS - {"completed", "max_turns"}
+    assert {subtype_of(r) for r in others} == {"error_during_execution"}
+
+
+def test_stream_json_lines(workspace: Path, tmp_path: Path) -> None:
+    lines = stream_lines(workspace, tmp_path, "tool_round")
+    init, result = lines[0], lines[-1]
+    assert (init["type"], init["subtype"]) == ("system", "init")
+    assert init["cwd"] == str(workspace.resolve())
+    assert init["tools"] == ["Read", "Write", "Edit", "Bash", "Glob", "Grep"]
+    assert init["model"] == "scripted" and init["permissionMode"] == "default"
+    assert result["type"] == "result" and result["subtype"] == "success"
+    assert all(line["session_id"] == init["session_id"] for line in lines)
+    kinds = [line["type"] for line in lines]
+    assert "stream_event" not in kinds
+    assistants = [line["message"] for line in lines if line["type"] == "assistant"]
+    assert [m["id"] for m in assistants] == [f"msg_scripted_000{i}" for i in (1, 2, 3)]
+    assert assistants[-1]["content"] == [{"type": "text", "text": "notes.txt now says hello."}]
+    assert assistants[0]["content"][1]["type"] == "tool_use"
+    users = [line["message"]["content"][0] for line in lines if line["type"] == "user"]
+    assert [u["type"] for u in users] == ["tool_result", "tool_result"]
+    assert [u["tool_use_id"] for u in users] == ["toolu_01write", "toolu_02read"]
+    transitions = [line for line in lines if line["type"] == "transition"]
+    assert [{k: t[k] for k in ("from", "to", "edge")} for t in transitions] == result["path"]
+    first_tool = kinds.index("user")
+    assert kinds.index("assistant") < first_tool < kinds.index("result")
+
+
+def test_stream_json_partial_messages(workspace: Path, tmp_path: Path) -> None:
+    lines = stream_lines(workspace, tmp_path, "tool_round", "--include-partial-messages")
+    events = [line["event"] for line in lines if line["type"] == "stream_event"]
+    starts = [i for i, e in enumerate(events) if e["type"] == "message_start"]
+    stops = [i for i, e in enumerate(events) if e["type"] == "message_stop"]
+    assert len(starts) == len(stops) == 3
+    last = events[starts[-1] : stops[-1] + 1]
+    text = "".join(e["delta"]["text"] for e in last if e["type"] == "content_block_delta")
+    assert text == "notes.txt now says hello."
+    assert [e["type"] for e in last][:2] == ["message_start", "content_block_start"]
+    assert last[-2]["type"] == "message_delta"
+    assert last[-2]["delta"]["stop_reason"] == "end_turn"
+    first = events[starts[0] : stops[0] + 1]
+    tool_json = "".join(
+        e["delta"]["partial_json"]
+        for e in first
+        if e["type"] == "content_block_delta" and e["delta"]["type"] == "input_json_delta"
+    )
+    assert json.loads(tool_json) == {"file_path": "notes.txt", "content": "hello\n"}
+    kinds = [line["type"] for line in lines]
+    assert kinds.index("stream_event") < kinds.index("assistant")
+
+
+def test_partial_messages_need_stream_json(workspace: Path) -> None:
+    proc = fsm("run", "--include-partial-messages", "x")
+    assert proc.returncode == EXIT_USAGE
+    assert proc.stderr.startswith("fsm-agent: error: --include-partial-messages")
+
+
+def test_quiet_prints_only_the_answer(workspace: Path, tmp_path: Path) -> None:
+    proc = fsm(
+        "run",
+        "--scripted",
+        str(SCENARIOS / "tool_round.json"),
+        "--cwd",
+        str(workspace),
+        "--log",
+        str(tmp_path / "q.jsonl"),
+        "--quiet",
+    )
+    assert proc.returncode == 0
+    assert proc.stdout == "notes.txt now says hello.\n"
+
+
+def test_piped_text_output_is_plain(workspace: Path, tmp_path: Path) -> None:
+    proc = fsm(
+        "run",
+        "--scripted",
+        str(SCENARIOS / "tool_round.json"),
+        "--cwd",
+        str(workspace),
+        "--log",
+        str(tmp_path / "p.jsonl"),
+    )
+    assert "\x1b[" not in proc.stdout
+    assert "● Write(notes.txt)" in proc.stdout
+    assert f"log: {tmp_path / 'p.jsonl'}" in proc.stdout
+
+
+def test_prompt_read_from_stdin(workspace: Path, tmp_path: Path) -> None:
+    scenario = tmp_path / "s.json"
+    scenario.write_text(json.dumps({"turns": [{"content": [{"type": "text", "text": "ok"}]}]}))
+    log = tmp_path / "stdin.jsonl"
+    argv = [*fsm_argv(), "run", "--scripted", str(scenario), "--cwd", str(workspace)]
+    proc = subprocess.run(
+        [*argv, "--log", str(log), "-q"],
+        input="what is in here?\n",
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert proc.returncode == 0, proc.stderr
+    start = json.loads(log.read_text().splitlines()[1])
+    assert start["messages"][0]["content"][0]["text"] == "what is in here?"
+    empty = subprocess.run(
+        [*fsm_argv(), "run", "--scripted", str(scenario), "--cwd", str(workspace)],
+        input="",
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert empty.returncode == EXIT_USAGE and "no prompt given" in empty.stderr
+
+
+def fsm_argv() -> list[str]:
+    import sys
+
+    return [sys.executable, "-m", "fsm_agent.cli"]
+
+
+def test_cost_is_summed_per_response_and_unknown_models_cost_none() -> None:
+    from fsm_agent.cost import CostMeter
+    from fsm_agent.messages import Usage
+    from fsm_agent.pricing import cost_usd
+
+    meter = CostMeter()
+    assert meter.total == 0.0
+    one = Usage(input_tokens=2000, output_tokens=300)
+    meter.add("claude-sonnet-4-6", one)
+    meter.add("claude-sonnet-4-6", one)
+    assert meter.total == 2 * cost_usd("claude-sonnet-4-6", one)
+    meter.add("scripted", one)
+    assert meter.total is None
+
+
+@pytest.mark.parametrize(
+    "command", [["run", "--help"], ["chat", "--help"], ["sessions"], ["sessions", "--json"]]
+)
+def test_new_commands_stay_light(command: list[str], tmp_path: Path) -> None:
+    import sys
+
+    code = (
+        "import sys\n"
+        "from fsm_agent.cli import main\n"
+        f"sys.argv = ['fsm-agent', *{command!r}]\n"
+        "try:\n    main()\nexcept SystemExit:\n    pass\n"
+        "assert 'anthropic' not in sys.modules, 'anthropic imported'\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, cwd=tmp_path
+    )
+    assert proc.returncode == 0, proc.stderr

@@ -1,0 +1,99 @@
+"""`fsm-agent run`'s JSON output and `--resume` against a real Messages API server on loopback."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from fsm_agent.messages import Usage
+from fsm_agent.pricing import cost_usd
+from tests.messages_server import (
+    MessagesServer,
+    messages_server_fixture,  # noqa: F401
+    text,
+)
+
+MODEL = "claude-sonnet-4-6"
+
+
+def cli(server: MessagesServer, workspace: Path, *args: str) -> subprocess.CompletedProcess:
+    env = {**os.environ, "ANTHROPIC_API_KEY": "test-key"}
+    where = ["--base-url", server.url, "--model", MODEL, "--cwd", str(workspace)]
+    return subprocess.run(
+        [sys.executable, "-m", "fsm_agent.cli", "run", *args, *where],
+        capture_output=True,
+        text=True,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        timeout=60,
+    )
+
+
+def texts(message: dict) -> list[str]:
+    content = message["content"]
+    if isinstance(content, str):
+        return [content]
+    return [b["text"] for b in content if b["type"] == "text"]
+
+
+def test_json_cost_and_resume_sends_the_history(
+    messages_server: MessagesServer, workspace: Path, tmp_path: Path
+) -> None:
+    usage = {"input_tokens": 1000, "output_tokens": 100}
+    messages_server.reply(text("First answer.", usage=usage, model=MODEL))
+    first_log = tmp_path / "first.jsonl"
+    proc = cli(
+        messages_server, workspace, "first", "--log", str(first_log), "--output-format", "json"
+    )
+    assert proc.returncode == 0, proc.stderr
+    first = json.loads(proc.stdout)
+    expected = cost_usd(MODEL, Usage(input_tokens=1000, output_tokens=100))
+    assert expected and first["total_cost_usd"] == expected
+    assert first["result"] == "First answer."
+
+    messages_server.reply(text("Second answer.", model=MODEL))
+    proc = cli(
+        messages_server, workspace, "second", "--resume", str(first_log), "--output-format", "json"
+    )
+    assert proc.returncode == 0, proc.stderr
+    second = json.loads(proc.stdout)
+    assert second["result"] == "Second answer."
+    sent = messages_server.bodies()[-1]["messages"]
+    assert [(m["role"], texts(m)[-1]) for m in sent[-3:]] == [
+        ("user", "first"),
+        ("assistant", "First answer."),
+        ("user", "second"),
+    ]
+    header = json.loads(Path(second["log"]).read_text().splitlines()[0])
+    assert header["parent"] == {"log": str(first_log), "session_id": first["session_id"]}
+
+
+def test_stream_json_passes_the_raw_stream_through(
+    messages_server: MessagesServer, workspace: Path, tmp_path: Path
+) -> None:
+    messages_server.reply(text("Hi there, how are you today?", model=MODEL))
+    proc = cli(
+        messages_server,
+        workspace,
+        "hello",
+        "--log",
+        str(tmp_path / "s.jsonl"),
+        "--output-format",
+        "stream-json",
+        "--include-partial-messages",
+    )
+    assert proc.returncode == 0, proc.stderr
+    lines = [json.loads(line) for line in proc.stdout.splitlines()]
+    events = [line["event"] for line in lines if line["type"] == "stream_event"]
+    kinds = [e["type"] for e in events]
+    assert kinds[:2] == ["message_start", "content_block_start"]
+    assert kinds[-3:] == ["content_block_stop", "message_delta", "message_stop"]
+    assert events[0]["message"]["model"] == MODEL
+    streamed = "".join(e["delta"]["text"] for e in events if e["type"] == "content_block_delta")
+    assert streamed == "Hi there, how are you today?"
+    (assistant,) = [line for line in lines if line["type"] == "assistant"]
+    assert assistant["message"]["content"] == [{"type": "text", "text": streamed}]
+    assert lines[-1]["type"] == "result" and lines[-1]["total_cost_usd"] > 0

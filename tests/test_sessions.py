@@ -1,0 +1,234 @@
+"""Resuming a recorded session, and listing a workspace's sessions (torn and corrupt ones too)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import jsonschema
+
+from fsm_agent.codec import unstructure
+from fsm_agent.history import TAIL_CHUNK, describe, follow_up, last_line
+from fsm_agent.messages import Message, TextBlock, user
+from fsm_agent.session import replay
+from tests.conftest import ROOT, SCENARIOS
+from tests.test_cli import _one_error_line, fsm
+
+ANSWER = {"turns": [{"content": [{"type": "text", "text": "It says hello."}]}]}
+
+
+def lines_of(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+def scripted_run(workspace: Path, name: str, *extra: str) -> None:
+    proc = fsm(
+        "run", "--scripted", str(SCENARIOS / f"{name}.json"), "--cwd", str(workspace), *extra
+    )
+    assert proc.returncode in (0, 18), proc.stderr
+
+
+def test_resume_continues_the_conversation(workspace: Path, tmp_path: Path) -> None:
+    first = tmp_path / "first.jsonl"
+    scripted_run(workspace, "tool_round", "--log", str(first))
+    answer = tmp_path / "answer.json"
+    answer.write_text(json.dumps(ANSWER))
+    second = tmp_path / "second.jsonl"
+    proc = fsm(
+        "run",
+        "--resume",
+        str(first),
+        "--scripted",
+        str(answer),
+        "--log",
+        str(second),
+        "--output-format",
+        "json",
+        "what does it say?",
+    )
+    assert proc.returncode == 0, proc.stderr
+    result = json.loads(proc.stdout)
+    assert result["result"] == "It says hello."
+    header, start = lines_of(second)[:2]
+    parent_header = lines_of(first)[0]
+    assert header["parent"] == {"log": str(first), "session_id": parent_header["session_id"]}
+    assert header["config"]["cwd"] == str(workspace.resolve())
+    before = [unstructure(m, Message) for m in replay(first).messages.items]
+    assert start["messages"][: len(before)] == before
+    assert start["messages"][len(before)] == {
+        "role": "user",
+        "content": [{"type": "text", "text": "what does it say?"}],
+    }
+    check = fsm("replay", str(second), "--check")
+    assert check.returncode == 0, check.stderr
+
+
+def test_resume_refuses_a_torn_or_foreign_log(workspace: Path, tmp_path: Path) -> None:
+    log = tmp_path / "run.jsonl"
+    scripted_run(workspace, "tool_round", "--log", str(log))
+    torn = tmp_path / "torn.jsonl"
+    data = log.read_bytes()
+    torn.write_bytes(data[: len(data) * 2 // 3])
+    _one_error_line(fsm("run", "--resume", str(torn), "x"), "cannot resume")
+    junk = tmp_path / "junk.jsonl"
+    junk.write_text("hello\n")
+    _one_error_line(fsm("run", "--resume", str(junk), "x"), "not a session log")
+
+
+def test_resume_by_session_id_prefix(workspace: Path, tmp_path: Path) -> None:
+    scripted_run(workspace, "tool_round")
+    (log,) = (workspace / ".fsm-agent" / "sessions").glob("*.jsonl")
+    answer = tmp_path / "answer.json"
+    answer.write_text(json.dumps(ANSWER))
+    prefix = log.stem[:8]
+    proc = fsm("run", "--resume", prefix, "--scripted", str(answer), "-q", "and?", cwd=workspace)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == "It says hello.\n"
+    _one_error_line(fsm("run", "--resume", "nosuch", "x", cwd=workspace), "no session log")
+
+
+def test_follow_up_keeps_roles_alternating() -> None:
+    assistant = Message("assistant", (TextBlock("hi"),))
+    assert follow_up([user("a"), assistant], "b")[-1] == user("b")
+    merged = follow_up([user("a"), assistant, user("tool results")], "b")
+    assert len(merged) == 3
+    assert merged[-1].content == (TextBlock("tool results"), TextBlock("b"))
+
+
+def test_last_line_reads_backwards_across_chunks(tmp_path: Path) -> None:
+    path = tmp_path / "f"
+    long = "x" * (TAIL_CHUNK * 2 + 7)
+    path.write_text(f"first\n{long}\n")
+    assert last_line(path) == (long.encode(), True)
+    path.write_text(f"first\n{long}")
+    assert last_line(path) == (long.encode(), False)
+    path.write_text("")
+    assert last_line(path) == (b"", True)
+
+
+def test_sessions_lists_every_log_and_marks_broken_ones(workspace: Path) -> None:
+    scripted_run(workspace, "tool_round")
+    scripted_run(workspace, "max_turns")
+    folder = workspace / ".fsm-agent" / "sessions"
+    done = sorted(folder.glob("*.jsonl"))
+    assert len(done) == 2
+    source = next(p for p in done if lines_of(p)[-1]["reason"] == "completed")
+    data = source.read_bytes()
+    (folder / "torn.jsonl").write_bytes(data[:-10])
+    (folder / "incomplete.jsonl").write_bytes(data[: data.rstrip(b"\n").rfind(b"\n") + 1])
+    (folder / "corrupt.jsonl").write_text("not json at all\n")
+    shutil.copy(source, folder / "copy.jsonl")
+
+    proc = fsm("sessions", "--cwd", str(workspace), "--json")
+    assert proc.returncode == 0, proc.stderr
+    listed = {Path(s["path"]).name: s for s in json.loads(proc.stdout)}
+    assert len(listed) == 6
+    assert listed["torn.jsonl"]["status"] == "torn"
+    assert listed["incomplete.jsonl"]["status"] == "incomplete"
+    assert listed["incomplete.jsonl"]["turns"] == 3
+    assert listed["corrupt.jsonl"]["status"] == "corrupt"
+    copy = listed["copy.jsonl"]
+    assert copy["status"] == "complete" and copy["reason"] == "completed"
+    assert copy["turns"] == 3
+    assert copy["prompt"] == "Create notes.txt saying hello, then check it."
+    reasons = sorted(s["reason"] for s in listed.values() if s["status"] == "complete")
+    assert reasons == ["completed", "completed", "max_turns"]
+
+    table = fsm("sessions", "--cwd", str(workspace))
+    assert table.returncode == 0
+    for word in ("torn", "corrupt", "incomplete", "max_turns", "completed", "Create notes"):
+        assert word in table.stdout
+    short = lines_of(source)[0]["session_id"][:8]
+    assert short in table.stdout
+
+
+def test_sessions_of_an_empty_workspace(workspace: Path) -> None:
+    proc = fsm("sessions", "--cwd", str(workspace))
+    assert proc.returncode == 0
+    assert "no sessions recorded" in proc.stdout
+
+
+def test_describe_a_header_only_log(tmp_path: Path) -> None:
+    path = tmp_path / "h.jsonl"
+    path.write_text('{"format": "fsm-agent-session", "version": 1, "session_id": "s"}\n')
+    info = describe(path)
+    assert info.status == "corrupt" and info.session_id == "s"
+
+
+def test_a_resumed_run_remembers_the_files_read(workspace: Path, tmp_path: Path) -> None:
+    """tool_round read notes.txt; the next run may edit it without reading it again."""
+    first = tmp_path / "first.jsonl"
+    scripted_run(workspace, "tool_round", "--log", str(first))
+    edit = {
+        "turns": [
+            {
+                "content": [
+                    {
+                        "type": "tool_use",
+                        "id": "toolu_e",
+                        "name": "Edit",
+                        "input": {
+                            "file_path": "notes.txt",
+                            "old_string": "hello",
+                            "new_string": "goodbye",
+                        },
+                    }
+                ]
+            },
+            {"content": [{"type": "text", "text": "Edited."}]},
+        ]
+    }
+    scenario = tmp_path / "edit.json"
+    scenario.write_text(json.dumps(edit))
+    second = tmp_path / "second.jsonl"
+    proc = fsm(
+        "run", "--resume", str(first), "--scripted", str(scenario), "--log", str(second), "edit it"
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert (workspace / "notes.txt").read_text() == "goodbye\n"
+    start = lines_of(second)[1]
+    assert list(start["read_files"]) == [str(workspace.resolve() / "notes.txt")]
+    schema = json.loads((ROOT / "docs" / "log-format.schema.json").read_text())
+    for record in lines_of(second):
+        jsonschema.validate(record, schema)
+    check = fsm("replay", str(second), "--check")
+    assert check.returncode == 0, check.stderr
+
+
+def test_a_log_with_read_files_steps_and_forks(workspace: Path, tmp_path: Path) -> None:
+    """The debugger's stepper and a fork start from the files the log says were read."""
+    from fsm_agent.stepper import Stepper
+
+    first = tmp_path / "first.jsonl"
+    scripted_run(workspace, "tool_round", "--log", str(first))
+    answer = tmp_path / "answer.json"
+    answer.write_text(json.dumps(ANSWER))
+    second = tmp_path / "second.jsonl"
+    proc = fsm("run", "--resume", str(first), "--scripted", str(answer), "--log", str(second), "?")
+    assert proc.returncode == 0, proc.stderr
+    assert lines_of(second)[1]["read_files"]
+
+    stepper = Stepper(second)
+    try:
+        assert stepper.run_until(0, lambda info: False) is None
+        assert stepper.stopped_by is None
+        assert stepper.result is not None and stepper.result.reason == "completed"
+    finally:
+        stepper.close()
+
+    third = tmp_path / "third.jsonl"
+    forked = fsm(
+        "replay",
+        str(second),
+        "--fork-at",
+        "2",
+        "--scripted",
+        str(answer),
+        "--cwd",
+        str(workspace),
+        "--log",
+        str(third),
+    )
+    assert forked.returncode == 0, forked.stderr
+    assert lines_of(third)[1]["read_files"] == lines_of(second)[1]["read_files"]
