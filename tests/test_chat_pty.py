@@ -176,3 +176,39 @@ def test_typed_during_a_run_is_queued(workspace: Path, tmp_path: Path) -> None:
         r["result"] for r in run["records"] if r["t"] == "effect" and r["name"] == "queued_input"
     ]
     assert queued == [["and count them"]]
+
+
+def test_chat_asks_before_a_write_and_always_adds_a_rule(workspace: Path, tmp_path: Path) -> None:
+    """In default mode a chat asks inline; `a` allows this call and the rest of the run's."""
+    write = {
+        "type": "tool_use",
+        "name": "Write",
+        "input": {"file_path": "a.txt", "content": "hi\n"},
+    }
+    scenario = {
+        "turns": [
+            {"content": [{**write, "id": "toolu_w1"}]},
+            {
+                "content": [
+                    {**write, "id": "toolu_w2", "input": {"file_path": "b.txt", "content": "b"}}
+                ]
+            },
+            {"content": [{"type": "text", "text": "Both written."}]},
+        ]
+    }
+    path = tmp_path / "ask.json"
+    path.write_text(json.dumps(scenario))
+    child = spawn(["chat", "--scripted", str(path), "--cwd", str(workspace)], workspace)
+    child.expect("› ")
+    child.sendline("write two files")
+    child.expect("needs approval")
+    child.expect(r"Allow\? \[y\] once  \[a\] always \(Edit\(\./\*\*\)\)  \[n\] deny")
+    child.sendline("a")
+    child.expect("Both written.")
+    child.expect("completed")
+    child.expect("› ")
+    child.sendeof()
+    child.expect(pexpect.EOF)
+    child.close()
+    assert (workspace / "a.txt").read_text() == "hi\n"
+    assert (workspace / "b.txt").read_text() == "b"
