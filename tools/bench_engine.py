@@ -2,8 +2,12 @@
 
 N iterations of the scripted model, one trivial tool call each, session log
 on; timed between consecutive `next_turn` transitions, so start-up is not
-counted. Prints µs per iteration and the ratio of the mean cost of the last 10% of
-iterations to the first 10% (flat is 1.0). Target: ≤ 200 µs, ratio ≤ 1.2.
+counted. An allow rule lets the Noop tool run (without it, the default mode
+asks, there is no terminal, and the call would be refused, not run), so each
+iteration takes the whole tool pipeline: PreToolUse hooks, the permission
+check, the tool, PostToolUse hooks. Prints µs per iteration and the ratio
+of the mean cost of the last 10% of iterations to the first 10% (flat is
+1.0). Target: ≤ 200 µs, ratio ≤ 1.2.
 
     python tools/bench_engine.py [N ...]
 """
@@ -20,6 +24,8 @@ from typing import Any, ClassVar
 
 from fsm_agent.config import RunConfig
 from fsm_agent.events import DriverEvent, Transition
+from fsm_agent.messages import ToolResultBlock
+from fsm_agent.permissions import PermissionSettings, RuleSource
 from fsm_agent.scripted import Scenario, ScriptedModel
 from fsm_agent.session import arun
 from fsm_agent.tools.base import ToolEnv, ToolOutcome
@@ -54,6 +60,12 @@ def scenario(n: int) -> Scenario:
     return Scenario.parse({"turns": turns})
 
 
+def bench_config(cwd: Path) -> RunConfig:
+    """The scripted model, a window that never fills, and an allow rule for Noop."""
+    allow = PermissionSettings(allow=(RuleSource("Noop"),))
+    return RunConfig(model="scripted", cwd=str(cwd), context_window=10**9, permissions=allow)
+
+
 async def measure(n: int, log: Path) -> list[float]:
     stamps: list[float] = []
 
@@ -64,12 +76,19 @@ async def measure(n: int, log: Path) -> list[float]:
     result = await arun(
         "go",
         model=ScriptedModel(scenario(n)),
-        config=RunConfig(model="scripted", cwd=str(log.parent), context_window=10**9),
+        config=bench_config(log.parent),
         tools={"Noop": Noop()},
         log=log,
         on_event=on_event,
     )
     assert result.reason == "completed", result.reason
+    refused = [
+        b
+        for m in result.messages.items
+        for b in m.content
+        if isinstance(b, ToolResultBlock) and b.is_error
+    ]
+    assert not refused, f"Noop did not run: {refused[0].content}"
     return [b - a for a, b in pairwise(stamps)]
 
 

@@ -24,10 +24,9 @@ from pathlib import Path
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from fsm_agent.config import RunConfig
 from fsm_agent.scripted import ScriptedModel
 from fsm_agent.session import areplay, arun
-from tools.bench_engine import Noop, scenario
+from tools.bench_engine import Noop, bench_config, scenario
 
 
 def record(n: int, log: Path) -> None:
@@ -36,7 +35,7 @@ def record(n: int, log: Path) -> None:
         arun(
             "go",
             model=ScriptedModel(scenario(n)),
-            config=RunConfig(model="scripted", cwd=str(log.parent), context_window=10**9),
+            config=bench_config(log.parent),
             tools={"Noop": Noop()},
             log=log,
         )
