@@ -6,13 +6,13 @@ unstructures to exactly what the Messages API sends and accepts.
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import cattrs
 from cattrs.gen import make_dict_unstructure_fn
 from cattrs.strategies import configure_tagged_union
 
+from fsm_agent.log import compact_encoder
 from fsm_agent.messages import (
     ContentBlock,
     ImageBlock,
@@ -107,8 +107,8 @@ def message_to_api(message: Message) -> dict[str, Any]:
     return {"role": message.role, "content": [block_to_api(b) for b in message.content]}
 
 
-def dumps(value: Any) -> str:
-    return json.dumps(value, separators=(",", ":"), ensure_ascii=False, sort_keys=True)
+dumps = compact_encoder(sort_keys=True)
+"""Canonical JSON (sorted keys, no spaces): what digests hash."""
 
 
 def _register_stream_events() -> None:

@@ -11,7 +11,8 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from json.encoder import c_make_encoder, encode_basestring  # type: ignore[attr-defined]
 from pathlib import Path
 from typing import IO, Any
 
@@ -32,11 +33,29 @@ def machine_fingerprint() -> str:
     return hashlib.sha256(rows.encode()).hexdigest()[:16]
 
 
-_ENCODER = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, check_circular=False)
+def compact_encoder(*, sort_keys: bool) -> Callable[[Any], str]:
+    """`json.dumps(…, separators=(",", ":"), ensure_ascii=False)`, built once.
+
+    `JSONEncoder.encode` makes a new C encoder on every call; a log writes
+    about sixteen records per iteration, so the C encoder is made here once
+    (the pure-Python encoder where CPython's C one is missing). Same bytes.
+    """
+    encoder = json.JSONEncoder(
+        separators=(",", ":"), ensure_ascii=False, check_circular=False, sort_keys=sort_keys
+    )
+    if c_make_encoder is None:
+        return encoder.encode
+    chunks = c_make_encoder(
+        None, encoder.default, encode_basestring, None, ":", ",", sort_keys, False, True
+    )
+    return lambda value: "".join(chunks(value, 0))
+
+
+_encode = compact_encoder(sort_keys=False)
 
 
 def _line(record: dict[str, Any]) -> str:
-    return _ENCODER.encode(record) + "\n"
+    return _encode(record) + "\n"
 
 
 class LogWriter:
