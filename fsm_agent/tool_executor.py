@@ -122,8 +122,6 @@ class ToolExecutor:
     ) -> asyncio.Task[CallResult]:
         """Start a call now; its result is collected by `run_all` (or `cancel`)."""
         if block.id not in self._tasks:
-            if self._slots is None:
-                self._slots = asyncio.Semaphore(max(1, self.config.max_tool_concurrency))
             cancel = asyncio.Event()
             self._cancel[block.id] = cancel
             self._tasks[block.id] = asyncio.ensure_future(
@@ -138,9 +136,13 @@ class ToolExecutor:
         invalid: str | None,
         cancel: asyncio.Event,
     ) -> CallResult:
-        assert self._slots is not None
-        async with self._slots:
+        async with self._semaphore():
             return await self.call(block, read_files, invalid, cancel)
+
+    def _semaphore(self) -> asyncio.Semaphore:
+        if self._slots is None:
+            self._slots = asyncio.Semaphore(max(1, self.config.max_tool_concurrency))
+        return self._slots
 
     async def cancel(self, ids: Sequence[str] | None = None) -> None:
         """Stop calls started early (the stream failed or was interrupted) and wait for them.
@@ -158,7 +160,15 @@ class ToolExecutor:
 
     async def _collect(self, block: ToolUseBlock, read_files: dict[str, float],
                        invalid: str | None) -> CallResult:  # fmt: skip
-        task = self.start(block, read_files, invalid)
+        """The result of a call started early, or of the call run here and now.
+
+        A call not started early runs in this task with no cancel event:
+        only `cancel` sets one, and it is never called while `run_all` runs.
+        """
+        task = self._tasks.get(block.id)
+        if task is None:
+            async with self._semaphore():
+                return await self.call(block, dict(read_files), invalid)
         try:
             return await task
         finally:
@@ -184,9 +194,12 @@ class ToolExecutor:
                 text = INTERRUPTED if aborted else f"Not run: the run was stopped ({stop})"
                 results += [ToolResultBlock(b.id, text, True) for b in group]
                 continue
-            done = await asyncio.gather(
-                *(self._collect(b, files, invalid.get(b.id)) for b in group)
-            )
+            if len(group) == 1:
+                done = [await self._collect(group[0], files, invalid.get(group[0].id))]
+            else:
+                done = await asyncio.gather(
+                    *(self._collect(b, files, invalid.get(b.id)) for b in group)
+                )
             for call in done:
                 files.update(call.read_files)
                 results.append(call.result)
