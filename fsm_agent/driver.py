@@ -40,18 +40,23 @@ class Step:
 
 @frozen
 class LoopResult:
-    """How a run ended: the Terminal reason, the path taken, the conversation."""
+    """How a run ended: the Terminal reason, the path taken, the conversation.
+
+    The path and the conversation stay out of the repr: `asyncio.run` formats
+    its main task's result when it restores the SIGINT handler, and a long
+    session's repr took a fifth of a second, twice.
+    """
 
     reason: str
-    path: tuple[Step, ...]
-    messages: Transcript
+    path: tuple[Step, ...] = field(repr=False)
+    messages: Transcript = field(repr=False)
     turns: int
     usage: Usage
     session_id: str
     model: str
     error: str | None = None
     log_path: str | None = None
-    read_files: dict[str, float] = field(factory=dict)
+    read_files: dict[str, float] = field(factory=dict, repr=False)
     """Files read and their mtimes, for the next run of the same conversation (a chat)."""
 
     @property
