@@ -15,11 +15,10 @@ import time
 import uuid
 from collections.abc import AsyncIterator, Callable, Coroutine, Mapping
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from attrs import evolve
 
-from fsm_agent.approvals import Approvals
 from fsm_agent.events import StreamEvent
 from fsm_agent.hooks import HookOutcome, Hooks, NoHooks
 from fsm_agent.model import Model, ModelRequest
@@ -31,6 +30,9 @@ from fsm_agent.permissions import (
     PermissionSettings,
 )
 from fsm_agent.tools.base import Tool, ToolCall, ToolEnv, ToolInputError, ToolOutcome
+
+if TYPE_CHECKING:
+    from fsm_agent.approvals import Approvals
 
 
 class Effects(Protocol):
@@ -192,7 +194,11 @@ class LiveEffects:
         self.hooks = hooks or NoHooks()
         self.abort = abort or AbortSignal()
         self.inbox = inbox or Inbox()
-        self.approvals = approvals or Approvals(PermissionSettings(), ".")
+        if approvals is None:
+            from fsm_agent.approvals import Approvals
+
+            approvals = Approvals(PermissionSettings(), ".")
+        self.approvals = approvals
 
     async def model_stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
         """The model's stream, cut short the moment the run is interrupted.

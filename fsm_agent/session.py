@@ -1,7 +1,9 @@
 """Putting a run together: a model, tools, hooks, a log, the engine.
 
 `arun` records a live run; `areplay` re-runs a recorded log with every
-effect answered from it. Both go through the same `Engine`.
+effect answered from it. Both go through the same `Engine`. What only a
+live run needs (live effects, permissions, command hooks, the scripted
+model) is imported by the functions that use it, so `replay` starts fast.
 """
 
 from __future__ import annotations
@@ -13,25 +15,25 @@ import tempfile
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from attrs import evolve
 
-from fsm_agent.approvals import Approvals, Prompter
 from fsm_agent.codec import structure, unstructure
-from fsm_agent.command_hooks import CommandHooks
 from fsm_agent.config import RunConfig
 from fsm_agent.driver import Engine, LoopResult
-from fsm_agent.effects import AbortSignal, Effects, Inbox, LiveEffects
 from fsm_agent.events import DriverEvent
-from fsm_agent.hooks import CombinedHooks, Hooks
 from fsm_agent.log import LogWriter, MemoryWriter, SessionLog, default_log_path, machine_fingerprint
 from fsm_agent.messages import Message, user
 from fsm_agent.model import Model, ToolSpec
-from fsm_agent.permissions import removed_tools
 from fsm_agent.recording import RecordingTape, ReplayTape
-from fsm_agent.scripted import Scenario, ScenarioError, ScriptedHooks, ScriptedModel
-from fsm_agent.tools.base import Tool
+
+if TYPE_CHECKING:
+    from fsm_agent.approvals import Prompter
+    from fsm_agent.effects import AbortSignal, Effects, Inbox
+    from fsm_agent.hooks import Hooks
+    from fsm_agent.scripted import Scenario
+    from fsm_agent.tools.base import Tool
 
 
 def new_session_id() -> str:
@@ -81,7 +83,7 @@ async def arun(
     header_extra: dict[str, Any] | None = None,
     prompter: Prompter | None = None,
     session_id: str | None = None,
-    live_effects: Callable[..., Effects] = LiveEffects,
+    live_effects: Callable[..., Effects] | None = None,
     read_files: Mapping[str, float] | None = None,
 ) -> LoopResult:
     """Run the loop live, recording every transition and effect.
@@ -96,6 +98,13 @@ async def arun(
     before the run starts. `read_files` carries the files an earlier run of
     the conversation read.
     """
+    from fsm_agent.approvals import Approvals
+    from fsm_agent.command_hooks import CommandHooks
+    from fsm_agent.effects import LiveEffects
+    from fsm_agent.hooks import CombinedHooks
+    from fsm_agent.permissions import removed_tools
+
+    live_effects = live_effects or LiveEffects
     config = config or RunConfig()
     tools = default_tools() if tools is None else dict(tools)
     removed = removed_tools(config.permissions)
@@ -143,6 +152,9 @@ async def arun_scenario(
     **kwargs: Any,
 ) -> LoopResult:
     """Run a scripted scenario in a workspace: its model turns, its hooks, its settings."""
+    from fsm_agent.effects import AbortSignal
+    from fsm_agent.scripted import Scenario, ScenarioError, ScriptedHooks, ScriptedModel
+
     if not isinstance(scenario, Scenario):
         scenario = Scenario.load(scenario)
     text = prompt or scenario.prompt

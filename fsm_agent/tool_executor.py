@@ -98,12 +98,8 @@ class ToolExecutor:
         self.effects = effects
         self.emit = emit
         self.session_id = session_id
-        import jsonschema  # here, not at import: replay and --help stay light
-
-        self.validators = {
-            s.name: jsonschema.validators.validator_for(s.input_schema)(s.input_schema)
-            for s in specs
-        }
+        self.schemas = {s.name: s.input_schema for s in specs}
+        self.validators: dict[str, Any] = {}
         self._tasks: dict[str, asyncio.Task[CallResult]] = {}
         self._cancel: dict[str, asyncio.Event] = {}
         self._slots: asyncio.Semaphore | None = None
@@ -225,7 +221,9 @@ class ToolExecutor:
     def _validate(self, name: str, tool_input: dict[str, Any]) -> str | None:
         validator = self.validators.get(name)
         if validator is None:
-            return f"<tool_use_error>Error: No such tool available: {name}</tool_use_error>"
+            if name not in self.schemas:
+                return f"<tool_use_error>Error: No such tool available: {name}</tool_use_error>"
+            validator = self.validators[name] = _validator(self.schemas[name])
         from jsonschema.exceptions import best_match
 
         error = best_match(validator.iter_errors(tool_input))
@@ -330,6 +328,13 @@ class ToolExecutor:
             f"<tool_use_error>The user denied permission to use {name} ({reason}). "
             "Do not retry this call; ask the user how to proceed.</tool_use_error>"
         )
+
+
+def _validator(schema: dict[str, Any]) -> Any:
+    """Built on a tool's first call: a session that calls no tool never imports jsonschema."""
+    import jsonschema
+
+    return jsonschema.validators.validator_for(schema)(schema)
 
 
 def _reminders(outcome: HookOutcome) -> list[str]:
