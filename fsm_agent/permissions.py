@@ -14,6 +14,7 @@ rule whose path pattern matches them, or by the user at a prompt.
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 from collections.abc import Callable, Iterable, Mapping
@@ -103,7 +104,7 @@ class PermissionSettings:
     sources: tuple[str, ...] = ()
 
     def rules(self, kind: Behavior) -> tuple[Rule, ...]:
-        return tuple(Rule.parse(r.rule, r.root, r.origin) for r in getattr(self, kind))
+        return _parsed(getattr(self, kind))
 
     def merged(self, other: PermissionSettings) -> PermissionSettings:
         return PermissionSettings(
@@ -114,6 +115,12 @@ class PermissionSettings:
             default_mode=other.default_mode or self.default_mode,
             sources=self.sources + other.sources,
         )
+
+
+@functools.lru_cache(maxsize=64)
+def _parsed(sources: tuple[RuleSource, ...]) -> tuple[Rule, ...]:
+    """Rules parsed once per list: every tool call is judged against them."""
+    return tuple(Rule.parse(r.rule, r.root, r.origin) for r in sources)
 
 
 def check_mode(mode: str) -> str:
