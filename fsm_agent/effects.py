@@ -90,29 +90,48 @@ class AbortSignal:
 
 class AbortGuard:
     """`async with AbortGuard(abort)`: the awaited work is cancelled the moment `abort` is set,
-    and the block raises `TimeoutError` (an `asyncio.timeout` the flag expires: no extra task).
+    and the block raises `TimeoutError`.
+
+    It does what an `asyncio.timeout` that the flag expires does (cancel the
+    task, then turn that cancellation into `TimeoutError` unless someone
+    else also cancelled it) without the timer: a model stream enters one
+    guard per event, and this costs a third of a timeout's enter and exit.
     """
+
+    __slots__ = ("_cancelling", "_expired", "_loop", "_task", "_unsubscribe", "abort")
 
     def __init__(self, abort: AbortSignal) -> None:
         self.abort = abort
-        self._timeout: asyncio.Timeout | None = None
+        self._task: asyncio.Task[Any] | None = None
+        self._expired = False
 
     def _expire(self) -> None:
-        timeout = self._timeout
-        if timeout is not None and timeout.expired() is False:
-            timeout.reschedule(asyncio.get_running_loop().time())
+        task = self._task
+        if task is not None and not self._expired:
+            self._expired = True
+            task.cancel()
+
+    def _notify(self) -> None:
+        self._loop.call_soon_threadsafe(self._expire)
 
     async def __aenter__(self) -> None:
-        loop = asyncio.get_running_loop()
-        self._timeout = asyncio.timeout(None)
-        await self._timeout.__aenter__()
-        self._unsubscribe = self.abort.subscribe(lambda: loop.call_soon_threadsafe(self._expire))
+        self._loop = asyncio.get_running_loop()
+        task = asyncio.current_task()
+        assert task is not None
+        self._task = task
+        self._cancelling = task.cancelling()
+        self._unsubscribe = self.abort.subscribe(self._notify)
 
-    async def __aexit__(self, *exc: Any) -> bool | None:
+    async def __aexit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
         self._unsubscribe()
-        timeout, self._timeout = self._timeout, None
-        assert timeout is not None
-        return await timeout.__aexit__(*exc)
+        task, self._task = self._task, None
+        assert task is not None
+        if (
+            self._expired
+            and task.uncancel() <= self._cancelling
+            and exc_type is asyncio.CancelledError
+        ):
+            raise TimeoutError from exc
 
 
 class Inbox:
