@@ -76,11 +76,11 @@ def token_count(messages: Sequence[Message]) -> int:
 
 def oversized_results(messages: Transcript, max_chars: int) -> tuple[ToolResultBlock, ...]:
     """Tool results in the newest message too large to send whole."""
-    if not messages.items or messages.items[-1].role != "user":
+    if not messages or messages[-1].role != "user":
         return ()
     return tuple(
         b
-        for b in messages.items[-1].content
+        for b in messages[-1].content
         if isinstance(b, ToolResultBlock) and len(b.text) > max_chars
     )
 
@@ -101,7 +101,7 @@ def apply_tool_result_budget(
     big = {b.tool_use_id for b in oversized_results(messages, max_chars)} & stored.keys()
     if not big:
         return messages
-    last = messages.items[-1]
+    last = messages[-1]
     content = tuple(
         evolve(b, content=persisted_preview(b.text, stored[b.tool_use_id]))
         if isinstance(b, ToolResultBlock) and b.tool_use_id in big

@@ -25,34 +25,54 @@ def message_digest(message: Message) -> str:
     return hashlib.sha256(dumps(unstructure(message, Message)).encode()).hexdigest()
 
 
-@frozen
+@frozen(eq=False, repr=False)
 class Transcript(Sequence[Message]):
     """An immutable message list whose digest is chained as it grows.
 
     Appending costs only the new messages, so hashing the state at every
-    step does not walk the history.
+    step does not walk the history. Nor does appending copy it: versions
+    share one append-only list (and the list of chained digests) and each
+    reads only its first `length` entries; extending a version that is not
+    the newest copies its prefix first, so no version ever sees a change.
     """
 
-    items: tuple[Message, ...] = ()
+    store: list[Message] = field(factory=list)
+    length: int = 0
     digest: str = _EMPTY_DIGEST
-    chain: tuple[str, ...] = field(default=(), eq=False, repr=False)
+    chain: list[str] | None = field(factory=list)
+    """The digest after each message, shared like `store`; None once a prefix broke the chain."""
+    _items: tuple[Message, ...] | None = field(default=None, init=False)
 
     @classmethod
     def of(cls, messages: Iterable[Message]) -> Transcript:
         return cls().extend(messages)
+
+    @property
+    def items(self) -> tuple[Message, ...]:
+        items = self._items
+        if items is None:
+            items = tuple(self.store[: self.length])
+            object.__setattr__(self, "_items", items)
+        return items
 
     def extend(self, messages: Iterable[Message]) -> Transcript:
         new = tuple(messages)
         if not new:
             return self
         digest = self.digest
-        chained = len(self.chain) == len(self.items)
         links: list[str] = []
         for message in new:
             digest = hashlib.sha256((digest + message_digest(message)).encode()).hexdigest()
             links.append(digest)
-        chain = self.chain + tuple(links) if chained else ()
-        return Transcript(self.items + new, digest, chain)
+        store, chain, n = self.store, self.chain, self.length
+        if len(store) == n and (chain is None or len(chain) == n):
+            store.extend(new)
+            if chain is not None:
+                chain.extend(links)
+        else:
+            store = [*store[:n], *new]
+            chain = None if chain is None else [*chain[:n], *links]
+        return Transcript(store, n + len(new), digest, chain)
 
     def replace_from(self, index: int, messages: Iterable[Message]) -> Transcript:
         """The first `index` messages, then `messages`: rehashes only what changed.
@@ -62,9 +82,9 @@ class Transcript(Sequence[Message]):
         """
         if index == 0:
             return Transcript.of(messages)
-        if len(self.chain) != len(self.items):
+        if self.chain is None:
             return Transcript.of((*self.items[:index], *messages))
-        head = Transcript(self.items[:index], self.chain[index - 1], self.chain[:index])
+        head = Transcript(self.store, index, self.chain[index - 1], self.chain)
         return head.extend(messages)
 
     def with_prefix(self, messages: Iterable[Message]) -> Transcript:
@@ -74,23 +94,45 @@ class Transcript(Sequence[Message]):
         transcript), which is all a replay needs to compare requests.
         """
         prefix = Transcript.of(messages)
-        if not prefix.items:
+        if not prefix.length:
             return self
         digest = hashlib.sha256(f"{prefix.digest}+{self.digest}".encode()).hexdigest()
-        return Transcript(prefix.items + self.items, digest)
+        return Transcript([*prefix.items, *self.items], prefix.length + self.length, digest, None)
 
     @overload
     def __getitem__(self, index: int) -> Message: ...
     @overload
     def __getitem__(self, index: slice) -> tuple[Message, ...]: ...
     def __getitem__(self, index: int | slice) -> Message | tuple[Message, ...]:
+        if isinstance(index, int):
+            if index < 0:
+                index += self.length
+            if not 0 <= index < self.length:
+                raise IndexError("Transcript index out of range")
+            return self.store[index]
         return self.items[index]
 
     def __len__(self) -> int:
-        return len(self.items)
+        return self.length
 
     def __iter__(self) -> Iterator[Message]:
         return iter(self.items)
+
+    def __reversed__(self) -> Iterator[Message]:
+        store = self.store
+        return (store[i] for i in range(self.length - 1, -1, -1))
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not Transcript:
+            return NotImplemented
+        assert isinstance(other, Transcript)
+        return self is other or (self.digest == other.digest and self.items == other.items)
+
+    def __hash__(self) -> int:
+        return hash(self.digest)
+
+    def __repr__(self) -> str:
+        return f"Transcript(items={self.items!r}, digest={self.digest!r})"
 
 
 converter.register_unstructure_hook(
