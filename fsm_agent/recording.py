@@ -9,6 +9,7 @@ compared with the recorded one; the first difference is a `Divergence`.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 from collections import defaultdict, deque
 from collections.abc import AsyncIterator, Iterator, Mapping
@@ -17,7 +18,7 @@ from typing import Any
 
 from attrs import frozen
 
-from fsm_agent.codec import converter, dumps, structure, unstructure
+from fsm_agent.codec import converter, dumps, structure
 from fsm_agent.effects import Effects
 from fsm_agent.events import MessageStop, ModelCallError, StreamEvent
 from fsm_agent.hooks import HookOutcome
@@ -32,6 +33,14 @@ TOOL_PIPELINE = frozenset({"tool", "hooks", "permission", "ask_permission"})
 """Effects of one tool call's pipeline. A call started while the model streams
 may record them at any step up to that iteration's `tool_execution`
 transition, so replay matches them anywhere in that window."""
+
+
+_unstructure_hook = functools.cache(converter.get_unstructure_hook)
+
+
+def _plain(value: Any) -> Any:
+    """`unstructure(value)` through cattrs' hook for its class, looked up once per class."""
+    return _unstructure_hook(value.__class__)(value)
 
 
 def digest_of(value: Any) -> str:
@@ -173,7 +182,7 @@ class RecordingEffects:
             self.tape.effect(
                 "model",
                 request.digest(),
-                {"events": unstructure(events, list[StreamEvent]), "error": error},
+                {"events": _unstructure_hook(list[StreamEvent])(events), "error": error},
                 model_summary(request),
             )
 
@@ -184,23 +193,23 @@ class RecordingEffects:
 
     async def run_tool(self, call: ToolCall, env: ToolEnv) -> ToolOutcome:
         outcome = await self.inner.run_tool(call, env)
-        self.tape.effect("tool", digest_of(args := unstructure(call)), unstructure(outcome), args)
+        self.tape.effect("tool", digest_of(args := _plain(call)), _plain(outcome), args)
         return outcome
 
     async def run_hooks(self, event: str, payload: dict[str, Any]) -> HookOutcome:
         outcome = await self.inner.run_hooks(event, payload)
-        self.tape.effect("hooks", digest_of([event, payload]), unstructure(outcome), event)
+        self.tape.effect("hooks", digest_of([event, payload]), _plain(outcome), event)
         return outcome
 
     async def check_permission(self, request: PermissionRequest) -> Decision:
         decision = await self.inner.check_permission(request)
-        data = unstructure(request)
-        self.tape.effect("permission", digest_of(data), unstructure(decision), data)
+        data = _plain(request)
+        self.tape.effect("permission", digest_of(data), _plain(decision), data)
         return decision
 
     async def ask_permission(self, question: PermissionAsk) -> str:
         answer = await self.inner.ask_permission(question)
-        data = unstructure(question)
+        data = _plain(question)
         self.tape.effect("ask_permission", digest_of(data), answer, data)
         return answer
 
@@ -470,7 +479,7 @@ class ReplayEffects:
         return self.tape.take("count_tokens", request.digest())
 
     async def run_tool(self, call: ToolCall, env: ToolEnv) -> ToolOutcome:
-        data = unstructure(call)
+        data = _plain(call)
         return _fast_structure(self.tape.take("tool", digest_of(data), data), ToolOutcome)
 
     async def run_hooks(self, event: str, payload: dict[str, Any]) -> HookOutcome:
@@ -481,11 +490,11 @@ class ReplayEffects:
         return self.tape.take("store_blob", name, {"name": name, "chars": len(text)})
 
     async def check_permission(self, request: PermissionRequest) -> Decision:
-        data = unstructure(request)
-        return structure(self.tape.take("permission", digest_of(data), data), Decision)
+        data = _plain(request)
+        return _fast_structure(self.tape.take("permission", digest_of(data), data), Decision)
 
     async def ask_permission(self, question: PermissionAsk) -> str:
-        data = unstructure(question)
+        data = _plain(question)
         return self.tape.take("ask_permission", digest_of(data), data)
 
     def now(self) -> float:
