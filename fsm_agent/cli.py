@@ -487,9 +487,16 @@ def _recorded_path(path: Path) -> list[dict[str, Any]]:
         steps = [r for _, r in log.records() if r["t"] == "transition"]
     except LogError as exc:
         fail(str(exc))
-    if log.torn:
-        click.echo(f"fsm-agent: warning: {path}: the last line is torn; read up to it", err=True)
+    _warn_if_torn(path)
     return steps
+
+
+def _warn_if_torn(path: Path) -> None:
+    """A killed run leaves a torn last line: it is read up to it, and the user is told."""
+    from fsm_agent.log import is_torn
+
+    if path.is_file() and is_torn(path):
+        click.echo(f"fsm-agent: warning: {path}: the last line is torn; read up to it", err=True)
 
 
 @cli.command()
@@ -663,6 +670,7 @@ def _debug(path: Path) -> None:
         debugger = Debugger(path)
     except LogError as exc:
         fail(str(exc))
+    _warn_if_torn(path)
     try:
         import readline
 
@@ -684,8 +692,10 @@ def _check(path: Path) -> None:
     except LogError as exc:
         fail(str(exc))
     except Divergence as exc:
+        _warn_if_torn(path)
         click.echo(divergence_report(exc), err=True)
         sys.exit(EXIT_DIVERGED)
+    _warn_if_torn(path)
     click.echo(f"✓ {len(result.path)} steps match the log; ends {result.reason}")
 
 

@@ -233,3 +233,15 @@ def test_permission_mode_flag_and_bad_settings(workspace: Path, tmp_path: Path) 
     proc = fsm(*args)
     assert proc.returncode == 2
     _one_error_line(proc, "permissions.allow must be a list of rule strings")
+
+
+def test_torn_log_replays_with_a_warning(scenario, tmp_path: Path) -> None:
+    scenario("tool_round")
+    log = tmp_path / "tool_round.jsonl"
+    text = log.read_text()
+    log.write_text(text[:-25])
+    for args in (["--check"], ["--path"]):
+        proc = fsm("replay", str(log), *args)
+        assert proc.returncode == 0, proc.stderr
+        assert "the last line is torn" in proc.stderr
+    assert "steps match the log" in fsm("replay", str(log), "--check").stdout
