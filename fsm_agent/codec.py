@@ -6,6 +6,7 @@ unstructures to exactly what the Messages API sends and accepts.
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import cattrs
@@ -92,6 +93,11 @@ def structure(value: Any, cls: Any) -> Any:
             else str(exc)
         )
         raise CodecError(f"not a valid {getattr(cls, '__name__', cls)}: {detail}") from None
+
+
+unstructure_hook = functools.cache(converter.get_unstructure_hook)
+"""The converter's unstructure hook for a class, looked up once: for hot paths that
+unstructure the same few classes on every step (every hook is registered at import)."""
 
 
 def unstructure(value: Any, cls: Any = None) -> Any:

@@ -9,7 +9,6 @@ compared with the recorded one; the first difference is a `Divergence`.
 
 from __future__ import annotations
 
-import functools
 import hashlib
 from collections import defaultdict, deque
 from collections.abc import AsyncIterator, Iterator, Mapping
@@ -18,7 +17,7 @@ from typing import Any
 
 from attrs import frozen
 
-from fsm_agent.codec import converter, dumps, structure
+from fsm_agent.codec import converter, dumps, structure, unstructure_hook
 from fsm_agent.effects import Effects
 from fsm_agent.events import MessageStop, ModelCallError, StreamEvent
 from fsm_agent.hooks import HookOutcome
@@ -35,12 +34,9 @@ may record them at any step up to that iteration's `tool_execution`
 transition, so replay matches them anywhere in that window."""
 
 
-_unstructure_hook = functools.cache(converter.get_unstructure_hook)
-
-
 def _plain(value: Any) -> Any:
     """`unstructure(value)` through cattrs' hook for its class, looked up once per class."""
-    return _unstructure_hook(value.__class__)(value)
+    return unstructure_hook(value.__class__)(value)
 
 
 def digest_of(value: Any) -> str:
@@ -182,7 +178,7 @@ class RecordingEffects:
             self.tape.effect(
                 "model",
                 request.digest(),
-                {"events": _unstructure_hook(list[StreamEvent])(events), "error": error},
+                {"events": unstructure_hook(list[StreamEvent])(events), "error": error},
                 model_summary(request),
             )
 

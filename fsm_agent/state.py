@@ -14,7 +14,7 @@ from typing import Literal, overload
 
 from attrs import field, fields, frozen
 
-from fsm_agent.codec import converter, dumps, unstructure
+from fsm_agent.codec import converter, dumps, unstructure, unstructure_hook
 from fsm_agent.machine import Continue
 from fsm_agent.messages import Message, ToolResultBlock, ToolUseBlock, Usage
 
@@ -225,14 +225,16 @@ class LoopState:
     usage: Usage = Usage()
 
     def digest(self) -> str:
-        scalars = {
-            f.name: unstructure(getattr(self, f.name))
-            for f in fields(LoopState)
-            if f.name != "messages"
-        }
+        scalars = {}
+        for name in _DIGESTED:
+            value = getattr(self, name)
+            scalars[name] = unstructure_hook(value.__class__)(value)
         payload = self.messages.digest + dumps(scalars)
         return hashlib.sha256(payload.encode()).hexdigest()[:16]
 
+
+_DIGESTED = tuple(f.name for f in fields(LoopState) if f.name != "messages")
+"""Every field but the transcript, whose own chained digest stands for it."""
 
 Withheld = Literal["prompt_too_long", "media"]
 
