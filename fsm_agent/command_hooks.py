@@ -22,7 +22,6 @@ from attrs import frozen
 
 from fsm_agent.hooks import NO_OPINION, HookOutcome, merge
 
-EVENTS = ("PreToolUse", "PostToolUse", "Stop", "UserPromptSubmit", "SessionStart")
 TOOL_EVENTS = frozenset({"PreToolUse", "PostToolUse", "PostToolUseFailure", "PermissionRequest"})
 DEFAULT_TIMEOUT_S = 600.0
 PROMPT_TIMEOUT_S = 30.0

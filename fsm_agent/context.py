@@ -213,10 +213,6 @@ def microcompact(
     return messages.replace_from(first, tail), freed
 
 
-def _has_results(message: Message) -> bool:
-    return any(isinstance(b, ToolResultBlock) for b in message.content)
-
-
 def _tool_names(items: Sequence[Message], index: int) -> dict[str, str]:
     """Tool names of the tool_use blocks in the assistant message before `index`."""
     for k in range(index - 1, -1, -1):

@@ -19,7 +19,7 @@ from attrs import frozen
 
 from fsm_agent.codec import converter, dumps, structure, unstructure_hook
 from fsm_agent.effects import Effects
-from fsm_agent.events import MessageStop, ModelCallError, StreamEvent
+from fsm_agent.events import ModelCallError, StreamEvent
 from fsm_agent.hooks import HookOutcome
 from fsm_agent.log import LogWriter, MemoryWriter, SessionLog
 from fsm_agent.machine import TERMINAL_REASONS
@@ -268,7 +268,6 @@ class ReplayTape(Tape):
         self._expected: dict[str, Any] | None = None
         self.start_messages: list[Any] = []
         self.start_read_files: dict[str, float] = {}
-        self.recorded_result: dict[str, Any] | None = None
         self._read_start()
         self._load_step()
 
@@ -308,12 +307,7 @@ class ReplayTape(Tape):
                 self._expected = record
                 return
             elif kind == "result":
-                self.recorded_result = record
                 return
-
-    @property
-    def exhausted(self) -> bool:
-        return self._expected is None
 
     def start(self, messages: list[Any], read_files: dict[str, float] | None = None) -> None:
         if messages != self.start_messages:
@@ -406,9 +400,6 @@ class ReplayTape(Tape):
 
     def wrap(self, effects: Effects | None) -> Effects:
         return ReplayEffects(self)
-
-
-TRANSITION_KEYS = ("from", "edge", "to", "turn", "state")
 
 
 def _edge_text(record: dict[str, Any]) -> str:
@@ -504,7 +495,3 @@ class ReplayEffects:
 
     def queued_input(self) -> tuple[str, ...]:
         return tuple(self.tape.take("queued_input", ""))
-
-
-def stream_completed(events: list[StreamEvent]) -> bool:
-    return bool(events) and isinstance(events[-1], MessageStop)

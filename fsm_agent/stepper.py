@@ -28,8 +28,6 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from attrs import frozen
-
 from fsm_agent.codec import structure
 from fsm_agent.driver import Engine, LoopResult, StepInfo, initial_state
 from fsm_agent.log import SessionLog
@@ -39,13 +37,6 @@ from fsm_agent.recording import ReplayTape
 
 _HEAD = re.compile(rb'^\{\s*"t"\s*:\s*"(\w+)"\s*(?:,\s*"step"\s*:\s*(\d+))?')
 CACHE = 256
-
-
-@frozen
-class Line:
-    kind: str
-    step: int
-    offset: int
 
 
 class LogIndex:
