@@ -223,7 +223,7 @@ class Engine:
             session_id=self.session_id,
             model=self.config.model,
             error=reason,
-            log_path=str(getattr(self.tape, "path", None) or "") or None,
+            log_path=str(self.tape.path) if self.tape.path else None,
         )
         self.tape.result({"reason": PROMPT_BLOCKED, "turns": 0, "usage": {}, "steps": 0})
         return result
