@@ -11,11 +11,6 @@ from fsm_agent.messages import Usage
 from fsm_agent.pricing import cost_usd
 
 
-def response_cost(model: str, usage: Usage) -> float | None:
-    """USD for one response, or `None` for a model without a known price."""
-    return cost_usd(model, usage)
-
-
 class CostMeter:
     """Adds up the cost of each response; unknown once any response has no price."""
 
@@ -31,7 +26,7 @@ class CostMeter:
         if usage is None:
             return
         self.responses += 1
-        cost = response_cost(model or "", usage)
+        cost = cost_usd(model or "", usage)
         self.usd = None if cost is None or self.usd is None else self.usd + cost
 
     @property

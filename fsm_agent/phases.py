@@ -184,7 +184,6 @@ async def api_call(run: Run, state: LoopState, it: Iteration) -> tuple[Iteration
         invalid_tool_inputs=assembler.invalid,
         stop_reason=assembler.stop_reason,
         usage=it.usage + assembler.usage,
-        started_tools=run.executor.started,
     )
     if error is None and not assembler.stopped and not run.effects.aborted("streaming"):
         error = ModelCallError("incomplete_stream", "the stream ended without message_stop")

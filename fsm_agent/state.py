@@ -260,7 +260,6 @@ class Iteration:
     api_error: str | None = None
     model_error: str | None = None
     tool_results: tuple[ToolResultBlock, ...] = ()
-    started_tools: tuple[str, ...] = ()
     read_files: dict[str, float] = field(factory=dict)
     hook_stop_reason: str | None = None
     attachments: tuple[str, ...] = ()

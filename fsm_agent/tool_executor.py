@@ -109,10 +109,6 @@ class ToolExecutor:
     def is_safe(self, block: ToolUseBlock) -> bool:
         return block.name in self.config.concurrency_safe_tools
 
-    @property
-    def started(self) -> tuple[str, ...]:
-        return tuple(self._tasks)
-
     def start(
         self, block: ToolUseBlock, read_files: Mapping[str, float], invalid: str | None = None
     ) -> asyncio.Task[CallResult]:

@@ -29,17 +29,15 @@ def fsm(
     )
 
 
+def run_scripted(name: str, workspace: Path, log: Path, *extra: str) -> subprocess.CompletedProcess:
+    """`fsm-agent run --scripted` on a shipped scenario, in `workspace`, logging to `log`."""
+    scenario = str(SCENARIOS / f"{name}.json")
+    return fsm("run", "--scripted", scenario, "--cwd", str(workspace), "--log", str(log), *extra)
+
+
 def test_run_scripted_end_to_end(workspace: Path, tmp_path: Path) -> None:
     log = tmp_path / "run.jsonl"
-    proc = fsm(
-        "run",
-        "--scripted",
-        str(SCENARIOS / "tool_round.json"),
-        "--cwd",
-        str(workspace),
-        "--log",
-        str(log),
-    )
+    proc = run_scripted("tool_round", workspace, log)
     assert proc.returncode == 0, proc.stderr
     assert "notes.txt now says hello." in proc.stdout
     assert "completed" in proc.stdout
@@ -50,30 +48,12 @@ def test_run_scripted_end_to_end(workspace: Path, tmp_path: Path) -> None:
 
 
 def test_exit_code_names_the_terminal_reason(workspace: Path, tmp_path: Path) -> None:
-    proc = fsm(
-        "run",
-        "--scripted",
-        str(SCENARIOS / "max_turns.json"),
-        "--cwd",
-        str(workspace),
-        "--log",
-        str(tmp_path / "l.jsonl"),
-    )
+    proc = run_scripted("max_turns", workspace, tmp_path / "l.jsonl")
     assert proc.returncode == EXIT_CODES["max_turns"]
 
 
 def test_max_turns_option_overrides_the_scenario(workspace: Path, tmp_path: Path) -> None:
-    proc = fsm(
-        "run",
-        "--scripted",
-        str(SCENARIOS / "tool_round.json"),
-        "--cwd",
-        str(workspace),
-        "--max-turns",
-        "1",
-        "--log",
-        str(tmp_path / "l.jsonl"),
-    )
+    proc = run_scripted("tool_round", workspace, tmp_path / "l.jsonl", "--max-turns", "1")
     assert proc.returncode == EXIT_CODES["max_turns"]
 
 

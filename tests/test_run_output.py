@@ -12,37 +12,19 @@ from fsm_agent.cli import EXIT_CODES, EXIT_USAGE
 from fsm_agent.headless import subtype_of
 from fsm_agent.machine import TERMINAL_REASONS
 from tests.conftest import SCENARIOS
-from tests.test_cli import fsm
+from tests.test_cli import fsm, run_scripted
 
 
 def run_json(workspace: Path, tmp_path: Path, name: str, *extra: str) -> tuple[dict, int]:
-    proc = fsm(
-        "run",
-        "--scripted",
-        str(SCENARIOS / f"{name}.json"),
-        "--cwd",
-        str(workspace),
-        "--log",
-        str(tmp_path / f"{name}.jsonl"),
-        "--output-format",
-        "json",
-        *extra,
+    proc = run_scripted(
+        name, workspace, tmp_path / f"{name}.jsonl", "--output-format", "json", *extra
     )
     return json.loads(proc.stdout), proc.returncode
 
 
 def stream_lines(workspace: Path, tmp_path: Path, name: str, *extra: str) -> list[dict]:
-    proc = fsm(
-        "run",
-        "--scripted",
-        str(SCENARIOS / f"{name}.json"),
-        "--cwd",
-        str(workspace),
-        "--log",
-        str(tmp_path / f"{name}.jsonl"),
-        "--output-format",
-        "stream-json",
-        *extra,
+    proc = run_scripted(
+        name, workspace, tmp_path / f"{name}.jsonl", "--output-format", "stream-json", *extra
     )
     assert proc.returncode == 0, proc.stderr
     return [json.loads(line) for line in proc.stdout.splitlines()]
@@ -165,30 +147,13 @@ def test_partial_messages_need_stream_json(workspace: Path) -> None:
 
 
 def test_quiet_prints_only_the_answer(workspace: Path, tmp_path: Path) -> None:
-    proc = fsm(
-        "run",
-        "--scripted",
-        str(SCENARIOS / "tool_round.json"),
-        "--cwd",
-        str(workspace),
-        "--log",
-        str(tmp_path / "q.jsonl"),
-        "--quiet",
-    )
+    proc = run_scripted("tool_round", workspace, tmp_path / "q.jsonl", "--quiet")
     assert proc.returncode == 0
     assert proc.stdout == "notes.txt now says hello.\n"
 
 
 def test_piped_text_output_is_plain(workspace: Path, tmp_path: Path) -> None:
-    proc = fsm(
-        "run",
-        "--scripted",
-        str(SCENARIOS / "tool_round.json"),
-        "--cwd",
-        str(workspace),
-        "--log",
-        str(tmp_path / "p.jsonl"),
-    )
+    proc = run_scripted("tool_round", workspace, tmp_path / "p.jsonl")
     assert "\x1b[" not in proc.stdout
     assert "● Write(notes.txt)" in proc.stdout
     assert f"log: {tmp_path / 'p.jsonl'}" in proc.stdout
