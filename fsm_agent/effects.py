@@ -151,16 +151,6 @@ class Inbox:
 INTERRUPTED = "[Request interrupted by user for tool use]"
 
 
-def input_error(name: str, error: Any) -> str:
-    """The model's view of a `jsonschema.ValidationError` on a tool's input."""
-    where = "/".join(str(p) for p in error.absolute_path)
-    at = f"the parameter `{where}`" if where else "the input"
-    return (
-        f"<tool_use_error>InputValidationError: {name} failed due to the following issue:\n"
-        f"{at}: {error.message}</tool_use_error>"
-    )
-
-
 async def _unless(
     cancel: asyncio.Event | None, work: Coroutine[Any, Any, ToolOutcome]
 ) -> ToolOutcome:
@@ -203,13 +193,7 @@ class LiveEffects:
     ) -> None:
         self.model = model
         self.blob_dir = blob_dir
-        import jsonschema  # only live runs validate; replay and --help stay light
-
         self.tools = dict(tools)
-        self._validators = {
-            name: jsonschema.validators.validator_for(tool.input_schema)(tool.input_schema)
-            for name, tool in self.tools.items()
-        }
         self.hooks = hooks or NoHooks()
         self.abort = abort or AbortSignal()
         self.inbox = inbox or Inbox()
@@ -266,11 +250,11 @@ class LiveEffects:
         tool = self.tools.get(call.name)
         if tool is None:
             return tool_error(f"Error: No such tool available: {call.name}")
-        from jsonschema.exceptions import best_match
+        from fsm_agent.validation import input_problem
 
-        error = best_match(self._validators[call.name].iter_errors(call.input))
-        if error is not None:
-            return ToolOutcome.error(input_error(call.name, error))
+        problem = input_problem(call.name, tool.input_schema, call.input)
+        if problem is not None:
+            return ToolOutcome.error(problem)
         try:
             return await tool.run(call.input, env)
         except ToolInputError as exc:

@@ -22,7 +22,7 @@ from typing import Any
 from attrs import frozen
 
 from fsm_agent.config import RunConfig
-from fsm_agent.effects import INTERRUPTED, Effects, input_error
+from fsm_agent.effects import INTERRUPTED, Effects
 from fsm_agent.events import DriverEvent, ToolFinished, ToolStarted
 from fsm_agent.hooks import HookOutcome
 from fsm_agent.messages import TextBlock, ToolResultBlock, ToolResultContent, ToolUseBlock
@@ -99,7 +99,6 @@ class ToolExecutor:
         self.emit = emit
         self.session_id = session_id
         self.schemas = {s.name: s.input_schema for s in specs}
-        self.validators: dict[str, Any] = {}
         self._tasks: dict[str, asyncio.Task[CallResult]] = {}
         self._cancel: dict[str, asyncio.Event] = {}
         self._slots: asyncio.Semaphore | None = None
@@ -215,15 +214,12 @@ class ToolExecutor:
         }
 
     def _validate(self, name: str, tool_input: dict[str, Any]) -> str | None:
-        validator = self.validators.get(name)
-        if validator is None:
-            if name not in self.schemas:
-                return f"<tool_use_error>Error: No such tool available: {name}</tool_use_error>"
-            validator = self.validators[name] = _validator(self.schemas[name])
-        from jsonschema.exceptions import best_match
+        schema = self.schemas.get(name)
+        if schema is None:
+            return f"<tool_use_error>Error: No such tool available: {name}</tool_use_error>"
+        from fsm_agent.validation import input_problem
 
-        error = best_match(validator.iter_errors(tool_input))
-        return None if error is None else input_error(name, error)
+        return input_problem(name, schema, tool_input)
 
     async def call(
         self,
@@ -324,13 +320,6 @@ class ToolExecutor:
             f"<tool_use_error>The user denied permission to use {name} ({reason}). "
             "Do not retry this call; ask the user how to proceed.</tool_use_error>"
         )
-
-
-def _validator(schema: dict[str, Any]) -> Any:
-    """Built on a tool's first call: a session that calls no tool never imports jsonschema."""
-    import jsonschema
-
-    return jsonschema.validators.validator_for(schema)(schema)
 
 
 def _reminders(outcome: HookOutcome) -> list[str]:

@@ -259,8 +259,9 @@ def test_invalid_input_is_refused_with_a_clear_message(workspace: Path, tmp_path
     r1, r2, r3 = (r.text for r in _results(result))
     assert r1 == (
         "<tool_use_error>InputValidationError: Read failed due to the following issue:\n"
-        "the parameter `file_path`: 3 is not of type 'string'</tool_use_error>"
+        "The parameter `file_path` type is expected as `string` but provided as `integer`"
+        "</tool_use_error>"
     )
-    assert "'file_path' is a required property" in r2
+    assert "The required parameter `file_path` is missing" in r2
     assert "No such tool available: Nope" in r3
     assert not os.listdir(workspace / ".fsm-agent") if (workspace / ".fsm-agent").exists() else True

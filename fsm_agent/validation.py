@@ -1,0 +1,71 @@
+"""A tool's input against its JSON Schema, in the model's words.
+
+Validation runs on every tool call, live and on replay, so the schema is
+compiled once (fastjsonschema turns it into a Python function: about a
+microsecond a call, and a light import for `replay --check`). The first
+error is reported the way Claude Code words its own input errors.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import fastjsonschema
+
+Validate = Callable[[Any], Any]
+
+_compiled: dict[int, tuple[dict[str, Any], Validate]] = {}
+
+
+def validator(schema: dict[str, Any]) -> Validate:
+    """Compiled once per schema object (a tool's schema lives as long as the tool)."""
+    found = _compiled.get(id(schema))
+    if found is None or found[0] is not schema:
+        found = _compiled[id(schema)] = (schema, fastjsonschema.compile(schema, use_default=False))
+    return found[1]
+
+
+def input_problem(name: str, schema: dict[str, Any], tool_input: Any) -> str | None:
+    """None when `tool_input` fits `schema`, else the `tool_use_error` text for the model."""
+    try:
+        validator(schema)(tool_input)
+    except fastjsonschema.JsonSchemaValueException as error:
+        return (
+            f"<tool_use_error>InputValidationError: {name} failed due to the following "
+            f"issue:\n{_issue(error)}</tool_use_error>"
+        )
+    return None
+
+
+_JSON_TYPES = {
+    bool: "boolean",
+    int: "integer",
+    float: "number",
+    str: "string",
+    list: "array",
+    dict: "object",
+    type(None): "null",
+}
+
+
+def _issue(error: fastjsonschema.JsonSchemaValueException) -> str:
+    where = ".".join(str(p) for p in (error.path or [])[1:])
+    definition = error.definition if isinstance(error.definition, dict) else {}
+    value = error.value
+    if error.rule == "required" and isinstance(value, dict):
+        missing = [k for k in definition.get("required", ()) if k not in value]
+        name = f"{where}.{missing[0]}" if where and missing else (missing or ["?"])[0]
+        return f"The required parameter `{name}` is missing"
+    if error.rule == "additionalProperties" and isinstance(value, dict):
+        known = definition.get("properties", {})
+        extra = sorted(k for k in value if k not in known) or ["?"]
+        return f"An unexpected parameter `{extra[0]}` was provided"
+    if error.rule == "type":
+        expected = definition.get("type")
+        expected = " or ".join(expected) if isinstance(expected, list) else expected
+        received = _JSON_TYPES.get(type(value), type(value).__name__)
+        subject = f"The parameter `{where}`" if where else "The input"
+        return f"{subject} type is expected as `{expected}` but provided as `{received}`"
+    detail = error.message.removeprefix(f"{error.name} ")
+    return f"The parameter `{where}` {detail}" if where else f"The input {detail}"

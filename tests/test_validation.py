@@ -1,0 +1,77 @@
+"""Tool input errors: the first problem, worded as Claude Code words it."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from fsm_agent.validation import input_problem
+
+SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "file_path": {"type": "string"},
+        "offset": {"type": "integer", "minimum": 0},
+        "mode": {"type": "string", "enum": ["a", "b"]},
+    },
+    "required": ["file_path"],
+    "additionalProperties": False,
+}
+
+
+def issue(tool_input: Any) -> str | None:
+    text = input_problem("Read", SCHEMA, tool_input)
+    if text is None:
+        return None
+    head = "<tool_use_error>InputValidationError: Read failed due to the following issue:\n"
+    assert text.startswith(head) and text.endswith("</tool_use_error>")
+    return text[len(head) : -len("</tool_use_error>")]
+
+
+def test_a_fitting_input_has_no_problem() -> None:
+    assert issue({"file_path": "a.txt", "offset": 2, "mode": "a"}) is None
+
+
+@pytest.mark.parametrize(
+    ("tool_input", "expected"),
+    [
+        (
+            {"file_path": 3},
+            "The parameter `file_path` type is expected as `string` but provided as `integer`",
+        ),
+        (
+            {"file_path": "a", "offset": "2"},
+            "The parameter `offset` type is expected as `integer` but provided as `string`",
+        ),
+        ({}, "The required parameter `file_path` is missing"),
+        ({"file_path": "a", "path": "b"}, "An unexpected parameter `path` was provided"),
+        (
+            {"file_path": "a", "offset": -1},
+            "The parameter `offset` must be bigger than or equal to 0",
+        ),
+        ({"file_path": "a", "mode": "c"}, "The parameter `mode` must be one of ['a', 'b']"),
+        (["a.txt"], "The input type is expected as `object` but provided as `array`"),
+    ],
+)
+def test_each_problem_is_named(tool_input: Any, expected: str) -> None:
+    assert issue(tool_input) == expected
+
+
+def test_a_schema_is_compiled_once_per_object() -> None:
+    from fsm_agent import validation
+
+    issue({"file_path": "x"})
+    compiled = validation._compiled[id(SCHEMA)][1]
+    issue({"file_path": "y"})
+    assert validation._compiled[id(SCHEMA)][1] is compiled
+
+
+def test_defaults_in_the_schema_are_not_written_into_the_input() -> None:
+    schema = {
+        "type": "object",
+        "properties": {"replace_all": {"type": "boolean", "default": False}},
+    }
+    tool_input: dict[str, Any] = {}
+    assert input_problem("Edit", schema, tool_input) is None
+    assert tool_input == {}
