@@ -252,6 +252,7 @@ class CommandHooks:
         permission_mode: str = "default",
     ) -> None:
         self.matchers = tuple(matchers)
+        self.events = frozenset(m.event for m in self.matchers)
         self.project_dir = project_dir
         self.transcript_path = transcript_path
         self.permission_mode = permission_mode

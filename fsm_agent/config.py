@@ -43,6 +43,12 @@ class RunConfig:
     session_source: str = "startup"
     autocompact: bool = True
     snip_threshold: int | None = None
+    hooked_events: tuple[str, ...] | None = None
+    """The hook events something listens to; the engine calls no hooks for the others.
+    None: any event may have a hook (in-process hooks that do not say)."""
+
+    def has_hooks(self, event: str) -> bool:
+        return self.hooked_events is None or event in self.hooked_events
 
     @property
     def effective_window(self) -> int:

@@ -70,10 +70,27 @@ def merge(outcomes: Sequence[HookOutcome]) -> HookOutcome:
 
 
 class Hooks(Protocol):
+    """A source of hook outcomes.
+
+    It may also have `events`, the events it answers: the engine then skips
+    the hooks effect for every other event (a run with no hooks writes no
+    hook records). Without it, every event is asked.
+    """
+
     async def run(self, event: str, payload: dict[str, Any]) -> HookOutcome: ...
 
 
+def events_of(hooks: Hooks | None) -> frozenset[str] | None:
+    """The events `hooks` answers, or None when it does not say."""
+    if hooks is None:
+        return frozenset()
+    events = getattr(hooks, "events", None)
+    return None if events is None else frozenset(events)
+
+
 class NoHooks:
+    events: frozenset[str] = frozenset()
+
     async def run(self, event: str, payload: dict[str, Any]) -> HookOutcome:
         return NO_OPINION
 
@@ -83,6 +100,11 @@ class CombinedHooks:
 
     def __init__(self, *sources: Hooks) -> None:
         self.sources = sources
+
+    @property
+    def events(self) -> frozenset[str] | None:
+        each = [events_of(s) for s in self.sources]
+        return None if None in each else frozenset().union(*each)  # type: ignore[arg-type]
 
     async def run(self, event: str, payload: dict[str, Any]) -> HookOutcome:
         outcomes = await asyncio.gather(*(s.run(event, payload) for s in self.sources))

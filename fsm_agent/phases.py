@@ -34,6 +34,7 @@ from fsm_agent.events import (
     ThinkingDelta,
     ToolUseComplete,
 )
+from fsm_agent.hooks import NO_OPINION
 from fsm_agent.machine import Phase
 from fsm_agent.messages import (
     ContentBlock,
@@ -230,17 +231,19 @@ async def recovery(run: Run, state: LoopState, it: Iteration) -> tuple[Iteration
 
 
 async def stop_hooks(run: Run, state: LoopState, it: Iteration) -> tuple[Iteration, Facts]:
-    last = it.assistant_messages[-1].text if it.assistant_messages else ""
-    outcome = await run.effects.run_hooks(
-        "Stop",
-        {
-            "hook_event_name": "Stop",
-            "session_id": run.session_id,
-            "cwd": run.config.cwd,
-            "stop_hook_active": state.stop_hook_active,
-            "last_assistant_message": last,
-        },
-    )
+    outcome = NO_OPINION
+    if run.config.has_hooks("Stop"):
+        last = it.assistant_messages[-1].text if it.assistant_messages else ""
+        outcome = await run.effects.run_hooks(
+            "Stop",
+            {
+                "hook_event_name": "Stop",
+                "session_id": run.session_id,
+                "cwd": run.config.cwd,
+                "stop_hook_active": state.stop_hook_active,
+                "last_assistant_message": last,
+            },
+        )
     return evolve(it, hook_stop_reason=outcome.stop_reason), Facts(
         hook_prevented=outcome.prevent_continuation,
         stop_reason=outcome.stop_reason,

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 from attrs import frozen
 
 from fsm_agent.context import meta
+from fsm_agent.hooks import NO_OPINION
 from fsm_agent.messages import Message
 
 if TYPE_CHECKING:
@@ -38,25 +39,28 @@ def _reminder(texts: Sequence[str]) -> tuple[Message, ...]:
 
 async def session_prelude(run: Run, messages: Sequence[Message]) -> Prelude:
     common = {"session_id": run.session_id, "cwd": run.config.cwd}
-    start = await run.effects.run_hooks(
-        "SessionStart",
-        {
-            "hook_event_name": "SessionStart",
-            **common,
-            "source": run.config.session_source,
-            "model": run.config.model,
-        },
-    )
+    start = submit = NO_OPINION
+    if run.config.has_hooks("SessionStart"):
+        start = await run.effects.run_hooks(
+            "SessionStart",
+            {
+                "hook_event_name": "SessionStart",
+                **common,
+                "source": run.config.session_source,
+                "model": run.config.model,
+            },
+        )
     prompt = messages[-1].text if messages and messages[-1].role == "user" else ""
-    submit = await run.effects.run_hooks(
-        "UserPromptSubmit",
-        {
-            "hook_event_name": "UserPromptSubmit",
-            **common,
-            "permission_mode": run.config.permission_mode,
-            "prompt": prompt,
-        },
-    )
+    if run.config.has_hooks("UserPromptSubmit"):
+        submit = await run.effects.run_hooks(
+            "UserPromptSubmit",
+            {
+                "hook_event_name": "UserPromptSubmit",
+                **common,
+                "permission_mode": run.config.permission_mode,
+                "prompt": prompt,
+            },
+        )
     if submit.blocking_errors or submit.prevent_continuation:
         why = "; ".join(submit.blocking_errors) or submit.stop_reason or "no reason given"
         return Prelude(tuple(messages), f"The prompt was blocked by a UserPromptSubmit hook: {why}")

@@ -257,6 +257,7 @@ class ScriptedHooks:
 
     def __init__(self, outcomes: dict[str, tuple[HookOutcome, ...]]) -> None:
         self._queues = {event: list(items) for event, items in outcomes.items()}
+        self.events = frozenset(outcomes)
 
     async def run(self, event: str, payload: dict[str, Any]) -> HookOutcome:
         queue = self._queues.get(event)

@@ -24,7 +24,7 @@ from attrs import frozen
 from fsm_agent.config import RunConfig
 from fsm_agent.effects import INTERRUPTED, Effects
 from fsm_agent.events import DriverEvent, ToolFinished, ToolStarted
-from fsm_agent.hooks import HookOutcome
+from fsm_agent.hooks import NO_OPINION, HookOutcome
 from fsm_agent.messages import TextBlock, ToolResultBlock, ToolResultContent, ToolUseBlock
 from fsm_agent.model import ToolSpec
 from fsm_agent.permissions import (
@@ -237,7 +237,10 @@ class ToolExecutor:
         if problem is not None:
             return refused(problem)
         effects = self.effects
-        pre = await effects.run_hooks("PreToolUse", self._payload("PreToolUse", block, block.input))
+        pre = NO_OPINION
+        if self.config.has_hooks("PreToolUse"):
+            payload = self._payload("PreToolUse", block, block.input)
+            pre = await effects.run_hooks("PreToolUse", payload)
         if pre.prevent_continuation:
             reason = pre.stop_reason or "stopped by a PreToolUse hook"
             return refused(f"Execution stopped by PreToolUse hook: {reason}", reason)
@@ -261,7 +264,8 @@ class ToolExecutor:
         outcome = await effects.run_tool(ToolCall(block.id, block.name, tool_input), env)
         extra = _reminders(pre)
         stop = outcome.stop_reason
-        if not outcome.is_error and not outcome.interrupted:
+        ran = not outcome.is_error and not outcome.interrupted
+        if ran and self.config.has_hooks("PostToolUse"):
             payload = self._payload("PostToolUse", block, tool_input)
             payload["tool_response"] = _response_text(outcome.content)
             post = await effects.run_hooks("PostToolUse", payload)

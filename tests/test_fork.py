@@ -166,8 +166,8 @@ def test_edited_tool_result_is_what_the_model_sees(
         (["--fork-at", "99", "--scripted", "ALT"], "no step 99: the log has steps 0..20"),
         (["--fork-at", "20", "--scripted", "ALT"], "step 20 ends the run (completed)"),
         (["--edit-effect", "99", "ALT", "--scripted", "ALT"], "no effect 99: the log has"),
-        # effect 3 is the first model call (1 and 2: SessionStart, UserPromptSubmit hooks)
-        (["--edit-effect", "3", "ALT", "--scripted", "ALT"], "the edited"),
+        # effect 1 is the first model call (no hooks are configured, so none is asked)
+        (["--edit-effect", "1", "ALT", "--scripted", "ALT"], "the edited"),
         (["--edit-effect", "1", "NOFILE", "--scripted", "ALT"], "cannot read the edited result"),
         (["--fork-at", "2", "--edit-effect", "1", "ALT", "--scripted", "ALT"], "not both"),
     ],

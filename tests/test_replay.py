@@ -42,10 +42,16 @@ def test_changed_tool_result_diverges_where_the_code_first_uses_it(
             changed_step = row["step"]
             break
     path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    # No hook reads the result, so its first use is the next turn's state.
+    next_turn = next(
+        r["step"]
+        for r in rows
+        if r.get("t") == "transition" and r["edge"] == "next_turn" and r["step"] >= changed_step
+    )
     with pytest.raises(Divergence) as info:
         replay(path)
-    assert info.value.step == changed_step
-    assert info.value.what == "effect hooks"
+    assert info.value.step == next_turn
+    assert info.value.what == "transition"
 
 
 def test_changed_transition_diverges(scenario, tmp_path: Path) -> None:

@@ -4,8 +4,8 @@ N iterations of the scripted model, one trivial tool call each, session log
 on; timed between consecutive `next_turn` transitions, so start-up is not
 counted. An allow rule lets the Noop tool run (without it, the default mode
 asks, there is no terminal, and the call would be refused, not run), so each
-iteration takes the whole tool pipeline: PreToolUse hooks, the permission
-check, the tool, PostToolUse hooks. Prints µs per iteration and the ratio
+iteration takes the tool pipeline: validation, the permission check, the
+tool (no hook is configured, so none is asked). Prints µs per iteration and the ratio
 of the mean cost of the last 10% of iterations to the first 10% (flat is
 1.0). Target: ≤ 200 µs, ratio ≤ 1.2.
 
