@@ -187,7 +187,8 @@ class ScriptedModel:
             if turn.interrupt == "streaming" and n == len(events) // 2:
                 self.abort.set()
             yield event
-            await asyncio.sleep(turn.event_delay)
+            if turn.event_delay or isinstance(event, BlockStop):
+                await asyncio.sleep(turn.event_delay)
         if turn.error is not None:
             raise ModelCallError(turn.error.kind, turn.error.message, turn.error.status)
 
