@@ -71,10 +71,12 @@ class AbortSignal:
         for listener in list(self._listeners):
             listener()
 
-    def subscribe(self, listener: Callable[[], None]) -> Callable[[], None]:
-        """Call `listener` when the flag is set; returns the function that unsubscribes."""
+    def subscribe(self, listener: Callable[[], None]) -> None:
+        """Call `listener` when the flag is set, until `unsubscribe(listener)`."""
         self._listeners.append(listener)
-        return lambda: self._listeners.remove(listener)
+
+    def unsubscribe(self, listener: Callable[[], None]) -> None:
+        self._listeners.remove(listener)
 
     def arm(self, where: str) -> None:
         """Be set from the moment the loop checks at `where` (scripted interrupts)."""
@@ -98,7 +100,7 @@ class AbortGuard:
     guard per event, and this costs a third of a timeout's enter and exit.
     """
 
-    __slots__ = ("_cancelling", "_expired", "_loop", "_task", "_unsubscribe", "abort")
+    __slots__ = ("_cancelling", "_expired", "_loop", "_task", "abort")
 
     def __init__(self, abort: AbortSignal) -> None:
         self.abort = abort
@@ -120,10 +122,10 @@ class AbortGuard:
         assert task is not None
         self._task = task
         self._cancelling = task.cancelling()
-        self._unsubscribe = self.abort.subscribe(self._notify)
+        self.abort.subscribe(self._notify)
 
     async def __aexit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
-        self._unsubscribe()
+        self.abort.unsubscribe(self._notify)
         task, self._task = self._task, None
         assert task is not None
         if (
