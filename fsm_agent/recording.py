@@ -226,12 +226,14 @@ class RecordingEffects:
 
     def aborted(self, where: str) -> bool:
         value = self.inner.aborted(where)
-        self.tape.effect("aborted", where, value)
+        if value:
+            self.tape.effect("aborted", where, value)
         return value
 
     def queued_input(self) -> tuple[str, ...]:
         value = self.inner.queued_input()
-        self.tape.effect("queued_input", "", list(value))
+        if value:
+            self.tape.effect("queued_input", "", list(value))
         return value
 
 
@@ -395,6 +397,12 @@ class ReplayTape(Tape):
             return self.edits[number]
         return record["result"]
 
+    def take_if(self, name: str, request: str, default: Any) -> Any:
+        """A polled effect: its usual answer (`default`) is not recorded, so no record is it."""
+        if self._pending.get((name, request)):
+            return self.take(name, request)
+        return default
+
     def result(self, record: dict[str, Any]) -> None:
         pass
 
@@ -491,7 +499,7 @@ class ReplayEffects:
         return self.tape.take("new_id", prefix)
 
     def aborted(self, where: str) -> bool:
-        return self.tape.take("aborted", where)
+        return self.tape.take_if("aborted", where, False)
 
     def queued_input(self) -> tuple[str, ...]:
-        return tuple(self.tape.take("queued_input", ""))
+        return tuple(self.tape.take_if("queued_input", "", []))

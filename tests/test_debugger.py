@@ -113,7 +113,8 @@ def test_msgs_effects_diff_where(dbg: Debugger) -> None:
     assert any(line.startswith("permission ") for line in streamed)
     dbg.onecmd("n")
     assert dbg.text("msgs") == "step 11 (abort_check) sent no model request\n"
-    assert dbg.text("effects") == "aborted      streaming → false\n"
+    # The abort flag was polled and not set: that usual answer is not recorded.
+    assert dbg.text("effects") == "step 11 has no effect records\n"
     dbg.onecmd("g 12")
     effects = streamed + dbg.text("effects").splitlines()
     assert 'tool         Read {"file_path":"notes.txt"} →      1 hello' in effects

@@ -66,3 +66,41 @@ def test_changed_transition_diverges(scenario, tmp_path: Path) -> None:
     assert info.value.step == target["step"]
     assert "no_tool_use" in str(info.value.expected)
     assert "tool_use" in str(info.value.got)
+
+
+def _with_polls(rows: list[dict], answer: dict[str, object]) -> list[dict]:
+    """Add an `aborted`/`queued_input` record to each step that polls them, as logs
+    written before only non-default answers were recorded had."""
+    polls = {"abort_check": ("aborted", "streaming"), "attachments": ("queued_input", "")}
+    out: list[dict] = []
+    for row in rows:
+        if row.get("t") == "transition" and row["from"] in polls:
+            name, request = polls[row["from"]]
+            out.append({"t": "effect", "step": row["step"], "name": name,
+                        "request": request, "result": answer[name]})  # fmt: skip
+        out.append(row)
+    return out
+
+
+def test_polls_answered_by_default_are_not_recorded_and_old_logs_still_replay(
+    scenario, tmp_path: Path
+) -> None:
+    live = scenario("tool_round")
+    path = tmp_path / "tool_round.jsonl"
+    rows = [json.loads(r) for r in path.read_text().splitlines()]
+    assert not [r for r in rows if r.get("name") in ("aborted", "queued_input")]
+    old = _with_polls(rows, {"aborted": False, "queued_input": []})
+    assert len(old) > len(rows)
+    path.write_text("".join(json.dumps(r) + "\n" for r in old))
+    assert replay(path).path == live.path
+
+
+def test_a_recorded_poll_answer_is_what_the_replay_sees(scenario, tmp_path: Path) -> None:
+    scenario("tool_round")
+    path = tmp_path / "tool_round.jsonl"
+    rows = [json.loads(r) for r in path.read_text().splitlines()]
+    edited = _with_polls(rows, {"aborted": True, "queued_input": []})
+    path.write_text("".join(json.dumps(r) + "\n" for r in edited))
+    with pytest.raises(Divergence) as info:
+        replay(path)
+    assert "aborted_streaming" in str(info.value.got)
