@@ -78,19 +78,25 @@ def _loads(text: str) -> Any:
 
 
 class LogWriter:
-    """Appends records to a session log, one flushed line each."""
+    """Appends records to a session log, one line each, written through at once.
+
+    The file is unbuffered: each record is one `write` system call, so a
+    killed process leaves at most a torn last line and nothing waits in a buffer.
+    """
 
     def __init__(self, path: Path, header: dict[str, Any]) -> None:
         self.path = path
         path.parent.mkdir(parents=True, exist_ok=True)
-        self._file: IO[str] | None = path.open("w", encoding="utf-8")
+        self._file: IO[bytes] | None = path.open("wb", buffering=0)
         self.write({"format": FORMAT, "version": VERSION, **header})
 
     def write(self, record: dict[str, Any]) -> None:
         if self._file is None:
             raise LogError(f"{self.path}: log is closed")
-        self._file.write(_line(record))
-        self._file.flush()
+        data = _line(record).encode()
+        written = self._file.write(data)
+        while written < len(data):
+            written += self._file.write(data[written:])
 
     def close(self) -> None:
         if self._file is not None:
