@@ -177,17 +177,19 @@ class NoEdge(RuntimeError):
 
 
 class LoopMachine:
-    """A `transitions.Machine` over `EDGES` with one trigger, `step`.
+    """A `transitions.Machine` over `EDGES`, one trigger per named edge.
 
-    All edges share the trigger, so `transitions` tries them in table order
-    and takes the first whose condition holds. Each condition notes its edge
-    when it holds, so the last one noted is the edge taken.
+    `fire` reads the edges out of the current state in table order and
+    triggers the first whose guard holds; `transitions` checks that the edge
+    leaves the current state (a trigger from anywhere else raises) and moves.
+    Guards are pure functions of the state and the facts, so deciding first
+    and then triggering one edge is what conditions on a shared trigger would
+    do, without a failed transition for every guard that does not hold.
     """
 
     def __init__(self, initial: str = INITIAL) -> None:
         initial = str(initial)
         self.state: str = initial
-        self.taken: Edge | None = None
         self._machine = Machine(
             model=self,
             states=[{"name": s, "final": s in FINAL_STATES} for s in STATES],
@@ -196,20 +198,7 @@ class LoopMachine:
             ignore_invalid_triggers=False,
         )
         for edge in EDGES:
-            self._machine.add_transition(
-                "step", edge.source.value, edge.dest, conditions=[self._noting(edge)]
-            )
-
-    def _noting(self, edge: Edge) -> Guard:
-        guard = edge.guard
-
-        def holds(state: LoopState, facts: Facts) -> bool:
-            if guard(state, facts):
-                self.taken = edge
-                return True
-            return False
-
-        return holds
+            self._machine.add_transition(edge.name, edge.source.value, edge.dest)
 
     @property
     def is_final(self) -> bool:
@@ -217,19 +206,22 @@ class LoopMachine:
 
     def fire(self, state: LoopState, facts: Facts) -> Edge:
         """Take the first edge out of the current state whose guard holds."""
-        self.taken = None
         source = self.state
-        try:
-            moved = self.step(state, facts)  # type: ignore[attr-defined]
-        except MachineError as exc:
-            raise NoEdge(f"no edge out of {source!r}: {exc.value}") from None
-        if not moved or self.taken is None:
-            raise NoEdge(f"no edge out of {source!r} has a guard that holds")
-        return self.taken
+        for edge in _OUT.get(source, ()):
+            if edge.guard(state, facts):
+                try:
+                    self.trigger(edge.name)  # type: ignore[attr-defined]
+                except MachineError as exc:
+                    raise NoEdge(f"no edge {edge.name!r} out of {source!r}: {exc.value}") from None
+                return edge
+        raise NoEdge(f"no edge out of {source!r} has a guard that holds")
 
 
 def edges_from(source: str) -> tuple[Edge, ...]:
     return tuple(e for e in EDGES if e.source.value == source)
+
+
+_OUT: dict[str, tuple[Edge, ...]] = {p.value: edges_from(p.value) for p in Phase}
 
 
 def edge_names() -> tuple[str, ...]:

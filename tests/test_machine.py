@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 from attrs import evolve
+from transitions import MachineError
 
 from fsm_agent.machine import (
     EDGES,
@@ -114,5 +115,16 @@ def test_an_edge_not_in_the_table_cannot_happen() -> None:
     machine = LoopMachine()
     with pytest.raises(AttributeError):
         machine.to_completed()  # type: ignore[attr-defined]
+    with pytest.raises(MachineError, match="next_turn"):
+        machine.trigger("next_turn")  # type: ignore[attr-defined]
+    assert machine.state == "preprocess"
     machine.fire(STATE, Facts())
     assert machine.state == "blocking_limit_check"
+
+
+def test_each_named_edge_is_a_trigger_of_the_transitions_machine() -> None:
+    machine = LoopMachine()
+    assert set(machine._machine.events) == {e.name for e in EDGES}
+    for edge in EDGES:
+        transitions = machine._machine.events[edge.name].transitions[edge.source.value]
+        assert [t.dest for t in transitions] == [edge.dest]
