@@ -41,6 +41,8 @@ class Transcript(Sequence[Message]):
     digest: str = _EMPTY_DIGEST
     chain: list[str] | None = field(factory=list)
     """The digest after each message, shared like `store`; None once a prefix broke the chain."""
+    prefix: tuple[Message, ...] = ()
+    """Messages before the stored ones: a request's view (`with_prefix`), never extended."""
     _items: tuple[Message, ...] | None = field(default=None, init=False)
 
     @classmethod
@@ -51,7 +53,7 @@ class Transcript(Sequence[Message]):
     def items(self) -> tuple[Message, ...]:
         items = self._items
         if items is None:
-            items = tuple(self.store[: self.length])
+            items = self.prefix + tuple(self.store[: self.length])
             object.__setattr__(self, "_items", items)
         return items
 
@@ -59,6 +61,8 @@ class Transcript(Sequence[Message]):
         new = tuple(messages)
         if not new:
             return self
+        if self.prefix:
+            raise TypeError("a transcript with a prefix is a request's view; extend the original")
         digest = self.digest
         links: list[str] = []
         for message in new:
@@ -82,7 +86,7 @@ class Transcript(Sequence[Message]):
         """
         if index == 0:
             return Transcript.of(messages)
-        if self.chain is None:
+        if self.chain is None or self.prefix:
             return Transcript.of((*self.items[:index], *messages))
         head = Transcript(self.store, index, self.chain[index - 1], self.chain)
         return head.extend(messages)
@@ -91,13 +95,16 @@ class Transcript(Sequence[Message]):
         """Messages put before this transcript, hashed without re-walking it.
 
         The digest records how the list was built (prefix, then this
-        transcript), which is all a replay needs to compare requests.
+        transcript), which is all a replay needs to compare requests. The
+        view shares this transcript's store, so building it costs only the prefix.
         """
         prefix = Transcript.of(messages)
         if not prefix.length:
             return self
         digest = hashlib.sha256(f"{prefix.digest}+{self.digest}".encode()).hexdigest()
-        return Transcript([*prefix.items, *self.items], prefix.length + self.length, digest, None)
+        return Transcript(
+            self.store, self.length, digest, None, (*prefix.items, *self.prefix)
+        )
 
     @overload
     def __getitem__(self, index: int) -> Message: ...
@@ -105,22 +112,26 @@ class Transcript(Sequence[Message]):
     def __getitem__(self, index: slice) -> tuple[Message, ...]: ...
     def __getitem__(self, index: int | slice) -> Message | tuple[Message, ...]:
         if isinstance(index, int):
+            size = len(self.prefix) + self.length
             if index < 0:
-                index += self.length
-            if not 0 <= index < self.length:
+                index += size
+            if not 0 <= index < size:
                 raise IndexError("Transcript index out of range")
-            return self.store[index]
+            if index < len(self.prefix):
+                return self.prefix[index]
+            return self.store[index - len(self.prefix)]
         return self.items[index]
 
     def __len__(self) -> int:
-        return self.length
+        return len(self.prefix) + self.length
 
     def __iter__(self) -> Iterator[Message]:
         return iter(self.items)
 
     def __reversed__(self) -> Iterator[Message]:
         store = self.store
-        return (store[i] for i in range(self.length - 1, -1, -1))
+        yield from (store[i] for i in range(self.length - 1, -1, -1))
+        yield from reversed(self.prefix)
 
     def __eq__(self, other: object) -> bool:
         if other.__class__ is not Transcript:

@@ -61,9 +61,15 @@ def scenario(n: int) -> Scenario:
 
 
 def bench_config(cwd: Path) -> RunConfig:
-    """The scripted model, a window that never fills, and an allow rule for Noop."""
-    allow = PermissionSettings(allow=(RuleSource("Noop"),))
-    return RunConfig(model="scripted", cwd=str(cwd), context_window=10**9, permissions=allow)
+    """The scripted model, a window that never fills, an allow rule for Noop, and
+    a user context (the date, as every `fsm-agent run` has) sent before the history."""
+    return RunConfig(
+        model="scripted",
+        cwd=str(cwd),
+        context_window=10**9,
+        permissions=PermissionSettings(allow=(RuleSource("Noop"),)),
+        user_context={"currentDate": "Today's date is 2026-11-30."},
+    )
 
 
 async def measure(n: int, log: Path) -> list[float]:
