@@ -13,7 +13,7 @@ import cattrs
 from cattrs.gen import make_dict_unstructure_fn
 from cattrs.strategies import configure_tagged_union
 
-from fsm_agent.log import compact_encoder
+from fsm_agent.jsontext import canonical
 from fsm_agent.messages import (
     ContentBlock,
     ImageBlock,
@@ -113,8 +113,9 @@ def message_to_api(message: Message) -> dict[str, Any]:
     return {"role": message.role, "content": [block_to_api(b) for b in message.content]}
 
 
-dumps = compact_encoder(sort_keys=True)
-"""Canonical JSON (sorted keys, no spaces): what digests hash."""
+def dumps(value: Any) -> str:
+    """Canonical JSON (sorted keys, no spaces) as text; digests hash `canonical`'s bytes."""
+    return canonical(value).decode()
 
 
 def _register_stream_events() -> None:

@@ -11,10 +11,11 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-from collections.abc import Callable, Iterator
-from json.encoder import c_make_encoder, encode_basestring  # type: ignore[attr-defined]
+from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, Any
+
+from fsm_agent import jsontext
 
 FORMAT = "fsm-agent-session"
 VERSION = 1
@@ -33,48 +34,8 @@ def machine_fingerprint() -> str:
     return hashlib.sha256(rows.encode()).hexdigest()[:16]
 
 
-def compact_encoder(*, sort_keys: bool) -> Callable[[Any], str]:
-    """`json.dumps(…, separators=(",", ":"), ensure_ascii=False)`, built once.
-
-    `JSONEncoder.encode` makes a new C encoder on every call; a log writes
-    about sixteen records per iteration, so the C encoder is made here once
-    (the pure-Python encoder where CPython's C one is missing). Same bytes.
-    """
-    encoder = json.JSONEncoder(
-        separators=(",", ":"), ensure_ascii=False, check_circular=False, sort_keys=sort_keys
-    )
-    if c_make_encoder is None:
-        return encoder.encode
-    chunks = c_make_encoder(
-        None, encoder.default, encode_basestring, None, ":", ",", sort_keys, False, True
-    )
-    return lambda value: "".join(chunks(value, 0))
-
-
-_encode = compact_encoder(sort_keys=False)
-
-
-def _line(record: dict[str, Any]) -> str:
-    return _encode(record) + "\n"
-
-
-_scan = json.JSONDecoder().scan_once
-
-
-def _loads(text: str) -> Any:
-    """`json.loads`, calling the C scanner directly for a line that is one JSON value.
-
-    A replay parses every line; `json.loads` adds two regex matches and a
-    few calls per line. Anything unusual (leading space, a syntax error)
-    goes through `json.loads`, which accepts or reports it as it always did.
-    """
-    try:
-        value, end = _scan(text, 0)
-    except StopIteration:
-        return json.loads(text)
-    if text[end:].strip(" \t\n\r"):
-        return json.loads(text)
-    return value
+def _line(record: dict[str, Any]) -> bytes:
+    return jsontext.dumps(record) + b"\n"
 
 
 class LogWriter:
@@ -93,7 +54,7 @@ class LogWriter:
     def write(self, record: dict[str, Any]) -> None:
         if self._file is None:
             raise LogError(f"{self.path}: log is closed")
-        data = _line(record).encode()
+        data = _line(record)
         written = self._file.write(data)
         while written < len(data):
             written += self._file.write(data[written:])
@@ -109,7 +70,7 @@ class MemoryWriter:
 
     def __init__(self, header: dict[str, Any]) -> None:
         self.path: Path | None = None
-        self.lines: list[str] = [_line({"format": FORMAT, "version": VERSION, **header})]
+        self.lines: list[bytes] = [_line({"format": FORMAT, "version": VERSION, **header})]
 
     def write(self, record: dict[str, Any]) -> None:
         self.lines.append(_line(record))
@@ -136,7 +97,7 @@ class SessionLog:
 
     def _parse_header(self, raw: bytes) -> dict[str, Any]:
         try:
-            header = json.loads(raw)
+            header = jsontext.loads(raw)
         except (json.JSONDecodeError, UnicodeDecodeError):
             raise LogError(
                 f"{self.path}:1: not a session log (the first line is not JSON)"
@@ -172,7 +133,7 @@ class SessionLog:
 
     def _parse(self, raw: bytes, lineno: int, *, last: bool) -> dict[str, Any]:
         try:
-            record = _loads(raw.decode())
+            record = jsontext.loads(raw)
         except (json.JSONDecodeError, UnicodeDecodeError) as exc:
             raise LogError(f"{self.path}:{lineno}: corrupt record ({exc})") from None
         if not isinstance(record, dict) or record.get("t") not in RECORD_TYPES:

@@ -8,8 +8,8 @@ from typing import Any, Protocol
 
 from attrs import field, frozen
 
-from fsm_agent.codec import dumps
 from fsm_agent.events import StreamEvent
+from fsm_agent.jsontext import canonical
 from fsm_agent.state import Transcript
 
 CAPPED_DEFAULT_MAX_TOKENS = 8_000
@@ -39,7 +39,7 @@ class ModelRequest:
     purpose: str = "query"
 
     def digest(self) -> str:
-        head = dumps(
+        head = canonical(
             {
                 "model": self.model,
                 "system": list(self.system),
@@ -48,7 +48,7 @@ class ModelRequest:
                 "purpose": self.purpose,
             }
         )
-        return hashlib.sha256((head + self.messages.digest).encode()).hexdigest()[:16]
+        return hashlib.sha256(head + self.messages.digest.encode()).hexdigest()[:16]
 
 
 class Model(Protocol):

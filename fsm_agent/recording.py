@@ -21,6 +21,7 @@ from fsm_agent.codec import converter, dumps, structure, unstructure_hook
 from fsm_agent.effects import Effects
 from fsm_agent.events import ModelCallError, StreamEvent
 from fsm_agent.hooks import HookOutcome
+from fsm_agent.jsontext import canonical
 from fsm_agent.log import LogWriter, MemoryWriter, SessionLog
 from fsm_agent.machine import TERMINAL_REASONS
 from fsm_agent.model import ModelRequest
@@ -40,7 +41,7 @@ def _plain(value: Any) -> Any:
 
 
 def digest_of(value: Any) -> str:
-    return hashlib.sha256(dumps(value).encode()).hexdigest()[:16]
+    return hashlib.sha256(canonical(value)).hexdigest()[:16]
 
 
 def model_summary(request: ModelRequest) -> dict[str, Any]:

@@ -14,15 +14,17 @@ from typing import Literal, overload
 
 from attrs import field, fields, frozen
 
-from fsm_agent.codec import converter, dumps, unstructure, unstructure_hook
+from fsm_agent.codec import converter, unstructure_hook
+from fsm_agent.jsontext import canonical
 from fsm_agent.machine import Continue
 from fsm_agent.messages import Message, ToolResultBlock, ToolUseBlock, Usage
 
 _EMPTY_DIGEST = hashlib.sha256(b"transcript").hexdigest()
+_unstructure_message = unstructure_hook(Message)
 
 
 def message_digest(message: Message) -> str:
-    return hashlib.sha256(dumps(unstructure(message, Message)).encode()).hexdigest()
+    return hashlib.sha256(canonical(_unstructure_message(message))).hexdigest()
 
 
 @frozen(eq=False, repr=False)
@@ -240,8 +242,8 @@ class LoopState:
         for name in _DIGESTED:
             value = getattr(self, name)
             scalars[name] = unstructure_hook(value.__class__)(value)
-        payload = self.messages.digest + dumps(scalars)
-        return hashlib.sha256(payload.encode()).hexdigest()[:16]
+        payload = self.messages.digest.encode() + canonical(scalars)
+        return hashlib.sha256(payload).hexdigest()[:16]
 
 
 _DIGESTED = tuple(f.name for f in fields(LoopState) if f.name != "messages")
