@@ -9,6 +9,7 @@ docs/context.md.
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from collections.abc import Iterable, Mapping, Sequence
@@ -395,8 +396,14 @@ class UserContext:
 
 
 def prepend_user_context(messages: Transcript, context: dict[str, str]) -> Transcript:
-    message = UserContext(context).message()
-    return messages if message is None else messages.with_prefix((message,))
+    return messages.with_prefix(_user_prefix(tuple(context.items())))
+
+
+@functools.lru_cache(maxsize=16)
+def _user_prefix(items: tuple[tuple[str, str], ...]) -> Transcript:
+    """The user-context message, hashed once: every request of a run sends the same one."""
+    message = UserContext(dict(items)).message()
+    return Transcript.of(() if message is None else (message,))
 
 
 def append_system_context(system_prompt: str, context: dict[str, str]) -> tuple[str, ...]:

@@ -100,7 +100,7 @@ class Transcript(Sequence[Message]):
         transcript), which is all a replay needs to compare requests. The
         view shares this transcript's store, so building it costs only the prefix.
         """
-        prefix = Transcript.of(messages)
+        prefix = messages if isinstance(messages, Transcript) else Transcript.of(messages)
         if not prefix.length:
             return self
         digest = hashlib.sha256(f"{prefix.digest}+{self.digest}".encode()).hexdigest()
