@@ -6,7 +6,6 @@ fast, and only a run against a real model pays for the `anthropic` SDK.
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
 import sys
@@ -239,6 +238,8 @@ def _plan(
 
 
 def _resume(ref: Path, cwd: str | None) -> Any:
+    import asyncio
+
     from fsm_agent.history import ResumeError, aresume, find_log
 
     try:
@@ -637,6 +638,8 @@ def _fork(
             console.rule(f"live from step {replayed + 1}", style="yellow")
 
     try:
+        import asyncio
+
         result = asyncio.run(
             afork(
                 parent,
@@ -688,6 +691,8 @@ def _check(path: Path) -> None:
     from fsm_agent.session import areplay
 
     try:
+        import asyncio
+
         result = asyncio.run(areplay(path))
     except LogError as exc:
         fail(str(exc))

@@ -120,7 +120,9 @@ def test_replay_check_reports_divergence(scenario, tmp_path: Path) -> None:
     assert "diverged at step" in proc.stderr and "max_turns" in proc.stderr
 
 
-@pytest.mark.parametrize("command", [["--help"], ["graph", "--help"], ["replay", "--help"]])
+@pytest.mark.parametrize(
+    "command", [["--help"], ["graph"], ["graph", "--help"], ["replay", "--help"]]
+)
 def test_help_and_light_commands_do_not_import_the_sdk(command: list[str]) -> None:
     code = (
         "import sys\n"
@@ -128,6 +130,7 @@ def test_help_and_light_commands_do_not_import_the_sdk(command: list[str]) -> No
         f"sys.argv = ['fsm-agent', *{command!r}]\n"
         "try:\n    main()\nexcept SystemExit:\n    pass\n"
         "assert 'anthropic' not in sys.modules, 'anthropic imported'\n"
+        "assert 'asyncio' not in sys.modules, 'asyncio imported'\n"
     )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0, proc.stderr
