@@ -53,8 +53,9 @@ class Approvals:
         return Workspace(self.cwd, self.home, self.settings.additional_directories)
 
     def check(self, request: PermissionRequest) -> Decision:
-        facts = call_facts(request.tool, request.input, self.workspace, default_resolve(self.cwd))
-        return evaluate(facts, self.settings, request.mode, self.workspace)
+        ws = self.workspace
+        facts = call_facts(request.tool, request.input, ws, default_resolve(self.cwd))
+        return evaluate(facts, self.settings, request.mode, ws)
 
     async def ask(self, question: PermissionAsk) -> str:
         if self.prompter is None:

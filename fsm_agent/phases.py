@@ -44,7 +44,7 @@ from fsm_agent.messages import (
     Usage,
 )
 from fsm_agent.model import ModelRequest, ToolSpec
-from fsm_agent.state import BudgetTracker, Facts, Iteration, LoopState
+from fsm_agent.state import NO_FACTS, BudgetTracker, Facts, Iteration, LoopState
 from fsm_agent.tool_executor import ToolExecutor
 
 BUDGET_COMPLETION_THRESHOLD = 0.9
@@ -192,7 +192,7 @@ async def api_call(run: Run, state: LoopState, it: Iteration) -> tuple[Iteration
         await run.executor.cancel()
         it, facts = _classify(run, it, error)
     else:
-        facts = Facts()
+        facts = NO_FACTS
     if facts.fallback_model is None:
         for complete in it.assistant_messages:
             run.emit(AssistantMessage(complete))
@@ -201,7 +201,7 @@ async def api_call(run: Run, state: LoopState, it: Iteration) -> tuple[Iteration
 
 def _classify(run: Run, it: Iteration, error: ModelCallError) -> tuple[Iteration, Facts]:
     if error.kind in ("prompt_too_long", "media"):
-        return evolve(it, withheld=error.kind), Facts()
+        return evolve(it, withheld=error.kind), NO_FACTS
     if error.kind == "overloaded":
         fallback = run.config.fallback_model
         if fallback and fallback != it.model:
@@ -209,7 +209,7 @@ def _classify(run: Run, it: Iteration, error: ModelCallError) -> tuple[Iteration
     if error.kind == "api":
         text = f"API Error: {error.message}"
         note = Message("assistant", (TextBlock(text),), model=it.model, stop_reason="stop_sequence")
-        return evolve(it, api_error=text, assistant_messages=(note,), tool_use_blocks=()), Facts()
+        return evolve(it, api_error=text, assistant_messages=(note,), tool_use_blocks=()), NO_FACTS
     text = f"{error.kind}: {error.message}"
     return evolve(it, model_error=text), Facts(model_error=text)
 
@@ -284,7 +284,8 @@ async def tool_execution(run: Run, state: LoopState, it: Iteration) -> tuple[Ite
 
 
 async def attachments(run: Run, state: LoopState, it: Iteration) -> tuple[Iteration, Facts]:
-    return evolve(it, attachments=run.effects.queued_input()), Facts()
+    queued = run.effects.queued_input()
+    return (evolve(it, attachments=queued) if queued else it), NO_FACTS
 
 
 async def continuation(run: Run, state: LoopState, it: Iteration) -> tuple[Iteration, Facts]:

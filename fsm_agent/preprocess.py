@@ -46,6 +46,7 @@ from fsm_agent.events import (
 from fsm_agent.messages import TextBlock, Usage
 from fsm_agent.model import ModelRequest
 from fsm_agent.state import (
+    NO_FACTS,
     AutoCompactTracking,
     CollapseStore,
     Facts,
@@ -103,7 +104,7 @@ async def preprocess(run: Run, state: LoopState, it: Iteration) -> tuple[Iterati
         and tracking.consecutive_failures < MAX_AUTOCOMPACT_FAILURES
     ):
         it = await autocompact(run, it, tracking)
-    return it, Facts()
+    return it, NO_FACTS
 
 
 async def tool_result_budget(run: Run, messages: Transcript) -> Transcript:

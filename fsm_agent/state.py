@@ -297,3 +297,7 @@ class Facts:
     blocking_errors: tuple[str, ...] = ()
     budget_nudge: str | None = None
     max_turns: int | None = None
+
+
+NO_FACTS = Facts()
+"""A phase that found nothing out: every guard takes its edge's usual way."""
