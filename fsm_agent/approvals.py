@@ -28,6 +28,7 @@ from fsm_agent.permissions import (
     call_facts,
     default_resolve,
     evaluate,
+    read_denied,
 )
 
 Prompter = Callable[[PermissionAsk], str]
@@ -51,6 +52,10 @@ class Approvals:
     @property
     def workspace(self) -> Workspace:
         return Workspace(self.cwd, self.home, self.settings.additional_directories)
+
+    def hidden(self) -> Callable[[str], bool] | None:
+        """Files Glob and Grep leave out: those a Read deny rule covers."""
+        return read_denied(self.settings, self.workspace)
 
     def check(self, request: PermissionRequest) -> Decision:
         ws = self.workspace

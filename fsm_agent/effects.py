@@ -239,6 +239,9 @@ class LiveEffects:
         started = time.perf_counter()
         if self.abort.is_set() or (env.cancel is not None and env.cancel.is_set()):
             return interrupted()
+        hidden = self.approvals.hidden()
+        if hidden is not None:
+            env = evolve(env, hidden=hidden)
         try:
             async with AbortGuard(self.abort):
                 outcome = await _unless(env.cancel, self._run_tool(call, env))

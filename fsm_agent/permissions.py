@@ -585,6 +585,25 @@ def _by_mode(call: CallFacts, mode: str, ws: Workspace) -> Decision:
     return _ask_or_deny(f"{name} needs approval", mode, suggestion=name)
 
 
+def read_denied(settings: PermissionSettings, ws: Workspace) -> Callable[[str], bool] | None:
+    """Whether a Read deny rule covers a file, for Glob and Grep to leave it out of results.
+
+    Claude Code applies Read rules to the tools that read files "best effort";
+    judging only their search path would let `Grep` over `.` show a denied
+    `.env`. None when no scoped Read deny rule exists (nothing to filter).
+    """
+    rules = [r for r in settings.rules("deny") if r.content is not None and r.covers_tool("Read")]
+    if not rules:
+        return None
+    place = Place(ws.cwd, ws.home)
+
+    def denied(path: str) -> bool:
+        real = os.path.realpath(path)
+        return any(path_rule_matches(r, real, place, "deny") for r in rules)
+
+    return denied
+
+
 def removed_tools(settings: PermissionSettings) -> frozenset[str]:
     """Tools a bare deny rule (`Bash`, `Bash(*)`) takes out of the model's tool list."""
     return frozenset(r.tool for r in settings.rules("deny") if r.content is None)

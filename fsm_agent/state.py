@@ -104,9 +104,7 @@ class Transcript(Sequence[Message]):
         if not prefix.length:
             return self
         digest = hashlib.sha256(f"{prefix.digest}+{self.digest}".encode()).hexdigest()
-        return Transcript(
-            self.store, self.length, digest, None, (*prefix.items, *self.prefix)
-        )
+        return Transcript(self.store, self.length, digest, None, (*prefix.items, *self.prefix))
 
     @overload
     def __getitem__(self, index: int) -> Message: ...

@@ -21,6 +21,7 @@ from fsm_agent.permissions import (
     default_resolve,
     evaluate,
     is_read_only,
+    read_denied,
     removed_tools,
     split_command,
     strip_wrappers,
@@ -290,3 +291,18 @@ def test_bad_settings_file_is_one_clear_error(tmp_path: Path) -> None:
     f.write_text(json.dumps({"permissions": {"allow": ["Bash(("]}}))
     with pytest.raises(SettingsError, match=r"permissions.allow.*not a permission rule"):
         load_settings(str(tmp_path), str(tmp_path / "nohome"))
+
+
+def test_read_denied_says_which_files_glob_and_grep_leave_out(tmp_path) -> None:
+    ws = tmp_path / "ws"
+    (ws / "secrets").mkdir(parents=True)
+    (ws / "secrets" / "a").write_text("x")
+    (ws / "app.py").write_text("x")
+    (ws / "link").symlink_to(ws / "secrets" / "a")
+    place = Workspace(str(ws), str(tmp_path / "home"))
+    assert read_denied(rules(allow=["Read(./secrets/**)"], deny=["Edit(./app.py)"]), place) is None
+    hidden = read_denied(rules(deny=["Read(./secrets/**)", "Bash"], root=str(ws)), place)
+    assert hidden is not None
+    assert hidden(str(ws / "secrets" / "a"))
+    assert hidden(str(ws / "link")), "a symlink is judged by its target"
+    assert not hidden(str(ws / "app.py"))

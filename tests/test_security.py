@@ -17,7 +17,9 @@ from fsm_agent.scripted import Scenario
 from fsm_agent.session import run_scenario
 
 
-def _scenario(*calls: dict[str, Any], **config: Any) -> Scenario:
+def _scenario(
+    *calls: dict[str, Any], settings: dict[str, Any] | None = None, **config: Any
+) -> Scenario:
     content = [
         {"type": "tool_use", "id": f"toolu_{n:02d}", "name": c["name"], "input": c["input"]}
         for n, c in enumerate(calls)
@@ -26,6 +28,7 @@ def _scenario(*calls: dict[str, Any], **config: Any) -> Scenario:
         {
             "prompt": "try it",
             "config": config,
+            "settings": settings or {},
             "turns": [{"content": content}, {"content": [{"type": "text", "text": "ok"}]}],
         }
     )
@@ -199,3 +202,36 @@ def test_deny_rule_beats_bypass_and_bare_deny_removes_the_tool(world, tmp_path: 
     read, bash = _results(_run(world, scenario, tmp_path))
     assert read.is_error and "denied by the rule Read(./secrets/**)" in read.text
     assert bash.is_error and "No such tool available: Bash" in bash.text
+
+
+def test_glob_and_grep_leave_out_files_a_read_deny_rule_covers(tmp_path: Path) -> None:
+    ws = tmp_path / "ws"
+    (ws / "secrets").mkdir(parents=True)
+    (ws / ".env").write_text("TOKEN=hunter2\n")
+    (ws / "secrets" / "key.txt").write_text("TOKEN=abc\n")
+    (ws / "app.py").write_text("TOKEN = os.environ['TOKEN']\n")
+    deny = {"permissions": {"deny": ["Read(./.env)", "Read(./secrets/**)"]}}
+    scenario = _scenario(
+        {"name": "Grep", "input": {"pattern": "TOKEN", "output_mode": "content"}},
+        {"name": "Grep", "input": {"pattern": "TOKEN", "path": "secrets"}},
+        {"name": "Glob", "input": {"pattern": "**/*"}},
+        {"name": "Read", "input": {"file_path": ".env"}},
+        settings=deny,
+    )
+    result = run_scenario(scenario, cwd=ws, log=tmp_path / "log.jsonl")
+    grep_all, grep_dir, glob_all, read_env = _results(result)
+    assert "app.py" in grep_all.text
+    assert "hunter2" not in grep_all.text and "abc" not in grep_all.text
+    assert grep_dir.is_error and "abc" not in grep_dir.text
+    assert "app.py" in glob_all.text
+    assert ".env" not in glob_all.text and "key.txt" not in glob_all.text
+    assert read_env.is_error and "hunter2" not in read_env.text
+
+
+def test_without_read_deny_rules_glob_lists_everything(tmp_path: Path) -> None:
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / ".env").write_text("TOKEN=hunter2\n")
+    scenario = _scenario({"name": "Glob", "input": {"pattern": "**/*"}})
+    [listed] = _results(run_scenario(scenario, cwd=ws, log=tmp_path / "log.jsonl"))
+    assert ".env" in listed.text

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
 from attrs import field, frozen
@@ -49,6 +49,8 @@ class ToolEnv:
     additional_dirs: tuple[str, ...] = ()
     permission_mode: str = "default"
     cancel: asyncio.Event | None = field(default=None, eq=False)
+    hidden: Callable[[str], bool] | None = field(default=None, eq=False)
+    """Files a Read deny rule covers: Glob and Grep leave them out of what they list."""
 
 
 class Tool(Protocol):

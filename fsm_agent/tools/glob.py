@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+from collections.abc import Callable
 from typing import Any
 
 from fsm_agent.tools.base import ToolEnv, ToolInputError, ToolOutcome
@@ -56,7 +57,7 @@ class GlobTool:
         if not os.path.isdir(check.resolved):
             problem = "is not a directory" if os.path.exists(check.resolved) else "does not exist"
             raise ToolInputError(f"{where} {problem}; give a directory as path.")
-        return await asyncio.to_thread(_glob, check.resolved, pattern, check.roots)
+        return await asyncio.to_thread(_glob, check.resolved, pattern, check.roots, env.hidden)
 
 
 def split_absolute(pattern: str) -> tuple[str, str]:
@@ -68,10 +69,12 @@ def split_absolute(pattern: str) -> tuple[str, str]:
     return os.path.dirname(pattern) or "/", os.path.basename(pattern)
 
 
-def _glob(base: str, pattern: str, roots: tuple[str, ...]) -> ToolOutcome:
+def _glob(
+    base: str, pattern: str, roots: tuple[str, ...], hidden: Callable[[str], bool] | None = None
+) -> ToolOutcome:
     regex = compile_glob(pattern)
     found: list[tuple[float, str]] = []
-    for path in walk_files(base, roots):
+    for path in walk_files(base, roots, hidden=hidden):
         if matches(regex, os.path.relpath(path, base).replace(os.sep, "/")):
             with contextlib.suppress(OSError):
                 found.append((-os.stat(path).st_mtime, path))

@@ -13,7 +13,7 @@ import bisect
 import contextlib
 import os
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from attrs import frozen
@@ -168,29 +168,33 @@ class GrepTool:
             return check.refusal()
         if not os.path.exists(check.resolved):
             raise ToolInputError(f"Path does not exist: {where}")
-        results = await asyncio.to_thread(_search, query, check.resolved, check.roots)
+        results = await asyncio.to_thread(_search, query, check.resolved, check.roots, env.hidden)
         single = os.path.isfile(check.resolved)
         return ToolOutcome(
             _render(query, results, single, input.get("head_limit", 0), input.get("offset", 0))
         )
 
 
-def _search(query: Query, base: str, roots: tuple[str, ...]) -> list[FileMatches]:
+def _search(
+    query: Query, base: str, roots: tuple[str, ...], hidden: Callable[[str], bool] | None = None
+) -> list[FileMatches]:
     found: list[FileMatches] = []
-    for path in _candidates(query, base, roots):
+    for path in _candidates(query, base, roots, hidden):
         result = _search_file(query, path)
         if result is not None:
             found.append(result)
     return found
 
 
-def _candidates(query: Query, base: str, roots: tuple[str, ...]) -> Iterator[str]:
+def _candidates(
+    query: Query, base: str, roots: tuple[str, ...], hidden: Callable[[str], bool] | None
+) -> Iterator[str]:
     if os.path.isfile(base):
         yield base
         return
     root = max((r for r in roots if is_within(base, r)), key=len)
     ignore = GitIgnore.load(root)
-    for path in walk_files(base, roots, ignore):
+    for path in walk_files(base, roots, ignore, hidden):
         if query.wants(base, path):
             yield path
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 from attrs import frozen
 
@@ -76,8 +76,14 @@ def _parse(line: str) -> IgnoreRule | None:
     return IgnoreRule(re.compile(translate(pattern), re.DOTALL), negated, dir_only)
 
 
-def walk_files(base: str, roots: tuple[str, ...], ignore: GitIgnore | None = None) -> Iterator[str]:
-    """Absolute paths of the regular files under `base`, in sorted order per directory."""
+def walk_files(
+    base: str,
+    roots: tuple[str, ...],
+    ignore: GitIgnore | None = None,
+    hidden: Callable[[str], bool] | None = None,
+) -> Iterator[str]:
+    """Absolute paths of the regular files under `base`, in sorted order per directory,
+    less those `ignore` or `hidden` (a Read deny rule) leaves out."""
     for dirpath, dirnames, filenames in os.walk(base):
         dirnames[:] = sorted(
             d
@@ -91,6 +97,8 @@ def walk_files(base: str, roots: tuple[str, ...], ignore: GitIgnore | None = Non
             if ignore and ignore.ignores(path, is_dir=False):
                 continue
             if os.path.islink(path) and not _target_inside(path, roots):
+                continue
+            if hidden is not None and hidden(path):
                 continue
             if os.path.isfile(path):
                 yield path
