@@ -26,6 +26,7 @@ from fsm_agent.permissions import (
     RuleSource,
     Workspace,
     call_facts,
+    default_expand,
     default_resolve,
     evaluate,
     read_denied,
@@ -59,7 +60,9 @@ class Approvals:
 
     def check(self, request: PermissionRequest) -> Decision:
         ws = self.workspace
-        facts = call_facts(request.tool, request.input, ws, default_resolve(self.cwd))
+        facts = call_facts(
+            request.tool, request.input, ws, default_resolve(self.cwd), default_expand(self.cwd)
+        )
         return evaluate(facts, self.settings, request.mode, ws)
 
     async def ask(self, question: PermissionAsk) -> str:

@@ -15,6 +15,8 @@ rule whose path pattern matches them, or by the user at a prompt.
 from __future__ import annotations
 
 import functools
+import glob
+import itertools
 import os
 import re
 from collections.abc import Callable, Iterable, Mapping
@@ -33,6 +35,7 @@ SEARCH_TOOLS = frozenset({"Glob", "Grep"})
 
 Behavior = Literal["allow", "ask", "deny"]
 Resolve = Callable[[str], str]
+Expand = Callable[[str], list[str]]
 
 
 class PermissionError_(ValueError):
@@ -430,7 +433,15 @@ class CallFacts:
     subcommands: tuple[str, ...] = ()
 
 
-def call_facts(tool: str, input: Mapping[str, Any], ws: Workspace, resolve: Resolve) -> CallFacts:
+def call_facts(
+    tool: str,
+    input: Mapping[str, Any],
+    ws: Workspace,
+    resolve: Resolve,
+    expand: Expand | None = None,
+) -> CallFacts:
+    """`resolve` turns a path as written into a real path; `expand` gives the paths a
+    shell glob in a Bash word matches, so `cat l*/x` is judged by what it reads."""
     paths: list[str] = []
     subcommands: tuple[str, ...] = ()
     if tool in PATH_KEYS and isinstance(input.get(PATH_KEYS[tool]), str):
@@ -446,6 +457,8 @@ def call_facts(tool: str, input: Mapping[str, Any], ws: Workspace, resolve: Reso
                 real = resolve(word)
                 if real != os.path.normpath(os.path.join(ws.cwd, word)):
                     paths.append(real)
+                if expand is not None and any(c in word for c in "*?["):
+                    paths += [resolve(p) for p in expand(word)]
     return CallFacts(tool, input, tuple(paths), subcommands)
 
 
@@ -454,6 +467,24 @@ def default_resolve(cwd: str) -> Resolve:
         return os.path.realpath(os.path.join(cwd, os.path.expanduser(path)))
 
     return resolve
+
+
+MAX_GLOB_MATCHES = 1000
+
+
+def default_expand(cwd: str) -> Expand:
+    """What the shell would expand a glob word to (dotfiles only when the word asks).
+
+    Past `MAX_GLOB_MATCHES` matches the answer includes `/`, which lies
+    outside any workspace, so such a command is asked about, not assumed safe.
+    """
+
+    def expand(word: str) -> list[str]:
+        pattern = os.path.join(cwd, os.path.expanduser(word))
+        found = list(itertools.islice(glob.iglob(pattern), MAX_GLOB_MATCHES + 1))
+        return found if len(found) <= MAX_GLOB_MATCHES else [*found, "/"]
+
+    return expand
 
 
 def _matching(rules: Iterable[Rule], call: CallFacts, place: Place, kind: Behavior) -> Rule | None:

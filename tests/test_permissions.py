@@ -18,6 +18,7 @@ from fsm_agent.permissions import (
     bash_rule_matches,
     call_facts,
     check_mode,
+    default_expand,
     default_resolve,
     evaluate,
     is_read_only,
@@ -306,3 +307,17 @@ def test_read_denied_says_which_files_glob_and_grep_leave_out(tmp_path) -> None:
     assert hidden(str(ws / "secrets" / "a"))
     assert hidden(str(ws / "link")), "a symlink is judged by its target"
     assert not hidden(str(ws / "app.py"))
+
+
+def test_a_glob_with_too_many_matches_counts_as_outside(tmp_path, monkeypatch) -> None:
+    import fsm_agent.permissions as perms
+
+    for i in range(4):
+        (tmp_path / f"f{i}").write_text("x")
+    expand = default_expand(str(tmp_path))
+    assert sorted(expand("f*")) == [str(tmp_path / f"f{i}") for i in range(4)]
+    monkeypatch.setattr(perms, "MAX_GLOB_MATCHES", 3)
+    assert expand("f*")[-1] == "/"
+    ws = Workspace(str(tmp_path), "/home/u")
+    facts = call_facts("Bash", {"command": "cat f*"}, ws, default_resolve(str(tmp_path)), expand)
+    assert evaluate(facts, PermissionSettings(), "default", ws).behavior == "ask"

@@ -133,6 +133,9 @@ def test_writes_and_edits_outside_are_refused_and_nothing_changes(
         "cat < link",
         "head -n 1 linkdir/secret.txt",
         "cd .. && cat outside/secret.txt",
+        "cat l*/secret.txt",
+        "cat lin?",
+        "head -n 1 [l]ink",
     ],
 )
 def test_bash_that_reaches_outside_is_refused(world, tmp_path: Path, command: str) -> None:
@@ -235,3 +238,12 @@ def test_without_read_deny_rules_glob_lists_everything(tmp_path: Path) -> None:
     scenario = _scenario({"name": "Glob", "input": {"pattern": "**/*"}})
     [listed] = _results(run_scenario(scenario, cwd=ws, log=tmp_path / "log.jsonl"))
     assert ".env" in listed.text
+
+
+def test_a_glob_that_stays_inside_runs(world, tmp_path: Path) -> None:
+    (world["ws"] / "a.txt").write_text("one\n")
+    (world["ws"] / "b.txt").write_text("two\n")
+    scenario = _scenario({"name": "Bash", "input": {"command": "cat *.txt"}})
+    [res] = _results(_run(world, scenario, tmp_path))
+    assert not res.is_error
+    assert res.text.split() == ["one", "two"]
