@@ -366,16 +366,15 @@ def _run_text(plan: Plan, messages: list[Any], *, quiet: bool, verbose: bool) ->
 def _run_json(plan: Plan, messages: list[Any], *, stream: bool, partial: bool) -> Any:
     import time
 
-    from fsm_agent.cost import CostMeter
-    from fsm_agent.headless import StreamJson, init_object, result_object
+    from fsm_agent.headless import RunTally, StreamJson, init_object, result_object
     from fsm_agent.session import new_session_id
 
     session_id = new_session_id()
-    meter = CostMeter()
+    tally = RunTally()
     writer = StreamJson(sys.stdout, session_id, partial=partial)
 
     def on_event(event: Any) -> None:
-        meter(event)
+        tally(event)
         if stream:
             writer(event)
 
@@ -387,7 +386,7 @@ def _run_json(plan: Plan, messages: list[Any], *, stream: bool, partial: bool) -
     except OSError as exc:
         fail(f"cannot write the session log: {exc}")
     duration_ms = round((time.monotonic() - started) * 1000)
-    obj = result_object(result, duration_ms=duration_ms, cost_usd=meter.total)
+    obj = result_object(result, duration_ms=duration_ms, tally=tally)
     if stream:
         writer.write(obj)
     else:

@@ -12,11 +12,16 @@ from fsm_agent.pricing import cost_usd
 
 
 class CostMeter:
-    """Adds up the cost of each response; unknown once any response has no price."""
+    """Adds up the cost of each response; unknown once any response has no price.
+
+    `by_model` keeps the same sums for each model that answered (a fallback
+    model, say): its usage, and its cost or None.
+    """
 
     def __init__(self) -> None:
         self.usd: float | None = 0.0
         self.responses = 0
+        self.by_model: dict[str, tuple[Usage, float | None]] = {}
 
     def __call__(self, event: DriverEvent) -> None:
         if isinstance(event, AssistantMessage):
@@ -28,6 +33,12 @@ class CostMeter:
         self.responses += 1
         cost = cost_usd(model or "", usage)
         self.usd = None if cost is None or self.usd is None else self.usd + cost
+        name = model or "unknown"
+        total, spent = self.by_model.get(name, (Usage(), 0.0))
+        self.by_model[name] = (
+            total + usage,
+            None if cost is None or spent is None else spent + cost,
+        )
 
     @property
     def total(self) -> float | None:

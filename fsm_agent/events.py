@@ -123,6 +123,19 @@ class ToolFinished:
 
 
 @frozen
+class ToolRefused:
+    """A call answered without running: a bad input, a hook, a permission, a stop.
+
+    `denied` when a permission (a rule, the user, a PreToolUse hook) said no:
+    `claude -p` lists those as `permission_denials`.
+    """
+
+    block: ToolUseBlock
+    result: ToolResultBlock
+    denied: bool = False
+
+
+@frozen
 class Transition:
     step: int
     source: str
@@ -156,6 +169,7 @@ DriverEvent = (
     | ModelEvent
     | ToolStarted
     | ToolFinished
+    | ToolRefused
     | Transition
     | Notice
     | ContextReport

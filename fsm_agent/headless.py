@@ -10,11 +10,13 @@ for, and the `result` object last. Subtypes are in `SUBTYPES`.
 from __future__ import annotations
 
 import json
+import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, TextIO
 
 from fsm_agent.codec import block_to_api, message_to_api
+from fsm_agent.cost import CostMeter
 from fsm_agent.driver import LoopResult
 from fsm_agent.events import (
     AssistantMessage,
@@ -29,9 +31,11 @@ from fsm_agent.events import (
     Notice,
     StreamEvent,
     ToolFinished,
+    ToolRefused,
     Transition,
 )
 from fsm_agent.messages import Message, Usage
+from fsm_agent.models import context_window
 
 PERMISSION_MODE = "default"
 
@@ -76,9 +80,51 @@ def _last_stop_reason(result: LoopResult) -> str | None:
     return None
 
 
-def result_object(
-    result: LoopResult, *, duration_ms: int, cost_usd: float | None
-) -> dict[str, Any]:
+class RunTally:
+    """What the result reports beyond the loop's own result, gathered from driver events:
+    the cost (in total and per model), the time spent in model calls (the `api_call`
+    phase, entered to left), and the calls a permission denied."""
+
+    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+        self.meter = CostMeter()
+        self.clock = clock
+        self.api_s = 0.0
+        self._api_since: float | None = None
+        self.denials: list[dict[str, Any]] = []
+
+    def __call__(self, event: DriverEvent) -> None:
+        self.meter(event)
+        if isinstance(event, Transition):
+            now = self.clock()
+            if self._api_since is not None and event.source == "api_call":
+                self.api_s += now - self._api_since
+                self._api_since = None
+            if event.dest == "api_call":
+                self._api_since = now
+        elif isinstance(event, ToolRefused) and event.denied:
+            block = event.block
+            self.denials.append(
+                {"tool_name": block.name, "tool_use_id": block.id, "tool_input": block.input}
+            )
+
+    def model_usage(self) -> dict[str, dict[str, Any]]:
+        """`modelUsage`, keyed by model, in `claude -p`'s camelCase; `costUSD` null
+        when the model has no price (as `total_cost_usd`)."""
+        return {
+            model: {
+                "inputTokens": usage.input_tokens,
+                "outputTokens": usage.output_tokens,
+                "cacheReadInputTokens": usage.cache_read_input_tokens,
+                "cacheCreationInputTokens": usage.cache_creation_input_tokens,
+                "webSearchRequests": 0,
+                "costUSD": cost,
+                "contextWindow": context_window(model),
+            }
+            for model, (usage, cost) in self.meter.by_model.items()
+        }
+
+
+def result_object(result: LoopResult, *, duration_ms: int, tally: RunTally) -> dict[str, Any]:
     """The `result` object: `claude -p`'s fields plus our `log` and `path`."""
     subtype = subtype_of(result.reason)
     is_error = result.reason != "completed" or result.error is not None
@@ -87,6 +133,7 @@ def result_object(
         "subtype": subtype,
         "is_error": is_error,
         "duration_ms": duration_ms,
+        "duration_api_ms": round(tally.api_s * 1000),
         "num_turns": result.turns,
     }
     if subtype == "success":
@@ -98,8 +145,10 @@ def result_object(
             "stop_reason": _last_stop_reason(result),
             "terminal_reason": result.reason,
             "session_id": result.session_id,
-            "total_cost_usd": cost_usd,
+            "total_cost_usd": tally.meter.total,
             "usage": _usage(result.usage),
+            "modelUsage": tally.model_usage(),
+            "permission_denials": tally.denials,
             "model": result.model,
             "log": result.log_path,
             "path": [{"from": s.source, "to": s.dest, "edge": s.edge} for s in result.path],
@@ -193,17 +242,22 @@ class StreamJson:
             {"type": kind, **fields, "session_id": self.session_id, "uuid": str(uuid.uuid4())}
         )
 
+    def _result(self, result: Any, about: dict[str, Any]) -> None:
+        block = {**block_to_api(result), "is_error": result.is_error}
+        self._line(
+            "user",
+            message={"role": "user", "content": [block]},
+            parent_tool_use_id=None,
+            tool_use_result=about,
+        )
+
     def __call__(self, event: DriverEvent) -> None:
         if isinstance(event, AssistantMessage):
             self._line("assistant", message=api_message(event.message), parent_tool_use_id=None)
         elif isinstance(event, ToolFinished):
-            block = {**block_to_api(event.result), "is_error": event.result.is_error}
-            self._line(
-                "user",
-                message={"role": "user", "content": [block]},
-                parent_tool_use_id=None,
-                tool_use_result={"tool": event.name, "duration_s": event.duration_s},
-            )
+            self._result(event.result, {"tool": event.name, "duration_s": event.duration_s})
+        elif isinstance(event, ToolRefused):
+            self._result(event.result, {"tool": event.block.name, "refused": True})
         elif isinstance(event, ModelEvent) and self.partial:
             self._line("stream_event", event=api_event(event.event), parent_tool_use_id=None)
         elif isinstance(event, Transition):

@@ -27,10 +27,11 @@ from fsm_agent.events import (
     TextDelta,
     ThinkingDelta,
     ToolFinished,
+    ToolRefused,
     ToolStarted,
     Transition,
 )
-from fsm_agent.messages import Usage
+from fsm_agent.messages import ToolUseBlock, Usage
 
 KEY_INPUTS = ("file_path", "command", "pattern", "path", "url")
 
@@ -156,19 +157,27 @@ class LiveRenderer:
                 self._usage = self._usage + event.message.usage
             self._flush_text()
         elif isinstance(event, ToolStarted):
-            self._flush_text()
-            line = Text("● ", style="cyan")
-            line.append(event.block.name, style="bold")
-            line.append(f"({key_input(event.block.input)[:80]})", style="dim")
-            self.console.print(line, no_wrap=True, overflow="ellipsis")
+            self._tool_call(event.block)
             self._label = f"Running {tool_label(event.block.name, event.block.input)}"
         elif isinstance(event, ToolFinished):
             self._tool_finished(event)
+        elif isinstance(event, ToolRefused):
+            self._tool_call(event.block)
+            first = event.result.text.strip().splitlines()[:1]
+            line = Text(f"  ✗ {first[0] if first else 'refused'}", style="red")
+            self.console.print(line, no_wrap=True, overflow="ellipsis")
         elif isinstance(event, Notice):
             self._flush_text()
             self.console.print(Text(f"↻ {event.text}", style="yellow"))
         elif isinstance(event, Transition):
             self._transition(event)
+
+    def _tool_call(self, block: ToolUseBlock) -> None:
+        self._flush_text()
+        line = Text("● ", style="cyan")
+        line.append(block.name, style="bold")
+        line.append(f"({key_input(block.input)[:80]})", style="dim")
+        self.console.print(line, no_wrap=True, overflow="ellipsis")
 
     def _tool_finished(self, event: ToolFinished) -> None:
         first = event.result.text.strip().splitlines()[:1]

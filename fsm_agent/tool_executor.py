@@ -23,7 +23,7 @@ from attrs import frozen
 
 from fsm_agent.config import RunConfig
 from fsm_agent.effects import INTERRUPTED, Effects
-from fsm_agent.events import DriverEvent, ToolFinished, ToolStarted
+from fsm_agent.events import DriverEvent, ToolFinished, ToolRefused, ToolStarted
 from fsm_agent.hooks import NO_OPINION, HookOutcome
 from fsm_agent.messages import TextBlock, ToolResultBlock, ToolResultContent, ToolUseBlock
 from fsm_agent.model import ToolSpec
@@ -183,7 +183,9 @@ class ToolExecutor:
             if aborted or stop:
                 await self.cancel([b.id for b in group])
                 text = INTERRUPTED if aborted else f"Not run: the run was stopped ({stop})"
-                results += [ToolResultBlock(b.id, text, True) for b in group]
+                for b in group:
+                    results.append(result := ToolResultBlock(b.id, text, True))
+                    self.emit(ToolRefused(b, result))
                 continue
             if len(group) == 1:
                 done = [await self._collect(group[0], files, invalid.get(group[0].id))]
@@ -228,8 +230,10 @@ class ToolExecutor:
         invalid: str | None = None,
         cancel: asyncio.Event | None = None,
     ) -> CallResult:
-        def refused(text: str, stop: str | None = None) -> CallResult:
-            return CallResult(ToolResultBlock(block.id, text, True), block.name, {}, stop)
+        def refused(text: str, stop: str | None = None, denied: bool = False) -> CallResult:
+            result = ToolResultBlock(block.id, text, True)
+            self.emit(ToolRefused(block, result, denied))
+            return CallResult(result, block.name, {}, stop)
 
         if invalid is not None:
             return refused(f"<tool_use_error>{invalid}</tool_use_error>")
@@ -252,7 +256,7 @@ class ToolExecutor:
                 return refused(problem)
         verdict = await self._permission(block, tool_input, pre)
         if isinstance(verdict, str):
-            return refused(with_text(verdict, _reminders(pre)))  # type: ignore[arg-type]
+            return refused(with_text(verdict, _reminders(pre)), denied=True)  # type: ignore[arg-type]
         self.emit(ToolStarted(block))
         env = ToolEnv(
             cwd=self.config.cwd,

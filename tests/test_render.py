@@ -102,3 +102,24 @@ def test_quiet_prints_only_the_answer(workspace: Path, tmp_path: Path) -> None:
     )
     renderer.summary(result)
     assert output(c) == "notes.txt now says hello.\n"
+
+
+RM = {"command": "rm -rf build"}
+
+
+def test_a_refused_call_shows_with_its_reason(workspace: Path, tmp_path: Path) -> None:
+    c = console(terminal=False)
+    renderer = LiveRenderer(c)
+    scenario = {
+        "prompt": "go",
+        "turns": [
+            {"content": [{"type": "tool_use", "id": "t1", "name": "Bash", "input": RM}]},
+            {"content": [{"type": "text", "text": "ok"}]},
+        ],
+    }
+    path = tmp_path / "s.json"
+    path.write_text(json.dumps(scenario))
+    run_scenario(path, cwd=workspace, log=tmp_path / "l.jsonl", on_event=renderer)
+    lines = output(c).splitlines()
+    at = lines.index("● Bash(rm -rf build)")
+    assert lines[at + 1].startswith("  ✗ <tool_use_error>Permission to use Bash was denied")

@@ -222,3 +222,105 @@ def test_new_commands_stay_light(command: list[str], tmp_path: Path) -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, cwd=tmp_path
     )
     assert proc.returncode == 0, proc.stderr
+
+
+REFUSALS = {
+    "prompt": "clean up",
+    "turns": [
+        {
+            "content": [
+                {
+                    "type": "tool_use",
+                    "id": "t_rm",
+                    "name": "Bash",
+                    "input": {"command": "rm -rf build"},
+                },
+                {"type": "tool_use", "id": "t_bad", "name": "Read", "input": {"path": "x"}},
+            ],
+            "usage": {"input_tokens": 100, "output_tokens": 20},
+        },
+        {
+            "content": [{"type": "text", "text": "I could not."}],
+            "usage": {"input_tokens": 150, "output_tokens": 5},
+        },
+    ],
+}
+
+
+def _refusals(tmp_path: Path, workspace: Path, fmt: str) -> subprocess.CompletedProcess:
+    scenario = tmp_path / "refusals.json"
+    scenario.write_text(json.dumps(REFUSALS))
+    log = str(tmp_path / "r.jsonl")
+    return fsm("run", "--scripted", str(scenario), "--cwd", str(workspace), "--log", log,
+               "--output-format", fmt)  # fmt: skip
+
+
+def test_json_result_lists_permission_denials_model_usage_and_api_time(
+    workspace: Path, tmp_path: Path
+) -> None:
+    proc = _refusals(tmp_path, workspace, "json")
+    assert proc.returncode == 0, proc.stderr
+    result = json.loads(proc.stdout)
+    assert result["permission_denials"] == [
+        {"tool_name": "Bash", "tool_use_id": "t_rm", "tool_input": {"command": "rm -rf build"}}
+    ]
+    assert result["modelUsage"] == {
+        "scripted": {
+            "inputTokens": 250,
+            "outputTokens": 25,
+            "cacheReadInputTokens": 0,
+            "cacheCreationInputTokens": 0,
+            "webSearchRequests": 0,
+            "costUSD": None,
+            "contextWindow": 200_000,
+        }
+    }
+    assert isinstance(result["duration_api_ms"], int)
+    assert 0 <= result["duration_api_ms"] <= result["duration_ms"]
+
+
+def test_stream_json_has_a_user_line_for_every_call_even_those_never_run(
+    workspace: Path, tmp_path: Path
+) -> None:
+    proc = _refusals(tmp_path, workspace, "stream-json")
+    lines = [json.loads(line) for line in proc.stdout.splitlines()]
+    users = [line for line in lines if line["type"] == "user"]
+    blocks = [u["message"]["content"][0] for u in users]
+    assert [b["tool_use_id"] for b in blocks] == ["t_rm", "t_bad"]
+    assert all(b["is_error"] for b in blocks)
+    assert "InputValidationError" in blocks[1]["content"]
+    assert [u["tool_use_result"] for u in users] == [
+        {"tool": "Bash", "refused": True},
+        {"tool": "Read", "refused": True},
+    ]
+
+
+def test_model_usage_is_kept_per_model_and_priced_when_known() -> None:
+    from fsm_agent.headless import RunTally
+    from fsm_agent.messages import Usage
+    from fsm_agent.pricing import cost_usd
+
+    tally = RunTally()
+    one = Usage(input_tokens=2000, output_tokens=300)
+    tally.meter.add("claude-sonnet-4-6", one)
+    tally.meter.add("claude-sonnet-4-6", one)
+    tally.meter.add("scripted", one)
+    usage = tally.model_usage()
+    assert usage["claude-sonnet-4-6"]["inputTokens"] == 4000
+    assert usage["claude-sonnet-4-6"]["costUSD"] == pytest.approx(
+        2 * cost_usd("claude-sonnet-4-6", one)
+    )
+    assert usage["scripted"]["costUSD"] is None
+
+
+def test_api_time_is_the_time_spent_in_api_call() -> None:
+    from fsm_agent.events import Transition
+    from fsm_agent.headless import RunTally
+
+    ticks = iter([1.0, 3.5, 10.0, 10.25])
+    tally = RunTally(clock=lambda: next(ticks))
+    tally(Transition(2, "blocking_limit_check", "api_call", "under_limit", 1))
+    tally(Transition(3, "api_call", "abort_check", "streamed", 1))
+    tally(Transition(9, "blocking_limit_check", "api_call", "under_limit", 2))
+    tally(Transition(10, "api_call", "abort_check", "streamed", 2))
+    assert tally.api_s == pytest.approx(2.75)
