@@ -7,6 +7,7 @@ effect goes through `run.effects`.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Callable
 
 from attrs import evolve, field, frozen
@@ -21,7 +22,6 @@ from fsm_agent.effects import Effects
 from fsm_agent.events import (
     AssistantMessage,
     BlockDelta,
-    BlockStart,
     BlockStop,
     DriverEvent,
     MessageDelta,
@@ -82,7 +82,7 @@ async def blocking_limit_check(
 class _Assembler:
     """Builds the assistant message from stream events, and says what it saw."""
 
-    def __init__(self, run: Run, on_tool_use: Callable[[ToolUseBlock], None]) -> None:
+    def __init__(self, run: Run, on_tool_use: Callable[[ToolUseBlock], bool]) -> None:
         self.run = run
         self.on_tool_use = on_tool_use
         self.blocks: dict[int, ContentBlock] = {}
@@ -93,7 +93,8 @@ class _Assembler:
         self.stop_reason: str | None = None
         self.stopped = False
 
-    def feed(self, event: StreamEvent) -> None:
+    def feed(self, event: StreamEvent) -> bool:
+        """Take one event; True when it started a tool call."""
         emit = self.run.emit
         emit(ModelEvent(event))
         if isinstance(event, MessageStart):
@@ -110,7 +111,7 @@ class _Assembler:
                     self.invalid[event.block.id] = event.error
                 else:
                     emit(ToolUseComplete(event.block))
-                    self.on_tool_use(event.block)
+                    return self.on_tool_use(event.block)
         elif isinstance(event, MessageDelta):
             self.stop_reason = event.stop_reason
             self.usage = Usage(
@@ -121,8 +122,7 @@ class _Assembler:
             )
         elif isinstance(event, MessageStop):
             self.stopped = True
-        elif isinstance(event, BlockStart):
-            pass
+        return False
 
     def message(self) -> Message | None:
         content = tuple(self.blocks[i] for i in sorted(self.blocks))
@@ -153,17 +153,18 @@ def build_request(run: Run, state: LoopState, it: Iteration) -> ModelRequest:
     )
 
 
-def _early_starter(run: Run, state: LoopState) -> Callable[[ToolUseBlock], None]:
+def _early_starter(run: Run, state: LoopState) -> Callable[[ToolUseBlock], bool]:
     """Start concurrency-safe calls as their blocks complete, until an unsafe call is seen."""
     executor = run.executor
     blocked = not run.config.streaming_tools
 
-    def on_tool_use(block: ToolUseBlock) -> None:
+    def on_tool_use(block: ToolUseBlock) -> bool:
         nonlocal blocked
         if blocked or not executor.is_safe(block):
             blocked = True
-            return
+            return False
         executor.start(block, state.tool_context.read_files)
+        return True
 
     return on_tool_use
 
@@ -173,7 +174,8 @@ async def api_call(run: Run, state: LoopState, it: Iteration) -> tuple[Iteration
     error: ModelCallError | None = None
     try:
         async for event in run.effects.model_stream(build_request(run, state, it)):
-            assembler.feed(event)
+            if assembler.feed(event):
+                await asyncio.sleep(0)  # the call just started runs while the stream goes on
     except ModelCallError as exc:
         error = exc
     message = assembler.message()

@@ -187,7 +187,7 @@ class ScriptedModel:
             if turn.interrupt == "streaming" and n == len(events) // 2:
                 self.abort.set()
             yield event
-            if turn.event_delay or isinstance(event, BlockStop):
+            if turn.event_delay:
                 await asyncio.sleep(turn.event_delay)
         if turn.error is not None:
             raise ModelCallError(turn.error.kind, turn.error.message, turn.error.status)

@@ -9,6 +9,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from fsm_agent.config import RunConfig
 from fsm_agent.effects import AbortSignal
 from fsm_agent.events import DriverEvent, TextDelta, ToolStarted, ToolUseComplete, Transition
@@ -134,13 +136,17 @@ def test_parallel_reads_replay_with_check(workspace: Path, tmp_path: Path) -> No
     assert "steps match the log" in proc.stdout
 
 
-def test_safe_calls_start_while_the_model_still_streams(workspace: Path, tmp_path: Path) -> None:
+@pytest.mark.parametrize("delay", [0.001, 0])
+def test_safe_calls_start_while_the_model_still_streams(
+    workspace: Path, tmp_path: Path, delay: float
+) -> None:
+    """With no pause between events too: the engine yields when it starts a call."""
     (workspace / "a.txt").write_text("a\n")
     data = _turns(
         _use("r1", "Read", file_path="a.txt"),
         {"type": "text", "text": "Reading it while I keep talking. " * 12},
     )
-    data["turns"][0]["event_delay"] = 0.001
+    data["turns"][0]["event_delay"] = delay
     seen: list[DriverEvent] = []
     log = tmp_path / "stream.jsonl"
     result = run_scenario(Scenario.parse(data), cwd=workspace, log=log, on_event=seen.append)
