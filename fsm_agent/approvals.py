@@ -36,6 +36,13 @@ Prompter = Callable[[PermissionAsk], str]
 
 
 class Approvals:
+    """Judges calls in one workspace and asks the user.
+
+    `workspace` and `hidden` (the files Glob and Grep leave out: those a Read
+    deny rule covers) are derived from `settings` whenever it changes, as
+    an "always" answer extends it.
+    """
+
     def __init__(
         self,
         settings: PermissionSettings,
@@ -44,26 +51,28 @@ class Approvals:
         home: str | None = None,
         prompter: Prompter | None = None,
     ) -> None:
-        self.settings = settings
         self.cwd = os.path.realpath(cwd)
         self.home = os.path.realpath(home or os.path.expanduser("~"))
         self.prompter = prompter
         self._lock = asyncio.Lock()
+        self._resolve = default_resolve(self.cwd)
+        self._expand = default_expand(self.cwd)
+        self.settings = settings
 
     @property
-    def workspace(self) -> Workspace:
-        return Workspace(self.cwd, self.home, self.settings.additional_directories)
+    def settings(self) -> PermissionSettings:
+        return self._settings
 
-    def hidden(self) -> Callable[[str], bool] | None:
-        """Files Glob and Grep leave out: those a Read deny rule covers."""
-        return read_denied(self.settings, self.workspace)
+    @settings.setter
+    def settings(self, settings: PermissionSettings) -> None:
+        self._settings = settings
+        self.workspace = Workspace(self.cwd, self.home, settings.additional_directories)
+        self.hidden: Callable[[str], bool] | None = read_denied(settings, self.workspace)
 
     def check(self, request: PermissionRequest) -> Decision:
         ws = self.workspace
-        facts = call_facts(
-            request.tool, request.input, ws, default_resolve(self.cwd), default_expand(self.cwd)
-        )
-        return evaluate(facts, self.settings, request.mode, ws)
+        facts = call_facts(request.tool, request.input, ws, self._resolve, self._expand)
+        return evaluate(facts, self._settings, request.mode, ws)
 
     async def ask(self, question: PermissionAsk) -> str:
         if self.prompter is None:

@@ -239,7 +239,7 @@ class LiveEffects:
         started = time.perf_counter()
         if self.abort.is_set() or (env.cancel is not None and env.cancel.is_set()):
             return interrupted()
-        hidden = self.approvals.hidden()
+        hidden = self.approvals.hidden
         if hidden is not None:
             env = evolve(env, hidden=hidden)
         try:
