@@ -106,6 +106,8 @@ def match_target(event: str, payload: Mapping[str, Any]) -> str | None:
         return str(payload.get("tool_name", ""))
     if event == "SessionStart":
         return str(payload.get("source", ""))
+    if event in ("PreCompact", "PostCompact"):
+        return str(payload.get("trigger", ""))
     return None
 
 

@@ -9,7 +9,7 @@ the compaction request through `model_stream`) and reports what each did.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from attrs import evolve
 
@@ -163,6 +163,10 @@ async def autocompact(run: Run, it: Iteration, tracking: AutoCompactTracking) ->
     was and counts towards the limit of consecutive failures.
     """
     messages, before = it.messages_for_query, it.token_count
+    blocked = await _compact_hook(run, "PreCompact", {"custom_instructions": None})
+    if blocked:
+        report(run, "autocompact", before, before, f"blocked by a PreCompact hook: {blocked}")
+        return it
     request = ModelRequest(
         model=it.model,
         system=(COMPACT_SYSTEM_PROMPT,),
@@ -186,6 +190,7 @@ async def autocompact(run: Run, it: Iteration, tracking: AutoCompactTracking) ->
     after = await token_count(run, it, compacted)
     detail = f"summarised {cut} messages, kept {len(messages) - cut}"
     report(run, "autocompact", before, after, detail)
+    await _compact_hook(run, "PostCompact", {"compact_summary": summary})
     return evolve(
         it,
         messages_for_query=compacted,
@@ -193,6 +198,21 @@ async def autocompact(run: Run, it: Iteration, tracking: AutoCompactTracking) ->
         collapse=CollapseStore(),
         auto_compact_tracking=AutoCompactTracking(compacted=True),
     )
+
+
+async def _compact_hook(run: Run, event: str, fields: dict[str, Any]) -> str | None:
+    """Run PreCompact or PostCompact hooks (trigger `auto`); what a blocking one said."""
+    if not run.config.has_hooks(event):
+        return None
+    payload = {
+        "hook_event_name": event,
+        "session_id": run.session_id,
+        "cwd": run.config.cwd,
+        "trigger": "auto",
+        **fields,
+    }
+    outcome = await run.effects.run_hooks(event, payload)
+    return "; ".join(outcome.blocking_errors) or None
 
 
 async def _summary(run: Run, request: ModelRequest) -> tuple[str, Usage, str | None]:

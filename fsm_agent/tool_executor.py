@@ -268,15 +268,19 @@ class ToolExecutor:
         outcome = await effects.run_tool(ToolCall(block.id, block.name, tool_input), env)
         extra = _reminders(pre)
         stop = outcome.stop_reason
-        ran = not outcome.is_error and not outcome.interrupted
-        if ran and self.config.has_hooks("PostToolUse"):
-            payload = self._payload("PostToolUse", block, tool_input)
-            payload["tool_response"] = _response_text(outcome.content)
-            post = await effects.run_hooks("PostToolUse", payload)
-            extra += [f"PostToolUse hook feedback:\n{e}" for e in post.blocking_errors]
+        event = "PostToolUseFailure" if outcome.is_error else "PostToolUse"
+        if self.config.has_hooks(event):
+            payload = self._payload(event, block, tool_input)
+            if outcome.is_error:
+                payload["error"] = _response_text(outcome.content)
+                payload["is_interrupt"] = outcome.interrupted
+            else:
+                payload["tool_response"] = _response_text(outcome.content)
+            post = await effects.run_hooks(event, payload)
+            extra += [f"{event} hook feedback:\n{e}" for e in post.blocking_errors]
             extra += _reminders(post)
             if post.prevent_continuation:
-                stop = stop or post.stop_reason or "stopped by a PostToolUse hook"
+                stop = stop or post.stop_reason or f"stopped by a {event} hook"
         result = ToolResultBlock(block.id, with_text(outcome.content, extra), outcome.is_error)
         self.emit(ToolFinished(result, block.name, outcome.duration_s))
         return CallResult(

@@ -391,3 +391,93 @@ echo '{"continue": false, "stopReason": "out of budget"}'
     result = _run(workspace, data, tmp_path)
     assert result.reason == "stop_hook_prevented"
     assert result.error == "out of budget"
+
+
+CAPTURE = """\
+cat > "$CLAUDE_PROJECT_DIR/{name}.json"
+{rest}
+"""
+
+
+def capture(tmp_path: Path, name: str, rest: str = "exit 0") -> str:
+    return script(tmp_path / f"{name}.sh", CAPTURE.format(name=name, rest=rest))
+
+
+def test_post_tool_use_failure_sees_the_error_and_its_feedback_reaches_the_model(
+    workspace: Path, tmp_path: Path
+) -> None:
+    failure = capture(tmp_path, "failure", 'echo "the file is in docs/" >&2; exit 2')
+    success = capture(tmp_path, "success")
+    settings = {
+        "hooks": {
+            "PostToolUseFailure": [
+                {"matcher": "Read", "hooks": [{"type": "command", "command": failure}]}
+            ],
+            "PostToolUse": [{"hooks": [{"type": "command", "command": success}]}],
+        }
+    }
+    result = _run(
+        workspace,
+        {
+            "settings": settings,
+            "turns": [
+                _tool_turn(("r1", "Read", {"file_path": "missing.txt"})),
+                {"content": [{"type": "text", "text": "done"}]},
+            ],
+        },
+        tmp_path,
+    )
+    text = _results(result)["r1"].text
+    assert "PostToolUseFailure hook feedback:\nthe file is in docs/" in text
+    sent = json.loads((workspace / "failure.json").read_text())
+    assert sent["hook_event_name"] == "PostToolUseFailure"
+    assert sent["tool_name"] == "Read" and sent["tool_use_id"] == "r1"
+    assert sent["error"] == "<tool_use_error>File does not exist.</tool_use_error>"
+    assert sent["is_interrupt"] is False
+    assert not (workspace / "success.json").exists()
+
+
+def _rescued_by_autocompact(settings: dict[str, Any]) -> dict[str, Any]:
+    """Past the hard limit after one round; only autocompact can save the run."""
+    from tests.conftest import SCENARIOS
+
+    data = json.loads((SCENARIOS / "blocking_limit.json").read_text())
+    del data["config"]["autocompact"]
+    data["turns"] += [
+        {"content": [{"type": "text", "text": "<summary>The gist.</summary>"}]},
+        {"content": [{"type": "text", "text": "Done."}]},
+    ]
+    return {**data, "settings": settings}
+
+
+def test_a_blocking_pre_compact_hook_stops_the_compaction(workspace: Path, tmp_path: Path) -> None:
+    block = capture(tmp_path, "pre", 'echo "keep everything" >&2; exit 2')
+    settings = {
+        "hooks": {
+            "PreCompact": [{"matcher": "auto", "hooks": [{"type": "command", "command": block}]}]
+        }
+    }
+    seen: list[Any] = []
+    result = _run(workspace, _rescued_by_autocompact(settings), tmp_path, on_event=seen.append)
+    assert result.reason == "blocking_limit"
+    reports = [e.text for e in seen if type(e).__name__ == "ContextReport"]
+    assert any("blocked by a PreCompact hook: keep everything" in t for t in reports)
+    sent = json.loads((workspace / "pre.json").read_text())
+    assert sent["hook_event_name"] == "PreCompact" and sent["trigger"] == "auto"
+    assert sent["custom_instructions"] is None
+
+
+def test_post_compact_hook_gets_the_summary(workspace: Path, tmp_path: Path) -> None:
+    pre, post = capture(tmp_path, "pre"), capture(tmp_path, "post")
+    settings = {
+        "hooks": {
+            "PreCompact": [{"hooks": [{"type": "command", "command": pre}]}],
+            "PostCompact": [{"matcher": "manual", "hooks": [{"type": "command", "command": "false"}]},
+                            {"matcher": "auto", "hooks": [{"type": "command", "command": post}]}],
+        }
+    }  # fmt: skip
+    result = _run(workspace, _rescued_by_autocompact(settings), tmp_path)
+    assert result.reason == "completed"
+    sent = json.loads((workspace / "post.json").read_text())
+    assert sent["hook_event_name"] == "PostCompact" and sent["trigger"] == "auto"
+    assert sent["compact_summary"] == "The gist."
