@@ -21,6 +21,7 @@ from typing import Any
 from attrs import frozen
 
 from fsm_agent.hooks import NO_OPINION, HookOutcome, merge
+from fsm_agent.permissions import PermissionError_, Place, Rule, rule_covers_call
 
 TOOL_EVENTS = frozenset({"PreToolUse", "PostToolUse", "PostToolUseFailure", "PermissionRequest"})
 DEFAULT_TIMEOUT_S = 600.0
@@ -35,8 +36,12 @@ class HookSettingsError(ValueError):
 
 @frozen
 class CommandHook:
+    """One command; `condition` is its `if`: a permission rule the call must match
+    (tool events only), so `"if": "Bash(git *)"` runs it for git commands alone."""
+
     command: str
     timeout: float | None = None
+    condition: str | None = None
 
 
 @frozen
@@ -81,8 +86,18 @@ def parse_hooks(section: Any, origin: str) -> tuple[HookMatcher, ...]:
                     raise HookSettingsError(
                         f"{where}: 'timeout' must be a positive number of seconds"
                     )
+                condition = h.get("if")
+                if condition is not None:
+                    if not isinstance(condition, str):
+                        raise HookSettingsError(f"{where}: 'if' must be a permission rule string")
+                    try:
+                        Rule.parse(condition)
+                    except PermissionError_ as exc:
+                        raise HookSettingsError(f"{where}: 'if': {exc}") from None
                 commands.append(
-                    CommandHook(h["command"], None if timeout is None else float(timeout))
+                    CommandHook(
+                        h["command"], None if timeout is None else float(timeout), condition
+                    )
                 )
             if commands:
                 out.append(HookMatcher(event, tuple(commands), matcher, origin))
@@ -112,7 +127,7 @@ def match_target(event: str, payload: Mapping[str, Any]) -> str | None:
 
 
 def selected(
-    matchers: Sequence[HookMatcher], event: str, payload: Mapping[str, Any]
+    matchers: Sequence[HookMatcher], event: str, payload: Mapping[str, Any], place: Place
 ) -> list[CommandHook]:
     target = match_target(event, payload)
     chosen: dict[str, CommandHook] = {}
@@ -122,6 +137,11 @@ def selected(
         if target is not None and not matcher_matches(m.matcher, target):
             continue
         for hook in m.hooks:
+            if hook.condition is not None and event in TOOL_EVENTS:
+                tool_input = payload.get("tool_input") or {}
+                rule = Rule.parse(hook.condition, place.cwd)
+                if not rule_covers_call(rule, str(payload.get("tool_name", "")), tool_input, place):
+                    continue
             chosen.setdefault(hook.command, hook)
     return list(chosen.values())
 
@@ -270,7 +290,8 @@ class CommandHooks:
         }
 
     async def run(self, event: str, payload: dict[str, Any]) -> HookOutcome:
-        hooks = selected(self.matchers, event, payload)
+        place = Place(str(payload.get("cwd", self.project_dir)), os.path.expanduser("~"))
+        hooks = selected(self.matchers, event, payload, place)
         if not hooks:
             return NO_OPINION
         stdin = json.dumps(self.payload(event, payload)).encode()

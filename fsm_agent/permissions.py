@@ -616,6 +616,26 @@ def _by_mode(call: CallFacts, mode: str, ws: Workspace) -> Decision:
     return _ask_or_deny(f"{name} needs approval", mode, suggestion=name)
 
 
+def rule_covers_call(rule: Rule, tool: str, tool_input: Mapping[str, Any], place: Place) -> bool:
+    """Whether one rule, read as a hook's `if`, covers a call: the tool, then its
+    command (any part of a compound one) or its path (`file_path`, or Glob/Grep's `path`)."""
+    if not rule.covers_tool(tool):
+        return False
+    if rule.content is None:
+        return True
+    command = tool_input.get("command")
+    if tool == "Bash" and isinstance(command, str):
+        return any(bash_rule_matches(rule, sub) for sub in split_command(command))
+    key = "path" if tool in SEARCH_TOOLS else PATH_KEYS.get(tool)
+    path = tool_input.get(key) if key else None
+    if tool in SEARCH_TOOLS and not path:
+        path = place.cwd
+    if not isinstance(path, str):
+        return False
+    real = os.path.realpath(os.path.join(place.cwd, os.path.expanduser(path)))
+    return path_rule_matches(rule, real, place, "allow")
+
+
 def read_denied(settings: PermissionSettings, ws: Workspace) -> Callable[[str], bool] | None:
     """Whether a Read deny rule covers a file, for Glob and Grep to leave it out of results.
 

@@ -481,3 +481,63 @@ def test_post_compact_hook_gets_the_summary(workspace: Path, tmp_path: Path) -> 
     sent = json.loads((workspace / "post.json").read_text())
     assert sent["hook_event_name"] == "PostCompact" and sent["trigger"] == "auto"
     assert sent["compact_summary"] == "The gist."
+
+
+def test_a_hooks_if_rule_limits_it_to_the_calls_it_names(workspace: Path, tmp_path: Path) -> None:
+    no_git = capture(tmp_path, "git", 'echo "no git here" >&2; exit 2')
+    src = script(
+        tmp_path / "src.sh",
+        'cat >> "$CLAUDE_PROJECT_DIR/src.jsonl"; echo >> "$CLAUDE_PROJECT_DIR/src.jsonl"\n',
+    )
+    settings = {
+        "permissions": {"allow": ["Bash"]},
+        "hooks": {
+            "PreToolUse": [
+                {
+                    "matcher": "Bash",
+                    "hooks": [{"type": "command", "command": no_git, "if": "Bash(git *)"}],
+                }
+            ],
+            "PostToolUse": [{"hooks": [{"type": "command", "command": src, "if": "Edit(src/**)"}]}],
+        },
+    }
+    result = _run(
+        workspace,
+        {
+            "settings": settings,
+            "config": {"permission_mode": "acceptEdits"},
+            "turns": [
+                _tool_turn(("b1", "Bash", {"command": "echo fine"})),
+                _tool_turn(("b2", "Bash", {"command": "cd . && git log"})),
+                _tool_turn(("w1", "Write", {"file_path": "notes.txt", "content": "x"})),
+                _tool_turn(("w2", "Write", {"file_path": "src/a.py", "content": "y"})),
+                {"content": [{"type": "text", "text": "done"}]},
+            ],
+        },
+        tmp_path,
+    )
+    results = _results(result)
+    assert results["b1"].text == "fine"
+    assert results["b2"].is_error and "no git here" in results["b2"].text
+    assert (
+        json.loads((workspace / "git.json").read_text())["tool_input"]["command"]
+        == "cd . && git log"
+    )
+    edits = [json.loads(line) for line in (workspace / "src.jsonl").read_text().splitlines()]
+    assert [e["tool_use_id"] for e in edits] == ["w2"]
+
+
+def test_a_hooks_if_must_be_a_permission_rule() -> None:
+    from fsm_agent.command_hooks import HookSettingsError
+
+    def section(condition: Any) -> dict[str, Any]:
+        return {"PreToolUse": [{"hooks": [{"type": "command", "command": "x", "if": condition}]}]}
+
+    with pytest.raises(
+        HookSettingsError, match=r"f.json: hooks.PreToolUse\[0\]: 'if': not a permission rule"
+    ):
+        parse_hooks(section("Bash(git *"), "f.json")
+    with pytest.raises(HookSettingsError, match="'if' must be a permission rule string"):
+        parse_hooks(section(["Bash"]), "f.json")
+    [matcher] = parse_hooks(section("Bash(git *)"), "f.json")
+    assert matcher.hooks[0].condition == "Bash(git *)"
