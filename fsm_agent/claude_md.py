@@ -3,15 +3,17 @@
 Read once before a run (`gather`): the result goes into `RunConfig.user_context`
 (prepended to every request as a `<system-reminder>` meta message) and
 `RunConfig.system_context` (appended to the system prompt), and so into the
-session log's header, which is what a replay uses. Nothing here runs during
-the loop.
+session log's header, which is what a replay uses. The one exception is
+`read_nested`, the live side of the `memory` effect: CLAUDE.md files in a
+subdirectory, read when the model first reads a file there.
 """
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 
 from attrs import frozen
@@ -121,6 +123,42 @@ def memory_files(cwd: Path, home: Path, managed: Path | None = MANAGED_PATH) -> 
         out += _load(directory / "CLAUDE.md", "project", home, seen)
         out += _load(directory / ".claude" / "CLAUDE.md", "project", home, seen)
         out += _load(directory / "CLAUDE.local.md", "local", home, seen)
+    return out
+
+
+MEMORY_NAMES: tuple[tuple[str, str], ...] = (
+    ("CLAUDE.md", "project"),
+    (".claude/CLAUDE.md", "project"),
+    ("CLAUDE.local.md", "local"),
+)
+
+
+def nested_candidates(cwd: str, files: Iterable[str]) -> list[str]:
+    """Where a CLAUDE.md would sit for files read below `cwd`: each directory from
+    the one under `cwd` down to the file's own, outer first. Pure: no file is opened."""
+    root = os.path.realpath(cwd)
+    out: dict[str, None] = {}
+    for file in files:
+        rel = os.path.relpath(os.path.dirname(file), root)
+        if rel == "." or rel.startswith(".."):
+            continue
+        directory = root
+        for part in rel.split(os.sep):
+            directory = os.path.join(directory, part)
+            out.update({os.path.join(directory, name): None for name, _ in MEMORY_NAMES})
+    return list(out)
+
+
+def read_nested(paths: Sequence[str], home: Path) -> dict[str, str]:
+    """Each of `paths` that exists, and what it imports, as the model is shown it."""
+    kinds = {name: kind for name, kind in MEMORY_NAMES}
+    seen: set[Path] = set()
+    out: dict[str, str] = {}
+    for path in paths:
+        kind = next((k for name, k in kinds.items() if path.endswith(os.sep + name)), "project")
+        for f in _load(Path(path), kind, home, seen):
+            if f.content:
+                out[str(f.path)] = f"Contents of {f.path} ({DESCRIPTIONS[f.kind]}):\n\n{f.content}"
     return out
 
 

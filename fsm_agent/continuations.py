@@ -49,8 +49,10 @@ def _whole(**values: Any) -> LoopState:
 
 
 def _tool_context(state: LoopState, it: Iteration) -> ToolContext:
-    read = {**state.tool_context.read_files, **it.read_files}
-    return evolve(state.tool_context, model=it.model, read_files=read)
+    context = state.tool_context
+    read = {**context.read_files, **it.read_files}
+    checked = context.memory_checked + it.memory_checked
+    return evolve(context, model=it.model, read_files=read, memory_checked=checked)
 
 
 def _tracking(it: Iteration) -> AutoCompactTracking | None:

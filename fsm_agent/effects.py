@@ -49,6 +49,11 @@ class Effects(Protocol):
     async def ask_permission(self, question: PermissionAsk) -> str: ...
     async def store_blob(self, name: str, text: str) -> str | None: ...
 
+    async def nested_memory(self, paths: tuple[str, ...]) -> dict[str, str]:
+        """Those of `paths` that are CLAUDE.md files (and what they import), by path,
+        as the model is shown them."""
+        ...
+
     def now(self) -> float: ...
 
     def new_id(self, prefix: str) -> str: ...
@@ -291,6 +296,11 @@ class LiveEffects:
         except OSError:
             return None
         return str(path)
+
+    async def nested_memory(self, paths: tuple[str, ...]) -> dict[str, str]:
+        from fsm_agent.claude_md import read_nested
+
+        return read_nested(paths, Path(self.approvals.home))
 
     def now(self) -> float:
         return time.time()

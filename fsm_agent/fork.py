@@ -196,6 +196,12 @@ class SwitchEffects:
         finally:
             self._after()
 
+    async def nested_memory(self, paths: tuple[str, ...]) -> dict[str, str]:
+        try:
+            return await self._source().nested_memory(paths)
+        finally:
+            self._after()
+
     async def check_permission(self, request: PermissionRequest) -> Decision:
         try:
             return await self._source().check_permission(request)

@@ -12,6 +12,7 @@ from collections.abc import Awaitable, Callable
 
 from attrs import evolve, field, frozen
 
+from fsm_agent.claude_md import nested_candidates
 from fsm_agent.config import RunConfig
 from fsm_agent.context import (
     append_system_context,
@@ -286,8 +287,17 @@ async def tool_execution(run: Run, state: LoopState, it: Iteration) -> tuple[Ite
 
 
 async def attachments(run: Run, state: LoopState, it: Iteration) -> tuple[Iteration, Facts]:
+    """Queued user input, and the CLAUDE.md files of directories first read from this turn."""
     queued = run.effects.queued_input()
-    return (evolve(it, attachments=queued) if queued else it), NO_FACTS
+    checked = state.tool_context.memory_checked
+    candidates = tuple(
+        p for p in nested_candidates(run.config.cwd, it.read_files) if p not in checked
+    )
+    if not candidates:
+        return (evolve(it, attachments=queued) if queued else it), NO_FACTS
+    found = await run.effects.nested_memory(candidates)
+    notes = tuple(f"<system-reminder>\n{text}\n</system-reminder>" for text in found.values())
+    return evolve(it, attachments=(*notes, *queued), memory_checked=candidates), NO_FACTS
 
 
 async def continuation(run: Run, state: LoopState, it: Iteration) -> tuple[Iteration, Facts]:

@@ -215,6 +215,11 @@ class RecordingEffects:
         self.tape.effect("store_blob", name, path, {"name": name, "chars": len(text)})
         return path
 
+    async def nested_memory(self, paths: tuple[str, ...]) -> dict[str, str]:
+        found = await self.inner.nested_memory(paths)
+        self.tape.effect("memory", digest_of(list(paths)), found, list(paths))
+        return found
+
     def now(self) -> float:
         value = self.inner.now()
         self.tape.effect("now", "", value)
@@ -492,6 +497,9 @@ class ReplayEffects:
     async def ask_permission(self, question: PermissionAsk) -> str:
         data = _plain(question)
         return self.tape.take("ask_permission", digest_of(data), data)
+
+    async def nested_memory(self, paths: tuple[str, ...]) -> dict[str, str]:
+        return self.tape.take("memory", digest_of(list(paths)), list(paths))
 
     def now(self) -> float:
         return self.tape.take("now", "")

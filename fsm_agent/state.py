@@ -162,6 +162,8 @@ class ToolContext:
     model: str
     permission_mode: str = "default"
     read_files: dict[str, float] = field(factory=dict)
+    memory_checked: tuple[str, ...] = ()
+    """Nested CLAUDE.md paths already looked for, so each is shown at most once."""
 
 
 @frozen
@@ -274,6 +276,7 @@ class Iteration:
     read_files: dict[str, float] = field(factory=dict)
     hook_stop_reason: str | None = None
     attachments: tuple[str, ...] = ()
+    memory_checked: tuple[str, ...] = ()
     usage: Usage = Usage()
 
 

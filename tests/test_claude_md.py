@@ -175,3 +175,66 @@ def test_run_records_the_context_in_the_log_header(tmp_path: Path, workspace: Pa
     assert start["t"] == "start"
     check = fsm("replay", str(log), "--check")
     assert check.returncode == 0, check.stderr
+
+
+def test_nested_candidates_are_the_directories_below_the_workspace(tmp_path: Path) -> None:
+    from fsm_agent.claude_md import nested_candidates
+
+    ws = str(tmp_path)
+    found = nested_candidates(ws, [f"{ws}/top.txt", f"{ws}/a/b/c.py", f"{ws}/a/d.py", "/etc/hosts"])
+    assert found == [
+        f"{ws}/a/CLAUDE.md",
+        f"{ws}/a/.claude/CLAUDE.md",
+        f"{ws}/a/CLAUDE.local.md",
+        f"{ws}/a/b/CLAUDE.md",
+        f"{ws}/a/b/.claude/CLAUDE.md",
+        f"{ws}/a/b/CLAUDE.local.md",
+    ]
+
+
+def _reads(*paths: str) -> dict:
+    turns = [
+        {
+            "content": [
+                {"type": "tool_use", "id": f"r{n}", "name": "Read", "input": {"file_path": p}}
+            ]
+        }
+        for n, p in enumerate(paths)
+    ]
+    return {"prompt": "look", "turns": [*turns, {"content": [{"type": "text", "text": "ok"}]}]}
+
+
+def test_a_subdirectorys_claude_md_is_shown_once_when_a_file_there_is_first_read(
+    workspace: Path, tmp_path: Path
+) -> None:
+    from fsm_agent.scripted import Scenario
+    from fsm_agent.session import replay, run_scenario
+
+    write(workspace / "pkg" / "CLAUDE.md", "Use tabs in pkg.\n@extra.md\n")
+    write(workspace / "pkg" / "extra.md", "Extra pkg rule.")
+    write(workspace / "pkg" / "a.py", "a = 1\n")
+    write(workspace / "pkg" / "b.py", "b = 2\n")
+    write(workspace / "top.py", "t = 0\n")
+    log = tmp_path / "m.jsonl"
+    result = run_scenario(
+        Scenario.parse(_reads("top.py", "pkg/a.py", "pkg/b.py")), cwd=workspace, log=log
+    )
+    assert result.reason == "completed"
+    user_turns = [m for m in result.messages if m.role == "user"][1:]
+    texts = [[b.text for b in m.content if b.__class__.__name__ == "TextBlock"] for m in user_turns]
+    assert texts[0] == []
+    [note, imported] = texts[1]
+    real = workspace.resolve()
+    assert note == (
+        f"<system-reminder>\nContents of {real}/pkg/CLAUDE.md (project instructions, checked "
+        "into the codebase):\n\nUse tabs in pkg.\n@extra.md\n</system-reminder>"
+    )
+    assert imported.startswith(f"<system-reminder>\nContents of {real}/pkg/extra.md")
+    assert texts[2] == []
+    memory = [
+        json.loads(line)
+        for line in log.read_text().splitlines()
+        if json.loads(line).get("name") == "memory"
+    ]
+    assert len(memory) == 1
+    assert replay(log).messages.digest == result.messages.digest
