@@ -49,11 +49,11 @@ PATH_SHOWN = 15
 
 HELP = (
     ("n, s, next, step", "go to the next step"),
-    ("b, back", "go back one step"),
+    ("back", "go back one step"),
     ("g N, goto N", "go to step N (0 is the start)"),
     ("c, continue", "run to the next breakpoint, or the end"),
     (
-        "break [SPEC]",
+        "b, break [SPEC]",
         "list breakpoints, or stop at SPEC: state=NAME, edge=NAME, turn=N, FIELD>VALUE",
     ),
     ("clear [N]", "delete breakpoint N, or all of them"),
@@ -295,7 +295,6 @@ class Debugger(cmd.Cmd):
     def do_back(self, arg: str) -> RenderableType:
         return self._go(self.pos - 1)
 
-    do_b = do_back
 
     def do_goto(self, arg: str) -> RenderableType:
         try:
@@ -343,7 +342,7 @@ class Debugger(cmd.Cmd):
         self.breakpoints[n] = bp
         return Text(f"breakpoint {n}: {bp.spec}")
 
-    do_tbreak = do_break
+    do_b = do_tbreak = do_break
 
     def do_clear(self, arg: str) -> RenderableType:
         if not arg.strip():

@@ -32,7 +32,7 @@ def test_step_back_and_goto(dbg: Debugger) -> None:
     assert dbg.text("n") == "step 1/20: preprocess -[preprocessed]-> blocking_limit_check  turn 1\n"
     assert dbg.text("s").startswith("step 2/20: blocking_limit_check -[under_limit]-> api_call")
     assert dbg.text("").startswith("step 3/20: api_call -[streamed]-> abort_check")
-    assert dbg.text("b").startswith("step 2/20:")
+    assert dbg.text("back").startswith("step 2/20:")
     assert dbg.text("g 7").startswith("step 7/20: continuation -[next_turn]-> preprocess  turn 2")
     assert dbg.pos == 7
     assert dbg.text("g 20").startswith("step 20/20: stop_hooks -[completed]-> completed")
@@ -40,7 +40,7 @@ def test_step_back_and_goto(dbg: Debugger) -> None:
     assert dbg.text("n") == "*** no step 21: the log has steps 0..20\n"
     assert dbg.pos == 20
     assert dbg.text("g 0").startswith("step 0/20: start, in preprocess")
-    assert dbg.text("b") == "*** already at the start (step 0)\n"
+    assert dbg.text("back") == "*** already at the start (step 0)\n"
     assert dbg.text("g two") == "*** usage: g N (a step number)\n"
 
 
@@ -231,3 +231,9 @@ def test_completion_of_commands_fields_and_breakpoints(dbg: Debugger) -> None:
     assert dbg.complete_p("turn") == ["turn_count"]
     assert "edge=reactive_compact_retry" in dbg.complete_break("edge=re")
     assert dbg.complete_break("state=tool") == ["state=tool_execution"]
+
+
+def test_b_is_pdbs_break(dbg: Debugger) -> None:
+    assert dbg.text("b edge=next_turn") == "breakpoint 1: edge=next_turn\n"
+    assert dbg.text("c").startswith("step 7/20: continuation -[next_turn]-> preprocess")
+    assert "edge=next_turn" in dbg.text("b")

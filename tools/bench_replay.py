@@ -6,7 +6,7 @@ from the log and every transition compared. Prints transitions per second
 (target ≥ 20,000) (best of three) and the peak memory the replay allocated (tracemalloc)
 next to the log's size, for several N, so memory that grows with the log
 shows as a growing peak/size column. Then times the debugger on the same
-log: opening it (index only), `g LAST` (replays to the end), `b` (cached).
+log: opening it (index only), `g LAST` (replays to the end), `back` (cached).
 
     python tools/bench_replay.py [N ...]        # default: 1000 10000
 """
@@ -78,7 +78,7 @@ def debugger_times(log: Path) -> tuple[float, float, float]:
     debugger.onecmd(f"g {last}")
     to_end = time.perf_counter() - start
     start = time.perf_counter()
-    debugger.onecmd("b")
+    debugger.onecmd("back")
     back = time.perf_counter() - start
     debugger.stepper.close()
     return opened, to_end, back
@@ -87,7 +87,7 @@ def debugger_times(log: Path) -> tuple[float, float, float]:
 def main(sizes: list[int]) -> None:
     print(
         f"{'N':>6} {'steps':>7} {'transitions/s':>14} {'log size':>9} "
-        f"{'peak mem':>9} {'peak/log':>8}  {'debugger: open':>14} {'g last':>7} {'b':>7}"
+        f"{'peak mem':>9} {'peak/log':>8}  {'debugger: open':>14} {'g last':>7} {'back':>7}"
     )
     for n in sizes:
         with tempfile.TemporaryDirectory() as tmp:
