@@ -137,7 +137,7 @@ def test_msgs_effects_diff_where(dbg: Debugger) -> None:
 
 def test_help_quit_and_unknown(dbg: Debugger) -> None:
     text = dbg.text("help")
-    for command in ("n, s", "b, back", "g N", "break", "clear", "p FIELD", "msgs", "diff", "where"):
+    for command in ("n, s", "back", "g N", "b, break", "clear", "p FIELD", "msgs", "diff", "where"):
         assert command in text
     assert dbg.text("frobnicate") == "*** unknown command 'frobnicate'; type help\n"
     assert not dbg.done
