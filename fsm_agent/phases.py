@@ -291,7 +291,9 @@ async def attachments(run: Run, state: LoopState, it: Iteration) -> tuple[Iterat
     queued = run.effects.queued_input()
     checked = state.tool_context.memory_checked
     candidates = tuple(
-        p for p in nested_candidates(run.config.cwd, it.read_files) if p not in checked
+        p
+        for p in (nested_candidates(run.config.cwd, it.read_files) if it.read_files else ())
+        if p not in checked
     )
     if not candidates:
         return (evolve(it, attachments=queued) if queued else it), NO_FACTS
