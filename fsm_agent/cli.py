@@ -303,6 +303,7 @@ def run(
         result = _run_json(
             plan, messages, stream=output_format == "stream-json", partial=include_partial_messages
         )
+    plan.end("other")
     sys.exit(EXIT_CODES.get(result.reason, 1))
 
 
@@ -340,6 +341,7 @@ def _chat(plan: Plan, history: list[Any], *, quiet: bool, verbose: bool) -> None
         session.loop()
     except OSError as exc:
         fail(f"cannot write the session log: {exc}")
+    plan.end("prompt_input_exit")
 
 
 def _run_text(plan: Plan, messages: list[Any], *, quiet: bool, verbose: bool) -> Any:

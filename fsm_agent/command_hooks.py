@@ -26,6 +26,7 @@ from fsm_agent.permissions import PermissionError_, Place, Rule, rule_covers_cal
 TOOL_EVENTS = frozenset({"PreToolUse", "PostToolUse", "PostToolUseFailure", "PermissionRequest"})
 DEFAULT_TIMEOUT_S = 600.0
 PROMPT_TIMEOUT_S = 30.0
+SESSION_END_TIMEOUT_S = 1.5
 MAX_OUTPUT_CHARS = 10_000
 _SIMPLE_MATCHER = re.compile(r"[A-Za-z0-9_ ,|-]*")
 
@@ -123,6 +124,8 @@ def match_target(event: str, payload: Mapping[str, Any]) -> str | None:
         return str(payload.get("source", ""))
     if event in ("PreCompact", "PostCompact"):
         return str(payload.get("trigger", ""))
+    if event == "SessionEnd":
+        return str(payload.get("reason", ""))
     return None
 
 
@@ -296,7 +299,9 @@ class CommandHooks:
             return NO_OPINION
         stdin = json.dumps(self.payload(event, payload)).encode()
         env = {**os.environ, "CLAUDE_PROJECT_DIR": self.project_dir}
-        timeout = PROMPT_TIMEOUT_S if event == "UserPromptSubmit" else DEFAULT_TIMEOUT_S
+        timeout = {"UserPromptSubmit": PROMPT_TIMEOUT_S, "SessionEnd": SESSION_END_TIMEOUT_S}.get(
+            event, DEFAULT_TIMEOUT_S
+        )
         runs = await asyncio.gather(
             *(run_command(h, stdin, self.project_dir, env, timeout) for h in hooks)
         )

@@ -61,6 +61,28 @@ class Plan:
             return self.log
         return self.log.with_name(f"{self.log.stem}.{self.runs + 1}{self.log.suffix}")
 
+    def end(self, reason: str) -> None:
+        """SessionEnd hooks, once the session is over (`other` after a one-shot run,
+        `prompt_input_exit` when a chat is left). Outside every run, and with their
+        output discarded as in Claude Code, so no log records or replays them."""
+        if self.runs == 0 or not any(m.event == "SessionEnd" for m in self.config.hooks):
+            return
+        from fsm_agent.command_hooks import CommandHooks
+
+        hooks = CommandHooks(
+            self.config.hooks,
+            project_dir=self.config.cwd,
+            transcript_path=str(self.parent or ""),
+            permission_mode=self.config.permission_mode,
+        )
+        payload = {
+            "hook_event_name": "SessionEnd",
+            "session_id": self.parent_session_id or "",
+            "cwd": self.config.cwd,
+            "reason": reason,
+        }
+        asyncio.run(hooks.run("SessionEnd", payload))
+
     def header_extra(self) -> dict[str, Any]:
         if self.parent is None:
             return {}

@@ -541,3 +541,55 @@ def test_a_hooks_if_must_be_a_permission_rule() -> None:
         parse_hooks(section(["Bash"]), "f.json")
     [matcher] = parse_hooks(section("Bash(git *)"), "f.json")
     assert matcher.hooks[0].condition == "Bash(git *)"
+
+
+def test_session_end_runs_once_after_a_cli_run(workspace: Path, tmp_path: Path) -> None:
+    from tests.test_cli import fsm
+
+    end = capture(tmp_path, "end")
+    scenario = tmp_path / "s.json"
+    settings = {
+        "hooks": {
+            "SessionEnd": [{"matcher": "other", "hooks": [{"type": "command", "command": end}]}]
+        }
+    }
+    scenario.write_text(
+        json.dumps(
+            {
+                "prompt": "hi",
+                "settings": settings,
+                "turns": [{"content": [{"type": "text", "text": "hello"}]}],
+            }
+        )
+    )
+    log = tmp_path / "run.jsonl"
+    proc = fsm("run", "--scripted", str(scenario), "--cwd", str(workspace), "--log", str(log))
+    assert proc.returncode == 0, proc.stderr
+    sent = json.loads((workspace / "end.json").read_text())
+    header = json.loads(log.read_text().splitlines()[0])
+    assert sent["hook_event_name"] == "SessionEnd" and sent["reason"] == "other"
+    assert sent["session_id"] == header["session_id"]
+    assert sent["transcript_path"] == str(log)
+    rows = [json.loads(line) for line in log.read_text().splitlines()]
+    assert not [r for r in rows if r.get("name") == "hooks"], "not part of the run: not recorded"
+
+
+def test_leaving_a_chat_ends_the_session_with_prompt_input_exit(tmp_path: Path) -> None:
+    from fsm_agent.config import RunConfig
+    from fsm_agent.effects import AbortSignal
+    from fsm_agent.launch import Plan
+    from fsm_agent.messages import user
+    from fsm_agent.scripted import ScriptedModel
+
+    end = capture(tmp_path, "end")
+    matchers = parse_hooks({"SessionEnd": [{"hooks": [{"type": "command", "command": end}]}]}, "s")
+    config = RunConfig(model="scripted", cwd=str(tmp_path), hooks=matchers)
+    model = ScriptedModel(Scenario.parse({"turns": [{"content": [{"type": "text", "text": "x"}]}]}))
+    plan = Plan(
+        model=model, config=config, hooks=None, abort=AbortSignal(), log=tmp_path / "c.jsonl"
+    )
+    plan.end("prompt_input_exit")
+    assert not (tmp_path / "end.json").exists(), "no session to end before the first run"
+    asyncio.run(plan.arun([user("hi")], None))
+    plan.end("prompt_input_exit")
+    assert json.loads((tmp_path / "end.json").read_text())["reason"] == "prompt_input_exit"
