@@ -51,7 +51,8 @@ def _whole(**values: Any) -> LoopState:
 def _tool_context(state: LoopState, it: Iteration) -> ToolContext:
     context = state.tool_context
     read = {**context.read_files, **it.read_files}
-    checked = context.memory_checked + it.memory_checked
+    kept = () if it.memory_forgotten else context.memory_checked
+    checked = kept + it.memory_checked
     return evolve(context, model=it.model, read_files=read, memory_checked=checked)
 
 

@@ -197,6 +197,7 @@ async def autocompact(run: Run, it: Iteration, tracking: AutoCompactTracking) ->
         token_count=after,
         collapse=CollapseStore(),
         auto_compact_tracking=AutoCompactTracking(compacted=True),
+        memory_forgotten=True,
     )
 
 

@@ -277,6 +277,9 @@ class Iteration:
     hook_stop_reason: str | None = None
     attachments: tuple[str, ...] = ()
     memory_checked: tuple[str, ...] = ()
+    memory_forgotten: bool = False
+    """A compaction summarised the messages that showed nested CLAUDE.md files:
+    they are shown again when a file in their directory is next read."""
     usage: Usage = Usage()
 
 

@@ -238,3 +238,17 @@ def test_a_subdirectorys_claude_md_is_shown_once_when_a_file_there_is_first_read
     ]
     assert len(memory) == 1
     assert replay(log).messages.digest == result.messages.digest
+
+
+def test_after_a_compaction_nested_memory_is_looked_for_again() -> None:
+    from attrs import evolve
+
+    from fsm_agent.continuations import _tool_context
+    from fsm_agent.driver import fresh_iteration
+    from fsm_agent.state import LoopState, ToolContext
+
+    state = LoopState(Transcript.of([user("hi")]), ToolContext("/ws", "m", memory_checked=("a",)))
+    it = evolve(fresh_iteration(state), memory_checked=("b",))
+    assert _tool_context(state, it).memory_checked == ("a", "b")
+    forgotten = evolve(it, memory_forgotten=True)
+    assert _tool_context(state, forgotten).memory_checked == ("b",)

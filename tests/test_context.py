@@ -384,6 +384,7 @@ def test_levels_run_in_order_and_report_before_and_after(tmp_path: Path) -> None
     assert str(stored) in results(it.messages_for_query)[-1].text
     assert it.auto_compact_tracking == AutoCompactTracking(compacted=True)
     assert it.token_count == reports[-1].after < config.autocompact_threshold
+    assert it.memory_forgotten, "nested CLAUDE.md files shown before are shown again"
 
 
 def test_tokens_freed_by_snip_count_toward_the_autocompact_decision(tmp_path: Path) -> None:
