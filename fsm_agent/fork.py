@@ -27,7 +27,7 @@ from fsm_agent.codec import CodecError, structure
 from fsm_agent.driver import Engine, LoopResult
 from fsm_agent.effects import AbortSignal, Effects, LiveEffects
 from fsm_agent.events import DriverEvent, StreamEvent
-from fsm_agent.hooks import HookOutcome, Hooks
+from fsm_agent.hooks import HookOutcome, Hooks, events_of, hooked_events
 from fsm_agent.log import LogWriter, SessionLog, default_log_path
 from fsm_agent.machine import FINAL_STATES
 from fsm_agent.messages import Message
@@ -257,6 +257,7 @@ async def afork(
     parent_log = SessionLog(Path(parent))
     check_point(parent_log, point)
     config = evolve(config_of(parent_log), **dict(config_changes or {}))
+    config = evolve(config, hooked_events=hooked_events(config.hooked_events, events_of(hooks)))
     specs = structure(parent_log.header.get("tools", []), list[ToolSpec])
     session_id = str(uuid.uuid4())
     header = session_header(

@@ -88,6 +88,16 @@ def events_of(hooks: Hooks | None) -> frozenset[str] | None:
     return None if events is None else frozenset(events)
 
 
+def hooked_events(
+    *sources: frozenset[str] | tuple[str, ...] | None,
+) -> tuple[str, ...] | None:
+    """The events some source answers, sorted, for `RunConfig.hooked_events`;
+    None when a source does not say (every event is then asked)."""
+    if any(s is None for s in sources):
+        return None
+    return tuple(sorted(frozenset().union(*sources)))  # type: ignore[arg-type]
+
+
 class NoHooks:
     events: frozenset[str] = frozenset()
 

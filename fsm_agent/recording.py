@@ -20,7 +20,7 @@ from attrs import frozen
 from fsm_agent.codec import converter, dumps, structure, unstructure_hook
 from fsm_agent.effects import Effects
 from fsm_agent.events import ModelCallError, StreamEvent
-from fsm_agent.hooks import HookOutcome
+from fsm_agent.hooks import NO_OPINION, HookOutcome
 from fsm_agent.jsontext import canonical
 from fsm_agent.log import LogWriter, MemoryWriter, SessionLog
 from fsm_agent.machine import TERMINAL_REASONS
@@ -269,6 +269,10 @@ class ReplayTape(Tape):
         self.strict = strict
         self.edits = dict(edits or {})
         self.edited: int | None = None
+        hooked = (log.header.get("config") or {}).get("hooked_events")
+        self.hooked: frozenset[str] | None = None if hooked is None else frozenset(hooked)
+        """The events the recording asked hooks about; for any other, the hooks had no say
+        (a fork whose live part has more hooks replays its start against this log)."""
         self._effect_no = 0
         self._records: Iterator[tuple[int, dict[str, Any]]] = log.records()
         self._ahead: deque[dict[str, Any]] = deque()
@@ -484,6 +488,8 @@ class ReplayEffects:
         return _fast_structure(self.tape.take("tool", digest_of(data), data), ToolOutcome)
 
     async def run_hooks(self, event: str, payload: dict[str, Any]) -> HookOutcome:
+        if self.tape.hooked is not None and event not in self.tape.hooked:
+            return NO_OPINION
         recorded = self.tape.take("hooks", digest_of([event, payload]), event)
         return _fast_structure(recorded, HookOutcome)
 

@@ -101,7 +101,7 @@ async def arun(
     from fsm_agent.approvals import Approvals
     from fsm_agent.command_hooks import CommandHooks
     from fsm_agent.effects import LiveEffects
-    from fsm_agent.hooks import CombinedHooks, events_of
+    from fsm_agent.hooks import CombinedHooks, events_of, hooked_events
     from fsm_agent.permissions import removed_tools
 
     live_effects = live_effects or LiveEffects
@@ -110,10 +110,10 @@ async def arun(
     removed = removed_tools(config.permissions)
     tools = {name: tool for name, tool in tools.items() if name not in removed}
     specs = tool_specs(tools)
-    answered = events_of(hooks)
-    if answered is not None:
-        answered |= {m.event for m in config.hooks}
-    config = evolve(config, hooked_events=None if answered is None else tuple(sorted(answered)))
+    config = evolve(
+        config,
+        hooked_events=hooked_events(events_of(hooks), frozenset(m.event for m in config.hooks)),
+    )
     session_id = session_id or new_session_id()
     header = session_header(session_id, config, specs, **(header_extra or {}))
     path: Path | None = None

@@ -206,3 +206,22 @@ def test_forked_log_matches_the_documented_schema(
     bad = {**lines[0], "parent": {"step": 6}}
     with pytest.raises(jsonschema.ValidationError):
         jsonschema.validate(bad, schema)
+
+
+def test_a_fork_asks_the_hooks_of_its_live_part(
+    parent: Path, elsewhere: Path, tmp_path: Path
+) -> None:
+    """The parent had no hooks; the fork's scenario has a Stop hook, and it is asked."""
+    scenario = {
+        "hooks": {"Stop": [{"blocking_errors": ["Run the tests first."]}]},
+        "turns": [
+            {"content": [{"type": "text", "text": "Done."}]},
+            {"content": [{"type": "text", "text": "Tests pass."}]},
+        ],
+    }
+    new = tmp_path / "f.jsonl"
+    result = fork(parent, ForkPoint(step=14), elsewhere, new, scenario)
+    assert SessionLog(parent).header["config"]["hooked_events"] == []
+    assert "stop_hook_blocking" in result.edges
+    assert result.text == "Tests pass."
+    assert replay(new).edges == result.edges
