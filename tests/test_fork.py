@@ -225,3 +225,27 @@ def test_a_fork_asks_the_hooks_of_its_live_part(
     assert "stop_hook_blocking" in result.edges
     assert result.text == "Tests pass."
     assert replay(new).edges == result.edges
+
+
+def test_the_parents_command_hooks_run_in_the_live_part(
+    workspace: Path, elsewhere: Path, tmp_path: Path
+) -> None:
+    from fsm_agent.session import run_scenario
+
+    hook = tmp_path / "mark.sh"
+    marks_file = '"$CLAUDE_PROJECT_DIR/marks.jsonl"'
+    hook.write_text(f"#!/bin/sh\ncat >> {marks_file}; echo >> {marks_file}\n")
+    hook.chmod(0o755)
+    bash = {"type": "tool_use", "id": "b1", "name": "Bash", "input": {"command": "echo hi"}}
+    calls = {
+        "settings": {
+            "hooks": {"PostToolUse": [{"hooks": [{"type": "command", "command": str(hook)}]}]}
+        },
+        "turns": [{"content": [bash]}, {"content": [{"type": "text", "text": "ok"}]}],
+    }
+    parent = tmp_path / "p.jsonl"
+    run_scenario(Scenario.parse({"prompt": "go", **calls}), cwd=workspace, log=parent)
+    assert (workspace / "marks.jsonl").exists()
+    fork(parent, ForkPoint(step=0), elsewhere, tmp_path / "f.jsonl", {"turns": calls["turns"]})
+    marks = (elsewhere / "marks.jsonl").read_text().splitlines()
+    assert [json.loads(m)["tool_use_id"] for m in marks] == ["b1"]
