@@ -1,8 +1,10 @@
 """Per-model facts the loop needs before a request: the context window.
 
-Every Claude model has a 200k window by default. Sonnet 4 and 4.5 accept 1M
+Claude 4 models and older have a 200k window. Sonnet 4 and 4.5 accept 1M
 only with the `context-1m` beta header, which this client does not send, so
-they stay at 200k here; `RunConfig.context_window` (`--context-window`)
+they stay at 200k here. The 5 generation (Opus, Sonnet, Haiku, Fable and
+Mythos 5 and 5.x) has 1M as standard (checked against platform.claude.com's
+model pages, November 2026). `RunConfig.context_window` (`--context-window`)
 overrides the table.
 """
 
@@ -11,6 +13,11 @@ from __future__ import annotations
 DEFAULT_CONTEXT_WINDOW = 200_000
 
 CONTEXT_WINDOWS: tuple[tuple[str, int], ...] = (
+    ("claude-opus-5", 1_000_000),
+    ("claude-sonnet-5", 1_000_000),
+    ("claude-haiku-5", 1_000_000),
+    ("claude-fable-5", 1_000_000),
+    ("claude-mythos-5", 1_000_000),
     ("claude-opus-4", 200_000),
     ("claude-sonnet-4", 200_000),
     ("claude-haiku-4", 200_000),

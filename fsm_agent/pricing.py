@@ -27,6 +27,8 @@ class Price:
     long: Price | None = None
 
 
+_FABLE_5 = Price(10.0, 50.0, 12.50, 1.00)
+_FABLE_5_1 = Price(10.0, 50.0, 12.50, 0.25)
 _OPUS_4 = Price(15.0, 75.0, 18.75, 1.50)
 _OPUS_4_5 = Price(5.0, 25.0, 6.25, 0.50)
 _OPUS_5_5 = Price(4.0, 20.0, 5.0, 0.20)
@@ -40,6 +42,10 @@ _HAIKU_4_5 = Price(1.0, 5.0, 1.25, 0.10)
 _HAIKU_5_5 = Price(0.10, 0.50, 0.125, 0.01, 100_000, Price(0.50, 2.50, 0.625, 0.05))
 
 PRICES: dict[str, Price] = {
+    "claude-fable-5-1": _FABLE_5_1,
+    "claude-fable-5": _FABLE_5,
+    "claude-mythos-5-1": _FABLE_5_1,
+    "claude-mythos-5": _FABLE_5,
     "claude-opus-5-5": _OPUS_5_5,
     "claude-opus-5": _OPUS_4_5,
     "claude-opus-4-8": _OPUS_4_5,

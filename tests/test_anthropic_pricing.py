@@ -26,6 +26,9 @@ from fsm_agent.pricing import PRICES, cost_usd, price_for
         ("claude-3-5-haiku-latest", "claude-3-5-haiku"),
         ("claude-3-7-sonnet-20250219", "claude-3-7-sonnet"),
         ("CLAUDE-SONNET-5", "claude-sonnet-5"),
+        ("claude-fable-5-1", "claude-fable-5-1"),
+        ("claude-fable-5", "claude-fable-5"),
+        ("claude-mythos-5-1", "claude-mythos-5-1"),
     ],
 )
 def test_model_ids_match_by_prefix(model: str, key: str) -> None:
@@ -64,3 +67,10 @@ def test_long_prompts_pay_the_long_rate_on_every_token() -> None:
     assert cost_usd("claude-sonnet-4-5", short) == pytest.approx(0.45 + 0.015 + 0.015)
     assert cost_usd("claude-sonnet-4-5", long) == pytest.approx(0.9 + 0.0225 + 50_001 * 0.6e-6)
     assert cost_usd("claude-sonnet-4-6", long) == pytest.approx(0.45 + 0.015 + 50_001 * 0.3e-6)
+
+
+def test_fable_5_1_reads_its_cache_at_a_quarter_of_fable_5s_rate() -> None:
+    read = Usage(cache_read_input_tokens=1_000_000)
+    assert cost_usd("claude-fable-5", read) == pytest.approx(1.00)
+    assert cost_usd("claude-fable-5-1", read) == pytest.approx(0.25)
+    assert cost_usd("claude-fable-5-1", Usage(1_000_000, 1_000_000)) == pytest.approx(60.0)

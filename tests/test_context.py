@@ -121,6 +121,9 @@ def test_context_window_table() -> None:
     assert context_window("claude-sonnet-4-5", beta_1m=True) == 1_000_000
     assert context_window("claude-opus-4-1", beta_1m=True) == 200_000
     assert context_window("some-other-model") == 200_000
+    for model in ("claude-opus-5-5", "claude-sonnet-5", "claude-haiku-5-5", "claude-fable-5-1"):
+        assert context_window(model) == 1_000_000, model
+    assert context_window("claude-haiku-4-5") == 200_000
 
 
 def test_replace_from_has_the_digest_of_building_the_whole_list() -> None:
