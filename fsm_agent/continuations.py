@@ -24,6 +24,7 @@ from fsm_agent.events import Notice
 from fsm_agent.machine import MODEL_FALLBACK, Continue, Terminal
 from fsm_agent.messages import Message, TextBlock, ToolResultBlock, tool_results
 from fsm_agent.phases import Run
+from fsm_agent.preprocess import compact_hook
 from fsm_agent.state import (
     AutoCompactTracking,
     BudgetTracker,
@@ -153,17 +154,18 @@ async def max_output_tokens_recovery(
 async def reactive_compact_retry(
     run: Run, state: LoopState, it: Iteration, facts: Facts
 ) -> LoopState:
-    compacted = reactive_compact(it.messages_for_query)
-    run.emit(
-        Notice(
-            "compact",
-            f"context too long: compacted {len(it.messages_for_query)} "
-            f"messages to {len(compacted)}, retrying",
-        )
-    )
+    messages = it.messages_for_query
+    blocked = await compact_hook(run, "PreCompact", {"custom_instructions": None})
+    compacted = messages if blocked else reactive_compact(messages)
+    if blocked:
+        done = f"compaction blocked by a PreCompact hook: {blocked}"
+    else:
+        done = f"compacted {len(messages)} messages to {len(compacted)}, retrying"
+        await compact_hook(run, "PostCompact", {"compact_summary": None})
+    run.emit(Notice("compact", f"context too long: {done}"))
     return _whole(
         messages=compacted,
-        tool_context=_tool_context(state, it),
+        tool_context=_tool_context(state, evolve(it, memory_forgotten=not blocked)),
         auto_compact_tracking=it.auto_compact_tracking,
         max_output_tokens_recovery_count=state.max_output_tokens_recovery_count,
         has_attempted_reactive_compact=True,

@@ -163,7 +163,7 @@ async def autocompact(run: Run, it: Iteration, tracking: AutoCompactTracking) ->
     was and counts towards the limit of consecutive failures.
     """
     messages, before = it.messages_for_query, it.token_count
-    blocked = await _compact_hook(run, "PreCompact", {"custom_instructions": None})
+    blocked = await compact_hook(run, "PreCompact", {"custom_instructions": None})
     if blocked:
         report(run, "autocompact", before, before, f"blocked by a PreCompact hook: {blocked}")
         return it
@@ -190,7 +190,7 @@ async def autocompact(run: Run, it: Iteration, tracking: AutoCompactTracking) ->
     after = await token_count(run, it, compacted)
     detail = f"summarised {cut} messages, kept {len(messages) - cut}"
     report(run, "autocompact", before, after, detail)
-    await _compact_hook(run, "PostCompact", {"compact_summary": summary})
+    await compact_hook(run, "PostCompact", {"compact_summary": summary})
     return evolve(
         it,
         messages_for_query=compacted,
@@ -201,8 +201,9 @@ async def autocompact(run: Run, it: Iteration, tracking: AutoCompactTracking) ->
     )
 
 
-async def _compact_hook(run: Run, event: str, fields: dict[str, Any]) -> str | None:
-    """Run PreCompact or PostCompact hooks (trigger `auto`); what a blocking one said."""
+async def compact_hook(run: Run, event: str, fields: dict[str, Any]) -> str | None:
+    """Run PreCompact or PostCompact hooks (trigger `auto`: every compaction here is
+    automatic); what a blocking one said, or None."""
     if not run.config.has_hooks(event):
         return None
     payload = {

@@ -593,3 +593,36 @@ def test_leaving_a_chat_ends_the_session_with_prompt_input_exit(tmp_path: Path) 
     asyncio.run(plan.arun([user("hi")], None))
     plan.end("prompt_input_exit")
     assert json.loads((tmp_path / "end.json").read_text())["reason"] == "prompt_input_exit"
+
+
+def test_pre_compact_can_block_the_reactive_compaction_too(workspace: Path, tmp_path: Path) -> None:
+    from tests.conftest import SCENARIOS
+
+    block = capture(tmp_path, "pre", 'echo "no compaction" >&2; exit 2')
+    post = capture(tmp_path, "post")
+    data = json.loads((SCENARIOS / "reactive_compact.json").read_text())
+    data["turns"].insert(1, data["turns"][0])
+    hooks = {
+        "PreCompact": [{"hooks": [{"type": "command", "command": block}]}],
+        "PostCompact": [{"hooks": [{"type": "command", "command": post}]}],
+    }
+    seen: list[Any] = []
+    result = _run(workspace, {**data, "settings": {"hooks": hooks}}, tmp_path, on_event=seen.append)
+    assert "reactive_compact_retry" in result.edges
+    assert result.reason == "prompt_too_long"
+    notices = [e.text for e in seen if type(e).__name__ == "Notice"]
+    assert "context too long: compaction blocked by a PreCompact hook: no compaction" in notices
+    assert json.loads((workspace / "pre.json").read_text())["trigger"] == "auto"
+    assert not (workspace / "post.json").exists()
+
+
+def test_post_compact_follows_the_reactive_compaction(workspace: Path, tmp_path: Path) -> None:
+    from tests.conftest import SCENARIOS
+
+    post = capture(tmp_path, "post")
+    data = json.loads((SCENARIOS / "reactive_compact.json").read_text())
+    hooks = {"PostCompact": [{"hooks": [{"type": "command", "command": post}]}]}
+    result = _run(workspace, {**data, "settings": {"hooks": hooks}}, tmp_path)
+    assert result.reason == "completed"
+    sent = json.loads((workspace / "post.json").read_text())
+    assert sent["trigger"] == "auto" and sent["compact_summary"] is None
