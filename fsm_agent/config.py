@@ -52,7 +52,9 @@ class RunConfig:
 
     @property
     def effective_window(self) -> int:
-        return self.context_window - min(self.max_output_tokens, 20_000)
+        """The window less what a summary may need: the model's output limit (the
+        escalated one, not the capped default a request asks for), at most 20k."""
+        return self.context_window - min(self.escalated_max_output_tokens, 20_000)
 
     @property
     def blocking_limit(self) -> int:

@@ -115,6 +115,16 @@ def test_count_without_usage_is_an_estimate() -> None:
     assert count.tokens == estimate_all(messages)
 
 
+def test_thresholds_are_claude_codes() -> None:
+    """20k reserved for the summary whatever max_tokens a request asks: Claude Code
+    autocompacts at 167k on a 200k window and at about 967k on a 1M one."""
+    assert RunConfig(context_window=200_000).autocompact_threshold == 167_000
+    assert RunConfig(context_window=200_000).blocking_limit == 177_000
+    assert RunConfig(context_window=1_000_000).autocompact_threshold == 967_000
+    small_output = RunConfig(context_window=200_000, escalated_max_output_tokens=4_096)
+    assert small_output.effective_window == 195_904
+
+
 def test_context_window_table() -> None:
     assert context_window("claude-sonnet-4-5") == 200_000
     assert context_window("claude-opus-4-1-20250805") == 200_000
