@@ -18,6 +18,8 @@ from pathlib import Path
 
 from attrs import frozen
 
+from fsm_agent.config import PathRule
+
 MAX_IMPORT_HOPS = 4
 GIT_STATUS_MAX_CHARS = 2_000
 GIT_TIMEOUT_S = 3.0
@@ -109,21 +111,116 @@ def _load(path: Path, kind: str, home: Path, seen: set[Path], hops: int = 0) -> 
 def memory_files(cwd: Path, home: Path, managed: Path | None = MANAGED_PATH) -> list[MemoryFile]:
     """The CLAUDE.md files Claude Code loads at start, in its order.
 
-    Managed policy, then `~/.claude/CLAUDE.md`, then for each directory from
-    the filesystem root down to `cwd`: `CLAUDE.md`, `.claude/CLAUDE.md`,
-    `CLAUDE.local.md`.
+    Managed policy, then `~/.claude/CLAUDE.md` and the user's rules, then for
+    each directory from the filesystem root down to `cwd`: `CLAUDE.md`,
+    `.claude/CLAUDE.md` (followed, in `cwd`, by its `.claude/rules/*.md` that
+    have no `paths:`), `CLAUDE.local.md`.
     """
     seen: set[Path] = set()
     out: list[MemoryFile] = []
     if managed is not None:
         out += _load(managed, "managed", home, seen)
     out += _load(home / ".claude" / "CLAUDE.md", "user", home, seen)
+    out += [MemoryFile(f, "user", text) for f, globs, text in rules(home) if globs is None]
     cwd = cwd.resolve()
     for directory in (*reversed(cwd.parents), cwd):
         out += _load(directory / "CLAUDE.md", "project", home, seen)
         out += _load(directory / ".claude" / "CLAUDE.md", "project", home, seen)
+        if directory == cwd:
+            out += [MemoryFile(f, "project", t) for f, globs, t in rules(cwd) if globs is None]
         out += _load(directory / "CLAUDE.local.md", "local", home, seen)
     return out
+
+
+def rules(directory: Path) -> list[tuple[Path, tuple[str, ...] | None, str]]:
+    """`.claude/rules/**/*.md` under `directory`, sorted: each file's `paths:` globs
+    (None when it has none: it always applies) and its text, comments stripped."""
+    root = directory / ".claude" / "rules"
+    if not root.is_dir():
+        return []
+    out: list[tuple[Path, tuple[str, ...] | None, str]] = []
+    for path in sorted(root.rglob("*.md")):
+        text = _read(path)
+        if text is None:
+            continue
+        globs, body = frontmatter_paths(text)
+        body = strip_comments(body).strip()
+        if body:
+            out.append((path, globs, body))
+    return out
+
+
+def frontmatter_paths(text: str) -> tuple[tuple[str, ...] | None, str]:
+    """The `paths:` of a rule file's YAML frontmatter, and the text after it.
+
+    Takes the two forms rule files use: `paths: src/**/*.{ts,tsx}` (or an
+    inline `[a, b]` list), and a block list of `- "glob"` lines.
+    """
+    if not text.startswith("---"):
+        return None, text
+    lines = text.splitlines()
+    end = next((i for i in range(1, len(lines)) if lines[i].strip() == "---"), None)
+    if end is None:
+        return None, text
+    head, body = lines[1:end], "\n".join(lines[end + 1 :])
+    for n, line in enumerate(head):
+        key, _, value = line.partition(":")
+        if key.strip() != "paths":
+            continue
+        value = value.strip()
+        if value.startswith("["):
+            items = _split_outside_braces(value.strip("[]"))
+        elif value:
+            items = [value]
+        else:
+            items = []
+            for item in head[n + 1 :]:
+                if not item.strip().startswith("-"):
+                    break
+                items.append(item.strip()[1:])
+        globs = tuple(g for g in (i.strip().strip("'\"") for i in items) if g)
+        return (globs or None), body
+    return None, body
+
+
+def _split_outside_braces(text: str) -> list[str]:
+    parts, depth, current = [], 0, ""
+    for c in text:
+        depth += (c == "{") - (c == "}")
+        if c == "," and depth == 0:
+            parts.append(current)
+            current = ""
+        else:
+            current += c
+    return [*parts, current]
+
+
+def matching_rules(
+    cwd: str, rules: Sequence[PathRule], files: Iterable[str], shown: Sequence[str]
+) -> list[PathRule]:
+    """The rules not shown yet that one of `files` (absolute) matches. Pure."""
+    from fsm_agent.tools.globs import compile_glob
+
+    pending = [r for r in rules if r.path not in shown]
+    if not pending:
+        return []
+    root = os.path.realpath(cwd)
+    relative = [os.path.relpath(f, root).replace(os.sep, "/") for f in files]
+    relative = [r for r in relative if not r.startswith("../")]
+    return [
+        r
+        for r in pending
+        if any(compile_glob(g).fullmatch(f) for g in r.globs for f in relative)
+    ]
+
+
+def path_rules(cwd: Path) -> tuple[PathRule, ...]:
+    """The workspace's rules scoped by `paths:`, for `RunConfig.path_rules`."""
+    return tuple(
+        PathRule(str(f), globs, f"Contents of {f} ({DESCRIPTIONS['project']}):\n\n{text}")
+        for f, globs, text in rules(cwd.resolve())
+        if globs is not None
+    )
 
 
 MEMORY_NAMES: tuple[tuple[str, str], ...] = (

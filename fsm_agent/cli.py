@@ -177,6 +177,8 @@ def _plan(
     if not os.path.isdir(workspace):
         fail(f"the resumed session's workspace {workspace} does not exist (pass --cwd)")
     user_context, system_context = _context(workspace)
+    from fsm_agent.claude_md import path_rules
+
     try:
         settings = load_settings(
             workspace,
@@ -191,6 +193,7 @@ def _plan(
         cwd=workspace,
         user_context=user_context,
         system_context=system_context,
+        path_rules=path_rules(Path(workspace)),
         permission_mode=settings.permissions.default_mode,
         permissions=settings.permissions,
         hooks=settings.hooks,

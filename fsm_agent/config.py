@@ -21,6 +21,16 @@ DEFAULT_SYSTEM_PROMPT = (
 
 
 @frozen
+class PathRule:
+    """A `.claude/rules/*.md` file scoped by `paths:` frontmatter: shown to the model,
+    once, when it first reads a file matching one of `globs` (relative to the workspace)."""
+
+    path: str
+    globs: tuple[str, ...]
+    text: str
+
+
+@frozen
 class RunConfig:
     model: str = DEFAULT_MODEL
     cwd: str = "."
@@ -43,6 +53,7 @@ class RunConfig:
     session_source: str = "startup"
     autocompact: bool = True
     snip_threshold: int | None = None
+    path_rules: tuple[PathRule, ...] = ()
     hooked_events: tuple[str, ...] | None = None
     """The hook events something listens to; the engine calls no hooks for the others.
     None: any event may have a hook (in-process hooks that do not say)."""

@@ -12,7 +12,7 @@ from collections.abc import Awaitable, Callable
 
 from attrs import evolve, field, frozen
 
-from fsm_agent.claude_md import nested_candidates
+from fsm_agent.claude_md import matching_rules, nested_candidates
 from fsm_agent.config import RunConfig
 from fsm_agent.context import (
     append_system_context,
@@ -287,19 +287,23 @@ async def tool_execution(run: Run, state: LoopState, it: Iteration) -> tuple[Ite
 
 
 async def attachments(run: Run, state: LoopState, it: Iteration) -> tuple[Iteration, Facts]:
-    """Queued user input, and the CLAUDE.md files of directories first read from this turn."""
+    """Queued user input; the CLAUDE.md files of directories first read from this turn,
+    and the rules whose `paths:` a file read this turn matches, each shown once."""
     queued = run.effects.queued_input()
+    if not it.read_files:
+        return (evolve(it, attachments=queued) if queued else it), NO_FACTS
     checked = state.tool_context.memory_checked
     candidates = tuple(
-        p
-        for p in (nested_candidates(run.config.cwd, it.read_files) if it.read_files else ())
-        if p not in checked
+        p for p in nested_candidates(run.config.cwd, it.read_files) if p not in checked
     )
-    if not candidates:
+    found = await run.effects.nested_memory(candidates) if candidates else {}
+    rules = matching_rules(run.config.cwd, run.config.path_rules, it.read_files, checked)
+    texts = (*found.values(), *(r.text for r in rules))
+    if not texts and not candidates:
         return (evolve(it, attachments=queued) if queued else it), NO_FACTS
-    found = await run.effects.nested_memory(candidates)
-    notes = tuple(f"<system-reminder>\n{text}\n</system-reminder>" for text in found.values())
-    return evolve(it, attachments=(*notes, *queued), memory_checked=candidates), NO_FACTS
+    notes = tuple(f"<system-reminder>\n{text}\n</system-reminder>" for text in texts)
+    shown = (*candidates, *(r.path for r in rules))
+    return evolve(it, attachments=(*notes, *queued), memory_checked=shown), NO_FACTS
 
 
 async def continuation(run: Run, state: LoopState, it: Iteration) -> tuple[Iteration, Facts]:

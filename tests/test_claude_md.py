@@ -162,6 +162,7 @@ def test_run_records_the_context_in_the_log_header(tmp_path: Path, workspace: Pa
     home = tmp_path / "home"
     write(home / ".claude" / "CLAUDE.md", "Always answer in English.")
     write(workspace / "CLAUDE.md", "This project keeps notes.")
+    write(workspace / ".claude" / "rules" / "py.md", "---\npaths: '**/*.py'\n---\nType hints.")
     log = tmp_path / "run.jsonl"
     args = ["run", "--scripted", str(SCENARIOS / "tool_round.json"), "--cwd", str(workspace)]
     proc = fsm(*args, "--log", str(log), env={"HOME": str(home)})
@@ -171,6 +172,8 @@ def test_run_records_the_context_in_the_log_header(tmp_path: Path, workspace: Pa
     assert "This project keeps notes." in header["user_context"]["claudeMd"]
     assert header["system_context"]["workingDirectory"] == str(workspace.resolve())
     assert "context_window" not in header
+    [rule] = header["path_rules"]
+    assert rule["globs"] == ["**/*.py"] and rule["text"].endswith("Type hints.")
     start = json.loads(log.read_text().splitlines()[1])
     assert start["t"] == "start"
     check = fsm("replay", str(log), "--check")
@@ -252,3 +255,72 @@ def test_after_a_compaction_nested_memory_is_looked_for_again() -> None:
     assert _tool_context(state, it).memory_checked == ("a", "b")
     forgotten = evolve(it, memory_forgotten=True)
     assert _tool_context(state, forgotten).memory_checked == ("b",)
+
+
+@pytest.mark.parametrize(
+    ("head", "globs"),
+    [
+        ('paths:\n  - "src/**/*.ts"\n  - lib/*.py', ("src/**/*.ts", "lib/*.py")),
+        ("paths: src/**/*.{ts,tsx}", ("src/**/*.{ts,tsx}",)),
+        ('paths: ["a/*.md", "b/**/*.{c,h}"]', ("a/*.md", "b/**/*.{c,h}")),
+        ("description: no paths here", None),
+    ],
+)
+def test_rule_frontmatter_paths(head: str, globs: tuple[str, ...] | None) -> None:
+    from fsm_agent.claude_md import frontmatter_paths
+
+    found, body = frontmatter_paths(f"---\n{head}\n---\nUse strict mode.\n")
+    assert found == globs
+    assert body.strip() == "Use strict mode."
+    assert frontmatter_paths("No frontmatter.") == (None, "No frontmatter.")
+
+
+def test_rules_without_paths_load_at_start_in_claude_codes_place(tree: tuple[Path, Path]) -> None:
+    cwd, home = tree
+    write(home / ".claude" / "rules" / "style.md", "User rule.")
+    write(cwd / ".claude" / "CLAUDE.md", "Dot-claude memory.")
+    write(cwd / ".claude" / "rules" / "always.md", "Always rule.")
+    write(cwd / ".claude" / "rules" / "ts.md", "---\npaths: src/**/*.ts\n---\nTS rule.")
+    write(cwd / "CLAUDE.local.md", "Local memory.")
+    contents = [f.content for f in memory_files(cwd, home, managed=None)]
+    assert "TS rule." not in contents
+    order = [
+        c
+        for c in contents
+        if c in ("User rule.", "Dot-claude memory.", "Always rule.", "Local memory.")
+    ]
+    assert order == ["User rule.", "Dot-claude memory.", "Always rule.", "Local memory."]
+
+
+def test_a_scoped_rule_is_shown_once_when_a_matching_file_is_read(
+    workspace: Path, tmp_path: Path
+) -> None:
+    from fsm_agent.claude_md import path_rules
+    from fsm_agent.config import RunConfig
+    from fsm_agent.scripted import Scenario, ScriptedModel
+    from fsm_agent.session import replay, run
+
+    write(
+        workspace / ".claude" / "rules" / "ts.md",
+        '---\npaths:\n  - "src/**/*.ts"\n---\nUse strict mode.',
+    )
+    for name in ("README.md", "src/a.ts", "src/deep/b.ts"):
+        write(workspace / name, "x\n")
+    rules = path_rules(workspace)
+    assert [r.globs for r in rules] == [("src/**/*.ts",)]
+    config = RunConfig(model="scripted", cwd=str(workspace.resolve()), path_rules=rules)
+    log = tmp_path / "r.jsonl"
+    result = run(
+        "look",
+        model=ScriptedModel(Scenario.parse(_reads("README.md", "src/a.ts", "src/deep/b.ts"))),
+        config=config,
+        log=log,
+    )
+    user_turns = [m for m in result.messages if m.role == "user"][1:]
+    texts = [[b.text for b in m.content if b.__class__.__name__ == "TextBlock"] for m in user_turns]
+    assert texts[0] == [] and texts[2] == []
+    [shown] = texts[1]
+    assert shown.startswith("<system-reminder>\nContents of ")
+    tail = "ts.md (project instructions, checked into the codebase):\n\nUse strict mode."
+    assert shown.endswith(f"{tail}\n</system-reminder>")
+    assert replay(log).messages.digest == result.messages.digest
