@@ -3,9 +3,11 @@
 Read once before a run (`gather`): the result goes into `RunConfig.user_context`
 (prepended to every request as a `<system-reminder>` meta message) and
 `RunConfig.system_context` (appended to the system prompt), and so into the
-session log's header, which is what a replay uses. The one exception is
-`read_nested`, the live side of the `memory` effect: CLAUDE.md files in a
-subdirectory, read when the model first reads a file there.
+session log's header, which is what a replay uses; rules scoped by `paths:`
+go into `RunConfig.path_rules` the same way. During the loop, the pure
+`nested_candidates` and `matching_rules` decide what a turn's file reads
+bring in, and `read_nested` is the live side of the `memory` effect that
+reads a subdirectory's CLAUDE.md.
 """
 
 from __future__ import annotations
