@@ -61,6 +61,7 @@ HELP = (
     ("msgs", "the messages sent to the model at this step"),
     ("diff [A B]", "how the LoopState changed from step A to B (default: previous step to this)"),
     ("w, where", "the path so far and where the machine is now"),
+    ("l, list", "the edges out of the current state, with their guards"),
     ("effects", "the effect records of this step"),
     ("help", "this list"),
     ("q, quit", "leave"),
@@ -451,17 +452,28 @@ class Debugger(cmd.Cmd):
             )
         if self.pos == 0:
             lines.append(Text("→    0 start"))
+        return Group(*lines, *self._here())
+
+    do_w = do_bt = do_where
+
+    def do_list(self, arg: str) -> RenderableType:
+        """pdb lists the code around the current line; here the code is the edge table."""
+        return Group(*self._here())
+
+    do_l = do_list
+
+    def _here(self) -> list[Text]:
+        """The state the machine is in, its edges out with their guards, ▶ on the logged one."""
+        index = self.stepper.index
         state = STATES[0] if self.pos == 0 else index.transition(self.pos)["to"]
         upcoming = index.transition(self.pos + 1)["edge"] if self.pos < index.steps else None
-        lines.append(Text(f"now in {state}", style="bold"))
+        lines = [Text(f"now in {state}", style="bold")]
         for edge in edges_from(state):
             mark = "▶" if edge.name == upcoming else " "
             lines.append(Text(f"  {mark} -[{edge.name}]-> {edge.dest}   when {edge.when}"))
         if not edges_from(state):
             lines.append(Text("  (a final state)", style="dim"))
-        return Group(*lines)
-
-    do_w = do_bt = do_where
+        return lines
 
     def do_effects(self, arg: str) -> RenderableType:
         if self.pos == 0:

@@ -237,3 +237,12 @@ def test_b_is_pdbs_break(dbg: Debugger) -> None:
     assert dbg.text("b edge=next_turn") == "breakpoint 1: edge=next_turn\n"
     assert dbg.text("c").startswith("step 7/20: continuation -[next_turn]-> preprocess")
     assert "edge=next_turn" in dbg.text("b")
+
+
+def test_list_shows_the_edge_table_around_the_current_state(dbg: Debugger) -> None:
+    dbg.onecmd("g 3")
+    lines = dbg.text("l").splitlines()
+    assert lines[0] == "now in abort_check"
+    assert lines[1].startswith("    -[aborted_streaming]-> aborted_streaming   when interrupted")
+    assert lines[2].startswith("  ▶ -[tool_use]-> tool_execution")
+    assert dbg.text("l") == dbg.text("list")
