@@ -124,9 +124,12 @@ def _run_options(fn: Any) -> Any:
         ),
         click.option(
             "--permission-mode",
-            type=click.Choice(["default", "acceptEdits", "plan", "dontAsk", "bypassPermissions"]),
+            type=click.Choice(
+                ["default", "acceptEdits", "plan", "dontAsk", "bypassPermissions", "auto"]
+            ),
             help="How calls no rule decides are treated. Default: settings' defaultMode, "
-            "else default (asks; without a terminal, asking is denying).",
+            "else default (asks; without a terminal, asking is denying). auto needs Claude "
+            "Code's safety classifier: it runs as default, with a warning.",
         ),
         click.option(
             "--allowed-tools",
@@ -168,6 +171,7 @@ def _plan(
     from fsm_agent.effects import AbortSignal
     from fsm_agent.launch import Plan
     from fsm_agent.models import context_window as window_of
+    from fsm_agent.permissions import UNSUPPORTED_MODES, unsupported_mode_warning
     from fsm_agent.scripted import ScenarioError, ScriptedHooks, ScriptedModel
     from fsm_agent.settings import SettingsError, load_settings
 
@@ -188,6 +192,14 @@ def _plan(
         )
     except SettingsError as exc:
         fail(str(exc))
+    for warning in settings.warnings:
+        click.echo(f"fsm-agent: warning: {warning}", err=True)
+    if permission_mode in UNSUPPORTED_MODES:
+        click.echo(
+            f"fsm-agent: warning: {unsupported_mode_warning(permission_mode, '--permission-mode')}",
+            err=True,
+        )
+        permission_mode = UNSUPPORTED_MODES[permission_mode]
     config = config_with(
         base,
         cwd=workspace,

@@ -28,6 +28,17 @@ from fsm_agent.tools.globs import translate
 
 MODES = ("default", "acceptEdits", "plan", "dontAsk", "bypassPermissions")
 MODE_ALIASES = {"manual": "default"}
+UNSUPPORTED_MODES = {"auto": "default"}
+"""Claude Code modes fsm-agent cannot honour, and the stricter mode it uses instead:
+`auto` approves through a safety classifier model, which fsm-agent does not have."""
+
+
+def unsupported_mode_warning(mode: str, where: str) -> str:
+    return (
+        f"{where}: permission mode {mode!r} needs Claude Code's safety classifier, which "
+        f"fsm-agent does not have; using {UNSUPPORTED_MODES[mode]!r} (asks before anything "
+        "but reads)"
+    )
 READ_TOOLS = frozenset({"Read", "Glob", "Grep"})
 EDIT_TOOLS = frozenset({"Edit", "Write", "NotebookEdit"})
 PATH_KEYS = {"Read": "file_path", "Write": "file_path", "Edit": "file_path"}

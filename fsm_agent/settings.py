@@ -18,11 +18,13 @@ from attrs import frozen
 
 from fsm_agent.command_hooks import HookMatcher, HookSettingsError, parse_hooks
 from fsm_agent.permissions import (
+    UNSUPPORTED_MODES,
     PermissionError_,
     PermissionSettings,
     Rule,
     RuleSource,
     check_mode,
+    unsupported_mode_warning,
 )
 
 
@@ -34,6 +36,8 @@ class SettingsError(ValueError):
 class Settings:
     permissions: PermissionSettings = PermissionSettings()
     hooks: tuple[HookMatcher, ...] = ()
+    warnings: tuple[str, ...] = ()
+    """What was read but cannot be honoured as written (a mode fsm-agent lacks)."""
 
 
 def settings_files(cwd: str, home: str) -> list[tuple[Path, str]]:
@@ -70,6 +74,10 @@ def parse_settings(data: Any, origin: str, root: str, cwd: str) -> Settings:
     if not isinstance(dirs, list) or not all(isinstance(d, str) for d in dirs):
         raise SettingsError(f"{origin}: permissions.additionalDirectories must be a list of paths")
     mode = perms.get("defaultMode")
+    warnings: tuple[str, ...] = ()
+    if mode in UNSUPPORTED_MODES:
+        warnings = (unsupported_mode_warning(mode, f"{origin}: permissions.defaultMode"),)
+        mode = UNSUPPORTED_MODES[mode]
     if mode is not None:
         try:
             mode = check_mode(str(mode))
@@ -89,7 +97,7 @@ def parse_settings(data: Any, origin: str, root: str, cwd: str) -> Settings:
         hooks = parse_hooks(data.get("hooks"), origin)
     except HookSettingsError as exc:
         raise SettingsError(str(exc)) from None
-    return Settings(permissions, hooks)
+    return Settings(permissions, hooks, warnings)
 
 
 def load_settings(
@@ -113,13 +121,17 @@ def load_settings(
         except (OSError, UnicodeDecodeError) as exc:
             raise SettingsError(f"{path}: cannot read: {exc}") from None
         one = parse_settings(data, str(path), root, cwd)
-        merged = Settings(merged.permissions.merged(one.permissions), merged.hooks + one.hooks)
+        merged = Settings(
+            merged.permissions.merged(one.permissions),
+            merged.hooks + one.hooks,
+            merged.warnings + one.warnings,
+        )
     cli = PermissionSettings(
         allow=_rules(_split_flags(allowed_tools), "--allowed-tools: rule", cwd),
         deny=_rules(_split_flags(disallowed_tools), "--disallowed-tools: rule", cwd),
         additional_directories=tuple(os.path.realpath(os.path.join(cwd, d)) for d in add_dirs),
     )
-    return Settings(merged.permissions.merged(cli), merged.hooks)
+    return Settings(merged.permissions.merged(cli), merged.hooks, merged.warnings)
 
 
 def _split_flags(values: Sequence[str]) -> list[str]:

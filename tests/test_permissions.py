@@ -321,3 +321,23 @@ def test_a_glob_with_too_many_matches_counts_as_outside(tmp_path, monkeypatch) -
     ws = Workspace(str(tmp_path), "/home/u")
     facts = call_facts("Bash", {"command": "cat f*"}, ws, default_resolve(str(tmp_path)), expand)
     assert evaluate(facts, PermissionSettings(), "default", ws).behavior == "ask"
+
+
+def test_auto_mode_from_a_settings_file_runs_as_default_with_a_warning(tmp_path: Path) -> None:
+    (tmp_path / ".claude").mkdir()
+    (tmp_path / ".claude" / "settings.json").write_text('{"permissions": {"defaultMode": "auto"}}')
+    s = load_settings(str(tmp_path), str(tmp_path / "nohome"))
+    assert s.permissions.default_mode == "default"
+    [warning] = s.warnings
+    assert "settings.json: permissions.defaultMode: permission mode 'auto'" in warning
+    assert "using 'default'" in warning
+
+
+def test_auto_mode_on_the_command_line_warns_and_runs(workspace: Path, tmp_path: Path) -> None:
+    from tests.test_cli import run_scripted
+
+    proc = run_scripted("tool_round", workspace, tmp_path / "r.jsonl", "--permission-mode", "auto")
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stderr.startswith("fsm-agent: warning: --permission-mode: permission mode 'auto'")
+    header = json.loads((tmp_path / "r.jsonl").read_text().splitlines()[0])
+    assert header["config"].get("permission_mode", "default") != "auto"
