@@ -250,11 +250,10 @@ def nested_candidates(cwd: str, files: Iterable[str]) -> list[str]:
 
 def read_nested(paths: Sequence[str], home: Path) -> dict[str, str]:
     """Each of `paths` that exists, and what it imports, as the model is shown it."""
-    kinds = {name: kind for name, kind in MEMORY_NAMES}
     seen: set[Path] = set()
     out: dict[str, str] = {}
     for path in paths:
-        kind = next((k for name, k in kinds.items() if path.endswith(os.sep + name)), "project")
+        kind = next((k for name, k in MEMORY_NAMES if path.endswith(os.sep + name)), "project")
         for f in _load(Path(path), kind, home, seen):
             if f.content:
                 out[str(f.path)] = f"Contents of {f.path} ({DESCRIPTIONS[f.kind]}):\n\n{f.content}"

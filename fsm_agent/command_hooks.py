@@ -16,12 +16,15 @@ import os
 import re
 import signal
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from attrs import frozen
 
 from fsm_agent.hooks import NO_OPINION, HookOutcome, merge
 from fsm_agent.permissions import PermissionError_, Place, Rule, rule_covers_call
+
+if TYPE_CHECKING:
+    from fsm_agent.config import RunConfig
 
 TOOL_EVENTS = frozenset({"PreToolUse", "PostToolUse", "PostToolUseFailure", "PermissionRequest"})
 DEFAULT_TIMEOUT_S = 600.0
@@ -281,6 +284,16 @@ class CommandHooks:
         self.project_dir = project_dir
         self.transcript_path = transcript_path
         self.permission_mode = permission_mode
+
+    @classmethod
+    def for_run(cls, config: RunConfig, transcript_path: str) -> CommandHooks:
+        """The settings' hooks of a run in `config.cwd`, its log as `transcript_path`."""
+        return cls(
+            config.hooks,
+            project_dir=config.cwd,
+            transcript_path=transcript_path,
+            permission_mode=config.permission_mode,
+        )
 
     def payload(self, event: str, payload: Mapping[str, Any]) -> dict[str, Any]:
         return {

@@ -27,7 +27,7 @@ from fsm_agent.codec import CodecError, structure
 from fsm_agent.driver import Engine, LoopResult
 from fsm_agent.effects import AbortSignal, Effects, LiveEffects
 from fsm_agent.events import DriverEvent, StreamEvent
-from fsm_agent.hooks import CombinedHooks, HookOutcome, Hooks, events_of, hooked_events
+from fsm_agent.hooks import HookOutcome, Hooks, events_of, hooked_events, joined
 from fsm_agent.log import LogWriter, SessionLog, default_log_path
 from fsm_agent.machine import FINAL_STATES
 from fsm_agent.messages import Message
@@ -270,13 +270,7 @@ async def afork(
     if config.hooks:
         from fsm_agent.command_hooks import CommandHooks
 
-        commands = CommandHooks(
-            config.hooks,
-            project_dir=config.cwd,
-            transcript_path=str(path.resolve()),
-            permission_mode=config.permission_mode,
-        )
-        hooks = commands if hooks is None else CombinedHooks(commands, hooks)
+        hooks = joined(CommandHooks.for_run(config, str(path.resolve())), hooks)
     live = LiveEffects(
         model,
         default_tools() if tools is None else tools,

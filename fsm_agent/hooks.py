@@ -98,6 +98,14 @@ def hooked_events(
     return tuple(sorted(frozenset().union(*sources)))  # type: ignore[arg-type]
 
 
+def joined(*sources: Hooks | None) -> Hooks | None:
+    """The sources that are there, as one (None when none is)."""
+    present = [s for s in sources if s is not None]
+    if len(present) < 2:
+        return present[0] if present else None
+    return CombinedHooks(*present)
+
+
 class NoHooks:
     events: frozenset[str] = frozenset()
 

@@ -69,12 +69,7 @@ class Plan:
             return
         from fsm_agent.command_hooks import CommandHooks
 
-        hooks = CommandHooks(
-            self.config.hooks,
-            project_dir=self.config.cwd,
-            transcript_path=str(self.parent or ""),
-            permission_mode=self.config.permission_mode,
-        )
+        hooks = CommandHooks.for_run(self.config, str(self.parent or ""))
         payload = {
             "hook_event_name": "SessionEnd",
             "session_id": self.parent_session_id or "",

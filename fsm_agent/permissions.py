@@ -39,6 +39,8 @@ def unsupported_mode_warning(mode: str, where: str) -> str:
         f"fsm-agent does not have; using {UNSUPPORTED_MODES[mode]!r} (asks before anything "
         "but reads)"
     )
+
+
 READ_TOOLS = frozenset({"Read", "Glob", "Grep"})
 EDIT_TOOLS = frozenset({"Edit", "Write", "NotebookEdit"})
 PATH_KEYS = {"Read": "file_path", "Write": "file_path", "Edit": "file_path"}
@@ -634,17 +636,14 @@ def rule_covers_call(rule: Rule, tool: str, tool_input: Mapping[str, Any], place
         return False
     if rule.content is None:
         return True
-    command = tool_input.get("command")
-    if tool == "Bash" and isinstance(command, str):
-        return any(bash_rule_matches(rule, sub) for sub in split_command(command))
-    key = "path" if tool in SEARCH_TOOLS else PATH_KEYS.get(tool)
-    path = tool_input.get(key) if key else None
-    if tool in SEARCH_TOOLS and not path:
-        path = place.cwd
-    if not isinstance(path, str):
-        return False
-    real = os.path.realpath(os.path.join(place.cwd, os.path.expanduser(path)))
-    return path_rule_matches(rule, real, place, "allow")
+    facts = call_facts(
+        tool, tool_input, Workspace(place.cwd, place.home), default_resolve(place.cwd)
+    )
+    if tool == "Bash":
+        return any(bash_rule_matches(rule, sub) for sub in facts.subcommands)
+    return bool(facts.paths) and all(
+        path_rule_matches(rule, p, place, "allow") for p in facts.paths
+    )
 
 
 def read_denied(settings: PermissionSettings, ws: Workspace) -> Callable[[str], bool] | None:

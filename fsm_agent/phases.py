@@ -290,8 +290,16 @@ async def attachments(run: Run, state: LoopState, it: Iteration) -> tuple[Iterat
     """Queued user input; the CLAUDE.md files of directories first read from this turn,
     and the rules whose `paths:` a file read this turn matches, each shown once."""
     queued = run.effects.queued_input()
-    if not it.read_files:
-        return (evolve(it, attachments=queued) if queued else it), NO_FACTS
+    notes, shown = await _memory_notes(run, state, it) if it.read_files else ((), ())
+    if not (queued or shown):
+        return it, NO_FACTS
+    return evolve(it, attachments=(*notes, *queued), memory_checked=shown), NO_FACTS
+
+
+async def _memory_notes(
+    run: Run, state: LoopState, it: Iteration
+) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """The reminders this turn's reads bring in, and every path now looked at."""
     checked = state.tool_context.memory_checked
     candidates = tuple(
         p for p in nested_candidates(run.config.cwd, it.read_files) if p not in checked
@@ -299,11 +307,8 @@ async def attachments(run: Run, state: LoopState, it: Iteration) -> tuple[Iterat
     found = await run.effects.nested_memory(candidates) if candidates else {}
     rules = matching_rules(run.config.cwd, run.config.path_rules, it.read_files, checked)
     texts = (*found.values(), *(r.text for r in rules))
-    if not texts and not candidates:
-        return (evolve(it, attachments=queued) if queued else it), NO_FACTS
     notes = tuple(f"<system-reminder>\n{text}\n</system-reminder>" for text in texts)
-    shown = (*candidates, *(r.path for r in rules))
-    return evolve(it, attachments=(*notes, *queued), memory_checked=shown), NO_FACTS
+    return notes, (*candidates, *(r.path for r in rules))
 
 
 async def continuation(run: Run, state: LoopState, it: Iteration) -> tuple[Iteration, Facts]:

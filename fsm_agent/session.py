@@ -101,7 +101,7 @@ async def arun(
     from fsm_agent.approvals import Approvals
     from fsm_agent.command_hooks import CommandHooks
     from fsm_agent.effects import LiveEffects
-    from fsm_agent.hooks import CombinedHooks, events_of, hooked_events
+    from fsm_agent.hooks import events_of, hooked_events, joined
     from fsm_agent.permissions import removed_tools
 
     live_effects = live_effects or LiveEffects
@@ -126,13 +126,8 @@ async def arun(
         blobs = Path(tempfile.gettempdir()) / "fsm-agent" / session_id / "tool-results"
     tape = RecordingTape(writer)
     if config.hooks:
-        command_hooks = CommandHooks(
-            config.hooks,
-            project_dir=config.cwd,
-            transcript_path=str(path.resolve()) if path else "",
-            permission_mode=config.permission_mode,
-        )
-        hooks = command_hooks if hooks is None else CombinedHooks(command_hooks, hooks)
+        transcript = str(path.resolve()) if path else ""
+        hooks = joined(CommandHooks.for_run(config, transcript), hooks)
     approvals = Approvals(config.permissions, config.cwd, prompter=prompter)
     effects = live_effects(model, tools, hooks, abort, inbox, blob_dir=blobs, approvals=approvals)
     engine = Engine(config, tape, effects, specs, session_id, on_event)
