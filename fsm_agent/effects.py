@@ -10,10 +10,9 @@ its result to the session log, and answers each call from the log on replay.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import time
 import uuid
-from collections.abc import AsyncIterator, Callable, Coroutine, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -96,19 +95,23 @@ class AbortSignal:
 
 
 class AbortGuard:
-    """`async with AbortGuard(abort)`: the awaited work is cancelled the moment `abort` is set,
-    and the block raises `TimeoutError`.
+    """`async with AbortGuard(abort, cancel)`: the awaited work is cancelled the moment
+    either signal is set, and the block raises `TimeoutError`.
 
     It does what an `asyncio.timeout` that the flag expires does (cancel the
     task, then turn that cancellation into `TimeoutError` unless someone
     else also cancelled it) without the timer: a model stream enters one
     guard per event, and this costs a third of a timeout's enter and exit.
+    `cancel` is a call's own signal (its stream failed): watching it here
+    costs nothing extra, where racing the call against it in a second task
+    cost more than the rest of a trivial call's pipeline.
     """
 
-    __slots__ = ("_cancelling", "_expired", "_loop", "_task", "abort")
+    __slots__ = ("_cancelling", "_expired", "_loop", "_task", "abort", "cancel")
 
-    def __init__(self, abort: AbortSignal) -> None:
+    def __init__(self, abort: AbortSignal, cancel: AbortSignal | None = None) -> None:
         self.abort = abort
+        self.cancel = cancel
         self._task: asyncio.Task[Any] | None = None
         self._expired = False
 
@@ -128,9 +131,13 @@ class AbortGuard:
         self._task = task
         self._cancelling = task.cancelling()
         self.abort.subscribe(self._notify)
+        if self.cancel is not None:
+            self.cancel.subscribe(self._notify)
 
     async def __aexit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
         self.abort.unsubscribe(self._notify)
+        if self.cancel is not None:
+            self.cancel.unsubscribe(self._notify)
         task, self._task = self._task, None
         assert task is not None
         if (
@@ -156,25 +163,6 @@ class Inbox:
 
 
 INTERRUPTED = "[Request interrupted by user for tool use]"
-
-
-async def _unless(
-    cancel: asyncio.Event | None, work: Coroutine[Any, Any, ToolOutcome]
-) -> ToolOutcome:
-    """`work`, unless `cancel` is set first: then `work` is cancelled and waited for."""
-    if cancel is None:
-        return await work
-    task = asyncio.ensure_future(work)
-    stop = asyncio.ensure_future(cancel.wait())
-    try:
-        await asyncio.wait([task, stop], return_when=asyncio.FIRST_COMPLETED)
-    finally:
-        stop.cancel()
-        if not task.done():
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
-    return task.result() if not task.cancelled() else interrupted()
 
 
 def tool_error(text: str) -> ToolOutcome:
@@ -242,16 +230,17 @@ class LiveEffects:
         `interrupted` error result, recorded like any other.
         """
         started = time.perf_counter()
-        if self.abort.is_set() or (env.cancel is not None and env.cancel.is_set()):
+        cancel = env.cancel
+        if self.abort.is_set() or (cancel is not None and cancel.is_set()):
             return interrupted()
         hidden = self.approvals.hidden
         if hidden is not None:
             env = evolve(env, hidden=hidden)
         try:
-            async with AbortGuard(self.abort):
-                outcome = await _unless(env.cancel, self._run_tool(call, env))
+            async with AbortGuard(self.abort, cancel):
+                outcome = await self._run_tool(call, env)
         except TimeoutError:
-            if not self.abort.is_set("tools"):
+            if not (self.abort.is_set("tools") or (cancel is not None and cancel.is_set())):
                 raise
             outcome = interrupted()
         return evolve(outcome, duration_s=round(time.perf_counter() - started, 6))

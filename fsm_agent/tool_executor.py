@@ -22,7 +22,7 @@ from typing import Any
 from attrs import frozen
 
 from fsm_agent.config import RunConfig
-from fsm_agent.effects import INTERRUPTED, Effects
+from fsm_agent.effects import INTERRUPTED, AbortSignal, Effects
 from fsm_agent.events import DriverEvent, ToolFinished, ToolRefused, ToolStarted
 from fsm_agent.hooks import NO_OPINION, HookOutcome
 from fsm_agent.messages import TextBlock, ToolResultBlock, ToolResultContent, ToolUseBlock
@@ -100,7 +100,7 @@ class ToolExecutor:
         self.session_id = session_id
         self.schemas = {s.name: s.input_schema for s in specs}
         self._tasks: dict[str, asyncio.Task[CallResult]] = {}
-        self._cancel: dict[str, asyncio.Event] = {}
+        self._cancel: dict[str, AbortSignal] = {}
         self._slots: asyncio.Semaphore | None = None
 
     # --- scheduling -----------------------------------------------------
@@ -113,7 +113,7 @@ class ToolExecutor:
     ) -> asyncio.Task[CallResult]:
         """Start a call now; its result is collected by `run_all` (or `cancel`)."""
         if block.id not in self._tasks:
-            cancel = asyncio.Event()
+            cancel = AbortSignal()
             self._cancel[block.id] = cancel
             self._tasks[block.id] = asyncio.ensure_future(
                 self._limited(block, dict(read_files), invalid, cancel)
@@ -125,7 +125,7 @@ class ToolExecutor:
         block: ToolUseBlock,
         read_files: dict[str, float],
         invalid: str | None,
-        cancel: asyncio.Event,
+        cancel: AbortSignal,
     ) -> CallResult:
         async with self._semaphore():
             return await self.call(block, read_files, invalid, cancel)
@@ -228,7 +228,7 @@ class ToolExecutor:
         block: ToolUseBlock,
         read_files: dict[str, float],
         invalid: str | None = None,
-        cancel: asyncio.Event | None = None,
+        cancel: AbortSignal | None = None,
     ) -> CallResult:
         def refused(text: str, stop: str | None = None, denied: bool = False) -> CallResult:
             result = ToolResultBlock(block.id, text, True)

@@ -1,13 +1,17 @@
-"""`AbortGuard`: Ctrl-C cancels the guarded wait, and a guard leaves nothing behind."""
+"""`AbortGuard`: Ctrl-C (or a call's own cancel signal) cancels the guarded wait, and a
+guard leaves nothing behind."""
 
 from __future__ import annotations
 
 import asyncio
 import gc
+from typing import Any, ClassVar
 
 import pytest
 
-from fsm_agent.effects import AbortGuard, AbortSignal
+from fsm_agent.effects import AbortGuard, AbortSignal, LiveEffects
+from fsm_agent.tools.base import ToolCall, ToolEnv, ToolOutcome
+from tests.tools_support import NoModel
 
 
 def test_setting_the_signal_turns_the_wait_into_timeout_error() -> None:
@@ -40,3 +44,55 @@ def test_a_guard_that_was_not_triggered_leaves_no_listener_and_no_cycle() -> Non
             gc.enable()
 
     assert asyncio.run(main()) == 0
+
+
+class Sleeper:
+    name = "Sleeper"
+    description = "sleeps"
+    input_schema: ClassVar[dict[str, Any]] = {"type": "object"}
+
+    def __init__(self) -> None:
+        self.cancelled = False
+
+    def is_concurrency_safe(self, input: dict[str, Any]) -> bool:
+        return True
+
+    async def run(self, input: dict[str, Any], env: ToolEnv) -> ToolOutcome:
+        try:
+            await asyncio.sleep(5)
+        except asyncio.CancelledError:
+            self.cancelled = True
+            raise
+        return ToolOutcome("slept")
+
+
+def test_a_calls_cancel_signal_stops_it_with_an_interrupted_outcome() -> None:
+    """A failed stream cancels the calls it started: the call's own signal, not Ctrl-C."""
+
+    async def main() -> tuple[ToolOutcome, Sleeper, AbortSignal, AbortSignal]:
+        sleeper = Sleeper()
+        abort, cancel = AbortSignal(), AbortSignal()
+        effects = LiveEffects(NoModel(), {"Sleeper": sleeper}, abort=abort)
+        asyncio.get_running_loop().call_later(0.01, cancel.set)
+        env = ToolEnv(cwd=".", cancel=cancel)
+        outcome = await asyncio.wait_for(effects.run_tool(ToolCall("t", "Sleeper"), env), 2)
+        return outcome, sleeper, abort, cancel
+
+    outcome, sleeper, abort, cancel = asyncio.run(main())
+    assert outcome.interrupted and outcome.is_error
+    assert sleeper.cancelled
+    assert abort._listeners == [] and cancel._listeners == []
+    assert not abort.is_set()
+
+
+def test_a_call_whose_signal_is_already_set_does_not_start() -> None:
+    async def main() -> tuple[ToolOutcome, Sleeper]:
+        sleeper = Sleeper()
+        cancel = AbortSignal()
+        cancel.set()
+        effects = LiveEffects(NoModel(), {"Sleeper": sleeper})
+        outcome = await effects.run_tool(ToolCall("t", "Sleeper"), ToolEnv(cwd=".", cancel=cancel))
+        return outcome, sleeper
+
+    outcome, sleeper = asyncio.run(main())
+    assert outcome.interrupted and not sleeper.cancelled

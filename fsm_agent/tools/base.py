@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Callable, Mapping
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from attrs import field, frozen
 
 from fsm_agent.messages import ImageBlock, TextBlock, ToolResultContent
+
+if TYPE_CHECKING:
+    from fsm_agent.effects import AbortSignal
 
 
 @frozen
@@ -48,7 +50,8 @@ class ToolEnv:
     read_files: Mapping[str, float] = field(factory=dict)
     additional_dirs: tuple[str, ...] = ()
     permission_mode: str = "default"
-    cancel: asyncio.Event | None = field(default=None, eq=False)
+    cancel: AbortSignal | None = field(default=None, eq=False)
+    """Set when the call's stream failed: the call is stopped, its outcome `interrupted`."""
     hidden: Callable[[str], bool] | None = field(default=None, eq=False)
     """Files a Read deny rule covers: Glob and Grep leave them out of what they list."""
 
