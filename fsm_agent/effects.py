@@ -100,24 +100,28 @@ class AbortGuard:
 
     It does what an `asyncio.timeout` that the flag expires does (cancel the
     task, then turn that cancellation into `TimeoutError` unless someone
-    else also cancelled it) without the timer: a model stream enters one
-    guard per event, and this costs a third of a timeout's enter and exit.
+    else also cancelled it) without the timer.
     `cancel` is a call's own signal (its stream failed): watching it here
     costs nothing extra, where racing the call against it in a second task
-    cost more than the rest of a trivial call's pipeline.
+    cost more than the rest of a trivial call's pipeline. A guard that is
+    not `armed` lets its task be: a stream holds one guard and arms it only
+    while it waits for the next event.
     """
 
-    __slots__ = ("_cancelling", "_expired", "_loop", "_task", "abort", "cancel")
+    __slots__ = ("_cancelling", "_expired", "_loop", "_task", "abort", "armed", "cancel")
 
-    def __init__(self, abort: AbortSignal, cancel: AbortSignal | None = None) -> None:
+    def __init__(
+        self, abort: AbortSignal, cancel: AbortSignal | None = None, *, armed: bool = True
+    ) -> None:
         self.abort = abort
         self.cancel = cancel
+        self.armed = armed
         self._task: asyncio.Task[Any] | None = None
         self._expired = False
 
     def _expire(self) -> None:
         task = self._task
-        if task is not None and not self._expired:
+        if task is not None and self.armed and not self._expired:
             self._expired = True
             task.cancel()
 
@@ -202,21 +206,27 @@ class LiveEffects:
         """The model's stream, cut short the moment the run is interrupted.
 
         Each wait for the next event is guarded, so Ctrl-C ends a wait for
-        the model (a slow first token, a stalled stream) at once.
+        the model (a slow first token, a stalled stream) at once. One guard
+        serves the whole stream, armed only while waiting: an interrupt that
+        comes while the caller handles an event leaves the caller alone, and
+        the stream stops before the next wait.
         """
         stream = self.model.stream(request)
+        guard = AbortGuard(self.abort, armed=False)
         try:
-            while not self.abort.is_set("streaming"):
-                try:
-                    async with AbortGuard(self.abort):
+            async with guard:
+                while not self.abort.is_set("streaming"):
+                    guard.armed = True
+                    try:
                         event = await anext(stream)
-                except StopAsyncIteration:
-                    return
-                except TimeoutError:
-                    if self.abort.is_set("streaming"):
+                    except StopAsyncIteration:
                         return
-                    raise
-                yield event
+                    finally:
+                        guard.armed = False
+                    yield event
+        except TimeoutError:
+            if not self.abort.is_set("streaming"):
+                raise
         finally:
             await stream.aclose()  # type: ignore[attr-defined]
 

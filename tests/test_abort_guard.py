@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import asyncio
 import gc
+import time
+from collections.abc import AsyncIterator
 from typing import Any, ClassVar
 
 import pytest
@@ -96,3 +98,55 @@ def test_a_call_whose_signal_is_already_set_does_not_start() -> None:
 
     outcome, sleeper = asyncio.run(main())
     assert outcome.interrupted and not sleeper.cancelled
+
+
+class Ticker:
+    """A model whose events are ready at once, and one that stalls after its first."""
+
+    def __init__(self, stall: bool = False) -> None:
+        self.stall = stall
+        self.closed = False
+
+    async def stream(self, request: Any) -> AsyncIterator[str]:
+        try:
+            for n in range(5):
+                if self.stall and n == 1:
+                    await asyncio.sleep(5)
+                yield f"e{n}"
+        finally:
+            self.closed = True
+
+
+def test_an_interrupt_while_the_caller_handles_an_event_ends_the_stream_not_the_caller() -> None:
+    """The stream's guard is armed only while it waits: the caller's own awaits are left alone."""
+
+    async def main() -> tuple[list[str], bool, AbortSignal]:
+        abort = AbortSignal()
+        effects = LiveEffects(Ticker(), {}, abort=abort)
+        seen, slept = [], False
+        async for event in effects.model_stream(None):  # type: ignore[arg-type]
+            seen.append(event)
+            if event == "e1":
+                abort.set()
+                await asyncio.sleep(0.01)
+                slept = True
+        return seen, slept, abort
+
+    seen, slept, abort = asyncio.run(main())
+    assert seen == ["e0", "e1"] and slept
+    assert abort._listeners == []
+
+
+def test_an_interrupt_while_the_stream_waits_ends_the_wait_at_once() -> None:
+    async def main() -> tuple[list[str], float, Ticker, AbortSignal]:
+        abort = AbortSignal()
+        model = Ticker(stall=True)
+        effects = LiveEffects(model, {}, abort=abort)
+        asyncio.get_running_loop().call_later(0.02, abort.set)
+        started = time.perf_counter()
+        seen = [e async for e in effects.model_stream(None)]  # type: ignore[arg-type]
+        return seen, time.perf_counter() - started, model, abort
+
+    seen, took, model, abort = asyncio.run(main())
+    assert seen == ["e0"] and took < 4
+    assert model.closed and abort._listeners == []
