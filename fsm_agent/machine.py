@@ -199,6 +199,7 @@ class LoopMachine:
         )
         for edge in EDGES:
             self._machine.add_transition(edge.name, edge.source.value, edge.dest)
+        self._events = self._machine.events
 
     @property
     def is_final(self) -> bool:
@@ -210,7 +211,7 @@ class LoopMachine:
         for edge in _OUT.get(source, ()):
             if edge.guard(state, facts):
                 try:
-                    self.trigger(edge.name)  # type: ignore[attr-defined]
+                    self._events[edge.name].trigger(self)
                 except MachineError as exc:
                     raise NoEdge(f"no edge {edge.name!r} out of {source!r}: {exc.value}") from None
                 return edge
