@@ -10,12 +10,12 @@ docs/context.md.
 from __future__ import annotations
 
 import functools
-import json
 import re
 from collections.abc import Iterable, Mapping, Sequence
 
 from attrs import evolve, frozen
 
+from fsm_agent import jsontext
 from fsm_agent.codec import block_to_api
 from fsm_agent.messages import Message, TextBlock, ToolResultBlock, system_reminder, user
 from fsm_agent.state import Collapse, CollapseStore, Transcript, message_digest
@@ -37,8 +37,9 @@ MAX_AUTOCOMPACT_FAILURES = 3
 
 
 def estimate_tokens(message: Message) -> int:
-    """A rough count, as Claude Code makes for messages the API has not counted yet."""
-    size = sum(len(json.dumps(block_to_api(b))) for b in message.content)
+    """A rough count, as Claude Code makes for messages the API has not counted yet:
+    the length of each block's compact JSON (`JSON.stringify`'s) over four."""
+    size = sum(len(jsontext.dumps(block_to_api(b)).decode()) for b in message.content)
     return max(1, size // CHARS_PER_TOKEN)
 
 

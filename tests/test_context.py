@@ -550,5 +550,5 @@ def test_fsm_agent_run_shows_what_each_level_did(tmp_path: Path, workspace: Path
     log = str(tmp_path / "ac.jsonl")
     proc = fsm("run", "--scripted", scenario, "--cwd", str(workspace), "--log", log)
     assert proc.returncode == 0, proc.stderr
-    assert "↻ microcompact: cleared old tool results (26,060 → " in proc.stdout
+    assert "↻ microcompact: cleared old tool results (26,058 → " in proc.stdout
     assert "↻ autocompact: summarised 13 messages, kept 4 (30,0" in proc.stdout
