@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import hashlib
 from collections.abc import AsyncIterator
 from typing import Any, Protocol
@@ -39,16 +40,24 @@ class ModelRequest:
     purpose: str = "query"
 
     def digest(self) -> str:
-        head = canonical(
-            {
-                "model": self.model,
-                "system": list(self.system),
-                "tools": [t.name for t in self.tools],
-                "max_tokens": self.max_tokens,
-                "purpose": self.purpose,
-            }
-        )
+        head = _head(self.model, self.system, tuple(t.name for t in self.tools),
+                     self.max_tokens, self.purpose)  # fmt: skip
         return hashlib.sha256(head + self.messages.digest.encode()).hexdigest()[:16]
+
+
+@functools.lru_cache(maxsize=64)
+def _head(model: str, system: tuple[str, ...], tools: tuple[str, ...], max_tokens: int,
+          purpose: str) -> bytes:  # fmt: skip
+    """Everything in a request but its messages: the same for most requests of a run."""
+    return canonical(
+        {
+            "model": model,
+            "system": list(system),
+            "tools": list(tools),
+            "max_tokens": max_tokens,
+            "purpose": purpose,
+        }
+    )
 
 
 class Model(Protocol):
