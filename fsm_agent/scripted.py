@@ -154,13 +154,19 @@ class Scenario:
 
 
 class ScriptedModel:
-    """Answers each request with the scenario's next turn."""
+    """Answers each request with the scenario's next turn.
+
+    Each turn's events after `message_start` are built once, up front: a
+    scripted model stands in for the network, and its own cost is not what
+    a run (or the engine benchmark) should measure.
+    """
 
     def __init__(self, scenario: Scenario, abort: AbortSignal | None = None) -> None:
         self.scenario = scenario
         self.name = scenario.config.model
         self.abort = abort or AbortSignal()
         self.calls = 0
+        self._bodies = [_body_events(turn) for turn in scenario.turns]
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
         index = self.calls
@@ -178,7 +184,7 @@ class ScriptedModel:
             )
         if turn.delay:
             await asyncio.sleep(turn.delay)
-        events = _events(turn, index, request.model)
+        events = _events(turn, index, request.model, self._bodies[index])
         if turn.interrupt == "tools":
             self.abort.arm("tools")
         for n, event in enumerate(events):
@@ -196,7 +202,11 @@ class ScriptedModel:
         return None
 
 
-def _events(turn: ScriptedTurn, index: int, model: str) -> list[StreamEvent]:
+def _events(
+    turn: ScriptedTurn, index: int, model: str, body: list[StreamEvent]
+) -> list[StreamEvent]:
+    if turn.error is not None and not turn.content:
+        return []
     usage = turn.usage
     start = MessageStart(
         id=f"msg_scripted_{index + 1:04d}",
@@ -208,9 +218,12 @@ def _events(turn: ScriptedTurn, index: int, model: str) -> list[StreamEvent]:
             output_tokens=1,
         ),
     )
-    if turn.error is not None and not turn.content:
-        return []
-    events: list[StreamEvent] = [start]
+    return [start, *body]
+
+
+def _body_events(turn: ScriptedTurn) -> list[StreamEvent]:
+    """Every event of the turn after `message_start`, which names the model asked."""
+    events: list[StreamEvent] = []
     last_tool = max(
         (i for i, b in enumerate(turn.content) if isinstance(b, ToolUseBlock)), default=None
     )
@@ -218,7 +231,8 @@ def _events(turn: ScriptedTurn, index: int, model: str) -> list[StreamEvent]:
         events.extend(_block_events(i, block, cut=turn.cut_tool_input and i == last_tool))
     if turn.error is not None:
         return events
-    events.append(MessageDelta(turn.resolved_stop_reason, Usage(output_tokens=usage.output_tokens)))
+    usage = Usage(output_tokens=turn.usage.output_tokens)
+    events.append(MessageDelta(turn.resolved_stop_reason, usage))
     events.append(MessageStop())
     return events
 
