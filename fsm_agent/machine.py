@@ -16,7 +16,7 @@ from collections.abc import Callable
 from enum import StrEnum
 from typing import TYPE_CHECKING
 
-from attrs import frozen
+from attrs import Factory, field, frozen
 from transitions import Machine, MachineError
 
 if TYPE_CHECKING:
@@ -75,6 +75,16 @@ def always(state: LoopState, facts: Facts) -> bool:
     return True
 
 
+def _kind(edge: Edge) -> str:
+    if edge.name in CONTINUE_REASONS:
+        return "continue"
+    if edge.dest in TERMINAL_REASONS:
+        return "terminal"
+    if edge.name == MODEL_FALLBACK:
+        return "fallback"
+    return "phase"
+
+
 @frozen
 class Edge:
     source: Phase
@@ -82,16 +92,8 @@ class Edge:
     dest: str
     guard: Guard
     when: str
-
-    @property
-    def kind(self) -> str:
-        if self.name in CONTINUE_REASONS:
-            return "continue"
-        if self.dest in TERMINAL_REASONS:
-            return "terminal"
-        if self.name == MODEL_FALLBACK:
-            return "fallback"
-        return "phase"
+    kind: str = field(init=False, default=Factory(_kind, takes_self=True))
+    """continue, terminal, fallback or phase: read at every step, so worked out once."""
 
 
 def _edge(source: Phase, name: str, dest: str, when: str, guard: Guard = always) -> Edge:
