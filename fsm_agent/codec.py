@@ -2,16 +2,20 @@
 
 Content blocks are a tagged union on the API's own `type` field, so a block
 unstructures to exactly what the Messages API sends and accepts.
+
+Nothing here generates a hook at import: cattrs makes a class's hooks the
+first time they are asked for, and `replay` asks for a fraction of them, so
+importing this module stays cheap for the commands that start the engine.
 """
 
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
 from typing import Any
 
 import cattrs
 from cattrs.gen import make_dict_unstructure_fn
-from cattrs.strategies import configure_tagged_union
 
 from fsm_agent.jsontext import canonical
 from fsm_agent.messages import (
@@ -28,18 +32,54 @@ from fsm_agent.messages import (
 
 converter = cattrs.Converter(omit_if_default=True)
 
-for _always_whole in (ToolUseBlock, ThinkingBlock, ImageSource):
-    converter.register_unstructure_hook(
-        _always_whole,
-        make_dict_unstructure_fn(_always_whole, converter, _cattrs_omit_if_default=False),
-    )
+_ALWAYS_WHOLE = frozenset({ToolUseBlock, ThinkingBlock, ImageSource})
+"""Classes unstructured with every field, defaults too: the API wants them whole."""
 
-configure_tagged_union(
-    TextBlock | ImageBlock,
-    converter,
-    tag_generator=lambda cls: cls.type,
-    tag_name="type",
+converter.register_unstructure_hook_factory(
+    lambda cls: cls in _ALWAYS_WHOLE,
+    lambda cls: make_dict_unstructure_fn(cls, converter, _cattrs_omit_if_default=False),
 )
+
+
+def _tagged_union(union: Any, tag_of: Callable[[type], str], tag_name: str) -> None:
+    """`cattrs.strategies.configure_tagged_union`'s format, each member's hooks made lazily.
+
+    The strategy builds the hooks of every member at once; here a member's
+    hooks are looked up on the first value of it, so a replay that never
+    meets an image block never generates the image block's hooks. The
+    output is the same: the member's dict with the tag added last.
+    """
+    classes = {tag_of(cls): cls for cls in union.__args__}
+    tags = {cls: tag for tag, cls in classes.items()}
+    structure_hooks: dict[type, Callable[[Any, Any], Any]] = {}
+    unstructure_hooks: dict[type, Callable[[Any], dict[str, Any]]] = {}
+
+    def structure_member(value: Any, _: Any) -> Any:
+        cls = classes[value[tag_name]]
+        hook = structure_hooks.get(cls)
+        if hook is None:
+            hook = structure_hooks[cls] = converter.get_structure_hook(cls)
+        return hook(value, cls)
+
+    def unstructure_member(value: Any) -> dict[str, Any]:
+        cls = value.__class__
+        tag = tags[cls]
+        hook = unstructure_hooks.get(cls)
+        if hook is None:
+            hook = unstructure_hooks[cls] = converter.get_unstructure_hook(cls)
+        out = hook(value)
+        out[tag_name] = tag
+        return out
+
+    converter.register_unstructure_hook(union, unstructure_member)
+    converter.register_structure_hook(union, structure_member)
+
+
+def _type_tag(cls: type) -> str:
+    return cls.type  # type: ignore[attr-defined]
+
+
+_tagged_union(TextBlock | ImageBlock, _type_tag, "type")
 
 
 def _structure_result_content(value: Any, _: type) -> ToolResultContent:
@@ -71,12 +111,7 @@ def _unstructure_tool_result(block: ToolResultBlock) -> dict[str, Any]:
 
 
 converter.register_unstructure_hook(ToolResultBlock, _unstructure_tool_result)
-configure_tagged_union(
-    ContentBlock,
-    converter,
-    tag_generator=lambda cls: cls.type,
-    tag_name="type",
-)
+_tagged_union(ContentBlock, _type_tag, "type")
 
 
 class CodecError(ValueError):
@@ -97,7 +132,9 @@ def structure(value: Any, cls: Any) -> Any:
 
 unstructure_hook = functools.cache(converter.get_unstructure_hook)
 """The converter's unstructure hook for a class, looked up once: for hot paths that
-unstructure the same few classes on every step (every hook is registered at import)."""
+unstructure the same few classes on every step. cattrs makes the hook on the first
+lookup, and may forget it when it makes another (a new collection hook clears its
+cache), so the hot paths keep their own."""
 
 
 def unstructure(value: Any, cls: Any = None) -> Any:
@@ -121,12 +158,7 @@ def dumps(value: Any) -> str:
 def _register_stream_events() -> None:
     from fsm_agent.events import StreamEvent
 
-    configure_tagged_union(
-        StreamEvent,
-        converter,
-        tag_generator=lambda cls: cls.__name__,
-        tag_name="event",
-    )
+    _tagged_union(StreamEvent, lambda cls: cls.__name__, "event")
 
 
 _register_stream_events()

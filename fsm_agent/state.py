@@ -20,11 +20,11 @@ from fsm_agent.machine import Continue
 from fsm_agent.messages import Message, ToolResultBlock, ToolUseBlock, Usage
 
 _EMPTY_DIGEST = hashlib.sha256(b"transcript").hexdigest()
-_unstructure_message = unstructure_hook(Message)
 
 
 def message_digest(message: Message) -> str:
-    return hashlib.sha256(canonical(_unstructure_message(message))).hexdigest()
+    # The hook is looked up per call, not at import: importing must not make hooks.
+    return hashlib.sha256(canonical(unstructure_hook(Message)(message))).hexdigest()
 
 
 @frozen(eq=False, repr=False)

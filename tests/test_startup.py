@@ -1,0 +1,31 @@
+"""Start-up cost: what importing the package and `replay --check` do before the first step.
+
+Each check runs in a fresh interpreter, since the test session has long since
+imported everything. See tools/bench_startup.py for the timings themselves.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+from tests.conftest import ROOT
+
+
+def _python(code: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, cwd=ROOT
+    )
+
+
+def test_importing_the_engine_generates_no_cattrs_hooks() -> None:
+    """cattrs makes a class's hooks on first use; importing must not force any
+    (they cost a `compile` each, and a replay needs few of them)."""
+    code = (
+        "import linecache\n"
+        "import fsm_agent.cli, fsm_agent.session, fsm_agent.recording, fsm_agent.debugger\n"
+        "made = [k for k in linecache.cache if k.startswith('<cattrs generated')]\n"
+        "assert not made, made\n"
+    )
+    proc = _python(code)
+    assert proc.returncode == 0, proc.stderr
