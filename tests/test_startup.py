@@ -11,6 +11,8 @@ import sys
 
 from tests.conftest import ROOT
 
+SHIPPED = ROOT / "replays" / "fix_bug.jsonl"
+
 
 def _python(code: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
@@ -29,3 +31,28 @@ def test_importing_the_engine_generates_no_cattrs_hooks() -> None:
     )
     proc = _python(code)
     assert proc.returncode == 0, proc.stderr
+
+
+def test_replay_check_imports_nothing_only_a_live_run_needs() -> None:
+    live_only = [
+        "anthropic",
+        "rich",
+        "tempfile",
+        "cattrs.strategies",
+        "fsm_agent.approvals",
+        "fsm_agent.scripted",
+        "fsm_agent.settings",
+        "fsm_agent.tools.bash",
+        "fsm_agent.tools.read",
+    ]
+    code = (
+        "import sys\n"
+        "from fsm_agent.cli import main\n"
+        f"sys.argv = ['fsm-agent', 'replay', {str(SHIPPED)!r}, '--check']\n"
+        "try:\n    main()\nexcept SystemExit as exc:\n    assert not exc.code, exc.code\n"
+        f"loaded = [m for m in {live_only!r} if m in sys.modules]\n"
+        "assert not loaded, loaded\n"
+    )
+    proc = _python(code)
+    assert proc.returncode == 0, proc.stderr
+    assert "steps match the log" in proc.stdout
