@@ -14,6 +14,7 @@ import functools
 from collections.abc import Callable
 from typing import Any
 
+import attrs
 import cattrs
 from cattrs.gen import make_dict_unstructure_fn
 
@@ -31,6 +32,15 @@ from fsm_agent.messages import (
 )
 
 converter = cattrs.Converter(omit_if_default=True)
+
+# cattrs clears its hook cache whenever it registers a hook, its own collection
+# hooks included, and would then generate a class's hooks again; made once per class.
+converter.register_structure_hook_factory(
+    attrs.has, functools.cache(converter.gen_structure_attrs_fromdict)
+)
+converter.register_unstructure_hook_factory(
+    attrs.has, functools.cache(converter.gen_unstructure_attrs_fromdict)
+)
 
 _ALWAYS_WHOLE = frozenset({ToolUseBlock, ThinkingBlock, ImageSource})
 """Classes unstructured with every field, defaults too: the API wants them whole."""

@@ -56,3 +56,23 @@ def test_replay_check_imports_nothing_only_a_live_run_needs() -> None:
     proc = _python(code)
     assert proc.returncode == 0, proc.stderr
     assert "steps match the log" in proc.stdout
+
+
+def test_a_class_hooks_are_generated_once() -> None:
+    """cattrs forgets its hooks whenever it makes a collection hook; the codec must
+    not then generate (and compile) a class's hooks again."""
+    from attrs import frozen
+
+    from fsm_agent.codec import converter
+    from fsm_agent.messages import Usage
+
+    @frozen
+    class Fresh:
+        n: int
+
+    unstructure = converter.get_unstructure_hook(Usage)
+    structure = converter.get_structure_hook(Usage)
+    converter.get_unstructure_hook(list[Fresh])
+    converter.get_structure_hook(list[Fresh])
+    assert converter.get_unstructure_hook(Usage) is unstructure
+    assert converter.get_structure_hook(Usage) is structure
