@@ -31,7 +31,8 @@ DEFAULT_TIMEOUT_S = 600.0
 PROMPT_TIMEOUT_S = 30.0
 SESSION_END_TIMEOUT_S = 1.5
 MAX_OUTPUT_CHARS = 10_000
-_SIMPLE_MATCHER = re.compile(r"[A-Za-z0-9_ ,|-]*")
+_SIMPLE_MATCHER = r"[A-Za-z0-9_ ,|-]*"
+"""Compiled by `re` on first use (and cached there), not at import: replay runs no hooks."""
 
 
 class HookSettingsError(ValueError):
@@ -112,7 +113,7 @@ def matcher_matches(matcher: str, value: str) -> bool:
     """Claude Code's matcher: `*`/empty = all; plain names (`|`/`,` lists) exact; else a regex."""
     if matcher in ("", "*"):
         return True
-    if _SIMPLE_MATCHER.fullmatch(matcher):
+    if re.fullmatch(_SIMPLE_MATCHER, matcher):
         return value in {p.strip() for p in re.split(r"[|,]", matcher)}
     try:
         return re.search(matcher, value) is not None
