@@ -17,7 +17,6 @@ from enum import StrEnum
 from typing import TYPE_CHECKING
 
 from attrs import frozen
-from transitions import Machine, MachineError
 
 if TYPE_CHECKING:
     from fsm_agent.state import Facts, LoopState
@@ -188,6 +187,9 @@ class LoopMachine:
     """
 
     def __init__(self, initial: str = INITIAL) -> None:
+        # Imported here: `graph` and `coverage` read the table and never build a machine.
+        from transitions import Machine
+
         initial = str(initial)
         self.state: str = initial
         self._machine = Machine(
@@ -211,7 +213,11 @@ class LoopMachine:
             if edge.guard(state, facts):
                 try:
                     self.trigger(edge.name)  # type: ignore[attr-defined]
-                except MachineError as exc:
+                except Exception as exc:
+                    from transitions import MachineError
+
+                    if not isinstance(exc, MachineError):
+                        raise
                     raise NoEdge(f"no edge {edge.name!r} out of {source!r}: {exc.value}") from None
                 return edge
         raise NoEdge(f"no edge out of {source!r} has a guard that holds")

@@ -76,3 +76,16 @@ def test_a_class_hooks_are_generated_once() -> None:
     converter.get_structure_hook(list[Fresh])
     assert converter.get_unstructure_hook(Usage) is unstructure
     assert converter.get_structure_hook(Usage) is structure
+
+
+def test_graph_reads_the_table_without_building_a_machine() -> None:
+    code = (
+        "import sys\n"
+        "from fsm_agent.cli import main\n"
+        "sys.argv = ['fsm-agent', 'graph']\n"
+        "try:\n    main()\nexcept SystemExit as exc:\n    assert not exc.code, exc.code\n"
+        "assert 'transitions' not in sys.modules, 'transitions imported'\n"
+    )
+    proc = _python(code)
+    assert proc.returncode == 0, proc.stderr
+    assert "stateDiagram-v2" in proc.stdout
