@@ -1,12 +1,12 @@
 """The `fsm-agent` command.
 
-Imports stay inside the commands: `--help`, `graph` and `replay` must start
-fast, and only a run against a real model pays for the `anthropic` SDK.
+Imports stay inside the commands (the standard library's `json` too):
+`--help`, `graph` and `replay` must start fast, and only a run against a
+real model pays for the `anthropic` SDK.
 """
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 from pathlib import Path
@@ -381,6 +381,7 @@ def _run_text(plan: Plan, messages: list[Any], *, quiet: bool, verbose: bool) ->
 
 
 def _run_json(plan: Plan, messages: list[Any], *, stream: bool, partial: bool) -> Any:
+    import json
     import time
 
     from fsm_agent.headless import RunTally, StreamJson, init_object, result_object
@@ -423,6 +424,8 @@ def _run_json(plan: Plan, messages: list[Any], *, stream: bool, partial: bool) -
 @click.option("--json", "as_json", is_flag=True, help="Print the list as JSON.")
 def sessions(cwd: str, as_json: bool) -> None:
     """List the workspace's recorded sessions, newest first (.fsm-agent/sessions/)."""
+    import json
+
     from fsm_agent.history import list_sessions
 
     infos = list_sessions(_workspace(cwd))
@@ -586,6 +589,8 @@ def replay(
         return
     steps = _recorded_path(log)
     if as_json:
+        import json
+
         click.echo(
             json.dumps([{"from": s["from"], "to": s["to"], "edge": s["edge"]} for s in steps])
         )
@@ -605,6 +610,8 @@ def _fork(
     log: Path | None,
     verbose: bool,
 ) -> None:
+    import json
+
     from rich.console import Console
 
     from fsm_agent.effects import AbortSignal
@@ -746,6 +753,7 @@ def coverage(logs: tuple[Path, ...]) -> None:
 
 def divergence_report(exc: Any) -> str:
     """The step, what the log recorded, what the code asked for, and where they differ."""
+    import json
 
     def show(value: Any) -> str:
         return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
