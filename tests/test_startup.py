@@ -40,6 +40,7 @@ def test_replay_check_imports_nothing_only_a_live_run_needs() -> None:
         "tempfile",
         "cattrs.strategies",
         "fsm_agent.approvals",
+        "fsm_agent.permissions",
         "fsm_agent.scripted",
         "fsm_agent.settings",
         "fsm_agent.tools.bash",
