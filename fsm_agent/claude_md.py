@@ -39,10 +39,12 @@ DESCRIPTIONS = {
     "local": "user's private project instructions, not checked in",
 }
 
-_FENCE = re.compile(r"^(```|~~~).*?^\1[^\n]*$", re.DOTALL | re.MULTILINE)
-_COMMENT = re.compile(r"<!--.*?-->", re.DOTALL)
-_CODE_SPAN = re.compile(r"`[^`\n]*`")
-_IMPORT = re.compile(r"(?:^|(?<=\s))@((?:[^\s\\]|\\ )+)")
+# Patterns, not compiled ones: `re` compiles each on first use (and caches it), so
+# a command that never reads a CLAUDE.md (a replay) does not pay for them.
+_FENCE = r"(?ms)^(```|~~~).*?^\1[^\n]*$"
+_COMMENT = r"(?s)<!--.*?-->"
+_CODE_SPAN = r"`[^`\n]*`"
+_IMPORT = r"(?:^|(?<=\s))@((?:[^\s\\]|\\ )+)"
 
 
 @frozen
@@ -55,7 +57,7 @@ class MemoryFile:
 def _outside_code(text: str) -> Iterator[tuple[bool, str]]:
     """The text in pieces, each marked whether it lies outside fenced code blocks."""
     pos = 0
-    for match in _FENCE.finditer(text):
+    for match in re.finditer(_FENCE, text):
         yield True, text[pos : match.start()]
         yield False, match.group(0)
         pos = match.end()
@@ -65,7 +67,7 @@ def _outside_code(text: str) -> Iterator[tuple[bool, str]]:
 def strip_comments(text: str) -> str:
     """Drop block HTML comments, except inside fenced code."""
     return "".join(
-        _COMMENT.sub("", piece) if prose else piece for prose, piece in _outside_code(text)
+        re.sub(_COMMENT, "", piece) if prose else piece for prose, piece in _outside_code(text)
     )
 
 
@@ -74,7 +76,9 @@ def imports(text: str) -> list[str]:
     found: list[str] = []
     for prose, piece in _outside_code(text):
         if prose:
-            found += [m.replace("\\ ", " ") for m in _IMPORT.findall(_CODE_SPAN.sub("", piece))]
+            found += [
+                m.replace("\\ ", " ") for m in re.findall(_IMPORT, re.sub(_CODE_SPAN, "", piece))
+            ]
     return found
 
 

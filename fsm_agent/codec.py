@@ -9,6 +9,7 @@ from __future__ import annotations
 import functools
 from typing import Any
 
+import attrs
 import cattrs
 from cattrs.gen import make_dict_unstructure_fn
 from cattrs.strategies import configure_tagged_union
@@ -27,6 +28,15 @@ from fsm_agent.messages import (
 )
 
 converter = cattrs.Converter(omit_if_default=True)
+
+# cattrs clears its hook cache whenever it registers a hook, its own collection
+# hooks included, and would then generate a class's hooks again; made once per class.
+converter.register_structure_hook_factory(
+    attrs.has, functools.cache(converter.gen_structure_attrs_fromdict)
+)
+converter.register_unstructure_hook_factory(
+    attrs.has, functools.cache(converter.gen_unstructure_attrs_fromdict)
+)
 
 for _always_whole in (ToolUseBlock, ThinkingBlock, ImageSource):
     converter.register_unstructure_hook(

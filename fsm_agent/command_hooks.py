@@ -21,17 +21,18 @@ from typing import TYPE_CHECKING, Any
 from attrs import frozen
 
 from fsm_agent.hooks import NO_OPINION, HookOutcome, merge
-from fsm_agent.permissions import PermissionError_, Place, Rule, rule_covers_call
 
 if TYPE_CHECKING:
     from fsm_agent.config import RunConfig
+    from fsm_agent.permissions import Place
 
 TOOL_EVENTS = frozenset({"PreToolUse", "PostToolUse", "PostToolUseFailure", "PermissionRequest"})
 DEFAULT_TIMEOUT_S = 600.0
 PROMPT_TIMEOUT_S = 30.0
 SESSION_END_TIMEOUT_S = 1.5
 MAX_OUTPUT_CHARS = 10_000
-_SIMPLE_MATCHER = re.compile(r"[A-Za-z0-9_ ,|-]*")
+_SIMPLE_MATCHER = r"[A-Za-z0-9_ ,|-]*"
+"""Compiled by `re` on first use (and cached there), not at import: replay runs no hooks."""
 
 
 class HookSettingsError(ValueError):
@@ -60,6 +61,8 @@ class HookMatcher:
 
 def parse_hooks(section: Any, origin: str) -> tuple[HookMatcher, ...]:
     """The `hooks` object of one settings file. Handler types other than `command` are skipped."""
+    from fsm_agent.permissions import PermissionError_, Rule
+
     if section is None:
         return ()
     if not isinstance(section, dict):
@@ -112,7 +115,7 @@ def matcher_matches(matcher: str, value: str) -> bool:
     """Claude Code's matcher: `*`/empty = all; plain names (`|`/`,` lists) exact; else a regex."""
     if matcher in ("", "*"):
         return True
-    if _SIMPLE_MATCHER.fullmatch(matcher):
+    if re.fullmatch(_SIMPLE_MATCHER, matcher):
         return value in {p.strip() for p in re.split(r"[|,]", matcher)}
     try:
         return re.search(matcher, value) is not None
@@ -135,6 +138,8 @@ def match_target(event: str, payload: Mapping[str, Any]) -> str | None:
 def selected(
     matchers: Sequence[HookMatcher], event: str, payload: Mapping[str, Any], place: Place
 ) -> list[CommandHook]:
+    from fsm_agent.permissions import Rule, rule_covers_call
+
     target = match_target(event, payload)
     chosen: dict[str, CommandHook] = {}
     for m in matchers:
@@ -306,6 +311,8 @@ class CommandHooks:
         }
 
     async def run(self, event: str, payload: dict[str, Any]) -> HookOutcome:
+        from fsm_agent.permissions import Place
+
         place = Place(str(payload.get("cwd", self.project_dir)), os.path.expanduser("~"))
         hooks = selected(self.matchers, event, payload, place)
         if not hooks:

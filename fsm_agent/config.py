@@ -11,7 +11,7 @@ from attrs import field, frozen
 from fsm_agent.command_hooks import HookMatcher
 from fsm_agent.model import CAPPED_DEFAULT_MAX_TOKENS, ESCALATED_MAX_TOKENS
 from fsm_agent.models import DEFAULT_CONTEXT_WINDOW
-from fsm_agent.permissions import PermissionSettings
+from fsm_agent.permission_types import PermissionSettings
 
 DEFAULT_MODEL = "claude-sonnet-4-6"
 DEFAULT_SYSTEM_PROMPT = (

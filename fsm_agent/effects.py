@@ -21,7 +21,7 @@ from attrs import evolve
 from fsm_agent.events import StreamEvent
 from fsm_agent.hooks import HookOutcome, Hooks, NoHooks
 from fsm_agent.model import Model, ModelRequest
-from fsm_agent.permissions import (
+from fsm_agent.permission_types import (
     NO_TERMINAL,
     Decision,
     PermissionAsk,

@@ -32,7 +32,7 @@ from fsm_agent.log import LogWriter, SessionLog, default_log_path
 from fsm_agent.machine import FINAL_STATES
 from fsm_agent.messages import Message
 from fsm_agent.model import Model, ModelRequest, ToolSpec
-from fsm_agent.permissions import Decision, PermissionAsk, PermissionRequest
+from fsm_agent.permission_types import Decision, PermissionAsk, PermissionRequest
 from fsm_agent.recording import RecordingEffects, RecordingTape, ReplayEffects, ReplayTape, Tape
 from fsm_agent.stepper import LogIndex
 from fsm_agent.tools.base import Tool, ToolCall, ToolEnv, ToolOutcome

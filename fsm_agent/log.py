@@ -8,7 +8,6 @@ any other malformed line is a `LogError` naming it. See docs/log-format.md.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 from collections.abc import Iterator
@@ -28,6 +27,8 @@ class LogError(Exception):
 
 def machine_fingerprint() -> str:
     """A digest of the edge table, so a replay can tell when the machine changed."""
+    import hashlib
+
     from fsm_agent.machine import EDGES
 
     rows = "\n".join(f"{e.source}|{e.name}|{e.dest}|{e.when}" for e in EDGES)

@@ -20,10 +20,23 @@ import itertools
 import os
 import re
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any, Literal
+from typing import Any
 
 from attrs import field, frozen
 
+# Re-exported: the engine and the log import these from `fsm_agent.permission_types`.
+from fsm_agent.permission_types import (  # noqa: F401
+    ALLOW_ALWAYS,
+    ALLOW_ONCE,
+    DENY,
+    NO_TERMINAL,
+    Behavior,
+    Decision,
+    PermissionAsk,
+    PermissionRequest,
+    PermissionSettings,
+    RuleSource,
+)
 from fsm_agent.tools.globs import translate
 
 MODES = ("default", "acceptEdits", "plan", "dontAsk", "bypassPermissions")
@@ -46,7 +59,6 @@ EDIT_TOOLS = frozenset({"Edit", "Write", "NotebookEdit"})
 PATH_KEYS = {"Read": "file_path", "Write": "file_path", "Edit": "file_path"}
 SEARCH_TOOLS = frozenset({"Glob", "Grep"})
 
-Behavior = Literal["allow", "ask", "deny"]
 Resolve = Callable[[str], str]
 Expand = Callable[[str], list[str]]
 
@@ -56,15 +68,6 @@ class PermissionError_(ValueError):
 
 
 # --- rules ---------------------------------------------------------------
-
-
-@frozen
-class RuleSource:
-    """One rule as written, and the directory its `/path` anchor starts from."""
-
-    rule: str
-    root: str = ""
-    origin: str = ""
 
 
 @frozen
@@ -104,33 +107,9 @@ class Rule:
         return False
 
 
-@frozen
-class PermissionSettings:
-    """The merged `permissions` of every settings file, plus the command line's lists.
-
-    Recorded in the log header (inside `RunConfig`), so a replay never reads
-    a settings file.
-    """
-
-    allow: tuple[RuleSource, ...] = ()
-    ask: tuple[RuleSource, ...] = ()
-    deny: tuple[RuleSource, ...] = ()
-    additional_directories: tuple[str, ...] = ()
-    default_mode: str | None = None
-    sources: tuple[str, ...] = ()
-
-    def rules(self, kind: Behavior) -> tuple[Rule, ...]:
-        return _parsed(getattr(self, kind))
-
-    def merged(self, other: PermissionSettings) -> PermissionSettings:
-        return PermissionSettings(
-            allow=self.allow + other.allow,
-            ask=self.ask + other.ask,
-            deny=self.deny + other.deny,
-            additional_directories=self.additional_directories + other.additional_directories,
-            default_mode=other.default_mode or self.default_mode,
-            sources=self.sources + other.sources,
-        )
+def rules_of(settings: PermissionSettings, kind: Behavior) -> tuple[Rule, ...]:
+    """The parsed `allow`, `ask` or `deny` rules of `settings`."""
+    return _parsed(getattr(settings, kind))
 
 
 @functools.lru_cache(maxsize=64)
@@ -386,46 +365,6 @@ def within(path: str, roots: Iterable[str]) -> bool:
 
 
 @frozen
-class Decision:
-    """The verdict on one call: what to do, why (for the model or the user), which rule.
-
-    `grant` lists resolved paths outside the workspace that an allow rule or
-    the user approved, so the tool's own confinement check lets them through.
-    """
-
-    behavior: Behavior
-    reason: str = ""
-    rule: str | None = None
-    grant: tuple[str, ...] = ()
-    suggestion: str | None = None
-    outside: tuple[str, ...] = ()
-
-
-@frozen
-class PermissionRequest:
-    """One call to judge: the tool, its (possibly hook-updated) input, the mode."""
-
-    tool: str
-    input: dict[str, Any] = field(factory=dict, hash=False)
-    mode: str = "default"
-
-
-@frozen
-class PermissionAsk:
-    """A question for the user: may this call run? `suggestion` is the rule "always" adds."""
-
-    tool: str
-    input: dict[str, Any] = field(factory=dict, hash=False)
-    reason: str = ""
-    suggestion: str | None = None
-    outside: tuple[str, ...] = ()
-
-
-ALLOW_ONCE, ALLOW_ALWAYS, DENY = "allow_once", "allow_always", "deny"
-NO_TERMINAL = "no_terminal"
-
-
-@frozen
 class Workspace:
     cwd: str
     home: str
@@ -534,20 +473,20 @@ def evaluate(
     """Allow, ask or deny one call. Pure: every path in `call` is already resolved."""
     place = Place(ws.cwd, ws.home)
     name = call.tool
-    denied = _matching(settings.rules("deny"), call, place, "deny")
+    denied = _matching(rules_of(settings, "deny"), call, place, "deny")
     if denied is not None:
         return Decision(
             "deny",
             f"Permission to use {name} has been denied by the rule {denied}{_origin(denied)}.",
             str(denied),
         )
-    asked = _matching(settings.rules("ask"), call, place, "ask")
+    asked = _matching(rules_of(settings, "ask"), call, place, "ask")
     if asked is not None:
         return Decision(
             "ask", f"The rule {asked}{_origin(asked)} asks before {name} runs.", str(asked)
         )
     outside = tuple(p for p in call.paths if not within(p, ws.roots))
-    allow_rules = settings.rules("allow")
+    allow_rules = rules_of(settings, "allow")
     if outside:
         scoped = [r for r in allow_rules if r.content is not None]
         rule = _matching(scoped, call, place, "allow") if name != "Bash" else None
@@ -653,7 +592,8 @@ def read_denied(settings: PermissionSettings, ws: Workspace) -> Callable[[str], 
     judging only their search path would let `Grep` over `.` show a denied
     `.env`. None when no scoped Read deny rule exists (nothing to filter).
     """
-    rules = [r for r in settings.rules("deny") if r.content is not None and r.covers_tool("Read")]
+    denying = rules_of(settings, "deny")
+    rules = [r for r in denying if r.content is not None and r.covers_tool("Read")]
     if not rules:
         return None
     place = Place(ws.cwd, ws.home)
@@ -667,4 +607,4 @@ def read_denied(settings: PermissionSettings, ws: Workspace) -> Callable[[str], 
 
 def removed_tools(settings: PermissionSettings) -> frozenset[str]:
     """Tools a bare deny rule (`Bash`, `Bash(*)`) takes out of the model's tool list."""
-    return frozenset(r.tool for r in settings.rules("deny") if r.content is None)
+    return frozenset(r.tool for r in rules_of(settings, "deny") if r.content is None)

@@ -25,7 +25,7 @@ from fsm_agent.jsontext import canonical
 from fsm_agent.log import LogWriter, MemoryWriter, SessionLog
 from fsm_agent.machine import TERMINAL_REASONS
 from fsm_agent.model import ModelRequest
-from fsm_agent.permissions import Decision, PermissionAsk, PermissionRequest
+from fsm_agent.permission_types import Decision, PermissionAsk, PermissionRequest
 from fsm_agent.tools.base import ToolCall, ToolEnv, ToolOutcome
 
 Writer = LogWriter | MemoryWriter

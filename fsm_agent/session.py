@@ -3,7 +3,8 @@
 `arun` records a live run; `areplay` re-runs a recorded log with every
 effect answered from it. Both go through the same `Engine`. What only a
 live run needs (live effects, permissions, command hooks, the scripted
-model) is imported by the functions that use it, so `replay` starts fast.
+model, `tempfile`) is imported by the functions that use it, so `replay`
+starts fast.
 """
 
 from __future__ import annotations
@@ -11,7 +12,6 @@ from __future__ import annotations
 import asyncio
 import datetime as dt
 import os
-import tempfile
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -122,6 +122,8 @@ async def arun(
         writer: LogWriter | MemoryWriter = LogWriter(path, header)
         blobs = path.parent / path.stem / "tool-results"
     else:
+        import tempfile
+
         writer = MemoryWriter(header)
         blobs = Path(tempfile.gettempdir()) / "fsm-agent" / session_id / "tool-results"
     tape = RecordingTape(writer)

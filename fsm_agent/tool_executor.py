@@ -27,7 +27,7 @@ from fsm_agent.events import DriverEvent, ToolFinished, ToolRefused, ToolStarted
 from fsm_agent.hooks import NO_OPINION, HookOutcome
 from fsm_agent.messages import TextBlock, ToolResultBlock, ToolResultContent, ToolUseBlock
 from fsm_agent.model import ToolSpec
-from fsm_agent.permissions import (
+from fsm_agent.permission_types import (
     ALLOW_ALWAYS,
     ALLOW_ONCE,
     NO_TERMINAL,

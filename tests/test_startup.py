@@ -1,0 +1,65 @@
+"""Start-up cost: what importing the package and `replay --check` do before the first step.
+
+Each check runs in a fresh interpreter, since the test session has long since
+imported everything. See tools/bench_startup.py for the timings themselves.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+from tests.conftest import ROOT
+
+SHIPPED = ROOT / "replays" / "fix_bug.jsonl"
+
+
+def _python(code: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, cwd=ROOT
+    )
+
+
+def test_replay_check_imports_nothing_only_a_live_run_needs() -> None:
+    live_only = [
+        "anthropic",
+        "rich",
+        "tempfile",
+        "fsm_agent.approvals",
+        "fsm_agent.permissions",
+        "fsm_agent.scripted",
+        "fsm_agent.settings",
+        "fsm_agent.tools.bash",
+        "fsm_agent.tools.read",
+    ]
+    code = (
+        "import sys\n"
+        "from fsm_agent.cli import main\n"
+        f"sys.argv = ['fsm-agent', 'replay', {str(SHIPPED)!r}, '--check']\n"
+        "try:\n    main()\nexcept SystemExit as exc:\n    assert not exc.code, exc.code\n"
+        f"loaded = [m for m in {live_only!r} if m in sys.modules]\n"
+        "assert not loaded, loaded\n"
+    )
+    proc = _python(code)
+    assert proc.returncode == 0, proc.stderr
+    assert "steps match the log" in proc.stdout
+
+
+def test_a_class_hooks_are_generated_once() -> None:
+    """cattrs forgets its hooks whenever it makes a collection hook; the codec must
+    not then generate (and compile) a class's hooks again."""
+    from attrs import frozen
+
+    from fsm_agent.codec import converter
+    from fsm_agent.messages import Usage
+
+    @frozen
+    class Fresh:
+        n: int
+
+    unstructure = converter.get_unstructure_hook(Usage)
+    structure = converter.get_structure_hook(Usage)
+    converter.get_unstructure_hook(list[Fresh])
+    converter.get_structure_hook(list[Fresh])
+    assert converter.get_unstructure_hook(Usage) is unstructure
+    assert converter.get_structure_hook(Usage) is structure
