@@ -22,7 +22,7 @@ from fsm_agent.context import (
 from fsm_agent.effects import INTERRUPTED
 from fsm_agent.events import Notice
 from fsm_agent.machine import MODEL_FALLBACK, Continue, Terminal
-from fsm_agent.messages import Message, TextBlock, ToolResultBlock, tool_results
+from fsm_agent.messages import Message, TextBlock, ToolResultBlock, ToolUseBlock, tool_results
 from fsm_agent.phases import Run
 from fsm_agent.preprocess import compact_hook
 from fsm_agent.state import (
@@ -294,11 +294,29 @@ def final_messages(reason: str, it: Iteration) -> Transcript:
     if reason in (Terminal.ABORTED_TOOLS, Terminal.HOOK_STOPPED, Terminal.MAX_TURNS):
         return messages.extend((_results_message(it),))
     if reason in (Terminal.ABORTED_STREAMING, Terminal.MODEL_ERROR) and it.tool_use_blocks:
-        text = (
-            INTERRUPTED
-            if reason == Terminal.ABORTED_STREAMING
-            else (f"Tool not run: the model call failed ({it.model_error})")
-        )
-        missing = tuple(ToolResultBlock(b.id, text, True) for b in it.tool_use_blocks)
-        return messages.extend((tool_results(missing),))
+        results = {r.tool_use_id: r for r in it.tool_results}
+        results.update((b.id, r) for b, r in unanswered_results(reason, it))
+        return messages.extend((tool_results(tuple(results[b.id] for b in it.tool_use_blocks)),))
     return messages
+
+
+def unanswered_results(
+    reason: str, it: Iteration
+) -> tuple[tuple[ToolUseBlock, ToolResultBlock], ...]:
+    """The error results filled in when a stream ends in an interrupt or a model error:
+    one for each call it left unanswered (not started, or started and not finished).
+
+    A call that was started while the model streamed and has an answer keeps
+    it, as Claude Code's streaming executor hands over what it finished.
+    """
+    if reason not in (Terminal.ABORTED_STREAMING, Terminal.MODEL_ERROR):
+        return ()
+    text = (
+        INTERRUPTED
+        if reason == Terminal.ABORTED_STREAMING
+        else f"Tool not run: the model call failed ({it.model_error})"
+    )
+    answered = {r.tool_use_id for r in it.tool_results}
+    return tuple(
+        (b, ToolResultBlock(b.id, text, True)) for b in it.tool_use_blocks if b.id not in answered
+    )

@@ -16,9 +16,9 @@ from attrs import field, frozen
 
 from fsm_agent.codec import unstructure
 from fsm_agent.config import RunConfig
-from fsm_agent.continuations import CONTINUE, ON_EDGE, final_messages
+from fsm_agent.continuations import CONTINUE, ON_EDGE, final_messages, unanswered_results
 from fsm_agent.effects import Effects
-from fsm_agent.events import ContextReport, DriverEvent, Transition
+from fsm_agent.events import ContextReport, DriverEvent, ToolRefused, Transition
 from fsm_agent.machine import LoopMachine
 from fsm_agent.messages import Message, Usage
 from fsm_agent.model import ToolSpec
@@ -191,6 +191,8 @@ class Engine:
                 if inspect.isawaitable(waiting):
                     await waiting
         reason = machine.state
+        for block, filled in unanswered_results(reason, it):
+            self._emit(ToolRefused(block, filled))
         result = LoopResult(
             reason=reason,
             path=tuple(path),

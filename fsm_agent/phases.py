@@ -195,7 +195,7 @@ async def api_call(run: Run, state: LoopState, it: Iteration) -> tuple[Iteration
     if error is None and not assembler.stopped and not run.effects.aborted("streaming"):
         error = ModelCallError("incomplete_stream", "the stream ended without message_stop")
     if error is not None:
-        await run.executor.cancel()
+        it = evolve(it, tool_results=await run.executor.cancel())
         it, facts = _classify(run, it, error)
     else:
         facts = NO_FACTS
@@ -223,7 +223,7 @@ def _classify(run: Run, it: Iteration, error: ModelCallError) -> tuple[Iteration
 async def abort_check(run: Run, state: LoopState, it: Iteration) -> tuple[Iteration, Facts]:
     aborted = run.effects.aborted("streaming")
     if aborted:
-        await run.executor.cancel()
+        it = evolve(it, tool_results=await run.executor.cancel())
     return it, Facts(aborted=aborted, needs_follow_up=bool(it.tool_use_blocks))
 
 

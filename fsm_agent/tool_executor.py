@@ -135,8 +135,9 @@ class ToolExecutor:
             self._slots = asyncio.Semaphore(max(1, self.config.max_tool_concurrency))
         return self._slots
 
-    async def cancel(self, ids: Sequence[str] | None = None) -> None:
-        """Stop calls started early (the stream failed or was interrupted) and wait for them.
+    async def cancel(self, ids: Sequence[str] | None = None) -> tuple[ToolResultBlock, ...]:
+        """Stop calls started early (the stream failed or was interrupted) and wait for them;
+        the results they ended with, finished or `interrupted`.
 
         Their pipelines still finish through the effects door, so every
         effect they began is recorded and the log stays whole.
@@ -144,10 +145,11 @@ class ToolExecutor:
         ids = list(self._tasks) if ids is None else [i for i in ids if i in self._tasks]
         for i in ids:
             self._cancel[i].set()
-        await asyncio.gather(*(self._tasks[i] for i in ids), return_exceptions=True)
+        done = await asyncio.gather(*(self._tasks[i] for i in ids), return_exceptions=True)
         for i in ids:
             self._tasks.pop(i, None)
             self._cancel.pop(i, None)
+        return tuple(call.result for call in done if isinstance(call, CallResult))
 
     async def _collect(self, block: ToolUseBlock, read_files: dict[str, float],
                        invalid: str | None) -> CallResult:  # fmt: skip

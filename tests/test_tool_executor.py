@@ -12,8 +12,16 @@ from typing import Any
 import pytest
 
 from fsm_agent.config import RunConfig
-from fsm_agent.effects import AbortSignal
-from fsm_agent.events import DriverEvent, TextDelta, ToolStarted, ToolUseComplete, Transition
+from fsm_agent.effects import INTERRUPTED, AbortSignal
+from fsm_agent.events import (
+    DriverEvent,
+    TextDelta,
+    ToolFinished,
+    ToolRefused,
+    ToolStarted,
+    ToolUseComplete,
+    Transition,
+)
 from fsm_agent.messages import ToolResultBlock, ToolUseBlock
 from fsm_agent.permissions import PermissionSettings, RuleSource
 from fsm_agent.scripted import Scenario, ScriptedModel
@@ -179,18 +187,32 @@ def test_an_unsafe_call_stops_early_starts(workspace: Path, tmp_path: Path) -> N
 def test_model_error_after_an_early_start_gives_every_call_a_result(
     workspace: Path, tmp_path: Path
 ) -> None:
+    """A call that ran while the model streamed keeps its answer; only the calls
+    left unanswered get the error result, and each is shown as refused."""
     (workspace / "a.txt").write_text("a\n")
-    data = _turns(_use("r1", "Read", file_path="a.txt"), {"type": "text", "text": "y" * 300})
+    data = _turns(
+        _use("r1", "Read", file_path="a.txt"),
+        _use("b1", "Bash", command="echo never"),
+        {"type": "text", "text": "y" * 300},
+    )
     data["turns"][0]["cut_after"] = 12
-    data["turns"][0]["event_delay"] = 0.001
+    data["turns"][0]["event_delay"] = 0.01  # the Read has long finished by the cut
     log = tmp_path / "err.jsonl"
-    result = run_scenario(Scenario.parse(data), cwd=workspace, log=log)
+    seen: list[DriverEvent] = []
+    result = run_scenario(Scenario.parse(data), cwd=workspace, log=log, on_event=seen.append)
     assert result.reason == "model_error"
-    assert [r.tool_use_id for r in _results(result)] == ["r1"]
+    read, bash = _results(result)
+    assert (read.tool_use_id, read.is_error) == ("r1", False) and read.text.endswith("a")
+    assert bash.tool_use_id == "b1" and bash.is_error
+    assert bash.text.startswith("Tool not run: the model call failed (connection")
+    refused = [e for e in seen if isinstance(e, ToolRefused)]
+    assert [(e.block.id, e.result) for e in refused] == [("b1", bash)]
     assert fsm("replay", "--check", str(log)).returncode == 0
 
 
 def test_interrupt_while_streaming_with_started_tools(workspace: Path, tmp_path: Path) -> None:
+    """Every call gets one result, and the transcript holds what was shown: a call that
+    finished keeps its answer; one that did not gets the interrupted result, shown as refused."""
     (workspace / "a.txt").write_text("a\n")
     data = _turns(
         _use("r1", "Read", file_path="a.txt"),
@@ -200,10 +222,36 @@ def test_interrupt_while_streaming_with_started_tools(workspace: Path, tmp_path:
     data["turns"][0]["interrupt"] = "streaming"
     data["turns"][0]["event_delay"] = 0.001
     log = tmp_path / "abort.jsonl"
-    result = run_scenario(Scenario.parse(data), cwd=workspace, log=log)
+    seen: list[DriverEvent] = []
+    result = run_scenario(Scenario.parse(data), cwd=workspace, log=log, on_event=seen.append)
     assert result.reason == "aborted_streaming"
-    assert {r.tool_use_id for r in _results(result)} == {"r1", "r2"}
+    results = {r.tool_use_id: r for r in _results(result)}
+    assert set(results) == {"r1", "r2"}
+    shown = {
+        e.result.tool_use_id: e.result for e in seen if isinstance(e, ToolFinished | ToolRefused)
+    }
+    assert shown == results
     assert fsm("replay", "--check", str(log)).returncode == 0
+
+
+def test_interrupt_while_streaming_keeps_the_answer_of_a_call_that_finished(
+    workspace: Path, tmp_path: Path
+) -> None:
+    """The Read starts when its block completes and has finished long before the
+    interrupt; the Bash call after it never started."""
+    (workspace / "a.txt").write_text("a\n")
+    data = _turns(
+        _use("r1", "Read", file_path="a.txt"),
+        _use("b1", "Bash", command="echo never"),
+        {"type": "text", "text": "z" * 2000},
+    )
+    data["turns"][0]["interrupt"] = "streaming"
+    data["turns"][0]["event_delay"] = 0.01
+    result = run_scenario(Scenario.parse(data), cwd=workspace, log=tmp_path / "k.jsonl")
+    assert result.reason == "aborted_streaming"
+    read, bash = _results(result)
+    assert not read.is_error and read.text.endswith("a")
+    assert bash.is_error and bash.text == INTERRUPTED
 
 
 def _process_gone(pid: int) -> bool:
