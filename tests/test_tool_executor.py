@@ -210,20 +210,26 @@ def test_model_error_after_an_early_start_gives_every_call_a_result(
     assert fsm("replay", "--check", str(log)).returncode == 0
 
 
+def _interrupted_stream(
+    workspace: Path, second: dict[str, Any], text: int, delay: float
+) -> Scenario:
+    """A Read of a.txt, a `second` call, then `text` characters; Ctrl-C halfway through."""
+    (workspace / "a.txt").write_text("a\n")
+    data = _turns(
+        _use("r1", "Read", file_path="a.txt"), second, {"type": "text", "text": "z" * text}
+    )
+    data["turns"][0]["interrupt"] = "streaming"
+    data["turns"][0]["event_delay"] = delay
+    return Scenario.parse(data)
+
+
 def test_interrupt_while_streaming_with_started_tools(workspace: Path, tmp_path: Path) -> None:
     """Every call gets one result, and the transcript holds what was shown: a call that
     finished keeps its answer; one that did not gets the interrupted result, shown as refused."""
-    (workspace / "a.txt").write_text("a\n")
-    data = _turns(
-        _use("r1", "Read", file_path="a.txt"),
-        _use("r2", "Glob", pattern="*"),
-        {"type": "text", "text": "z" * 300},
-    )
-    data["turns"][0]["interrupt"] = "streaming"
-    data["turns"][0]["event_delay"] = 0.001
+    scenario = _interrupted_stream(workspace, _use("r2", "Glob", pattern="*"), 300, 0.001)
     log = tmp_path / "abort.jsonl"
     seen: list[DriverEvent] = []
-    result = run_scenario(Scenario.parse(data), cwd=workspace, log=log, on_event=seen.append)
+    result = run_scenario(scenario, cwd=workspace, log=log, on_event=seen.append)
     assert result.reason == "aborted_streaming"
     results = {r.tool_use_id: r for r in _results(result)}
     assert set(results) == {"r1", "r2"}
@@ -239,15 +245,8 @@ def test_interrupt_while_streaming_keeps_the_answer_of_a_call_that_finished(
 ) -> None:
     """The Read starts when its block completes and has finished long before the
     interrupt; the Bash call after it never started."""
-    (workspace / "a.txt").write_text("a\n")
-    data = _turns(
-        _use("r1", "Read", file_path="a.txt"),
-        _use("b1", "Bash", command="echo never"),
-        {"type": "text", "text": "z" * 2000},
-    )
-    data["turns"][0]["interrupt"] = "streaming"
-    data["turns"][0]["event_delay"] = 0.01
-    result = run_scenario(Scenario.parse(data), cwd=workspace, log=tmp_path / "k.jsonl")
+    scenario = _interrupted_stream(workspace, _use("b1", "Bash", command="echo never"), 2000, 0.01)
+    result = run_scenario(scenario, cwd=workspace, log=tmp_path / "k.jsonl")
     assert result.reason == "aborted_streaming"
     read, bash = _results(result)
     assert not read.is_error and read.text.endswith("a")
