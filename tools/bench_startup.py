@@ -7,8 +7,9 @@ Timed as a user starts it: with the package's bytecode compiled, as
 `pip install` leaves it (or as Python writes it on the first run). The
 package is compiled first, because where PYTHONDONTWRITEBYTECODE is set
 (this sandbox sets it) every start would otherwise recompile every module,
-about 70 ms that no installed copy pays. The first line shows what the
-third-party imports alone cost, the floor under every subcommand.
+about 70 ms that no installed copy pays. The two lines in brackets show
+what third-party imports alone cost: those every run of the engine needs,
+then all that `replay --check` loads, the floor under its figure.
 
     python tools/bench_startup.py [repeats]
 """
@@ -50,6 +51,11 @@ def main(repeats: int) -> None:
         cases = {
             "python -c pass": [py, "-c", "pass"],
             "(asyncio, click, attrs, cattrs)": [py, "-c", "import asyncio, click, attrs, cattrs"],
+            "(+ transitions, orjson, fastjsonschema)": [
+                py,
+                "-c",
+                "import asyncio, click, attrs, cattrs, transitions, orjson, fastjsonschema",
+            ],
             "fsm-agent --help": [*fsm, "--help"],
             "fsm-agent graph": [*fsm, "graph"],
             "fsm-agent replay --path": [*fsm, "replay", str(log), "--path"],
@@ -66,11 +72,11 @@ def main(repeats: int) -> None:
             ],
         }
         base = None
-        print(f"{'command':<34} {'median ms':>10} {'vs bare python':>15}")
+        print(f"{'command':<40} {'median ms':>10} {'vs bare python':>15}")
         for name, argv in cases.items():
             ms = 1000 * timed(argv, repeats)
             base = ms if base is None else base
-            print(f"{name:<34} {ms:>10.0f} {ms - base:>+14.0f}")
+            print(f"{name:<40} {ms:>10.0f} {ms - base:>+14.0f}")
 
 
 if __name__ == "__main__":
