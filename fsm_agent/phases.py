@@ -74,13 +74,13 @@ class Run:
 PhaseFn = Callable[[Run, LoopState, Iteration], Awaitable[tuple[Iteration, Facts]]]
 
 
+OVER_LIMIT = Facts(over_hard_limit=True)
+
+
 async def blocking_limit_check(
     run: Run, state: LoopState, it: Iteration
 ) -> tuple[Iteration, Facts]:
     return it, OVER_LIMIT if it.token_count > run.config.blocking_limit else NO_FACTS
-
-
-OVER_LIMIT = Facts(over_hard_limit=True)
 
 
 class _Assembler:

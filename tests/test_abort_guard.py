@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import gc
-import time
 from collections.abc import AsyncIterator
 from typing import Any, ClassVar
 
@@ -138,15 +137,16 @@ def test_an_interrupt_while_the_caller_handles_an_event_ends_the_stream_not_the_
 
 
 def test_an_interrupt_while_the_stream_waits_ends_the_wait_at_once() -> None:
-    async def main() -> tuple[list[str], float, Ticker, AbortSignal]:
+    """Had the stall run its course, the stream would have gone on to e1..e4."""
+
+    async def main() -> tuple[list[str], Ticker, AbortSignal]:
         abort = AbortSignal()
         model = Ticker(stall=True)
         effects = LiveEffects(model, {}, abort=abort)
         asyncio.get_running_loop().call_later(0.02, abort.set)
-        started = time.perf_counter()
         seen = [e async for e in effects.model_stream(None)]  # type: ignore[arg-type]
-        return seen, time.perf_counter() - started, model, abort
+        return seen, model, abort
 
-    seen, took, model, abort = asyncio.run(main())
-    assert seen == ["e0"] and took < 4
+    seen, model, abort = asyncio.run(main())
+    assert seen == ["e0"]
     assert model.closed and abort._listeners == []
