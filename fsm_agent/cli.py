@@ -703,7 +703,7 @@ def _debug(path: Path) -> None:
 
 def _check(path: Path) -> None:
     from fsm_agent.log import LogError
-    from fsm_agent.recording import Divergence
+    from fsm_agent.recording import Divergence, LogEnded
     from fsm_agent.session import areplay
 
     try:
@@ -712,6 +712,13 @@ def _check(path: Path) -> None:
         result = asyncio.run(areplay(path))
     except LogError as exc:
         fail(str(exc))
+    except LogEnded as exc:
+        _warn_if_torn(path)
+        click.echo(
+            f"✓ {exc.step - 1} steps match the log; it ends there, without a result: "
+            "the recorded run was cut short (killed, or still running)"
+        )
+        return
     except Divergence as exc:
         _warn_if_torn(path)
         click.echo(divergence_report(exc), err=True)

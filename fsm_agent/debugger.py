@@ -30,7 +30,7 @@ from fsm_agent.codec import dumps, unstructure
 from fsm_agent.driver import StepInfo
 from fsm_agent.machine import STATES, edge_names, edges_from
 from fsm_agent.messages import Message
-from fsm_agent.recording import Divergence, short_diff
+from fsm_agent.recording import Divergence, LogEnded, short_diff
 from fsm_agent.state import LoopState, Transcript
 from fsm_agent.stepper import Stepper
 
@@ -252,6 +252,8 @@ class Debugger(cmd.Cmd):
 
     def _beyond(self, step: int) -> str:
         stopped = self.stepper.stopped_by
+        if isinstance(stopped, LogEnded):
+            return f"no step {step}: {stopped}"
         if isinstance(stopped, Divergence):
             return f"the replay diverged at step {stopped.step}: {stopped}"
         if stopped is not None:
@@ -286,6 +288,8 @@ class Debugger(cmd.Cmd):
             result = self.stepper.index.result()
             if result is not None:
                 line.append(f"  (end: {result.get('reason')})", style="dim")
+            else:
+                line.append("  (end of the log: cut short, no result)", style="dim")
         return line
 
     def do_next(self, arg: str) -> RenderableType:

@@ -155,6 +155,15 @@ class Engine:
         """Run the loop over `messages`; `read_files` carries what an earlier run read."""
         run = Run(self.config, self.effects, self.tool_specs, self._emit, self.session_id)
         self.tape.start([unstructure(m, Message) for m in messages], dict(read_files or {}))
+        try:
+            return await self._loop(run, messages, read_files)
+        except BaseException:
+            run.executor.abandon()
+            raise
+
+    async def _loop(
+        self, run: Run, messages: Sequence[Message], read_files: Mapping[str, float] | None
+    ) -> LoopResult:
         prelude = await session_prelude(run, messages)
         if prelude.blocked is not None:
             return self._blocked(messages, prelude.blocked)

@@ -22,7 +22,7 @@ from fsm_agent.effects import Effects
 from fsm_agent.events import ModelCallError, StreamEvent
 from fsm_agent.hooks import NO_OPINION, HookOutcome
 from fsm_agent.jsontext import canonical
-from fsm_agent.log import LogWriter, MemoryWriter, SessionLog
+from fsm_agent.log import LogError, LogWriter, MemoryWriter, SessionLog
 from fsm_agent.machine import TERMINAL_REASONS
 from fsm_agent.model import ModelRequest
 from fsm_agent.permission_types import Decision, PermissionAsk, PermissionRequest
@@ -75,6 +75,23 @@ class Divergence(Exception):
     @property
     def diff(self) -> list[str]:
         return short_diff(self.expected, self.got)
+
+
+@frozen
+class LogEnded(Divergence):
+    """The log stops before the run did: it has no `result` record (the recorded
+    run was killed, or is still running). Every step it holds was matched; the
+    replay cannot go past its end, so it stops at `step`, the first one missing.
+    (A call started while the model streamed may find its effect missing
+    before the steps recorded after it are replayed; they are matched before
+    its failure surfaces, at `tool_execution`.)
+    """
+
+    def __str__(self) -> str:
+        return (
+            f"the log ends after step {self.step - 1} without a result: "
+            "the recorded run was cut short (killed, or still running)"
+        )
 
 
 def _short(value: Any, limit: int = 60) -> str:
@@ -274,6 +291,10 @@ class ReplayTape(Tape):
         """The events the recording asked hooks about; for any other, the hooks had no say
         (a fork whose live part has more hooks replays its start against this log)."""
         self._effect_no = 0
+        self._has_result = False
+        self._recorded_steps = 0
+        self.cut_short = False
+        """The file ran out with no `result` record: the recorded run was cut short."""
         self._records: Iterator[tuple[int, dict[str, Any]]] = log.records()
         self._ahead: deque[dict[str, Any]] = deque()
         self._pending: dict[tuple[str, str], deque[dict[str, Any]]] = defaultdict(deque)
@@ -290,6 +311,10 @@ class ReplayTape(Tape):
                 self.start_read_files = record.get("read_files", {})
                 return
             raise Divergence(0, "first record", "start", record["t"])
+        raise LogError(
+            f"{self.path}: the log ends after its header, before the run started "
+            "(no `start` record)"
+        )
 
     def _read(self) -> dict[str, Any] | None:
         """The next record of the file; effects numbered in log order (for `edits`)."""
@@ -298,7 +323,12 @@ class ReplayTape(Tape):
                 self._effect_no += 1
                 if self.edits:
                     record["_n"] = self._effect_no
+            elif record["t"] == "transition":
+                self._recorded_steps += 1
+            elif record["t"] == "result":
+                self._has_result = True
             return record
+        self.cut_short = not self._has_result
         return None
 
     def _next(self) -> dict[str, Any] | None:
@@ -329,13 +359,6 @@ class ReplayTape(Tape):
 
     def transition(self, record: dict[str, Any]) -> None:
         expected = self._expected
-        if expected is None:
-            raise Divergence(self.step, "transition", "end of log", _transition_view(record))
-        key = _transition_key if self.strict else _path_key
-        if key(expected) != key(record):
-            raise Divergence(
-                self.step, "transition", _transition_view(expected), _transition_view(record)
-            )
         carry = record.get("from") != "tool_execution" and record.get("to") not in TERMINAL_REASONS
         leftover = [
             r
@@ -343,6 +366,16 @@ class ReplayTape(Tape):
             for r in queue
             if not (carry and name in TOOL_PIPELINE)
         ]
+        if expected is None:
+            view = _transition_view(record)
+            if self.cut_short and not leftover:
+                raise LogEnded(self._recorded_steps + 1, "transition", "end of log", view)
+            raise Divergence(self.step, "transition", "end of log", view)
+        key = _transition_key if self.strict else _path_key
+        if key(expected) != key(record):
+            raise Divergence(
+                self.step, "transition", _transition_view(expected), _transition_view(record)
+            )
         if leftover:
             first = leftover[0]
             raise Divergence(
@@ -367,9 +400,7 @@ class ReplayTape(Tape):
             if record["t"] == "effect" and (record["name"], record["request"]) == key:
                 return record
             self._ahead.append(record)
-            if record["t"] != "effect" and (
-                record["t"] == "result" or record.get("from") == "tool_execution"
-            ):
+            if _closes_window(record):
                 return None
 
     def _queue(self, name: str, request: str, args: Any) -> deque[dict[str, Any]] | None:
@@ -385,6 +416,9 @@ class ReplayTape(Tape):
 
     def take(self, name: str, request: str, args: Any = None) -> Any:
         queue = self._queue(name, request, args)
+        if not queue and self._at_end(name):
+            got = {"request": request, **({"args": args} if args is not None else {})}
+            raise LogEnded(self._recorded_steps + 1, f"effect {name}", "end of log", got)
         if not queue:
             same_name = [r for (n, _), q in self._pending.items() if n == name for r in q]
             expected: Any = (
@@ -407,6 +441,26 @@ class ReplayTape(Tape):
             return self.edits[number]
         return record["result"]
 
+    def _at_end(self, name: str) -> bool:
+        """The log stops before it records `name` where the code asks for it: cut short.
+
+        A tool-pipeline effect may be recorded up to its iteration's
+        `tool_execution` transition (the call started while the model
+        streamed), so it is missing for want of log only if the log stops
+        before that window closes.
+        """
+        if not self.cut_short:
+            return False
+        if name in TOOL_PIPELINE:
+            return not any(
+                r is not None and _closes_window(r) for r in (self._expected, *self._ahead)
+            )
+        return (
+            self._expected is None
+            and not self._ahead
+            and not any(q for (n, _), q in self._pending.items() if n not in TOOL_PIPELINE)
+        )
+
     def take_if(self, name: str, request: str, default: Any) -> Any:
         """A polled effect: its usual answer (`default`) is not recorded, so no record is it."""
         if self._pending.get((name, request)):
@@ -418,6 +472,13 @@ class ReplayTape(Tape):
 
     def wrap(self, effects: Effects | None) -> Effects:
         return ReplayEffects(self)
+
+
+def _closes_window(record: dict[str, Any]) -> bool:
+    """The last record a tool-pipeline effect of the iteration may come before."""
+    return record["t"] == "result" or (
+        record["t"] == "transition" and record.get("from") == "tool_execution"
+    )
 
 
 def _edge_text(record: dict[str, Any]) -> str:

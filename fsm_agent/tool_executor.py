@@ -204,6 +204,19 @@ class ToolExecutor:
             aborted = True
         return BatchResult(tuple(results), files, aborted, stop)
 
+    def abandon(self) -> None:
+        """The run ended by an exception (a replay that diverged, or whose log ran out):
+        calls started early are cancelled and their outcomes dropped, so none is left
+        running, nor failed with nobody to read why."""
+        for task in self._tasks.values():
+            if task.done():
+                _drop_outcome(task)
+            else:
+                task.cancel()
+                task.add_done_callback(_drop_outcome)
+        self._tasks.clear()
+        self._cancel.clear()
+
     # --- one call -------------------------------------------------------
 
     def _payload(self, event: str, block: ToolUseBlock, tool_input: dict[str, Any]) -> dict:
@@ -334,6 +347,11 @@ class ToolExecutor:
             f"<tool_use_error>The user denied permission to use {name} ({reason}). "
             "Do not retry this call; ask the user how to proceed.</tool_use_error>"
         )
+
+
+def _drop_outcome(task: asyncio.Task[CallResult]) -> None:
+    if not task.cancelled():
+        task.exception()
 
 
 def _reminders(outcome: HookOutcome) -> list[str]:

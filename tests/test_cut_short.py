@@ -1,0 +1,126 @@
+"""A log cut short (the recorded run was killed): replay goes as far as it reaches.
+
+Every step it holds is checked as usual; where it stops, the replay says so
+(`LogEnded`) instead of reporting a divergence, and `replay --check` passes.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from attrs import evolve
+
+from fsm_agent import continuations
+from fsm_agent.debugger import Debugger
+from fsm_agent.recording import Divergence, LogEnded
+from fsm_agent.session import replay
+from tests.test_cli import fsm
+
+REPLAYS = Path(__file__).resolve().parent.parent / "replays"
+SHIPPED = sorted(REPLAYS.glob("*.jsonl"))
+
+
+def cut(log: Path, keep: int, to: Path) -> Path:
+    """The first `keep` lines of `log`, as a killed run would have left them."""
+    to.write_bytes(b"".join(log.read_bytes().splitlines(keepends=True)[:keep]))
+    return to
+
+
+def transitions_in(path: Path) -> int:
+    return path.read_bytes().count(b'"t":"transition"')
+
+
+@pytest.mark.parametrize("log", SHIPPED, ids=lambda p: p.stem)
+def test_every_cut_of_a_shipped_log_replays_up_to_where_it_stops(log: Path, tmp_path: Path) -> None:
+    lines = len(log.read_bytes().splitlines())
+    for keep in range(2, lines - 1):
+        part = cut(log, keep, tmp_path / f"{keep}.jsonl")
+        with pytest.raises(LogEnded) as info:
+            replay(part)
+        assert info.value.step == transitions_in(part) + 1, f"cut after line {keep}"
+
+
+def test_a_log_that_lost_only_its_result_replays_to_the_end(tmp_path: Path) -> None:
+    log = REPLAYS / "tool_round.jsonl"
+    lines = len(log.read_bytes().splitlines())
+    result = replay(cut(log, lines - 1, tmp_path / "no_result.jsonl"))
+    assert result.reason == "completed"
+    assert len(result.path) == transitions_in(log)
+
+
+def test_a_divergence_before_the_cut_is_still_a_divergence(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    part = cut(REPLAYS / "tool_round.jsonl", 20, tmp_path / "part.jsonl")
+    assert transitions_in(part) > 7
+    original = continuations.CONTINUE["next_turn"]
+
+    async def changed(run: Any, state: Any, it: Any, facts: Any) -> Any:
+        return evolve(await original(run, state, it, facts), stop_hook_active=True)
+
+    monkeypatch.setitem(continuations.CONTINUE, "next_turn", changed)
+    with pytest.raises(Divergence) as info:
+        replay(part)
+    assert not isinstance(info.value, LogEnded)
+    assert info.value.step == 7
+
+
+def test_a_missing_effect_before_the_cut_is_still_a_divergence(tmp_path: Path) -> None:
+    rows = (REPLAYS / "tool_round.jsonl").read_bytes().splitlines(keepends=True)
+    first_effect = next(i for i, r in enumerate(rows) if b'"t":"effect"' in r)
+    part = tmp_path / "part.jsonl"
+    part.write_bytes(b"".join(rows[:first_effect] + rows[first_effect + 1 : 12]))
+    with pytest.raises(Divergence) as info:
+        replay(part)
+    assert not isinstance(info.value, LogEnded)
+
+
+def test_check_passes_on_a_cut_log_and_says_where_it_stops(tmp_path: Path) -> None:
+    part = cut(REPLAYS / "tool_round.jsonl", 12, tmp_path / "part.jsonl")
+    steps = transitions_in(part)
+    done = fsm("replay", str(part), "--check")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith(f"✓ {steps} steps match the log; it ends there, without a result")
+    assert "cut short" in done.stdout
+
+
+def test_check_of_a_log_with_only_a_header_is_a_clear_error(tmp_path: Path) -> None:
+    part = cut(REPLAYS / "tool_round.jsonl", 1, tmp_path / "header.jsonl")
+    done = fsm("replay", str(part), "--check")
+    assert done.returncode == 2
+    assert done.stderr.strip() == (
+        f"fsm-agent: error: {part}: the log ends after its header, before the run started "
+        "(no `start` record)"
+    )
+
+
+def test_debugger_shows_where_a_cut_log_ends(tmp_path: Path) -> None:
+    part = cut(REPLAYS / "tool_round.jsonl", 12, tmp_path / "part.jsonl")
+    steps = transitions_in(part)
+    dbg = Debugger(part)
+    try:
+        assert "(end of the log: cut short, no result)" in dbg.text(f"g {steps}")
+        assert dbg.text("n").startswith(
+            f"*** no step {steps + 1}: the log ends after step {steps} without a result"
+        )
+    finally:
+        dbg.stepper.close()
+
+
+def test_a_call_started_early_leaves_nothing_behind_when_the_log_stops(tmp_path: Path) -> None:
+    """The stream's call started a tool whose effects the log never got to: the
+    replay stops cleanly, with no task left to complain that nobody read its failure."""
+    rows = (REPLAYS / "autocompact.jsonl").read_bytes().splitlines(keepends=True)
+    early = next(
+        i
+        for i in range(1, len(rows))
+        if b'"name":"model"' in rows[i] and b'"name":"permission"' in rows[i - 1]
+    )
+    part = tmp_path / "part.jsonl"
+    part.write_bytes(b"".join(rows[: early + 1]))
+    done = fsm("replay", str(part), "--check")
+    assert done.returncode == 0
+    assert done.stderr == ""
+    assert done.stdout.count("\n") == 1
