@@ -128,3 +128,53 @@ def test_each_named_edge_is_a_trigger_of_the_transitions_machine() -> None:
     for edge in EDGES:
         transitions = machine._machine.events[edge.name].transitions[edge.source.value]
         assert [t.dest for t in transitions] == [edge.dest]
+
+
+def test_a_trigger_with_nothing_registered_changes_state_as_the_library_does() -> None:
+    machine = LoopMachine()
+    entered: list[str] = []
+    machine._machine.get_state("blocking_limit_check").add_callback(
+        "enter", lambda: entered.append("blocking_limit_check")
+    )
+    machine._machine.on_final.append(lambda: entered.append("final"))
+    machine.fire(STATE, Facts())
+    assert machine.state == "blocking_limit_check"
+    assert entered == ["blocking_limit_check"]
+    machine.fire(STATE, Facts(over_hard_limit=True))
+    assert machine.state == "blocking_limit"
+    assert entered == ["blocking_limit_check", "final"]
+
+
+@pytest.mark.parametrize("where", ["before", "after", "prepare", "conditions", "machine"])
+def test_anything_registered_on_a_trigger_takes_the_library_s_whole_path(where: str) -> None:
+    """The fast path of `execute` is only for triggers with nothing to run around them."""
+    machine = LoopMachine()
+    ran: list[str] = []
+    (transition,) = machine._machine.events["preprocessed"].transitions["preprocess"]
+
+    def note() -> bool:
+        ran.append(where)
+        return True
+
+    if where == "machine":
+        machine._machine.before_state_change = [note]
+    elif where == "conditions":
+        from transitions.core import Condition
+
+        transition.conditions.append(Condition(note))
+    else:
+        transition.add_callback(where, note)
+    machine.fire(STATE, Facts())
+    assert machine.state == "blocking_limit_check"
+    assert ran == [where]
+
+
+def test_an_edge_a_condition_refuses_is_not_taken() -> None:
+    from transitions.core import Condition
+
+    machine = LoopMachine()
+    (transition,) = machine._machine.events["preprocessed"].transitions["preprocess"]
+    transition.conditions.append(Condition(lambda: False))
+    with pytest.raises(NoEdge, match="'preprocessed' out of 'preprocess' was refused"):
+        machine.fire(STATE, Facts())
+    assert machine.state == "preprocess"
