@@ -30,8 +30,7 @@ from fsm_agent.events import DriverEvent, StreamEvent
 from fsm_agent.hooks import HookOutcome, Hooks, events_of, hooked_events, joined
 from fsm_agent.log import LogWriter, SessionLog, default_log_path
 from fsm_agent.machine import FINAL_STATES
-from fsm_agent.messages import Message
-from fsm_agent.model import Model, ModelRequest, ToolSpec
+from fsm_agent.model import Model, ModelRequest
 from fsm_agent.permission_types import Decision, PermissionAsk, PermissionRequest
 from fsm_agent.recording import RecordingEffects, RecordingTape, ReplayEffects, ReplayTape, Tape
 from fsm_agent.stepper import LogIndex
@@ -252,13 +251,13 @@ async def afork(
     abort: AbortSignal | None = None,
 ) -> LoopResult:
     """Replay `parent` up to `point`, then run live; the new log's header names both."""
-    from fsm_agent.session import config_of, default_tools, session_header
+    from fsm_agent.session import config_of, default_tools, session_header, tools_of
 
     parent_log = SessionLog(Path(parent))
     check_point(parent_log, point)
     config = evolve(config_of(parent_log), **dict(config_changes or {}))
     config = evolve(config, hooked_events=hooked_events(config.hooked_events, events_of(hooks)))
-    specs = structure(parent_log.header.get("tools", []), list[ToolSpec])
+    specs = tools_of(parent_log)
     session_id = str(uuid.uuid4())
     header = session_header(
         session_id, config, specs, parent={"log": str(parent), **point.describe()}
@@ -280,7 +279,7 @@ async def afork(
         approvals=Approvals(config.permissions, config.cwd),
     )
     engine = Engine(config, tape, live, specs, session_id, on_event)
-    messages = [structure(m, Message) for m in tape.replay.start_messages]
+    messages = tape.replay.messages()
     try:
         return await engine.run(messages, tape.replay.start_read_files)
     finally:

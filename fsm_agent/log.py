@@ -18,7 +18,16 @@ from fsm_agent import jsontext
 
 FORMAT = "fsm-agent-session"
 VERSION = 1
-RECORD_TYPES = frozenset({"start", "effect", "transition", "context", "result"})
+REQUIRED: dict[str, tuple[str, ...]] = {
+    "start": ("messages",),
+    "transition": ("step", "from", "to", "edge", "turn", "state"),
+    "effect": ("step", "name", "request", "result"),
+    "context": ("step", "level", "before", "after", "text"),
+    "result": ("reason", "turns", "steps"),
+}
+"""The fields each record type must have (the schema's `required`, less `t`)."""
+RECORD_TYPES = frozenset(REQUIRED)
+_REQUIRED_KEYS = {kind: frozenset(fields) for kind, fields in REQUIRED.items()}
 
 
 class LogError(Exception):
@@ -139,6 +148,10 @@ class SessionLog:
             raise LogError(f"{self.path}:{lineno}: corrupt record ({exc})") from None
         if not isinstance(record, dict) or record.get("t") not in RECORD_TYPES:
             raise LogError(f"{self.path}:{lineno}: not a session record")
+        kind = record["t"]
+        if not record.keys() >= _REQUIRED_KEYS[kind]:
+            missing = ", ".join(repr(k) for k in REQUIRED[kind] if k not in record)
+            raise LogError(f"{self.path}:{lineno}: a {kind} record without {missing}")
         return record
 
     def offsets(self) -> list[int]:

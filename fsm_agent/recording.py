@@ -17,13 +17,14 @@ from typing import Any
 
 from attrs import frozen
 
-from fsm_agent.codec import converter, dumps, structure, unstructure_hook
+from fsm_agent.codec import CodecError, converter, dumps, structure, unstructure_hook
 from fsm_agent.effects import Effects
 from fsm_agent.events import ModelCallError, StreamEvent
 from fsm_agent.hooks import NO_OPINION, HookOutcome
 from fsm_agent.jsontext import canonical
 from fsm_agent.log import LogError, LogWriter, MemoryWriter, SessionLog
 from fsm_agent.machine import TERMINAL_REASONS
+from fsm_agent.messages import Message
 from fsm_agent.model import ModelRequest
 from fsm_agent.permission_types import Decision, PermissionAsk, PermissionRequest
 from fsm_agent.tools.base import ToolCall, ToolEnv, ToolOutcome
@@ -300,13 +301,17 @@ class ReplayTape(Tape):
         self._pending: dict[tuple[str, str], deque[dict[str, Any]]] = defaultdict(deque)
         self._expected: dict[str, Any] | None = None
         self.start_messages: list[Any] = []
+        self.start_line = 0
+        self.line: int | None = None
+        """The line of the effect `take` handed out last (None for an edited result)."""
         self.start_read_files: dict[str, float] = {}
         self._read_start()
         self._load_step()
 
     def _read_start(self) -> None:
-        for _, record in self._records:
+        for lineno, record in self._records:
             if record["t"] == "start":
+                self.start_line = lineno
                 self.start_messages = record["messages"]
                 self.start_read_files = record.get("read_files", {})
                 return
@@ -318,8 +323,9 @@ class ReplayTape(Tape):
 
     def _read(self) -> dict[str, Any] | None:
         """The next record of the file; effects numbered in log order (for `edits`)."""
-        for _, record in self._records:
+        for lineno, record in self._records:
             if record["t"] == "effect":
+                record["_line"] = lineno
                 self._effect_no += 1
                 if self.edits:
                     record["_n"] = self._effect_no
@@ -438,8 +444,23 @@ class ReplayTape(Tape):
         number = record.get("_n")
         if number in self.edits:
             self.edited = number
+            self.line = None
             return self.edits[number]
+        self.line = record["_line"]
         return record["result"]
+
+    def bad_record(self, what: str, problem: object) -> LogError:
+        """A recorded value the code cannot use: the log is damaged, not the code changed."""
+        where = f"{self.path}:{self.line}" if self.line is not None else f"{self.path}"
+        edited = "" if self.line is not None else f" (the edited result of effect {self.edited})"
+        return LogError(f"{where}: the recorded {what}{edited} is not valid: {problem}")
+
+    def messages(self) -> list[Message]:
+        """The start record's messages, as the run began with them."""
+        try:
+            return [structure(m, Message) for m in _list(self.start_messages)]
+        except CodecError as exc:
+            raise LogError(f"{self.path}:{self.start_line}: the start messages: {exc}") from None
 
     def _at_end(self, name: str) -> bool:
         """The log stops before it records `name` where the code asks for it: cut short.
@@ -461,11 +482,9 @@ class ReplayTape(Tape):
             and not any(q for (n, _), q in self._pending.items() if n not in TOOL_PIPELINE)
         )
 
-    def take_if(self, name: str, request: str, default: Any) -> Any:
-        """A polled effect: its usual answer (`default`) is not recorded, so no record is it."""
-        if self._pending.get((name, request)):
-            return self.take(name, request)
-        return default
+    def polled(self, name: str, request: str) -> bool:
+        """Whether a polled effect is recorded here: its usual answer is not recorded."""
+        return bool(self._pending.get((name, request)))
 
     def result(self, record: dict[str, Any]) -> None:
         pass
@@ -510,18 +529,10 @@ def _effect_view(record: dict[str, Any]) -> dict[str, Any]:
     return view
 
 
-def _fast_structure(value: Any, cls: Any) -> Any:
-    """cattrs' hook for `cls` called directly: replay structures every recorded result.
-
-    Only on failure does it go through `codec.structure`, for its readable error.
-    """
-    hook = _HOOKS.get(cls)
-    if hook is None:
-        hook = _HOOKS[cls] = converter.get_structure_hook(cls)
-    try:
-        return hook(value, cls)
-    except Exception:
-        return structure(value, cls)
+def _list(value: Any) -> list[Any]:
+    if not isinstance(value, list):
+        raise CodecError(f"not a list: {_short(value)}")
+    return value
 
 
 _HOOKS: dict[Any, Any] = {}
@@ -533,49 +544,83 @@ class ReplayEffects:
     def __init__(self, tape: ReplayTape) -> None:
         self.tape = tape
 
+    def _structured(self, value: Any, cls: Any, what: str) -> Any:
+        """cattrs' hook for `cls` called directly: replay structures every recorded result.
+
+        Only on failure does it go through `codec.structure`, for a readable error
+        that names the log line.
+        """
+        hook = _HOOKS.get(cls)
+        if hook is None:
+            hook = _HOOKS[cls] = converter.get_structure_hook(cls)
+        try:
+            return hook(value, cls)
+        except Exception:
+            try:
+                return structure(value, cls)
+            except CodecError as exc:
+                raise self.tape.bad_record(what, exc) from None
+
+    def _model_result(self, recorded: Any) -> tuple[list[StreamEvent], ModelCallError | None]:
+        if not isinstance(recorded, dict) or not isinstance(recorded.get("events"), list):
+            raise self.tape.bad_record("model stream", 'not {"events": [...], "error": ...}')
+        events = self._structured(recorded["events"], list[StreamEvent], "model stream")
+        error = recorded.get("error")
+        if not error:
+            return events, None
+        if not (isinstance(error, dict) and isinstance(error.get("kind"), str)):
+            raise self.tape.bad_record("model error", 'not {"kind", "message", "status"}')
+        return events, ModelCallError(error["kind"], str(error.get("message")), error.get("status"))
+
     async def model_stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
         recorded = self.tape.take("model", request.digest(), model_summary(request))
-        for event in _fast_structure(recorded["events"], list[StreamEvent]):
+        events, error = self._model_result(recorded)
+        for event in events:
             yield event
-        error = recorded.get("error")
-        if error:
-            raise ModelCallError(error["kind"], error["message"], error.get("status"))
+        if error is not None:
+            raise error
+
+    def _take(self, name: str, request: str, cls: Any, args: Any = None) -> Any:
+        return self._structured(self.tape.take(name, request, args), cls, name)
 
     async def count_tokens(self, request: ModelRequest) -> int | None:
-        return self.tape.take("count_tokens", request.digest())
+        return self._take("count_tokens", request.digest(), int | None)
 
     async def run_tool(self, call: ToolCall, env: ToolEnv) -> ToolOutcome:
         data = _plain(call)
-        return _fast_structure(self.tape.take("tool", digest_of(data), data), ToolOutcome)
+        return self._take("tool", digest_of(data), ToolOutcome, data)
 
     async def run_hooks(self, event: str, payload: dict[str, Any]) -> HookOutcome:
         if self.tape.hooked is not None and event not in self.tape.hooked:
             return NO_OPINION
-        recorded = self.tape.take("hooks", digest_of([event, payload]), event)
-        return _fast_structure(recorded, HookOutcome)
+        return self._take("hooks", digest_of([event, payload]), HookOutcome, event)
 
     async def store_blob(self, name: str, text: str) -> str | None:
-        return self.tape.take("store_blob", name, {"name": name, "chars": len(text)})
+        return self._take("store_blob", name, str | None, {"name": name, "chars": len(text)})
 
     async def check_permission(self, request: PermissionRequest) -> Decision:
         data = _plain(request)
-        return _fast_structure(self.tape.take("permission", digest_of(data), data), Decision)
+        return self._take("permission", digest_of(data), Decision, data)
 
     async def ask_permission(self, question: PermissionAsk) -> str:
         data = _plain(question)
-        return self.tape.take("ask_permission", digest_of(data), data)
+        return self._take("ask_permission", digest_of(data), str, data)
 
     async def nested_memory(self, paths: tuple[str, ...]) -> dict[str, str]:
-        return self.tape.take("memory", digest_of(list(paths)), list(paths))
+        return self._take("memory", digest_of(list(paths)), dict[str, str], list(paths))
 
     def now(self) -> float:
-        return self.tape.take("now", "")
+        return self._take("now", "", float)
 
     def new_id(self, prefix: str) -> str:
-        return self.tape.take("new_id", prefix)
+        return self._take("new_id", prefix, str)
 
     def aborted(self, where: str) -> bool:
-        return self.tape.take_if("aborted", where, False)
+        if not self.tape.polled("aborted", where):
+            return False
+        return self._take("aborted", where, bool)
 
     def queued_input(self) -> tuple[str, ...]:
-        return tuple(self.tape.take_if("queued_input", "", []))
+        if not self.tape.polled("queued_input", ""):
+            return ()
+        return self._take("queued_input", "", tuple[str, ...])

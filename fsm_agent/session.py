@@ -19,11 +19,18 @@ from typing import TYPE_CHECKING, Any
 
 from attrs import evolve
 
-from fsm_agent.codec import structure, unstructure
+from fsm_agent.codec import CodecError, structure, unstructure
 from fsm_agent.config import RunConfig
 from fsm_agent.driver import Engine, LoopResult
 from fsm_agent.events import DriverEvent
-from fsm_agent.log import LogWriter, MemoryWriter, SessionLog, default_log_path, machine_fingerprint
+from fsm_agent.log import (
+    LogError,
+    LogWriter,
+    MemoryWriter,
+    SessionLog,
+    default_log_path,
+    machine_fingerprint,
+)
 from fsm_agent.messages import Message, user
 from fsm_agent.model import Model, ToolSpec
 from fsm_agent.recording import RecordingTape, ReplayTape
@@ -179,7 +186,20 @@ def run_scenario(scenario: Scenario | str | Path, **kwargs: Any) -> LoopResult:
 
 
 def config_of(log: SessionLog) -> RunConfig:
-    return structure(log.header.get("config", {}), RunConfig)
+    """The recorded run's configuration; a header that does not hold one is a `LogError`."""
+    return _from_header(log, "config", {}, RunConfig)
+
+
+def tools_of(log: SessionLog) -> list[ToolSpec]:
+    """The tool definitions the recorded run sent the model."""
+    return _from_header(log, "tools", [], list[ToolSpec])
+
+
+def _from_header(log: SessionLog, key: str, default: Any, cls: Any) -> Any:
+    try:
+        return structure(log.header.get(key, default), cls)
+    except CodecError as exc:
+        raise LogError(f"{log.path}:1: the header's {key}: {exc}") from None
 
 
 async def areplay(
@@ -190,10 +210,9 @@ async def areplay(
     """Re-run a recorded session from its log; raises `Divergence` at the first difference."""
     log = SessionLog(Path(path))
     tape = ReplayTape(log)
-    specs = structure(log.header.get("tools", []), list[ToolSpec])
+    specs = tools_of(log)
     engine = Engine(config_of(log), tape, None, specs, log.header.get("session_id", ""), on_event)
-    messages = [structure(m, Message) for m in tape.start_messages]
-    return await engine.run(messages, tape.start_read_files)
+    return await engine.run(tape.messages(), tape.start_read_files)
 
 
 def replay(path: str | Path, **kwargs: Any) -> LoopResult:

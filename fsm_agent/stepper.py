@@ -28,11 +28,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from fsm_agent.codec import structure
 from fsm_agent.driver import Engine, LoopResult, StepInfo, initial_state
 from fsm_agent.log import SessionLog
-from fsm_agent.messages import Message
-from fsm_agent.model import ToolSpec
 from fsm_agent.recording import ReplayTape
 
 _HEAD = re.compile(rb'^\{\s*"t"\s*:\s*"(\w+)"\s*(?:,\s*"step"\s*:\s*(\d+))?')
@@ -93,10 +90,10 @@ class Stepper:
     def __init__(self, path: Path) -> None:
         self.log = SessionLog(path)
         self.index = LogIndex(self.log)
-        from fsm_agent.session import config_of
+        from fsm_agent.session import config_of, tools_of
 
         self.config = config_of(self.log)
-        self.specs = structure(self.log.header.get("tools", []), list[ToolSpec])
+        self.specs = tools_of(self.log)
         self.session_id = str(self.log.header.get("session_id", ""))
         self._loop = asyncio.new_event_loop()
         self._cache: OrderedDict[int, StepInfo] = OrderedDict()
@@ -109,7 +106,7 @@ class Stepper:
         self.result: LoopResult | None = None
         self.stopped_by: Exception | None = None
         tape = ReplayTape(self.log)
-        self.start_messages = [structure(m, Message) for m in tape.start_messages]
+        self.start_messages = tape.messages()
         self.read_files = dict(tape.start_read_files)
         self.initial = initial_state(self.start_messages, self.config, self.read_files)
 

@@ -101,3 +101,28 @@ def test_every_line_matches_the_documented_schema(scenario, tmp_path: Path) -> N
         scenario(name)
         for record in lines(tmp_path / f"{name}.jsonl"):
             jsonschema.validate(record, schema)
+
+
+def test_the_fields_a_record_must_have_are_the_schema_s() -> None:
+    from fsm_agent.log import REQUIRED
+    from tests.conftest import ROOT
+
+    schema = json.loads((ROOT / "docs" / "log-format.schema.json").read_text())
+    required = {
+        variant["properties"]["t"]["const"]: set(variant["required"]) - {"t"}
+        for variant in schema["oneOf"]
+        if "t" in variant.get("properties", {})
+    }
+    assert required == {kind: set(fields) for kind, fields in REQUIRED.items()}
+
+
+def test_a_record_without_a_field_it_needs_names_the_line_and_the_field(
+    scenario, tmp_path: Path
+) -> None:
+    path = _recorded(scenario, tmp_path)
+    rows = lines(path)
+    i = next(i for i, r in enumerate(rows) if r.get("t") == "transition")
+    del rows[i]["edge"]
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    with pytest.raises(LogError, match=rf":{i + 1}: a transition record without 'edge'$"):
+        list(SessionLog(path).records())
