@@ -716,7 +716,7 @@ def _check(path: Path) -> None:
         _warn_if_torn(path)
         click.echo(
             f"✓ {exc.step - 1} steps match the log; it ends there, without a result: "
-            "the recorded run was cut short (killed, or still running)"
+            "the recorded run was killed, or is still running"
         )
         return
     except Divergence as exc:

@@ -91,7 +91,7 @@ class LogEnded(Divergence):
     def __str__(self) -> str:
         return (
             f"the log ends after step {self.step - 1} without a result: "
-            "the recorded run was cut short (killed, or still running)"
+            "the recorded run was killed, or is still running"
         )
 
 
