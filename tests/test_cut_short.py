@@ -7,16 +7,14 @@ Every step it holds is checked as usual; where it stops, the replay says so
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import pytest
-from attrs import evolve
 
-from fsm_agent import continuations
 from fsm_agent.debugger import Debugger
 from fsm_agent.recording import Divergence, LogEnded
 from fsm_agent.session import replay
 from tests.test_cli import fsm
+from tests.test_divergence import change_next_turn
 
 REPLAYS = Path(__file__).resolve().parent.parent / "replays"
 SHIPPED = sorted(REPLAYS.glob("*.jsonl"))
@@ -55,12 +53,7 @@ def test_a_divergence_before_the_cut_is_still_a_divergence(
 ) -> None:
     part = cut(REPLAYS / "tool_round.jsonl", 20, tmp_path / "part.jsonl")
     assert transitions_in(part) > 7
-    original = continuations.CONTINUE["next_turn"]
-
-    async def changed(run: Any, state: Any, it: Any, facts: Any) -> Any:
-        return evolve(await original(run, state, it, facts), stop_hook_active=True)
-
-    monkeypatch.setitem(continuations.CONTINUE, "next_turn", changed)
+    change_next_turn(monkeypatch)
     with pytest.raises(Divergence) as info:
         replay(part)
     assert not isinstance(info.value, LogEnded)

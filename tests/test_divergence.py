@@ -29,17 +29,22 @@ def first_step(rows: list[dict[str, Any]], edge: str) -> int:
     return next(r["step"] for r in rows if r.get("t") == "transition" and r["edge"] == edge)
 
 
-def test_changed_continuation_reports_the_first_next_turn(
-    scenario, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    scenario("tool_round")
-    log = tmp_path / "tool_round.jsonl"
+def change_next_turn(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A code change the logs do not know: `next_turn` builds a different `LoopState`."""
     original = continuations.CONTINUE["next_turn"]
 
     async def changed(run: Any, state: Any, it: Any, facts: Any) -> Any:
         return evolve(await original(run, state, it, facts), stop_hook_active=True)
 
     monkeypatch.setitem(continuations.CONTINUE, "next_turn", changed)
+
+
+def test_changed_continuation_reports_the_first_next_turn(
+    scenario, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    scenario("tool_round")
+    log = tmp_path / "tool_round.jsonl"
+    change_next_turn(monkeypatch)
     with pytest.raises(Divergence) as info:
         replay(log)
     exc = info.value
