@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from fsm_agent.recording import Divergence
+from fsm_agent.log import LogError
+from fsm_agent.recording import Divergence, LogEnded
 from tests.conftest import ROOT, SCENARIOS
 
 pytest_plugins = ["pytester"]
@@ -37,6 +38,24 @@ def test_fsm_run_fails_on_a_divergent_log(fsm_run, tmp_path: Path) -> None:
     with pytest.raises(Divergence) as info:
         fsm_run(log)
     assert info.value.step == 7
+
+
+def test_fsm_run_fails_on_a_log_cut_short(fsm_run, tmp_path: Path) -> None:
+    rows = (REPLAYS / "tool_round.jsonl").read_text().splitlines(keepends=True)
+    log = tmp_path / "cut.jsonl"
+    log.write_text("".join(rows[:12]))
+    with pytest.raises(LogEnded, match="the log ends after step"):
+        fsm_run(log)
+
+
+def test_fsm_run_fails_on_a_damaged_log_naming_the_line(fsm_run, tmp_path: Path) -> None:
+    rows = [json.loads(r) for r in (REPLAYS / "tool_round.jsonl").read_text().splitlines()]
+    line = next(i for i, r in enumerate(rows) if r.get("name") == "tool")
+    rows[line]["result"] = {"content": 5}
+    log = tmp_path / "damaged.jsonl"
+    log.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    with pytest.raises(LogError, match=f"damaged.jsonl:{line + 1}: the recorded tool is not valid"):
+        fsm_run(log)
 
 
 def test_the_documented_example_passes(pytester: pytest.Pytester) -> None:
