@@ -117,10 +117,27 @@ def _error_fields(body: object) -> tuple[str | None, str | None]:
     return None, None
 
 
+_MARKUP = re.compile(r"<!--.*?-->|<(script|style)\b.*?</\1\s*>|<[^>]*>", re.S | re.I)
+_SPACE = re.compile(r"\s+")
+ERROR_TEXT_LIMIT = 300
+
+
+def _readable(text: str) -> str:
+    """An error body that is not the API's JSON (a proxy's page, a plain-text 404) as
+    one short line: markup dropped, entities decoded, whitespace collapsed."""
+    if "<" in text and ">" in text:
+        import html
+
+        text = html.unescape(_MARKUP.sub(" ", text))
+    text = _SPACE.sub(" ", text).strip()
+    return text if len(text) <= ERROR_TEXT_LIMIT else text[: ERROR_TEXT_LIMIT - 1] + "…"
+
+
 def _status_error(exc: anthropic.APIStatusError) -> ModelCallError:
     status = exc.status_code
     err_type, api_text = _error_fields(exc.body)
-    detail = api_text or (exc.body if isinstance(exc.body, str) and exc.body else exc.message)
+    raw = exc.body if isinstance(exc.body, str) and exc.body else exc.message
+    detail = api_text or _readable(raw)
     request_id = exc.response.headers.get("request-id")
     where = f" [request {request_id}]" if request_id else ""
     label = f"{status} {err_type}" if err_type else f"{status}"

@@ -68,7 +68,16 @@ class JsonReply:
     stall_before: float = 0.0
 
 
-Reply = StreamReply | JsonReply
+@dataclass(frozen=True)
+class PageReply:
+    """A body that is not the API's JSON: what a proxy or a wrong base URL answers."""
+
+    status: int
+    text: str
+    content_type: str = "text/html; charset=utf-8"
+
+
+Reply = StreamReply | JsonReply | PageReply
 
 
 @dataclass(frozen=True)
@@ -305,6 +314,8 @@ class _Handler(BaseHTTPRequestHandler):
                 self._json(JsonReply(500, error_body("api_error", f"no scripted reply for {path}")))
             elif isinstance(reply, JsonReply):
                 self._json(reply)
+            elif isinstance(reply, PageReply):
+                self._page(reply)
             elif isinstance(body, dict) and body.get("stream"):
                 self._stream(reply)
             elif reply.message is not None:
@@ -331,6 +342,15 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_header("content-length", str(len(data)))
         for name, value in reply.headers:
             self.send_header(name, value)
+        self.end_headers()
+        self.wfile.write(data)
+        self.wfile.flush()
+
+    def _page(self, reply: PageReply) -> None:
+        data = reply.text.encode()
+        self.send_response(reply.status)
+        self.send_header("content-type", reply.content_type)
+        self.send_header("content-length", str(len(data)))
         self.end_headers()
         self.wfile.write(data)
         self.wfile.flush()

@@ -37,6 +37,7 @@ from fsm_agent.state import Transcript
 from tests.messages_server import (
     COUNT_TOKENS,
     MessagesServer,
+    PageReply,
     error,
     message,
     message_events,
@@ -579,3 +580,35 @@ def test_count_tokens_server_error_is_none_without_retrying(
 
     assert count(model_for(messages_server)) is None
     assert len(messages_server.bodies(COUNT_TOKENS)) == 1
+
+
+BAD_GATEWAY = """<!DOCTYPE html>
+<html>
+  <head><title>502 Bad Gateway</title></head>
+  <body>
+    <center><h1>502 Bad Gateway</h1></center>
+    <hr><center>nginx/1.27.0 &amp; friends</center>
+""" + "    <!-- padding -->\n" * 200 + "</body></html>\n"
+
+
+def test_an_html_error_page_is_told_in_one_short_line(messages_server: MessagesServer) -> None:
+    """A proxy in front of the API, or a base URL that is not the API, answers with a
+    web page: the error says what the page says, without its markup."""
+    page = PageReply(502, BAD_GATEWAY)
+    messages_server.reply(page, page, page)
+
+    _, exc = stream_fails(model_for(messages_server, max_retries=2))
+
+    assert (exc.kind, exc.status) == ("overloaded", 502)
+    assert "502 Bad Gateway" in exc.message and "nginx/1.27.0 & friends" in exc.message
+    assert "<" not in exc.message and "\n" not in exc.message
+    assert len(exc.message) < 400
+
+
+def test_a_plain_text_error_body_keeps_its_words(messages_server: MessagesServer) -> None:
+    messages_server.reply(PageReply(404, "404 page not found\n", "text/plain"))
+
+    _, exc = stream_fails(model_for(messages_server))
+
+    assert (exc.kind, exc.status) == ("api", 404)
+    assert exc.message.startswith("API error 404: 404 page not found")
