@@ -164,6 +164,11 @@ def _status_error(exc: anthropic.APIStatusError) -> ModelCallError:
     return ModelCallError("api", f"API error {label}: {detail}{where}", status)
 
 
+def _content_type(response: Any) -> str:
+    headers = getattr(getattr(response, "response", None), "headers", None) or {}
+    return str(headers.get("content-type", "")).split(";")[0].strip().lower()
+
+
 def to_model_error(exc: Exception, *, reading: bool) -> ModelCallError:
     """What the loop needs to know about `exc`.
 
@@ -403,6 +408,13 @@ class AnthropicModel:
             with contextlib.suppress(Exception):
                 await response.close()
         if not assembler.finished:
+            kind = _content_type(response)
+            if assembler.last_event == "nothing" and kind != "text/event-stream":
+                raise ModelCallError(
+                    "invalid_response",
+                    f"the server answered with {kind or 'no content type'}, not an event "
+                    f"stream: is {self.base_url or 'the base URL'} a Messages API that streams?",
+                )
             raise ModelCallError(
                 "incomplete_stream",
                 f"the stream ended without message_stop (last event: {assembler.last_event})",

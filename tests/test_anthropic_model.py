@@ -36,6 +36,7 @@ from fsm_agent.model import CAPPED_DEFAULT_MAX_TOKENS, ModelRequest, ToolSpec
 from fsm_agent.state import Transcript
 from tests.messages_server import (
     COUNT_TOKENS,
+    JsonReply,
     MessagesServer,
     PageReply,
     error,
@@ -612,3 +613,24 @@ def test_a_plain_text_error_body_keeps_its_words(messages_server: MessagesServer
 
     assert (exc.kind, exc.status) == ("api", 404)
     assert exc.message.startswith("API error 404: 404 page not found")
+
+
+@pytest.mark.parametrize(
+    ("reply", "content_type"),
+    [
+        (PageReply(200, "<html><body>Welcome to nginx!</body></html>"), "text/html"),
+        (JsonReply(200, message([{"type": "text", "text": "hi"}]).message), "application/json"),
+    ],
+    ids=["a web page", "a message that does not stream"],
+)
+def test_a_200_that_is_not_an_event_stream_says_what_came(
+    messages_server: MessagesServer, reply: JsonReply | PageReply, content_type: str
+) -> None:
+    messages_server.reply(reply)
+
+    events, exc = stream_fails(model_for(messages_server, max_retries=0))
+
+    assert events == []
+    assert exc.kind == "invalid_response"
+    assert exc.message.startswith(f"the server answered with {content_type}, not an event stream")
+    assert messages_server.url in exc.message
