@@ -19,7 +19,7 @@ from fsm_agent.config import RunConfig
 from fsm_agent.continuations import CONTINUE, ON_EDGE, final_messages, unanswered_results
 from fsm_agent.effects import Effects
 from fsm_agent.events import ContextReport, DriverEvent, ToolRefused, Transition
-from fsm_agent.machine import LoopMachine
+from fsm_agent.machine import EDGES, LoopMachine
 from fsm_agent.messages import Message, Usage
 from fsm_agent.model import ToolSpec
 from fsm_agent.phases import PHASES, Run
@@ -36,6 +36,12 @@ class Step:
 
     def __str__(self) -> str:
         return f"{self.source} -[{self.edge}]-> {self.dest}"
+
+
+STEPS: dict[tuple[str, str], Step] = {
+    (e.source.value, e.name): Step(e.source.value, e.name, e.dest) for e in EDGES
+}
+"""One `Step` per edge of the table: a path holds these, not a new one per step."""
 
 
 @frozen
@@ -193,7 +199,7 @@ class Engine:
             }
             step_no = self.tape.step
             self.tape.transition(record)
-            path.append(Step(source, edge.name, edge.dest))
+            path.append(STEPS[source, edge.name])
             self._emit(Transition(step_no, source, edge.dest, edge.name, state.turn_count))
             if self.on_step is not None:
                 waiting = self.on_step(StepInfo(step_no, source, edge.name, edge.dest, state, done))
