@@ -45,7 +45,7 @@ from fsm_agent.messages import (
     Usage,
 )
 from fsm_agent.model import ModelRequest, ToolSpec
-from fsm_agent.state import NO_FACTS, BudgetTracker, Facts, Iteration, LoopState
+from fsm_agent.state import NO_FACTS, BudgetTracker, Facts, Iteration, LoopState, facts
 from fsm_agent.tool_executor import ToolExecutor
 
 BUDGET_COMPLETION_THRESHOLD = 0.9
@@ -211,24 +211,24 @@ def _classify(run: Run, it: Iteration, error: ModelCallError) -> tuple[Iteration
     if error.kind == "overloaded":
         fallback = run.config.fallback_model
         if fallback and fallback != it.model:
-            return it, Facts(fallback_model=fallback)
+            return it, facts(fallback_model=fallback)
     if error.kind == "api":
         text = f"API Error: {error.message}"
         note = Message("assistant", (TextBlock(text),), model=it.model, stop_reason="stop_sequence")
         return evolve(it, api_error=text, assistant_messages=(note,), tool_use_blocks=()), NO_FACTS
     text = f"{error.kind}: {error.message}"
-    return evolve(it, model_error=text), Facts(model_error=text)
+    return evolve(it, model_error=text), facts(model_error=text)
 
 
 async def abort_check(run: Run, state: LoopState, it: Iteration) -> tuple[Iteration, Facts]:
     aborted = run.effects.aborted("streaming")
     if aborted:
         it = evolve(it, tool_results=await run.executor.cancel())
-    return it, Facts(aborted=aborted, needs_follow_up=bool(it.tool_use_blocks))
+    return it, facts(aborted=aborted, needs_follow_up=bool(it.tool_use_blocks))
 
 
 async def recovery(run: Run, state: LoopState, it: Iteration) -> tuple[Iteration, Facts]:
-    return it, Facts(
+    return it, facts(
         withheld=it.withheld,
         collapses_staged=it.collapse.staged_count,
         truncated=it.stop_reason == "max_tokens",
@@ -250,10 +250,10 @@ async def stop_hooks(run: Run, state: LoopState, it: Iteration) -> tuple[Iterati
                 "last_assistant_message": last,
             },
         )
-    return evolve(it, hook_stop_reason=outcome.stop_reason), Facts(
+    return evolve(it, hook_stop_reason=outcome.stop_reason), facts(
         hook_prevented=outcome.prevent_continuation,
         stop_reason=outcome.stop_reason,
-        blocking_errors=outcome.blocking_errors,
+        blocking_errors=tuple(outcome.blocking_errors),
         budget_nudge=token_budget_nudge(run.config, state, it),
     )
 
@@ -286,7 +286,7 @@ async def tool_execution(run: Run, state: LoopState, it: Iteration) -> tuple[Ite
         read_files=batch.read_files,
         hook_stop_reason=batch.stop_reason,
     )
-    return it, Facts(aborted=batch.aborted, hook_prevented=batch.stop_reason is not None)
+    return it, facts(aborted=batch.aborted, hook_prevented=batch.stop_reason is not None)
 
 
 async def attachments(run: Run, state: LoopState, it: Iteration) -> tuple[Iteration, Facts]:
@@ -315,7 +315,7 @@ async def _memory_notes(
 
 
 async def continuation(run: Run, state: LoopState, it: Iteration) -> tuple[Iteration, Facts]:
-    return it, Facts(max_turns=run.config.max_turns)
+    return it, facts(max_turns=run.config.max_turns)
 
 
 from fsm_agent.preprocess import preprocess  # noqa: E402  (it needs `Run`, defined above)

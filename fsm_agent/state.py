@@ -8,6 +8,7 @@ the guards in `fsm_agent.machine`.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Literal, overload
@@ -305,3 +306,7 @@ class Facts:
 
 NO_FACTS = Facts()
 """A phase that found nothing out: every guard takes its edge's usual way."""
+
+facts = functools.lru_cache(maxsize=256)(Facts)
+"""`Facts(...)`, each distinct one made once: a phase's facts take few shapes, and
+making one (fourteen frozen fields) is a visible part of every step's cost."""

@@ -9,9 +9,13 @@ from pathlib import Path
 
 from fsm_agent.config import RunConfig
 from fsm_agent.context import MAX_OUTPUT_RECOVERY_MESSAGE
+from fsm_agent.driver import fresh_iteration, initial_state
+from fsm_agent.effects import LiveEffects
 from fsm_agent.events import StreamEvent
-from fsm_agent.messages import Message, ToolResultBlock, ToolUseBlock
+from fsm_agent.hooks import HookOutcome
+from fsm_agent.messages import Message, ToolResultBlock, ToolUseBlock, user
 from fsm_agent.model import ModelRequest
+from fsm_agent.phases import Run, stop_hooks
 from fsm_agent.scripted import Scenario, ScriptedHooks, ScriptedModel
 from fsm_agent.session import arun
 from tests.conftest import SCENARIOS
@@ -251,3 +255,19 @@ def test_reactive_compaction_is_tried_once_per_run(tmp_path: Path, workspace: Pa
     assert result.edges.count("reactive_compact_retry") == 1
     assert "next_turn" in result.edges
     assert result.reason == "prompt_too_long"
+
+
+def test_an_in_process_stop_hook_may_give_its_blocking_errors_as_a_list() -> None:
+    """Facts are made once per distinct value (`state.facts`), so what a phase passes
+    them must be hashable; a hook's list of errors is taken as a tuple."""
+
+    class ListHooks:
+        async def run(self, event: str, payload: dict) -> HookOutcome:
+            return HookOutcome(blocking_errors=["Run the tests first."])  # type: ignore[arg-type]
+
+    config = RunConfig(model="scripted", cwd=".", hooked_events=("Stop",))
+    effects = LiveEffects(ScriptedModel(Scenario.parse({"turns": []})), {}, ListHooks())
+    run = Run(config, effects, (), lambda e: None, "s")
+    state = initial_state([user("hi")], config)
+    _, found = asyncio.run(stop_hooks(run, state, fresh_iteration(state)))
+    assert found.blocking_errors == ("Run the tests first.",)
