@@ -75,6 +75,7 @@ PhaseFn = Callable[[Run, LoopState, Iteration], Awaitable[tuple[Iteration, Facts
 
 
 OVER_LIMIT = Facts(over_hard_limit=True)
+NO_USAGE = Usage()
 
 
 async def blocking_limit_check(
@@ -93,7 +94,7 @@ class _Assembler:
         self.invalid: dict[str, str] = {}
         self.message_id = ""
         self.model = ""
-        self.usage = Usage()
+        self.usage = NO_USAGE
         self.stop_reason: str | None = None
         self.stopped = False
 

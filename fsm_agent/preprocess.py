@@ -59,6 +59,7 @@ if TYPE_CHECKING:
     from fsm_agent.phases import Run
 
 NEAR_THRESHOLD = 0.8
+NOT_COMPACTED = AutoCompactTracking()
 
 
 def report(run: Run, level: str, before: int, after: int, detail: str) -> None:
@@ -97,7 +98,7 @@ async def preprocess(run: Run, state: LoopState, it: Iteration) -> tuple[Iterati
         collapse = staged
 
     it = evolve(it, messages_for_query=messages, token_count=count, collapse=collapse)
-    tracking = it.auto_compact_tracking or AutoCompactTracking()
+    tracking = it.auto_compact_tracking or NOT_COMPACTED
     if (
         config.autocompact
         and count > config.autocompact_threshold
