@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import html
 import importlib
 import json
 import re
@@ -126,8 +127,6 @@ def _readable(text: str) -> str:
     """An error body that is not the API's JSON (a proxy's page, a plain-text 404) as
     one short line: markup dropped, entities decoded, whitespace collapsed."""
     if "<" in text and ">" in text:
-        import html
-
         text = html.unescape(_MARKUP.sub(" ", text))
     text = _SPACE.sub(" ", text).strip()
     return text if len(text) <= ERROR_TEXT_LIMIT else text[: ERROR_TEXT_LIMIT - 1] + "…"
@@ -164,9 +163,8 @@ def _status_error(exc: anthropic.APIStatusError) -> ModelCallError:
     return ModelCallError("api", f"API error {label}: {detail}{where}", status)
 
 
-def _content_type(response: Any) -> str:
-    headers = getattr(getattr(response, "response", None), "headers", None) or {}
-    return str(headers.get("content-type", "")).split(";")[0].strip().lower()
+def _content_type(stream: anthropic.AsyncStream[Any]) -> str:
+    return stream.response.headers.get("content-type", "").split(";")[0].strip().lower()
 
 
 def to_model_error(exc: Exception, *, reading: bool) -> ModelCallError:

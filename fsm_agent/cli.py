@@ -715,8 +715,7 @@ def _check(path: Path) -> None:
     except LogEnded as exc:
         _warn_if_torn(path)
         click.echo(
-            f"✓ {exc.step - 1} steps match the log; it ends there, without a result: "
-            "the recorded run was killed, or is still running"
+            f"✓ {exc.matched} steps match the log; it ends there, without a result: {exc.WHY}"
         )
         return
     except Divergence as exc:

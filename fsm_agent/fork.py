@@ -23,7 +23,7 @@ from typing import Any
 from attrs import evolve, frozen
 
 from fsm_agent.approvals import Approvals
-from fsm_agent.codec import CodecError, structure
+from fsm_agent.codec import CodecError
 from fsm_agent.driver import Engine, LoopResult
 from fsm_agent.effects import AbortSignal, Effects, LiveEffects
 from fsm_agent.events import DriverEvent, StreamEvent
@@ -32,7 +32,14 @@ from fsm_agent.log import LogWriter, SessionLog, default_log_path
 from fsm_agent.machine import FINAL_STATES
 from fsm_agent.model import Model, ModelRequest
 from fsm_agent.permission_types import Decision, PermissionAsk, PermissionRequest
-from fsm_agent.recording import RecordingEffects, RecordingTape, ReplayEffects, ReplayTape, Tape
+from fsm_agent.recording import (
+    RecordingEffects,
+    RecordingTape,
+    ReplayEffects,
+    ReplayTape,
+    Tape,
+    read_result,
+)
 from fsm_agent.stepper import LogIndex
 from fsm_agent.tools.base import Tool, ToolCall, ToolEnv, ToolOutcome
 
@@ -54,12 +61,6 @@ class ForkPoint:
             return {"effect": self.effect}
         return {"step": self.step}
 
-
-_RESULT_SHAPES: dict[str, Any] = {
-    "tool": ToolOutcome,
-    "hooks": HookOutcome,
-    "permission": Decision,
-}
 
 
 def check_point(log: SessionLog, point: ForkPoint) -> None:
@@ -100,12 +101,7 @@ def _effect_record(index: LogIndex, number: int) -> dict[str, Any]:
 
 def _check_result(name: str, result: Any) -> None:
     try:
-        if name == "model":
-            if not isinstance(result, dict) or not isinstance(result.get("events"), list):
-                raise CodecError('a model result is {"events": [...], "error": null}')
-            structure(result["events"], list[StreamEvent])
-        elif name in _RESULT_SHAPES:
-            structure(result, _RESULT_SHAPES[name])
+        read_result(name, result)
     except CodecError as exc:
         raise ForkError(f"the edited {name} result does not fit: {exc}") from None
 

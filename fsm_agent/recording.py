@@ -88,11 +88,15 @@ class LogEnded(Divergence):
     its failure surfaces, at `tool_execution`.)
     """
 
+    WHY = "the recorded run was killed, or is still running"
+
+    @property
+    def matched(self) -> int:
+        """The steps the log holds, every one replayed."""
+        return self.step - 1
+
     def __str__(self) -> str:
-        return (
-            f"the log ends after step {self.step - 1} without a result: "
-            "the recorded run was killed, or is still running"
-        )
+        return f"the log ends after step {self.matched} without a result: {self.WHY}"
 
 
 def _short(value: Any, limit: int = 60) -> str:
@@ -537,6 +541,57 @@ def _list(value: Any) -> list[Any]:
 
 _HOOKS: dict[Any, Any] = {}
 
+RESULTS: dict[str, Any] = {
+    "count_tokens": int | None,
+    "tool": ToolOutcome,
+    "hooks": HookOutcome,
+    "store_blob": str | None,
+    "permission": Decision,
+    "ask_permission": str,
+    "memory": dict[str, str],
+    "now": float,
+    "new_id": str,
+    "aborted": bool,
+    "queued_input": tuple[str, ...],
+}
+"""What each effect's recorded result is read back as; `model` is `model_result`'s."""
+
+
+def _structured(value: Any, cls: Any) -> Any:
+    """cattrs' hook for `cls` called directly: replay structures every recorded result.
+
+    Only on failure does it go through `codec.structure`, for a readable `CodecError`.
+    """
+    hook = _HOOKS.get(cls)
+    if hook is None:
+        hook = _HOOKS[cls] = converter.get_structure_hook(cls)
+    try:
+        return hook(value, cls)
+    except Exception:
+        return structure(value, cls)
+
+
+def model_result(recorded: Any) -> tuple[list[StreamEvent], ModelCallError | None]:
+    """A recorded model stream: its events, and the error it ended with, if any."""
+    if not isinstance(recorded, dict) or not isinstance(recorded.get("events"), list):
+        raise CodecError('a model result is {"events": [...], "error": null}')
+    events = _structured(recorded["events"], list[StreamEvent])
+    error = recorded.get("error")
+    if not error:
+        return events, None
+    if not (isinstance(error, dict) and isinstance(error.get("kind"), str)):
+        raise CodecError('its error is not {"kind", "message", "status"}')
+    return events, ModelCallError(error["kind"], str(error.get("message")), error.get("status"))
+
+
+def read_result(name: str, recorded: Any) -> Any:
+    """A recorded effect result as the code gets it; `CodecError` if it does not fit."""
+    if name == "model":
+        return model_result(recorded)
+    if name not in RESULTS:
+        raise CodecError(f"no effect is called {name!r}")
+    return _structured(recorded, RESULTS[name])
+
 
 class ReplayEffects:
     """Answers every effect from the log; touches no network, file or clock."""
@@ -544,83 +599,58 @@ class ReplayEffects:
     def __init__(self, tape: ReplayTape) -> None:
         self.tape = tape
 
-    def _structured(self, value: Any, cls: Any, what: str) -> Any:
-        """cattrs' hook for `cls` called directly: replay structures every recorded result.
-
-        Only on failure does it go through `codec.structure`, for a readable error
-        that names the log line.
-        """
-        hook = _HOOKS.get(cls)
-        if hook is None:
-            hook = _HOOKS[cls] = converter.get_structure_hook(cls)
+    def _take(self, name: str, request: str, args: Any = None) -> Any:
+        recorded = self.tape.take(name, request, args)
         try:
-            return hook(value, cls)
-        except Exception:
-            try:
-                return structure(value, cls)
-            except CodecError as exc:
-                raise self.tape.bad_record(what, exc) from None
-
-    def _model_result(self, recorded: Any) -> tuple[list[StreamEvent], ModelCallError | None]:
-        if not isinstance(recorded, dict) or not isinstance(recorded.get("events"), list):
-            raise self.tape.bad_record("model stream", 'not {"events": [...], "error": ...}')
-        events = self._structured(recorded["events"], list[StreamEvent], "model stream")
-        error = recorded.get("error")
-        if not error:
-            return events, None
-        if not (isinstance(error, dict) and isinstance(error.get("kind"), str)):
-            raise self.tape.bad_record("model error", 'not {"kind", "message", "status"}')
-        return events, ModelCallError(error["kind"], str(error.get("message")), error.get("status"))
+            return read_result(name, recorded)
+        except CodecError as exc:
+            raise self.tape.bad_record(name, exc) from None
 
     async def model_stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
-        recorded = self.tape.take("model", request.digest(), model_summary(request))
-        events, error = self._model_result(recorded)
+        events, error = self._take("model", request.digest(), model_summary(request))
         for event in events:
             yield event
         if error is not None:
             raise error
 
-    def _take(self, name: str, request: str, cls: Any, args: Any = None) -> Any:
-        return self._structured(self.tape.take(name, request, args), cls, name)
-
     async def count_tokens(self, request: ModelRequest) -> int | None:
-        return self._take("count_tokens", request.digest(), int | None)
+        return self._take("count_tokens", request.digest())
 
     async def run_tool(self, call: ToolCall, env: ToolEnv) -> ToolOutcome:
         data = _plain(call)
-        return self._take("tool", digest_of(data), ToolOutcome, data)
+        return self._take("tool", digest_of(data), data)
 
     async def run_hooks(self, event: str, payload: dict[str, Any]) -> HookOutcome:
         if self.tape.hooked is not None and event not in self.tape.hooked:
             return NO_OPINION
-        return self._take("hooks", digest_of([event, payload]), HookOutcome, event)
+        return self._take("hooks", digest_of([event, payload]), event)
 
     async def store_blob(self, name: str, text: str) -> str | None:
-        return self._take("store_blob", name, str | None, {"name": name, "chars": len(text)})
+        return self._take("store_blob", name, {"name": name, "chars": len(text)})
 
     async def check_permission(self, request: PermissionRequest) -> Decision:
         data = _plain(request)
-        return self._take("permission", digest_of(data), Decision, data)
+        return self._take("permission", digest_of(data), data)
 
     async def ask_permission(self, question: PermissionAsk) -> str:
         data = _plain(question)
-        return self._take("ask_permission", digest_of(data), str, data)
+        return self._take("ask_permission", digest_of(data), data)
 
     async def nested_memory(self, paths: tuple[str, ...]) -> dict[str, str]:
-        return self._take("memory", digest_of(list(paths)), dict[str, str], list(paths))
+        return self._take("memory", digest_of(list(paths)), list(paths))
 
     def now(self) -> float:
-        return self._take("now", "", float)
+        return self._take("now", "")
 
     def new_id(self, prefix: str) -> str:
-        return self._take("new_id", prefix, str)
+        return self._take("new_id", prefix)
 
     def aborted(self, where: str) -> bool:
         if not self.tape.polled("aborted", where):
             return False
-        return self._take("aborted", where, bool)
+        return self._take("aborted", where)
 
     def queued_input(self) -> tuple[str, ...]:
         if not self.tape.polled("queued_input", ""):
             return ()
-        return self._take("queued_input", "", tuple[str, ...])
+        return self._take("queued_input", "")

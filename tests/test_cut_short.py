@@ -13,10 +13,11 @@ import pytest
 from fsm_agent.debugger import Debugger
 from fsm_agent.recording import Divergence, LogEnded
 from fsm_agent.session import replay
+from tests.conftest import ROOT
 from tests.test_cli import fsm
 from tests.test_divergence import change_next_turn
 
-REPLAYS = Path(__file__).resolve().parent.parent / "replays"
+REPLAYS = ROOT / "replays"
 SHIPPED = sorted(REPLAYS.glob("*.jsonl"))
 
 

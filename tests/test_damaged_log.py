@@ -18,9 +18,10 @@ import pytest
 from fsm_agent.debugger import Debugger
 from fsm_agent.log import LogError
 from fsm_agent.session import replay
+from tests.conftest import ROOT
 from tests.test_cli import fsm
 
-SOURCE = Path(__file__).resolve().parent.parent / "replays" / "tool_round.jsonl"
+SOURCE = ROOT / "replays" / "tool_round.jsonl"
 Rows = list[dict[str, Any]]
 
 
@@ -74,8 +75,8 @@ def _tools(rows: Rows) -> int:
 
 DAMAGE: dict[str, tuple[Callable[[Rows], int], str]] = {
     "tool result": (_tool_content, "the recorded tool is not valid: not a valid ToolOutcome"),
-    "model result": (_model_result, "the recorded model stream is not valid"),
-    "model error": (_model_error, "the recorded model error is not valid"),
+    "model result": (_model_result, 'the recorded model is not valid: a model result is {"events"'),
+    "model error": (_model_error, 'the recorded model is not valid: its error is not {"kind"'),
     "permission": (_permission, "the recorded permission is not valid: not a valid Decision"),
     "start messages": (_start_messages, "the start messages: not a list"),
     "start message": (_start_message, "the start messages: not a valid Message"),
@@ -125,3 +126,31 @@ def test_resume_of_a_damaged_log_is_one_error_line(tmp_path: Path) -> None:
     assert done.returncode == 2
     assert message in done.stderr
     assert "Traceback" not in done.stderr
+
+
+def test_every_effect_a_log_records_has_a_shape_to_be_read_back_as() -> None:
+    """Replay and fork's edit check read results through one table, `RESULTS`."""
+    from fsm_agent.recording import RESULTS, read_result
+
+    names = {
+        r["name"]
+        for log in (ROOT / "replays").glob("*.jsonl")
+        for r in map(json.loads, log.read_text().splitlines())
+        if r.get("t") == "effect"
+    }
+    assert names - {"model"} <= RESULTS.keys()
+    for log in (ROOT / "replays").glob("*.jsonl"):
+        for r in map(json.loads, log.read_text().splitlines()):
+            if r.get("t") == "effect":
+                read_result(r["name"], r["result"])
+
+
+def test_an_edited_result_is_checked_like_a_recorded_one(tmp_path: Path) -> None:
+    from fsm_agent.fork import ForkError, ForkPoint, check_point
+    from fsm_agent.log import SessionLog
+
+    rows = [json.loads(line) for line in SOURCE.read_text().splitlines()]
+    effects = [r for r in rows if r.get("t") == "effect"]
+    number = next(i for i, r in enumerate(effects, 1) if r["name"] == "permission")
+    with pytest.raises(ForkError, match="the edited permission result does not fit: not a valid"):
+        check_point(SessionLog(SOURCE), ForkPoint(effect=number, result={"behavior": 7}))
