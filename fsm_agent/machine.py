@@ -17,7 +17,7 @@ from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
 from attrs import Factory, field, frozen
-from transitions import Machine, MachineError, Transition
+from transitions import Machine, MachineError, State, Transition
 
 if TYPE_CHECKING:
     from fsm_agent.state import Facts, LoopState
@@ -205,8 +205,23 @@ class _Transition(Transition):
         return True
 
 
+class _State(State):
+    """A `transitions.State` that skips its enter and exit steps when no callback
+    is registered for them: each step otherwise logs two lines around an empty
+    callback list, on both ends of every trigger."""
+
+    def enter(self, event_data: Any) -> None:
+        if self.on_enter:
+            super().enter(event_data)
+
+    def exit(self, event_data: Any) -> None:
+        if self.on_exit:
+            super().exit(event_data)
+
+
 class _Machine(Machine):
     transition_cls = _Transition
+    state_cls = _State
 
 
 class LoopMachine:

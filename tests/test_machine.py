@@ -136,13 +136,16 @@ def test_a_trigger_with_nothing_registered_changes_state_as_the_library_does() -
     machine._machine.get_state("blocking_limit_check").add_callback(
         "enter", lambda: entered.append("blocking_limit_check")
     )
+    machine._machine.get_state("blocking_limit_check").add_callback(
+        "exit", lambda: entered.append("left blocking_limit_check")
+    )
     machine._machine.on_final.append(lambda: entered.append("final"))
     machine.fire(STATE, Facts())
     assert machine.state == "blocking_limit_check"
     assert entered == ["blocking_limit_check"]
     machine.fire(STATE, Facts(over_hard_limit=True))
     assert machine.state == "blocking_limit"
-    assert entered == ["blocking_limit_check", "final"]
+    assert entered == ["blocking_limit_check", "left blocking_limit_check", "final"]
 
 
 @pytest.mark.parametrize("where", ["before", "after", "prepare", "conditions", "machine"])
