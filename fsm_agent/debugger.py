@@ -48,14 +48,16 @@ _CONDITION = re.compile(r"^([A-Za-z_][\w.]*)\s*(==|!=|>=|<=|>|<|=)\s*(.+)$")
 PATH_SHOWN = 15
 
 HELP = (
-    ("n, s, next, step", "go to the next step"),
-    ("back", "go back one step"),
+    ("n, s, next, step [COUNT]", "go to the next step, or COUNT steps on"),
+    ("back [COUNT]", "go back one step, or COUNT steps"),
     ("g N, goto N", "go to step N (0 is the start)"),
     ("c, continue", "run to the next breakpoint, or the end"),
     (
         "b, break [SPEC]",
-        "list breakpoints, or stop at SPEC: state=NAME, edge=NAME, turn=N, FIELD>VALUE",
+        "list breakpoints, or stop at SPEC: NAME (a state or edge), state=NAME, edge=NAME, "
+        "turn=N, FIELD>VALUE",
     ),
+    ("tbreak SPEC", "a breakpoint deleted when it is first hit"),
     ("clear [N]", "delete breakpoint N, or all of them"),
     ("p FIELD", "print a LoopState field (dotted: budget.continuation_count); `p` lists them"),
     ("msgs", "the messages sent to the model at this step"),
@@ -113,10 +115,17 @@ class Breakpoint:
     name: str = ""
     op: str = "=="
     value: Any = None
+    temporary: bool = False
 
     @classmethod
     def parse(cls, spec: str) -> Breakpoint:
+        """A bare NAME is a state when one has that name, else an edge: the final
+        states and their edges share names, and arriving is taking the edge."""
         spec = spec.strip()
+        if spec in STATES:
+            return cls(f"state={spec}", "state", spec)
+        if spec in edge_names():
+            return cls(f"edge={spec}", "edge", spec)
         key, sep, rest = spec.partition("=")
         if sep and key.strip() in ("state", "edge") and not rest.startswith("="):
             name = rest.strip()
@@ -130,7 +139,8 @@ class Breakpoint:
         match = _CONDITION.match(spec)
         if not match:
             raise CommandError(
-                f"cannot read breakpoint {spec!r}: use state=NAME, edge=NAME, turn=N or FIELD>VALUE"
+                f"cannot read breakpoint {spec!r}: use a state or edge name, state=NAME, "
+                "edge=NAME, turn=N or FIELD>VALUE"
             )
         name, op, value = match.groups()
         if name.split(".")[0] not in FIELDS:
@@ -149,6 +159,16 @@ class Breakpoint:
         if self.kind == "edge":
             return info.edge == self.name
         return self.holds(info.state) and not self.holds(before)
+
+
+def _count(arg: str, command: str) -> int:
+    """How many steps a stepping command moves: gdb's `next N`; one when not given."""
+    arg = arg.strip()
+    if not arg:
+        return 1
+    if not arg.isdigit() or int(arg) == 0:
+        raise CommandError(f"usage: {command} [COUNT] (a number of steps, 1 or more)")
+    return int(arg)
 
 
 def _short(value: Any, limit: int = 100) -> str:
@@ -293,12 +313,13 @@ class Debugger(cmd.Cmd):
         return line
 
     def do_next(self, arg: str) -> RenderableType:
-        return self._go(self.pos + 1)
+        return self._go(self.pos + _count(arg, "n"))
 
     do_n = do_s = do_step = do_next
 
     def do_back(self, arg: str) -> RenderableType:
-        return self._go(self.pos - 1)
+        count = _count(arg, "back")
+        return self._go(max(0, self.pos - count) if self.pos else -1)
 
 
     def do_goto(self, arg: str) -> RenderableType:
@@ -326,8 +347,15 @@ class Debugger(cmd.Cmd):
                 raise CommandError(self._beyond(self.pos + 1))
             return self.position("no breakpoint hit: at the end")
         self.pos = info.step
-        note = ", ".join(f"breakpoint {n} ({self.breakpoints[n].spec})" for n in hit)
-        return self.position(note)
+        notes = []
+        for n in hit:
+            bp = self.breakpoints[n]
+            if bp.temporary:
+                del self.breakpoints[n]
+                notes.append(f"temporary breakpoint {n} ({bp.spec}), deleted")
+            else:
+                notes.append(f"breakpoint {n} ({bp.spec})")
+        return self.position(", ".join(notes))
 
     do_c = do_cont = do_continue
 
@@ -339,15 +367,23 @@ class Debugger(cmd.Cmd):
                 return Text("no breakpoints")
             table = Table("num", "breakpoint", box=None)
             for n, bp in self.breakpoints.items():
-                table.add_row(str(n), bp.spec)
+                table.add_row(str(n), f"{bp.spec} (temporary)" if bp.temporary else bp.spec)
             return table
-        bp = Breakpoint.parse(arg)
+        return self._add(Breakpoint.parse(arg))
+
+    do_b = do_break
+
+    def do_tbreak(self, arg: str) -> RenderableType:
+        if not arg.strip():
+            raise CommandError("usage: tbreak SPEC (as for break)")
+        return self._add(attrs.evolve(Breakpoint.parse(arg), temporary=True))
+
+    def _add(self, bp: Breakpoint) -> Text:
         n = self._next_bp
         self._next_bp += 1
         self.breakpoints[n] = bp
-        return Text(f"breakpoint {n}: {bp.spec}")
-
-    do_b = do_tbreak = do_break
+        kind = "temporary breakpoint" if bp.temporary else "breakpoint"
+        return Text(f"{kind} {n}: {bp.spec}")
 
     def do_clear(self, arg: str) -> RenderableType:
         if not arg.strip():
@@ -511,7 +547,10 @@ class Debugger(cmd.Cmd):
 
     def complete_break(self, text: str, *ignored: Any) -> list[str]:
         options = [f"state={s}" for s in STATES] + [f"edge={e}" for e in edge_names()]
-        return [o for o in [*options, *FIELDS] if o.startswith(text)]
+        names = dict.fromkeys([*STATES, *edge_names()])
+        return [o for o in [*options, *names, *FIELDS] if o.startswith(text)]
+
+    complete_b = complete_tbreak = complete_break
 
     def completenames(self, text: str, *ignored: Any) -> list[str]:
         return [name for name in self.get_names_plain() if name.startswith(text)]

@@ -246,3 +246,41 @@ def test_list_shows_the_edge_table_around_the_current_state(dbg: Debugger) -> No
     assert lines[1].startswith("    -[aborted_streaming]-> aborted_streaming   when interrupted")
     assert lines[2].startswith("  ▶ -[tool_use]-> tool_execution")
     assert dbg.text("l") == dbg.text("list")
+
+
+def test_stepping_commands_take_a_count(dbg: Debugger) -> None:
+    assert dbg.text("n 3").startswith("step 3/20: api_call -[streamed]-> abort_check")
+    assert dbg.text("s 4").startswith("step 7/20: continuation -[next_turn]-> preprocess")
+    assert dbg.text("back 2").startswith("step 5/20:")
+    assert dbg.text("back 99").startswith("step 0/20: start")
+    assert dbg.text("back") == "*** already at the start (step 0)\n"
+    assert dbg.text("n 21") == "*** no step 21: the log has steps 0..20\n"
+    assert dbg.pos == 0
+    assert dbg.text("n two") == "*** usage: n [COUNT] (a number of steps, 1 or more)\n"
+    assert dbg.text("back 0") == "*** usage: back [COUNT] (a number of steps, 1 or more)\n"
+    assert dbg.pos == 0
+
+
+def test_a_bare_name_breaks_on_that_state_or_edge(dbg: Debugger) -> None:
+    assert dbg.text("b tool_execution") == "breakpoint 1: state=tool_execution\n"
+    assert dbg.text("b next_turn") == "breakpoint 2: edge=next_turn\n"
+    assert dbg.text("b completed") == "breakpoint 3: state=completed\n"
+    assert dbg.text("c").startswith("step 4/20: abort_check -[tool_use]-> tool_execution")
+    assert dbg.text("c").startswith("step 7/20: continuation -[next_turn]-> preprocess")
+    assert dbg.text("b nowhere").startswith("*** cannot read breakpoint 'nowhere': use a state")
+    assert "tool_execution" in dbg.complete_b("tool_")
+    assert "next_turn" in dbg.complete_break("next")
+
+
+def test_tbreak_is_deleted_when_first_hit(dbg: Debugger) -> None:
+    assert dbg.text("tbreak edge=next_turn") == "temporary breakpoint 1: edge=next_turn\n"
+    assert [line.split() for line in dbg.text("b").splitlines()] == [
+        ["num", "breakpoint"],
+        ["1", "edge=next_turn", "(temporary)"],
+    ]
+    out = dbg.text("c")
+    assert out.startswith("step 7/20: continuation -[next_turn]-> preprocess")
+    assert "temporary breakpoint 1 (edge=next_turn), deleted" in out.replace("\n", "")
+    assert dbg.text("b") == "no breakpoints\n"
+    assert "no breakpoint hit" in dbg.text("c")
+    assert dbg.text("tbreak") == "*** usage: tbreak SPEC (as for break)\n"
