@@ -143,6 +143,8 @@ class Breakpoint:
                 "edge=NAME, turn=N or FIELD>VALUE"
             )
         name, op, value = match.groups()
+        if value.lstrip()[:1] in ("<", ">", "=", "!"):
+            raise CommandError(f"cannot read breakpoint {spec!r}: one operator, then a value")
         if name.split(".")[0] not in FIELDS:
             raise CommandError(f"no field {name!r} (LoopState fields: {', '.join(FIELDS)})")
         return cls(spec, "condition", name, op, _literal(value))

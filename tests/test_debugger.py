@@ -284,3 +284,13 @@ def test_tbreak_is_deleted_when_first_hit(dbg: Debugger) -> None:
     assert dbg.text("b") == "no breakpoints\n"
     assert "no breakpoint hit" in dbg.text("c")
     assert dbg.text("tbreak") == "*** usage: tbreak SPEC (as for break)\n"
+
+
+@pytest.mark.parametrize(
+    "spec", ["turn_count>>3", "turn_count=>3", "turn_count<>3", "turn_count==!1"]
+)
+def test_a_condition_with_a_doubled_operator_is_refused(dbg: Debugger, spec: str) -> None:
+    assert dbg.text(f"b {spec}") == (
+        f"*** cannot read breakpoint {spec!r}: one operator, then a value\n"
+    )
+    assert dbg.breakpoints == {}
