@@ -7,12 +7,15 @@ unstructures to exactly what the Messages API sends and accepts.
 from __future__ import annotations
 
 import functools
-from typing import Any
+import types
+import typing
+from typing import Any, Literal
 
 import attrs
 import cattrs
 from cattrs.gen import make_dict_unstructure_fn
 from cattrs.strategies import configure_tagged_union
+from cattrs.v import format_exception
 
 from fsm_agent.jsontext import canonical
 from fsm_agent.messages import (
@@ -44,18 +47,25 @@ for _always_whole in (ToolUseBlock, ThinkingBlock, ImageSource):
         make_dict_unstructure_fn(_always_whole, converter, _cattrs_omit_if_default=False),
     )
 
-configure_tagged_union(
-    TextBlock | ImageBlock,
-    converter,
-    tag_generator=lambda cls: cls.type,
-    tag_name="type",
-)
+_TAGGED: dict[Any, tuple[str, str, tuple[str, ...]]] = {}
+"""Each tagged union: what it is called, its tag's key, and the tags it knows."""
+
+
+def _tagged(union: Any, noun: str, tag_name: str, tag_of: Any) -> None:
+    configure_tagged_union(union, converter, tag_generator=tag_of, tag_name=tag_name)
+    _TAGGED[union] = (noun, tag_name, tuple(tag_of(cls) for cls in typing.get_args(union)))
+
+
+_tagged(TextBlock | ImageBlock, "a text or image block", "type", lambda cls: cls.type)
+
+
+_structure_result_blocks = converter.get_structure_hook(tuple[TextBlock | ImageBlock, ...])
 
 
 def _structure_result_content(value: Any, _: type) -> ToolResultContent:
     if isinstance(value, str):
         return value
-    return tuple(converter.structure(v, TextBlock | ImageBlock) for v in value)
+    return _structure_result_blocks(value, tuple[TextBlock | ImageBlock, ...])
 
 
 converter.register_structure_hook(ToolResultContent, _structure_result_content)
@@ -81,12 +91,7 @@ def _unstructure_tool_result(block: ToolResultBlock) -> dict[str, Any]:
 
 
 converter.register_unstructure_hook(ToolResultBlock, _unstructure_tool_result)
-configure_tagged_union(
-    ContentBlock,
-    converter,
-    tag_generator=lambda cls: cls.type,
-    tag_name="type",
-)
+_tagged(ContentBlock, "a content block", "type", lambda cls: cls.type)
 
 
 class CodecError(ValueError):
@@ -98,11 +103,51 @@ def structure(value: Any, cls: Any) -> Any:
         return converter.structure(value, cls)
     except (cattrs.BaseValidationError, KeyError, TypeError, ValueError) as exc:
         detail = (
-            "; ".join(cattrs.transform_error(exc))
+            "; ".join(cattrs.transform_error(exc, format_exception=_explain))
             if isinstance(exc, cattrs.BaseValidationError)
             else str(exc)
         )
-        raise CodecError(f"not a valid {getattr(cls, '__name__', cls)}: {detail}") from None
+        raise CodecError(f"not a valid {type_name(cls)}: {detail}") from None
+
+
+def type_name(cls: Any) -> str:
+    """A type as a reader of a JSON file would name it: `TextBlock`, `one of 'a', 'b'`."""
+    if cls in _TAGGED:
+        return _TAGGED[cls][0]
+    args = typing.get_args(cls)
+    if typing.get_origin(cls) is Literal:
+        return "one of " + ", ".join(repr(a) for a in args)
+    if isinstance(cls, types.UnionType) or typing.get_origin(cls) is typing.Union:
+        return " or ".join("null" if a is type(None) else type_name(a) for a in args)
+    origin = typing.get_origin(cls) or cls
+    if origin in (tuple, list):
+        return "list"
+    if origin is dict:
+        return "object"
+    return getattr(cls, "__name__", repr(cls))
+
+
+class _Named:
+    """All cattrs' formatter reads of a type: its `__name__`."""
+
+    def __init__(self, name: str) -> None:
+        self.__name__ = name
+
+
+def _explain(exc: BaseException, cls: Any) -> str:
+    """cattrs' wording for one error, with types named by `type_name`, a tagged
+    union's tag told apart from a missing field, and a validator's own reason."""
+    if cls in _TAGGED and isinstance(exc, KeyError):
+        noun, tag, known = _TAGGED[cls]
+        key = exc.args[0] if exc.args else None
+        if key == tag:
+            return f"{noun} needs a '{tag}' ({', '.join(known)})"
+        return f"unknown {tag} {key!r} for {noun} (known: {', '.join(known)})"
+    if cls is not None and type(exc) in (Exception, cattrs.errors.CattrsError):
+        return f"invalid value, expected {type_name(cls)}"
+    if cls is None and type(exc) is ValueError and exc.args:
+        return f"invalid value ({exc})"
+    return format_exception(exc, None if cls is None else _Named(type_name(cls)))  # type: ignore[arg-type]
 
 
 unstructure_hook = functools.cache(converter.get_unstructure_hook)
@@ -131,12 +176,7 @@ def dumps(value: Any) -> str:
 def _register_stream_events() -> None:
     from fsm_agent.events import StreamEvent
 
-    configure_tagged_union(
-        StreamEvent,
-        converter,
-        tag_generator=lambda cls: cls.__name__,
-        tag_name="event",
-    )
+    _tagged(StreamEvent, "a stream event", "event", lambda cls: cls.__name__)
 
 
 _register_stream_events()

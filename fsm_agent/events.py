@@ -57,6 +57,20 @@ class MessageStop:
 StreamEvent = MessageStart | BlockStart | BlockDelta | BlockStop | MessageDelta | MessageStop
 
 
+ErrorKind = Literal[
+    "prompt_too_long",
+    "media",
+    "overloaded",
+    "api",
+    "rate_limit",
+    "connection",
+    "server",
+    "incomplete_stream",
+    "invalid_response",
+]
+"""The kinds of `ModelCallError`: what the loop tells apart in a failed call."""
+
+
 class ModelCallError(Exception):
     """A model call failed. `kind` is what the loop reacts to.
 

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from attrs import evolve, field, frozen
+from attrs.validators import ge, optional
 
 from fsm_agent.codec import CodecError, structure
 from fsm_agent.config import RunConfig
@@ -23,6 +24,7 @@ from fsm_agent.events import (
     BlockDelta,
     BlockStart,
     BlockStop,
+    ErrorKind,
     MessageDelta,
     MessageStart,
     MessageStop,
@@ -41,6 +43,16 @@ from fsm_agent.messages import (
 from fsm_agent.model import ModelRequest
 
 DELTA_CHARS = 16
+StopReason = Literal[
+    "end_turn",
+    "max_tokens",
+    "stop_sequence",
+    "tool_use",
+    "pause_turn",
+    "refusal",
+    "model_context_window_exceeded",
+]
+"""The Messages API's stop reasons: a scenario may script any of them."""
 
 
 class ScenarioError(ValueError):
@@ -49,7 +61,7 @@ class ScenarioError(ValueError):
 
 @frozen
 class ScriptedError:
-    kind: str
+    kind: ErrorKind
     message: str
     status: int | None = None
 
@@ -57,12 +69,12 @@ class ScriptedError:
 @frozen
 class ScriptedTurn:
     content: tuple[ContentBlock, ...] = ()
-    stop_reason: str | None = None
+    stop_reason: StopReason | None = None
     usage: Usage = Usage(input_tokens=100, output_tokens=20)
     error: ScriptedError | None = None
-    delay: float = 0.0
-    event_delay: float = 0.0
-    cut_after: int | None = None
+    delay: float = field(default=0.0, validator=ge(0))
+    event_delay: float = field(default=0.0, validator=ge(0))
+    cut_after: int | None = field(default=None, validator=optional(ge(0)))
     cut_tool_input: bool = False
     interrupt: Literal["streaming", "tools"] | None = None
     expect_model: str | None = None
@@ -147,10 +159,18 @@ class Scenario:
     def parse(cls, data: Any, where: str = "scenario") -> Scenario:
         if not isinstance(data, dict) or not isinstance(data.get("turns"), list):
             raise ScenarioError(f"{where}: a scenario is an object with a 'turns' list")
+        turns = [_text_shorthand(turn) for turn in data["turns"]]
         try:
-            return structure(data, cls)
+            return structure({**data, "turns": turns}, cls)
         except CodecError as exc:
             raise ScenarioError(f"{where}: {exc}") from None
+
+
+def _text_shorthand(turn: Any) -> Any:
+    """`"content": "text"` is one text block, as the Messages API reads a string content."""
+    if isinstance(turn, dict) and isinstance(turn.get("content"), str):
+        return {**turn, "content": [{"type": "text", "text": turn["content"]}]}
+    return turn
 
 
 class ScriptedModel:
