@@ -59,13 +59,10 @@ def _tagged(union: Any, noun: str, tag_name: str, tag_of: Any) -> None:
 _tagged(TextBlock | ImageBlock, "a text or image block", "type", lambda cls: cls.type)
 
 
-_structure_result_blocks = converter.get_structure_hook(tuple[TextBlock | ImageBlock, ...])
-
-
 def _structure_result_content(value: Any, _: type) -> ToolResultContent:
     if isinstance(value, str):
         return value
-    return _structure_result_blocks(value, tuple[TextBlock | ImageBlock, ...])
+    return converter.structure(value, tuple[TextBlock | ImageBlock, ...])
 
 
 converter.register_structure_hook(ToolResultContent, _structure_result_content)
