@@ -28,7 +28,13 @@ from rich.text import Text
 
 from fsm_agent.codec import dumps, unstructure
 from fsm_agent.driver import StepInfo
-from fsm_agent.machine import STATES, edge_names, edges_from
+from fsm_agent.machine import (
+    CONTINUE_REASONS,
+    STATES,
+    TERMINAL_REASONS,
+    edge_names,
+    edges_from,
+)
 from fsm_agent.messages import Message
 from fsm_agent.recording import Divergence, LogEnded, short_diff
 from fsm_agent.state import LoopState, Transcript
@@ -50,8 +56,9 @@ PATH_SHOWN = 15
 HELP = (
     ("n, s, next, step [COUNT]", "go to the next step, or COUNT steps on"),
     ("back [COUNT]", "go back one step, or COUNT steps"),
-    ("g N, goto N", "go to step N (0 is the start)"),
+    ("g N, goto N, j N", "go to step N (0 is the start)"),
     ("c, continue", "run to the next breakpoint, or the end"),
+    ("r, return", "run to the end of this iteration: the next Continue or Terminal edge"),
     (
         "b, break [SPEC]",
         "list breakpoints, or stop at SPEC: NAME (a state or edge), state=NAME, edge=NAME, "
@@ -59,7 +66,10 @@ HELP = (
     ),
     ("tbreak SPEC", "a breakpoint deleted when it is first hit"),
     ("clear [N]", "delete breakpoint N, or all of them"),
-    ("p FIELD", "print a LoopState field (dotted: budget.continuation_count); `p` lists them"),
+    (
+        "p, pp FIELD",
+        "print a LoopState field (dotted: budget.continuation_count); `p` lists them",
+    ),
     ("msgs", "the messages sent to the model at this step"),
     ("diff [A B]", "how the LoopState changed from step A to B (default: previous step to this)"),
     ("w, where", "the path so far and where the machine is now"),
@@ -331,23 +341,39 @@ class Debugger(cmd.Cmd):
             raise CommandError("usage: g N (a step number)") from None
         return self._go(step)
 
-    do_g = do_goto
+    do_g = do_j = do_jump = do_goto
 
     def do_continue(self, arg: str) -> RenderableType:
+        return self._run(lambda info: False, "no breakpoint hit: at the end")
+
+    do_c = do_cont = do_continue
+
+    def do_return(self, arg: str) -> RenderableType:
+        """pdb's `return` (run until this frame returns): here, until the iteration
+        ends, on a Continue edge back to preprocess or on a Terminal one."""
+        return self._run(
+            lambda info: info.edge in CONTINUE_REASONS or info.dest in TERMINAL_REASONS,
+            "at the end",
+        )
+
+    do_r = do_return
+
+    def _run(self, until: Callable[[StepInfo], bool], at_end: str) -> RenderableType:
+        """Run on to the first step where a breakpoint hits or `until` holds."""
         before = [self._state(self.pos)]
         hit: list[int] = []
 
         def stop_when(info: StepInfo) -> bool:
             hit.extend(n for n, bp in self.breakpoints.items() if bp.hits(before[0], info))
             before[0] = info.state
-            return bool(hit)
+            return bool(hit) or until(info)
 
         info = self.stepper.run_until(self.pos, stop_when)
         if info is None:
             self.pos = self.stepper.reached
             if self.stepper.stopped_by is not None:
                 raise CommandError(self._beyond(self.pos + 1))
-            return self.position("no breakpoint hit: at the end")
+            return self.position(at_end)
         self.pos = info.step
         notes = []
         for n in hit:
@@ -358,8 +384,6 @@ class Debugger(cmd.Cmd):
             else:
                 notes.append(f"breakpoint {n} ({bp.spec})")
         return self.position(", ".join(notes))
-
-    do_c = do_cont = do_continue
 
     # -- breakpoints ----------------------------------------------------------
 
@@ -420,7 +444,7 @@ class Debugger(cmd.Cmd):
             return Group(Text(f"{name} ="), Pretty(_plain(value), indent_guides=False))
         return Text(f"{name} = {self._show_value(value, 2000)}")
 
-    do_print = do_p
+    do_print = do_pp = do_p
 
     @staticmethod
     def _show_value(value: Any, limit: int) -> str:
@@ -546,6 +570,8 @@ class Debugger(cmd.Cmd):
 
     def complete_p(self, text: str, *ignored: Any) -> list[str]:
         return [f for f in FIELDS if f.startswith(text)]
+
+    complete_pp = complete_print = complete_p
 
     def complete_break(self, text: str, *ignored: Any) -> list[str]:
         options = [f"state={s}" for s in STATES] + [f"edge={e}" for e in edge_names()]

@@ -294,3 +294,23 @@ def test_a_condition_with_a_doubled_operator_is_refused(dbg: Debugger, spec: str
         f"*** cannot read breakpoint {spec!r}: one operator, then a value\n"
     )
     assert dbg.breakpoints == {}
+
+
+def test_return_runs_to_the_end_of_the_iteration(dbg: Debugger) -> None:
+    assert dbg.text("r").startswith("step 7/20: continuation -[next_turn]-> preprocess  turn 2")
+    dbg.onecmd("b state=tool_execution")
+    out = dbg.text("return")
+    assert out.startswith("step 11/20: abort_check -[tool_use]-> tool_execution")
+    assert "breakpoint 1 (state=tool_execution)" in out
+    dbg.onecmd("clear")
+    assert dbg.text("r").startswith("step 14/20: continuation -[next_turn]-> preprocess  turn 3")
+    assert dbg.text("r").startswith("step 20/20: stop_hooks -[completed]-> completed")
+    assert "at the end" in dbg.text("r")
+    assert dbg.pos == 20
+
+
+def test_pdb_spellings_jump_and_pp(dbg: Debugger) -> None:
+    assert dbg.text("j 7") == dbg.text("goto 7") == dbg.text("jump 7")
+    assert dbg.pos == 7
+    assert dbg.text("pp turn_count") == dbg.text("p turn_count") == "turn_count = 2\n"
+    assert dbg.complete_pp("turn") == ["turn_count"]
