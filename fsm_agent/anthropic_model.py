@@ -27,6 +27,7 @@ from fsm_agent.events import (
     BlockStart,
     BlockStop,
     DeltaKind,
+    ErrorKind,
     MessageDelta,
     MessageStart,
     MessageStop,
@@ -141,7 +142,7 @@ def _status_error(exc: anthropic.APIStatusError) -> ModelCallError:
     where = f" [request {request_id}]" if request_id else ""
     label = f"{status} {err_type}" if err_type else f"{status}"
     if status < 400:
-        kind = "overloaded" if err_type == "overloaded_error" else "server"
+        kind: ErrorKind = "overloaded" if err_type == "overloaded_error" else "server"
         return ModelCallError(kind, f"error event mid-stream ({err_type}): {detail}{where}")
     if status == 529 or err_type == "overloaded_error":
         return ModelCallError("overloaded", f"API overloaded ({label}): {detail}{where}", status)

@@ -80,7 +80,7 @@ class ModelCallError(Exception):
     `server` and `invalid_response` end the run with `model_error`.
     """
 
-    def __init__(self, kind: str, message: str, status: int | None = None) -> None:
+    def __init__(self, kind: ErrorKind, message: str, status: int | None = None) -> None:
         super().__init__(message)
         self.kind = kind
         self.message = message
