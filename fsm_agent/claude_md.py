@@ -214,9 +214,7 @@ def matching_rules(
     relative = [os.path.relpath(f, root).replace(os.sep, "/") for f in files]
     relative = [r for r in relative if not r.startswith("../")]
     return [
-        r
-        for r in pending
-        if any(compile_glob(g).fullmatch(f) for g in r.globs for f in relative)
+        r for r in pending if any(compile_glob(g).fullmatch(f) for g in r.globs for f in relative)
     ]
 
 

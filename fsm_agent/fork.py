@@ -62,7 +62,6 @@ class ForkPoint:
         return {"step": self.step}
 
 
-
 def check_point(log: SessionLog, point: ForkPoint) -> None:
     """Refuse a fork point the parent log does not have, or an edit of the wrong shape."""
     index = LogIndex(log)

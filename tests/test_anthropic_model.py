@@ -583,13 +583,17 @@ def test_count_tokens_server_error_is_none_without_retrying(
     assert len(messages_server.bodies(COUNT_TOKENS)) == 1
 
 
-BAD_GATEWAY = """<!DOCTYPE html>
+BAD_GATEWAY = (
+    """<!DOCTYPE html>
 <html>
   <head><title>502 Bad Gateway</title></head>
   <body>
     <center><h1>502 Bad Gateway</h1></center>
     <hr><center>nginx/1.27.0 &amp; friends</center>
-""" + "    <!-- padding -->\n" * 200 + "</body></html>\n"
+"""
+    + "    <!-- padding -->\n" * 200
+    + "</body></html>\n"
+)
 
 
 def test_an_html_error_page_is_told_in_one_short_line(messages_server: MessagesServer) -> None:

@@ -157,9 +157,7 @@ def one_run(n: int) -> tuple[float, float, float, int]:
 def main(sizes: list[int], repeat: int) -> None:
     """Each size runs `repeat` times; the run with the median µs/iteration is shown,
     so one hiccup of a shared machine does not make the figure."""
-    print(
-        f"{'N':>6} {'µs/iter':>10} {'cpu µs/iter':>12} {'last10%/first10%':>18} {'log size':>10}"
-    )
+    print(f"{'N':>6} {'µs/iter':>10} {'cpu µs/iter':>12} {'last10%/first10%':>18} {'log size':>10}")
     for n in sizes:
         runs = sorted(one_run(n) for _ in range(repeat))
         mean_us, cpu_us, ratio, size = runs[len(runs) // 2]
