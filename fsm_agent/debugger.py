@@ -62,7 +62,7 @@ HELP = (
     (
         "b, break [SPEC]",
         "list breakpoints, or stop at SPEC: NAME (a state or edge), state=NAME, edge=NAME, "
-        "turn=N, FIELD>VALUE",
+        "tool=NAME (the model asks for it), turn=N, FIELD>VALUE",
     ),
     ("tbreak SPEC", "a breakpoint deleted when it is first hit"),
     ("clear [N]", "delete breakpoint N, or all of them"),
@@ -114,7 +114,8 @@ def _literal(text: str) -> Any:
 
 @frozen
 class Breakpoint:
-    """Stops on arriving in a state or taking an edge, or when a condition becomes true.
+    """Stops on arriving in a state, taking an edge, the model asking for a tool,
+    or a condition becoming true.
 
     Conditions (and `turn=N`) trigger on the step where they turn true, not on
     every step after, so `c` moves on past them.
@@ -143,6 +144,8 @@ class Breakpoint:
             if name not in known:
                 raise CommandError(f"no {key.strip()} {name!r} (known: {', '.join(known)})")
             return cls(spec, key.strip(), name)
+        if sep and key.strip() == "tool" and rest.strip() and not rest.startswith("="):
+            return cls(spec, "tool", rest.strip())
         turn = re.fullmatch(r"turn\s*(?:=|==|\s)\s*(\d+)", spec)
         if turn:
             return cls(spec, "condition", "turn_count", "==", int(turn.group(1)))
@@ -150,7 +153,7 @@ class Breakpoint:
         if not match:
             raise CommandError(
                 f"cannot read breakpoint {spec!r}: use a state or edge name, state=NAME, "
-                "edge=NAME, turn=N or FIELD>VALUE"
+                "edge=NAME, tool=NAME, turn=N or FIELD>VALUE"
             )
         name, op, value = match.groups()
         if value.lstrip()[:1] in ("<", ">", "=", "!"):
@@ -170,6 +173,10 @@ class Breakpoint:
             return info.dest == self.name
         if self.kind == "edge":
             return info.edge == self.name
+        if self.kind == "tool":
+            return info.source == "api_call" and any(
+                b.name == self.name for b in info.iteration.tool_use_blocks
+            )
         return self.holds(info.state) and not self.holds(before)
 
 
@@ -332,7 +339,6 @@ class Debugger(cmd.Cmd):
     def do_back(self, arg: str) -> RenderableType:
         count = _count(arg, "back")
         return self._go(max(0, self.pos - count) if self.pos else -1)
-
 
     def do_goto(self, arg: str) -> RenderableType:
         try:
@@ -575,6 +581,7 @@ class Debugger(cmd.Cmd):
 
     def complete_break(self, text: str, *ignored: Any) -> list[str]:
         options = [f"state={s}" for s in STATES] + [f"edge={e}" for e in edge_names()]
+        options += [f"tool={spec.name}" for spec in self.stepper.specs]
         names = dict.fromkeys([*STATES, *edge_names()])
         return [o for o in [*options, *names, *FIELDS] if o.startswith(text)]
 
@@ -606,10 +613,18 @@ def effect_summary(record: dict[str, Any]) -> str:
         events = result.get("events") or []
         stops = [e.get("stop_reason") for e in events if e.get("event") == "MessageDelta"]
         error = result.get("error")
+        calls = [
+            b.get("name")
+            for e in events
+            if e.get("event") == "BlockStop"
+            and isinstance(b := e.get("block"), dict)
+            and b.get("type") == "tool_use"
+        ]
+        asked = f", tool_use {', '.join(map(str, calls))}" if calls else ""
         got = (
             f"error {error.get('kind')}: {error.get('message')}"
             if error
-            else (f"{len(events)} events, stop_reason {stops[-1] if stops else None}")
+            else f"{len(events)} events, stop_reason {stops[-1] if stops else None}{asked}"
         )
         return f"{args.get('messages')} messages, last {_short(args.get('last'), 50)} → {got}"
     if name == "tool" and isinstance(args, dict) and isinstance(result, dict):

@@ -107,7 +107,8 @@ def test_msgs_effects_diff_where(dbg: Debugger) -> None:
     assert len(msgs) == 4
     streamed = dbg.text("effects").splitlines()
     assert (
-        "model        3 messages, last user: [blocks] → 7 events, stop_reason tool_use" in streamed
+        "model        3 messages, last user: [blocks] → 7 events, stop_reason tool_use, "
+        "tool_use Read" in streamed
     )
     # The Read started while the model streamed: its pipeline began in this step.
     assert any(line.startswith("permission ") for line in streamed)
@@ -314,3 +315,26 @@ def test_pdb_spellings_jump_and_pp(dbg: Debugger) -> None:
     assert dbg.pos == 7
     assert dbg.text("pp turn_count") == dbg.text("p turn_count") == "turn_count = 2\n"
     assert dbg.complete_pp("turn") == ["turn_count"]
+
+
+def test_a_tool_breakpoint_stops_where_the_model_asks_for_that_tool(tool_round: Path) -> None:
+    dbg = Debugger(tool_round)
+    try:
+        assert dbg.text("b tool=Read") == "breakpoint 1: tool=Read\n"
+        out = dbg.text("c")
+        assert out.startswith("step 10/20: api_call -[streamed]-> abort_check  turn 2")
+        assert "breakpoint 1 (tool=Read)" in out
+        assert "stop_reason tool_use, tool_use Read" in dbg.text("effects")
+        assert "no breakpoint hit" in dbg.text("c")
+        dbg.onecmd("clear")
+        dbg.onecmd("g 0")
+        dbg.onecmd("b tool=Write")
+        assert dbg.text("c").startswith("step 3/20: api_call -[streamed]-> abort_check  turn 1")
+        dbg.onecmd("clear")
+        dbg.onecmd("g 0")
+        dbg.onecmd("b tool=Bash")
+        assert "no breakpoint hit" in dbg.text("c")
+        assert dbg.complete_break("tool=W") == ["tool=Write"]
+        assert dbg.text("b tool=").startswith("*** cannot read breakpoint 'tool='")
+    finally:
+        dbg.stepper.close()
