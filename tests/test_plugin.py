@@ -69,3 +69,40 @@ def test_the_documented_example_passes(pytester: pytest.Pytester) -> None:
     snapshots = list((pytester.path / "__snapshots__").glob("*.ambr"))
     assert len(snapshots) == 1
     assert "'api_call -[streamed]-> abort_check'," in snapshots[0].read_text()
+
+
+def test_fsm_run_runs_a_scenario_written_inline(fsm_run, tmp_path: Path) -> None:
+    write = {"file_path": "a.txt", "content": "x"}
+    turns = [
+        {"content": [{"type": "tool_use", "id": "t1", "name": "Write", "input": write}]},
+        {"content": "Wrote it."},
+    ]
+    config = {"permission_mode": "acceptEdits"}
+    run = fsm_run({"turns": turns, "prompt": "write a.txt", "config": config})
+    assert run.reason == "completed"
+    assert run.edges.count("next_turn") == 1
+    assert run.result.text == "Wrote it."
+    assert (tmp_path / "workspace" / "a.txt").read_text() == "x"
+    assert run.log == tmp_path / "scenario.jsonl" and run.log.exists()
+    assert fsm_run(run.log).path_lines == run.path_lines
+
+
+def test_fsm_run_names_a_mistake_in_an_inline_scenario(fsm_run) -> None:
+    from fsm_agent.scripted import ScenarioError
+
+    where = r"the inline scenario: .* @ \$\.turns\[0\]\.stop_reason"
+    with pytest.raises(ScenarioError, match=where):
+        fsm_run({"turns": [{"stop_reason": "done"}], "prompt": "x"})
+
+
+def test_the_plugin_loads_no_engine_module_until_a_test_asks_for_it(pytester) -> None:
+    pytester.makepyfile(
+        """
+        import sys
+
+        def test_nothing_loaded():
+            assert not [m for m in sys.modules if m.startswith("fsm_agent.") and
+                        m != "fsm_agent.pytest_plugin"]
+        """
+    )
+    assert pytester.runpytest_subprocess("-p", "no:randomly").ret == 0
