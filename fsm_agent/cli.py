@@ -517,9 +517,11 @@ def _warn_if_torn(path: Path) -> None:
 
 
 @cli.command()
-@click.argument("log", type=click.Path(dir_okay=False, path_type=Path))
+@click.argument("logs", nargs=-1, required=True, type=click.Path(dir_okay=False, path_type=Path))
 @click.option(
-    "--check", is_flag=True, help="Re-run the engine against the log; exit 1 on a divergence."
+    "--check",
+    is_flag=True,
+    help="Re-run the engine against the log (or each of several); exit 1 on a divergence.",
 )
 @click.option("--path", "show_path", is_flag=True, help="Print the recorded transition path.")
 @click.option("--json", "as_json", is_flag=True, help="With --path: print it as JSON.")
@@ -557,7 +559,7 @@ def _warn_if_torn(path: Path) -> None:
 )
 @click.option("-v", "--verbose", is_flag=True, help="Fork: show every transition.")
 def replay(
-    log: Path,
+    logs: tuple[Path, ...],
     check: bool,
     show_path: bool,
     as_json: bool,
@@ -575,11 +577,16 @@ def replay(
     In a terminal, with neither --check nor --path, this opens the step
     debugger (type help there); otherwise it prints the recorded path.
     """
+    if check:
+        if fork_at is not None or edit_effect is not None:
+            fail("--check replays a log to its end; a fork (--fork-at, --edit-effect) goes on live")
+        _check_all(logs)
+        return
+    if len(logs) > 1:
+        fail(f"got {len(logs)} logs: only --check takes several")
+    (log,) = logs
     if fork_at is not None or edit_effect is not None:
         _fork(log, fork_at, edit_effect, scripted, model, base_url, cwd, fork_log, verbose)
-        return
-    if check:
-        _check(log)
         return
     if not (show_path or as_json) and sys.stdin.isatty():
         _debug(log)
@@ -701,29 +708,47 @@ def _debug(path: Path) -> None:
     debugger.interact(Console())
 
 
-def _check(path: Path) -> None:
+def _check_all(logs: tuple[Path, ...]) -> None:
+    """Each log checked in turn; the exit code is the worst: 2 if one could not be
+    read, else 1 if one diverged. With several, each line names its log."""
+    codes = [_check(path, f"{path}: " if len(logs) > 1 else "") for path in logs]
+    if len(logs) > 1:
+        counts = [
+            f"{codes.count(0)} match",
+            f"{codes.count(EXIT_DIVERGED)} diverged",
+            f"{codes.count(EXIT_USAGE)} unreadable",
+        ]
+        click.echo(f"{len(logs)} logs: {', '.join(counts)}")
+    worst = max(codes)
+    if worst:
+        sys.exit(worst)
+
+
+def _check(path: Path, name: str) -> int:
+    import asyncio
+
     from fsm_agent.log import LogError
     from fsm_agent.recording import Divergence, LogEnded
     from fsm_agent.session import areplay
 
     try:
-        import asyncio
-
         result = asyncio.run(areplay(path))
     except LogError as exc:
-        fail(str(exc))
+        click.echo(f"fsm-agent: error: {exc}", err=True)
+        return EXIT_USAGE
     except LogEnded as exc:
         _warn_if_torn(path)
         click.echo(
-            f"✓ {exc.matched} steps match the log; it ends there, without a result: {exc.WHY}"
+            f"✓ {name}{exc.matched} steps match the log; it ends there, without a result: {exc.WHY}"
         )
-        return
+        return 0
     except Divergence as exc:
         _warn_if_torn(path)
-        click.echo(divergence_report(exc), err=True)
-        sys.exit(EXIT_DIVERGED)
+        click.echo(divergence_report(exc, name), err=True)
+        return EXIT_DIVERGED
     _warn_if_torn(path)
-    click.echo(f"✓ {len(result.path)} steps match the log; ends {result.reason}")
+    click.echo(f"✓ {name}{len(result.path)} steps match the log; ends {result.reason}")
+    return 0
 
 
 @cli.command()
@@ -750,14 +775,15 @@ def coverage(logs: tuple[Path, ...]) -> None:
         click.echo(f"not in this machine's table: {source} -[{edge}]-> {dest}")
 
 
-def divergence_report(exc: Any) -> str:
-    """The step, what the log recorded, what the code asked for, and where they differ."""
+def divergence_report(exc: Any, name: str = "") -> str:
+    """The step, what the log recorded, what the code asked for, and where they differ;
+    `name` (the log's, when several are checked) goes before it."""
 
     def show(value: Any) -> str:
         return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
 
     lines = [
-        f"✗ diverged at step {exc.step}: {exc.what}",
+        f"✗ {name}diverged at step {exc.step}: {exc.what}",
         f"  log:  {show(exc.expected)}",
         f"  code: {show(exc.got)}",
     ]

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from fsm_agent.cli import EXIT_CODES
-from tests.conftest import SCENARIOS
+from tests.conftest import ROOT, SCENARIOS
 
 
 def fsm(
@@ -118,6 +118,44 @@ def test_replay_check_reports_divergence(scenario, tmp_path: Path) -> None:
     proc = fsm("replay", str(log), "--check")
     assert proc.returncode == 1
     assert "diverged at step" in proc.stderr and "max_turns" in proc.stderr
+
+
+def test_replay_check_takes_several_logs_and_exits_with_the_worst(tmp_path: Path) -> None:
+    good = ROOT / "replays" / "tool_round.jsonl"
+    other = ROOT / "replays" / "fix_bug.jsonl"
+    rows = [json.loads(r) for r in good.read_text().splitlines()]
+    next(r for r in rows if r.get("edge") == "next_turn")["turn"] = 9
+    changed = tmp_path / "changed.jsonl"
+    changed.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    junk = tmp_path / "junk.jsonl"
+    junk.write_text("hello\n")
+
+    proc = fsm("replay", "--check", str(good), str(other))
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.splitlines() == [
+        f"✓ {good}: 20 steps match the log; ends completed",
+        f"✓ {other}: 34 steps match the log; ends completed",
+        "2 logs: 2 match, 0 diverged, 0 unreadable",
+    ]
+
+    proc = fsm("replay", "--check", str(good), str(changed))
+    assert proc.returncode == 1
+    assert proc.stderr.startswith(f"✗ {changed}: diverged at step 7: transition")
+    assert proc.stdout.splitlines()[-1] == "2 logs: 1 match, 1 diverged, 0 unreadable"
+
+    proc = fsm("replay", "--check", str(junk), str(changed), str(good))
+    assert proc.returncode == 2
+    assert f"fsm-agent: error: {junk}:1: not a session log" in proc.stderr
+    assert proc.stdout.splitlines()[-1] == "3 logs: 1 match, 1 diverged, 1 unreadable"
+    assert "Traceback" not in proc.stderr
+
+
+def test_only_check_takes_several_logs(tmp_path: Path) -> None:
+    good = str(ROOT / "replays" / "tool_round.jsonl")
+    _one_error_line(fsm("replay", good, good, "--path"), "got 2 logs: only --check takes several")
+    _one_error_line(
+        fsm("replay", good, "--check", "--fork-at", "3"), "a fork (--fork-at, --edit-effect)"
+    )
 
 
 @pytest.mark.parametrize(
