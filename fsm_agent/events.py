@@ -74,10 +74,11 @@ ErrorKind = Literal[
 class ModelCallError(Exception):
     """A model call failed. `kind` is what the loop reacts to.
 
-    Kinds: `prompt_too_long` and `media` are withheld for recovery;
-    `overloaded` may switch to the fallback model; `api` is an error
-    response recovery cannot fix; `connection`, `incomplete_stream`,
-    `server` and `invalid_response` end the run with `model_error`.
+    Kinds (`ErrorKind`): `prompt_too_long` and `media` are withheld for
+    recovery; `overloaded` may switch to the fallback model; `api` is an
+    error response recovery cannot fix; `rate_limit`, `connection`,
+    `incomplete_stream`, `server` and `invalid_response` end the run with
+    `model_error`.
     """
 
     def __init__(self, kind: ErrorKind, message: str, status: int | None = None) -> None:
