@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -106,3 +107,13 @@ def test_the_plugin_loads_no_engine_module_until_a_test_asks_for_it(pytester) ->
         """
     )
     assert pytester.runpytest_subprocess("-p", "no:randomly").ret == 0
+
+
+def test_the_docs_inline_example_passes_as_written(pytester) -> None:
+    docs = (ROOT / "docs" / "testing.md").read_text()
+    example = re.search(r"```python\n(def test_a_write_then_an_answer.*?)```", docs, re.S)
+    assert example is not None
+    pytester.makepyfile(example.group(1))
+    result = pytester.runpytest_subprocess("-p", "no:randomly")
+    assert result.ret == 0, result.stdout.str()
+    result.assert_outcomes(passed=1)
