@@ -55,9 +55,6 @@ class Sleeper:
     def __init__(self) -> None:
         self.cancelled = False
 
-    def is_concurrency_safe(self, input: dict[str, Any]) -> bool:
-        return True
-
     async def run(self, input: dict[str, Any], env: ToolEnv) -> ToolOutcome:
         try:
             await asyncio.sleep(5)

@@ -48,9 +48,6 @@ class Probe:
         self.peak = 0
         self.all_in = asyncio.Event()
 
-    def is_concurrency_safe(self, input: dict[str, Any]) -> bool:
-        return True
-
     async def run(self, input: dict[str, Any], env: ToolEnv) -> ToolOutcome:
         self.running += 1
         self.peak = max(self.peak, self.running)

@@ -148,7 +148,3 @@ def test_schema_rejects_a_non_positive_timeout(tmp_path: Path) -> None:
     out = bash(tmp_path, "touch ran", timeout=0)
     assert "InputValidationError" in text(out)
     assert not (tmp_path / "ran").exists()
-
-
-def test_is_not_concurrency_safe() -> None:
-    assert not BASH.is_concurrency_safe({"command": "ls"})

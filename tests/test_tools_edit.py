@@ -167,10 +167,6 @@ def test_schema_requires_new_string(ws: Path) -> None:
     assert "InputValidationError" in text(out)
 
 
-def test_is_not_concurrency_safe() -> None:
-    assert not EDIT.is_concurrency_safe({})
-
-
 def assert_refused(out: ToolOutcome, ws: Path) -> None:
     assert out.is_error
     assert "outside the workspace" in text(out)

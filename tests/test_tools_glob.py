@@ -149,10 +149,6 @@ def test_absolute_pattern_outside_is_refused(ws: Path) -> None:
     assert "outside the workspace" in text(out)
 
 
-def test_is_concurrency_safe() -> None:
-    assert GLOB.is_concurrency_safe({"pattern": "*"})
-
-
 def test_a_file_is_not_a_search_directory(ws: Path) -> None:
     out = call(GLOB, {"pattern": "*", "path": "a.py"}, make_env(ws))
     assert out.is_error

@@ -199,10 +199,6 @@ def test_additional_dirs_can_be_searched(ws: Path) -> None:
     assert text(out) == f"Found 1 file\n{extra / 'secret.py'}"
 
 
-def test_is_concurrency_safe() -> None:
-    assert GREP.is_concurrency_safe({"pattern": "x"})
-
-
 @pytest.mark.parametrize(
     ("rules", "path", "is_dir", "ignored"),
     [

@@ -172,10 +172,6 @@ def test_schema_is_checked_before_running(ws: Path) -> None:
     assert "InputValidationError" in text(bad_offset)
 
 
-def test_is_concurrency_safe() -> None:
-    assert READ.is_concurrency_safe({"file_path": "/x"})
-
-
 # Confinement: each escape is refused and reveals nothing of the target.
 
 

@@ -1,6 +1,8 @@
 import jsonschema
 import pytest
 
+from fsm_agent.config import RunConfig
+from fsm_agent.permissions import READ_TOOLS
 from fsm_agent.tools import default_tools
 
 # Claude Code's tool names and input properties (see the compatibility reference).
@@ -39,9 +41,10 @@ def test_schemas_match_claude_code(name: str) -> None:
     assert 80 < len(tool.description) < 1500
 
 
-def test_only_read_only_tools_are_concurrency_safe() -> None:
-    safe = {name for name, tool in default_tools().items() if tool.is_concurrency_safe({})}
-    assert safe == {"Read", "Glob", "Grep"}
+def test_the_read_only_tools_and_only_they_run_in_parallel_by_default() -> None:
+    """Claude Code runs read-only tools concurrently and the rest one at a time."""
+    assert set(RunConfig().concurrency_safe_tools) == READ_TOOLS
+    assert set(default_tools()) > READ_TOOLS
 
 
 def test_each_call_gets_fresh_instances() -> None:

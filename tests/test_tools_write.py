@@ -98,10 +98,6 @@ def test_schema_requires_content(ws: Path) -> None:
     assert not (ws / "x").exists()
 
 
-def test_is_not_concurrency_safe() -> None:
-    assert not WRITE.is_concurrency_safe({"file_path": "/x", "content": ""})
-
-
 # Confinement: refused, and nothing outside is created or changed.
 
 

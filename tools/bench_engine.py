@@ -53,9 +53,6 @@ class Noop:
         "properties": {"n": {"type": "integer"}},
     }
 
-    def is_concurrency_safe(self, input: dict[str, Any]) -> bool:
-        return True
-
     async def run(self, input: dict[str, Any], env: ToolEnv) -> ToolOutcome:
         return ToolOutcome("ok")
 

@@ -38,9 +38,6 @@ class Sleep:
         "properties": {"s": {"type": "number"}},
     }
 
-    def is_concurrency_safe(self, input: dict[str, Any]) -> bool:
-        return True
-
     async def run(self, input: dict[str, Any], env: ToolEnv) -> ToolOutcome:
         await asyncio.sleep(input["s"])
         return ToolOutcome("slept")

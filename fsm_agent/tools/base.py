@@ -61,8 +61,6 @@ class Tool(Protocol):
     description: str
     input_schema: dict[str, Any]
 
-    def is_concurrency_safe(self, input: dict[str, Any]) -> bool: ...
-
     async def run(self, input: dict[str, Any], env: ToolEnv) -> ToolOutcome: ...
 
 

@@ -148,9 +148,6 @@ class BashTool:
     description = DESCRIPTION
     input_schema = SCHEMA
 
-    def is_concurrency_safe(self, input: dict[str, Any]) -> bool:
-        return False
-
     async def run(self, input: dict[str, Any], env: ToolEnv) -> ToolOutcome:
         if input.get("run_in_background"):
             raise ToolInputError(

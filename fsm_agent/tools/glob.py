@@ -44,9 +44,6 @@ class GlobTool:
     description = DESCRIPTION
     input_schema = SCHEMA
 
-    def is_concurrency_safe(self, input: dict[str, Any]) -> bool:
-        return True
-
     async def run(self, input: dict[str, Any], env: ToolEnv) -> ToolOutcome:
         where, pattern = input.get("path") or env.cwd, input["pattern"]
         if os.path.isabs(pattern):

@@ -157,9 +157,6 @@ class GrepTool:
     description = DESCRIPTION
     input_schema = SCHEMA
 
-    def is_concurrency_safe(self, input: dict[str, Any]) -> bool:
-        return True
-
     async def run(self, input: dict[str, Any], env: ToolEnv) -> ToolOutcome:
         query = Query.parse(input)
         where = input.get("path") or env.cwd

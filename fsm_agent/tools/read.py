@@ -83,9 +83,6 @@ class ReadTool:
     description = DESCRIPTION
     input_schema = SCHEMA
 
-    def is_concurrency_safe(self, input: dict[str, Any]) -> bool:
-        return True
-
     async def run(self, input: dict[str, Any], env: ToolEnv) -> ToolOutcome:
         check = check_path(input["file_path"], env)
         if not check.inside:

@@ -33,9 +33,6 @@ class WriteTool:
     description = DESCRIPTION
     input_schema = SCHEMA
 
-    def is_concurrency_safe(self, input: dict[str, Any]) -> bool:
-        return False
-
     async def run(self, input: dict[str, Any], env: ToolEnv) -> ToolOutcome:
         check = check_path(input["file_path"], env)
         if not check.inside:
