@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sys
 from pathlib import Path
 
@@ -12,6 +13,7 @@ import pytest
 
 from fsm_agent.debugger import Breakpoint, CommandError, Debugger
 from fsm_agent.stepper import CACHE, LogIndex, Stepper
+from tests.conftest import ROOT
 from tests.test_cli import fsm
 
 
@@ -336,5 +338,21 @@ def test_a_tool_breakpoint_stops_where_the_model_asks_for_that_tool(tool_round: 
         assert "no breakpoint hit" in dbg.text("c")
         assert dbg.complete_break("tool=W") == ["tool=Write"]
         assert dbg.text("b tool=").startswith("*** cannot read breakpoint 'tool='")
+    finally:
+        dbg.stepper.close()
+
+
+def test_the_session_shown_in_the_docs_is_what_the_debugger_prints() -> None:
+    """docs/replay.md shows a debugger session on the shipped tool_round log."""
+    docs = (ROOT / "docs" / "replay.md").read_text()
+    block = re.search(r"```\n(\(fsm\) break edge=next_turn\n.*?)```", docs, re.S)
+    assert block is not None
+    shown = re.split(r"^\(fsm\) (.*)\n", block.group(1), flags=re.M)[1:]
+    pairs = list(zip(shown[::2], shown[1::2], strict=True))
+    assert len(pairs) >= 8
+    dbg = Debugger(ROOT / "replays" / "tool_round.jsonl")
+    try:
+        for command, output in pairs:
+            assert dbg.text(command) == output, command
     finally:
         dbg.stepper.close()
