@@ -36,8 +36,12 @@ EXIT_CODES: dict[str, int] = {
 }
 
 
-def fail(message: str, code: int = EXIT_USAGE) -> NoReturn:
+def error_line(message: str) -> None:
     click.echo(f"fsm-agent: error: {message}", err=True)
+
+
+def fail(message: str, code: int = EXIT_USAGE) -> NoReturn:
+    error_line(message)
     sys.exit(code)
 
 
@@ -734,7 +738,7 @@ def _check(path: Path, name: str) -> int:
     try:
         result = asyncio.run(areplay(path))
     except LogError as exc:
-        click.echo(f"fsm-agent: error: {exc}", err=True)
+        error_line(str(exc))
         return EXIT_USAGE
     except LogEnded as exc:
         _warn_if_torn(path)

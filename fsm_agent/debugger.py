@@ -32,6 +32,7 @@ from fsm_agent.machine import (
     CONTINUE_REASONS,
     STATES,
     TERMINAL_REASONS,
+    Phase,
     edge_names,
     edges_from,
 )
@@ -174,7 +175,7 @@ class Breakpoint:
         if self.kind == "edge":
             return info.edge == self.name
         if self.kind == "tool":
-            return info.source == "api_call" and any(
+            return info.source == Phase.API_CALL and any(
                 b.name == self.name for b in info.iteration.tool_use_blocks
             )
         return self.holds(info.state) and not self.holds(before)
@@ -620,11 +621,11 @@ def effect_summary(record: dict[str, Any]) -> str:
             and isinstance(b := e.get("block"), dict)
             and b.get("type") == "tool_use"
         ]
-        asked = f", tool_use {', '.join(map(str, calls))}" if calls else ""
+        tools = f", tool_use {', '.join(map(str, calls))}" if calls else ""
         got = (
             f"error {error.get('kind')}: {error.get('message')}"
             if error
-            else f"{len(events)} events, stop_reason {stops[-1] if stops else None}{asked}"
+            else f"{len(events)} events, stop_reason {stops[-1] if stops else None}{tools}"
         )
         return f"{args.get('messages')} messages, last {_short(args.get('last'), 50)} → {got}"
     if name == "tool" and isinstance(args, dict) and isinstance(result, dict):
