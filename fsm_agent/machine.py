@@ -17,7 +17,7 @@ from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
 from attrs import Factory, field, frozen
-from transitions import Machine, MachineError, State, Transition
+from transitions import Event, EventData, Machine, MachineError, State, Transition
 
 if TYPE_CHECKING:
     from fsm_agent.state import Facts, LoopState
@@ -219,9 +219,42 @@ class _State(State):
             super().exit(event_data)
 
 
+class _Event(Event):
+    """A `transitions.Event` that runs a trigger in place when nothing is
+    registered around it.
+
+    The library wraps each trigger in a partial for its event queue, then
+    walks the machine's empty prepare and finalize lists and logs a debug
+    line after each. With no queue, no prepare, finalize or exception
+    callbacks, this checks the source and runs the transitions as the
+    library would; with any of them, the library's own path runs.
+    """
+
+    def trigger(self, model: Any, *args: Any, **kwargs: Any) -> bool:
+        machine = self.machine
+        if (
+            args
+            or kwargs
+            or machine.has_queue
+            or machine.prepare_event
+            or machine.finalize_event
+            or machine.on_exception
+        ):
+            return super().trigger(model, *args, **kwargs)
+        event_data = EventData(None, self, machine, model, args=args, kwargs=kwargs)
+        event_data.state = machine.get_model_state(model)
+        if self._is_valid_source(event_data.state):
+            for transition in self.transitions[event_data.state.name]:
+                event_data.transition = transition
+                if transition.execute(event_data):
+                    return True
+        return False
+
+
 class _Machine(Machine):
     transition_cls = _Transition
     state_cls = _State
+    event_cls = _Event
 
 
 class LoopMachine:

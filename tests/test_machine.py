@@ -148,9 +148,13 @@ def test_a_trigger_with_nothing_registered_changes_state_as_the_library_does() -
     assert entered == ["blocking_limit_check", "left blocking_limit_check", "final"]
 
 
-@pytest.mark.parametrize("where", ["before", "after", "prepare", "conditions", "machine"])
+@pytest.mark.parametrize(
+    "where",
+    ["before", "after", "prepare", "conditions", "machine", "prepare_event", "finalize_event"],
+)
 def test_anything_registered_on_a_trigger_takes_the_library_s_whole_path(where: str) -> None:
-    """The fast path of `execute` is only for triggers with nothing to run around them."""
+    """The fast paths of `trigger` and `execute` are only for triggers with nothing
+    to run around them."""
     machine = LoopMachine()
     ran: list[str] = []
     (transition,) = machine._machine.events["preprocessed"].transitions["preprocess"]
@@ -161,6 +165,8 @@ def test_anything_registered_on_a_trigger_takes_the_library_s_whole_path(where: 
 
     if where == "machine":
         machine._machine.before_state_change = [note]
+    elif where in ("prepare_event", "finalize_event"):
+        setattr(machine._machine, where, [note])
     elif where == "conditions":
         from transitions.core import Condition
 
@@ -170,6 +176,29 @@ def test_anything_registered_on_a_trigger_takes_the_library_s_whole_path(where: 
     machine.fire(STATE, Facts())
     assert machine.state == "blocking_limit_check"
     assert ran == [where]
+
+
+def test_an_exception_callback_on_the_machine_sees_a_trigger_s_error() -> None:
+    machine = LoopMachine()
+    seen: list[str] = []
+    machine._machine.on_exception = [lambda event_data: seen.append(str(event_data.error))]
+    machine._machine.send_event = True
+    (transition,) = machine._machine.events["preprocessed"].transitions["preprocess"]
+
+    def fail(event_data: object) -> None:
+        raise RuntimeError("boom")
+
+    transition.add_callback("after", fail)
+    with pytest.raises(NoEdge):
+        machine.fire(STATE, Facts())
+    assert seen == ["boom"]
+
+
+def test_a_trigger_from_a_state_the_edge_does_not_leave_raises() -> None:
+    machine = LoopMachine()
+    with pytest.raises(MachineError, match="Can't trigger event tools_done from state preprocess"):
+        machine._events["tools_done"].trigger(machine)
+    assert machine.state == "preprocess"
 
 
 def test_an_edge_a_condition_refuses_is_not_taken() -> None:
