@@ -704,7 +704,7 @@ def _debug(path: Path) -> None:
     try:
         import readline
 
-        readline.set_completer(debugger.complete)
+        readline.set_completer(debugger.complete)  # type: ignore[arg-type]  # typeshed: a list
         readline.set_completer_delims(" \t\n")
         readline.parse_and_bind("tab: complete")
     except ImportError:

@@ -36,7 +36,7 @@ from fsm_agent.machine import (
     edge_names,
     edges_from,
 )
-from fsm_agent.messages import Message
+from fsm_agent.messages import Message, TextBlock, ToolResultBlock, ToolUseBlock
 from fsm_agent.recording import Divergence, LogEnded, short_diff
 from fsm_agent.state import LoopState, Transcript
 from fsm_agent.stepper import Stepper
@@ -200,17 +200,16 @@ def _short(value: Any, limit: int = 100) -> str:
 def message_line(i: int, message: Message) -> Text:
     parts = []
     for block in message.content:
-        kind = getattr(block, "type", type(block).__name__)
-        if kind == "text":
+        if isinstance(block, TextBlock):
             parts.append(block.text)
-        elif kind == "tool_use":
+        elif isinstance(block, ToolUseBlock):
             parts.append(f"[tool_use {block.name} {dumps(block.input)}]")
-        elif kind == "tool_result":
+        elif isinstance(block, ToolResultBlock):
             content = block.content if isinstance(block.content, str) else "[blocks]"
             err = " error" if block.is_error else ""
             parts.append(f"[tool_result{err} {content}]")
         else:
-            parts.append(f"[{kind}]")
+            parts.append(f"[{block.type}]")
     meta = " (meta)" if message.is_meta else ""
     line = Text(f"{i:>4} ", style="dim", no_wrap=True, overflow="ellipsis")
     line.append(f"{message.role}{meta}: ", style="bold")

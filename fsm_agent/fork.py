@@ -115,12 +115,12 @@ class ForkTape(Tape):
         self.point = point
         self.live = point.effect is None and not point.step
 
-    @property  # type: ignore[override]
-    def step(self) -> int:
+    @property
+    def step(self) -> int:  # type: ignore[override]  # read-only here: the recording counts
         return self.recording.step
 
     @property
-    def path(self) -> Path | None:
+    def path(self) -> Path | None:  # type: ignore[override]
         return self.recording.writer.path
 
     def start(self, messages: list[Any], read_files: dict[str, float] | None = None) -> None:
@@ -153,7 +153,7 @@ class SwitchEffects:
         self.tape = tape
 
     def _source(self) -> Effects:
-        return self.live_effects if self.tape.live else self.replayed  # type: ignore[return-value]
+        return self.live_effects if self.tape.live else self.replayed
 
     def _after(self) -> None:
         if self.tape.replay.edited is not None:

@@ -160,7 +160,7 @@ def result_object(result: LoopResult, *, duration_ms: int, tally: RunTally) -> d
 def api_event(event: StreamEvent) -> dict[str, Any]:
     """A normalised stream event back in the Messages API's SSE shape."""
     if isinstance(event, MessageStart):
-        message = {
+        message: dict[str, Any] = {
             "id": event.id,
             "type": "message",
             "role": "assistant",

@@ -399,10 +399,10 @@ class ReplayTape(Tape):
 
     def _look_ahead(self, key: tuple[str, str]) -> dict[str, Any] | None:
         """A tool-pipeline effect recorded later in this iteration (the call started early)."""
-        for record in self._ahead:
-            if record["t"] == "effect" and (record["name"], record["request"]) == key:
-                self._ahead.remove(record)
-                return record
+        for held in self._ahead:
+            if held["t"] == "effect" and (held["name"], held["request"]) == key:
+                self._ahead.remove(held)
+                return held
         while True:
             record = self._read()
             if record is None:

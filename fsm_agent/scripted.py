@@ -110,7 +110,7 @@ class Scenario:
     def run_config(self, base: RunConfig) -> RunConfig:
         """`base` with the scenario's settings; `base` wins where it sets the model."""
         sc = self.config
-        changes = {
+        changes: dict[str, Any] = {
             "model": sc.model,
             "fallback_model": sc.fallback_model,
             "max_turns": sc.max_turns,

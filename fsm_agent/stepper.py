@@ -160,9 +160,8 @@ class Stepper:
         elif self._gate is not None:
             self._gate.set_result(None)
             self._gate = None
-        self._loop.run_until_complete(
-            asyncio.wait([self._arrived, self._task], return_when=asyncio.FIRST_COMPLETED)
-        )
+        either: list[asyncio.Future[Any]] = [self._arrived, self._task]
+        self._loop.run_until_complete(asyncio.wait(either, return_when=asyncio.FIRST_COMPLETED))
         return self._arrived.result() if self._arrived.done() else None
 
     async def _main(self) -> None:
