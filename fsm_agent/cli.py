@@ -16,6 +16,7 @@ import click
 
 if TYPE_CHECKING:
     from fsm_agent.config import RunConfig
+    from fsm_agent.driver import LoopResult
     from fsm_agent.launch import Plan
     from fsm_agent.model import Model
 
@@ -34,6 +35,16 @@ EXIT_CODES: dict[str, int] = {
     "max_turns": 18,
     "prompt_blocked": 19,
 }
+EXIT_ERROR_ANSWER = 20
+"""`completed`, but the answer is an error (an API error such as a 401): the task
+was not done, so a script must not read it as success."""
+
+
+def exit_code(result: LoopResult) -> int:
+    """Not 0 exactly when the result is an error (`is_error` in the JSON result)."""
+    if result.reason == "completed" and result.is_error:
+        return EXIT_ERROR_ANSWER
+    return EXIT_CODES.get(result.reason, 1)
 
 
 def error_line(message: str) -> None:
@@ -323,7 +334,7 @@ def run(
             plan, messages, stream=output_format == "stream-json", partial=include_partial_messages
         )
     plan.end("other")
-    sys.exit(EXIT_CODES.get(result.reason, 1))
+    sys.exit(exit_code(result))
 
 
 @cli.command()
@@ -687,7 +698,7 @@ def _fork(
     except OSError as exc:
         fail(f"cannot write the session log: {exc}")
     renderer.summary(result)
-    sys.exit(EXIT_CODES.get(result.reason, 1))
+    sys.exit(exit_code(result))
 
 
 def _debug(path: Path) -> None:

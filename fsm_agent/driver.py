@@ -66,6 +66,12 @@ class LoopResult:
     """Files read and their mtimes, for the next run of the same conversation (a chat)."""
 
     @property
+    def is_error(self) -> bool:
+        """Anything but a clean `completed`: an API error answer (a 401, say) ends the
+        loop `completed`, with `error` set, and is still an error."""
+        return self.reason != "completed" or self.error is not None
+
+    @property
     def text(self) -> str:
         for message in reversed(self.messages.items):
             if message.role == "assistant":

@@ -127,11 +127,10 @@ class RunTally:
 def result_object(result: LoopResult, *, duration_ms: int, tally: RunTally) -> dict[str, Any]:
     """The `result` object: `claude -p`'s fields plus our `log` and `path`."""
     subtype = subtype_of(result.reason)
-    is_error = result.reason != "completed" or result.error is not None
     obj: dict[str, Any] = {
         "type": "result",
         "subtype": subtype,
-        "is_error": is_error,
+        "is_error": result.is_error,
         "duration_ms": duration_ms,
         "duration_api_ms": round(tally.api_s * 1000),
         "num_turns": result.turns,

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from fsm_agent.cli import EXIT_CODES, EXIT_USAGE
+from fsm_agent.cli import EXIT_CODES, EXIT_ERROR_ANSWER, EXIT_USAGE
 from fsm_agent.headless import subtype_of
 from fsm_agent.machine import TERMINAL_REASONS
 from tests.conftest import SCENARIOS
@@ -62,8 +62,9 @@ def test_json_result_on_max_turns(workspace: Path, tmp_path: Path) -> None:
 
 
 def test_an_api_error_answer_is_success_with_is_error(workspace: Path, tmp_path: Path) -> None:
+    """The loop completed, but with an error for an answer: a script must see it failed."""
     result, code = run_json(workspace, tmp_path, "api_error")
-    assert code == 0
+    assert code == EXIT_ERROR_ANSWER
     assert result["subtype"] == "success" and result["is_error"] is True
     assert "invalid x-api-key" in result["result"]
 
@@ -73,16 +74,17 @@ def test_every_scenario_exit_code_and_subtype(workspace: Path, tmp_path: Path, n
     result, code = run_json(workspace, tmp_path, name)
     reason = result["terminal_reason"]
     assert reason in TERMINAL_REASONS
-    assert code == EXIT_CODES[reason]
+    assert code == (EXIT_ERROR_ANSWER if name == "api_error" else EXIT_CODES[reason])
     assert result["subtype"] == subtype_of(reason)
     assert result["is_error"] is (reason != "completed" or name == "api_error")
+    assert result["is_error"] is (code != 0)
     assert ("result" in result) is (reason == "completed")
 
 
 def test_exit_codes_are_distinct_and_cover_every_reason() -> None:
     assert set(EXIT_CODES) == TERMINAL_REASONS | {"prompt_blocked"}
     assert EXIT_CODES["completed"] == 0
-    codes = [*EXIT_CODES.values(), EXIT_USAGE, 1, 130]
+    codes = [*EXIT_CODES.values(), EXIT_ERROR_ANSWER, EXIT_USAGE, 1, 130]
     assert len(codes) == len(set(codes))
 
 
