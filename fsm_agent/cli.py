@@ -411,7 +411,10 @@ def _run_json(plan: Plan, messages: list[Any], *, stream: bool, partial: bool) -
             writer(event)
 
     if stream:
-        writer.write(init_object(session_id, plan.config.cwd, plan.config.tools, plan.config.model))
+        config = plan.config
+        writer.write(
+            init_object(session_id, config.cwd, config.tools, config.model, config.permission_mode)
+        )
     started = time.monotonic()
     try:
         result = plan.run_interruptibly(messages, on_event, session_id=session_id)

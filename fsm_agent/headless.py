@@ -32,12 +32,11 @@ from fsm_agent.events import (
     StreamEvent,
     ToolFinished,
     ToolRefused,
+    ToolUseComplete,
     Transition,
 )
 from fsm_agent.messages import Message, Usage
 from fsm_agent.models import context_window
-
-PERMISSION_MODE = "default"
 
 SUBTYPES: dict[str, str] = {
     "completed": "success",
@@ -197,7 +196,9 @@ def api_event(event: StreamEvent) -> dict[str, Any]:
     return {"type": "message_stop"}
 
 
-def init_object(session_id: str, cwd: str, tools: Sequence[str], model: str) -> dict[str, Any]:
+def init_object(
+    session_id: str, cwd: str, tools: Sequence[str], model: str, permission_mode: str
+) -> dict[str, Any]:
     return {
         "type": "system",
         "subtype": "init",
@@ -206,13 +207,20 @@ def init_object(session_id: str, cwd: str, tools: Sequence[str], model: str) -> 
         "tools": list(tools),
         "mcp_servers": [],
         "model": model,
-        "permissionMode": PERMISSION_MODE,
+        "permissionMode": permission_mode,
         "uuid": str(uuid.uuid4()),
     }
 
 
 class StreamJson:
-    """Writes one JSON line per event, flushed, so a reader sees each as it happens."""
+    """Writes one JSON line per event, flushed, so a reader sees each as it happens.
+
+    A call started while the model still streams (a concurrency-safe tool)
+    can finish before the message that asked for it is whole. Its result
+    waits until that `assistant` line is written, so a reader never meets a
+    `tool_result` before its `tool_use`; if the message never comes (the
+    stream failed), the result is written when the loop leaves `api_call`.
+    """
 
     def __init__(
         self,
@@ -225,6 +233,8 @@ class StreamJson:
         self.session_id = session_id
         self.partial = partial
         self.closed = False
+        self._unannounced: set[str] = set()
+        self._held: list[dict[str, Any]] = []
 
     def write(self, obj: dict[str, Any]) -> None:
         """One line, flushed. A reader that went away stops the output, never the run."""
@@ -237,22 +247,36 @@ class StreamJson:
             self.closed = True
 
     def _line(self, kind: str, **fields: Any) -> None:
-        self.write(
-            {"type": kind, **fields, "session_id": self.session_id, "uuid": str(uuid.uuid4())}
-        )
+        self.write(self._object(kind, **fields))
+
+    def _object(self, kind: str, **fields: Any) -> dict[str, Any]:
+        return {"type": kind, **fields, "session_id": self.session_id, "uuid": str(uuid.uuid4())}
 
     def _result(self, result: Any, about: dict[str, Any]) -> None:
         block = {**block_to_api(result), "is_error": result.is_error}
-        self._line(
+        line = self._object(
             "user",
             message={"role": "user", "content": [block]},
             parent_tool_use_id=None,
             tool_use_result=about,
         )
+        if result.tool_use_id in self._unannounced:
+            self._held.append(line)
+        else:
+            self.write(line)
+
+    def _release(self) -> None:
+        held, self._held = self._held, []
+        self._unannounced.clear()
+        for line in held:
+            self.write(line)
 
     def __call__(self, event: DriverEvent) -> None:
-        if isinstance(event, AssistantMessage):
+        if isinstance(event, ToolUseComplete):
+            self._unannounced.add(event.block.id)
+        elif isinstance(event, AssistantMessage):
             self._line("assistant", message=api_message(event.message), parent_tool_use_id=None)
+            self._release()
         elif isinstance(event, ToolFinished):
             self._result(event.result, {"tool": event.name, "duration_s": event.duration_s})
         elif isinstance(event, ToolRefused):
@@ -260,6 +284,8 @@ class StreamJson:
         elif isinstance(event, ModelEvent) and self.partial:
             self._line("stream_event", event=api_event(event.event), parent_tool_use_id=None)
         elif isinstance(event, Transition):
+            if event.source == "api_call":
+                self._release()
             self._line(
                 "transition",
                 step=event.step,

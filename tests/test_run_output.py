@@ -101,7 +101,8 @@ def test_stream_json_lines(workspace: Path, tmp_path: Path) -> None:
     assert (init["type"], init["subtype"]) == ("system", "init")
     assert init["cwd"] == str(workspace.resolve())
     assert init["tools"] == ["Read", "Write", "Edit", "Bash", "Glob", "Grep"]
-    assert init["model"] == "scripted" and init["permissionMode"] == "default"
+    assert init["model"] == "scripted"
+    assert init["permissionMode"] == "acceptEdits", "the mode the scenario's config sets"
     assert result["type"] == "result" and result["subtype"] == "success"
     assert all(line["session_id"] == init["session_id"] for line in lines)
     kinds = [line["type"] for line in lines]
@@ -326,3 +327,65 @@ def test_api_time_is_the_time_spent_in_api_call() -> None:
     tally(Transition(9, "blocking_limit_check", "api_call", "under_limit", 2))
     tally(Transition(10, "api_call", "abort_check", "streamed", 2))
     assert tally.api_s == pytest.approx(2.75)
+
+
+EARLY_READ = {
+    "prompt": "What does notes.txt say?",
+    "turns": [
+        {
+            "content": [
+                {"type": "tool_use", "id": "toolu_early", "name": "Read",
+                 "input": {"file_path": "notes.txt"}},
+                {"type": "text", "text": "Reading it while I finish this sentence."},
+            ],
+            "stop_reason": "tool_use",
+            "event_delay": 0.05,
+        },
+        {"content": "Done."},
+    ]
+}  # fmt: skip
+
+
+def test_a_call_started_while_streaming_is_answered_after_the_message_that_asked(
+    workspace: Path, tmp_path: Path
+) -> None:
+    """The Read starts as its block completes and finishes while the text still
+    streams; its result line still comes after the assistant line with its tool_use."""
+    (workspace / "notes.txt").write_text("hello\n")
+    scenario = tmp_path / "early.json"
+    scenario.write_text(json.dumps(EARLY_READ))
+    proc = fsm(
+        "run", "--scripted", str(scenario), "--cwd", str(workspace),
+        "--log", str(tmp_path / "early.jsonl"), "--output-format", "stream-json",
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    lines = [json.loads(line) for line in proc.stdout.splitlines()]
+    messages = [line for line in lines if line["type"] in ("assistant", "user")]
+    assert [m["type"] for m in messages] == ["assistant", "user", "assistant"]
+    assert messages[1]["message"]["content"][0]["tool_use_id"] == "toolu_early"
+    assert "hello" in messages[1]["message"]["content"][0]["content"]
+    log = [json.loads(line) for line in (tmp_path / "early.jsonl").read_text().splitlines()]
+    ran = [r["step"] for r in log if r.get("t") == "effect" and r["name"] == "tool"]
+    streamed = [r["step"] for r in log if r.get("edge") == "streamed"]
+    assert ran and ran[0] <= streamed[0], "the Read did not start while the model streamed"
+
+
+def test_a_result_whose_message_never_came_is_written_when_the_loop_leaves_api_call() -> None:
+    """The stream failed after the call started: no assistant line will come, and
+    the result is not lost; it goes out before the transition out of api_call."""
+    import io
+
+    from fsm_agent.events import ToolRefused, ToolUseComplete, Transition
+    from fsm_agent.headless import StreamJson
+    from fsm_agent.messages import ToolResultBlock, ToolUseBlock
+
+    out = io.StringIO()
+    writer = StreamJson(out, "s")
+    block = ToolUseBlock("toolu_cut", "Read", {"file_path": "a.txt"})
+    writer(ToolUseComplete(block))
+    writer(ToolRefused(block, ToolResultBlock("toolu_cut", "interrupted", True)))
+    assert out.getvalue() == ""
+    writer(Transition(3, "api_call", "model_error", "model_error", 1))
+    lines = [json.loads(line) for line in out.getvalue().splitlines()]
+    assert [line["type"] for line in lines] == ["user", "transition"]
+    assert lines[0]["message"]["content"][0]["tool_use_id"] == "toolu_cut"
