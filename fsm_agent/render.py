@@ -90,6 +90,9 @@ class LiveRenderer:
         self._usage = Usage()
         self._spinner = Spinner("dots", style="cyan")
         self._region: Live | None = None
+        self._running: dict[str, ToolUseBlock] = {}
+        self._last_call: str | None = None
+        """The call whose `●` line is the last line printed: its result needs no header."""
 
     # --- the live region -------------------------------------------------
 
@@ -136,9 +139,11 @@ class LiveRenderer:
         if self._text:
             self.console.print(Markdown(self._text.strip()))
             self._text = ""
+            self._last_call = None
         if self._mid_text:
             self.console.print()
             self._mid_text = False
+            self._last_call = None
 
     def __call__(self, event: DriverEvent) -> None:
         if isinstance(event, TextDelta):
@@ -166,9 +171,11 @@ class LiveRenderer:
             first = event.result.text.strip().splitlines()[:1]
             line = Text(f"  ✗ {first[0] if first else 'refused'}", style="red")
             self.console.print(line, no_wrap=True, overflow="ellipsis")
+            self._last_call = None
         elif isinstance(event, Notice):
             self._flush_text()
             self.console.print(Text(f"↻ {event.text}", style="yellow"))
+            self._last_call = None
         elif isinstance(event, Transition):
             self._transition(event)
 
@@ -178,8 +185,16 @@ class LiveRenderer:
         line.append(block.name, style="bold")
         line.append(f"({key_input(block.input)[:80]})", style="dim")
         self.console.print(line, no_wrap=True, overflow="ellipsis")
+        self._running[block.id] = block
+        self._last_call = block.id
 
     def _tool_finished(self, event: ToolFinished) -> None:
+        """The result under its call's line: calls that ran together finish in any
+        order, so a result that does not follow its own `●` line repeats it."""
+        block = self._running.pop(event.result.tool_use_id, None)
+        if block is not None and self._last_call != block.id:
+            self._tool_call(block)
+        self._last_call = None
         first = event.result.text.strip().splitlines()[:1]
         mark = "✗" if event.result.is_error else "⎿"
         status = f"  {mark} {first[0][:100] if first else '(no output)'}"
@@ -198,6 +213,7 @@ class LiveRenderer:
             self.console.print(
                 Text(f"  [{event.step}] {event.source} -[{event.edge}]-> {event.dest}", style="dim")
             )
+            self._last_call = None
 
     def summary(self, result: LoopResult) -> None:
         self.stop()

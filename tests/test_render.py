@@ -123,3 +123,30 @@ def test_a_refused_call_shows_with_its_reason(workspace: Path, tmp_path: Path) -
     lines = output(c).splitlines()
     at = lines.index("● Bash(rm -rf build)")
     assert lines[at + 1].startswith("  ✗ <tool_use_error>Permission to use Bash was denied")
+
+
+def test_a_result_that_does_not_follow_its_call_repeats_the_call_s_line() -> None:
+    """Calls that run together finish in any order: each result says whose it is."""
+    from fsm_agent.events import ToolFinished, ToolStarted
+    from fsm_agent.messages import ToolResultBlock, ToolUseBlock
+
+    c = console(terminal=False)
+    renderer = LiveRenderer(c)
+    read = ToolUseBlock("t1", "Read", {"file_path": "a.txt"})
+    grep = ToolUseBlock("t2", "Grep", {"pattern": "def"})
+    glob = ToolUseBlock("t3", "Glob", {"pattern": "*.md"})
+    renderer(ToolStarted(read))
+    renderer(ToolStarted(grep))
+    renderer(ToolFinished(ToolResultBlock("t2", "x.py:1:def f():"), "Grep", 0.01))
+    renderer(ToolFinished(ToolResultBlock("t1", "1: first line"), "Read", 0.02))
+    renderer(ToolStarted(glob))
+    renderer(ToolFinished(ToolResultBlock("t3", "README.md"), "Glob", 0.0))
+    assert output(c).splitlines() == [
+        "● Read(a.txt)",
+        "● Grep(def)",
+        "  ⎿ x.py:1:def f():  (0.01s)",
+        "● Read(a.txt)",
+        "  ⎿ 1: first line  (0.02s)",
+        "● Glob(*.md)",
+        "  ⎿ README.md  (0.00s)",
+    ]
