@@ -38,10 +38,11 @@ from fsm_agent.machine import (
 )
 from fsm_agent.messages import Message, TextBlock, ToolResultBlock, ToolUseBlock
 from fsm_agent.recording import Divergence, LogEnded, short_diff
-from fsm_agent.state import LoopState, Transcript
+from fsm_agent.state import Iteration, LoopState, Transcript
 from fsm_agent.stepper import Stepper
 
 FIELDS = tuple(f.name for f in fields(LoopState))
+ITERATION_FIELDS = tuple(f.name for f in fields(Iteration))
 _OPS: dict[str, Callable[[Any, Any], bool]] = {
     "==": operator.eq,
     "=": operator.eq,
@@ -69,14 +70,15 @@ HELP = (
     ("clear [N]", "delete breakpoint N, or all of them"),
     (
         "p, pp FIELD",
-        "print a LoopState field (dotted: budget.continuation_count); `p` lists them",
+        "print a LoopState field (dotted: budget.continuation_count); `p` lists them; "
+        "it.FIELD: the iteration the step's phase filled in (it.stop_reason); `p it` lists it",
     ),
     ("msgs", "the messages sent to the model at this step"),
     ("diff [A B]", "how the LoopState changed from step A to B (default: previous step to this)"),
     ("w, where", "the path so far and where the machine is now"),
     ("l, list", "the edges out of the current state, with their guards"),
     ("effects", "the effect records of this step"),
-    ("help", "this list"),
+    ("help [COMMAND]", "this list, or one command's line"),
     ("q, quit", "leave"),
 )
 
@@ -85,11 +87,30 @@ class CommandError(ValueError):
     """A command the debugger cannot carry out; shown as one line."""
 
 
-def field_value(state: LoopState, name: str) -> Any:
+def _names(row: str, command: str) -> bool:
+    """Whether a help row (`"n, s, next, step [COUNT]"`) names `command`."""
+    return command in {word.strip(",") for word in row.split() if not word.startswith("[")}
+
+
+def _no_field(name: str) -> CommandError:
+    if name.split(".")[0] == "it":
+        return CommandError(f"no field {name!r} (it. fields: {', '.join(ITERATION_FIELDS)})")
+    return CommandError(
+        f"no field {name!r} (LoopState fields: {', '.join(FIELDS)}; it.FIELD for the iteration)"
+    )
+
+
+def field_value(state: LoopState, name: str, iteration: Iteration | None = None) -> Any:
+    """A dotted field of the state, or (`it.…`) of the iteration the step filled in."""
     value: Any = state
-    for part in name.split("."):
+    parts = name.split(".")
+    if parts[0] == "it":
+        if iteration is None:
+            raise CommandError("no iteration at the start: step forward first")
+        value, parts = iteration, parts[1:]
+    for part in parts:
         if not hasattr(value, part):
-            raise CommandError(f"no field {name!r} (LoopState fields: {', '.join(FIELDS)})")
+            raise _no_field(name)
         value = getattr(value, part)
     return value
 
@@ -159,17 +180,21 @@ class Breakpoint:
         name, op, value = match.groups()
         if value.lstrip()[:1] in ("<", ">", "=", "!"):
             raise CommandError(f"cannot read breakpoint {spec!r}: one operator, then a value")
-        if name.split(".")[0] not in FIELDS:
-            raise CommandError(f"no field {name!r} (LoopState fields: {', '.join(FIELDS)})")
+        head = name.split(".")
+        known = FIELDS if head[0] != "it" else tuple(f"it.{f}" for f in ITERATION_FIELDS)
+        if ".".join(head[:2] if head[0] == "it" else head[:1]) not in known:
+            raise _no_field(name)
         return cls(spec, "condition", name, op, _literal(value))
 
-    def holds(self, state: LoopState) -> bool:
+    def holds(self, state: LoopState, iteration: Iteration | None = None) -> bool:
         try:
-            return bool(_OPS[self.op](comparable(field_value(state, self.name)), self.value))
+            value = field_value(state, self.name, iteration)
+            return bool(_OPS[self.op](comparable(value), self.value))
         except (TypeError, CommandError):
             return False
 
-    def hits(self, before: LoopState, info: StepInfo) -> bool:
+    def hits(self, before: StepInfo | LoopState, info: StepInfo) -> bool:
+        """`before` is the step before (its state alone at the start, with no iteration)."""
         if self.kind == "state":
             return info.dest == self.name
         if self.kind == "edge":
@@ -178,7 +203,8 @@ class Breakpoint:
             return info.source == Phase.API_CALL and any(
                 b.name == self.name for b in info.iteration.tool_use_blocks
             )
-        return self.holds(info.state) and not self.holds(before)
+        was = (before.state, before.iteration) if isinstance(before, StepInfo) else (before, None)
+        return self.holds(info.state, info.iteration) and not self.holds(*was)
 
 
 def _count(arg: str, command: str) -> int:
@@ -366,12 +392,12 @@ class Debugger(cmd.Cmd):
 
     def _run(self, until: Callable[[StepInfo], bool], at_end: str) -> RenderableType:
         """Run on to the first step where a breakpoint hits or `until` holds."""
-        before = [self._state(self.pos)]
+        before: list[StepInfo | LoopState] = [self._info(self.pos) or self._state(self.pos)]
         hit: list[int] = []
 
         def stop_when(info: StepInfo) -> bool:
             hit.extend(n for n, bp in self.breakpoints.items() if bp.hits(before[0], info))
-            before[0] = info.state
+            before[0] = info
             return bool(hit) or until(info)
 
         info = self.stepper.run_until(self.pos, stop_when)
@@ -435,19 +461,25 @@ class Debugger(cmd.Cmd):
 
     def do_p(self, arg: str) -> RenderableType:
         state = self._state(self.pos)
+        info = self._info(self.pos)
+        iteration = info.iteration if info is not None else None
         name = arg.strip()
-        if not name:
+        if name in ("", "it"):
+            source: Any = state if not name else field_value(state, "it", iteration)
             table = Table("field", "value", box=None)
-            for f in FIELDS:
-                table.add_row(f, self._show_value(getattr(state, f), 70))
+            for f in FIELDS if not name else ITERATION_FIELDS:
+                table.add_row(f, self._show_value(getattr(source, f), 70))
             return table
-        value = field_value(state, name)
+        value = field_value(state, name, iteration)
         if isinstance(value, Transcript):
             lines = [Text(f"{len(value)} messages, digest {value.digest[:16]}")]
             lines.extend(message_line(i, m) for i, m in enumerate(value.items[-10:]))
             return Group(*lines)
         if attrs.has(type(value)) or isinstance(value, dict | list | tuple):
-            return Group(Text(f"{name} ="), Pretty(_plain(value), indent_guides=False))
+            plain = _plain(value)
+            if not plain:
+                return Text(f"{name} = {dumps(plain)}")
+            return Group(Text(f"{name} ="), Pretty(plain, indent_guides=False))
         return Text(f"{name} = {self._show_value(value, 2000)}")
 
     do_print = do_pp = do_p
@@ -561,8 +593,13 @@ class Debugger(cmd.Cmd):
         return Group(*lines)
 
     def do_help(self, arg: str) -> RenderableType:  # type: ignore[override]
+        """The whole list, or (pdb's `help CMD`) the line of the command named."""
+        wanted = arg.strip()
+        rows = [(names, what) for names, what in HELP if not wanted or _names(names, wanted)]
+        if not rows:
+            raise CommandError(f"no command {wanted!r}; type help for the list")
         table = Table("command", "what it does", box=None)
-        for names, what in HELP:
+        for names, what in rows:
             table.add_row(names, what)
         return table
 
@@ -575,7 +612,8 @@ class Debugger(cmd.Cmd):
     do_q = do_exit = do_quit
 
     def complete_p(self, text: str, *ignored: Any) -> list[str]:
-        return [f for f in FIELDS if f.startswith(text)]
+        options = [*FIELDS, "it", *(f"it.{f}" for f in ITERATION_FIELDS)]
+        return [f for f in options if f.startswith(text)]
 
     complete_pp = complete_print = complete_p
 

@@ -342,6 +342,42 @@ def test_a_tool_breakpoint_stops_where_the_model_asks_for_that_tool(tool_round: 
         dbg.stepper.close()
 
 
+def test_p_it_shows_the_iteration_the_step_filled_in(dbg: Debugger) -> None:
+    """What the guards decided from: the model's tool calls, its stop reason, the results."""
+    assert dbg.text("p it") == "*** no iteration at the start: step forward first\n"
+    dbg.onecmd("g 3")
+    assert dbg.text("p it.stop_reason") == "it.stop_reason = 'tool_use'\n"
+    calls = dbg.text("p it.tool_use_blocks")
+    assert "'name': 'Write'" in calls and "'id': 'toolu_01write'" in calls
+    listing = dbg.text("p it")
+    assert "tool_use_blocks" in listing and "assistant_messages" in listing
+    assert dbg.text("p it.tool_results") == "it.tool_results = []\n"
+    dbg.onecmd("g 5")
+    results = dbg.text("p it.tool_results")
+    assert "toolu_01write" in results and "File created successfully" in results
+    unknown = dbg.text("p it.nope")
+    assert unknown.startswith("*** no field 'it.nope' (it. fields: messages_for_query")
+    assert dbg.text("p nope").endswith("; it.FIELD for the iteration)\n")
+    assert "it.tool_use_blocks" in dbg.complete_p("it.tool")
+
+
+def test_a_condition_on_the_iteration_breaks_where_it_turns_true(dbg: Debugger) -> None:
+    assert dbg.text("b it.tool_use_blocks>0") == "breakpoint 1: it.tool_use_blocks>0\n"
+    assert dbg.text("c").startswith("step 3/20: api_call -[streamed]-> abort_check  turn 1")
+    assert dbg.text("c").startswith("step 10/20: api_call -[streamed]-> abort_check  turn 2")
+    assert "no breakpoint hit" in dbg.text("c")
+    assert dbg.text("b it.nope=1").startswith("*** no field 'it.nope'")
+    assert dbg.text("b it=1").startswith("*** no field 'it'")
+
+
+def test_help_names_one_command(dbg: Debugger) -> None:
+    lines = dbg.text("help p").splitlines()
+    assert len(lines) > 1 and all("msgs" not in line for line in lines)
+    assert "p, pp FIELD" in lines[1]
+    assert "n, s, next, step" in dbg.text("help next")
+    assert dbg.text("help frob") == "*** no command 'frob'; type help for the list\n"
+
+
 def test_the_session_shown_in_the_docs_is_what_the_debugger_prints() -> None:
     """docs/replay.md shows a debugger session on the shipped tool_round log."""
     docs = (ROOT / "docs" / "replay.md").read_text()
