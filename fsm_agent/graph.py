@@ -1,8 +1,11 @@
 """The machine as a picture: Mermaid or Graphviz dot, drawn from the edge table.
 
-`transitions`' own diagrams label an edge with its trigger, and every edge
-here shares the trigger `step`; drawing from `EDGES` labels each with its
-name and can mark how often a recorded run took it.
+`transitions`' own diagrams (`GraphMachine`) draw one arrow per pair of
+states, so the four recovery edges back to `preprocess` become one arrow
+labelled `collapse_drain_retry | reactive_compact_retry | …`; they colour the
+model's current state, and they have no place for how often a recorded run
+took each edge. Drawing from `EDGES` gives every named edge its own arrow,
+and can mark the counts.
 """
 
 from __future__ import annotations
