@@ -26,6 +26,13 @@ from fsm_agent.render import LiveRenderer, QuietRenderer
 
 PROMPT = "› "
 POLL_S = 0.1
+COMMANDS = {
+    "/help": "this list",
+    "/clear": "forget the conversation: the next message starts a new one",
+    "/exit": "leave (also /quit, Ctrl-D)",
+}
+"""Read at the prompt, as Claude Code's slash commands are; any other line,
+one starting with `/` included (a path), goes to the model."""
 
 
 class LineReader:
@@ -172,12 +179,35 @@ class ChatSession:
         self.results.append(result)
         return result
 
+    def command(self, line: str) -> bool | None:
+        """Carry out a slash command: True to go on, False to leave; None when
+        the line is not one (it goes to the model)."""
+        name = line.strip()
+        if name in ("/exit", "/quit"):
+            return False
+        if name == "/clear":
+            self.messages = []
+            self.plan.clear()
+            self.console.print(Text("conversation cleared", style="dim"))
+            return True
+        if name == "/help":
+            for command, what in COMMANDS.items():
+                self.console.print(Text.assemble((f"{command:<8}", "bold"), f" {what}"))
+            note = "Anything else is a message to the model. Ctrl-C interrupts a run."
+            self.console.print(Text(note, style="dim"))
+            return True
+        return None
+
     def loop(self) -> None:
         self.console.print(
-            Text("fsm-agent chat · Ctrl-C interrupts a run · Ctrl-D leaves", style="dim")
+            Text("fsm-agent chat · /help · Ctrl-C interrupts a run · Ctrl-D leaves", style="dim")
         )
         while True:
             prompt = self._read_prompt()
             if prompt is None:
                 return
-            self.turn(prompt)
+            handled = self.command(prompt)
+            if handled is False:
+                return
+            if handled is None:
+                self.turn(prompt)

@@ -14,6 +14,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from attrs import evolve
+
 from fsm_agent.approvals import Prompter, line_prompter
 from fsm_agent.config import RunConfig
 from fsm_agent.driver import LoopResult
@@ -47,6 +49,8 @@ class Plan:
         self.parent = parent
         self.parent_session_id = parent_session_id
         self.runs = 0
+        self._open = False
+        """A conversation has run and its SessionEnd has not fired yet."""
         self.read_files: dict[str, float] = dict(read_files or {})
         """Files read so far in the conversation: an edit in a later run needs no re-read."""
         self.ask: Callable[[str], str | None] | None = None
@@ -65,7 +69,10 @@ class Plan:
         """SessionEnd hooks, once the session is over (`other` after a one-shot run,
         `prompt_input_exit` when a chat is left). Outside every run, and with their
         output discarded as in Claude Code, so no log records or replays them."""
-        if self.runs == 0 or not any(m.event == "SessionEnd" for m in self.config.hooks):
+        if not self._open:
+            return
+        self._open = False
+        if not any(m.event == "SessionEnd" for m in self.config.hooks):
             return
         from fsm_agent.command_hooks import CommandHooks
 
@@ -77,6 +84,16 @@ class Plan:
             "reason": reason,
         }
         asyncio.run(hooks.run("SessionEnd", payload))
+
+    def clear(self) -> None:
+        """A chat's `/clear`: the conversation so far ends (SessionEnd `clear`, as in
+        Claude Code) and the next run starts a new one: no parent log, no files read,
+        SessionStart `clear`."""
+        self.end("clear")
+        self.parent = None
+        self.parent_session_id = None
+        self.read_files = {}
+        self.config = evolve(self.config, session_source="clear")
 
     def header_extra(self) -> dict[str, Any]:
         if self.parent is None:
@@ -109,6 +126,7 @@ class Plan:
             prompter=line_prompter(self.ask) if self.ask is not None else self.prompter,
         )
         self.runs += 1
+        self._open = True
         self.read_files = dict(result.read_files)
         if result.log_path:
             self.parent = Path(result.log_path)

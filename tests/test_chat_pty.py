@@ -212,3 +212,36 @@ def test_chat_asks_before_a_write_and_always_adds_a_rule(workspace: Path, tmp_pa
     child.close()
     assert (workspace / "a.txt").read_text() == "hi\n"
     assert (workspace / "b.txt").read_text() == "b"
+
+
+def test_slash_commands_clear_the_conversation_and_exit(workspace: Path, tmp_path: Path) -> None:
+    script = tmp_path / "two.json"
+    script.write_text(json.dumps({"turns": [{"content": "First answer."}, {"content": "Fresh."}]}))
+    child = spawn(["chat", "--scripted", str(script), "--cwd", str(workspace)], workspace)
+    child.expect("› ")
+    child.sendline("/help")
+    child.expect("forget the conversation")
+    child.expect("› ")
+    child.sendline("hello")
+    child.expect("First answer.")
+    child.expect("› ")
+    child.sendline("/clear")
+    child.expect("conversation cleared")
+    child.expect("› ")
+    child.sendline("start over")
+    child.expect("Fresh.")
+    child.expect("› ")
+    child.sendline("/exit")
+    child.expect(pexpect.EOF)
+    child.close()
+    assert child.exitstatus == 0
+    runs = [
+        [json.loads(line) for line in p.read_text().splitlines()]
+        for p in (workspace / ".fsm-agent" / "sessions").glob("*.jsonl")
+    ]
+    assert len(runs) == 2 and all("parent" not in run[0] for run in runs)
+    sent = sorted(
+        tuple(b["text"] for m in run[1]["messages"] if m["role"] == "user" for b in m["content"])
+        for run in runs
+    )
+    assert sent == [("hello",), ("start over",)], "the second run does not carry the first"

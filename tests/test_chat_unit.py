@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import asyncio
 import io
+import json
 import os
+from pathlib import Path
 
 from rich.console import Console
 
@@ -39,3 +42,42 @@ def test_inbox_drains_what_was_typed_and_ask_reads_an_answer() -> None:
     os.close(fd)
     assert reader.get() is None
     assert reader.get() is None
+
+
+def test_slash_commands_at_the_prompt(tmp_path: Path) -> None:
+    """`/clear` ends the conversation as Claude Code does (SessionEnd `clear`) and the
+    next run starts a new one; `/exit` leaves; a path is a message, not a command."""
+    from fsm_agent.command_hooks import parse_hooks
+    from fsm_agent.config import RunConfig
+    from fsm_agent.messages import user
+    from fsm_agent.scripted import Scenario, ScriptedModel
+    from tests.test_command_hooks import capture
+
+    end = capture(tmp_path, "end")
+    hooks = parse_hooks({"SessionEnd": [{"hooks": [{"type": "command", "command": end}]}]}, "s")
+    config = RunConfig(model="scripted", cwd=str(tmp_path), hooks=hooks)
+    model = ScriptedModel(Scenario.parse({"turns": [{"content": "hello"}]}))
+    plan = Plan(
+        model=model, config=config, hooks=None, abort=AbortSignal(), log=tmp_path / "c.jsonl"
+    )
+    reader, fd = pipe_reader()
+    console = Console(file=io.StringIO(), width=80)
+    session = ChatSession(plan, console, reader, quiet=True)
+    asyncio.run(plan.arun([user("hi")], None))
+    session.messages = [user("hi")]
+    plan.read_files = {str(tmp_path / "a.txt"): 1.0}
+
+    assert session.command("/help") is True
+    assert "/clear" in console.file.getvalue()  # type: ignore[attr-defined]
+    assert session.command("/etc/hosts looks wrong") is None
+    assert session.command("/clear") is True
+    assert session.messages == []
+    assert plan.parent is None and plan.read_files == {}
+    assert plan.config.session_source == "clear"
+    assert json.loads((tmp_path / "end.json").read_text())["reason"] == "clear"
+    (tmp_path / "end.json").unlink()
+    plan.end("prompt_input_exit")
+    assert not (tmp_path / "end.json").exists(), "the cleared conversation already ended"
+    assert session.command("/exit") is False
+    assert session.command(" /quit ") is False
+    os.close(fd)
