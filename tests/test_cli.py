@@ -266,3 +266,42 @@ def test_torn_log_replays_with_a_warning(scenario, tmp_path: Path) -> None:
         assert proc.returncode == 0, proc.stderr
         assert "the last line is torn" in proc.stderr
     assert "steps match the log" in fsm("replay", str(log), "--check").stdout
+
+
+TOUCH = {
+    "prompt": "make a file",
+    "turns": [
+        {"content": [{"type": "tool_use", "id": "toolu_t", "name": "Bash",
+                      "input": {"command": "touch made.txt"}}]},
+        {"content": "Done."},
+    ],
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("spelling", ["--allowed-tools", "--allowedTools"])
+def test_allow_rules_on_the_command_line(workspace: Path, tmp_path: Path, spelling: str) -> None:
+    """Without a terminal an unmatched Bash call is refused; an allow rule lets it run.
+    Claude Code's own spelling of the option works as ours does."""
+    scenario = tmp_path / "touch.json"
+    scenario.write_text(json.dumps(TOUCH))
+    base = ["run", "--scripted", str(scenario), "--cwd", str(workspace)]
+    refused = fsm(*base, "--log", str(tmp_path / "a.jsonl"))
+    assert refused.returncode == 0, refused.stderr
+    assert not (workspace / "made.txt").exists()
+    allowed = fsm(*base, "--log", str(tmp_path / "b.jsonl"), spelling, "Bash(touch *)")
+    assert allowed.returncode == 0, allowed.stderr
+    assert (workspace / "made.txt").exists()
+
+
+@pytest.mark.parametrize("spelling", ["--disallowed-tools", "--disallowedTools"])
+def test_deny_rules_on_the_command_line(workspace: Path, tmp_path: Path, spelling: str) -> None:
+    scenario = tmp_path / "touch.json"
+    scenario.write_text(json.dumps(TOUCH))
+    proc = fsm(
+        "run", "--scripted", str(scenario), "--cwd", str(workspace), "--log",
+        str(tmp_path / "c.jsonl"), "--permission-mode", "bypassPermissions",
+        spelling, "Bash(touch *)",
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert not (workspace / "made.txt").exists()
+    assert "has been denied by the rule" in proc.stdout
