@@ -138,6 +138,14 @@ def _run_options(fn: Any) -> Any:
             help="Override the model's context window (tokens). Default: from the model table.",
         ),
         click.option(
+            "--system-prompt",
+            help="The system prompt, in place of fsm-agent's (or the resumed session's).",
+        ),
+        click.option(
+            "--append-system-prompt",
+            help="Text added at the end of the system prompt.",
+        ),
+        click.option(
             "--permission-mode",
             type=click.Choice(
                 ["default", "acceptEdits", "plan", "dontAsk", "bypassPermissions", "auto"]
@@ -180,6 +188,8 @@ def _plan(
     fallback_model: str | None,
     base_url: str | None,
     context_window: int | None,
+    system_prompt: str | None,
+    append_system_prompt: str | None,
     permission_mode: str | None,
     allowed_tools: tuple[str, ...],
     disallowed_tools: tuple[str, ...],
@@ -261,7 +271,15 @@ def _plan(
         )
         config = config_with(config, context_window=window_of(config.model))
         the_model = _real_model(base_url)
-    config = config_with(config, context_window=context_window, permission_mode=permission_mode)
+    config = config_with(
+        config,
+        context_window=context_window,
+        permission_mode=permission_mode,
+        system_prompt=system_prompt,
+    )
+    if append_system_prompt:
+        prompt = "\n\n".join(p for p in (config.system_prompt, append_system_prompt) if p)
+        config = config_with(config, system_prompt=prompt)
     plan = Plan(
         model=the_model,
         config=config,

@@ -97,3 +97,32 @@ def test_stream_json_passes_the_raw_stream_through(
     (assistant,) = [line for line in lines if line["type"] == "assistant"]
     assert assistant["message"]["content"] == [{"type": "text", "text": streamed}]
     assert lines[-1]["type"] == "result" and lines[-1]["total_cost_usd"] > 0
+
+
+def system_texts(body: dict) -> list[str]:
+    system = body["system"]
+    return [system] if isinstance(system, str) else [b["text"] for b in system]
+
+
+def test_system_prompt_options_shape_what_the_model_is_sent(
+    messages_server: MessagesServer, workspace: Path, tmp_path: Path
+) -> None:
+    from fsm_agent.config import DEFAULT_SYSTEM_PROMPT
+
+    messages_server.reply(text("A.", model=MODEL), text("B.", model=MODEL))
+    log = tmp_path / "a.jsonl"
+    proc = cli(messages_server, workspace, "hi", "--append-system-prompt", "Be terse.",
+               "--log", str(log))  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    first = system_texts(messages_server.bodies()[-1])[0]
+    assert first == f"{DEFAULT_SYSTEM_PROMPT}\n\nBe terse."
+    check = subprocess.run(
+        [sys.executable, "-m", "fsm_agent.cli", "replay", str(log), "--check"],
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert check.returncode == 0, check.stderr
+
+    proc = cli(messages_server, workspace, "hi", "--system-prompt", "You answer in French.",
+               "--append-system-prompt", "Briefly.")  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert system_texts(messages_server.bodies()[-1])[0] == "You answer in French.\n\nBriefly."
