@@ -152,14 +152,19 @@ class ToolExecutor:
         return tuple(call.result for call in done if isinstance(call, CallResult))
 
     async def _collect(self, block: ToolUseBlock, read_files: dict[str, float],
-                       invalid: str | None) -> CallResult:  # fmt: skip
+                       invalid: str | None, *, alone: bool = False) -> CallResult:  # fmt: skip
         """The result of a call started early, or of the call run here and now.
 
         A call not started early runs in this task with no cancel event:
         only `cancel` sets one, and it is never called while `run_all` runs.
+        It takes a concurrency slot unless it is `alone`: a group of one runs
+        after every call before it has finished, and no call after it has
+        started (early starts stop at the first unsafe call).
         """
         task = self._tasks.get(block.id)
         if task is None:
+            if alone:
+                return await self.call(block, dict(read_files), invalid)
             async with self._semaphore():
                 return await self.call(block, dict(read_files), invalid)
         try:
@@ -190,7 +195,7 @@ class ToolExecutor:
                     self.emit(ToolRefused(b, result))
                 continue
             if len(group) == 1:
-                done = [await self._collect(group[0], files, invalid.get(group[0].id))]
+                done = [await self._collect(group[0], files, invalid.get(group[0].id), alone=True)]
             else:
                 done = await asyncio.gather(
                     *(self._collect(b, files, invalid.get(b.id)) for b in group)
