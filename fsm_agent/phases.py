@@ -62,8 +62,12 @@ class Run:
     emit: Callable[[DriverEvent], None]
     session_id: str
     executor: ToolExecutor = field(default=None)
+    system: tuple[str, ...] = field(init=False)
+    """The system prompt with the system context appended: every request sends it."""
 
     def __attrs_post_init__(self) -> None:
+        system = append_system_context(self.config.system_prompt, self.config.system_context)
+        object.__setattr__(self, "system", system)
         if self.executor is None:
             executor = ToolExecutor(
                 self.config, self.effects, self.tool_specs, self.emit, self.session_id
@@ -151,7 +155,7 @@ def build_request(run: Run, state: LoopState, it: Iteration) -> ModelRequest:
     config = run.config
     return ModelRequest(
         model=it.model,
-        system=append_system_context(config.system_prompt, config.system_context),
+        system=run.system,
         messages=prepend_user_context(it.messages_for_query, config.user_context),
         tools=run.tool_specs,
         max_tokens=state.max_output_tokens_override or config.max_output_tokens,

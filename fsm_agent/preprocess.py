@@ -19,7 +19,6 @@ from fsm_agent.context import (
     COMPACT_SYSTEM_PROMPT,
     MAX_AUTOCOMPACT_FAILURES,
     TOOL_RESULT_MAX_CHARS,
-    append_system_context,
     apply_compact_summary,
     apply_tool_result_budget,
     blob_name,
@@ -130,7 +129,7 @@ def request_for(run: Run, it: Iteration, messages: Transcript, purpose: str) -> 
     config = run.config
     return ModelRequest(
         model=it.model,
-        system=append_system_context(config.system_prompt, config.system_context),
+        system=run.system,
         messages=prepend_user_context(messages, config.user_context),
         tools=run.tool_specs,
         max_tokens=config.max_output_tokens,
