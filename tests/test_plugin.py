@@ -72,6 +72,18 @@ def test_the_documented_example_passes(pytester: pytest.Pytester) -> None:
     assert "'api_call -[streamed]-> abort_check'," in snapshots[0].read_text()
 
 
+def test_the_readme_snapshot_example_passes_as_written(pytester: pytest.Pytester) -> None:
+    readme = (ROOT / "README.md").read_text()
+    example = re.search(r"```python\n(def test_tool_round_path.*?)```", readme, re.S)
+    assert example is not None
+    source = example.group(1).replace("replays/", f"{ROOT}/replays/")
+    pytester.makepyfile(test_readme_example=source)
+    first = pytester.runpytest("-p", "no:cacheprovider", "--snapshot-update")
+    first.assert_outcomes(passed=1)
+    again = pytester.runpytest("-p", "no:cacheprovider")
+    again.assert_outcomes(passed=1)
+
+
 def test_fsm_run_runs_a_scenario_written_inline(fsm_run, tmp_path: Path) -> None:
     write = {"file_path": "a.txt", "content": "x"}
     turns = [
