@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, Protocol
 
 from attrs import frozen
+
+from fsm_agent.events import DriverEvent, Notice
 
 PERMISSION_PRECEDENCE = ("deny", "defer", "ask", "allow")
 
@@ -67,6 +69,21 @@ def merge(outcomes: Sequence[HookOutcome]) -> HookOutcome:
         updated_input=updated[-1] if updated else None,
         messages=tuple(m for o in outcomes for m in o.messages),
     )
+
+
+async def consult(
+    run_hooks: Callable[[str, dict[str, Any]], Awaitable[HookOutcome]],
+    emit: Callable[[DriverEvent], None],
+    event: str,
+    payload: dict[str, Any],
+) -> HookOutcome:
+    """The hooks of `event`, asked through the effects door (`run_hooks`); what they
+    say to the user (a timeout, a non-blocking failure, a `systemMessage`) is shown
+    as a `hook` notice, as Claude Code shows it in the transcript."""
+    outcome = await run_hooks(event, payload)
+    for text in outcome.messages:
+        emit(Notice("hook", text))
+    return outcome
 
 
 class Hooks(Protocol):

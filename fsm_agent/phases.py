@@ -35,7 +35,7 @@ from fsm_agent.events import (
     ThinkingDelta,
     ToolUseComplete,
 )
-from fsm_agent.hooks import NO_OPINION
+from fsm_agent.hooks import NO_OPINION, consult
 from fsm_agent.machine import Phase
 from fsm_agent.messages import (
     ContentBlock,
@@ -245,7 +245,9 @@ async def stop_hooks(run: Run, state: LoopState, it: Iteration) -> tuple[Iterati
     outcome = NO_OPINION
     if run.config.has_hooks("Stop"):
         last = it.assistant_messages[-1].text if it.assistant_messages else ""
-        outcome = await run.effects.run_hooks(
+        outcome = await consult(
+            run.effects.run_hooks,
+            run.emit,
             "Stop",
             {
                 "hook_event_name": "Stop",

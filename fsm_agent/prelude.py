@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 from attrs import frozen
 
 from fsm_agent.context import meta
-from fsm_agent.hooks import NO_OPINION
+from fsm_agent.hooks import NO_OPINION, consult
 from fsm_agent.messages import Message
 
 if TYPE_CHECKING:
@@ -41,7 +41,9 @@ async def session_prelude(run: Run, messages: Sequence[Message]) -> Prelude:
     common = {"session_id": run.session_id, "cwd": run.config.cwd}
     start = submit = NO_OPINION
     if run.config.has_hooks("SessionStart"):
-        start = await run.effects.run_hooks(
+        start = await consult(
+            run.effects.run_hooks,
+            run.emit,
             "SessionStart",
             {
                 "hook_event_name": "SessionStart",
@@ -52,7 +54,9 @@ async def session_prelude(run: Run, messages: Sequence[Message]) -> Prelude:
         )
     prompt = messages[-1].text if messages and messages[-1].role == "user" else ""
     if run.config.has_hooks("UserPromptSubmit"):
-        submit = await run.effects.run_hooks(
+        submit = await consult(
+            run.effects.run_hooks,
+            run.emit,
             "UserPromptSubmit",
             {
                 "hook_event_name": "UserPromptSubmit",

@@ -42,6 +42,7 @@ from fsm_agent.events import (
     MessageStop,
     ModelCallError,
 )
+from fsm_agent.hooks import consult
 from fsm_agent.messages import TextBlock, Usage
 from fsm_agent.model import ModelRequest
 from fsm_agent.state import (
@@ -213,7 +214,7 @@ async def compact_hook(run: Run, event: str, fields: dict[str, Any]) -> str | No
         "trigger": "auto",
         **fields,
     }
-    outcome = await run.effects.run_hooks(event, payload)
+    outcome = await consult(run.effects.run_hooks, run.emit, event, payload)
     return "; ".join(outcome.blocking_errors) or None
 
 

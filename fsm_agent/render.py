@@ -174,7 +174,8 @@ class LiveRenderer:
             self._last_call = None
         elif isinstance(event, Notice):
             self._flush_text()
-            self.console.print(Text(f"↻ {event.text}", style="yellow"))
+            mark = "⚠" if event.kind == "hook" else "↻"
+            self.console.print(Text(f"{mark} {event.text}", style="yellow"))
             self._last_call = None
         elif isinstance(event, Transition):
             self._transition(event)

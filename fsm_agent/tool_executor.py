@@ -24,7 +24,7 @@ from attrs import frozen
 from fsm_agent.config import RunConfig
 from fsm_agent.effects import INTERRUPTED, AbortSignal, Effects
 from fsm_agent.events import DriverEvent, ToolFinished, ToolRefused, ToolStarted
-from fsm_agent.hooks import NO_OPINION, HookOutcome
+from fsm_agent.hooks import NO_OPINION, HookOutcome, consult
 from fsm_agent.messages import TextBlock, ToolResultBlock, ToolResultContent, ToolUseBlock
 from fsm_agent.model import ToolSpec
 from fsm_agent.permission_types import (
@@ -264,7 +264,7 @@ class ToolExecutor:
         pre = NO_OPINION
         if self.config.has_hooks("PreToolUse"):
             payload = self._payload("PreToolUse", block, block.input)
-            pre = await effects.run_hooks("PreToolUse", payload)
+            pre = await consult(effects.run_hooks, self.emit, "PreToolUse", payload)
         if pre.prevent_continuation:
             reason = pre.stop_reason or "stopped by a PreToolUse hook"
             return refused(f"Execution stopped by PreToolUse hook: {reason}", reason)
@@ -296,7 +296,7 @@ class ToolExecutor:
                 payload["is_interrupt"] = outcome.interrupted
             else:
                 payload["tool_response"] = _response_text(outcome.content)
-            post = await effects.run_hooks(event, payload)
+            post = await consult(effects.run_hooks, self.emit, event, payload)
             extra += [f"{event} hook feedback:\n{e}" for e in post.blocking_errors]
             extra += _reminders(post)
             if post.prevent_continuation:

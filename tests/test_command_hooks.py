@@ -626,3 +626,36 @@ def test_post_compact_follows_the_reactive_compaction(workspace: Path, tmp_path:
     assert result.reason == "completed"
     sent = json.loads((workspace / "post.json").read_text())
     assert sent["trigger"] == "auto" and sent["compact_summary"] is None
+
+
+def test_what_hooks_say_to_the_user_is_shown_live_and_on_replay(
+    workspace: Path, tmp_path: Path
+) -> None:
+    """A timed-out hook, a hook that failed without blocking, a `systemMessage`: Claude
+    Code shows each in the transcript. They were recorded, and shown nowhere."""
+    from fsm_agent.events import Notice
+
+    slow = script(tmp_path / "slow.sh", "sleep 5\n")
+    failing = script(tmp_path / "failing.sh", 'echo "lint failed" >&2\nexit 1\n')
+    said = script(tmp_path / "said.sh", 'echo \'{"systemMessage": "Remember the changelog"}\'\n')
+    settings = {
+        "hooks": {
+            "PreToolUse": [{"hooks": [{"type": "command", "command": slow, "timeout": 1}]}],
+            "PostToolUse": [{"hooks": [{"type": "command", "command": failing}]}],
+            "Stop": [{"hooks": [{"type": "command", "command": said}]}],
+        }
+    }
+    call = {"type": "tool_use", "id": "t1", "name": "Read", "input": {"file_path": "a.txt"}}
+    (workspace / "a.txt").write_text("x\n")
+    data = {"settings": settings, "turns": [{"content": [call]}, {"content": "Done."}]}
+    seen: list[Any] = []
+    _run(workspace, data, tmp_path, on_event=seen.append)
+    notices = [(e.kind, e.text) for e in seen if type(e) is Notice]
+    assert notices == [
+        ("hook", f"PreToolUse hook `{slow}` timed out; its output is ignored"),
+        ("hook", "PostToolUse hook error: Failed with non-blocking status code 1: lint failed"),
+        ("hook", "Remember the changelog"),
+    ]
+    again: list[Any] = []
+    replay(tmp_path / "run.jsonl", on_event=again.append)
+    assert [(e.kind, e.text) for e in again if type(e) is Notice] == notices
