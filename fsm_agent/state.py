@@ -10,10 +10,11 @@ from __future__ import annotations
 
 import functools
 import hashlib
-from collections.abc import Iterable, Iterator, Sequence
-from typing import Literal, overload
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from typing import Any, Literal, overload
 
-from attrs import field, fields, frozen
+from attrs import field, frozen
+from cattrs.gen import make_dict_unstructure_fn, override
 
 from fsm_agent.codec import converter, unstructure_hook
 from fsm_agent.jsontext import canonical
@@ -239,16 +240,17 @@ class LoopState:
     usage: Usage = Usage()
 
     def digest(self) -> str:
-        scalars = {}
-        for name in _DIGESTED:
-            value = getattr(self, name)
-            scalars[name] = unstructure_hook(value.__class__)(value)
-        payload = self.messages.digest.encode() + canonical(scalars)
+        payload = self.messages.digest.encode() + canonical(_digested()(self))
         return hashlib.sha256(payload).hexdigest()[:16]
 
 
-_DIGESTED = tuple(f.name for f in fields(LoopState) if f.name != "messages")
-"""Every field but the transcript, whose own chained digest stands for it."""
+@functools.cache
+def _digested() -> Callable[[LoopState], dict[str, Any]]:
+    """Every field but the transcript, whose own chained digest stands for it, each
+    one whole (defaults too): one cattrs hook, made on first use."""
+    return make_dict_unstructure_fn(
+        LoopState, converter, _cattrs_omit_if_default=False, messages=override(omit=True)
+    )
 
 Withheld = Literal["prompt_too_long", "media"]
 
