@@ -252,6 +252,7 @@ def _digested() -> Callable[[LoopState], dict[str, Any]]:
         LoopState, converter, _cattrs_omit_if_default=False, messages=override(omit=True)
     )
 
+
 Withheld = Literal["prompt_too_long", "media"]
 
 
