@@ -35,6 +35,7 @@ from fsm_agent.events import (
     ToolUseComplete,
     Transition,
 )
+from fsm_agent.machine import Phase
 from fsm_agent.messages import Message, Usage
 from fsm_agent.models import context_window
 
@@ -284,7 +285,7 @@ class StreamJson:
         elif isinstance(event, ModelEvent) and self.partial:
             self._line("stream_event", event=api_event(event.event), parent_tool_use_id=None)
         elif isinstance(event, Transition):
-            if event.source == "api_call":
+            if event.source == Phase.API_CALL:
                 self._release()
             self._line(
                 "transition",
