@@ -43,6 +43,7 @@ from fsm_agent.stepper import Stepper
 
 FIELDS = tuple(f.name for f in fields(LoopState))
 ITERATION_FIELDS = tuple(f.name for f in fields(Iteration))
+ITERATION_PATHS = tuple(f"it.{f}" for f in ITERATION_FIELDS)
 _OPS: dict[str, Callable[[Any, Any], bool]] = {
     "==": operator.eq,
     "=": operator.eq,
@@ -181,8 +182,8 @@ class Breakpoint:
         if value.lstrip()[:1] in ("<", ">", "=", "!"):
             raise CommandError(f"cannot read breakpoint {spec!r}: one operator, then a value")
         head = name.split(".")
-        known = FIELDS if head[0] != "it" else tuple(f"it.{f}" for f in ITERATION_FIELDS)
-        if ".".join(head[:2] if head[0] == "it" else head[:1]) not in known:
+        root = ".".join(head[:2]) if head[0] == "it" else head[0]
+        if root not in FIELDS and root not in ITERATION_PATHS:
             raise _no_field(name)
         return cls(spec, "condition", name, op, _literal(value))
 
@@ -612,7 +613,7 @@ class Debugger(cmd.Cmd):
     do_q = do_exit = do_quit
 
     def complete_p(self, text: str, *ignored: Any) -> list[str]:
-        options = [*FIELDS, "it", *(f"it.{f}" for f in ITERATION_FIELDS)]
+        options = [*FIELDS, "it", *ITERATION_PATHS]
         return [f for f in options if f.startswith(text)]
 
     complete_pp = complete_print = complete_p
