@@ -13,6 +13,7 @@ from typing import Any
 
 from attrs import evolve, fields
 
+from fsm_agent.config import RunConfig
 from fsm_agent.context import (
     MAX_OUTPUT_RECOVERY_MESSAGE,
     drain_collapses,
@@ -320,3 +321,24 @@ def unanswered_results(
     return tuple(
         (b, ToolResultBlock(b.id, text, True)) for b in it.tool_use_blocks if b.id not in answered
     )
+
+
+def terminal_error(reason: str, it: Iteration, config: RunConfig) -> str | None:
+    """Why a run that ended short of `completed` ended, in words for the user (the
+    summary line, the JSON result's `errors`), when no error text says so already."""
+    if reason == Terminal.PROMPT_TOO_LONG:
+        return f"still too long after compaction: {it.withheld_message or 'prompt is too long'}"
+    if reason == Terminal.IMAGE_ERROR:
+        return f"an image was refused: {it.withheld_message or 'image error'}"
+    if reason == Terminal.BLOCKING_LIMIT:
+        return (
+            f"the context is {it.token_count:,} tokens, over the blocking limit of "
+            f"{config.blocking_limit:,}: compact it or start a new conversation"
+        )
+    if reason == Terminal.MAX_TURNS:
+        return f"reached the maximum number of turns ({config.max_turns})"
+    if reason == Terminal.ABORTED_STREAMING:
+        return "interrupted while the model was answering"
+    if reason == Terminal.ABORTED_TOOLS:
+        return "interrupted while tools ran"
+    return None

@@ -16,7 +16,13 @@ from attrs import field, frozen
 
 from fsm_agent.codec import unstructure
 from fsm_agent.config import RunConfig
-from fsm_agent.continuations import CONTINUE, ON_EDGE, final_messages, unanswered_results
+from fsm_agent.continuations import (
+    CONTINUE,
+    ON_EDGE,
+    final_messages,
+    terminal_error,
+    unanswered_results,
+)
 from fsm_agent.effects import Effects
 from fsm_agent.events import ContextReport, DriverEvent, ToolRefused, Transition
 from fsm_agent.machine import EDGES, LoopMachine
@@ -222,7 +228,12 @@ class Engine:
             usage=state.usage + it.usage,
             session_id=self.session_id,
             model=it.model,
-            error=it.model_error or it.api_error or it.hook_stop_reason,
+            error=(
+                it.model_error
+                or it.api_error
+                or it.hook_stop_reason
+                or terminal_error(reason, it, self.config)
+            ),
             log_path=str(self.tape.path) if self.tape.path else None,
             read_files={**state.tool_context.read_files, **it.read_files},
         )

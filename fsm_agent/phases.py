@@ -212,7 +212,7 @@ async def api_call(run: Run, state: LoopState, it: Iteration) -> tuple[Iteration
 
 def _classify(run: Run, it: Iteration, error: ModelCallError) -> tuple[Iteration, Facts]:
     if error.kind in ("prompt_too_long", "media"):
-        return evolve(it, withheld=error.kind), NO_FACTS
+        return evolve(it, withheld=error.kind, withheld_message=error.message), NO_FACTS
     if error.kind == "overloaded":
         fallback = run.config.fallback_model
         if fallback and fallback != it.model:

@@ -274,6 +274,8 @@ class Iteration:
     invalid_tool_inputs: dict[str, str] = field(factory=dict)
     stop_reason: str | None = None
     withheld: Withheld | None = None
+    withheld_message: str | None = None
+    """The API's words for the withheld error: what the user is told if recovery fails."""
     api_error: str | None = None
     model_error: str | None = None
     tool_results: tuple[ToolResultBlock, ...] = ()

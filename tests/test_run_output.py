@@ -389,3 +389,26 @@ def test_a_result_whose_message_never_came_is_written_when_the_loop_leaves_api_c
     lines = [json.loads(line) for line in out.getvalue().splitlines()]
     assert [line["type"] for line in lines] == ["user", "transition"]
     assert lines[0]["message"]["content"][0]["tool_use_id"] == "toolu_cut"
+
+
+@pytest.mark.parametrize(
+    ("name", "says"),
+    [
+        ("prompt_too_long", "still too long after compaction: prompt is too long: 210000 tokens"),
+        ("image_error", "an image was refused: messages.0.content.1.image.source.base64: image"),
+        ("blocking_limit", "over the blocking limit of 19,000"),
+        ("max_turns", "reached the maximum number of turns (1)"),
+        ("aborted_tools", "interrupted while tools ran"),
+        ("aborted_streaming", "interrupted while the model was answering"),
+        ("model_error", "connection: connection dropped mid-stream"),
+        ("hook_stopped", "Policy: no more changes today"),
+    ],
+)
+def test_an_error_result_says_why_the_run_ended(
+    workspace: Path, tmp_path: Path, name: str, says: str
+) -> None:
+    """The API's own words for a withheld error, the numbers of a limit: not just
+    the name of the reason, which `terminal_reason` already gives."""
+    result, _ = run_json(workspace, tmp_path, name)
+    assert result["terminal_reason"] == name
+    assert says in result["errors"][0]
