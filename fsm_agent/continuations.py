@@ -160,10 +160,14 @@ async def reactive_compact_retry(
     compacted = messages if blocked else reactive_compact(messages)
     if blocked:
         done = f"compaction blocked by a PreCompact hook: {blocked}"
+    elif compacted is messages:
+        done = "nothing older than the last round to compact; retrying once"
     else:
         done = f"compacted {len(messages)} messages to {len(compacted)}, retrying"
+    if not blocked:
         await compact_hook(run, "PostCompact", {"compact_summary": None})
-    run.emit(Notice("compact", f"context too long: {done}"))
+    why = "an image was refused" if it.withheld == "media" else "context too long"
+    run.emit(Notice("compact", f"{why}: {done}"))
     return _whole(
         messages=compacted,
         tool_context=_tool_context(state, evolve(it, memory_forgotten=not blocked)),

@@ -216,9 +216,16 @@ def test_api_error_completes_with_the_error(scenario) -> None:
 
 
 def test_image_error(scenario) -> None:
-    result = scenario("image_error")
+    from fsm_agent.events import Notice
+
+    seen: list[object] = []
+    result = scenario("image_error", on_event=seen.append)
     assert result.edges[-1] == "image_error"
     assert "reactive_compact_retry" in result.edges
+    notices = [e.text for e in seen if isinstance(e, Notice)]
+    assert notices == [
+        "an image was refused: nothing older than the last round to compact; retrying once"
+    ], "a media error is not a context too long, and one message was not compacted"
 
 
 def test_blocking_limit_stops_before_the_next_request(workspace: Path) -> None:
