@@ -217,6 +217,8 @@ async def collapse_drain_retry(
 
 async def stop_hook_blocking(run: Run, state: LoopState, it: Iteration, facts: Facts) -> LoopState:
     feedback = tuple(meta(f"Stop hook feedback:\n{error}") for error in facts.blocking_errors)
+    for error in facts.blocking_errors:
+        run.emit(Notice("hook", f"Stop hook: {error.strip()} (the model goes on)"))
     return _whole(
         messages=it.messages_for_query.extend((*it.assistant_messages, *feedback)),
         tool_context=_tool_context(state, it),
@@ -241,6 +243,8 @@ async def token_budget_continuation(
     usage = state.usage + it.usage
     spent = usage.output_tokens
     assert facts.budget_nudge is not None
+    budget = run.config.token_budget
+    run.emit(Notice("budget", f"{spent:,} of the {budget:,} token budget used; the model goes on"))
     return _whole(
         messages=it.messages_for_query.extend((*it.assistant_messages, meta(facts.budget_nudge))),
         tool_context=_tool_context(state, it),

@@ -278,3 +278,20 @@ def test_an_in_process_stop_hook_may_give_its_blocking_errors_as_a_list() -> Non
     state = initial_state([user("hi")], config)
     _, found = asyncio.run(stop_hooks(run, state, fresh_iteration(state)))
     assert found.blocking_errors == ("Run the tests first.",)
+
+
+def test_a_blocking_stop_hook_and_a_budget_nudge_are_shown(scenario) -> None:
+    """The model goes on because of them: the user sees why, as Claude Code shows it."""
+    from fsm_agent.events import Notice
+
+    seen: list[object] = []
+    scenario("stop_hook_blocking", on_event=seen.append)
+    assert [(e.kind, e.text) for e in seen if isinstance(e, Notice)] == [
+        ("hook", "Stop hook: Tests are failing: run them before you stop. (the model goes on)")
+    ]
+    seen.clear()
+    scenario("token_budget", on_event=seen.append)
+    assert [(e.kind, e.text) for e in seen if isinstance(e, Notice)] == [
+        ("budget", "300 of the 1,000 token budget used; the model goes on"),
+        ("budget", "600 of the 1,000 token budget used; the model goes on"),
+    ]
