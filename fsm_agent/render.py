@@ -218,7 +218,7 @@ class LiveRenderer:
 
     def summary(self, result: LoopResult) -> None:
         self.stop()
-        style = "green" if result.reason == "completed" else "red"
+        style = "red" if result.is_error else "green"
         line = Text(f"■ {result.reason}", style=f"bold {style}")
         details = [
             f"turns {result.turns}",

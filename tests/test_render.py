@@ -150,3 +150,17 @@ def test_a_result_that_does_not_follow_its_call_repeats_the_call_s_line() -> Non
         "● Glob(*.md)",
         "  ⎿ README.md  (0.00s)",
     ]
+
+
+def test_the_summary_is_red_when_the_answer_is_an_error(workspace: Path, tmp_path: Path) -> None:
+    """An API error answer ends the loop `completed`, but nothing was done."""
+    c = Console(file=io.StringIO(), force_terminal=True, width=100, color_system="standard")
+    renderer = LiveRenderer(c, live=False)
+    result = run_scenario(SCENARIOS / "api_error.json", cwd=workspace, log=tmp_path / "l.jsonl")
+    renderer.summary(result)
+    assert "\x1b[1;31m■ completed" in output(c)
+    c.file = io.StringIO()
+    renderer.summary(
+        run_scenario(SCENARIOS / "tool_round.json", cwd=workspace, log=tmp_path / "m.jsonl")
+    )
+    assert "\x1b[1;32m■ completed" in output(c)
