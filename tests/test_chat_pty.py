@@ -219,18 +219,15 @@ def test_slash_commands_clear_the_conversation_and_exit(workspace: Path, tmp_pat
     script.write_text(json.dumps({"turns": [{"content": "First answer."}, {"content": "Fresh."}]}))
     child = spawn(["chat", "--scripted", str(script), "--cwd", str(workspace)], workspace)
     child.expect("› ")
-    child.sendline("/help")
-    child.expect("forget the conversation")
-    child.expect("› ")
-    child.sendline("hello")
-    child.expect("First answer.")
-    child.expect("› ")
-    child.sendline("/clear")
-    child.expect("conversation cleared")
-    child.expect("› ")
-    child.sendline("start over")
-    child.expect("Fresh.")
-    child.expect("› ")
+    for line, answer in [
+        ("/help", "forget the conversation"),
+        ("hello", "First answer."),
+        ("/clear", "conversation cleared"),
+        ("start over", "Fresh."),
+    ]:
+        child.sendline(line)
+        child.expect(answer)
+        child.expect("› ")
     child.sendline("/exit")
     child.expect(pexpect.EOF)
     child.close()
