@@ -5,18 +5,21 @@ code paths that need a real model import it (the CLI does so lazily).
 
 The SDK retries 408/409/429/5xx and connection failures itself, honouring
 `retry-after`; what is still failing after `max_retries` arrives here and is
-turned into a `ModelCallError` whose `kind` the loop reacts to.
+turned into a `ModelCallError` whose `kind` the loop reacts to. Each failed
+response the SDK will retry is seen on its way in (an HTTP response hook) and
+goes into the stream as a `ModelRetry`, so the user knows why nothing comes.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import html
 import importlib
 import json
 import re
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator, Callable
 from typing import Any
 
 import anthropic
@@ -32,6 +35,7 @@ from fsm_agent.events import (
     MessageStart,
     MessageStop,
     ModelCallError,
+    ModelRetry,
     StreamEvent,
 )
 from fsm_agent.messages import (
@@ -162,6 +166,50 @@ def _status_error(exc: anthropic.APIStatusError) -> ModelCallError:
     if status == 401:
         return ModelCallError("api", f"the API key was rejected ({label}): {detail}{where}", status)
     return ModelCallError("api", f"API error {label}: {detail}{where}", status)
+
+
+_RETRIED_STATUSES = (408, 409, 429)
+_on_failure: contextvars.ContextVar[Callable[[Any], None] | None] = contextvars.ContextVar(
+    "fsm_agent_on_failure", default=None
+)
+"""Where the response hook reports a failed response: set by the stream it belongs to."""
+
+
+def will_retry(status: int, headers: Any) -> bool:
+    """The SDK's rule for a failed response: `x-should-retry` first, then the status."""
+    should = headers.get("x-should-retry")
+    if should in ("true", "false"):
+        return should == "true"
+    return status in _RETRIED_STATUSES or status >= 500
+
+
+def asked_delay(headers: Any) -> float | None:
+    """The wait a failed response asks for (`retry-after-ms`, or `retry-after` in seconds),
+    which the SDK honours; None when it asks for none (the SDK then backs off)."""
+    for name, scale in (("retry-after-ms", 1000.0), ("retry-after", 1.0)):
+        try:
+            delay = float(headers.get(name)) / scale
+        except (TypeError, ValueError):
+            continue
+        if delay > 0:
+            return delay
+    return None
+
+
+def _error_text(body: bytes, reason: str) -> str:
+    try:
+        error = json.loads(body)["error"]
+        return f"{error['type']}: {error['message']}"
+    except (ValueError, KeyError, TypeError):
+        return reason or "no reason given"
+
+
+async def _report_failure(response: Any) -> None:
+    """The HTTP client's response hook: a failed response, to the stream waiting on it."""
+    report = _on_failure.get()
+    if report is not None and response.status_code >= 400:
+        await response.aread()
+        report(response)
 
 
 def _content_type(stream: anthropic.AsyncStream[Any]) -> str:
@@ -374,7 +422,9 @@ class AnthropicModel:
                 base_url=self.base_url,
                 max_retries=self.max_retries,
                 timeout=self.timeout,
-                http_client=anthropic.DefaultAsyncHttpxClient(timeout=self.timeout),
+                http_client=anthropic.DefaultAsyncHttpxClient(
+                    timeout=self.timeout, event_hooks={"response": [_report_failure]}
+                ),
             )
             self._loop = loop
         return self._client
@@ -384,9 +434,57 @@ class AnthropicModel:
             await self._client.close()
         self._client = self._loop = None
 
-    async def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
+    async def _open(self, request: ModelRequest) -> AsyncGenerator[ModelRetry | Any, None]:
+        """Send the request; a `ModelRetry` for each failure the SDK retries, then the
+        open response. The request runs as a task so the retries can be told while
+        it waits; if this generator is closed or cancelled, the request is too."""
+        retries: asyncio.Queue[ModelRetry] = asyncio.Queue()
+        failures = 0
+
+        def failed(response: Any) -> None:
+            nonlocal failures
+            failures += 1
+            if failures <= self.max_retries and will_retry(response.status_code, response.headers):
+                retry = ModelRetry(
+                    failures,
+                    response.status_code,
+                    _error_text(response.content, response.reason_phrase),
+                    asked_delay(response.headers),
+                )
+                retries.put_nowait(retry)
+
+        token = _on_failure.set(failed)
         try:
-            response = await self.client().messages.create(**request_body(request), stream=True)
+            create = asyncio.ensure_future(
+                self.client().messages.create(**request_body(request), stream=True)
+            )
+        finally:
+            _on_failure.reset(token)
+        waiting: asyncio.Future[ModelRetry] | None = None
+        try:
+            while not create.done() or not retries.empty():
+                if waiting is None:
+                    waiting = asyncio.ensure_future(retries.get())
+                await asyncio.wait((create, waiting), return_when=asyncio.FIRST_COMPLETED)
+                if waiting.done():
+                    yield waiting.result()
+                    waiting = None
+            yield create.result()
+        finally:
+            left = [f for f in (create, waiting) if f is not None and not f.done()]
+            for pending in left:
+                pending.cancel()
+            await asyncio.gather(*left, return_exceptions=True)
+
+    async def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
+        response: Any = None
+        try:
+            async with contextlib.aclosing(self._open(request)) as opening:
+                async for opened in opening:
+                    if isinstance(opened, ModelRetry):
+                        yield opened
+                    else:
+                        response = opened
         except Exception as exc:
             raise to_model_error(exc, reading=False) from exc
         assembler = StreamAssembler()

@@ -54,7 +54,29 @@ class MessageStop:
     pass
 
 
-StreamEvent = MessageStart | BlockStart | BlockDelta | BlockStop | MessageDelta | MessageStop
+@frozen
+class ModelRetry:
+    """The request failed and the SDK sends it again: not part of the message, but
+    the user waiting on a 429's `retry-after` should know why nothing comes.
+
+    `attempt` is the retry about to go out (1 for the first); `delay_s` is the
+    wait the server asked for, or None when the SDK backs off on its own.
+    """
+
+    attempt: int
+    status: int
+    error: str
+    delay_s: float | None = None
+
+    @property
+    def text(self) -> str:
+        wait = f"in {self.delay_s:g} s" if self.delay_s is not None else "after a backoff"
+        return f"the API answered {self.status} ({self.error}); retry {self.attempt} {wait}"
+
+
+StreamEvent = (
+    MessageStart | BlockStart | BlockDelta | BlockStop | MessageDelta | MessageStop | ModelRetry
+)
 
 
 ErrorKind = Literal[

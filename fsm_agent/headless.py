@@ -28,6 +28,7 @@ from fsm_agent.events import (
     MessageStart,
     MessageStop,
     ModelEvent,
+    ModelRetry,
     Notice,
     StreamEvent,
     ToolFinished,
@@ -282,6 +283,17 @@ class StreamJson:
             self._result(event.result, {"tool": event.name, "duration_s": event.duration_s})
         elif isinstance(event, ToolRefused):
             self._result(event.result, {"tool": event.block.name, "refused": True})
+        elif isinstance(event, ModelEvent) and isinstance(event.event, ModelRetry):
+            retry = event.event
+            delay = None if retry.delay_s is None else round(retry.delay_s * 1000)
+            self._line(
+                "system",
+                subtype="api_retry",
+                attempt=retry.attempt,
+                retry_delay_ms=delay,
+                error_status=retry.status,
+                error=retry.error,
+            )
         elif isinstance(event, ModelEvent) and self.partial:
             self._line("stream_event", event=api_event(event.event), parent_tool_use_id=None)
         elif isinstance(event, Transition):
@@ -294,5 +306,5 @@ class StreamJson:
                 edge=event.edge,
                 turn=event.turn,
             )
-        elif isinstance(event, Notice):
+        elif isinstance(event, Notice) and event.kind != "api_retry":
             self._line("system", subtype=event.kind, text=event.text)

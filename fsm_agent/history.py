@@ -22,7 +22,7 @@ from typing import Any
 from attrs import frozen
 
 from fsm_agent.config import RunConfig
-from fsm_agent.log import FORMAT, VERSION, LogError, SessionLog
+from fsm_agent.log import FORMAT, READS, LogError, SessionLog
 from fsm_agent.messages import Message, TextBlock
 
 TAIL_CHUNK = 8192
@@ -116,7 +116,7 @@ def describe(path: Path) -> SessionInfo:
         return SessionInfo(path, "corrupt", problem=str(exc))
     if header is None or header.get("format") != FORMAT:
         return SessionInfo(path, "corrupt", problem="no session header")
-    if header.get("version") != VERSION:
+    if header.get("version") not in READS:
         return SessionInfo(path, "corrupt", problem=f"log version {header.get('version')!r}")
     info: dict[str, Any] = {
         "session_id": header.get("session_id"),

@@ -17,7 +17,10 @@ from typing import IO, Any
 from fsm_agent import jsontext
 
 FORMAT = "fsm-agent-session"
-VERSION = 1
+VERSION = 2
+READS = (1, 2)
+"""Versions this reader takes: 2 added `ModelRetry` to a model result's events, and a
+version 1 log is a version 2 log without any."""
 REQUIRED: dict[str, tuple[str, ...]] = {
     "start": ("messages",),
     "transition": ("step", "from", "to", "edge", "turn", "state"),
@@ -114,10 +117,10 @@ class SessionLog:
             ) from None
         if not isinstance(header, dict) or header.get("format") != FORMAT:
             raise LogError(f"{self.path}:1: not a session log (no '{FORMAT}' header)")
-        if header.get("version") != VERSION:
+        if header.get("version") not in READS:
             raise LogError(
                 f"{self.path}:1: unknown log format version {header.get('version')!r} "
-                f"(this fsm-agent reads version {VERSION})"
+                f"(this fsm-agent reads versions {', '.join(map(str, READS))})"
             )
         return header
 

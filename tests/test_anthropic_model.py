@@ -10,7 +10,7 @@ from contextlib import aclosing
 
 import pytest
 
-from fsm_agent.anthropic_model import AnthropicModel, request_body
+from fsm_agent.anthropic_model import AnthropicModel, asked_delay, request_body, will_retry
 from fsm_agent.codec import message_to_api
 from fsm_agent.events import (
     BlockDelta,
@@ -20,6 +20,7 @@ from fsm_agent.events import (
     MessageStart,
     MessageStop,
     ModelCallError,
+    ModelRetry,
     StreamEvent,
 )
 from fsm_agent.messages import (
@@ -386,6 +387,10 @@ def test_overloaded_529_after_retries(messages_server: MessagesServer) -> None:
     assert (exc.kind, exc.status) == ("overloaded", 529)
     assert "Overloaded" in exc.message and "req_test_0001" in exc.message
     assert len(messages_server.bodies()) == 3
+    assert retries(_) == [
+        ModelRetry(1, 529, "overloaded_error: Overloaded", 0.01),
+        ModelRetry(2, 529, "overloaded_error: Overloaded", 0.01),
+    ], "the third failure is not retried, so it is not told as a retry"
 
 
 def test_overloaded_529_then_success_is_retried_by_the_sdk(
@@ -429,8 +434,84 @@ def test_429_then_success_honours_retry_after(messages_server: MessagesServer) -
     assert exc is None
     assert stops(events) == [BlockStop(0, TextBlock("ok after waiting"))]
     assert waited >= 0.3
+    assert events[0] == ModelRetry(1, 429, "rate_limit_error: Rate limited", 0.3)
     retry_counts = [r.headers.get("x-stainless-retry-count") for r in messages_server.requests]
     assert retry_counts == ["0", "1"]
+
+
+def retries(events: list[StreamEvent]) -> list[ModelRetry]:
+    return [e for e in events if isinstance(e, ModelRetry)]
+
+
+def test_a_response_the_server_says_not_to_retry_is_not_told_as_a_retry(
+    messages_server: MessagesServer,
+) -> None:
+    headers = {"x-should-retry": "false"}
+    messages_server.reply(error(529, "overloaded_error", "Overloaded", headers=headers))
+
+    events, exc = stream_fails(model_for(messages_server, max_retries=2))
+
+    assert exc.kind == "overloaded" and retries(events) == []
+    assert len(messages_server.bodies()) == 1
+
+
+def test_a_retry_waits_while_told_and_the_request_is_cancelled_with_the_stream(
+    messages_server: MessagesServer,
+) -> None:
+    """The consumer stops after the first retry notice: the request waiting out the
+    server's `retry-after` goes with it, so nothing is left running."""
+    messages_server.reply(
+        error(429, "rate_limit_error", "slow down", headers={"retry-after": "30"}), text("late")
+    )
+    model = model_for(messages_server, max_retries=2)
+
+    async def first_then_stop() -> tuple[StreamEvent, int]:
+        async with aclosing(model.stream(REQUEST)) as stream:
+            first = await anext(stream)
+        left = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
+        await model.aclose()
+        return first, len(left)
+
+    started = time.monotonic()
+    first, left = asyncio.run(first_then_stop())
+    assert first == ModelRetry(1, 429, "rate_limit_error: slow down", 30.0)
+    assert left == 0 and time.monotonic() - started < 10
+    assert len(messages_server.bodies()) == 1
+
+
+@pytest.mark.parametrize(
+    ("headers", "delay"),
+    [
+        ({"retry-after-ms": "1500", "retry-after": "9"}, 1.5),
+        ({"retry-after": "2"}, 2.0),
+        ({"retry-after": "0.25"}, 0.25),
+        ({"retry-after": "Wed, 21 Oct 2015 07:28:00 GMT"}, None),
+        ({"retry-after": "0"}, None),
+        ({}, None),
+    ],
+)
+def test_the_wait_a_failed_response_asks_for(headers: dict[str, str], delay: float | None) -> None:
+    assert asked_delay(headers) == delay
+
+
+@pytest.mark.parametrize(
+    ("status", "headers", "retried"),
+    [
+        (429, {}, True),
+        (529, {}, True),
+        (500, {}, True),
+        (408, {}, True),
+        (409, {}, True),
+        (400, {}, False),
+        (401, {}, False),
+        (400, {"x-should-retry": "true"}, True),
+        (503, {"x-should-retry": "false"}, False),
+    ],
+)
+def test_which_failures_the_sdk_retries(
+    status: int, headers: dict[str, str], retried: bool
+) -> None:
+    assert will_retry(status, headers) is retried
 
 
 def test_429_exhausted_is_rate_limit(messages_server: MessagesServer) -> None:

@@ -18,7 +18,7 @@ def test_every_run_writes_header_start_transitions_effects_result(scenario, tmp_
     result = scenario("tool_round")
     records = lines(tmp_path / "tool_round.jsonl")
     header = records[0]
-    assert header["format"] == "fsm-agent-session" and header["version"] == 1
+    assert header["format"] == "fsm-agent-session" and header["version"] == 2
     assert header["session_id"] == result.session_id
     assert header["config"]["cwd"].endswith("ws")
     assert records[1]["t"] == "start"
@@ -74,6 +74,7 @@ def test_corrupt_middle_line_names_the_line(scenario, tmp_path: Path) -> None:
         ("hello world\n", "not a session log"),
         ('{"format": "something-else"}\n', "not a session log"),
         ('{"format": "fsm-agent-session", "version": 99}\n', "unknown log format version 99"),
+        ('{"format": "fsm-agent-session", "version": 3}\n', "reads versions 1, 2"),
     ],
 )
 def test_not_a_log(tmp_path: Path, first: str, message: str) -> None:

@@ -126,3 +126,40 @@ def test_system_prompt_options_shape_what_the_model_is_sent(
                "--append-system-prompt", "Briefly.")  # fmt: skip
     assert proc.returncode == 0, proc.stderr
     assert system_texts(messages_server.bodies()[-1])[0] == "You answer in French.\n\nBriefly."
+
+
+def test_a_retry_is_told_as_it_happens_and_again_on_replay(
+    messages_server: MessagesServer, workspace: Path, tmp_path: Path
+) -> None:
+    """A 429 the SDK waits out: stream-json has Claude Code's `system/api_retry` line,
+    the text output a notice, and a replay of the log shows the same notice."""
+    from fsm_agent.events import Notice
+    from fsm_agent.session import replay
+    from tests.messages_server import error
+
+    limited = error(429, "rate_limit_error", "slow down", headers={"retry-after": "0.05"})
+    messages_server.reply(limited, text("After the wait.", model=MODEL))
+    log = tmp_path / "r.jsonl"
+    proc = cli(
+        messages_server, workspace, "hi", "--log", str(log), "--output-format", "stream-json"
+    )
+    assert proc.returncode == 0, proc.stderr
+    lines = [json.loads(line) for line in proc.stdout.splitlines()]
+    told = [line for line in lines if line.get("subtype") == "api_retry"]
+    assert [
+        {k: t[k] for k in ("attempt", "retry_delay_ms", "error_status", "error")} for t in told
+    ] == [
+        {
+            "attempt": 1,
+            "retry_delay_ms": 50,
+            "error_status": 429,
+            "error": "rate_limit_error: slow down",
+        }
+    ]
+    assert lines[-1]["result"] == "After the wait."
+
+    seen: list[object] = []
+    replay(log, on_event=seen.append)
+    assert [(e.kind, e.text) for e in seen if isinstance(e, Notice)] == [
+        ("api_retry", "the API answered 429 (rate_limit_error: slow down); retry 1 in 0.05 s")
+    ]

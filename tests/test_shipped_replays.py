@@ -96,3 +96,15 @@ def test_coverage_refuses_a_non_log(tmp_path: Path) -> None:
     proc = fsm("coverage", str(bad))
     assert proc.returncode == 2
     assert proc.stderr.startswith("fsm-agent: error: ") and "not a session log" in proc.stderr
+
+
+def test_a_version_1_log_still_replays(tmp_path: Path) -> None:
+    """Version 2 only added an event; a log written before it is read as it was."""
+    lines = (REPLAYS / "fix_bug.jsonl").read_text().splitlines(keepends=True)
+    header = json.loads(lines[0])
+    assert header["version"] == 2
+    old = tmp_path / "v1.jsonl"
+    old.write_text(json.dumps({**header, "version": 1}) + "\n" + "".join(lines[1:]))
+    assert replay(old).reason == "completed"
+    check = fsm("replay", str(old), "--check")
+    assert check.returncode == 0, check.stderr
