@@ -33,6 +33,14 @@ def canonical(value: Any) -> bytes:
     return dumps(value, sort_keys=True)
 
 
+def line(value: Any) -> bytes:
+    """`dumps(value)` and a newline: one line of JSON Lines, made in one piece."""
+    try:
+        return orjson.dumps(value, option=orjson.OPT_APPEND_NEWLINE)
+    except orjson.JSONEncodeError:
+        return dumps(value) + b"\n"
+
+
 def loads(data: bytes | str) -> Any:
     """One JSON value; anything else raises `json.JSONDecodeError`."""
     raw = data.encode() if isinstance(data, str) else data

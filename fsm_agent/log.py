@@ -47,10 +47,6 @@ def machine_fingerprint() -> str:
     return hashlib.sha256(rows.encode()).hexdigest()[:16]
 
 
-def _line(record: dict[str, Any]) -> bytes:
-    return jsontext.dumps(record) + b"\n"
-
-
 class LogWriter:
     """Appends records to a session log, one line each, written through at once.
 
@@ -67,7 +63,7 @@ class LogWriter:
     def write(self, record: dict[str, Any]) -> None:
         if self._file is None:
             raise LogError(f"{self.path}: log is closed")
-        data = _line(record)
+        data = jsontext.line(record)
         written = self._file.write(data)
         while written < len(data):
             written += self._file.write(data[written:])
@@ -83,10 +79,10 @@ class MemoryWriter:
 
     def __init__(self, header: dict[str, Any]) -> None:
         self.path: Path | None = None
-        self.lines: list[bytes] = [_line({"format": FORMAT, "version": VERSION, **header})]
+        self.lines: list[bytes] = [jsontext.line({"format": FORMAT, "version": VERSION, **header})]
 
     def write(self, record: dict[str, Any]) -> None:
-        self.lines.append(_line(record))
+        self.lines.append(jsontext.line(record))
 
     def close(self) -> None:
         pass

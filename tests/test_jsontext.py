@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from fsm_agent.jsontext import canonical, dumps, loads
+from fsm_agent.jsontext import canonical, dumps, line, loads
 
 
 def test_compact_utf8_like_json_stringify() -> None:
@@ -36,3 +36,9 @@ def test_anything_but_one_json_value_is_a_decode_error(bad: bytes) -> None:
 
 def test_text_and_bytes_read_alike() -> None:
     assert loads('{"a":"é"}') == loads('{"a":"é"}'.encode()) == {"a": "é"}
+
+
+def test_a_log_line_is_the_compact_json_and_a_newline() -> None:
+    for value in ({"t": "effect", "text": "é ✓", "n": 3}, {"n": 2**70}, [1.5, None, True]):
+        assert line(value) == dumps(value) + b"\n"
+    assert line({"n": 2**70}) == b'{"n":1180591620717411303424}\n'
