@@ -207,9 +207,13 @@ def _error_text(body: bytes, reason: str) -> str:
 async def _report_failure(response: Any) -> None:
     """The HTTP client's response hook: a failed response, to the stream waiting on it."""
     report = _on_failure.get()
-    if report is not None and response.status_code >= 400:
+    if report is None or response.status_code < 400:
+        return
+    try:
         await response.aread()
-        report(response)
+    except Exception:
+        return  # the SDK meets the same failure when it reads the body, and reports it
+    report(response)
 
 
 def _content_type(stream: anthropic.AsyncStream[Any]) -> str:
