@@ -660,12 +660,15 @@ def effect_summary(record: dict[str, Any]) -> str:
             and b.get("type") == "tool_use"
         ]
         tools = f", tool_use {', '.join(map(str, calls))}" if calls else ""
+        retried = [str(e.get("status")) for e in events if e.get("event") == "ModelRetry"]
+        retries = f"retried after {', '.join(retried)}; " if retried else ""
         got = (
             f"error {error.get('kind')}: {error.get('message')}"
             if error
             else f"{len(events)} events, stop_reason {stops[-1] if stops else None}{tools}"
         )
-        return f"{args.get('messages')} messages, last {_short(args.get('last'), 50)} → {got}"
+        asked = f"{args.get('messages')} messages, last {_short(args.get('last'), 50)}"
+        return f"{asked} → {retries}{got}"
     if name == "tool" and isinstance(args, dict) and isinstance(result, dict):
         flag = " (is_error)" if result.get("is_error") else ""
         call = f"{args.get('name')} {_short(args.get('input'), 40)}"

@@ -392,3 +392,21 @@ def test_the_session_shown_in_the_docs_is_what_the_debugger_prints() -> None:
             assert dbg.text(command) == output, command
     finally:
         dbg.stepper.close()
+
+
+def test_a_model_effect_line_says_the_request_was_retried() -> None:
+    from fsm_agent.debugger import effect_summary
+
+    retry = {"event": "ModelRetry", "attempt": 1, "status": 429, "error": "rate_limit_error: x"}
+    record = {
+        "name": "model",
+        "request": "d",
+        "args": {"messages": 2, "last": "user: hi"},
+        "result": {
+            "events": [retry, {**retry, "attempt": 2, "status": 529}, {"event": "MessageStop"}],
+            "error": None,
+        },
+    }
+    assert effect_summary(record) == (
+        "2 messages, last user: hi → retried after 429, 529; 3 events, stop_reason None"
+    )
