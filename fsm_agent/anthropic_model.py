@@ -173,6 +173,11 @@ _on_failure: contextvars.ContextVar[Callable[[Any], None] | None] = contextvars.
     "fsm_agent_on_failure", default=None
 )
 """Where the response hook reports a failed response: set by the stream it belongs to."""
+_on_attempt: contextvars.ContextVar[Callable[[int], None] | None] = contextvars.ContextVar(
+    "fsm_agent_on_attempt", default=None
+)
+"""Where the request hook reports each attempt's retry count (the SDK's own header)."""
+NO_ANSWER = "no answer: a timeout or a lost connection"
 
 
 def will_retry(status: int, headers: Any) -> bool:
@@ -214,6 +219,14 @@ async def _report_failure(response: Any) -> None:
     except Exception:
         return  # the SDK meets the same failure when it reads the body, and reports it
     report(response)
+
+
+async def _report_attempt(request: Any) -> None:
+    """The HTTP client's request hook: which attempt this is, to the stream it serves."""
+    report = _on_attempt.get()
+    if report is not None:
+        with contextlib.suppress(TypeError, ValueError):
+            report(int(request.headers.get("x-stainless-retry-count", "0")))
 
 
 def _content_type(stream: anthropic.AsyncStream[Any]) -> str:
@@ -427,7 +440,8 @@ class AnthropicModel:
                 max_retries=self.max_retries,
                 timeout=self.timeout,
                 http_client=anthropic.DefaultAsyncHttpxClient(
-                    timeout=self.timeout, event_hooks={"response": [_report_failure]}
+                    timeout=self.timeout,
+                    event_hooks={"request": [_report_attempt], "response": [_report_failure]},
                 ),
             )
             self._loop = loop
@@ -457,13 +471,22 @@ class AnthropicModel:
                 )
                 retries.put_nowait(retry)
 
-        token = _on_failure.set(failed)
+        def attempt(retry: int) -> None:
+            """A retry that no failed response announced followed a timeout or a lost
+            connection: told as it goes out, since nothing could be told before."""
+            nonlocal failures
+            if retry > failures:
+                failures = retry
+                retries.put_nowait(ModelRetry(retry, 0, NO_ANSWER))
+
+        tokens = (_on_failure.set(failed), _on_attempt.set(attempt))
         try:
             create = asyncio.ensure_future(
                 self.client().messages.create(**request_body(request), stream=True)
             )
         finally:
-            _on_failure.reset(token)
+            _on_failure.reset(tokens[0])
+            _on_attempt.reset(tokens[1])
         waiting: asyncio.Future[ModelRetry] | None = None
         try:
             while not create.done() or not retries.empty():

@@ -61,6 +61,8 @@ class ModelRetry:
 
     `attempt` is the retry about to go out (1 for the first); `delay_s` is the
     wait the server asked for, or None when the SDK backs off on its own.
+    `status` is 0 when no response came (a timeout, a lost connection): that
+    retry is told as it goes out, the wait behind it.
     """
 
     attempt: int
@@ -70,6 +72,8 @@ class ModelRetry:
 
     @property
     def text(self) -> str:
+        if not self.status:
+            return f"{self.error}; retry {self.attempt} going out"
         wait = f"in {self.delay_s:g} s" if self.delay_s is not None else "after a backoff"
         return f"the API answered {self.status} ({self.error}); retry {self.attempt} {wait}"
 

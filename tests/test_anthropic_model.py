@@ -10,7 +10,13 @@ from contextlib import aclosing
 
 import pytest
 
-from fsm_agent.anthropic_model import AnthropicModel, asked_delay, request_body, will_retry
+from fsm_agent.anthropic_model import (
+    NO_ANSWER,
+    AnthropicModel,
+    asked_delay,
+    request_body,
+    will_retry,
+)
 from fsm_agent.codec import message_to_api
 from fsm_agent.events import (
     BlockDelta,
@@ -477,6 +483,18 @@ def test_a_retry_waits_while_told_and_the_request_is_cancelled_with_the_stream(
     assert first == ModelRetry(1, 429, "rate_limit_error: slow down", 30.0)
     assert left == 0 and time.monotonic() - started < 10
     assert len(messages_server.bodies()) == 1
+
+
+def test_a_retry_after_a_timeout_is_told_as_it_goes_out(messages_server: MessagesServer) -> None:
+    """No response came, so nothing could be told before: the retried request is."""
+    messages_server.reply(text("too slow", stall_before=1.0), text("in time"))
+
+    events, exc = collect(model_for(messages_server, max_retries=2, timeout=0.3))
+
+    assert exc is None
+    assert retries(events) == [ModelRetry(1, 0, NO_ANSWER)]
+    assert events[0].text == f"{NO_ANSWER}; retry 1 going out"
+    assert stops(events) == [BlockStop(0, TextBlock("in time"))]
 
 
 @pytest.mark.parametrize(
