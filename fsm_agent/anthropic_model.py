@@ -202,11 +202,16 @@ def asked_delay(headers: Any) -> float | None:
 
 
 def _error_text(body: bytes, reason: str) -> str:
+    """A failed response's error in one line: `type: message` from the API's JSON,
+    else the body made readable, else the status line's reason."""
     try:
-        error = json.loads(body)["error"]
-        return f"{error['type']}: {error['message']}"
-    except (ValueError, KeyError, TypeError):
-        return reason or "no reason given"
+        parsed = json.loads(body)
+    except ValueError:
+        parsed = None
+    err_type, text = _error_fields(parsed)
+    if err_type and text:
+        return f"{err_type}: {text}"
+    return text or err_type or _readable(body.decode(errors="replace")) or reason or "no reason"
 
 
 async def _report_failure(response: Any) -> None:

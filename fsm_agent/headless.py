@@ -306,5 +306,5 @@ class StreamJson:
                 edge=event.edge,
                 turn=event.turn,
             )
-        elif isinstance(event, Notice) and event.kind != "api_retry":
+        elif isinstance(event, Notice):
             self._line("system", subtype=event.kind, text=event.text)

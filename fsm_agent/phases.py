@@ -30,8 +30,6 @@ from fsm_agent.events import (
     MessageStop,
     ModelCallError,
     ModelEvent,
-    ModelRetry,
-    Notice,
     StreamEvent,
     TextDelta,
     ThinkingDelta,
@@ -133,8 +131,6 @@ class _Assembler:
             )
         elif isinstance(event, MessageStop):
             self.stopped = True
-        elif isinstance(event, ModelRetry):
-            emit(Notice("api_retry", event.text))
         return False
 
     def message(self) -> Message | None:

@@ -23,6 +23,8 @@ from fsm_agent.driver import LoopResult
 from fsm_agent.events import (
     AssistantMessage,
     DriverEvent,
+    ModelEvent,
+    ModelRetry,
     Notice,
     TextDelta,
     ThinkingDelta,
@@ -162,6 +164,7 @@ class LiveRenderer:
                 self._usage = self._usage + event.message.usage
             self._flush_text()
         elif isinstance(event, ToolStarted):
+            self._running[event.block.id] = event.block
             self._tool_call(event.block)
             self._label = f"Running {tool_label(event.block.name, event.block.input)}"
         elif isinstance(event, ToolFinished):
@@ -173,10 +176,9 @@ class LiveRenderer:
             self.console.print(line, no_wrap=True, overflow="ellipsis")
             self._last_call = None
         elif isinstance(event, Notice):
-            self._flush_text()
-            mark = "⚠" if event.kind == "hook" else "↻"
-            self.console.print(Text(f"{mark} {event.text}", style="yellow"))
-            self._last_call = None
+            self._notice("⚠" if event.kind == "hook" else "↻", event.text)
+        elif isinstance(event, ModelEvent) and isinstance(event.event, ModelRetry):
+            self._notice("↻", event.event.text)
         elif isinstance(event, Transition):
             self._transition(event)
 
@@ -186,8 +188,12 @@ class LiveRenderer:
         line.append(block.name, style="bold")
         line.append(f"({key_input(block.input)[:80]})", style="dim")
         self.console.print(line, no_wrap=True, overflow="ellipsis")
-        self._running[block.id] = block
         self._last_call = block.id
+
+    def _notice(self, mark: str, text: str) -> None:
+        self._flush_text()
+        self.console.print(Text(f"{mark} {text}", style="yellow"))
+        self._last_call = None
 
     def _tool_finished(self, event: ToolFinished) -> None:
         """The result under its call's line: calls that ran together finish in any

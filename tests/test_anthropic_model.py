@@ -485,6 +485,19 @@ def test_a_retry_waits_while_told_and_the_request_is_cancelled_with_the_stream(
     assert len(messages_server.bodies()) == 1
 
 
+def test_a_retried_failure_that_is_not_the_api_s_json_is_told_readably(
+    messages_server: MessagesServer,
+) -> None:
+    """A proxy's error page, as the SDK's own errors read it: markup dropped."""
+    page = "<html><body><h1>Upstream overloaded</h1><p>Try again later.</p></body></html>"
+    messages_server.reply(PageReply(503, page), text("ok"))
+
+    events, exc = collect(model_for(messages_server, max_retries=1))
+
+    assert exc is None
+    assert retries(events) == [ModelRetry(1, 503, "Upstream overloaded Try again later.")]
+
+
 def test_a_retry_after_a_timeout_is_told_as_it_goes_out(messages_server: MessagesServer) -> None:
     """No response came, so nothing could be told before: the retried request is."""
     messages_server.reply(text("too slow", stall_before=1.0), text("in time"))
