@@ -148,6 +148,52 @@ def test_a_trigger_with_nothing_registered_changes_state_as_the_library_does() -
     assert entered == ["blocking_limit_check", "left blocking_limit_check", "final"]
 
 
+def test_callbacks_see_what_a_plain_transitions_machine_shows_them() -> None:
+    """Exit, enter and final callbacks get the event data the library's own
+    state change gives them: the state they are in, the transition, the event."""
+    from transitions import Machine
+
+    def watch(machine: Machine, model: object, seen: list[tuple[str, ...]]) -> None:
+        machine.send_event = True
+        for name in ("blocking_limit_check", "blocking_limit"):
+            for kind in ("enter", "exit"):
+                machine.get_state(name).add_callback(
+                    kind,
+                    lambda e, kind=kind, name=name: seen.append(
+                        (kind, name, e.state.name, e.transition.dest, e.event.name, e.model.state)
+                    ),
+                )
+        machine.on_final.append(
+            lambda e: seen.append(("final", e.state.name, e.transition.dest, e.event.name))
+        )
+
+    ours = LoopMachine()
+    seen_ours: list[tuple[str, ...]] = []
+    watch(ours._machine, ours, seen_ours)
+    ours.fire(STATE, Facts())
+    ours.fire(STATE, Facts(over_hard_limit=True))
+
+    class Model:
+        state = "preprocess"
+
+    model = Model()
+    plain = Machine(
+        model=model,
+        states=[{"name": s, "final": s in FINAL_STATES} for s in ours._machine.states],
+        initial="preprocess",
+        auto_transitions=False,
+    )
+    for edge in EDGES:
+        plain.add_transition(edge.name, edge.source.value, edge.dest)
+    seen_plain: list[tuple[str, ...]] = []
+    watch(plain, model, seen_plain)
+    plain.events["preprocessed"].trigger(model)
+    plain.events["blocking_limit"].trigger(model)
+
+    assert seen_ours == seen_plain
+    assert [s[0] for s in seen_ours] == ["enter", "exit", "enter", "final"]
+
+
 @pytest.mark.parametrize(
     "where",
     ["before", "after", "prepare", "conditions", "machine", "prepare_event", "finalize_event"],
