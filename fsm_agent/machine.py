@@ -257,7 +257,7 @@ class _Event(Event):
         ):
             return super().trigger(model, *args, **kwargs)
         event_data = EventData(None, self, machine, model, args=args, kwargs=kwargs)
-        event_data.state = machine.get_model_state(model)
+        event_data.state = machine.states[getattr(model, machine.model_attribute)]
         if self._is_valid_source(event_data.state):
             for transition in self.transitions[event_data.state.name]:
                 event_data.transition = transition
