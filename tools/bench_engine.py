@@ -30,6 +30,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import gc
+import statistics
 import tempfile
 import time
 from itertools import pairwise
@@ -152,12 +153,14 @@ def one_run(n: int) -> tuple[float, float, float, int]:
 
 
 def main(sizes: list[int], repeat: int) -> None:
-    """Each size runs `repeat` times; the run with the median µs/iteration is shown,
-    so one hiccup of a shared machine does not make the figure."""
+    """Each size runs `repeat` times and each column shows its median over the runs,
+    so one hiccup of a shared machine does not make a figure. (At N = 10 the
+    ratio compares one iteration with another, and a single hiccup moves it.)"""
     print(f"{'N':>6} {'µs/iter':>10} {'cpu µs/iter':>12} {'last10%/first10%':>18} {'log size':>10}")
     for n in sizes:
-        runs = sorted(one_run(n) for _ in range(repeat))
-        mean_us, cpu_us, ratio, size = runs[len(runs) // 2]
+        runs = [one_run(n) for _ in range(repeat)]
+        columns = zip(*runs, strict=True)
+        mean_us, cpu_us, ratio, size = (statistics.median(column) for column in columns)
         print(f"{n:>6} {mean_us:>10.1f} {cpu_us:>12.1f} {ratio:>18.2f} {size / 1024:>9.0f}K")
     print(f"(each the median of {repeat} runs)")
     print(f"a plain transitions trigger here: {plain_trigger_us():.1f} µs (7 per iteration)")
