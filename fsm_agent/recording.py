@@ -297,6 +297,7 @@ class ReplayTape(Tape):
         (a fork whose live part has more hooks replays its start against this log)."""
         self._effect_no = 0
         self._has_result = False
+        self._result: dict[str, Any] = {}
         self._recorded_steps = 0
         self.cut_short = False
         """The file ran out with no `result` record: the recorded run was cut short."""
@@ -337,6 +338,7 @@ class ReplayTape(Tape):
                 self._recorded_steps += 1
             elif record["t"] == "result":
                 self._has_result = True
+                self._result = record
             return record
         self.cut_short = not self._has_result
         return None
@@ -491,7 +493,35 @@ class ReplayTape(Tape):
         return bool(self._pending.get((name, request)))
 
     def result(self, record: dict[str, Any]) -> None:
-        pass
+        """The run ended: the log must end here too, with the result the run has.
+
+        A log that goes on (more transitions, effects nobody asked for) or
+        records another result has diverged; one that stops with no `result`
+        record was cut short after its last step.
+        """
+        got = {"reason": record.get("reason"), "turns": record.get("turns")}
+        if self._expected is not None:
+            raise Divergence(
+                self.step, "transition", _transition_view(self._expected),
+                f"the run ended {record.get('reason')}",
+            )  # fmt: skip
+        leftover = [r for queue in self._pending.values() for r in queue]
+        if leftover:
+            first = leftover[0]
+            raise Divergence(
+                self.step,
+                f"effect {first['name']} not asked for",
+                _effect_view(first),
+                f"no {first['name']} effect: the run ended {record.get('reason')}",
+            )
+        if not self._has_result:
+            self.cut_short = self.cut_short or self._read() is None
+            if not self._has_result:
+                raise LogEnded(self._recorded_steps + 1, "result", "end of log", got)
+        recorded = {key: self._result.get(key) for key in (*got, "steps", "usage")}
+        ours = {key: record.get(key) for key in recorded}
+        if recorded != ours:
+            raise Divergence(self.step, "result", recorded, ours)
 
     def wrap(self, effects: Effects | None) -> Effects:
         return ReplayEffects(self)

@@ -34,19 +34,72 @@ def transitions_in(path: Path) -> int:
 @pytest.mark.parametrize("log", SHIPPED, ids=lambda p: p.stem)
 def test_every_cut_of_a_shipped_log_replays_up_to_where_it_stops(log: Path, tmp_path: Path) -> None:
     lines = len(log.read_bytes().splitlines())
-    for keep in range(2, lines - 1):
+    for keep in range(2, lines):
         part = cut(log, keep, tmp_path / f"{keep}.jsonl")
         with pytest.raises(LogEnded) as info:
             replay(part)
         assert info.value.step == transitions_in(part) + 1, f"cut after line {keep}"
 
 
-def test_a_log_that_lost_only_its_result_replays_to_the_end(tmp_path: Path) -> None:
+def test_a_log_that_lost_only_its_result_is_cut_short_after_its_last_step(tmp_path: Path) -> None:
+    """Every step matches, but a fixture without its `result` is not a whole session."""
     log = REPLAYS / "tool_round.jsonl"
     lines = len(log.read_bytes().splitlines())
-    result = replay(cut(log, lines - 1, tmp_path / "no_result.jsonl"))
-    assert result.reason == "completed"
-    assert len(result.path) == transitions_in(log)
+    with pytest.raises(LogEnded) as info:
+        replay(cut(log, lines - 1, tmp_path / "no_result.jsonl"))
+    assert info.value.matched == transitions_in(log)
+    done = fsm("replay", str(tmp_path / "no_result.jsonl"), "--check")
+    assert done.returncode == 0
+    assert done.stdout.startswith(
+        f"✓ {transitions_in(log)} steps match the log; it ends there, without a result"
+    )
+
+
+def test_a_torn_result_line_is_a_log_cut_short(tmp_path: Path) -> None:
+    data = (REPLAYS / "tool_round.jsonl").read_bytes()
+    torn = tmp_path / "torn.jsonl"
+    torn.write_bytes(data[:-20])
+    with pytest.raises(LogEnded):
+        replay(torn)
+
+
+def test_records_after_the_last_step_are_a_divergence(tmp_path: Path) -> None:
+    rows = (REPLAYS / "tool_round.jsonl").read_bytes().splitlines(keepends=True)
+    extra = b'{"t":"effect","step":%d,"name":"now","request":"","result":1.0}\n' % (
+        transitions_in(REPLAYS / "tool_round.jsonl") + 1
+    )
+    longer = tmp_path / "longer.jsonl"
+    longer.write_bytes(b"".join([*rows[:-1], extra, rows[-1]]))
+    with pytest.raises(Divergence) as info:
+        replay(longer)
+    assert not isinstance(info.value, LogEnded)
+    assert info.value.what == "effect now not asked for"
+
+
+def test_a_transition_after_the_terminal_one_is_a_divergence(tmp_path: Path) -> None:
+    rows = (REPLAYS / "tool_round.jsonl").read_bytes().splitlines(keepends=True)
+    last = rows[-2]
+    assert b'"t":"transition"' in last
+    longer = tmp_path / "longer.jsonl"
+    longer.write_bytes(b"".join([*rows[:-1], last, rows[-1]]))
+    with pytest.raises(Divergence) as info:
+        replay(longer)
+    assert info.value.what == "transition"
+    assert info.value.got == "the run ended completed"
+
+
+def test_a_result_record_that_says_something_else_is_a_divergence(tmp_path: Path) -> None:
+    text = (REPLAYS / "tool_round.jsonl").read_text()
+    assert '"reason":"completed"' in text.splitlines()[-1]
+    edited = tmp_path / "edited.jsonl"
+    edited.write_text(text.replace('"reason":"completed"', '"reason":"max_turns"'))
+    with pytest.raises(Divergence) as info:
+        replay(edited)
+    assert info.value.what == "result"
+    assert info.value.diff == ["reason: max_turns → completed"]
+    done = fsm("replay", str(edited), "--check")
+    assert done.returncode == 1
+    assert "diverged at step" in done.stderr and ": result" in done.stderr
 
 
 def test_a_divergence_before_the_cut_is_still_a_divergence(
