@@ -44,10 +44,21 @@ class FsmRun:
 
 @pytest.fixture
 def fsm_run(tmp_path: Path) -> Callable[..., FsmRun]:
+    """Run a scenario (a `.json` file, a dict, a `Scenario`) or replay a log (`.jsonl`).
+
+    Each scenario run gets its own empty workspace and log under `tmp_path`
+    (the second run of a test `workspace-2` and `NAME-2.jsonl`, and so on)
+    unless `cwd=` or `log=` says otherwise; other keyword arguments go to
+    `run_scenario`, or to `replay` for a log. Relative paths are taken from
+    the current directory, where pytest was started.
+    """
     from fsm_agent.scripted import Scenario
     from fsm_agent.session import replay, run_scenario
 
+    runs = 0
+
     def go(source: str | Path | dict[str, Any] | Scenario, **kwargs: Any) -> FsmRun:
+        nonlocal runs
         if isinstance(source, dict):
             source = Scenario.parse(source, "the inline scenario")
         if isinstance(source, Scenario):
@@ -55,11 +66,13 @@ def fsm_run(tmp_path: Path) -> Callable[..., FsmRun]:
         else:
             source = Path(source)
             if source.suffix == ".jsonl":
-                return FsmRun(replay(source), source)
+                return FsmRun(replay(source, **kwargs), source)
             name = source.stem
-        workspace = Path(kwargs.pop("cwd", tmp_path / "workspace"))
+        runs += 1
+        suffix = "" if runs == 1 else f"-{runs}"
+        workspace = Path(kwargs.pop("cwd", tmp_path / f"workspace{suffix}"))
         workspace.mkdir(parents=True, exist_ok=True)
-        log = Path(kwargs.pop("log", tmp_path / f"{name}.jsonl"))
+        log = Path(kwargs.pop("log", tmp_path / f"{name}{suffix}.jsonl"))
         return FsmRun(run_scenario(source, cwd=workspace, log=log, **kwargs), log)
 
     return go

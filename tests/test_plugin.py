@@ -129,3 +129,53 @@ def test_the_docs_inline_example_passes_as_written(pytester) -> None:
     result = pytester.runpytest_subprocess("-p", "no:randomly")
     assert result.ret == 0, result.stdout.str()
     result.assert_outcomes(passed=1)
+
+
+def test_each_run_of_a_test_gets_its_own_workspace_and_log(fsm_run, tmp_path: Path) -> None:
+    first = fsm_run(SCENARIOS / "tool_round.json")
+    second = fsm_run(SCENARIOS / "tool_round.json", prompt="once more")
+    assert (first.log, second.log) == (
+        tmp_path / "tool_round.jsonl",
+        tmp_path / "tool_round-2.jsonl",
+    )
+    assert first.result.session_id != second.result.session_id
+    assert fsm_run(first.log).result.session_id == first.result.session_id
+    assert (tmp_path / "workspace-2" / "notes.txt").exists()
+
+
+def test_a_replay_takes_the_replay_s_keyword_arguments(fsm_run) -> None:
+    events: list[object] = []
+    run = fsm_run(REPLAYS / "tool_round.jsonl", on_event=events.append)
+    assert len([e for e in events if type(e).__name__ == "Transition"]) == len(run.edges)
+    with pytest.raises(TypeError, match="no_such_option"):
+        fsm_run(REPLAYS / "tool_round.jsonl", no_such_option=1)
+
+
+def test_the_fixture_says_what_it_does(pytester: pytest.Pytester) -> None:
+    result = pytester.runpytest_subprocess("--fixtures", "-p", "no:randomly")
+    assert "Run a scenario (a `.json` file, a dict, a `Scenario`)" in result.stdout.str()
+
+
+@pytest.mark.parametrize(
+    ("name", "args"),
+    [
+        ("run", ("hi",)),
+        ("run_scenario", (SCENARIOS / "tool_round.json",)),
+        ("replay", (REPLAYS / "tool_round.jsonl",)),
+    ],
+)
+def test_a_sync_wrapper_inside_a_running_loop_says_what_to_await(
+    name: str, args: tuple[object, ...], recwarn: pytest.WarningsRecorder
+) -> None:
+    import asyncio
+    import gc
+
+    from fsm_agent import session
+
+    async def inside() -> None:
+        getattr(session, name)(*args)
+
+    with pytest.raises(RuntimeError, match=rf"await fsm_agent\.session\.a{name}\(\.\.\.\)"):
+        asyncio.run(inside())
+    gc.collect()
+    assert not [w for w in recwarn if "never awaited" in str(w.message)]
