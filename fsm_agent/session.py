@@ -146,8 +146,22 @@ async def arun(
         writer.close()
 
 
+def _own_loop(name: str) -> None:
+    """The sync wrappers run their own event loop, which asyncio forbids inside a
+    running one (an async test, a notebook): say which coroutine to await instead."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return
+    raise RuntimeError(
+        f"fsm_agent.session.{name}() runs its own event loop, and one is already running "
+        f"here: use `await fsm_agent.session.a{name}(...)` instead"
+    )
+
+
 def run(prompt: str | Sequence[Message], **kwargs: Any) -> LoopResult:
     """`arun` for scripts: runs its own event loop."""
+    _own_loop("run")
     return asyncio.run(arun(prompt, **kwargs))
 
 
@@ -182,6 +196,7 @@ async def arun_scenario(
 
 
 def run_scenario(scenario: Scenario | str | Path, **kwargs: Any) -> LoopResult:
+    _own_loop("run_scenario")
     return asyncio.run(arun_scenario(scenario, **kwargs))
 
 
@@ -216,4 +231,5 @@ async def areplay(
 
 
 def replay(path: str | Path, **kwargs: Any) -> LoopResult:
+    _own_loop("replay")
     return asyncio.run(areplay(path, **kwargs))
