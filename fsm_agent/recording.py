@@ -180,12 +180,32 @@ class RecordingTape(Tape):
         return RecordingEffects(effects, self)
 
 
+class Polls:
+    """Tells apart the polls of one `where` within a step: the second is `where#2`.
+
+    A poll's usual answer (not aborted) is not recorded, so a step that polled
+    twice, false then true, holds only the true answer. Keyed by its place,
+    the replay gives it to the second poll, not to the first.
+    """
+
+    def __init__(self) -> None:
+        self._step = 0
+        self._counts: dict[str, int] = {}
+
+    def key(self, step: int, where: str) -> str:
+        if step != self._step:
+            self._step, self._counts = step, {}
+        n = self._counts[where] = self._counts.get(where, 0) + 1
+        return where if n == 1 else f"{where}#{n}"
+
+
 class RecordingEffects:
     """Passes every call to the live effects and writes the call and its result."""
 
     def __init__(self, inner: Effects, tape: RecordingTape) -> None:
         self.inner = inner
         self.tape = tape
+        self._polls = Polls()
 
     async def model_stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
         events: list[StreamEvent] = []
@@ -254,8 +274,9 @@ class RecordingEffects:
 
     def aborted(self, where: str) -> bool:
         value = self.inner.aborted(where)
+        key = self._polls.key(self.tape.step, where)
         if value:
-            self.tape.effect("aborted", where, value)
+            self.tape.effect("aborted", key, value)
         return value
 
     def queued_input(self) -> tuple[str, ...]:
@@ -628,6 +649,7 @@ class ReplayEffects:
 
     def __init__(self, tape: ReplayTape) -> None:
         self.tape = tape
+        self._polls = Polls()
 
     def _take(self, name: str, request: str, args: Any = None) -> Any:
         recorded = self.tape.take(name, request, args)
@@ -676,9 +698,11 @@ class ReplayEffects:
         return self._take("new_id", prefix)
 
     def aborted(self, where: str) -> bool:
-        if not self.tape.polled("aborted", where):
-            return False
-        return self._take("aborted", where)
+        key = self._polls.key(self.tape.step, where)
+        for recorded in (key, where):  # older logs recorded every poll, each as `where`
+            if self.tape.polled("aborted", recorded):
+                return self._take("aborted", recorded)
+        return False
 
     def queued_input(self) -> tuple[str, ...]:
         if not self.tape.polled("queued_input", ""):

@@ -104,3 +104,46 @@ def test_a_recorded_poll_answer_is_what_the_replay_sees(scenario, tmp_path: Path
     with pytest.raises(Divergence) as info:
         replay(path)
     assert "aborted_streaming" in str(info.value.got)
+
+
+def test_an_interrupt_while_a_tool_runs_replays_to_aborted_tools(tmp_path: Path) -> None:
+    """The poll before the calls said no (not written), the one after them said yes:
+    the replay gives the written answer to the second poll, not the first."""
+    from typing import Any, ClassVar
+
+    from fsm_agent.config import RunConfig
+    from fsm_agent.effects import AbortSignal
+    from fsm_agent.permissions import PermissionSettings, RuleSource
+    from fsm_agent.scripted import Scenario, ScriptedModel
+    from fsm_agent.session import run
+    from fsm_agent.tools.base import ToolEnv, ToolOutcome
+
+    abort = AbortSignal()
+
+    class CtrlC:
+        name = "CtrlC"
+        description = "The user presses Ctrl-C while it runs."
+        input_schema: ClassVar[dict[str, Any]] = {"type": "object"}
+
+        async def run(self, input: dict[str, Any], env: ToolEnv) -> ToolOutcome:
+            abort.set()
+            return ToolOutcome("done")
+
+    turns = [{"content": [{"type": "tool_use", "id": "t1", "name": "CtrlC", "input": {}}]}]
+    log = tmp_path / "ctrl_c.jsonl"
+    live = run(
+        "go",
+        model=ScriptedModel(Scenario.parse({"turns": [*turns, {"content": "never"}]}), abort),
+        config=RunConfig(
+            model="scripted",
+            cwd=str(tmp_path),
+            permissions=PermissionSettings(allow=(RuleSource("CtrlC"),)),
+        ),
+        tools={"CtrlC": CtrlC()},
+        abort=abort,
+        log=log,
+    )
+    assert live.reason == "aborted_tools"
+    polls = [json.loads(r) for r in log.read_text().splitlines() if '"name":"aborted"' in r]
+    assert [p["request"] for p in polls] == ["tools#2"]
+    assert replay(log).path == live.path
