@@ -145,6 +145,7 @@ def result_object(result: LoopResult, *, duration_ms: int, tally: RunTally) -> d
             "stop_reason": _last_stop_reason(result),
             "terminal_reason": result.reason,
             "session_id": result.session_id,
+            "uuid": str(uuid.uuid4()),
             "total_cost_usd": tally.meter.total,
             "usage": _usage(result.usage),
             "modelUsage": tally.model_usage(),

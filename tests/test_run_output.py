@@ -412,3 +412,13 @@ def test_an_error_result_says_why_the_run_ended(
     result, _ = run_json(workspace, tmp_path, name)
     assert result["terminal_reason"] == name
     assert says in result["errors"][0]
+
+
+def test_every_stream_json_line_has_the_session_id_and_its_own_uuid(
+    workspace: Path, tmp_path: Path
+) -> None:
+    lines = stream_lines(workspace, tmp_path, "tool_round")
+    assert lines[-1]["type"] == "result"
+    assert {line["session_id"] for line in lines} == {lines[0]["session_id"]}
+    uuids = [line.get("uuid") for line in lines]
+    assert None not in uuids and len(set(uuids)) == len(lines)
