@@ -70,8 +70,20 @@ class Approvals:
         self.hidden: Callable[[str], bool] | None = read_denied(settings, self.workspace)
 
     def check(self, request: PermissionRequest) -> Decision:
+        """The verdict; a call whose paths the OS will not resolve is denied, never raised.
+
+        Input validation turns away what is known to fail (a null byte); this
+        is the backstop for whatever else `realpath` or a glob refuses, so an
+        odd input costs the model one error result, not the run.
+        """
         ws = self.workspace
-        facts = call_facts(request.tool, request.input, ws, self._resolve, self._expand)
+        try:
+            facts = call_facts(request.tool, request.input, ws, self._resolve, self._expand)
+        except (ValueError, OSError) as exc:
+            return Decision(
+                "deny",
+                f"{request.tool} was not run: a path in its input cannot be resolved ({exc})",
+            )
         return evaluate(facts, self._settings, request.mode, ws)
 
     async def ask(self, question: PermissionAsk) -> str:

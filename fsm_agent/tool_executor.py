@@ -239,9 +239,9 @@ class ToolExecutor:
         schema = self.schemas.get(name)
         if schema is None:
             return f"<tool_use_error>Error: No such tool available: {name}</tool_use_error>"
-        from fsm_agent.validation import input_problem
+        from fsm_agent.validation import input_problem, os_string_problem
 
-        return input_problem(name, schema, tool_input)
+        return input_problem(name, schema, tool_input) or os_string_problem(name, tool_input)
 
     async def call(
         self,

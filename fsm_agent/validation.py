@@ -38,6 +38,40 @@ def input_problem(name: str, schema: dict[str, Any], tool_input: Any) -> str | N
     return None
 
 
+OS_STRINGS: dict[str, tuple[str, str]] = {
+    "Read": ("file_path", "file path"),
+    "Write": ("file_path", "file path"),
+    "Edit": ("file_path", "file path"),
+    "Glob": ("path", "path"),
+    "Grep": ("path", "path"),
+    "Bash": ("command", "command"),
+}
+"""The parameter of each built-in tool that reaches the OS as a path (or a command line),
+and what to call it in the model's words."""
+
+
+def os_string_problem(name: str, tool_input: dict[str, Any]) -> str | None:
+    """A null byte in a path or a command, as the model's input error; None without one.
+
+    No OS call takes a string with a null byte (Python raises `ValueError`
+    before asking), and the permission check resolves paths before any tool
+    runs. Said here, in the pure validation step, the model reads why, the
+    run goes on, and a replay refuses the call the same way.
+    """
+    found = OS_STRINGS.get(name)
+    if found is None:
+        return None
+    key, what = found
+    value = tool_input.get(key)
+    if not (isinstance(value, str) and "\0" in value):
+        return None
+    return (
+        f"<tool_use_error>InputValidationError: {name} failed due to the following issue:\n"
+        f"The parameter `{key}` contains a null byte (\\0), which no {what} can contain"
+        "</tool_use_error>"
+    )
+
+
 _JSON_TYPES = {
     bool: "boolean",
     int: "integer",
