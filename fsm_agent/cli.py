@@ -401,11 +401,9 @@ def _chat(plan: Plan, history: list[Any], *, quiet: bool, verbose: bool) -> None
 
 
 def _run_text(plan: Plan, messages: list[Any], *, quiet: bool, verbose: bool) -> Any:
-    from rich.console import Console
+    from fsm_agent.render import LiveRenderer, QuietRenderer, RunConsole
 
-    from fsm_agent.render import LiveRenderer, QuietRenderer
-
-    console = Console()
+    console = RunConsole()
     renderer = QuietRenderer(console) if quiet else LiveRenderer(console, verbose=verbose)
     renderer.start()
     try:
@@ -451,9 +449,14 @@ def _run_json(plan: Plan, messages: list[Any], *, stream: bool, partial: bool) -
     if stream:
         writer.write(obj)
     else:
-        click.echo(json.dumps(obj, ensure_ascii=False, indent=2))
+        try:
+            click.echo(json.dumps(obj, ensure_ascii=False, indent=2))
+        except BrokenPipeError:
+            writer.closed = True
     if writer.closed:
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        from fsm_agent.render import silence
+
+        silence(sys.stdout)
     return result
 
 
@@ -656,14 +659,12 @@ def _fork(
     log: Path | None,
     verbose: bool,
 ) -> None:
-    from rich.console import Console
-
     from fsm_agent.effects import AbortSignal
     from fsm_agent.events import Transition
     from fsm_agent.fork import ForkError, ForkPoint, afork, replayed_steps
     from fsm_agent.log import LogError, SessionLog
     from fsm_agent.recording import Divergence
-    from fsm_agent.render import LiveRenderer
+    from fsm_agent.render import LiveRenderer, RunConsole
     from fsm_agent.scripted import ScriptedHooks, ScriptedModel
 
     if fork_at is not None and edit_effect is not None:
@@ -689,7 +690,7 @@ def _fork(
         the_model = _real_model(base_url)
     if model is not None:
         changes["model"] = model
-    console = Console()
+    console = RunConsole()
     renderer = LiveRenderer(console, verbose=verbose)
     try:
         replayed = replayed_steps(SessionLog(parent), point)

@@ -10,7 +10,8 @@ text, with no cursor movement. `QuietRenderer` prints only the final answer.
 from __future__ import annotations
 
 import json
-from typing import Any
+import os
+from typing import IO, Any
 
 from rich.console import Console, Group, RenderableType
 from rich.live import Live
@@ -48,6 +49,35 @@ PHASE_LABELS: dict[str, str] = {
     "attachments": "Collecting queued messages",
     "continuation": "Starting the next turn",
 }
+
+
+class RunConsole(Console):
+    """The console a run prints to: when its reader goes away (`| head`), output stops
+    and the run goes on.
+
+    Rich's default answer to a broken pipe raises `SystemExit(1)` from inside
+    whatever printed, which is an event callback in the middle of the loop:
+    the run died there and its session log was left without an end.
+    """
+
+    def on_broken_pipe(self) -> None:
+        self.quiet = True
+        silence(self.file)
+
+
+def silence(stream: IO[str]) -> None:
+    """Point `stream`'s descriptor at /dev/null, so what is still buffered for a reader
+    that went away (flushed again at exit) and anything printed later goes nowhere,
+    without another `BrokenPipeError`."""
+    try:
+        fd = stream.fileno()
+    except (AttributeError, OSError, ValueError):
+        return
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, fd)
+    finally:
+        os.close(devnull)
 
 
 def key_input(tool_input: dict[str, Any]) -> str:

@@ -1,0 +1,87 @@
+"""A reader of stdout that goes away (`| head`) stops the output, never the run: the
+run finishes, its log is whole and replays, the exit code is the run's."""
+
+from __future__ import annotations
+
+import io
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from fsm_agent.cli import EXIT_CODES
+from tests.conftest import SCENARIOS
+from tests.test_cli import fsm
+from tests.test_run_output import fsm_argv
+
+FORMATS = [
+    [],
+    ["--verbose"],
+    ["--quiet"],
+    ["--output-format", "json"],
+    ["--output-format", "stream-json"],
+]
+
+
+def _run_into_a_closed_pipe(
+    workspace: Path, log: Path, extra: list[str], *, lines_read: int, scenario: str = "fix_bug"
+) -> tuple[int, str]:
+    """`fsm-agent run … | head -N`: read `lines_read` lines of stdout, then close it."""
+    argv = [*fsm_argv(), "run", "--scripted", str(SCENARIOS / f"{scenario}.json")]
+    proc = subprocess.Popen(
+        [*argv, "--cwd", str(workspace), "--log", str(log), *extra],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    assert proc.stdout is not None and proc.stderr is not None
+    for _ in range(lines_read):
+        proc.stdout.readline()
+    proc.stdout.close()
+    try:
+        stderr = proc.stderr.read().decode()
+        code = proc.wait(timeout=60)
+    finally:
+        proc.kill()
+    return code, stderr
+
+
+@pytest.mark.parametrize("lines_read", [0, 1])
+@pytest.mark.parametrize("extra", FORMATS, ids=lambda e: " ".join(e) or "text")
+def test_the_run_finishes_and_its_log_is_whole(
+    workspace: Path, tmp_path: Path, extra: list[str], lines_read: int
+) -> None:
+    log = tmp_path / "gone.jsonl"
+    code, stderr = _run_into_a_closed_pipe(workspace, log, extra, lines_read=lines_read)
+    assert code == 0, stderr
+    assert "Traceback" not in stderr and "never retrieved" not in stderr, stderr
+    assert (workspace / "average.py").is_file()
+    assert json.loads(log.read_text().splitlines()[-1])["t"] == "result"
+    check = fsm("replay", str(log), "--check")
+    assert check.returncode == 0, check.stderr
+    assert "ends completed" in check.stdout
+
+
+def test_the_exit_code_is_the_runs(workspace: Path, tmp_path: Path) -> None:
+    log = tmp_path / "gone.jsonl"
+    code, stderr = _run_into_a_closed_pipe(workspace, log, [], lines_read=0, scenario="max_turns")
+    assert code == EXIT_CODES["max_turns"], stderr
+    assert json.loads(log.read_text().splitlines()[-1])["reason"] == "max_turns"
+
+
+class _Gone(io.StringIO):
+    """A stream whose reader went away."""
+
+    def write(self, text: str) -> int:
+        raise BrokenPipeError(32, "Broken pipe")
+
+
+def test_the_run_console_goes_quiet_instead_of_exiting() -> None:
+    """Rich's own console raises SystemExit here (and points fd 1 at /dev/null)."""
+    from fsm_agent.render import RunConsole
+
+    console = RunConsole(file=_Gone())
+    console.print("lost")
+    console.print("also lost")
+    assert console.quiet
