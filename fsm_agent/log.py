@@ -164,9 +164,20 @@ class SessionLog:
         return out
 
     def read_at(self, offset: int) -> dict[str, Any]:
+        """The record at a byte offset (from `offsets` or an index).
+
+        Line numbers are not kept per offset; a damaged record's error counts
+        them then, so it names the real line.
+        """
         with self.path.open("rb") as fh:
             fh.seek(offset)
-            return self._parse(fh.readline(), -1, last=False)
+            raw = fh.readline()
+            try:
+                return self._parse(raw, 0, last=False)
+            except LogError:
+                fh.seek(0)
+                lineno = fh.read(offset).count(b"\n") + 1
+        return self._parse(raw, lineno, last=False)
 
 
 def default_log_path(cwd: str, session_id: str) -> Path:

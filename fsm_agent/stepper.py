@@ -51,6 +51,8 @@ class LogIndex:
             pos = len(fh.readline())
             for raw in fh:
                 offset, pos = pos, pos + len(raw)
+                if not raw.endswith(b"\n") and not _whole(raw):
+                    break  # a torn last line (a killed run): read up to it, as replay does
                 match = _HEAD.match(raw)
                 if match is not None:
                     kind, step = match.group(1).decode(), int(match.group(2) or 0)
@@ -79,6 +81,15 @@ class LogIndex:
 
     def result(self) -> dict[str, Any] | None:
         return None if self.result_offset is None else self.log.read_at(self.result_offset)
+
+
+def _whole(raw: bytes) -> bool:
+    """Whether a line is a whole JSON value: a torn one parses only as far as it goes."""
+    try:
+        json.loads(raw)
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        return False
+    return True
 
 
 StopWhen = Callable[[StepInfo], bool]

@@ -410,3 +410,37 @@ def test_a_model_effect_line_says_the_request_was_retried() -> None:
     assert effect_summary(record) == (
         "2 messages, last user: hi → retried after 429, 529; 3 events, stop_reason None"
     )
+
+
+def test_a_torn_last_line_is_not_a_step(tool_round: Path) -> None:
+    """A killed run tears its last line: the index stops before it, as replay does."""
+    lines = tool_round.read_bytes().splitlines(keepends=True)
+    tool_round.write_bytes(b"".join(lines[:20]) + lines[20][:40])
+    dbg = Debugger(tool_round)
+    try:
+        assert dbg.stepper.index.steps == 12
+        out = dbg.text("g 12")
+        assert out.startswith("step 12/12: tool_execution -[tools_done]-> attachments")
+        assert "(end of the log: cut short, no result)" in out.replace("\n", "")
+        assert "▶" not in dbg.text("w")
+        assert "▶" not in dbg.text("l")
+        assert dbg.text("n").startswith("*** no step 13: the log ends after step 12")
+    finally:
+        dbg.stepper.close()
+    from fsm_agent.fork import ForkError, ForkPoint, check_point
+    from fsm_agent.log import SessionLog
+
+    with pytest.raises(ForkError, match=r"no step 13: the log has steps 0\.\.12"):
+        check_point(SessionLog(tool_round), ForkPoint(step=13))
+
+
+def test_a_damaged_record_read_by_offset_names_its_line(tool_round: Path) -> None:
+    from fsm_agent.log import LogError, SessionLog
+
+    lines = tool_round.read_text().splitlines(keepends=True)
+    i = next(n for n, line in enumerate(lines) if '"step":5,' in line and "transition" in line)
+    lines[i] = lines[i][:60] + "\n"
+    tool_round.write_text("".join(lines))
+    index = LogIndex(SessionLog(tool_round))
+    with pytest.raises(LogError, match=rf"{re.escape(str(tool_round))}:{i + 1}: corrupt record"):
+        index.transition(5)
