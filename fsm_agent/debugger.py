@@ -28,6 +28,7 @@ from rich.text import Text
 
 from fsm_agent.codec import dumps, unstructure
 from fsm_agent.driver import StepInfo
+from fsm_agent.log import LogError
 from fsm_agent.machine import (
     CONTINUE_REASONS,
     STATES,
@@ -102,18 +103,52 @@ def _no_field(name: str) -> CommandError:
 
 
 def field_value(state: LoopState, name: str, iteration: Iteration | None = None) -> Any:
-    """A dotted field of the state, or (`it.…`) of the iteration the step filled in."""
+    """A dotted field of the state, or (`it.…`) of the iteration the step filled in.
+
+    Only data is walked: attrs fields, dict keys and list indexes (`messages.3`),
+    never an arbitrary attribute (`__class__`, a method), which has no value to show.
+    """
     value: Any = state
     parts = name.split(".")
+    head: list[str] = []
     if parts[0] == "it":
         if iteration is None:
             raise CommandError("no iteration at the start: step forward first")
-        value, parts = iteration, parts[1:]
-    for part in parts:
-        if not hasattr(value, part):
+        value, parts, head = iteration, parts[1:], ["it"]
+        if not parts:
+            return value
+    for i, part in enumerate(parts):
+        if isinstance(value, dict):
+            rest = ".".join(parts[i:])
+            if rest in value:  # a key with dots in it: a file path
+                return value[rest]
+            if part not in value:
+                keys = f"keys: {', '.join(map(str, value))}" if value else "no keys"
+                raise _no_part(head + parts[:i], part, keys)
+            value = value[part]
+        elif isinstance(value, Transcript | list | tuple):
+            try:
+                value = value[int(part)]
+            except (ValueError, IndexError):
+                raise _no_part(head + parts[:i], part, f"{len(value)} items") from None
+        elif attrs.has(type(value)) and part in _data_fields(type(value)):
+            value = getattr(value, part)
+        elif i == 0:
             raise _no_field(name)
-        value = getattr(value, part)
+        else:
+            known = _data_fields(type(value)) if attrs.has(type(value)) else ()
+            what = f"fields: {', '.join(known)}" if known else "it has no fields"
+            raise _no_part(head + parts[:i], part, what)
     return value
+
+
+def _data_fields(cls: type) -> tuple[str, ...]:
+    """The fields `p` shows of an attrs class: its public ones."""
+    return tuple(f.name for f in fields(cls) if not f.name.startswith("_"))
+
+
+def _no_part(before: list[str], part: str, known: str) -> CommandError:
+    return CommandError(f"no field {part!r} in {'.'.join(before)} ({known})")
 
 
 def comparable(value: Any) -> Any:
@@ -275,7 +310,7 @@ class Debugger(cmd.Cmd):
             return Text(f"*** unknown command {line.split()[0]!r}; type help", style="red")
         try:
             return handler(arg or "")
-        except CommandError as exc:
+        except (CommandError, LogError) as exc:
             return Text(f"*** {exc}", style="red")
 
     def text(self, line: str) -> str:
@@ -285,16 +320,22 @@ class Debugger(cmd.Cmd):
         return buffer.getvalue()
 
     def interact(self, console: Console) -> None:
+        """The terminal loop. As in pdb, a command that fails unexpectedly prints a
+        `***` line and the session goes on (`onecmd` itself lets it through, for tests)."""
         console.print(self.banner())
         while not self.done:
             try:
                 line = input(self.prompt)
             except EOFError:
+                console.print()
                 break
             except KeyboardInterrupt:
                 console.print()
                 continue
-            console.print(self.onecmd(line))
+            try:
+                console.print(self.onecmd(line))
+            except Exception as exc:
+                console.print(Text(f"*** {type(exc).__name__}: {exc}", style="red"))
         self.stepper.close()
 
     def banner(self) -> RenderableType:

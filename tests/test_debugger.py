@@ -444,3 +444,69 @@ def test_a_damaged_record_read_by_offset_names_its_line(tool_round: Path) -> Non
     index = LogIndex(SessionLog(tool_round))
     with pytest.raises(LogError, match=rf"{re.escape(str(tool_round))}:{i + 1}: corrupt record"):
         index.transition(5)
+
+
+@pytest.mark.parametrize(
+    ("command", "message"),
+    [
+        (
+            "p tool_context.read_files.items",
+            "*** no field 'items' in tool_context.read_files (keys:",
+        ),
+        ("p __class__", "*** no field '__class__' (LoopState fields: messages,"),
+        ("p messages.__len__", "*** no field '__len__' in messages (3 items)"),
+        ("p usage.total", "*** no field 'total' in usage (fields: input_tokens,"),
+        ("p turn_count.real", "*** no field 'real' in turn_count (it has no fields)"),
+        ("p it.tool_results.0.__dict__", "*** no field '__dict__' in it.tool_results.0 (fields:"),
+        ("p it.__class__", "*** no field 'it.__class__' (it. fields:"),
+    ],
+)
+def test_p_walks_data_fields_only(dbg: Debugger, command: str, message: str) -> None:
+    """An attribute that is not data (a method, a dunder) has no value to show."""
+    dbg.onecmd("g 12")
+    assert dbg.text(command).replace("\n", "").startswith(message)
+
+
+def test_p_indexes_lists_and_reads_keys_with_dots(dbg: Debugger) -> None:
+    dbg.onecmd("g 12")
+    assert dbg.text("p messages.1.role") == "messages.1.role = 'assistant'\n"
+    (path,) = dbg.stepper.at(12).state.tool_context.read_files  # type: ignore[union-attr]
+    assert path.endswith("/notes.txt")
+    shown = dbg.text(f"p tool_context.read_files.{path}").replace("\n", "")
+    assert shown.startswith(f"tool_context.read_files.{path} = 1")
+
+
+def _session(dbg: Debugger, monkeypatch: pytest.MonkeyPatch, *lines: str) -> str:
+    """`interact` fed `lines` as typed; EOF (Ctrl-D) after them. What it printed."""
+    import io
+
+    from rich.console import Console
+
+    typed = iter(lines)
+
+    def fake_input(prompt: str) -> str:
+        print(prompt, end="", file=out)
+        try:
+            return next(typed)
+        except StopIteration:
+            raise EOFError from None
+
+    out = io.StringIO()
+    monkeypatch.setattr("builtins.input", fake_input)
+    dbg.interact(Console(file=out, width=100, color_system=None))
+    return out.getvalue()
+
+
+def test_an_unexpected_failure_is_a_line_and_the_session_goes_on(
+    dbg: Debugger, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """pdb's habit: a command that fails prints `***`, it does not end the session."""
+
+    def broken(arg: str) -> None:
+        raise RuntimeError("a bug")
+
+    monkeypatch.setattr(dbg, "do_msgs", broken)
+    out = _session(dbg, monkeypatch, "msgs", "n")
+    assert "(fsm) *** RuntimeError: a bug\n(fsm) step 1/20: preprocess" in out
+    # Ctrl-D leaves on a line of its own, as pdb does.
+    assert out.endswith("(fsm) \n")
