@@ -663,7 +663,7 @@ def _fork(
     from fsm_agent.events import Transition
     from fsm_agent.fork import ForkError, ForkPoint, afork, replayed_steps
     from fsm_agent.log import LogError, SessionLog
-    from fsm_agent.recording import Divergence
+    from fsm_agent.recording import Divergence, divergence_report
     from fsm_agent.render import LiveRenderer, RunConsole
     from fsm_agent.scripted import ScriptedHooks, ScriptedModel
 
@@ -773,7 +773,7 @@ def _check(path: Path, name: str) -> int:
     import asyncio
 
     from fsm_agent.log import LogError
-    from fsm_agent.recording import Divergence, LogEnded
+    from fsm_agent.recording import Divergence, LogEnded, divergence_report
     from fsm_agent.session import areplay
 
     try:
@@ -818,25 +818,6 @@ def coverage(logs: tuple[Path, ...]) -> None:
             click.echo(f"  {source} -[{edge}]-> {dest}")
     for source, edge, dest in cov.unknown:
         click.echo(f"not in this machine's table: {source} -[{edge}]-> {dest}")
-
-
-def divergence_report(exc: Any, name: str = "") -> str:
-    """The step, what the log recorded, what the code asked for, and where they differ;
-    `name` (the log's, when several are checked) goes before it."""
-
-    def show(value: Any) -> str:
-        return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
-
-    lines = [
-        f"✗ {name}diverged at step {exc.step}: {exc.what}",
-        f"  log:  {show(exc.expected)}",
-        f"  code: {show(exc.got)}",
-    ]
-    diff = exc.diff
-    if diff and not isinstance(exc.expected, str) and not isinstance(exc.got, str):
-        lines.append("  diff (log → code):")
-        lines.extend(f"    {line}" for line in diff)
-    return "\n".join(lines)
 
 
 def main() -> None:

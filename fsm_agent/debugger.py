@@ -38,7 +38,7 @@ from fsm_agent.machine import (
     edges_from,
 )
 from fsm_agent.messages import Message, TextBlock, ToolResultBlock, ToolUseBlock
-from fsm_agent.recording import Divergence, LogEnded, short_diff
+from fsm_agent.recording import Divergence, LogEnded, divergence_report, short_diff
 from fsm_agent.state import Iteration, LoopState, Transcript
 from fsm_agent.stepper import Stepper
 
@@ -357,15 +357,17 @@ class Debugger(cmd.Cmd):
             raise CommandError(self._beyond(step))
         return info.state
 
-    def _beyond(self, step: int) -> str:
+    def _beyond(self, step: int, lead: str = "") -> str:
+        """Why there is no step `step`; `lead` says so instead of "no step N"."""
         stopped = self.stepper.stopped_by
+        lead = lead or f"no step {step}"
         if isinstance(stopped, LogEnded):
-            return f"no step {step}: {stopped}"
+            return f"{lead}: {stopped}"
         if isinstance(stopped, Divergence):
-            return f"the replay diverged at step {stopped.step}: {stopped}"
+            return f"{lead}: the code no longer replays the log\n{divergence_report(stopped)}"
         if stopped is not None:
             return f"the replay stopped after step {self.stepper.reached}: {stopped}"
-        return f"no step {step}: the log has steps 0..{self.stepper.index.steps}"
+        return f"{lead}: the log has steps 0..{self.stepper.index.steps}"
 
     def _go(self, step: int) -> RenderableType:
         if step < 0:
@@ -446,7 +448,7 @@ class Debugger(cmd.Cmd):
         if info is None:
             self.pos = self.stepper.reached
             if self.stepper.stopped_by is not None:
-                raise CommandError(self._beyond(self.pos + 1))
+                raise CommandError(self._beyond(self.pos + 1, f"stopped at step {self.pos}"))
             return self.position(at_end)
         self.pos = info.step
         notes = []

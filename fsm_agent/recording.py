@@ -10,6 +10,7 @@ compared with the recorded one; the first difference is a `Divergence`.
 from __future__ import annotations
 
 import hashlib
+import json
 from collections import defaultdict, deque
 from collections.abc import AsyncIterator, Iterator, Mapping
 from pathlib import Path
@@ -120,6 +121,26 @@ def short_diff(expected: Any, got: Any, prefix: str = "", limit: int = 12) -> li
     elif expected != got:
         lines.append(f"{prefix.rstrip('.') or 'value'}: {_short(expected)} → {_short(got)}")
     return lines[:limit]
+
+
+def divergence_report(exc: Divergence, name: str = "") -> str:
+    """The step, what the log recorded, what the code asked for, and where they differ;
+    `name` (the log's, when several are checked) goes before it. One report for
+    `replay --check`, a fork and the debugger (docs/replay.md#divergence-reports)."""
+
+    def show(value: Any) -> str:
+        return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+
+    lines = [
+        f"✗ {name}diverged at step {exc.step}: {exc.what}",
+        f"  log:  {show(exc.expected)}",
+        f"  code: {show(exc.got)}",
+    ]
+    diff = exc.diff
+    if diff and not isinstance(exc.expected, str) and not isinstance(exc.got, str):
+        lines.append("  diff (log → code):")
+        lines.extend(f"    {line}" for line in diff)
+    return "\n".join(lines)
 
 
 class Tape:

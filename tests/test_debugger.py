@@ -154,9 +154,16 @@ def test_a_divergent_log_stops_the_debugger_at_the_divergence(tool_round: Path) 
     target["state"] = "0" * 16
     tool_round.write_text("".join(json.dumps(r) + "\n" for r in rows))
     dbg = Debugger(tool_round)
+    report = fsm("replay", "--check", str(tool_round)).stderr
+    assert report.startswith("✗ diverged at step 7: transition\n  log:  {")
+    assert "  diff (log → code):\n    state: 0000000000000000 → " in report
     assert dbg.text("g 6").startswith("step 6/20")
-    assert dbg.text("n").startswith("*** the replay diverged at step 7: step 7: transition")
-    assert dbg.text("c").startswith("*** the replay diverged at step 7")
+    # The same report as --check (docs/replay.md), after a line saying where it stopped.
+    assert dbg.text("n") == "*** no step 7: the code no longer replays the log\n" + report
+    assert dbg.pos == 6
+    dbg.onecmd("g 0")
+    assert dbg.text("c") == "*** stopped at step 6: the code no longer replays the log\n" + report
+    assert dbg.pos == 6
     dbg.stepper.close()
 
 

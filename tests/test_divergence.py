@@ -10,9 +10,8 @@ import pytest
 from attrs import evolve
 
 from fsm_agent import continuations, phases
-from fsm_agent.cli import divergence_report
 from fsm_agent.messages import user
-from fsm_agent.recording import Divergence
+from fsm_agent.recording import Divergence, divergence_report
 from fsm_agent.session import replay
 from tests.test_cli import fsm
 
