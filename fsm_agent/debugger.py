@@ -546,7 +546,7 @@ class Debugger(cmd.Cmd):
         model = [r for r in self.stepper.index.effects_of(self.pos) if r["name"] == "model"]
         if not model:
             return Text(f"step {self.pos} ({info.source}) sent no model request")
-        sent = info.iteration.messages_for_query
+        sent = {r.digest(): r for r in self.stepper.requests(self.pos)}
         lines: list[RenderableType] = []
         for record in model:
             args = record.get("args") or {}
@@ -557,7 +557,11 @@ class Debugger(cmd.Cmd):
                     style="bold",
                 )
             )
-        lines.extend(message_line(i, m) for i, m in enumerate(sent))
+            request = sent.get(record["request"])
+            if request is None:  # the code asked for another request (a divergence)
+                lines.append(Text("  (the code made no such request)", style="dim"))
+                continue
+            lines.extend(message_line(i, m) for i, m in enumerate(request.messages))
         return Group(*lines)
 
     def do_diff(self, arg: str) -> RenderableType:

@@ -24,13 +24,16 @@ import contextlib
 import json
 import re
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 
 from fsm_agent.driver import Engine, LoopResult, StepInfo, initial_state
+from fsm_agent.effects import Effects
+from fsm_agent.events import StreamEvent
 from fsm_agent.log import SessionLog
-from fsm_agent.recording import ReplayTape
+from fsm_agent.model import ModelRequest
+from fsm_agent.recording import ReplayEffects, ReplayTape
 
 _HEAD = re.compile(rb'^\{\s*"t"\s*:\s*"(\w+)"\s*(?:,\s*"step"\s*:\s*(\d+))?')
 CACHE = 256
@@ -95,6 +98,26 @@ def _whole(raw: bytes) -> bool:
 StopWhen = Callable[[StepInfo], bool]
 
 
+class _WatchedTape(ReplayTape):
+    """A replay tape that keeps each model request with its step: the log holds only
+    a request's digest and summary, and a compaction request's messages are in no state."""
+
+    def __init__(self, log: SessionLog) -> None:
+        super().__init__(log)
+        self.requests: list[tuple[int, ModelRequest]] = []
+
+    def wrap(self, effects: Effects | None) -> Effects:
+        return _WatchedEffects(self)
+
+
+class _WatchedEffects(ReplayEffects):
+    tape: _WatchedTape
+
+    def model_stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
+        self.tape.requests.append((self.tape.step, request))
+        return super().model_stream(request)
+
+
 class Stepper:
     """Replays a log lazily, pausing after the step asked for; see the module docstring."""
 
@@ -108,6 +131,8 @@ class Stepper:
         self.session_id = str(self.log.header.get("session_id", ""))
         self._loop = asyncio.new_event_loop()
         self._cache: OrderedDict[int, StepInfo] = OrderedDict()
+        self._requests: dict[int, list[ModelRequest]] = {}
+        self._tape: _WatchedTape | None = None
         self._task: asyncio.Task[None] | None = None
         self._gate: asyncio.Future[None] | None = None
         self._arrived: asyncio.Future[StepInfo | None] | None = None
@@ -139,6 +164,12 @@ class Stepper:
             self._restart()
         return self._advance(step, None)
 
+    def requests(self, step: int) -> list[ModelRequest]:
+        """The model requests the code made at the step (kept as long as its state is)."""
+        if self.at(step) is None:
+            return []
+        return self._requests.get(step, [])
+
     def run_until(self, after: int, stop_when: StopWhen) -> StepInfo | None:
         """The first step past `after` for which `stop_when` holds; None at the end."""
         if after < self.reached:
@@ -150,6 +181,7 @@ class Stepper:
     def _restart(self) -> None:
         self._cancel()
         self._cache.clear()
+        self._requests.clear()
         self.reached = 0
         self.result = None
         self.stopped_by = None
@@ -176,7 +208,7 @@ class Stepper:
         return self._arrived.result() if self._arrived.done() else None
 
     async def _main(self) -> None:
-        tape = ReplayTape(self.log)
+        tape = self._tape = _WatchedTape(self.log)
         engine = Engine(self.config, tape, None, self.specs, self.session_id, on_step=self._seen)
         try:
             self.result = await engine.run(self.start_messages, self.read_files)
@@ -186,8 +218,13 @@ class Stepper:
     async def _seen(self, info: StepInfo) -> None:
         self.reached = info.step
         self._cache[info.step] = info
+        if self._tape is not None:
+            made = self._tape.requests
+            self._requests[info.step] = [r for step, r in made if step == info.step]
+            made.clear()
         if len(self._cache) > CACHE:
-            self._cache.popitem(last=False)
+            gone, _ = self._cache.popitem(last=False)
+            self._requests.pop(gone, None)
         stop = info.step >= self._target or (self._stop_when is not None and self._stop_when(info))
         if stop and self._arrived is not None and not self._arrived.done():
             self._gate = self._loop.create_future()

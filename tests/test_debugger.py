@@ -517,3 +517,25 @@ def test_an_unexpected_failure_is_a_line_and_the_session_goes_on(
     assert "(fsm) *** RuntimeError: a bug\n(fsm) step 1/20: preprocess" in out
     # Ctrl-D leaves on a line of its own, as pdb does.
     assert out.endswith("(fsm) \n")
+
+
+def test_msgs_lists_the_messages_of_each_request_the_step_made() -> None:
+    """A compaction request is sent the conversation before it is compacted, which no
+    state holds; the query after it gets the compacted one."""
+    dbg = Debugger(ROOT / "replays" / "autocompact.jsonl")
+    try:
+        dbg.onecmd("g 57")
+        msgs = dbg.text("msgs").splitlines()
+        assert msgs[0] == "model request: scripted (compact), max_tokens 20000, 18 messages"
+        assert len(msgs) == 1 + 18
+        assert msgs[1] == "   0 user: Set up the notes project and check it."
+        assert msgs[18].startswith("  17 user: Your task is to create a detailed summary")
+        dbg.onecmd("g 59")
+        msgs = dbg.text("msgs").splitlines()
+        assert msgs[0] == "model request: scripted (query), max_tokens 8000, 6 messages"
+        assert len(msgs) == 1 + 6 and "Conversation compacted" in msgs[1]
+        dbg.stepper._restart()  # as going back past the cache does
+        dbg.onecmd("g 57")  # states (and requests) rebuilt by replaying again
+        assert len(dbg.text("msgs").splitlines()) == 1 + 18
+    finally:
+        dbg.stepper.close()
