@@ -56,6 +56,7 @@ _OPS: dict[str, Callable[[Any, Any], bool]] = {
 }
 _CONDITION = re.compile(r"^([A-Za-z_][\w.]*)\s*(==|!=|>=|<=|>|<|=)\s*(.+)$")
 PATH_SHOWN = 15
+MESSAGES_SHOWN = 10
 
 HELP = (
     ("n, s, next, step [COUNT]", "go to the next step, or COUNT steps on"),
@@ -517,7 +518,10 @@ class Debugger(cmd.Cmd):
         value = field_value(state, name, iteration)
         if isinstance(value, Transcript):
             lines = [Text(f"{len(value)} messages, digest {value.digest[:16]}")]
-            lines.extend(message_line(i, m) for i, m in enumerate(value.items[-10:]))
+            first = max(0, len(value) - MESSAGES_SHOWN)
+            if first:
+                lines.append(Text(f"     … {first} earlier (p {name}.N shows one)", style="dim"))
+            lines.extend(message_line(i, value[i]) for i in range(first, len(value)))
             return Group(*lines)
         if attrs.has(type(value)) or isinstance(value, dict | list | tuple):
             plain = _plain(value)

@@ -539,3 +539,20 @@ def test_msgs_lists_the_messages_of_each_request_the_step_made() -> None:
         assert len(dbg.text("msgs").splitlines()) == 1 + 18
     finally:
         dbg.stepper.close()
+
+
+def test_p_messages_numbers_each_message_by_its_index() -> None:
+    """As `diff` does: past ten messages, the first lines shown are not message 0."""
+    dbg = Debugger(ROOT / "replays" / "autocompact.jsonl")
+    try:
+        dbg.onecmd("b messages>10")
+        assert dbg.text("c").startswith("step 35/62")
+        shown = dbg.text("p messages").splitlines()
+        assert shown[0].startswith("11 messages, digest ")
+        assert shown[1] == "     … 1 earlier (p messages.N shows one)"
+        assert shown[2].startswith("   1 assistant: Creating the notes.")
+        assert shown[-1].startswith("  10 user: [tool_result")
+        assert shown[-1][4:] in dbg.text("diff")
+        assert dbg.text("p messages.0.role") == "messages.0.role = 'user'\n"
+    finally:
+        dbg.stepper.close()
