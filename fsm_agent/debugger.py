@@ -394,7 +394,7 @@ class Debugger(cmd.Cmd):
         line.append(f"  turn {turn}", style="dim")
         if note:
             line.append(f"  {note}", style="yellow")
-        if self.pos == total and self.pos > 0:
+        if self.pos == total:  # step 0 too: a prompt hook can end a run before step 1
             result = self.stepper.index.result()
             if result is not None:
                 line.append(f"  (end: {result.get('reason')})", style="dim")
@@ -624,6 +624,10 @@ class Debugger(cmd.Cmd):
         state = STATES[0] if self.pos == 0 else index.transition(self.pos)["to"]
         upcoming = index.transition(self.pos + 1)["edge"] if self.pos < index.steps else None
         lines = [Text(f"now in {state}", style="bold")]
+        result = index.result() if self.pos == 0 == index.steps else None
+        if result is not None:
+            lines.append(Text(f"  the run ended {result.get('reason')} before its first edge"))
+            return lines
         for edge in edges_from(state):
             mark = "▶" if edge.name == upcoming else " "
             lines.append(Text(f"  {mark} -[{edge.name}]-> {edge.dest}   when {edge.when}"))
@@ -632,9 +636,11 @@ class Debugger(cmd.Cmd):
         return lines
 
     def do_effects(self, arg: str) -> RenderableType:
-        if self.pos == 0:
-            raise CommandError("no effects at the start: step forward first")
-        records = self.stepper.index.effects_of(self.pos)
+        index = self.stepper.index
+        if self.pos == 0 and index.steps:
+            raise CommandError("no effects at the start: step 1 has those asked before it")
+        # A run that ended before step 1 (a blocked prompt) has its effects under step 1.
+        records = index.effects_of(self.pos or 1)
         if not records:
             return Text(f"step {self.pos} has no effect records")
         lines = []

@@ -556,3 +556,34 @@ def test_p_messages_numbers_each_message_by_its_index() -> None:
         assert dbg.text("p messages.0.role") == "messages.0.role = 'user'\n"
     finally:
         dbg.stepper.close()
+
+
+def test_a_blocked_prompt_shows_its_end_and_its_hook(workspace: Path, tmp_path: Path) -> None:
+    """A prompt hook can end the run before step 1: step 0 is then its last step."""
+    from fsm_agent.session import run_scenario
+
+    scenario = tmp_path / "blocked.json"
+    scenario.write_text(
+        json.dumps(
+            {
+                "config": {"permission_mode": "acceptEdits"},
+                "prompt": "hi",
+                "hooks": {"UserPromptSubmit": [{"blocking_errors": ["no prompts today"]}]},
+                "turns": [{"content": [{"type": "text", "text": "hi"}]}],
+            }
+        )
+    )
+    log = tmp_path / "blocked.jsonl"
+    assert run_scenario(scenario, cwd=workspace, log=log).reason == "prompt_blocked"
+    dbg = Debugger(log)
+    try:
+        assert dbg.text("g 0") == "step 0/0: start, in preprocess  turn 1  (end: prompt_blocked)\n"
+        assert dbg.text("effects") == (
+            'hooks        UserPromptSubmit → {"blocking_errors":["no prompts today"]}\n'
+        )
+        assert dbg.text("l").splitlines() == [
+            "now in preprocess",
+            "  the run ended prompt_blocked before its first edge",
+        ]
+    finally:
+        dbg.stepper.close()
