@@ -61,8 +61,8 @@ MESSAGES_SHOWN = 10
 HELP = (
     ("n, s, next, step [COUNT]", "go to the next step, or COUNT steps on"),
     ("back [COUNT]", "go back one step, or COUNT steps"),
-    ("g N, goto N, j N", "go to step N (0 is the start)"),
-    ("c, continue", "run to the next breakpoint, or the end"),
+    ("g N, goto N, j N, jump N", "go to step N (0 is the start)"),
+    ("c, cont, continue", "run to the next breakpoint, or the end"),
     ("r, return", "run to the end of this iteration: the next Continue or Terminal edge"),
     (
         "b, break [SPEC]",
@@ -70,19 +70,19 @@ HELP = (
         "tool=NAME (the model asks for it), turn=N, FIELD>VALUE",
     ),
     ("tbreak SPEC", "a breakpoint deleted when it is first hit"),
-    ("clear [N]", "delete breakpoint N, or all of them"),
+    ("cl, clear [N]", "delete breakpoint N, or all of them"),
     (
-        "p, pp FIELD",
+        "p, print, pp FIELD",
         "print a LoopState field (dotted: budget.continuation_count); `p` lists them; "
         "it.FIELD: the iteration the step's phase filled in (it.stop_reason); `p it` lists it",
     ),
     ("msgs", "the messages sent to the model at this step"),
     ("diff [A B]", "how the LoopState changed from step A to B (default: previous step to this)"),
-    ("w, where", "the path so far and where the machine is now"),
+    ("w, where, bt", "the path so far and where the machine is now"),
     ("l, list", "the edges out of the current state, with their guards"),
     ("effects", "the effect records of this step"),
-    ("help [COMMAND]", "this list, or one command's line"),
-    ("q, quit", "leave"),
+    ("h, help [COMMAND]", "this list, or one command's line"),
+    ("q, quit, exit", "leave"),
 )
 
 

@@ -380,7 +380,7 @@ def test_a_condition_on_the_iteration_breaks_where_it_turns_true(dbg: Debugger) 
 def test_help_names_one_command(dbg: Debugger) -> None:
     lines = dbg.text("help p").splitlines()
     assert len(lines) > 1 and all("msgs" not in line for line in lines)
-    assert "p, pp FIELD" in lines[1]
+    assert "p, print, pp FIELD" in lines[1]
     assert "n, s, next, step" in dbg.text("help next")
     assert dbg.text("help frob") == "*** no command 'frob'; type help for the list\n"
 
@@ -587,3 +587,10 @@ def test_a_blocked_prompt_shows_its_end_and_its_hook(workspace: Path, tmp_path: 
         ]
     finally:
         dbg.stepper.close()
+
+
+def test_help_knows_every_command_by_each_of_its_names(dbg: Debugger) -> None:
+    names = dbg.get_names_plain()
+    assert {"jump", "print", "cont", "cl", "bt", "exit", "h"} <= set(names)
+    for name in names:
+        assert not dbg.text(f"help {name}").startswith("***"), name
