@@ -348,6 +348,8 @@ class Debugger(cmd.Cmd):
     # -- moving ---------------------------------------------------------------
 
     def _info(self, step: int) -> StepInfo | None:
+        if step < 0:  # the stepper would take it for a step back from its end
+            raise CommandError(f"no step {step}: the log has steps 0..{self.stepper.index.steps}")
         return None if step == 0 else self.stepper.at(step)
 
     def _state(self, step: int) -> LoopState:
@@ -403,7 +405,12 @@ class Debugger(cmd.Cmd):
         return line
 
     def do_next(self, arg: str) -> RenderableType:
-        return self._go(self.pos + _count(arg, "n"))
+        """Like `back`, a count past the end stops at the last step (and says so)."""
+        target, last = self.pos + _count(arg, "n"), self.stepper.index.steps
+        if target <= last or self.pos >= last:
+            return self._go(target)
+        self._go(last)
+        return self.position(f"the last step (no step {target})")
 
     do_n = do_s = do_step = do_next
 
@@ -416,6 +423,7 @@ class Debugger(cmd.Cmd):
             step = int(arg)
         except ValueError:
             raise CommandError("usage: g N (a step number)") from None
+        self._info(step)  # refuses a negative step: _go takes one for "before the start"
         return self._go(step)
 
     do_g = do_j = do_jump = do_goto

@@ -264,8 +264,12 @@ def test_stepping_commands_take_a_count(dbg: Debugger) -> None:
     assert dbg.text("back 2").startswith("step 5/20:")
     assert dbg.text("back 99").startswith("step 0/20: start")
     assert dbg.text("back") == "*** already at the start (step 0)\n"
-    assert dbg.text("n 21") == "*** no step 21: the log has steps 0..20\n"
-    assert dbg.pos == 0
+    assert dbg.text("n 21").startswith("step 20/20: stop_hooks -[completed]-> completed  turn 3")
+    dbg.onecmd("g 10")
+    assert "the last step (no step 110)" in dbg.text("n 100").replace("\n", "")
+    assert dbg.pos == 20
+    assert dbg.text("n 2") == "*** no step 22: the log has steps 0..20\n"
+    dbg.onecmd("g 0")
     assert dbg.text("n two") == "*** usage: n [COUNT] (a number of steps, 1 or more)\n"
     assert dbg.text("back 0") == "*** usage: back [COUNT] (a number of steps, 1 or more)\n"
     assert dbg.pos == 0
@@ -594,3 +598,11 @@ def test_help_knows_every_command_by_each_of_its_names(dbg: Debugger) -> None:
     assert {"jump", "print", "cont", "cl", "bt", "exit", "h"} <= set(names)
     for name in names:
         assert not dbg.text(f"help {name}").startswith("***"), name
+
+
+@pytest.mark.parametrize("command", ["g -1", "j -3", "diff -1 7", "diff -5 -3", "diff 3 -2"])
+def test_a_negative_step_is_refused(dbg: Debugger, command: str) -> None:
+    dbg.onecmd("g 10")
+    assert dbg.text(command).startswith("*** no step -")
+    assert dbg.text(command).endswith(": the log has steps 0..20\n")
+    assert dbg.pos == 10
