@@ -10,6 +10,7 @@ States come from `fsm_agent.stepper.Stepper`, which replays lazily.
 from __future__ import annotations
 
 import cmd
+import contextlib
 import io
 import json
 import operator
@@ -90,6 +91,10 @@ class CommandError(ValueError):
     """A command the debugger cannot carry out; shown as one line."""
 
 
+class MissingItem(CommandError):
+    """A dict key or list index a value does not have: another step's value may."""
+
+
 def _names(row: str, command: str) -> bool:
     """Whether a help row (`"n, s, next, step [COUNT]"`) names `command`."""
     return command in {word.strip(",") for word in row.split() if not word.startswith("[")}
@@ -125,13 +130,13 @@ def field_value(state: LoopState, name: str, iteration: Iteration | None = None)
                 return value[rest]
             if part not in value:
                 keys = f"keys: {', '.join(map(str, value))}" if value else "no keys"
-                raise _no_part(head + parts[:i], part, keys)
+                raise MissingItem(_no_part(head + parts[:i], part, keys))
             value = value[part]
         elif isinstance(value, Transcript | list | tuple):
             try:
                 value = value[int(part)]
             except (ValueError, IndexError):
-                raise _no_part(head + parts[:i], part, f"{len(value)} items") from None
+                raise MissingItem(_no_part(head + parts[:i], part, f"{len(value)} items")) from None
         elif attrs.has(type(value)) and part in _data_fields(type(value)):
             value = getattr(value, part)
         elif i == 0:
@@ -158,6 +163,13 @@ def comparable(value: Any) -> Any:
     if isinstance(value, Enum):
         return value.value
     return value
+
+
+_ORDERING = frozenset({">", ">=", "<", "<="})
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
 
 
 def _literal(text: str) -> Any:
@@ -205,8 +217,10 @@ class Breakpoint:
             return cls(spec, key.strip(), name)
         if sep and key.strip() == "tool" and rest.strip() and not rest.startswith("="):
             return cls(spec, "tool", rest.strip())
-        turn = re.fullmatch(r"turn\s*(?:=|==|\s)\s*(\d+)", spec)
+        turn = re.fullmatch(r"turn\s*(?:=|==|\s)\s*(.*)", spec)
         if turn:
+            if not turn.group(1).isdigit():
+                raise CommandError(f"cannot read breakpoint {spec!r}: turn=N takes a turn number")
             return cls(spec, "condition", "turn_count", "==", int(turn.group(1)))
         match = _CONDITION.match(spec)
         if not match:
@@ -222,6 +236,33 @@ class Breakpoint:
         if root not in FIELDS and root not in ITERATION_PATHS:
             raise _no_field(name)
         return cls(spec, "condition", name, op, _literal(value))
+
+    def check(self, state: LoopState, iteration: Iteration | None) -> None:
+        """Refuse a condition that can never hold: `holds` would take the comparison's
+        TypeError for false at every step. Judged on the field's value at `state`."""
+        if self.kind != "condition":
+            return
+        value: Any = None
+        if self.name.split(".")[0] != "it" or iteration is not None:
+            with contextlib.suppress(MissingItem):  # a key or message another step may have
+                value = field_value(state, self.name, iteration)
+        listed = isinstance(value, Transcript | list | tuple)
+        what = "a list, compared by its length" if listed else "a number"
+        if self.op in _ORDERING and not _number(self.value):
+            raise self._refused(f"{self.op} compares numbers" + (f" ({what})" if listed else ""))
+        current = comparable(value)
+        if isinstance(current, bool) and not isinstance(self.value, bool):
+            raise self._refused(f"{self.name} is true or false")
+        if _number(current) and not _number(self.value):
+            raise self._refused(f"{self.name} is {what}; {self.value!r} is not a number")
+        if current is not None and self.value is not None:
+            try:
+                _OPS[self.op](current, self.value)
+            except TypeError:
+                raise self._refused(f"{self.name} and {self.value!r} do not compare") from None
+
+    def _refused(self, why: str) -> CommandError:
+        return CommandError(f"cannot read breakpoint {self.spec!r}: {why}")
 
     def holds(self, state: LoopState, iteration: Iteration | None = None) -> bool:
         try:
@@ -480,14 +521,20 @@ class Debugger(cmd.Cmd):
             for n, bp in self.breakpoints.items():
                 table.add_row(str(n), f"{bp.spec} (temporary)" if bp.temporary else bp.spec)
             return table
-        return self._add(Breakpoint.parse(arg))
+        return self._add(self._checked(Breakpoint.parse(arg)))
+
+    def _checked(self, bp: Breakpoint) -> Breakpoint:
+        """`bp`, refused now if its condition could never hold."""
+        info = self._info(self.pos)
+        bp.check(self._state(self.pos), info.iteration if info is not None else None)
+        return bp
 
     do_b = do_break
 
     def do_tbreak(self, arg: str) -> RenderableType:
         if not arg.strip():
             raise CommandError("usage: tbreak SPEC (as for break)")
-        return self._add(attrs.evolve(Breakpoint.parse(arg), temporary=True))
+        return self._add(attrs.evolve(self._checked(Breakpoint.parse(arg)), temporary=True))
 
     def _add(self, bp: Breakpoint) -> Text:
         n = self._next_bp

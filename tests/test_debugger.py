@@ -606,3 +606,32 @@ def test_a_negative_step_is_refused(dbg: Debugger, command: str) -> None:
     assert dbg.text(command).startswith("*** no step -")
     assert dbg.text(command).endswith(": the log has steps 0..20\n")
     assert dbg.pos == 10
+
+
+@pytest.mark.parametrize(
+    ("spec", "why"),
+    [
+        ("messages>abc", "> compares numbers (a list, compared by its length)"),
+        ("turn_count>abc", "> compares numbers"),
+        ("turn_count==abc", "turn_count is a number; 'abc' is not a number"),
+        ("messages=abc", "messages is a list, compared by its length; 'abc' is not a number"),
+        ("stop_hook_active==yes", "stop_hook_active is true or false"),
+        ("turn=abc", "turn=N takes a turn number"),
+        ("it.tool_use_blocks>x", "> compares numbers (a list, compared by its length)"),
+        ("it.stop_reason>3", "it.stop_reason and 3 do not compare"),
+    ],
+)
+def test_a_breakpoint_that_could_never_fire_is_refused(dbg: Debugger, spec: str, why: str) -> None:
+    dbg.onecmd("g 3")
+    assert dbg.text(f"b {spec}").replace("\n", "") == f"*** cannot read breakpoint {spec!r}: {why}"
+    assert dbg.text(f"tbreak {spec}").replace("\n", "") == (
+        f"*** cannot read breakpoint {spec!r}: {why}"
+    )
+    assert dbg.breakpoints == {}
+
+
+def test_a_condition_on_a_field_that_is_null_for_now_is_kept(dbg: Debugger) -> None:
+    assert dbg.text("b max_output_tokens_override>3") == (
+        "breakpoint 1: max_output_tokens_override>3\n"
+    )
+    assert dbg.text("b it.stop_reason=max_tokens") == "breakpoint 2: it.stop_reason=max_tokens\n"
