@@ -56,7 +56,21 @@ def fail(message: str, code: int = EXIT_USAGE) -> NoReturn:
     sys.exit(code)
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+class _Group(click.Group):
+    """Ends quietly (exit 0) when the reader goes away (`| head`): click would exit 1,
+    which `replay` uses for a divergence."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except BrokenPipeError:
+            # Python flushes stdout again on exit: point it at /dev/null first.
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())
+            raise click.exceptions.Exit(0) from None
+
+
+@click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="fsm-agent")
 def cli() -> None:
     """Claude Code's agent loop as an explicit state machine, with a replay debugger."""

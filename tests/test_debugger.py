@@ -635,3 +635,19 @@ def test_a_condition_on_a_field_that_is_null_for_now_is_kept(dbg: Debugger) -> N
         "breakpoint 1: max_output_tokens_override>3\n"
     )
     assert dbg.text("b it.stop_reason=max_tokens") == "breakpoint 2: it.stop_reason=max_tokens\n"
+
+
+def test_a_reader_that_goes_away_is_not_a_divergence() -> None:
+    """`replay LOG --path | head -1`: exit 1 means diverged, so a closed pipe is exit 0."""
+    import subprocess
+
+    log = str(ROOT / "replays" / "autocompact.jsonl")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "fsm_agent.cli", "replay", "--path", log],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    assert proc.stdout is not None and proc.stderr is not None
+    proc.stdout.close()
+    assert proc.wait(timeout=60) == 0
+    assert proc.stderr.read() == b""
