@@ -699,8 +699,11 @@ class Debugger(cmd.Cmd):
         if not records:
             return Text(f"step {self.pos} has no effect records")
         lines = []
-        for record in records:
-            line = Text(f"{record['name']:<12} ", style="bold", no_wrap=True, overflow="ellipsis")
+        first = index.first_effect(self.pos or 1)
+        for number, record in enumerate(records, first):
+            # The number is the K of `replay --edit-effect K FILE`.
+            line = Text(f"#{number:<3} ", style="dim", no_wrap=True, overflow="ellipsis")
+            line.append(f"{record['name']:<12} ", style="bold")
             line.append(effect_summary(record))
             lines.append(line)
         return Group(*lines)

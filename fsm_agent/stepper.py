@@ -82,6 +82,13 @@ class LogIndex:
     def effects_of(self, step: int) -> list[dict[str, Any]]:
         return [self.log.read_at(offset) for offset in self.effects.get(step, [])]
 
+    def first_effect(self, step: int) -> int:
+        """The number (1-based, in log order: `--edit-effect K`) of the step's first effect.
+
+        Effects are written in step order, so those of earlier steps come first.
+        """
+        return 1 + sum(len(offsets) for n, offsets in self.effects.items() if n < step)
+
     def result(self) -> dict[str, Any] | None:
         return None if self.result_offset is None else self.log.read_at(self.result_offset)
 

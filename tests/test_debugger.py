@@ -109,20 +109,20 @@ def test_msgs_effects_diff_where(dbg: Debugger) -> None:
     assert len(msgs) == 4
     streamed = dbg.text("effects").splitlines()
     assert (
-        "model        3 messages, last user: [blocks] → 7 events, stop_reason tool_use, "
+        "#5   model        3 messages, last user: [blocks] → 7 events, stop_reason tool_use, "
         "tool_use Read" in streamed
     )
     # The Read started while the model streamed: its pipeline began in this step.
-    assert any(line.startswith("permission ") for line in streamed)
+    assert any(line.startswith("#4   permission ") for line in streamed)
     dbg.onecmd("n")
     assert dbg.text("msgs") == "step 11 (abort_check) sent no model request\n"
     # The abort flag was polled and not set: that usual answer is not recorded.
     assert dbg.text("effects") == "step 11 has no effect records\n"
     dbg.onecmd("g 12")
     effects = streamed + dbg.text("effects").splitlines()
-    assert 'tool         Read {"file_path":"notes.txt"} →      1 hello' in effects
+    assert '#6   tool         Read {"file_path":"notes.txt"} →      1 hello' in effects
     # No hook is configured, so no hook is asked and none is recorded.
-    assert not any(line.startswith("hooks ") for line in effects)
+    assert not any(" hooks " in line for line in effects)
     dbg.onecmd("g 7")
     diff = dbg.text("diff")
     assert diff.splitlines()[0] == "LoopState, step 6 → step 7:"
@@ -583,7 +583,7 @@ def test_a_blocked_prompt_shows_its_end_and_its_hook(workspace: Path, tmp_path: 
     try:
         assert dbg.text("g 0") == "step 0/0: start, in preprocess  turn 1  (end: prompt_blocked)\n"
         assert dbg.text("effects") == (
-            'hooks        UserPromptSubmit → {"blocking_errors":["no prompts today"]}\n'
+            '#1   hooks        UserPromptSubmit → {"blocking_errors":["no prompts today"]}\n'
         )
         assert dbg.text("l").splitlines() == [
             "now in preprocess",
@@ -651,3 +651,17 @@ def test_a_reader_that_goes_away_is_not_a_divergence() -> None:
     proc.stdout.close()
     assert proc.wait(timeout=60) == 0
     assert proc.stderr.read() == b""
+
+
+def test_effects_numbers_each_effect_as_edit_effect_counts_them(dbg: Debugger) -> None:
+    """#K is the K-th `"t": "effect"` line of the log, the K of `--edit-effect K`."""
+    effect_lines = [
+        json.loads(line) for line in dbg.path.read_text().splitlines() if '"t":"effect"' in line
+    ]
+    for step in range(1, dbg.stepper.index.steps + 1):
+        dbg.onecmd(f"g {step}")
+        for line in dbg.text("effects").splitlines():
+            if line.startswith("#"):
+                number, name = line[1:].split()[:2]
+                assert effect_lines[int(number) - 1]["name"] == name
+                assert effect_lines[int(number) - 1]["step"] == step
