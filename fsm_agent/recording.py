@@ -10,6 +10,7 @@ compared with the recorded one; the first difference is a `Divergence`.
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
 from collections import defaultdict, deque
 from collections.abc import AsyncIterator, Iterator, Mapping
@@ -346,6 +347,8 @@ class ReplayTape(Tape):
         self._records: Iterator[tuple[int, dict[str, Any]]] = log.records()
         self._ahead: deque[dict[str, Any]] = deque()
         self._pending: dict[tuple[str, str], deque[dict[str, Any]]] = defaultdict(deque)
+        self._taken: list[dict[str, Any]] = []
+        """The effects of this step already answered, for a report of what it recorded."""
         self._expected: dict[str, Any] | None = None
         self.start_messages: list[Any] = []
         self.start_line = 0
@@ -394,6 +397,7 @@ class ReplayTape(Tape):
         )
         self._pending.clear()
         self._pending.update(kept)
+        self._taken = []
         self._expected = None
         while (record := self._next()) is not None:
             kind = record["t"]
@@ -474,21 +478,10 @@ class ReplayTape(Tape):
             got = {"request": request, **({"args": args} if args is not None else {})}
             raise LogEnded(self._recorded_steps + 1, f"effect {name}", "end of log", got)
         if not queue:
-            same_name = [r for (n, _), q in self._pending.items() if n == name for r in q]
-            expected: Any = (
-                _effect_view(same_name[0])
-                if same_name
-                else {
-                    "effects at this step": [
-                        f"{r['name']} {_short(r.get('args', r['request']), 40)}"
-                        for q in self._pending.values()
-                        for r in q
-                    ]
-                }
-            )
             got = {"request": request, **({"args": args} if args is not None else {})}
-            raise Divergence(self.step, f"effect {name}", expected, got)
+            raise Divergence(self.step, f"effect {name}", self._recorded_here(name), got)
         record = queue.popleft()
+        self._taken.append(record)
         number = record.get("_n")
         if number in self.edits:
             self.edited = number
@@ -496,6 +489,24 @@ class ReplayTape(Tape):
             return self.edits[number]
         self.line = record["_line"]
         return record["result"]
+
+    def _recorded_here(self, name: str) -> Any:
+        """What the log has instead of the effect asked for: a `name` effect with
+        another request (here, or later in a tool call's window, found by looking
+        ahead), compared in the report; else the step's effects, all of them."""
+        waiting = [r for q in self._pending.values() for r in q]
+        ahead: list[dict[str, Any]] = []
+        if self._expected is not None and not _closes_window(self._expected):
+            for r in itertools.takewhile(lambda r: not _closes_window(r), self._ahead):
+                ahead += [r] if r["t"] == "effect" else []
+        same_name = [r for r in (*waiting, *ahead) if r["name"] == name]
+        if same_name:
+            return _effect_view(same_name[0])
+        had = sorted([*self._taken, *waiting], key=lambda r: r.get("_line", 0))
+        if not had:
+            return f"no effect at step {self.step}"
+        shown = "; ".join(f"{r['name']} {_short(r.get('args', r['request']), 40)}" for r in had)
+        return f"no {name} effect; at step {self.step}: {shown}"
 
     def bad_record(self, what: str, problem: object) -> LogError:
         """A recorded value the code cannot use: the log is damaged, not the code changed."""

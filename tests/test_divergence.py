@@ -129,3 +129,37 @@ def test_effect_left_unasked_is_reported(scenario, tmp_path: Path) -> None:
     assert info.value.step == 2
     assert info.value.what == "effect now not asked for"
     assert "blocking_limit_check -[under_limit]-> api_call" in info.value.got
+
+
+def test_an_effect_the_log_lacks_lists_every_effect_of_its_step(scenario, tmp_path: Path) -> None:
+    """The Write's tool effect deleted: the report names the step's recorded effects (the
+    permission, already answered, too) and has no diff (docs/replay.md)."""
+    scenario("tool_round")
+    path = tmp_path / "tool_round.jsonl"
+    rows = rows_of(path)
+    rows = [r for r in rows if not (r.get("name") == "tool" and r["step"] == 5)]
+    write_rows(path, rows)
+    with pytest.raises(Divergence) as caught:
+        replay(path)
+    lines = divergence_report(caught.value).splitlines()
+    assert lines[0] == "✗ diverged at step 5: effect tool"
+    assert lines[1].startswith("  log:  no tool effect; at step 5: permission {")
+    assert lines[2].startswith('  code: {"request": ')
+    assert len(lines) == 3
+
+
+def test_a_same_name_effect_found_ahead_is_compared(scenario, tmp_path: Path) -> None:
+    """The Read started while the model streamed is recorded two steps later; its request
+    changed, the report compares it with what the code asked for."""
+    scenario("tool_round")
+    path = tmp_path / "tool_round.jsonl"
+    rows = rows_of(path)
+    read = next(r for r in rows if r.get("name") == "tool" and r["args"]["name"] == "Read")
+    asked, read["request"] = read["request"], "0" * 16
+    write_rows(path, rows)
+    with pytest.raises(Divergence) as caught:
+        replay(path)
+    lines = divergence_report(caught.value).splitlines()
+    assert lines[0].endswith(": effect tool")
+    assert lines[1].startswith('  log:  {"request": "0000000000000000", "args": {"id": ')
+    assert lines[-1] == f"    request: 0000000000000000 → {asked}"
