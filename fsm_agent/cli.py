@@ -128,8 +128,9 @@ def _run_options(fn: Any) -> Any:
         click.option(
             "--log",
             type=click.Path(dir_okay=False, path_type=Path),
-            help="Where to write the session log. Default: .fsm-agent/sessions/ in the "
-            "workspace. In a chat, later runs go next to it as STEM.N.jsonl.",
+            help="Where to write the session log (a new file: an existing one is never "
+            "overwritten). Default: .fsm-agent/sessions/ in the workspace. In a chat, later "
+            "runs go next to it as STEM.N.jsonl.",
         ),
         click.option(
             "--resume",
@@ -222,6 +223,7 @@ def _plan(
     from fsm_agent.scripted import ScenarioError, ScriptedHooks, ScriptedModel
     from fsm_agent.settings import SettingsError, load_settings
 
+    _refuse_existing_log(log)
     resumed = _resume(resume, cwd) if resume is not None else None
     base = resumed.config if resumed is not None else RunConfig()
     workspace = _workspace(cwd or (base.cwd if resumed is not None else "."))
@@ -305,6 +307,18 @@ def _plan(
         read_files=resumed.read_files if resumed is not None else None,
     )
     return plan, resumed, scenario_prompt
+
+
+def _refuse_existing_log(log: Path | None) -> None:
+    """`--log` onto a file is refused before anything runs: the file may be the very
+    log being resumed or forked, and a new log never overwrites one."""
+    from fsm_agent.log import LogError, refuse_existing
+
+    if log is not None:
+        try:
+            refuse_existing(log)
+        except LogError as exc:
+            fail(f"{exc} (give --log a new path)")
 
 
 def _resume(ref: Path, cwd: str | None) -> Any:
@@ -401,6 +415,7 @@ def _chat(plan: Plan, history: list[Any], *, quiet: bool, verbose: bool) -> None
     from rich.console import Console
 
     from fsm_agent.chat import ChatSession, LineReader
+    from fsm_agent.log import LogError
 
     session = ChatSession(
         plan, Console(), LineReader(sys.stdin), messages=history, quiet=quiet, verbose=verbose
@@ -409,6 +424,8 @@ def _chat(plan: Plan, history: list[Any], *, quiet: bool, verbose: bool) -> None
         session.console.print(f"resuming {plan.parent} ({len(history)} messages)", style="dim")
     try:
         session.loop()
+    except LogError as exc:
+        fail(str(exc))
     except OSError as exc:
         fail(f"cannot write the session log: {exc}")
     plan.end("prompt_input_exit")
@@ -417,11 +434,15 @@ def _chat(plan: Plan, history: list[Any], *, quiet: bool, verbose: bool) -> None
 def _run_text(plan: Plan, messages: list[Any], *, quiet: bool, verbose: bool) -> Any:
     from fsm_agent.render import LiveRenderer, QuietRenderer, RunConsole
 
+    from fsm_agent.log import LogError
+
     console = RunConsole()
     renderer = QuietRenderer(console) if quiet else LiveRenderer(console, verbose=verbose)
     renderer.start()
     try:
         result = plan.run_interruptibly(messages, renderer)
+    except LogError as exc:
+        fail(str(exc))
     except OSError as exc:
         fail(f"cannot write the session log: {exc}")
     finally:
@@ -437,6 +458,7 @@ def _run_json(plan: Plan, messages: list[Any], *, stream: bool, partial: bool) -
     import time
 
     from fsm_agent.headless import RunTally, StreamJson, init_object, result_object
+    from fsm_agent.log import LogError
     from fsm_agent.session import new_session_id
 
     session_id = new_session_id()
@@ -456,6 +478,8 @@ def _run_json(plan: Plan, messages: list[Any], *, stream: bool, partial: bool) -
     started = time.monotonic()
     try:
         result = plan.run_interruptibly(messages, on_event, session_id=session_id)
+    except LogError as exc:
+        fail(str(exc))
     except OSError as exc:
         fail(f"cannot write the session log: {exc}")
     duration_ms = round((time.monotonic() - started) * 1000)
@@ -616,7 +640,8 @@ def _warn_if_torn(path: Path) -> None:
     "--log",
     "fork_log",
     type=click.Path(dir_okay=False, path_type=Path),
-    help="Fork: where to write the new log. Default: .fsm-agent/sessions/ in the workspace.",
+    help="Fork: where to write the new log (a new file: an existing one is never "
+    "overwritten). Default: .fsm-agent/sessions/ in the workspace.",
 )
 @click.option("-v", "--verbose", is_flag=True, help="Fork: show every transition.")
 def replay(
@@ -685,6 +710,7 @@ def _fork(
         fail("give --fork-at or --edit-effect, not both (an edit is itself the fork point)")
     if scripted is None and model is None:
         fail("a fork goes on live: give --scripted SCENARIO.json or --model MODEL")
+    _refuse_existing_log(log)
     point = ForkPoint(step=fork_at)
     if edit_effect is not None:
         number, file = edit_effect

@@ -9,6 +9,7 @@ each run writing its own log whose header names the previous one.
 from __future__ import annotations
 
 import asyncio
+import os
 import signal
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -60,10 +61,15 @@ class Plan:
         """A terminal prompt for one-shot runs in a terminal; `ask` wins when set."""
 
     def next_log(self) -> Path | None:
-        """`--log PATH` names the first run's log; later runs go next to it as `STEM.N.jsonl`."""
-        if self.log is None or self.runs == 0:
-            return self.log
-        return self.log.with_name(f"{self.log.stem}.{self.runs + 1}{self.log.suffix}")
+        """`--log PATH` names the first run's log; later runs go next to it as `STEM.N.jsonl`,
+        N counting on past any file already there: a log never overwrites one."""
+        log = self.log
+        if log is None or self.runs == 0:
+            return log
+        number = self.runs + 1
+        while os.path.lexists(path := log.with_name(f"{log.stem}.{number}{log.suffix}")):
+            number += 1
+        return path
 
     def end(self, reason: str) -> None:
         """SessionEnd hooks, once the session is over (`other` after a one-shot run,

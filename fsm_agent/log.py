@@ -47,17 +47,33 @@ def machine_fingerprint() -> str:
     return hashlib.sha256(rows.encode()).hexdigest()[:16]
 
 
+def refuse_existing(path: Path) -> None:
+    """A `LogError` if something is at `path`: a new log never replaces a file, which
+    may be the very log being resumed or forked."""
+    if os.path.lexists(path):
+        raise _already_there(path)
+
+
+def _already_there(path: Path) -> LogError:
+    return LogError(f"{path}: already exists; a session log never overwrites a file")
+
+
 class LogWriter:
     """Appends records to a session log, one line each, written through at once.
 
     The file is unbuffered: each record is one `write` system call, so a
     killed process leaves at most a torn last line and nothing waits in a buffer.
+    It is created exclusively: a file already at `path` is a `LogError`, never
+    overwritten (it may be a log someone still needs).
     """
 
     def __init__(self, path: Path, header: dict[str, Any]) -> None:
         self.path = path
         path.parent.mkdir(parents=True, exist_ok=True)
-        self._file: IO[bytes] | None = path.open("wb", buffering=0)
+        try:
+            self._file: IO[bytes] | None = path.open("xb", buffering=0)
+        except FileExistsError:
+            raise _already_there(path) from None
         self.write({"format": FORMAT, "version": VERSION, **header})
 
     def write(self, record: dict[str, Any]) -> None:

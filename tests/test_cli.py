@@ -15,7 +15,7 @@ from tests.conftest import ROOT, SCENARIOS
 
 
 def fsm(
-    *args: str, cwd: Path | None = None, env: dict | None = None
+    *args: str, cwd: Path | None = None, env: dict | None = None, input: str | None = None
 ) -> subprocess.CompletedProcess:
     full_env = {**os.environ, **(env or {})}
     full_env.pop("ANTHROPIC_API_KEY", None)
@@ -25,6 +25,7 @@ def fsm(
         text=True,
         cwd=cwd,
         env=full_env,
+        input=input,
         timeout=60,
     )
 

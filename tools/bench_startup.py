@@ -60,16 +60,9 @@ def main(repeats: int) -> None:
             "fsm-agent graph": [*fsm, "graph"],
             "fsm-agent replay --path": [*fsm, "replay", str(log), "--path"],
             "fsm-agent replay --check": [*fsm, "replay", str(log), "--check"],
-            "fsm-agent run --scripted": [
-                *fsm,
-                "run",
-                "--scripted",
-                str(SCENARIO),
-                "--cwd",
-                tmp,
-                "--log",
-                str(log),
-            ],
+            # No --log: each run writes its own log under the workspace (a log never
+            # overwrites a file, so a fixed path would fail from the second run on).
+            "fsm-agent run --scripted": [*fsm, "run", "--scripted", str(SCENARIO), "--cwd", tmp],
         }
         base = None
         print(f"{'command':<40} {'median ms':>10} {'vs bare python':>15}")

@@ -83,13 +83,16 @@ async def regenerate(name: str, out: Path = REPLAYS) -> str:
     workspace = workspace_for(name)
     blobs = workspace.with_name(f"{name}-tool-results")
     abort = AbortSignal()
+    log = out / f"{name}.jsonl"
+    # A log never overwrites a file; the shipped one is replaced on purpose (git keeps it).
+    log.unlink(missing_ok=True)
     result = await arun(
         scenario.prompt or "",
         model=ScriptedModel(scenario, abort),
         config=scenario.run_config(RunConfig(cwd=str(workspace))),
         hooks=ScriptedHooks(scenario.hooks),
         abort=abort,
-        log=out / f"{name}.jsonl",
+        log=log,
         session_id=f"replay-{name}",
         header_extra={"created": CREATED},
         live_effects=lambda *args, **kwargs: StableEffects(*args, **{**kwargs, "blob_dir": blobs}),
