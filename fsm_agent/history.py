@@ -169,7 +169,9 @@ def find_log(ref: str | Path, cwd: str | Path) -> Path:
     if path.is_file():
         return path
     folder = sessions_dir(cwd)
-    matches = sorted(folder.glob(f"{glob_escape(str(ref))}*.jsonl")) if folder.is_dir() else []
+    # An absolute path names a file, never an id (and `glob` refuses it as a pattern).
+    is_id = folder.is_dir() and not path.is_absolute()
+    matches = sorted(folder.glob(f"{glob_escape(str(ref))}*.jsonl")) if is_id else []
     if len(matches) == 1:
         return matches[0]
     if not matches:

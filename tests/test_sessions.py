@@ -7,6 +7,7 @@ import shutil
 from pathlib import Path
 
 import jsonschema
+import pytest
 
 from fsm_agent.codec import unstructure
 from fsm_agent.history import TAIL_CHUNK, describe, follow_up, last_line
@@ -86,6 +87,20 @@ def test_resume_by_session_id_prefix(workspace: Path, tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout == "It says hello.\n"
     _one_error_line(fsm("run", "--resume", "nosuch", "x", cwd=workspace), "no session log")
+
+
+@pytest.mark.parametrize("command", ["run", "chat"])
+def test_resume_of_a_missing_absolute_path_is_one_error_line(
+    command: str, workspace: Path, tmp_path: Path
+) -> None:
+    """An absolute path is not a session id to glob for (glob refuses one as a pattern)."""
+    scripted_run(workspace, "tool_round")
+    missing = tmp_path / "nowhere.jsonl"
+    answer = tmp_path / "answer.json"
+    answer.write_text(json.dumps(ANSWER))
+    prompt = ["x"] if command == "run" else []
+    proc = fsm(command, "--resume", str(missing), "--scripted", str(answer), *prompt, cwd=workspace)
+    _one_error_line(proc, f"{missing}: no session log by that path or session id")
 
 
 def test_follow_up_keeps_roles_alternating() -> None:
