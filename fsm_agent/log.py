@@ -116,9 +116,17 @@ class SessionLog:
         self.torn = False
         if not self.path.is_file():
             raise LogError(f"{self.path}: no such log file")
-        with self.path.open("rb") as fh:
+        with self._open() as fh:
             first = fh.readline()
         self.header = self._parse_header(first)
+
+    def _open(self) -> IO[bytes]:
+        """The file for reading; one it cannot open (no permission) is a `LogError`, so
+        every command says so in one line."""
+        try:
+            return self.path.open("rb")
+        except OSError as exc:
+            raise LogError(f"{self.path}: cannot read the log: {exc.strerror or exc}") from None
 
     def _parse_header(self, raw: bytes) -> dict[str, Any]:
         try:
@@ -138,7 +146,7 @@ class SessionLog:
 
     def records(self) -> Iterator[tuple[int, dict[str, Any]]]:
         """Yield `(line number, record)` after the header, streaming from disk."""
-        with self.path.open("rb") as fh:
+        with self._open() as fh:
             fh.readline()
             lineno = 1
             pending: bytes | None = None
@@ -172,7 +180,7 @@ class SessionLog:
     def offsets(self) -> list[int]:
         """Byte offset of every record line after the header."""
         out: list[int] = []
-        with self.path.open("rb") as fh:
+        with self._open() as fh:
             pos = len(fh.readline())
             for raw in fh:
                 out.append(pos)
@@ -185,7 +193,7 @@ class SessionLog:
         Line numbers are not kept per offset; a damaged record's error counts
         them then, so it names the real line.
         """
-        with self.path.open("rb") as fh:
+        with self._open() as fh:
             fh.seek(offset)
             raw = fh.readline()
             try:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import sys
 from pathlib import Path
 
 import jsonschema
@@ -101,6 +102,33 @@ def test_resume_of_a_missing_absolute_path_is_one_error_line(
     prompt = ["x"] if command == "run" else []
     proc = fsm(command, "--resume", str(missing), "--scripted", str(answer), *prompt, cwd=workspace)
     _one_error_line(proc, f"{missing}: no session log by that path or session id")
+
+
+def test_resume_of_an_unreadable_log_is_one_error_line(
+    workspace: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture
+) -> None:
+    """As root no mode bits keep a file from being read, so `open` is made to refuse it."""
+    from fsm_agent import cli
+
+    scripted_run(workspace, "tool_round")
+    (log,) = (workspace / ".fsm-agent" / "sessions").glob("*.jsonl")
+    real_open = Path.open
+
+    def refuse(self: Path, *args: object, **kwargs: object) -> object:
+        if self.name == log.name:
+            raise PermissionError(13, "Permission denied", str(self))
+        return real_open(self, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(Path, "open", refuse)
+    monkeypatch.chdir(workspace)
+    monkeypatch.setattr(sys, "argv", ["fsm-agent", "run", "--resume", log.stem[:8], "x"])
+    with pytest.raises(SystemExit) as done:
+        cli.main()
+    assert done.value.code == 2
+    err = capsys.readouterr().err
+    assert err.splitlines() == [
+        f"fsm-agent: error: {log.relative_to(workspace)}: cannot read the log: Permission denied"
+    ]
 
 
 def test_follow_up_keeps_roles_alternating() -> None:
