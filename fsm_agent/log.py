@@ -30,11 +30,52 @@ REQUIRED: dict[str, tuple[str, ...]] = {
 }
 """The fields each record type must have (the schema's `required`, less `t`)."""
 RECORD_TYPES = frozenset(REQUIRED)
+HEADER_REQUIRED = ("format", "version", "session_id", "fingerprint", "config")
+"""The fields a header must have (the schema's header `required`), in every version read."""
+HEADER_TYPES: dict[str, tuple[type, str]] = {
+    "session_id": (str, "a string"),
+    "fingerprint": (str, "a string"),
+    "config": (dict, "an object"),
+    "created": (str, "a string"),
+    "tools": (list, "a list"),
+    "parent": (dict, "an object"),
+}
+"""The JSON type of each header field the schema types, checked when the field is there."""
 _REQUIRED_KEYS = {kind: frozenset(fields) for kind, fields in REQUIRED.items()}
 
 
 class LogError(Exception):
     """A session log that cannot be read: the message names the file and line."""
+
+
+def header_problem(header: Any) -> str | None:
+    """What makes `header` (line 1, parsed) not a header this reader takes, or None.
+
+    The schema's rules for every version read: the format, a known integer
+    version (not `true`, not `2.0`), the required fields, and the JSON type
+    of each typed field, so no reader later trips over a wrong one.
+    """
+    if not isinstance(header, dict) or header.get("format") != FORMAT:
+        return f"not a session log (no '{FORMAT}' header)"
+    version = header.get("version")
+    if type(version) is not int or version not in READS:
+        return (
+            f"unknown log format version {_shown(version)} "
+            f"(this fsm-agent reads versions {', '.join(map(str, READS))})"
+        )
+    missing = [key for key in HEADER_REQUIRED if key not in header]
+    if missing:
+        return f"a header without {', '.join(repr(key) for key in missing)}"
+    for key, (kind, name) in HEADER_TYPES.items():
+        if key in header and not isinstance(header[key], kind):
+            return f"the header's {key} is not {name}: {_shown(header[key])}"
+    return None
+
+
+def _shown(value: Any) -> str:
+    """A value as the file has it (JSON), cut short for an error line."""
+    text = jsontext.dumps(value).decode(errors="replace")
+    return text if len(text) <= 40 else text[:39] + "…"
 
 
 def machine_fingerprint() -> str:
@@ -135,13 +176,9 @@ class SessionLog:
             raise LogError(
                 f"{self.path}:1: not a session log (the first line is not JSON)"
             ) from None
-        if not isinstance(header, dict) or header.get("format") != FORMAT:
-            raise LogError(f"{self.path}:1: not a session log (no '{FORMAT}' header)")
-        if header.get("version") not in READS:
-            raise LogError(
-                f"{self.path}:1: unknown log format version {header.get('version')!r} "
-                f"(this fsm-agent reads versions {', '.join(map(str, READS))})"
-            )
+        problem = header_problem(header)
+        if problem is not None:
+            raise LogError(f"{self.path}:1: {problem}")
         return header
 
     def records(self) -> Iterator[tuple[int, dict[str, Any]]]:

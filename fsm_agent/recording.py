@@ -334,7 +334,9 @@ class ReplayTape(Tape):
         self.strict = strict
         self.edits = dict(edits or {})
         self.edited: int | None = None
-        hooked = (log.header.get("config") or {}).get("hooked_events")
+        from fsm_agent.session import config_of  # session imports this module
+
+        hooked = config_of(log).hooked_events  # a damaged config is a LogError, not a crash
         self.hooked: frozenset[str] | None = None if hooked is None else frozenset(hooked)
         """The events the recording asked hooks about; for any other, the hooks had no say
         (a fork whose live part has more hooks replays its start against this log)."""

@@ -73,6 +73,14 @@ def _tools(rows: Rows) -> int:
     return 0
 
 
+def _header(change: Callable[[dict[str, Any]], object]) -> Callable[[Rows], int]:
+    def damage(rows: Rows) -> int:
+        change(rows[0])
+        return 0
+
+    return damage
+
+
 DAMAGE: dict[str, tuple[Callable[[Rows], int], str]] = {
     "tool result": (_tool_content, "the recorded tool is not valid: not a valid ToolOutcome"),
     "model result": (_model_result, 'the recorded model is not valid: a model result is {"events"'),
@@ -82,6 +90,19 @@ DAMAGE: dict[str, tuple[Callable[[Rows], int], str]] = {
     "start message": (_start_message, "the start messages: not a valid Message"),
     "config": (_config, "the header's config: not a valid RunConfig"),
     "tools": (_tools, "the header's tools: not a valid list"),
+    "config not an object": (
+        _header(lambda h: h.update(config="x")),
+        'the header\'s config is not an object: "x"',
+    ),
+    "no session_id": (_header(lambda h: h.pop("session_id")), "a header without 'session_id'"),
+    "no fingerprint": (_header(lambda h: h.pop("fingerprint")), "a header without 'fingerprint'"),
+    "no config": (_header(lambda h: h.pop("config")), "a header without 'config'"),
+    "version true": (_header(lambda h: h.update(version=True)), "unknown log format version true"),
+    "version 2.0": (_header(lambda h: h.update(version=2.0)), "unknown log format version 2.0"),
+    "hooked_events": (
+        _header(lambda h: h["config"].update(hooked_events=5)),
+        "the header's config: not a valid RunConfig",
+    ),
 }
 
 
@@ -102,7 +123,9 @@ def test_replay_names_the_damaged_line(case: str, tmp_path: Path) -> None:
     assert str(info.value).startswith(message)
 
 
-@pytest.mark.parametrize("case", ["tool result", "config", "start messages"])
+@pytest.mark.parametrize(
+    "case", ["tool result", "config", "start messages", "config not an object", "no config"]
+)
 def test_check_says_it_in_one_line_with_exit_2(case: str, tmp_path: Path) -> None:
     path, message = damaged(tmp_path, case)
     done = fsm("replay", str(path), "--check")
@@ -126,6 +149,22 @@ def test_resume_of_a_damaged_log_is_one_error_line(tmp_path: Path) -> None:
     assert done.returncode == 2
     assert message in done.stderr
     assert "Traceback" not in done.stderr
+
+
+@pytest.mark.parametrize("case", ["config not an object", "hooked_events"])
+def test_resume_and_fork_refuse_a_damaged_header_in_one_line(case: str, tmp_path: Path) -> None:
+    path, message = damaged(tmp_path, case)
+    scenario = tmp_path / "s.json"
+    scenario.write_text('{"turns": [{"content": "hi"}]}')
+    cwd = ["--cwd", str(tmp_path), "--scripted", str(scenario)]
+    for done in (
+        fsm("run", "--resume", str(path), *cwd, "again"),
+        fsm("replay", str(path), "--fork-at", "3", *cwd, "--log", str(tmp_path / "f.jsonl")),
+    ):
+        assert done.returncode == 2
+        assert done.stderr.startswith(f"fsm-agent: error: {message}")
+        assert done.stderr.count("\n") == 1
+    assert not (tmp_path / "f.jsonl").exists()
 
 
 def test_every_effect_a_log_records_has_a_shape_to_be_read_back_as() -> None:

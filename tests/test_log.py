@@ -117,6 +117,18 @@ def test_the_fields_a_record_must_have_are_the_schema_s() -> None:
     assert required == {kind: set(fields) for kind, fields in REQUIRED.items()}
 
 
+def test_the_fields_a_header_must_have_and_their_types_are_the_schema_s() -> None:
+    from fsm_agent.log import HEADER_REQUIRED, HEADER_TYPES
+    from tests.conftest import ROOT
+
+    schema = json.loads((ROOT / "docs" / "log-format.schema.json").read_text())
+    (header,) = [v for v in schema["oneOf"] if "t" not in v.get("properties", {})]
+    assert set(header["required"]) == set(HEADER_REQUIRED)
+    json_types = {"string": str, "object": dict, "array": list}
+    typed = {k: json_types[p["type"]] for k, p in header["properties"].items() if "type" in p}
+    assert typed == {key: kind for key, (kind, _) in HEADER_TYPES.items()}
+
+
 def test_a_record_without_a_field_it_needs_names_the_line_and_the_field(
     scenario, tmp_path: Path
 ) -> None:
