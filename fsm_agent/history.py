@@ -22,7 +22,7 @@ from typing import Any
 from attrs import frozen
 
 from fsm_agent.config import RunConfig
-from fsm_agent.log import FORMAT, READS, LogError, SessionLog
+from fsm_agent.log import FORMAT, READS, LogError, SessionLog, header_problem
 from fsm_agent.messages import Message, TextBlock
 
 TAIL_CHUNK = 8192
@@ -88,14 +88,23 @@ def prompt_of(messages: Sequence[Any]) -> str | None:
             continue
         if message.get("is_meta"):
             continue
+        content = message.get("content")
+        if isinstance(content, str):  # the Messages API's short form
+            return content
         texts = [
-            b.get("text", "")
-            for b in message.get("content", [])
-            if isinstance(b, dict) and b.get("type") == "text"
+            b["text"]
+            for b in (content if isinstance(content, list) else [])
+            if isinstance(b, dict) and b.get("type") == "text" and isinstance(b.get("text"), str)
         ]
         if texts:
             return texts[-1]
     return None
+
+
+def _of_type(value: Any, kind: type) -> Any:
+    """`value` if it has the type a listing shows, else None: a hand-edited log may hold
+    anything, and `sessions` lists it rather than crash on it (bool is no int here)."""
+    return value if isinstance(value, kind) and not isinstance(value, bool) else None
 
 
 def _parent_log(parent: Any) -> str | None:
@@ -116,27 +125,31 @@ def describe(path: Path) -> SessionInfo:
         return SessionInfo(path, "corrupt", problem=str(exc))
     if header is None or header.get("format") != FORMAT:
         return SessionInfo(path, "corrupt", problem="no session header")
-    if header.get("version") not in READS:
-        return SessionInfo(path, "corrupt", problem=f"log version {header.get('version')!r}")
+    version = header.get("version")
+    if type(version) is not int or version not in READS:
+        return SessionInfo(path, "corrupt", problem=f"log version {version!r}")
     info: dict[str, Any] = {
-        "session_id": header.get("session_id"),
-        "created": header.get("created"),
+        "session_id": _of_type(header.get("session_id"), str),
+        "created": _of_type(header.get("created"), str),
         "parent": _parent_log(header.get("parent")),
     }
+    problem = header_problem(header)
+    if problem is not None:
+        return SessionInfo(path, "corrupt", **info, problem=problem)
     if start is None or start.get("t") != "start":
         return SessionInfo(path, "torn" if not whole else "corrupt", **info, problem="no start")
-    info["prompt"] = prompt_of(start.get("messages", []))
+    messages = start.get("messages")
+    info["prompt"] = prompt_of(messages if isinstance(messages, list) else [])
     if not whole:
         return SessionInfo(path, "torn", **info)
     last = _json_line(tail)
     if last is None:
         return SessionInfo(path, "corrupt", **info, problem="the last line is not JSON")
     if last.get("t") == "result":
-        return SessionInfo(
-            path, "complete", **info, turns=last.get("turns"), reason=last.get("reason")
-        )
+        turns, reason = _of_type(last.get("turns"), int), _of_type(last.get("reason"), str)
+        return SessionInfo(path, "complete", **info, turns=turns, reason=reason)
     if last.get("t") == "transition":
-        info["turns"] = last.get("turn")
+        info["turns"] = _of_type(last.get("turn"), int)
     return SessionInfo(path, "incomplete", **info)
 
 

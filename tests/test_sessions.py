@@ -186,6 +186,44 @@ def test_sessions_lists_every_log_and_marks_broken_ones(workspace: Path) -> None
     assert short in table.stdout
 
 
+def test_sessions_lists_hand_edited_logs_of_the_wrong_types(workspace: Path) -> None:
+    """Each of these crashed the listing; its docstring says never fatal, never skipped."""
+    scripted_run(workspace, "tool_round")
+    folder = workspace / ".fsm-agent" / "sessions"
+    (source,) = folder.glob("*.jsonl")
+    rows = lines_of(source)
+
+    def edited(name: str, line: int, **changes: object) -> None:
+        copy = [dict(r) for r in rows]
+        copy[line] = {**copy[line], **changes}
+        (folder / name).write_text("".join(json.dumps(r) + "\n" for r in copy))
+
+    edited("created.jsonl", 0, created=7)
+    edited("session_id.jsonl", 0, session_id=12345)
+    edited("content.jsonl", 1, messages=[{"role": "user", "content": 5}])
+    edited("short_form.jsonl", 1, messages=[{"role": "user", "content": "plain text"}])
+    edited("turns.jsonl", len(rows) - 1, turns="three", reason=["x"])
+
+    proc = fsm("sessions", "--cwd", str(workspace), "--json")
+    assert proc.returncode == 0, proc.stderr
+    listed = {Path(s["path"]).name: s for s in json.loads(proc.stdout)}
+    assert len(listed) == 6
+    assert listed["created.jsonl"]["status"] == "corrupt"
+    assert listed["created.jsonl"]["problem"] == "the header's created is not a string: 7"
+    assert listed["session_id.jsonl"]["status"] == "corrupt"
+    assert listed["session_id.jsonl"]["session_id"] is None
+    assert listed["content.jsonl"]["status"] == "complete"
+    assert listed["content.jsonl"]["prompt"] is None
+    assert listed["short_form.jsonl"]["prompt"] == "plain text"
+    assert listed["turns.jsonl"]["turns"] is None and listed["turns.jsonl"]["reason"] is None
+
+    table = fsm("sessions", "--cwd", str(workspace))
+    assert table.returncode == 0, table.stderr
+    assert len(table.stdout.splitlines()) == 1 + 6
+    assert "session_" in table.stdout, "a log without a usable id is listed by its file name"
+    assert table.stdout.count("corrupt") == 2
+
+
 def test_sessions_of_an_empty_workspace(workspace: Path) -> None:
     proc = fsm("sessions", "--cwd", str(workspace))
     assert proc.returncode == 0
