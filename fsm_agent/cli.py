@@ -582,11 +582,19 @@ def graph(fmt: str, highlight: Path | None) -> None:
 
 
 def _recorded_path(path: Path) -> list[dict[str, Any]]:
-    from fsm_agent.log import LogError, SessionLog
+    """The log's transitions; a log without a `start` record (only a header) holds no run
+    and is an error, as for `--check`, not an empty path."""
+    from fsm_agent.log import LogError, SessionLog, no_start
 
+    steps: list[dict[str, Any]] = []
+    started = False
     try:
-        log = SessionLog(path)
-        steps = [r for _, r in log.records() if r["t"] == "transition"]
+        for _, record in SessionLog(path).records():
+            started = started or record["t"] == "start"
+            if record["t"] == "transition":
+                steps.append(record)
+        if not started:
+            raise no_start(path)
     except LogError as exc:
         fail(str(exc))
     _warn_if_torn(path)

@@ -48,6 +48,13 @@ class LogError(Exception):
     """A session log that cannot be read: the message names the file and line."""
 
 
+def no_start(path: Path) -> LogError:
+    """A log with no `start` record holds no run: nothing to replay, list or mark."""
+    return LogError(
+        f"{path}: the log ends after its header, before the run started (no `start` record)"
+    )
+
+
 def header_problem(header: Any) -> str | None:
     """What makes `header` (line 1, parsed) not a header this reader takes, or None.
 

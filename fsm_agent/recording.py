@@ -24,7 +24,7 @@ from fsm_agent.effects import Effects
 from fsm_agent.events import ModelCallError, StreamEvent
 from fsm_agent.hooks import NO_OPINION, HookOutcome
 from fsm_agent.jsontext import canonical
-from fsm_agent.log import LogError, LogWriter, MemoryWriter, SessionLog
+from fsm_agent.log import LogError, LogWriter, MemoryWriter, SessionLog, no_start
 from fsm_agent.machine import TERMINAL_REASONS
 from fsm_agent.messages import Message
 from fsm_agent.model import ModelRequest
@@ -368,10 +368,7 @@ class ReplayTape(Tape):
                 self.start_read_files = record.get("read_files", {})
                 return
             raise Divergence(0, "first record", "start", record["t"])
-        raise LogError(
-            f"{self.path}: the log ends after its header, before the run started "
-            "(no `start` record)"
-        )
+        raise no_start(self.log.path)
 
     def _read(self) -> dict[str, Any] | None:
         """The next record of the file; effects numbered in log order (for `edits`)."""

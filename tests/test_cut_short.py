@@ -143,6 +143,37 @@ def test_check_of_a_log_with_only_a_header_is_a_clear_error(tmp_path: Path) -> N
     )
 
 
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["replay", "LOG", "--path"],
+        ["replay", "LOG"],
+        ["coverage", "LOG"],
+        ["graph", "--highlight", "LOG"],
+    ],
+)
+def test_every_reader_of_a_log_with_only_a_header_says_so(
+    command: list[str], tmp_path: Path
+) -> None:
+    """Not an empty path, exit 0: a header-only log holds no run (`replay` off a
+    terminal prints the path, so it is the same check)."""
+    part = cut(REPLAYS / "tool_round.jsonl", 1, tmp_path / "header.jsonl")
+    done = fsm(*[str(part) if a == "LOG" else a for a in command], input="")
+    assert done.returncode == 2
+    assert done.stdout == ""
+    assert done.stderr.strip() == (
+        f"fsm-agent: error: {part}: the log ends after its header, before the run started "
+        "(no `start` record)"
+    )
+
+
+def test_a_log_cut_right_after_its_start_has_an_empty_path(tmp_path: Path) -> None:
+    part = cut(REPLAYS / "tool_round.jsonl", 2, tmp_path / "start.jsonl")
+    done = fsm("replay", str(part), "--path")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == ""
+
+
 def test_debugger_shows_where_a_cut_log_ends(tmp_path: Path) -> None:
     part = cut(REPLAYS / "tool_round.jsonl", 12, tmp_path / "part.jsonl")
     steps = transitions_in(part)
