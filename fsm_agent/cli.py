@@ -527,16 +527,15 @@ def _info_json(info: Any) -> dict[str, Any]:
 
 
 def _sessions_table(infos: list[Any]) -> None:
+    """The listing, one line a log. Every column but the prompt has a fixed width and
+    the prompt gets what is left, cut with an ellipsis: left to rich, a long prompt
+    on 80 columns squeezed the session and turns columns out entirely."""
+    from rich.cells import cell_len
     from rich.console import Console
     from rich.table import Table
     from rich.text import Text
 
-    table = Table(box=None, header_style="bold", pad_edge=False)
-    table.add_column("session", no_wrap=True, style="cyan", min_width=8)
-    table.add_column("when (UTC)", no_wrap=True, min_width=16)
-    table.add_column("turns", no_wrap=True, justify="right", min_width=5)
-    table.add_column("ended", no_wrap=True, min_width=18, max_width=24, overflow="ellipsis")
-    table.add_column("prompt", no_wrap=True, overflow="ellipsis", ratio=1, min_width=12)
+    rows = []
     for info in infos:
         when = (info.created or "?").replace("T", " ").split("+")[0]
         prompt = " ".join((info.prompt or "").split())
@@ -548,14 +547,22 @@ def _sessions_table(infos: list[Any]) -> None:
         else:
             ended = info.status + (f" ({info.problem})" if info.problem else "")
             style = "yellow"
-        table.add_row(
-            (info.session_id or info.path.stem)[:8],
-            when[:16],
-            "" if info.turns is None else str(info.turns),
-            Text(ended, style=style),
-            Text(prompt),
-        )
-    Console().print(table)
+        turns = "" if info.turns is None else str(info.turns)
+        session = (info.session_id or info.path.stem)[:8]
+        rows.append((session, when[:16], turns, Text(ended, style=style), Text(prompt)))
+    console = Console()
+    widths = [8, 16, 5, min(24, max(cell_len("ended"), *(r[3].cell_len for r in rows)))]
+    gutter = 2 * len(widths)  # a space either side of each inner edge
+    table = Table(box=None, header_style="bold", pad_edge=False)
+    table.add_column("session", no_wrap=True, style="cyan", width=widths[0])
+    table.add_column("when (UTC)", no_wrap=True, width=widths[1])
+    table.add_column("turns", no_wrap=True, justify="right", width=widths[2])
+    table.add_column("ended", no_wrap=True, width=widths[3], overflow="ellipsis")
+    prompt_width = max(12, console.width - sum(widths) - gutter)
+    table.add_column("prompt", no_wrap=True, overflow="ellipsis", max_width=prompt_width)
+    for row in rows:
+        table.add_row(*row)
+    console.print(table)
 
 
 @cli.command()

@@ -224,6 +224,19 @@ def test_sessions_lists_hand_edited_logs_of_the_wrong_types(workspace: Path) -> 
     assert table.stdout.count("corrupt") == 2
 
 
+def test_sessions_table_keeps_its_columns_and_cuts_a_long_prompt(workspace: Path) -> None:
+    """Piped, 80 columns: rich squeezed the session and turns columns out for a long prompt."""
+    scripted_run(workspace, "tool_round", "please " * 40 + "create notes.txt")
+    table = fsm("sessions", "--cwd", str(workspace), env={"COLUMNS": "80"})
+    assert table.returncode == 0, table.stderr
+    head, row = table.stdout.splitlines()
+    assert head.split() == ["session", "when", "(UTC)", "turns", "ended", "prompt"]
+    (log,) = (workspace / ".fsm-agent" / "sessions").glob("*.jsonl")
+    assert row.startswith(log.stem[:8])
+    assert row.split()[3:5] == ["3", "completed"]
+    assert row.rstrip().endswith("…") and len(row) <= 80
+
+
 def test_sessions_of_an_empty_workspace(workspace: Path) -> None:
     proc = fsm("sessions", "--cwd", str(workspace))
     assert proc.returncode == 0
