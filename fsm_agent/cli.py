@@ -432,9 +432,8 @@ def _chat(plan: Plan, history: list[Any], *, quiet: bool, verbose: bool) -> None
 
 
 def _run_text(plan: Plan, messages: list[Any], *, quiet: bool, verbose: bool) -> Any:
-    from fsm_agent.render import LiveRenderer, QuietRenderer, RunConsole
-
     from fsm_agent.log import LogError
+    from fsm_agent.render import LiveRenderer, QuietRenderer, RunConsole
 
     console = RunConsole()
     renderer = QuietRenderer(console) if quiet else LiveRenderer(console, verbose=verbose)
