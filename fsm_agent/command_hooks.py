@@ -263,7 +263,9 @@ async def run_command(
         await proc.wait()
         return HookRun(hook.command, None, "", "")
     except asyncio.CancelledError:
-        _kill(proc.pid)
+        _kill(proc.pid)  # Ctrl-C: the whole group, as a cancelled Bash call's
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(proc.wait(), 1.0)
         raise
     return HookRun(
         hook.command,

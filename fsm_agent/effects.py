@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from attrs import evolve
 
 from fsm_agent.events import StreamEvent
-from fsm_agent.hooks import HookOutcome, Hooks, NoHooks
+from fsm_agent.hooks import INTERRUPTED_HOOKS, HookOutcome, Hooks, NoHooks
 from fsm_agent.model import Model, ModelRequest
 from fsm_agent.permission_types import (
     NO_TERMINAL,
@@ -274,7 +274,21 @@ class LiveEffects:
             return tool_error(f"{call.name} failed: {type(exc).__name__}: {exc}")
 
     async def run_hooks(self, event: str, payload: dict[str, Any]) -> HookOutcome:
-        return await self.hooks.run(event, payload)
+        """Run the hooks of `event`; Ctrl-C cancels them at once.
+
+        A cancelled command's process group is killed (as a Bash call's is),
+        and the outcome says `interrupted`. Once the run is interrupted no
+        hook starts: a slow hook would make Ctrl-C wait again.
+        """
+        if self.abort.is_set():
+            return INTERRUPTED_HOOKS
+        try:
+            async with AbortGuard(self.abort):
+                return await self.hooks.run(event, payload)
+        except TimeoutError:
+            if not self.abort.is_set():
+                raise
+            return INTERRUPTED_HOOKS
 
     async def check_permission(self, request: PermissionRequest) -> Decision:
         return self.approvals.check(request)

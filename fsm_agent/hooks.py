@@ -24,6 +24,8 @@ class HookOutcome:
     `permission_decision` is a PreToolUse hook's allow/deny/ask/defer;
     `updated_input` replaces the tool's whole input; `additional_context`
     goes to the model in a `<system-reminder>`; `messages` are for the user only.
+    `interrupted`: Ctrl-C cut the hooks short (or came before they started), so
+    they have no say and the loop ends as interrupted; recorded, so replay agrees.
     """
 
     blocking_errors: tuple[str, ...] = ()
@@ -34,9 +36,11 @@ class HookOutcome:
     permission_reason: str | None = None
     updated_input: dict[str, Any] | None = None
     messages: tuple[str, ...] = ()
+    interrupted: bool = False
 
 
 NO_OPINION = HookOutcome()
+INTERRUPTED_HOOKS = HookOutcome(interrupted=True)
 
 
 def strongest(decisions: Sequence[str | None]) -> str | None:
@@ -68,6 +72,7 @@ def merge(outcomes: Sequence[HookOutcome]) -> HookOutcome:
         permission_reason="; ".join(reasons) or None,
         updated_input=updated[-1] if updated else None,
         messages=tuple(m for o in outcomes for m in o.messages),
+        interrupted=any(o.interrupted for o in outcomes),
     )
 
 

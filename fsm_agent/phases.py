@@ -258,6 +258,7 @@ async def stop_hooks(run: Run, state: LoopState, it: Iteration) -> tuple[Iterati
             },
         )
     return evolve(it, hook_stop_reason=outcome.stop_reason), facts(
+        aborted=outcome.interrupted,
         hook_prevented=outcome.prevent_continuation,
         stop_reason=outcome.stop_reason,
         blocking_errors=tuple(outcome.blocking_errors),

@@ -265,6 +265,10 @@ class ToolExecutor:
         if self.config.has_hooks("PreToolUse"):
             payload = self._payload("PreToolUse", block, block.input)
             pre = await consult(effects.run_hooks, self.emit, "PreToolUse", payload)
+        if pre.interrupted:
+            result = ToolResultBlock(block.id, INTERRUPTED, True)
+            self.emit(ToolRefused(block, result))
+            return CallResult(result, block.name, {}, interrupted=True)
         if pre.prevent_continuation:
             reason = pre.stop_reason or "stopped by a PreToolUse hook"
             return refused(f"Execution stopped by PreToolUse hook: {reason}", reason)
@@ -288,6 +292,7 @@ class ToolExecutor:
         outcome = await effects.run_tool(ToolCall(block.id, block.name, tool_input), env)
         extra = _reminders(pre)
         stop = outcome.stop_reason
+        interrupted = outcome.interrupted
         event = "PostToolUseFailure" if outcome.is_error else "PostToolUse"
         if self.config.has_hooks(event):
             payload = self._payload(event, block, tool_input)
@@ -301,11 +306,11 @@ class ToolExecutor:
             extra += _reminders(post)
             if post.prevent_continuation:
                 stop = stop or post.stop_reason or f"stopped by a {event} hook"
+            interrupted = interrupted or post.interrupted
         result = ToolResultBlock(block.id, with_text(outcome.content, extra), outcome.is_error)
         self.emit(ToolFinished(result, block.name, outcome.duration_s))
         return CallResult(
-            result, block.name, dict(outcome.read_files), stop, outcome.interrupted,
-            outcome.duration_s,
+            result, block.name, dict(outcome.read_files), stop, interrupted, outcome.duration_s,
         )  # fmt: skip
 
     async def _permission(

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import stat
+import time
 from pathlib import Path
 from typing import Any
 
@@ -19,10 +20,11 @@ from fsm_agent.command_hooks import (
     matcher_matches,
     parse_hooks,
 )
+from fsm_agent.effects import AbortSignal
 from fsm_agent.hooks import HookOutcome, merge
 from fsm_agent.messages import ToolResultBlock
 from fsm_agent.scripted import Scenario
-from fsm_agent.session import replay, run_scenario
+from fsm_agent.session import arun_scenario, replay, run_scenario
 
 
 def script(path: Path, body: str) -> str:
@@ -659,3 +661,52 @@ def test_what_hooks_say_to_the_user_is_shown_live_and_on_replay(
     again: list[Any] = []
     replay(tmp_path / "run.jsonl", on_event=again.append)
     assert [(e.kind, e.text) for e in again if type(e) is Notice] == notices
+
+
+@pytest.mark.parametrize(
+    ("event", "reason", "error"),
+    [
+        ("PreToolUse", "aborted_tools", "interrupted while tools ran"),
+        ("PostToolUse", "aborted_tools", "interrupted while tools ran"),
+        ("Stop", "aborted_tools", "interrupted while Stop hooks ran"),
+    ],
+)
+def test_ctrl_c_kills_a_running_hook_and_ends_the_run_interrupted(
+    workspace: Path, tmp_path: Path, event: str, reason: str, error: str
+) -> None:
+    """Ctrl-C during a slow hook: its process group is killed at once (its `sleep`
+    never finishes), the run ends interrupted, and the log replays."""
+    done = tmp_path / "hook_done"
+    command = f"sleep 8; echo slept > {done}"
+    settings = {
+        "permissions": {"allow": ["Bash"]},
+        "hooks": {event: [{"matcher": "Bash" if event != "Stop" else "",
+                           "hooks": [{"type": "command", "command": command}]}]},
+    }  # fmt: skip
+    turns = [{"content": [{"type": "text", "text": "all done"}]}]
+    if event != "Stop":
+        turns.insert(0, _tool_turn(("t1", "Bash", {"command": "echo ran > ran.txt"})))
+    scenario = Scenario.parse({"prompt": "go", "settings": settings, "turns": turns})
+    log = tmp_path / "run.jsonl"
+    abort = AbortSignal()
+
+    async def main() -> Any:
+        asyncio.get_running_loop().call_later(0.5, abort.set)
+        return await arun_scenario(scenario, cwd=workspace, log=log, abort=abort)
+
+    started = time.monotonic()
+    result = asyncio.run(main())
+    assert time.monotonic() - started < 5
+    assert (result.reason, result.error) == (reason, error)
+    if event == "PreToolUse":
+        assert _results(result)["t1"].text == "[Request interrupted by user for tool use]"
+        assert not (workspace / "ran.txt").exists()
+    elif event == "PostToolUse":
+        assert (workspace / "ran.txt").exists()
+        assert not _results(result)["t1"].is_error
+    else:
+        assert result.messages[-1].role == "assistant"
+    time.sleep(0.3)
+    assert not done.exists()
+    replayed = replay(log)
+    assert (replayed.path, replayed.reason) == (result.path, result.reason)
