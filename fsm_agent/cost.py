@@ -6,7 +6,7 @@ depend on each request's prompt, so a run's summed usage cannot be priced.
 
 from __future__ import annotations
 
-from fsm_agent.events import AssistantMessage, DriverEvent
+from fsm_agent.events import DriverEvent, ResponseUsage
 from fsm_agent.messages import Usage
 from fsm_agent.pricing import cost_usd
 
@@ -24,8 +24,10 @@ class CostMeter:
         self.by_model: dict[str, tuple[Usage, float | None]] = {}
 
     def __call__(self, event: DriverEvent) -> None:
-        if isinstance(event, AssistantMessage):
-            self.add(event.message.model, event.message.usage)
+        """Every response that reported usage, its message kept or not (a failed
+        stream, a fallback's first try, a summary): so the sums match the run's usage."""
+        if isinstance(event, ResponseUsage):
+            self.add(event.model, event.usage)
 
     def add(self, model: str | None, usage: Usage | None) -> None:
         if usage is None:

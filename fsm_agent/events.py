@@ -145,6 +145,19 @@ class AssistantMessage:
 
 
 @frozen
+class ResponseUsage:
+    """What one model response used, emitted once per response that reported usage.
+
+    A response counts whether or not its message joins the conversation (a
+    stream that failed, the overloaded try before a fallback, a compaction
+    summary): the run's `usage` adds these up, and the cost prices each one.
+    """
+
+    model: str
+    usage: Usage
+
+
+@frozen
 class ModelEvent:
     """One raw event of the model's stream, for callers that pass the stream through."""
 
@@ -207,6 +220,7 @@ DriverEvent = (
     | ThinkingDelta
     | ToolUseComplete
     | AssistantMessage
+    | ResponseUsage
     | ModelEvent
     | ToolStarted
     | ToolFinished

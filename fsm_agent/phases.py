@@ -30,6 +30,7 @@ from fsm_agent.events import (
     MessageStop,
     ModelCallError,
     ModelEvent,
+    ResponseUsage,
     StreamEvent,
     TextDelta,
     ThinkingDelta,
@@ -101,6 +102,7 @@ class _Assembler:
         self.usage = NO_USAGE
         self.stop_reason: str | None = None
         self.stopped = False
+        self.started = False
 
     def feed(self, event: StreamEvent) -> bool:
         """Take one event; True when it started a tool call."""
@@ -108,6 +110,7 @@ class _Assembler:
         emit(ModelEvent(event))
         if isinstance(event, MessageStart):
             self.message_id, self.model, self.usage = event.id, event.model, event.usage
+            self.started = True
         elif isinstance(event, BlockDelta):
             if event.kind == "text":
                 emit(TextDelta(event.delta))
@@ -187,6 +190,8 @@ async def api_call(run: Run, state: LoopState, it: Iteration) -> tuple[Iteration
                 await asyncio.sleep(0)  # the call just started runs while the stream goes on
     except ModelCallError as exc:
         error = exc
+    if assembler.started:  # counted and priced even if its message is dropped
+        run.emit(ResponseUsage(assembler.model or it.model, assembler.usage))
     message = assembler.message()
     assistant = () if message is None else (message,)
     it = evolve(

@@ -41,6 +41,7 @@ from fsm_agent.events import (
     MessageStart,
     MessageStop,
     ModelCallError,
+    ResponseUsage,
 )
 from fsm_agent.hooks import consult
 from fsm_agent.messages import TextBlock, Usage
@@ -177,6 +178,8 @@ async def autocompact(run: Run, it: Iteration, tracking: AutoCompactTracking) ->
         purpose="compact",
     )
     text, usage, error = await _summary(run, request)
+    if usage != Usage():
+        run.emit(ResponseUsage(request.model, usage))
     it = evolve(it, usage=it.usage + usage)
     summary = parse_summary(text)
     if error is not None or not summary:

@@ -27,6 +27,7 @@ from fsm_agent.events import (
     ModelEvent,
     ModelRetry,
     Notice,
+    ResponseUsage,
     TextDelta,
     ThinkingDelta,
     ToolFinished,
@@ -188,10 +189,10 @@ class LiveRenderer:
                 self._mid_text = True
         elif isinstance(event, ThinkingDelta):
             self._label = "Thinking"
-        elif isinstance(event, AssistantMessage):
+        elif isinstance(event, ResponseUsage):
             self.cost(event)
-            if event.message.usage is not None:
-                self._usage = self._usage + event.message.usage
+            self._usage = self._usage + event.usage
+        elif isinstance(event, AssistantMessage):
             self._flush_text()
         elif isinstance(event, ToolStarted):
             self._running[event.block.id] = event.block

@@ -6,13 +6,18 @@ import asyncio
 from collections.abc import AsyncIterator
 from pathlib import Path
 
+import pytest
+
 from fsm_agent.config import RunConfig
+from fsm_agent.cost import CostMeter
 from fsm_agent.driver import LoopResult
 from fsm_agent.effects import AbortSignal
 from fsm_agent.events import AssistantMessage, DriverEvent, MessageStop, ModelEvent, StreamEvent
 from fsm_agent.launch import Plan
 from fsm_agent.log import SessionLog
+from fsm_agent.messages import Usage
 from fsm_agent.session import arun, replay
+from tests.conftest import SCENARIOS
 
 
 def test_each_assistant_message_and_stream_event_is_emitted(scenario, tmp_path: Path) -> None:
@@ -121,3 +126,13 @@ def test_ctrl_c_stops_a_running_tool(workspace: Path, tmp_path: Path) -> None:
     last = result.messages.items[-1]
     assert last.content[0].content == INTERRUPTED and last.content[0].is_error
     assert replay(log).reason == "aborted_tools"
+
+
+@pytest.mark.parametrize("name", sorted(p.stem for p in SCENARIOS.glob("*.json")))
+def test_the_cost_meter_counts_every_token_the_run_counts(scenario, name: str) -> None:
+    """Usage is summed per response; so is the cost: every response the run counts
+    (a failed try, a summary, a message kept) is one the meter prices."""
+    meter = CostMeter()
+    result = scenario(name, on_event=meter)
+    counted = sum((usage for usage, _ in meter.by_model.values()), Usage())
+    assert counted == result.usage

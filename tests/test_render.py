@@ -8,7 +8,7 @@ from pathlib import Path
 
 from rich.console import Console
 
-from fsm_agent.events import AssistantMessage, Notice, TextDelta, Transition
+from fsm_agent.events import AssistantMessage, Notice, ResponseUsage, TextDelta, Transition
 from fsm_agent.messages import Message, TextBlock, Usage
 from fsm_agent.render import LiveRenderer, QuietRenderer
 from fsm_agent.session import run_scenario
@@ -63,6 +63,7 @@ def test_spinner_names_the_phase_and_the_footer_counts(workspace: Path) -> None:
     renderer = LiveRenderer(console(terminal=True))
     renderer(Transition(2, "blocking_limit_check", "api_call", "under_limit", 2))
     usage = Usage(input_tokens=1200, output_tokens=34)
+    renderer(ResponseUsage("claude-sonnet-4-5", usage))
     renderer(AssistantMessage(Message("assistant", (TextBlock("x"),), usage=usage)))
     renderer(TextDelta("half a sen"))
     shown = console(terminal=False)

@@ -8,11 +8,15 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from fsm_agent.messages import Usage
 from fsm_agent.pricing import cost_usd
 from tests.messages_server import (
     MessagesServer,
+    message_events,
     messages_server_fixture,  # noqa: F401
+    stream_error,
     text,
 )
 
@@ -167,3 +171,42 @@ def test_a_retry_is_told_as_it_happens_and_again_on_replay(
     shown = console.file.getvalue().splitlines()  # type: ignore[attr-defined]
     retry = "↻ the API answered 429 (rate_limit_error: slow down); retry 1 in 0.05 s"
     assert shown[: shown.index("After the wait.")] == [retry]
+
+
+HAIKU = "claude-haiku-4-5"
+
+
+@pytest.mark.parametrize("fallback", [True, False])
+def test_a_response_cut_by_an_error_is_counted_and_priced(
+    messages_server: MessagesServer, workspace: Path, fallback: bool
+) -> None:
+    """The overloaded first try reported 50,000 input tokens: `usage`, `modelUsage`
+    and the cost all count it, each response priced on its own."""
+    cut = message_events(
+        [{"type": "text", "text": "partial answer"}],
+        model=MODEL,
+        usage={"input_tokens": 50000, "output_tokens": 7},
+    )[:4]
+    replies = [stream_error(cut, "overloaded_error", "Overloaded")]
+    args = ["go", "--output-format", "json"]
+    if fallback:
+        replies.append(
+            text("from fallback", model=HAIKU, usage={"input_tokens": 100, "output_tokens": 10})
+        )
+        args += ["--fallback-model", HAIKU]
+    messages_server.reply(*replies)
+    proc = cli(messages_server, workspace, *args)
+    assert proc.returncode == (0 if fallback else 13), proc.stderr
+    out = json.loads(proc.stdout)
+    first = Usage(input_tokens=50000, output_tokens=1)  # message_start's count: no delta came
+    spent = {MODEL: first, HAIKU: Usage(input_tokens=100, output_tokens=10)}
+    if not fallback:
+        del spent[HAIKU]
+    assert {m: (u["inputTokens"], u["outputTokens"]) for m, u in out["modelUsage"].items()} == {
+        m: (u.input_tokens, u.output_tokens) for m, u in spent.items()
+    }
+    assert out["usage"]["input_tokens"] == sum(u.input_tokens for u in spent.values())
+    assert out["usage"]["output_tokens"] == sum(u.output_tokens for u in spent.values())
+    prices = [cost_usd(m, u) for m, u in spent.items()]
+    assert out["total_cost_usd"] == pytest.approx(sum(p for p in prices if p is not None))
+    assert out["total_cost_usd"] > 0.15
