@@ -190,6 +190,15 @@ class ToolRefused:
 
 
 @frozen
+class CallsDiscarded:
+    """The message that asked for these calls was dropped (its model was overloaded and
+    a fallback model answers instead): the calls were cancelled, and what they
+    reported is no part of the run, as Claude Code discards its streaming executor."""
+
+    ids: tuple[str, ...]
+
+
+@frozen
 class Transition:
     step: int
     source: str
@@ -225,6 +234,7 @@ DriverEvent = (
     | ToolStarted
     | ToolFinished
     | ToolRefused
+    | CallsDiscarded
     | Transition
     | Notice
     | ContextReport

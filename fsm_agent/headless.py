@@ -23,6 +23,7 @@ from fsm_agent.events import (
     BlockDelta,
     BlockStart,
     BlockStop,
+    CallsDiscarded,
     DriverEvent,
     MessageDelta,
     MessageStart,
@@ -107,6 +108,9 @@ class RunTally:
             self.denials.append(
                 {"tool_name": block.name, "tool_use_id": block.id, "tool_input": block.input}
             )
+        elif isinstance(event, CallsDiscarded):
+            gone = set(event.ids)
+            self.denials = [d for d in self.denials if d["tool_use_id"] not in gone]
 
     def model_usage(self) -> dict[str, dict[str, Any]]:
         """`modelUsage`, keyed by model, in `claude -p`'s camelCase; `costUSD` null
@@ -222,7 +226,9 @@ class StreamJson:
     can finish before the message that asked for it is whole. Its result
     waits until that `assistant` line is written, so a reader never meets a
     `tool_result` before its `tool_use`; if the message never comes (the
-    stream failed), the result is written when the loop leaves `api_call`.
+    stream failed), the result is written when the loop leaves `api_call`,
+    unless the message was discarded for a fallback model (`CallsDiscarded`):
+    then it is never written.
     """
 
     def __init__(
@@ -237,7 +243,7 @@ class StreamJson:
         self.partial = partial
         self.closed = False
         self._unannounced: set[str] = set()
-        self._held: list[dict[str, Any]] = []
+        self._held: list[tuple[str, dict[str, Any]]] = []
 
     def write(self, obj: dict[str, Any]) -> None:
         """One line, flushed. A reader that went away stops the output, never the run."""
@@ -264,15 +270,20 @@ class StreamJson:
             tool_use_result=about,
         )
         if result.tool_use_id in self._unannounced:
-            self._held.append(line)
+            self._held.append((result.tool_use_id, line))
         else:
             self.write(line)
 
     def _release(self) -> None:
         held, self._held = self._held, []
         self._unannounced.clear()
-        for line in held:
+        for _, line in held:
             self.write(line)
+
+    def _discard(self, ids: Sequence[str]) -> None:
+        gone = set(ids)
+        self._held = [(i, line) for i, line in self._held if i not in gone]
+        self._unannounced -= gone
 
     def __call__(self, event: DriverEvent) -> None:
         if isinstance(event, ToolUseComplete):
@@ -284,6 +295,8 @@ class StreamJson:
             self._result(event.result, {"tool": event.name, "duration_s": event.duration_s})
         elif isinstance(event, ToolRefused):
             self._result(event.result, {"tool": event.block.name, "refused": True})
+        elif isinstance(event, CallsDiscarded):
+            self._discard(event.ids)
         elif isinstance(event, ModelEvent) and isinstance(event.event, ModelRetry):
             retry = event.event
             delay = None if retry.delay_s is None else round(retry.delay_s * 1000)

@@ -24,6 +24,7 @@ from fsm_agent.events import (
     AssistantMessage,
     BlockDelta,
     BlockStop,
+    CallsDiscarded,
     DriverEvent,
     MessageDelta,
     MessageStart,
@@ -207,6 +208,9 @@ async def api_call(run: Run, state: LoopState, it: Iteration) -> tuple[Iteration
     if error is not None:
         it = evolve(it, tool_results=await run.executor.cancel())
         it, facts = _classify(run, it, error)
+        if facts.fallback_model is not None:  # the fallback's answer replaces this message
+            asked = [b.id for b in assembler.blocks.values() if isinstance(b, ToolUseBlock)]
+            run.emit(CallsDiscarded(tuple(asked)))
     else:
         facts = NO_FACTS
     if facts.fallback_model is None:

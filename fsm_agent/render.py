@@ -23,6 +23,7 @@ from fsm_agent.cost import CostMeter
 from fsm_agent.driver import LoopResult
 from fsm_agent.events import (
     AssistantMessage,
+    CallsDiscarded,
     DriverEvent,
     ModelEvent,
     ModelRetry,
@@ -206,6 +207,8 @@ class LiveRenderer:
             line = Text(f"  ✗ {first[0] if first else 'refused'}", style="red")
             self.console.print(line, no_wrap=True, overflow="ellipsis")
             self._last_call = None
+        elif isinstance(event, CallsDiscarded):
+            self._running = {i: b for i, b in self._running.items() if i not in event.ids}
         elif isinstance(event, Notice):
             self._notice("⚠" if event.kind == "hook" else "↻", event.text)
         elif isinstance(event, ModelEvent) and isinstance(event.event, ModelRetry):

@@ -9,8 +9,10 @@ from pathlib import Path
 import pytest
 
 from fsm_agent.cli import EXIT_CODES, EXIT_ERROR_ANSWER, EXIT_USAGE
-from fsm_agent.headless import subtype_of
+from fsm_agent.events import CallsDiscarded, ToolRefused
+from fsm_agent.headless import RunTally, subtype_of
 from fsm_agent.machine import TERMINAL_REASONS
+from fsm_agent.messages import ToolResultBlock, ToolUseBlock
 from tests.conftest import SCENARIOS
 from tests.test_cli import fsm, run_scripted
 
@@ -422,3 +424,15 @@ def test_every_stream_json_line_has_the_session_id_and_its_own_uuid(
     assert {line["session_id"] for line in lines} == {lines[0]["session_id"]}
     uuids = [line.get("uuid") for line in lines]
     assert None not in uuids and len(set(uuids)) == len(lines)
+
+
+def test_a_denial_of_a_discarded_call_is_not_reported() -> None:
+    """A safe call started while an overloaded stream went on may be denied; the
+    fallback drops that message, and the denial with it."""
+    tally = RunTally()
+    kept = ToolUseBlock("toolu_k", "Read", {"file_path": "/etc/shadow"})
+    dropped = ToolUseBlock("toolu_d", "Read", {"file_path": "/etc/passwd"})
+    for block in (dropped, kept):
+        tally(ToolRefused(block, ToolResultBlock(block.id, "denied", True), denied=True))
+    tally(CallsDiscarded(("toolu_d",)))
+    assert [d["tool_use_id"] for d in tally.denials] == ["toolu_k"]

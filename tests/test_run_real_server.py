@@ -14,11 +14,13 @@ from fsm_agent.messages import Usage
 from fsm_agent.pricing import cost_usd
 from tests.messages_server import (
     MessagesServer,
+    StreamReply,
     message_events,
     messages_server_fixture,  # noqa: F401
     stream_error,
     text,
 )
+from tests.test_cli import fsm as fsm_cli
 
 MODEL = "claude-sonnet-4-6"
 
@@ -210,3 +212,42 @@ def test_a_response_cut_by_an_error_is_counted_and_priced(
     prices = [cost_usd(m, u) for m, u in spent.items()]
     assert out["total_cost_usd"] == pytest.approx(sum(p for p in prices if p is not None))
     assert out["total_cost_usd"] > 0.15
+
+
+def _cut_after_the_read(error_type: str, text: str) -> StreamReply:
+    """Text, a Read (safe: it starts while the stream goes on) and a Write, the stream
+    failing right after the Read's block is complete."""
+    content = [
+        {"type": "text", "text": "Let me look."},
+        {"type": "tool_use", "id": "toolu_r", "name": "Read", "input": {"file_path": "a.txt"}},
+        {"type": "tool_use", "id": "toolu_w", "name": "Write",
+         "input": {"file_path": "b.txt", "content": "x"}},
+    ]  # fmt: skip
+    events = message_events(content, model=MODEL, stop_reason="tool_use")
+    stops = [i for i, e in enumerate(events) if e.event == "content_block_stop"]
+    return stream_error(events[: stops[1] + 1], error_type, text)
+
+
+def _lines(proc: subprocess.CompletedProcess) -> list[dict]:
+    return [json.loads(line) for line in proc.stdout.splitlines()]
+
+
+def test_calls_of_a_message_dropped_for_a_fallback_are_not_reported(
+    messages_server: MessagesServer, workspace: Path, tmp_path: Path
+) -> None:
+    (workspace / "a.txt").write_text("hello\n")
+    messages_server.reply(
+        _cut_after_the_read("overloaded_error", "Overloaded"), text("from fallback", model=HAIKU)
+    )
+    log = tmp_path / "fb.jsonl"
+    proc = cli(messages_server, workspace, "go", "--output-format", "stream-json",
+               "--verbose", "--fallback-model", HAIKU, "--log", str(log))  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    lines = _lines(proc)
+    kinds = [(line["type"], line.get("subtype")) for line in lines if line["type"] != "transition"]
+    assert kinds == [("system", "init"), ("system", "fallback"), ("assistant", None),
+                     ("result", "success")]  # fmt: skip
+    assert "toolu_r" not in proc.stdout
+    assert "toolu_r" not in json.dumps(messages_server.bodies()[-1]["messages"])
+    check = fsm_cli("replay", "--check", str(log))
+    assert check.returncode == 0, check.stdout + check.stderr
