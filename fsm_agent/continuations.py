@@ -20,7 +20,7 @@ from fsm_agent.context import (
     meta,
     reactive_compact,
 )
-from fsm_agent.effects import INTERRUPTED
+from fsm_agent.effects import INTERRUPTED, model_failed
 from fsm_agent.events import Notice
 from fsm_agent.machine import MODEL_FALLBACK, Continue, Terminal
 from fsm_agent.messages import Message, TextBlock, ToolResultBlock, ToolUseBlock, tool_results
@@ -322,9 +322,7 @@ def unanswered_results(
     if reason not in (Terminal.ABORTED_STREAMING, Terminal.MODEL_ERROR):
         return ()
     text = (
-        INTERRUPTED
-        if reason == Terminal.ABORTED_STREAMING
-        else f"Tool not run: the model call failed ({it.model_error})"
+        INTERRUPTED if reason == Terminal.ABORTED_STREAMING else model_failed(it.model_error or "")
     )
     answered = {r.tool_use_id for r in it.tool_results}
     return tuple(

@@ -173,6 +173,12 @@ def tool_error(text: str) -> ToolOutcome:
     return ToolOutcome.error(f"<tool_use_error>{text}</tool_use_error>")
 
 
+def model_failed(error: str) -> str:
+    """The result of a call its model call's failure left unanswered (Claude Code fills
+    such calls in with the error): not a user interrupt."""
+    return f"Tool not run: the model call failed ({error})"
+
+
 def interrupted() -> ToolOutcome:
     return ToolOutcome(INTERRUPTED, is_error=True, interrupted=True)
 

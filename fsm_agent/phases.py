@@ -19,7 +19,7 @@ from fsm_agent.context import (
     budget_nudge,
     prepend_user_context,
 )
-from fsm_agent.effects import Effects
+from fsm_agent.effects import Effects, model_failed
 from fsm_agent.events import (
     AssistantMessage,
     BlockDelta,
@@ -206,9 +206,13 @@ async def api_call(run: Run, state: LoopState, it: Iteration) -> tuple[Iteration
     if error is None and not assembler.stopped and not run.effects.aborted("streaming"):
         error = ModelCallError("incomplete_stream", "the stream ended without message_stop")
     if error is not None:
-        it = evolve(it, tool_results=await run.executor.cancel())
         it, facts = _classify(run, it, error)
-        if facts.fallback_model is not None:  # the fallback's answer replaces this message
+        dropped = facts.fallback_model is not None
+        cut = await run.executor.cancel(
+            reason=model_failed(f"{error.kind}: {error.message}"), report=not dropped
+        )
+        it = evolve(it, tool_results=cut)
+        if dropped:  # the fallback's answer replaces this message and its calls
             asked = [b.id for b in assembler.blocks.values() if isinstance(b, ToolUseBlock)]
             run.emit(CallsDiscarded(tuple(asked)))
     else:

@@ -50,6 +50,9 @@ class CallResult:
     stop_reason: str | None = None
     interrupted: bool = False
     duration_s: float = 0.0
+    reported: bool = True
+    """False for a call started early and cut short: whoever collects it reports it
+    (`cancel` says why), so a live run and its replay word it the same."""
 
 
 @frozen
@@ -135,12 +138,16 @@ class ToolExecutor:
             self._slots = asyncio.Semaphore(max(1, self.config.max_tool_concurrency))
         return self._slots
 
-    async def cancel(self, ids: Sequence[str] | None = None) -> tuple[ToolResultBlock, ...]:
+    async def cancel(
+        self, ids: Sequence[str] | None = None, *, reason: str | None = None, report: bool = True
+    ) -> tuple[ToolResultBlock, ...]:
         """Stop calls started early (the stream failed or was interrupted) and wait for them;
-        the results they ended with, finished or `interrupted`.
+        the results they ended with, finished or cut short.
 
-        Their pipelines still finish through the effects door, so every
-        effect they began is recorded and the log stays whole.
+        A cut call's result says `reason` (a model error) instead of the user
+        interrupt; with `report` False (the message was discarded) it is not
+        reported at all. Their pipelines still finish through the effects
+        door, so every effect they began is recorded and the log stays whole.
         """
         ids = list(self._tasks) if ids is None else [i for i in ids if i in self._tasks]
         for i in ids:
@@ -149,7 +156,18 @@ class ToolExecutor:
         for i in ids:
             self._tasks.pop(i, None)
             self._cancel.pop(i, None)
-        return tuple(call.result for call in done if isinstance(call, CallResult))
+        results: list[ToolResultBlock] = []
+        for call in done:
+            if not isinstance(call, CallResult):
+                continue
+            result = call.result
+            if not call.reported:
+                if reason is not None:
+                    result = _reworded(result, reason)
+                if report:
+                    self.emit(ToolFinished(result, call.name, call.duration_s))
+            results.append(result)
+        return tuple(results)
 
     async def _collect(self, block: ToolUseBlock, read_files: dict[str, float],
                        invalid: str | None, *, alone: bool = False) -> CallResult:  # fmt: skip
@@ -168,10 +186,13 @@ class ToolExecutor:
             async with self._semaphore():
                 return await self.call(block, dict(read_files), invalid)
         try:
-            return await task
+            call = await task
         finally:
             self._tasks.pop(block.id, None)
             self._cancel.pop(block.id, None)
+        if not call.reported:
+            self.emit(ToolFinished(call.result, call.name, call.duration_s))
+        return call
 
     async def run_all(
         self,
@@ -308,9 +329,12 @@ class ToolExecutor:
                 stop = stop or post.stop_reason or f"stopped by a {event} hook"
             interrupted = interrupted or post.interrupted
         result = ToolResultBlock(block.id, with_text(outcome.content, extra), outcome.is_error)
-        self.emit(ToolFinished(result, block.name, outcome.duration_s))
+        reported = not (outcome.interrupted and cancel is not None)
+        if reported:
+            self.emit(ToolFinished(result, block.name, outcome.duration_s))
         return CallResult(
             result, block.name, dict(outcome.read_files), stop, interrupted, outcome.duration_s,
+            reported,
         )  # fmt: skip
 
     async def _permission(
@@ -357,6 +381,14 @@ class ToolExecutor:
             f"<tool_use_error>The user denied permission to use {name} ({reason}). "
             "Do not retry this call; ask the user how to proceed.</tool_use_error>"
         )
+
+
+def _reworded(result: ToolResultBlock, reason: str) -> ToolResultBlock:
+    """A cut call's result with `reason` in place of the user-interrupt text."""
+    content = result.content
+    if isinstance(content, str) and content.startswith(INTERRUPTED):
+        return ToolResultBlock(result.tool_use_id, reason + content[len(INTERRUPTED) :], True)
+    return result
 
 
 def _drop_outcome(task: asyncio.Task[CallResult]) -> None:

@@ -10,8 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from fsm_agent.messages import Usage
+from fsm_agent.messages import ToolResultBlock, Usage
 from fsm_agent.pricing import cost_usd
+from fsm_agent.session import replay
 from tests.messages_server import (
     MessagesServer,
     StreamReply,
@@ -251,3 +252,28 @@ def test_calls_of_a_message_dropped_for_a_fallback_are_not_reported(
     assert "toolu_r" not in json.dumps(messages_server.bodies()[-1]["messages"])
     check = fsm_cli("replay", "--check", str(log))
     assert check.returncode == 0, check.stdout + check.stderr
+
+
+def test_a_call_cut_by_a_model_error_says_so_not_that_the_user_interrupted(
+    messages_server: MessagesServer, workspace: Path, tmp_path: Path
+) -> None:
+    """The Read waits on a slow PreToolUse hook, so the error comes before it runs."""
+    (workspace / "a.txt").write_text("hello\n")
+    slow = {"matcher": "Read", "hooks": [{"type": "command", "command": "sleep 1"}]}
+    (workspace / ".claude").mkdir(exist_ok=True)
+    (workspace / ".claude" / "settings.json").write_text(
+        json.dumps({"hooks": {"PreToolUse": [slow]}})
+    )
+    messages_server.reply(_cut_after_the_read("api_error", "boom"))
+    log = tmp_path / "err.jsonl"
+    proc = cli(messages_server, workspace, "go", "--output-format", "stream-json",
+               "--verbose", "--log", str(log))  # fmt: skip
+    assert proc.returncode == 13, proc.stderr
+    (user,) = [line for line in _lines(proc) if line["type"] == "user"]
+    (block,) = user["message"]["content"]
+    assert block["tool_use_id"] == "toolu_r" and block["is_error"]
+    assert block["content"].startswith("Tool not run: the model call failed (")
+    assert "boom" in block["content"]
+    replayed = replay(log)
+    (result,) = [b for m in replayed.messages for b in m.content if isinstance(b, ToolResultBlock)]
+    assert result.content == block["content"]
