@@ -301,8 +301,7 @@ def final_messages(reason: str, it: Iteration) -> Transcript:
     """The conversation as it stands when the loop ends for `reason`."""
     messages = it.messages_for_query.extend(it.assistant_messages)
     if reason in (Terminal.ABORTED_TOOLS, Terminal.HOOK_STOPPED, Terminal.MAX_TURNS):
-        # aborted_tools with no calls: Ctrl-C during Stop hooks, nothing to answer
-        return messages.extend((_results_message(it),)) if it.tool_use_blocks else messages
+        return messages.extend((_results_message(it),))
     if reason in (Terminal.ABORTED_STREAMING, Terminal.MODEL_ERROR) and it.tool_use_blocks:
         results = {r.tool_use_id: r for r in it.tool_results}
         results.update((b.id, r) for b, r in unanswered_results(reason, it))
@@ -347,9 +346,5 @@ def terminal_error(reason: str, it: Iteration, config: RunConfig) -> str | None:
     if reason == Terminal.ABORTED_STREAMING:
         return "interrupted while the model was answering"
     if reason == Terminal.ABORTED_TOOLS:
-        return (
-            "interrupted while tools ran"
-            if it.tool_use_blocks
-            else "interrupted while Stop hooks ran"
-        )
+        return "interrupted while tools ran"
     return None

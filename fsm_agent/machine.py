@@ -145,8 +145,6 @@ EDGES: tuple[Edge, ...] = (
           lambda s, f: f.api_error is not None),
     _edge(P.RECOVERY, "nothing_to_recover", P.STOP_HOOKS, "otherwise"),
 
-    _edge(P.STOP_HOOKS, T.ABORTED_TOOLS, T.ABORTED_TOOLS,
-          "interrupted while stop hooks ran", lambda s, f: f.aborted),
     _edge(P.STOP_HOOKS, T.STOP_HOOK_PREVENTED, T.STOP_HOOK_PREVENTED,
           "a stop hook prevents continuing", lambda s, f: f.hook_prevented),
     _edge(P.STOP_HOOKS, C.STOP_HOOK_BLOCKING, P.PREPROCESS,

@@ -82,6 +82,8 @@ PhaseFn = Callable[[Run, LoopState, Iteration], Awaitable[tuple[Iteration, Facts
 
 OVER_LIMIT = Facts(over_hard_limit=True)
 NO_USAGE = Usage()
+STOP_HOOKS_INTERRUPTED = "interrupted while Stop hooks ran"
+"""Ctrl-C while Stop hooks ran: as in Claude Code, the hooks prevent continuing."""
 
 
 async def blocking_limit_check(
@@ -270,10 +272,10 @@ async def stop_hooks(run: Run, state: LoopState, it: Iteration) -> tuple[Iterati
                 "last_assistant_message": last,
             },
         )
-    return evolve(it, hook_stop_reason=outcome.stop_reason), facts(
-        aborted=outcome.interrupted,
-        hook_prevented=outcome.prevent_continuation,
-        stop_reason=outcome.stop_reason,
+    stop_reason = STOP_HOOKS_INTERRUPTED if outcome.interrupted else outcome.stop_reason
+    return evolve(it, hook_stop_reason=stop_reason), facts(
+        hook_prevented=outcome.prevent_continuation or outcome.interrupted,
+        stop_reason=stop_reason,
         blocking_errors=tuple(outcome.blocking_errors),
         budget_nudge=token_budget_nudge(run.config, state, it),
     )

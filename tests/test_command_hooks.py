@@ -668,7 +668,7 @@ def test_what_hooks_say_to_the_user_is_shown_live_and_on_replay(
     [
         ("PreToolUse", "aborted_tools", "interrupted while tools ran"),
         ("PostToolUse", "aborted_tools", "interrupted while tools ran"),
-        ("Stop", "aborted_tools", "interrupted while Stop hooks ran"),
+        ("Stop", "stop_hook_prevented", "interrupted while Stop hooks ran"),
     ],
 )
 def test_ctrl_c_kills_a_running_hook_and_ends_the_run_interrupted(

@@ -81,11 +81,11 @@ def test_coverage_of_all_shipped_replays_takes_every_reason() -> None:
 def test_coverage_of_one_log_lists_what_it_misses() -> None:
     proc = fsm("coverage", str(REPLAYS / "tool_round.jsonl"))
     assert proc.returncode == 0
-    assert "10 of 28 edges taken by 1 log(s); 2 of 17 reasons" in proc.stdout
+    assert "10 of 27 edges taken by 1 log(s); 2 of 17 reasons" in proc.stdout
     missed = proc.stdout.split("not taken by any log:\n")[1].splitlines()
     assert "  continuation -[max_turns]-> max_turns" in missed
     assert "  api_call -[streamed]-> abort_check" not in missed
-    assert len(missed) == 18
+    assert len(missed) == 17
     row = next(line for line in proc.stdout.splitlines() if line.startswith("api_call -[model_err"))
     assert row.split()[-1] == "-"
 
