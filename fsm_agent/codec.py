@@ -9,10 +9,18 @@ from __future__ import annotations
 import functools
 import types
 import typing
+from collections.abc import Callable, Mapping
 from typing import Any, Literal
 
 import attrs
 import cattrs
+from cattrs.cols import (
+    homogenous_tuple_structure_factory,
+    is_mapping,
+    is_mutable_sequence,
+    is_sequence,
+    list_structure_factory,
+)
 from cattrs.gen import make_dict_unstructure_fn
 from cattrs.strategies import configure_tagged_union
 from cattrs.v import format_exception
@@ -32,10 +40,88 @@ from fsm_agent.messages import (
 
 converter = cattrs.Converter(omit_if_default=True)
 
+# Structuring takes JSON as it is, never coerced: cattrs would make "false" True,
+# a string a list of its characters, ["a"] the text "['a']", and a string or a list
+# an object of defaults, so a mistake in a scenario or a damaged log would pass.
+
+
+def _json_name(value: Any) -> str:
+    """What a JSON value is, as a reader of the file would say it."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int | float):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, list | tuple):
+        return "a list"
+    if isinstance(value, Mapping):
+        return "an object"
+    return type(value).__name__
+
+
+def _structure_str(value: Any, _: type) -> str:
+    if isinstance(value, str):
+        return value
+    raise TypeError(f"expected a string, got {_json_name(value)}")
+
+
+def _structure_bool(value: Any, _: type) -> bool:
+    if isinstance(value, bool):
+        return value
+    raise TypeError(f"expected true or false, got {_json_name(value)}")
+
+
+def _structure_int(value: Any, _: type) -> int:
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    raise TypeError(f"expected an integer, got {_json_name(value)}")
+
+
+def _structure_float(value: Any, _: type) -> float:
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return float(value)
+    raise TypeError(f"expected a number, got {_json_name(value)}")
+
+
+converter.register_structure_hook(str, _structure_str)
+converter.register_structure_hook(bool, _structure_bool)
+converter.register_structure_hook(int, _structure_int)
+converter.register_structure_hook(float, _structure_float)
+
+
+def _only(kinds: type | tuple[type, ...], hook: Callable[[Any, Any], Any]) -> Any:
+    """`hook`, for a value of one of `kinds` only: a list is a list, an object an object."""
+
+    def structure_only(value: Any, cls: Any) -> Any:
+        if isinstance(value, kinds):
+            return hook(value, cls)
+        raise TypeError(f"got {_json_name(value)}")
+
+    return structure_only
+
+
+def _lists_only(factory: Callable[[Any, cattrs.Converter], Any]) -> Any:
+    return lambda cls, conv: _only((list, tuple), factory(cls, conv))
+
+
+converter.register_structure_hook_factory(
+    is_sequence, _lists_only(homogenous_tuple_structure_factory)
+)
+converter.register_structure_hook_factory(is_mutable_sequence, _lists_only(list_structure_factory))
+converter.register_structure_hook_factory(
+    is_mapping, lambda cls: _only((dict, Mapping), converter.gen_structure_mapping(cls))
+)
+
 # cattrs clears its hook cache whenever it registers a hook, its own collection
 # hooks included, and would then generate a class's hooks again; made once per class.
 converter.register_structure_hook_factory(
-    attrs.has, functools.cache(converter.gen_structure_attrs_fromdict)
+    attrs.has,
+    functools.cache(
+        lambda cls: _only((dict, Mapping), converter.gen_structure_attrs_fromdict(cls))
+    ),
 )
 converter.register_unstructure_hook_factory(
     attrs.has, functools.cache(converter.gen_unstructure_attrs_fromdict)

@@ -68,6 +68,18 @@ def _config(rows: Rows) -> int:
     return 0
 
 
+def _config_flag(rows: Rows) -> int:
+    rows[0]["config"]["autocompact"] = "false"
+    return 0
+
+
+def _tool_read_time(rows: Rows) -> int:
+    i = _first(rows, "tool")
+    read = rows[i]["result"]["read_files"]
+    read.update({path: str(time) for path, time in read.items()})
+    return i
+
+
 def _tools(rows: Rows) -> int:
     rows[0]["tools"] = [{"name": 3}]
     return 0
@@ -89,6 +101,8 @@ DAMAGE: dict[str, tuple[Callable[[Rows], int], str]] = {
     "start messages": (_start_messages, "the start messages: not a list"),
     "start message": (_start_message, "the start messages: not a valid Message"),
     "config": (_config, "the header's config: not a valid RunConfig"),
+    "config flag": (_config_flag, "the header's config: not a valid RunConfig"),
+    "tool read time": (_tool_read_time, "the recorded tool is not valid: not a valid ToolOutcome"),
     "tools": (_tools, "the header's tools: not a valid list"),
     "config not an object": (
         _header(lambda h: h.update(config="x")),

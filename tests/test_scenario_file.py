@@ -73,13 +73,86 @@ def _error(data: dict[str, Any]) -> str:
             {"usage": {"input_tokens": "many"}},
             "invalid value for type, expected int @ $.turns[0].usage.input_tokens",
         ),
+        (
+            {"cut_tool_input": "false"},
+            "invalid value for type, expected bool @ $.turns[0].cut_tool_input",
+        ),
+        (
+            {"usage": {"input_tokens": True}},
+            "invalid value for type, expected int @ $.turns[0].usage.input_tokens",
+        ),
+        (
+            {"usage": {"output_tokens": 1.5}},
+            "invalid value for type, expected int @ $.turns[0].usage.output_tokens",
+        ),
+        ({"delay": "1"}, "invalid value for type, expected float @ $.turns[0].delay"),
+        (
+            {"expect_model": 4},
+            "invalid value for type, expected str or null @ $.turns[0].expect_model",
+        ),
+        (
+            {"content": {"type": "text", "text": "x"}},
+            "invalid value for type, expected list @ $.turns[0].content",
+        ),
+        (
+            {"content": [{"type": "text", "text": ["x"]}]},
+            "invalid value for type, expected str @ $.turns[0].content[0].text",
+        ),
+        ("Done.", "invalid value for type, expected ScriptedTurn @ $.turns[0]"),
     ],
 )
 def test_a_mistake_in_a_turn_is_named_and_placed(turn: dict[str, Any], message: str) -> None:
     assert _error({"turns": [turn]}) == f"s.json: not a valid Scenario: {message}"
 
 
-def test_a_mistake_outside_the_turns_is_named_and_placed() -> None:
-    assert _error({"turns": [], "hooks": {"Stop": 3}}) == (
-        "s.json: not a valid Scenario: invalid value for type, expected list @ $.hooks['Stop']"
+@pytest.mark.parametrize(
+    ("data", "message"),
+    [
+        ({"hooks": {"Stop": 3}}, "invalid value for type, expected list @ $.hooks['Stop']"),
+        ({"hooks": {"Stop": "x"}}, "invalid value for type, expected list @ $.hooks['Stop']"),
+        (
+            {"hooks": {"Stop": [{"blocking_errors": "run tests"}]}},
+            "invalid value for type, expected list @ $.hooks['Stop'][0].blocking_errors",
+        ),
+        (
+            {"hooks": {"Stop": [{"prevent_continuation": 1}]}},
+            "invalid value for type, expected bool @ $.hooks['Stop'][0].prevent_continuation",
+        ),
+        ({"hooks": []}, "invalid value for type, expected object @ $.hooks"),
+        ({"prompt": ["a"]}, "invalid value for type, expected str or null @ $.prompt"),
+        ({"description": 3}, "invalid value for type, expected str @ $.description"),
+        ({"config": "x"}, "invalid value for type, expected ScenarioConfig @ $.config"),
+        ({"config": []}, "invalid value for type, expected ScenarioConfig @ $.config"),
+        (
+            {"config": {"autocompact": "false"}},
+            "invalid value for type, expected bool or null @ $.config.autocompact",
+        ),
+        (
+            {"config": {"max_turns": "5"}},
+            "invalid value for type, expected int or null @ $.config.max_turns",
+        ),
+        (
+            {"config": {"max_turns": True}},
+            "invalid value for type, expected int or null @ $.config.max_turns",
+        ),
+        ({"settings": [1]}, "invalid value for type, expected object or null @ $.settings"),
+    ],
+)
+def test_a_mistake_outside_the_turns_is_named_and_placed(
+    data: dict[str, Any], message: str
+) -> None:
+    assert _error({"turns": [], **data}) == f"s.json: not a valid Scenario: {message}"
+
+
+def test_a_value_is_taken_as_written_not_coerced() -> None:
+    """An integer is a number of seconds too; a string is never a list of its characters."""
+    scenario = Scenario.parse(
+        {
+            "turns": [{"delay": 1, "cut_tool_input": False}],
+            "hooks": {"Stop": [{"blocking_errors": ["Run the tests first."]}]},
+        }
     )
+    assert scenario.turns[0].delay == 1.0
+    assert isinstance(scenario.turns[0].delay, float)
+    assert scenario.turns[0].cut_tool_input is False
+    assert scenario.hooks["Stop"][0].blocking_errors == ("Run the tests first.",)
