@@ -21,7 +21,7 @@ from cattrs.cols import (
     is_sequence,
     list_structure_factory,
 )
-from cattrs.gen import make_dict_unstructure_fn
+from cattrs.gen import make_dict_structure_fn, make_dict_unstructure_fn
 from cattrs.strategies import configure_tagged_union
 from cattrs.v import format_exception
 
@@ -177,6 +177,15 @@ converter.register_unstructure_hook(ToolResultBlock, _unstructure_tool_result)
 _tagged(ContentBlock, "a content block", "type", lambda cls: cls.type)
 
 
+def forbid_unknown_keys(cls: Any, name: Any = None) -> None:
+    """Structure `cls` (as itself, or as `name`, a NewType of it) refusing keys it does
+    not have, for files people write, where a misspelt key would be quietly ignored.
+    Session logs keep ignoring unknown fields (docs/log-format.md), so a class they
+    also hold is made strict under a NewType only where a person writes it."""
+    hook = make_dict_structure_fn(cls, converter, _cattrs_forbid_extra_keys=True)
+    converter.register_structure_hook(name or cls, _only((dict, Mapping), hook))
+
+
 class CodecError(ValueError):
     """Raised when JSON does not have the shape of the class asked for."""
 
@@ -219,7 +228,12 @@ class _Named:
 
 def _explain(exc: BaseException, cls: Any) -> str:
     """cattrs' wording for one error, with types named by `type_name`, a tagged
-    union's tag told apart from a missing field, and a validator's own reason."""
+    union's tag told apart from a missing field, a misspelt key shown next to the
+    keys there are, and a validator's own reason."""
+    if isinstance(exc, cattrs.ForbiddenExtraKeysError):
+        extra = ", ".join(repr(k) for k in sorted(exc.extra_fields))
+        keys = "keys" if len(exc.extra_fields) > 1 else "key"
+        return f"unknown {keys} {extra} (known: {', '.join(a.name for a in attrs.fields(exc.cl))})"
     if cls in _TAGGED and isinstance(exc, KeyError):
         noun, tag, known = _TAGGED[cls]
         key = exc.args[0] if exc.args else None

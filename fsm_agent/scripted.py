@@ -10,14 +10,14 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, NewType
 
 from attrs import evolve, field, frozen
 from attrs.validators import ge, optional
 
-from fsm_agent.codec import CodecError, structure
+from fsm_agent.codec import CodecError, forbid_unknown_keys, structure
 from fsm_agent.config import RunConfig
 from fsm_agent.effects import AbortSignal
 from fsm_agent.events import (
@@ -59,6 +59,14 @@ class ScenarioError(ValueError):
     """A scenario file that cannot be used; the message says where."""
 
 
+ScriptedOutcome = NewType("ScriptedOutcome", HookOutcome)
+"""A hook outcome as a scenario scripts it: read refusing unknown keys, where a
+session log's outcome (a plain `HookOutcome`) ignores them, as logs do."""
+
+ScriptedUsage = NewType("ScriptedUsage", Usage)
+"""A turn's usage as a scenario scripts it: read refusing unknown keys, as above."""
+
+
 @frozen
 class ScriptedError:
     kind: ErrorKind
@@ -70,7 +78,7 @@ class ScriptedError:
 class ScriptedTurn:
     content: tuple[ContentBlock, ...] = ()
     stop_reason: StopReason | None = None
-    usage: Usage = Usage(input_tokens=100, output_tokens=20)
+    usage: ScriptedUsage = ScriptedUsage(Usage(input_tokens=100, output_tokens=20))
     error: ScriptedError | None = None
     delay: float = field(default=0.0, validator=ge(0))
     event_delay: float = field(default=0.0, validator=ge(0))
@@ -104,7 +112,7 @@ class Scenario:
     description: str = ""
     prompt: str | None = None
     config: ScenarioConfig = ScenarioConfig()
-    hooks: dict[str, tuple[HookOutcome, ...]] = field(factory=dict)
+    hooks: dict[str, tuple[ScriptedOutcome, ...]] = field(factory=dict)
     settings: dict[str, Any] | None = None
 
     def run_config(self, base: RunConfig) -> RunConfig:
@@ -164,6 +172,14 @@ class Scenario:
             return structure({**data, "turns": turns}, cls)
         except CodecError as exc:
             raise ScenarioError(f"{where}: {exc}") from None
+
+
+# A scenario is written by hand: a misspelt key is refused, not quietly ignored.
+# Inner classes first: a class's hook takes its fields' hooks as they are then.
+forbid_unknown_keys(HookOutcome, ScriptedOutcome)
+forbid_unknown_keys(Usage, ScriptedUsage)
+for _cls in (ScriptedError, ScriptedTurn, ScenarioConfig, Scenario):
+    forbid_unknown_keys(_cls)
 
 
 def _text_shorthand(turn: Any) -> Any:
@@ -290,7 +306,7 @@ def _block_events(index: int, block: ContentBlock, *, cut: bool) -> list[StreamE
 class ScriptedHooks:
     """Hook outcomes from the scenario, one per call of each event, in order."""
 
-    def __init__(self, outcomes: dict[str, tuple[HookOutcome, ...]]) -> None:
+    def __init__(self, outcomes: Mapping[str, Sequence[HookOutcome]]) -> None:
         self._queues = {event: list(items) for event, items in outcomes.items()}
         self.events = frozenset(outcomes)
 

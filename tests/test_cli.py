@@ -74,6 +74,11 @@ def test_malformed_scenario(tmp_path: Path, workspace: Path) -> None:
     _one_error_line(fsm("run", "--scripted", str(bad), "x"), "not valid JSON")
     bad.write_text("[]")
     _one_error_line(fsm("run", "--scripted", str(bad), "x"), "'turns' list")
+    bad.write_text('{"turns": [{"content": "hi"}], "hooks": {"Stop": [{"blocking_error": []}]}}')
+    _one_error_line(
+        fsm("run", "--scripted", str(bad), "x"),
+        "bad.json: not a valid Scenario: unknown key 'blocking_error'",
+    )
 
 
 def test_bad_option_value_and_missing_workspace(tmp_path: Path) -> None:

@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from fsm_agent.messages import TextBlock
 from fsm_agent.scripted import Scenario, ScenarioError
 from fsm_agent.session import run_scenario
 
@@ -142,6 +143,74 @@ def test_a_mistake_outside_the_turns_is_named_and_placed(
     data: dict[str, Any], message: str
 ) -> None:
     assert _error({"turns": [], **data}) == f"s.json: not a valid Scenario: {message}"
+
+
+TURN_KEYS = (
+    "content, stop_reason, usage, error, delay, event_delay, cut_after, cut_tool_input, "
+    "interrupt, expect_model"
+)
+OUTCOME_KEYS = (
+    "blocking_errors, prevent_continuation, stop_reason, additional_context, "
+    "permission_decision, permission_reason, updated_input, messages"
+)
+
+
+@pytest.mark.parametrize(
+    ("data", "message"),
+    [
+        (
+            {"turns": [], "hook": {}},
+            "unknown key 'hook' (known: turns, description, prompt, config, hooks, settings) @ $",
+        ),
+        (
+            {"turns": [], "config": {"max_turn": 2, "permision_mode": "acceptEdits"}},
+            "unknown keys 'max_turn', 'permision_mode' (known: model, fallback_model, max_turns, "
+            "token_budget, context_window, permission_mode, autocompact, snip_threshold) "
+            "@ $.config",
+        ),
+        (
+            {"turns": [{"stopreason": "max_tokens"}]},
+            f"unknown key 'stopreason' (known: {TURN_KEYS}) @ $.turns[0]",
+        ),
+        (
+            {"turns": [{"content": "x"}, {"interupt": "tools"}]},
+            f"unknown key 'interupt' (known: {TURN_KEYS}) @ $.turns[1]",
+        ),
+        (
+            {"turns": [{"error": {"kind": "server", "message": "m", "code": 500}}]},
+            "unknown key 'code' (known: kind, message, status) @ $.turns[0].error",
+        ),
+        (
+            {"turns": [{"usage": {"input_token": 50000}}]},
+            "unknown key 'input_token' (known: input_tokens, output_tokens, "
+            "cache_creation_input_tokens, cache_read_input_tokens) @ $.turns[0].usage",
+        ),
+        (
+            {"turns": [], "hooks": {"Stop": [{"blocking_error": ["Run the tests first."]}]}},
+            f"unknown key 'blocking_error' (known: {OUTCOME_KEYS}) @ $.hooks['Stop'][0]",
+        ),
+    ],
+)
+def test_a_misspelt_key_is_refused_with_the_keys_there_are(
+    data: dict[str, Any], message: str
+) -> None:
+    assert _error(data) == f"s.json: not a valid Scenario: {message}"
+
+
+def test_content_blocks_keep_the_messages_apis_extra_fields() -> None:
+    """A block copied from an API answer may carry fields the loop does not use."""
+    text = {"type": "text", "text": "x", "citations": None}
+    scenario = Scenario.parse({"turns": [{"content": [text]}]})
+    assert scenario.turns[0].content == (TextBlock("x"),)
+
+
+def test_a_logs_hook_outcome_still_ignores_fields_it_does_not_know() -> None:
+    """Session logs ignore unknown fields (docs/log-format.md); only a scenario is strict."""
+    from fsm_agent.hooks import HookOutcome
+    from fsm_agent.recording import read_result
+
+    outcome = read_result("hooks", {"blocking_errors": ["x"], "from_a_later_version": 1})
+    assert outcome == HookOutcome(blocking_errors=("x",))
 
 
 def test_a_value_is_taken_as_written_not_coerced() -> None:
