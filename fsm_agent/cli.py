@@ -149,7 +149,7 @@ def _run_options(fn: Any) -> Any:
         click.option("--base-url", envvar="ANTHROPIC_BASE_URL", help="A Messages API server."),
         click.option(
             "--context-window",
-            type=click.IntRange(min=10_000),
+            type=click.IntRange(min=10_000),  # models.MIN_CONTEXT_WINDOW
             help="Override the model's context window (tokens). Default: from the model table.",
         ),
         click.option(

@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import ClassVar, Literal
 
 from attrs import field, frozen
+from attrs.validators import ge
 
 Role = Literal["user", "assistant"]
 
@@ -77,10 +78,13 @@ ContentBlock = (
 
 @frozen
 class Usage:
-    input_tokens: int = 0
-    output_tokens: int = 0
-    cache_creation_input_tokens: int = 0
-    cache_read_input_tokens: int = 0
+    """Token counts, as the API reports them: never negative (a scenario's or a log's
+    negative count would drive the context pipeline with a count no model sends)."""
+
+    input_tokens: int = field(default=0, validator=ge(0))
+    output_tokens: int = field(default=0, validator=ge(0))
+    cache_creation_input_tokens: int = field(default=0, validator=ge(0))
+    cache_read_input_tokens: int = field(default=0, validator=ge(0))
 
     def __add__(self, other: Usage) -> Usage:
         return Usage(

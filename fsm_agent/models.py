@@ -11,6 +11,9 @@ overrides the table.
 from __future__ import annotations
 
 DEFAULT_CONTEXT_WINDOW = 200_000
+MIN_CONTEXT_WINDOW = 10_000
+"""The smallest window a run takes: `--context-window`'s floor, which a scenario's
+`config` keeps too, so a scenario cannot script a run the command line refuses."""
 
 CONTEXT_WINDOWS: tuple[tuple[str, int], ...] = (
     ("claude-opus-5", 1_000_000),

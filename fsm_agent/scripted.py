@@ -41,6 +41,7 @@ from fsm_agent.messages import (
     Usage,
 )
 from fsm_agent.model import ModelRequest
+from fsm_agent.models import MIN_CONTEXT_WINDOW
 
 DELTA_CHARS = 16
 StopReason = Literal[
@@ -96,14 +97,16 @@ class ScriptedTurn:
 
 @frozen
 class ScenarioConfig:
+    """The run options a scenario sets, within the limits the command line's own have."""
+
     model: str = "scripted"
     fallback_model: str | None = None
-    max_turns: int | None = None
-    token_budget: int | None = None
-    context_window: int | None = None
+    max_turns: int | None = field(default=None, validator=optional(ge(1)))
+    token_budget: int | None = field(default=None, validator=optional(ge(1)))
+    context_window: int | None = field(default=None, validator=optional(ge(MIN_CONTEXT_WINDOW)))
     permission_mode: str | None = None
     autocompact: bool | None = None
-    snip_threshold: int | None = None
+    snip_threshold: int | None = field(default=None, validator=optional(ge(0)))
 
 
 @frozen

@@ -100,6 +100,14 @@ def _error(data: dict[str, Any]) -> str:
             "invalid value for type, expected str @ $.turns[0].content[0].text",
         ),
         ("Done.", "invalid value for type, expected ScriptedTurn @ $.turns[0]"),
+        (
+            {"usage": {"input_tokens": -5}},
+            "invalid value ('input_tokens' must be >= 0: -5) @ $.turns[0].usage",
+        ),
+        (
+            {"usage": {"cache_read_input_tokens": -1}},
+            "invalid value ('cache_read_input_tokens' must be >= 0: -1) @ $.turns[0].usage",
+        ),
     ],
 )
 def test_a_mistake_in_a_turn_is_named_and_placed(turn: dict[str, Any], message: str) -> None:
@@ -137,6 +145,20 @@ def test_a_mistake_in_a_turn_is_named_and_placed(turn: dict[str, Any], message: 
             "invalid value for type, expected int or null @ $.config.max_turns",
         ),
         ({"settings": [1]}, "invalid value for type, expected object or null @ $.settings"),
+        ({"config": {"max_turns": 0}}, "invalid value ('max_turns' must be >= 1: 0) @ $.config"),
+        ({"config": {"max_turns": -1}}, "invalid value ('max_turns' must be >= 1: -1) @ $.config"),
+        (
+            {"config": {"context_window": 5}},
+            "invalid value ('context_window' must be >= 10000: 5) @ $.config",
+        ),
+        (
+            {"config": {"token_budget": 0}},
+            "invalid value ('token_budget' must be >= 1: 0) @ $.config",
+        ),
+        (
+            {"config": {"snip_threshold": -1}},
+            "invalid value ('snip_threshold' must be >= 0: -1) @ $.config",
+        ),
     ],
 )
 def test_a_mistake_outside_the_turns_is_named_and_placed(
@@ -211,6 +233,14 @@ def test_a_logs_hook_outcome_still_ignores_fields_it_does_not_know() -> None:
 
     outcome = read_result("hooks", {"blocking_errors": ["x"], "from_a_later_version": 1})
     assert outcome == HookOutcome(blocking_errors=("x",))
+
+
+def test_the_config_takes_what_the_command_line_takes() -> None:
+    """The floors are `--max-turns`' and `--context-window`'s (models.MIN_CONTEXT_WINDOW)."""
+    config = {"max_turns": 1, "context_window": 10_000, "token_budget": 1, "snip_threshold": 0}
+    scenario = Scenario.parse({"turns": [], "config": config})
+    assert scenario.config.context_window == 10_000
+    assert scenario.config.max_turns == 1
 
 
 def test_a_value_is_taken_as_written_not_coerced() -> None:
