@@ -14,7 +14,7 @@ from collections.abc import AsyncIterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal, NewType
 
-from attrs import evolve, field, frozen
+from attrs import Attribute, evolve, field, frozen
 from attrs.validators import ge, optional
 
 from fsm_agent.codec import CodecError, forbid_unknown_keys, structure
@@ -95,6 +95,30 @@ class ScriptedTurn:
         return "tool_use" if any(isinstance(b, ToolUseBlock) for b in self.content) else "end_turn"
 
 
+def _known_mode(_: object, attribute: Attribute[str | None], mode: str | None) -> None:
+    """A mode `--permission-mode` takes, checked where the file is read, so the error
+    names the file rather than coming when the run starts."""
+    from fsm_agent.permissions import PermissionError_, check_mode
+
+    if mode is not None:
+        try:
+            check_mode(mode)
+        except PermissionError_ as exc:
+            raise ValueError(f"'{attribute.name}': {exc}") from None
+
+
+def _valid_settings(_: object, attribute: Attribute[Any], settings: dict[str, Any] | None) -> None:
+    """Settings a run can use, checked where the file is read, as `_known_mode` is.
+    Nothing in the check depends on the workspace, which only resolves paths."""
+    from fsm_agent.settings import SettingsError, parse_settings
+
+    if settings is not None:
+        try:
+            parse_settings(settings, attribute.name, ".", ".")
+        except SettingsError as exc:
+            raise ValueError(str(exc)) from None
+
+
 @frozen
 class ScenarioConfig:
     """The run options a scenario sets, within the limits the command line's own have."""
@@ -104,7 +128,7 @@ class ScenarioConfig:
     max_turns: int | None = field(default=None, validator=optional(ge(1)))
     token_budget: int | None = field(default=None, validator=optional(ge(1)))
     context_window: int | None = field(default=None, validator=optional(ge(MIN_CONTEXT_WINDOW)))
-    permission_mode: str | None = None
+    permission_mode: str | None = field(default=None, validator=_known_mode)
     autocompact: bool | None = None
     snip_threshold: int | None = field(default=None, validator=optional(ge(0)))
 
@@ -116,7 +140,7 @@ class Scenario:
     prompt: str | None = None
     config: ScenarioConfig = ScenarioConfig()
     hooks: dict[str, tuple[ScriptedOutcome, ...]] = field(factory=dict)
-    settings: dict[str, Any] | None = None
+    settings: dict[str, Any] | None = field(default=None, validator=_valid_settings)
 
     def run_config(self, base: RunConfig) -> RunConfig:
         """`base` with the scenario's settings; `base` wins where it sets the model."""
@@ -131,22 +155,12 @@ class Scenario:
             "autocompact": sc.autocompact,
             "snip_threshold": sc.snip_threshold,
         }
-        if sc.permission_mode is not None:
-            from fsm_agent.permissions import PermissionError_, check_mode
-
-            try:
-                check_mode(sc.permission_mode)
-            except PermissionError_ as exc:
-                raise ScenarioError(f"config.permission_mode: {exc}") from None
         config = evolve(base, **{k: v for k, v in changes.items() if v is not None})
         if self.settings is None:
             return config
-        from fsm_agent.settings import SettingsError, parse_settings
+        from fsm_agent.settings import parse_settings
 
-        try:
-            extra = parse_settings(self.settings, "scenario settings", config.cwd, config.cwd)
-        except SettingsError as exc:
-            raise ScenarioError(str(exc)) from None
+        extra = parse_settings(self.settings, "scenario settings", config.cwd, config.cwd)
         return evolve(
             config,
             permissions=config.permissions.merged(extra.permissions),

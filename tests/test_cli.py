@@ -81,6 +81,24 @@ def test_malformed_scenario(tmp_path: Path, workspace: Path) -> None:
     )
 
 
+@pytest.mark.parametrize(
+    ("data", "problem"),
+    [
+        ({"config": {"permission_mode": "yolo"}}, "unknown permission mode 'yolo'"),
+        ({"settings": {"permissions": {"allow": 3}}}, "settings: permissions.allow must be a list"),
+    ],
+)
+def test_a_scenario_mistake_found_at_run_time_names_the_file_too(
+    data: dict, problem: str, tmp_path: Path, workspace: Path
+) -> None:
+    """A mode or settings the run cannot use are found where the file is read."""
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps({"turns": [{"content": "hi"}], **data}))
+    proc = fsm("run", "--scripted", str(bad), "--cwd", str(workspace), "x")
+    _one_error_line(proc, f"{bad}: not a valid Scenario: ")
+    assert problem in proc.stderr
+
+
 def test_bad_option_value_and_missing_workspace(tmp_path: Path) -> None:
     _one_error_line(fsm("run", "--max-turns", "zero", "x"), "--max-turns")
     _one_error_line(fsm("run", "--cwd", str(tmp_path / "missing"), "x"), "does not exist")
