@@ -14,7 +14,7 @@ from collections.abc import AsyncIterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal, NewType
 
-from attrs import Attribute, evolve, field, frozen
+from attrs import Attribute, evolve, field, fields, frozen
 from attrs.validators import ge, optional
 
 from fsm_agent.codec import CodecError, forbid_unknown_keys, structure
@@ -143,7 +143,10 @@ class Scenario:
     settings: dict[str, Any] | None = field(default=None, validator=_valid_settings)
 
     def run_config(self, base: RunConfig) -> RunConfig:
-        """`base` with the scenario's settings; `base` wins where it sets the model."""
+        """`base` with the scenario's config over it (the scenario's model, `scripted`
+        by default, always) and its settings' permissions and hooks added to `base`'s.
+        Options that should win over the scenario's are applied after: the command
+        line's by cli.py, a Python caller's by `callers_choices` in `arun_scenario`."""
         sc = self.config
         changes: dict[str, Any] = {
             "model": sc.model,
@@ -189,6 +192,23 @@ class Scenario:
             return structure({**data, "turns": turns}, cls)
         except CodecError as exc:
             raise ScenarioError(f"{where}: {exc}") from None
+
+
+SCENARIO_OPTIONS = tuple(a.name for a in fields(ScenarioConfig))
+"""The run options a scenario's `config` sets, each named as in `RunConfig`."""
+
+
+def callers_choices(config: RunConfig) -> dict[str, Any]:
+    """The options a scenario's config can set that `config` sets otherwise than
+    `RunConfig`'s defaults: what a caller of `run_scenario(config=...)` chose, so
+    they win over the scenario's. A value equal to the default is not told apart
+    from leaving the option alone, so it does not win."""
+    default = RunConfig()
+    return {
+        name: getattr(config, name)
+        for name in SCENARIO_OPTIONS
+        if getattr(config, name) != getattr(default, name)
+    }
 
 
 # A scenario is written by hand: a misspelt key is refused, not quietly ignored.

@@ -173,9 +173,20 @@ async def arun_scenario(
     config: RunConfig | None = None,
     **kwargs: Any,
 ) -> LoopResult:
-    """Run a scripted scenario in a workspace: its model turns, its hooks, its settings."""
+    """Run a scripted scenario in a workspace: its model turns, its hooks, its settings.
+
+    `config`'s options win over the scenario's `config` where they differ from
+    `RunConfig`'s defaults (as command-line options do); the scenario's settings
+    add their permission rules and hooks to `config`'s.
+    """
     from fsm_agent.effects import AbortSignal
-    from fsm_agent.scripted import Scenario, ScenarioError, ScriptedHooks, ScriptedModel
+    from fsm_agent.scripted import (
+        Scenario,
+        ScenarioError,
+        ScriptedHooks,
+        ScriptedModel,
+        callers_choices,
+    )
 
     if not isinstance(scenario, Scenario):
         scenario = Scenario.load(scenario)
@@ -185,6 +196,7 @@ async def arun_scenario(
     abort = kwargs.pop("abort", None) or AbortSignal()
     base = config or RunConfig()
     run_config = scenario.run_config(evolve(base, cwd=os.path.realpath(cwd)))
+    run_config = evolve(run_config, **callers_choices(base))
     return await arun(
         text,
         model=ScriptedModel(scenario, abort),

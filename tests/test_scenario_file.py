@@ -7,7 +7,8 @@ from typing import Any
 
 import pytest
 
-from fsm_agent.messages import TextBlock
+from fsm_agent.config import RunConfig
+from fsm_agent.messages import TextBlock, ToolResultBlock
 from fsm_agent.scripted import Scenario, ScenarioError
 from fsm_agent.session import run_scenario
 
@@ -269,3 +270,46 @@ def test_a_value_is_taken_as_written_not_coerced() -> None:
     assert isinstance(scenario.turns[0].delay, float)
     assert scenario.turns[0].cut_tool_input is False
     assert scenario.hooks["Stop"][0].blocking_errors == ("Run the tests first.",)
+
+
+def _glob_turns(n: int) -> list[dict[str, Any]]:
+    """`n` turns that each call Glob (a read-only tool: it runs in any mode), then an answer."""
+    call = {"type": "tool_use", "name": "Glob", "input": {"pattern": "*"}}
+    return [{"content": [{**call, "id": f"t{i}"}]} for i in range(n)] + [{"content": "Done."}]
+
+
+def test_a_python_callers_config_wins_over_the_scenarios(workspace: Path) -> None:
+    """As command-line options do: docs/testing.md's `config=RunConfig(max_turns=2)`."""
+    scenario = Scenario.parse({"config": {"max_turns": 5}, "turns": _glob_turns(4)})
+    config = RunConfig(max_turns=2, model="claude-sonnet-4-5")
+    result = run_scenario(scenario, cwd=workspace, prompt="go", log=None, config=config)
+    assert result.reason == "max_turns"
+    assert result.turns == 2
+    assert {m.model for m in result.messages if m.role == "assistant"} == {"claude-sonnet-4-5"}
+
+
+def test_the_scenarios_config_holds_where_the_caller_left_the_default(workspace: Path) -> None:
+    """A caller's `RunConfig` with the default mode keeps the scenario's acceptEdits, and the
+    scenario's settings add their rules to the caller's."""
+    write = {"type": "tool_use", "id": "w", "name": "Write"}
+    scenario = Scenario.parse(
+        {
+            "config": {"permission_mode": "acceptEdits", "max_turns": 5},
+            "settings": {"permissions": {"deny": ["Bash"]}},
+            "turns": [
+                {"content": [{**write, "input": {"file_path": "a.txt", "content": "x"}}]},
+                {
+                    "content": [
+                        {"type": "tool_use", "id": "b", "name": "Bash", "input": {"command": "ls"}}
+                    ]
+                },
+                {"content": "Done."},
+            ],
+        }
+    )
+    config = RunConfig(max_turns=3)
+    result = run_scenario(scenario, cwd=workspace, prompt="go", log=None, config=config)
+    assert result.reason == "completed"
+    assert (workspace / "a.txt").read_text() == "x"
+    bash_result = result.messages[-2].content[0]
+    assert isinstance(bash_result, ToolResultBlock) and bash_result.is_error
