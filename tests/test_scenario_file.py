@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -11,6 +13,8 @@ from fsm_agent.config import RunConfig
 from fsm_agent.messages import TextBlock, ToolResultBlock
 from fsm_agent.scripted import Scenario, ScenarioError
 from fsm_agent.session import run_scenario
+from tests.conftest import ROOT
+from tests.test_cli import fsm
 
 
 def test_a_string_content_is_one_text_block(workspace: Path) -> None:
@@ -313,3 +317,22 @@ def test_the_scenarios_config_holds_where_the_caller_left_the_default(workspace:
     assert (workspace / "a.txt").read_text() == "x"
     bash_result = result.messages[-2].content[0]
     assert isinstance(bash_result, ToolResultBlock) and bash_result.is_error
+
+
+def test_the_docs_first_example_runs_as_written(tmp_path: Path, workspace: Path) -> None:
+    """docs/scenarios.md's first JSON block, saved and run with the command it gives."""
+    doc = (ROOT / "docs" / "scenarios.md").read_text()
+    block = re.search(r"```json\n(.*?)```", doc, re.S)
+    assert block is not None
+    assert 'fsm-agent run --scripted ex.json --cwd "$(mktemp -d)"' in doc
+    example = tmp_path / "ex.json"
+    example.write_text(block.group(1))
+    log = tmp_path / "ex.jsonl"
+    proc = fsm("run", "--scripted", str(example), "--cwd", str(workspace), "--log", str(log))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert (workspace / "notes.txt").read_text() == "hello\n"
+    assert "● Read(notes.txt)" in proc.stdout
+    assert "Run the tests first." in proc.stdout
+    assert proc.stdout.index("Run the tests first.") < proc.stdout.index("There are no tests")
+    edges = [json.loads(line).get("edge") for line in log.read_text().splitlines()]
+    assert "stop_hook_blocking" in edges and edges.count("next_turn") == 2
