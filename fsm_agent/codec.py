@@ -20,6 +20,7 @@ from cattrs.cols import (
     is_mutable_sequence,
     is_sequence,
     list_structure_factory,
+    mapping_structure_factory,
 )
 from cattrs.gen import make_dict_structure_fn, make_dict_unstructure_fn
 from cattrs.strategies import configure_tagged_union
@@ -43,6 +44,9 @@ converter = cattrs.Converter(omit_if_default=True)
 # Structuring takes JSON as it is, never coerced: cattrs would make "false" True,
 # a string a list of its characters, ["a"] the text "['a']", and a string or a list
 # an object of defaults, so a mistake in a scenario or a damaged log would pass.
+# cattrs clears its hook cache whenever it registers a hook, its own collection
+# hooks included, and would then generate a type's hooks again: the factories
+# registered here make each type's hook once.
 
 
 def _json_name(value: Any) -> str:
@@ -104,19 +108,27 @@ def _only(kinds: type | tuple[type, ...], hook: Callable[[Any, Any], Any]) -> An
 
 
 def _lists_only(factory: Callable[[Any, cattrs.Converter], Any]) -> Any:
-    return lambda cls, conv: _only((list, tuple), factory(cls, conv))
+    return functools.cache(lambda cls, conv: _only((list, tuple), factory(cls, conv)))
 
 
 converter.register_structure_hook_factory(
     is_sequence, _lists_only(homogenous_tuple_structure_factory)
 )
 converter.register_structure_hook_factory(is_mutable_sequence, _lists_only(list_structure_factory))
-converter.register_structure_hook_factory(
-    is_mapping, lambda cls: _only((dict, Mapping), converter.gen_structure_mapping(cls))
-)
 
-# cattrs clears its hook cache whenever it registers a hook, its own collection
-# hooks included, and would then generate a class's hooks again; made once per class.
+
+@functools.cache
+def _mappings_only(cls: Any, conv: cattrs.Converter) -> Any:
+    """cattrs' own mapping hook (not `gen_structure_mapping`, which would also register
+    it, unchecked, as the type's hook), for an object only."""
+    origin = typing.get_origin(cls) or cls
+    to = origin if isinstance(origin, type) and issubclass(origin, dict) else dict
+    hook = mapping_structure_factory(cls, conv, to, detailed_validation=conv.detailed_validation)
+    return _only((dict, Mapping), hook)
+
+
+converter.register_structure_hook_factory(is_mapping, _mappings_only)
+
 converter.register_structure_hook_factory(
     attrs.has,
     functools.cache(

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from fsm_agent.config import RunConfig
-from fsm_agent.messages import TextBlock, ToolResultBlock
+from fsm_agent.messages import TextBlock, ToolResultBlock, Usage
 from fsm_agent.scripted import Scenario, ScenarioError
 from fsm_agent.session import run_scenario
 from tests.conftest import ROOT
@@ -260,6 +260,27 @@ def test_the_config_takes_what_the_command_line_takes() -> None:
     scenario = Scenario.parse({"turns": [], "config": config})
     assert scenario.config.context_window == 10_000
     assert scenario.config.max_turns == 1
+
+
+@pytest.mark.parametrize(
+    ("cls", "good"), [(dict[str, int], {}), (tuple[str, ...], []), (list[str], []), (Usage, {})]
+)
+def test_a_value_stays_checked_after_cattrs_forgets_its_hooks(cls: Any, good: Any) -> None:
+    """cattrs clears its hook cache when it registers a hook it made for a new type (as a
+    replay does); a hook it had registered for this type must not then stand in for the
+    codec's checked one."""
+    from attrs import frozen
+
+    from fsm_agent.codec import CodecError, converter, structure
+
+    @frozen
+    class Fresh:
+        n: int
+
+    structure(good, cls)
+    converter.gen_structure_mapping(dict[str, Fresh])
+    with pytest.raises(CodecError):
+        structure("ab", cls)
 
 
 def test_a_value_is_taken_as_written_not_coerced() -> None:
