@@ -220,7 +220,7 @@ def _plan(
     from fsm_agent.launch import Plan
     from fsm_agent.models import context_window as window_of
     from fsm_agent.permissions import UNSUPPORTED_MODES, unsupported_mode_warning
-    from fsm_agent.scripted import ScenarioError, ScriptedHooks, ScriptedModel
+    from fsm_agent.scripted import ScriptedHooks, ScriptedModel
     from fsm_agent.settings import SettingsError, load_settings
 
     _refuse_existing_log(log)
@@ -265,10 +265,7 @@ def _plan(
     if scripted is not None:
         scenario = _load_scenario(scripted)
         scenario_prompt = scenario.prompt
-        try:
-            config = scenario.run_config(config)
-        except ScenarioError as exc:
-            fail(str(exc))
+        config = scenario.run_config(config)
         config = config_with(
             config,
             model=model,
