@@ -192,7 +192,7 @@ TURN_KEYS = (
 )
 OUTCOME_KEYS = (
     "blocking_errors, prevent_continuation, stop_reason, additional_context, "
-    "permission_decision, permission_reason, updated_input, messages"
+    "permission_decision, permission_reason, updated_input, messages, interrupted"
 )
 
 
