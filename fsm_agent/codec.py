@@ -37,6 +37,8 @@ from fsm_agent.messages import (
     ToolResultBlock,
     ToolResultContent,
     ToolUseBlock,
+    Usage,
+    check_counts,
 )
 
 converter = cattrs.Converter(omit_if_default=True)
@@ -139,6 +141,30 @@ converter.register_unstructure_hook_factory(
     attrs.has, functools.cache(converter.gen_unstructure_attrs_fromdict)
 )
 
+
+class CheckFailed(ValueError):
+    """A value of the right shape that a class's check refused; its words are the check's."""
+
+
+def _then(check: Callable[[Any], Any], hook: Callable[[Any, Any], Any]) -> Any:
+    """`hook`, and `check` on what it made."""
+
+    def structure_checked(value: Any, cls: Any) -> Any:
+        made = hook(value, cls)
+        try:
+            return check(made)
+        except ValueError as exc:
+            raise CheckFailed(*exc.args) from None
+
+    return structure_checked
+
+
+CHECKS: dict[type, Callable[[Any], Any]] = {Usage: check_counts}
+"""Checks a class's value gets when read, beyond its fields' types."""
+converter.register_structure_hook(
+    Usage, _only((dict, Mapping), _then(check_counts, make_dict_structure_fn(Usage, converter)))
+)
+
 for _always_whole in (ToolUseBlock, ThinkingBlock, ImageSource):
     converter.register_unstructure_hook(
         _always_whole,
@@ -195,6 +221,8 @@ def forbid_unknown_keys(cls: Any, name: Any = None) -> None:
     Session logs keep ignoring unknown fields (docs/log-format.md), so a class they
     also hold is made strict under a NewType only where a person writes it."""
     hook = make_dict_structure_fn(cls, converter, _cattrs_forbid_extra_keys=True)
+    if cls in CHECKS:
+        hook = _then(CHECKS[cls], hook)
     converter.register_structure_hook(name or cls, _only((dict, Mapping), hook))
 
 
@@ -254,7 +282,7 @@ def _explain(exc: BaseException, cls: Any) -> str:
         return f"unknown {tag} {key!r} for {noun} (known: {', '.join(known)})"
     if cls is not None and type(exc) in (Exception, cattrs.errors.CattrsError):
         return f"invalid value, expected {type_name(cls)}"
-    if cls is None and type(exc) is ValueError and exc.args:
+    if isinstance(exc, CheckFailed) or (cls is None and type(exc) is ValueError and exc.args):
         return f"invalid value ({exc})"
     return format_exception(exc, None if cls is None else _Named(type_name(cls)))  # type: ignore[arg-type]
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import ClassVar, Literal
 
-from attrs import field, frozen
+from attrs import field, fields, frozen
 from attrs.validators import ge
 
 Role = Literal["user", "assistant"]
@@ -78,13 +78,14 @@ ContentBlock = (
 
 @frozen
 class Usage:
-    """Token counts, as the API reports them: never negative (a scenario's or a log's
-    negative count would drive the context pipeline with a count no model sends)."""
+    """Token counts, as the API reports them: never negative. A count read from a
+    scenario or a log is checked as it is read (`check_counts`), not each time the
+    loop adds two `Usage`s, which it does several times an iteration."""
 
-    input_tokens: int = field(default=0, validator=ge(0))
-    output_tokens: int = field(default=0, validator=ge(0))
-    cache_creation_input_tokens: int = field(default=0, validator=ge(0))
-    cache_read_input_tokens: int = field(default=0, validator=ge(0))
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_creation_input_tokens: int = 0
+    cache_read_input_tokens: int = 0
 
     def __add__(self, other: Usage) -> Usage:
         return Usage(
@@ -103,6 +104,17 @@ class Usage:
             + self.cache_read_input_tokens
             + self.output_tokens
         )
+
+
+_NOT_NEGATIVE = ge(0)
+
+
+def check_counts(usage: Usage) -> Usage:
+    """`usage`, if no count is negative (a scenario's or a log's negative count would
+    drive the context pipeline with a count no model sends); attrs' `ge` says why not."""
+    for attribute in fields(Usage):
+        _NOT_NEGATIVE(usage, attribute, getattr(usage, attribute.name))
+    return usage
 
 
 @frozen

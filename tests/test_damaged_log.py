@@ -47,6 +47,12 @@ def _model_error(rows: Rows) -> int:
     return i
 
 
+def _negative_usage(rows: Rows) -> int:
+    i = _first(rows, "model")
+    rows[i]["result"]["events"][0]["usage"]["input_tokens"] = -5
+    return i
+
+
 def _permission(rows: Rows) -> int:
     i = _first(rows, "permission")
     rows[i]["result"]["behavior"] = 7
@@ -97,6 +103,11 @@ DAMAGE: dict[str, tuple[Callable[[Rows], int], str]] = {
     "tool result": (_tool_content, "the recorded tool is not valid: not a valid ToolOutcome"),
     "model result": (_model_result, 'the recorded model is not valid: a model result is {"events"'),
     "model error": (_model_error, 'the recorded model is not valid: its error is not {"kind"'),
+    "negative usage": (
+        _negative_usage,
+        "the recorded model is not valid: not a valid list: invalid value "
+        "('input_tokens' must be >= 0: -5) @ $[0].usage",
+    ),
     "permission": (_permission, "the recorded permission is not valid: not a valid Decision"),
     "start messages": (_start_messages, "the start messages: not a list"),
     "start message": (_start_message, "the start messages: not a valid Message"),
