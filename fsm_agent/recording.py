@@ -434,13 +434,7 @@ class ReplayTape(Tape):
                 self.step, "transition", _transition_view(expected), _transition_view(record)
             )
         if leftover:
-            first = leftover[0]
-            raise Divergence(
-                self.step,
-                f"effect {first['name']} not asked for",
-                _effect_view(first),
-                f"no {first['name']} effect: the code went on to {_edge_text(record)}",
-            )
+            raise _not_asked(self.step, leftover[0], f"the code went on to {_edge_text(record)}")
         self.step += 1
         self._load_step(carry)
 
@@ -559,13 +553,7 @@ class ReplayTape(Tape):
             )  # fmt: skip
         leftover = [r for queue in self._pending.values() for r in queue]
         if leftover:
-            first = leftover[0]
-            raise Divergence(
-                self.step,
-                f"effect {first['name']} not asked for",
-                _effect_view(first),
-                f"no {first['name']} effect: the run ended {record.get('reason')}",
-            )
+            raise _not_asked(self.step, leftover[0], f"the run ended {record.get('reason')}")
         if not self._has_result:
             self.cut_short = self.cut_short or self._read() is None
             if not self._has_result:
@@ -577,6 +565,13 @@ class ReplayTape(Tape):
 
     def wrap(self, effects: Effects | None) -> Effects:
         return ReplayEffects(self)
+
+
+def _not_asked(step: int, effect: dict[str, Any], instead: str) -> Divergence:
+    """A recorded effect the code never asked for; `instead` says what it did."""
+    name = effect["name"]
+    return Divergence(step, f"effect {name} not asked for", _effect_view(effect),
+                      f"no {name} effect: {instead}")  # fmt: skip
 
 
 def _closes_window(record: dict[str, Any]) -> bool:

@@ -150,6 +150,13 @@ def test_last_line_reads_backwards_across_chunks(tmp_path: Path) -> None:
     assert last_line(path) == (b"", True)
 
 
+def sessions_listed(workspace: Path) -> dict[str, dict]:
+    """`sessions --json` of the workspace, by log file name."""
+    proc = fsm("sessions", "--cwd", str(workspace), "--json")
+    assert proc.returncode == 0, proc.stderr
+    return {Path(s["path"]).name: s for s in json.loads(proc.stdout)}
+
+
 def test_sessions_lists_every_log_and_marks_broken_ones(workspace: Path) -> None:
     scripted_run(workspace, "tool_round")
     scripted_run(workspace, "max_turns")
@@ -163,9 +170,7 @@ def test_sessions_lists_every_log_and_marks_broken_ones(workspace: Path) -> None
     (folder / "corrupt.jsonl").write_text("not json at all\n")
     shutil.copy(source, folder / "copy.jsonl")
 
-    proc = fsm("sessions", "--cwd", str(workspace), "--json")
-    assert proc.returncode == 0, proc.stderr
-    listed = {Path(s["path"]).name: s for s in json.loads(proc.stdout)}
+    listed = sessions_listed(workspace)
     assert len(listed) == 6
     assert listed["torn.jsonl"]["status"] == "torn"
     assert listed["incomplete.jsonl"]["status"] == "incomplete"
@@ -204,9 +209,7 @@ def test_sessions_lists_hand_edited_logs_of_the_wrong_types(workspace: Path) -> 
     edited("short_form.jsonl", 1, messages=[{"role": "user", "content": "plain text"}])
     edited("turns.jsonl", len(rows) - 1, turns="three", reason=["x"])
 
-    proc = fsm("sessions", "--cwd", str(workspace), "--json")
-    assert proc.returncode == 0, proc.stderr
-    listed = {Path(s["path"]).name: s for s in json.loads(proc.stdout)}
+    listed = sessions_listed(workspace)
     assert len(listed) == 6
     assert listed["created.jsonl"]["status"] == "corrupt"
     assert listed["created.jsonl"]["problem"] == "the header's created is not a string: 7"
