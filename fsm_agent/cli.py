@@ -64,9 +64,9 @@ class _Group(click.Group):
         try:
             return super().invoke(ctx)
         except BrokenPipeError:
-            # Python flushes stdout again on exit: point it at /dev/null first.
-            devnull = os.open(os.devnull, os.O_WRONLY)
-            os.dup2(devnull, sys.stdout.fileno())
+            from fsm_agent.render import silence
+
+            silence(sys.stdout)
             raise click.exceptions.Exit(0) from None
 
 
