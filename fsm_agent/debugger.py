@@ -408,7 +408,15 @@ class Debugger(cmd.Cmd):
         if isinstance(stopped, LogEnded):
             return f"{lead}: {stopped}"
         if isinstance(stopped, Divergence):
-            return f"{lead}: the code no longer replays the log\n{divergence_report(stopped)}"
+            report = f"{lead}: the code no longer replays the log\n{divergence_report(stopped)}"
+            reached = self.stepper.reached
+            if stopped.step <= reached:
+                report += (
+                    f"\n  (a tool call started while the model streamed asked for it at step "
+                    f"{stopped.step}; the replay learns of it when the calls are collected, "
+                    f"after step {reached}, so steps {stopped.step}..{reached} were shown)"
+                )
+            return report
         if stopped is not None:
             return f"the replay stopped after step {self.stepper.reached}: {stopped}"
         return f"{lead}: the log has steps 0..{self.stepper.index.steps}"

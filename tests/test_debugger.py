@@ -665,3 +665,22 @@ def test_effects_numbers_each_effect_as_edit_effect_counts_them(dbg: Debugger) -
                 number, name = line[1:].split()[:2]
                 assert effect_lines[int(number) - 1]["name"] == name
                 assert effect_lines[int(number) - 1]["step"] == step
+
+
+def test_a_divergence_found_after_its_step_says_why_the_steps_were_shown(tmp_path: Path) -> None:
+    """A call started while the model streamed asks at step 10; its divergence surfaces
+    when the calls are collected, after step 11, which the debugger had already shown."""
+    rows = (ROOT / "replays" / "tool_round.jsonl").read_text().splitlines(keepends=True)
+    second_model = [i for i, r in enumerate(rows) if '"name":"model"' in r][1]
+    assert '"step":10' in rows[second_model] and "notes.txt" in rows[second_model]
+    rows[second_model] = rows[second_model].replace("notes.txt", "other.txt")
+    log = tmp_path / "early.jsonl"
+    log.write_text("".join(rows))
+    dbg = Debugger(log)
+    try:
+        assert dbg.text("g 11").startswith("step 11/")
+        out = dbg.text("n")
+        assert "diverged at step 10: effect permission" in out
+        assert "asked for it at step 10" in out and "steps 10..11 were shown" in out
+    finally:
+        dbg.stepper.close()
