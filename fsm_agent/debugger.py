@@ -363,7 +363,8 @@ class Debugger(cmd.Cmd):
 
     def interact(self, console: Console) -> None:
         """The terminal loop. As in pdb, a command that fails unexpectedly prints a
-        `***` line and the session goes on (`onecmd` itself lets it through, for tests)."""
+        `***` line and the session goes on (`onecmd` itself lets it through, for tests);
+        Ctrl-C stops a command (a long `c`) and leaves the position where it was."""
         console.print(self.banner())
         while not self.done:
             try:
@@ -376,6 +377,9 @@ class Debugger(cmd.Cmd):
                 continue
             try:
                 console.print(self.onecmd(line))
+            except KeyboardInterrupt:
+                self.stepper.reset()
+                console.print(Text(f"\n*** interrupted; still at step {self.pos}", style="red"))
             except Exception as exc:
                 console.print(Text(f"*** {type(exc).__name__}: {exc}", style="red"))
         self.stepper.close()

@@ -185,6 +185,13 @@ class Stepper:
             self._advance(after, None)
         return self._advance(10**12, stop_when)
 
+    def reset(self) -> None:
+        """Forget the replay in flight and its cache: Ctrl-C stopped it midway (inside
+        the engine, or in the loop between steps), and it starts again when needed."""
+        if self._task is not None and self._task.done() and not self._task.cancelled():
+            self._task.exception()
+        self._restart()
+
     def _restart(self) -> None:
         self._cancel()
         self._cache.clear()

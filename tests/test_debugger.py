@@ -12,6 +12,7 @@ import pexpect
 import pytest
 
 from fsm_agent.debugger import Breakpoint, CommandError, Debugger
+from fsm_agent.driver import StepInfo
 from fsm_agent.stepper import CACHE, LogIndex, Stepper
 from tests.conftest import ROOT
 from tests.test_cli import fsm
@@ -684,3 +685,24 @@ def test_a_divergence_found_after_its_step_says_why_the_steps_were_shown(tmp_pat
         assert "asked for it at step 10" in out and "steps 10..11 were shown" in out
     finally:
         dbg.stepper.close()
+
+
+def test_ctrl_c_during_a_command_stops_it_and_the_session_goes_on(
+    dbg: Debugger, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Ctrl-C while `c` runs through the log: the replay in flight is dropped, the
+    position stays, and the next commands replay again as needed."""
+    seen = dbg.stepper._seen
+    pressed = []
+
+    async def ctrl_c_at_step_5(info: StepInfo) -> None:
+        if info.step == 5 and not pressed:
+            pressed.append(info.step)
+            raise KeyboardInterrupt
+        await seen(info)
+
+    monkeypatch.setattr(dbg.stepper, "_seen", ctrl_c_at_step_5)
+    out = _session(dbg, monkeypatch, "g 2", "c", "n", "g 20")
+    assert "*** interrupted; still at step 2" in out
+    assert "step 3/20: " in out and "step 20/20: " in out
+    assert pressed == [5]
