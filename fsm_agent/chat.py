@@ -22,7 +22,7 @@ from fsm_agent.effects import Inbox
 from fsm_agent.history import follow_up
 from fsm_agent.launch import Plan
 from fsm_agent.messages import Message
-from fsm_agent.render import LiveRenderer, QuietRenderer
+from fsm_agent.render import LiveRenderer, QuietRenderer, RunConsole
 
 PROMPT = "› "
 POLL_S = 0.1
@@ -202,7 +202,7 @@ class ChatSession:
         self.console.print(
             Text("fsm-agent chat · /help · Ctrl-C interrupts a run · Ctrl-D leaves", style="dim")
         )
-        while True:
+        while not (isinstance(self.console, RunConsole) and self.console.reader_gone):
             prompt = self._read_prompt()
             if prompt is None:
                 return

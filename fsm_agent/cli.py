@@ -409,13 +409,12 @@ def config_with(config: RunConfig, **changes: Any) -> RunConfig:
 
 
 def _chat(plan: Plan, history: list[Any], *, quiet: bool, verbose: bool) -> None:
-    from rich.console import Console
-
     from fsm_agent.chat import ChatSession, LineReader
     from fsm_agent.log import LogError
+    from fsm_agent.render import RunConsole
 
     session = ChatSession(
-        plan, Console(), LineReader(sys.stdin), messages=history, quiet=quiet, verbose=verbose
+        plan, RunConsole(), LineReader(sys.stdin), messages=history, quiet=quiet, verbose=verbose
     )
     if history and plan.parent is not None:
         session.console.print(f"resuming {plan.parent} ({len(history)} messages)", style="dim")

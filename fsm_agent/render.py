@@ -60,10 +60,14 @@ class RunConsole(Console):
     Rich's default answer to a broken pipe raises `SystemExit(1)` from inside
     whatever printed, which is an event callback in the middle of the loop:
     the run died there and its session log was left without an end.
+    `reader_gone` tells a chat to end after the run it is in.
     """
+
+    reader_gone = False
 
     def on_broken_pipe(self) -> None:
         self.quiet = True
+        self.reader_gone = True
         silence(self.file)
 
 

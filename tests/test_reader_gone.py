@@ -85,3 +85,32 @@ def test_the_run_console_goes_quiet_instead_of_exiting() -> None:
     console.print("lost")
     console.print("also lost")
     assert console.quiet
+
+
+def test_a_chat_whose_reader_goes_away_ends_after_the_run_it_is_in(
+    workspace: Path, tmp_path: Path
+) -> None:
+    """The banner was read, then the reader left: the run the next line starts
+    finishes with its log whole, and the chat ends there, exit 0."""
+    log = tmp_path / "chat.jsonl"
+    argv = [*fsm_argv(), "chat", "--scripted", str(SCENARIOS / "tool_round.json")]
+    proc = subprocess.Popen(
+        [*argv, "--cwd", str(workspace), "--log", str(log)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
+    proc.stdout.readline()
+    proc.stdout.close()
+    proc.stdin.write(b"write the notes\n")
+    proc.stdin.close()
+    try:
+        stderr = proc.stderr.read().decode()
+        code = proc.wait(timeout=60)
+    finally:
+        proc.kill()
+    assert code == 0, stderr
+    assert "Traceback" not in stderr, stderr
+    assert json.loads(log.read_text().splitlines()[-1])["t"] == "result"
+    assert (workspace / "notes.txt").read_text() == "hello\n"
