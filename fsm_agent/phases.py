@@ -187,12 +187,18 @@ def _early_starter(run: Run, state: LoopState) -> Callable[[ToolUseBlock], bool]
 async def api_call(run: Run, state: LoopState, it: Iteration) -> tuple[Iteration, Facts]:
     assembler = _Assembler(run, _early_starter(run, state))
     error: ModelCallError | None = None
+    stream = run.effects.model_stream(build_request(run, state, it))
     try:
-        async for event in run.effects.model_stream(build_request(run, state, it)):
+        async for event in stream:
             if assembler.feed(event):
                 await asyncio.sleep(0)  # the call just started runs while the stream goes on
     except ModelCallError as exc:
         error = exc
+    except BaseException:
+        # Raised here (an event callback failed, the task was cancelled): close the stream
+        # now, so it is recorded while the log is open, not when the loop shuts down.
+        await stream.aclose()  # type: ignore[attr-defined]
+        raise
     if assembler.started:  # counted and priced even if its message is dropped
         run.emit(ResponseUsage(assembler.model or it.model, assembler.usage))
     message = assembler.message()

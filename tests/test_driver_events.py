@@ -136,3 +136,29 @@ def test_the_cost_meter_counts_every_token_the_run_counts(scenario, name: str) -
     result = scenario(name, on_event=meter)
     counted = sum((usage for usage, _ in meter.by_model.values()), Usage())
     assert counted == result.usage
+
+
+def test_an_event_callback_that_raises_ends_the_run_with_its_error_and_a_log_cut_short(
+    tmp_path: Path, capfd: pytest.CaptureFixture[str], caplog: pytest.LogCaptureFixture
+) -> None:
+    """The caller's bug propagates; the model stream is closed and recorded while
+    the log is open (no 'log is closed' error at shutdown), so the log replays as
+    a run cut short."""
+    from fsm_agent.events import TextDelta
+    from fsm_agent.recording import LogEnded
+    from fsm_agent.session import replay, run_scenario
+
+    def broken(event: object) -> None:
+        if isinstance(event, TextDelta):
+            raise RuntimeError("callback bug")
+
+    log = tmp_path / "broken.jsonl"
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    with pytest.raises(RuntimeError, match="callback bug"):
+        run_scenario(SCENARIOS / "fix_bug.json", cwd=workspace, log=log, on_event=broken)
+    assert "log is closed" not in capfd.readouterr().err
+    assert not [r for r in caplog.records if r.levelname == "ERROR"]
+    assert '"name":"model"' in log.read_text()
+    with pytest.raises(LogEnded):
+        replay(log)
