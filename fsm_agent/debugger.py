@@ -55,7 +55,8 @@ _OPS: dict[str, Callable[[Any, Any], bool]] = {
     ">": operator.gt,
     "<": operator.lt,
 }
-_CONDITION = re.compile(r"^([A-Za-z_][\w.]*)\s*(==|!=|>=|<=|>|<|=)\s*(.+)$")
+_CONDITION = re.compile(r"^([A-Za-z_][^\s=!<>]*)\s*(==|!=|>=|<=|>|<|=)\s*(.+)$")
+"""FIELD OP VALUE; a field path may go through a key with `/` or `-` in it (a file read)."""
 PATH_SHOWN = 15
 MESSAGES_SHOWN = 10
 

@@ -706,3 +706,15 @@ def test_ctrl_c_during_a_command_stops_it_and_the_session_goes_on(
     assert "*** interrupted; still at step 2" in out
     assert "step 3/20: " in out and "step 20/20: " in out
     assert pressed == [5]
+
+
+def test_a_breakpoint_on_a_file_read_names_the_file_by_its_path(dbg: Debugger) -> None:
+    (path,) = dbg.stepper.at(12).state.tool_context.read_files  # type: ignore[union-attr]
+    first = next(
+        s
+        for s in range(1, 13)
+        if path in dbg.stepper.at(s).state.tool_context.read_files  # type: ignore[union-attr]
+    )
+    dbg.onecmd("g 0")
+    assert dbg.text(f"b tool_context.read_files.{path}>0").startswith("breakpoint 1: ")
+    assert dbg.text("c").startswith(f"step {first}/")
