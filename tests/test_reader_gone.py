@@ -39,6 +39,12 @@ def _run_into_a_closed_pipe(
     for _ in range(lines_read):
         proc.stdout.readline()
     proc.stdout.close()
+    return _ended(proc)
+
+
+def _ended(proc: subprocess.Popen[bytes]) -> tuple[int, str]:
+    """The process's exit code and stderr, once it ends (killed after 60 s)."""
+    assert proc.stderr is not None
     try:
         stderr = proc.stderr.read().decode()
         code = proc.wait(timeout=60)
@@ -105,11 +111,7 @@ def test_a_chat_whose_reader_goes_away_ends_after_the_run_it_is_in(
     proc.stdout.close()
     proc.stdin.write(b"write the notes\n")
     proc.stdin.close()
-    try:
-        stderr = proc.stderr.read().decode()
-        code = proc.wait(timeout=60)
-    finally:
-        proc.kill()
+    code, stderr = _ended(proc)
     assert code == 0, stderr
     assert "Traceback" not in stderr, stderr
     assert json.loads(log.read_text().splitlines()[-1])["t"] == "result"
