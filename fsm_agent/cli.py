@@ -14,6 +14,8 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 import click
 
+from fsm_agent.models import MIN_CONTEXT_WINDOW
+
 if TYPE_CHECKING:
     from fsm_agent.config import RunConfig
     from fsm_agent.driver import LoopResult
@@ -149,7 +151,7 @@ def _run_options(fn: Any) -> Any:
         click.option("--base-url", envvar="ANTHROPIC_BASE_URL", help="A Messages API server."),
         click.option(
             "--context-window",
-            type=click.IntRange(min=10_000),  # models.MIN_CONTEXT_WINDOW
+            type=click.IntRange(min=MIN_CONTEXT_WINDOW),
             help="Override the model's context window (tokens). Default: from the model table.",
         ),
         click.option(

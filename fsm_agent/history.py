@@ -22,7 +22,7 @@ from typing import Any
 from attrs import frozen
 
 from fsm_agent.config import RunConfig
-from fsm_agent.log import FORMAT, READS, LogError, SessionLog, header_problem
+from fsm_agent.log import LogError, SessionLog, header_problem
 from fsm_agent.messages import Message, TextBlock
 
 TAIL_CHUNK = 8192
@@ -123,11 +123,8 @@ def describe(path: Path) -> SessionInfo:
         tail, whole = last_line(path)
     except OSError as exc:
         return SessionInfo(path, "corrupt", problem=str(exc))
-    if header is None or header.get("format") != FORMAT:
+    if header is None:
         return SessionInfo(path, "corrupt", problem="no session header")
-    version = header.get("version")
-    if type(version) is not int or version not in READS:
-        return SessionInfo(path, "corrupt", problem=f"log version {version!r}")
     info: dict[str, Any] = {
         "session_id": _of_type(header.get("session_id"), str),
         "created": _of_type(header.get("created"), str),

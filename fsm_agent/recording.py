@@ -545,7 +545,7 @@ class ReplayTape(Tape):
         records another result has diverged; one that stops with no `result`
         record was cut short after its last step.
         """
-        got = {"reason": record.get("reason"), "turns": record.get("turns")}
+        ours = {key: record.get(key) for key in ("reason", "turns", "steps", "usage")}
         if self._expected is not None:
             raise Divergence(
                 self.step, "transition", _transition_view(self._expected),
@@ -554,12 +554,9 @@ class ReplayTape(Tape):
         leftover = [r for queue in self._pending.values() for r in queue]
         if leftover:
             raise _not_asked(self.step, leftover[0], f"the run ended {record.get('reason')}")
-        if not self._has_result:
-            self.cut_short = self.cut_short or self._read() is None
-            if not self._has_result:
-                raise LogEnded(self._recorded_steps + 1, "result", "end of log", got)
-        recorded = {key: self._result.get(key) for key in (*got, "steps", "usage")}
-        ours = {key: record.get(key) for key in recorded}
+        if not self._has_result:  # the step's records were read to the file's end
+            raise LogEnded(self._recorded_steps + 1, "result", "end of log", ours)
+        recorded = {key: self._result.get(key) for key in ours}
         if recorded != ours:
             raise Divergence(self.step, "result", recorded, ours)
 

@@ -147,18 +147,8 @@ class Scenario:
         by default, always) and its settings' permissions and hooks added to `base`'s.
         Options that should win over the scenario's are applied after: the command
         line's by cli.py, a Python caller's by `callers_choices` in `arun_scenario`."""
-        sc = self.config
-        changes: dict[str, Any] = {
-            "model": sc.model,
-            "fallback_model": sc.fallback_model,
-            "max_turns": sc.max_turns,
-            "token_budget": sc.token_budget,
-            "context_window": sc.context_window,
-            "permission_mode": sc.permission_mode,
-            "autocompact": sc.autocompact,
-            "snip_threshold": sc.snip_threshold,
-        }
-        config = evolve(base, **{k: v for k, v in changes.items() if v is not None})
+        chosen = {name: getattr(self.config, name) for name in SCENARIO_OPTIONS}
+        config = evolve(base, **{k: v for k, v in chosen.items() if v is not None})
         if self.settings is None:
             return config
         from fsm_agent.settings import parse_settings

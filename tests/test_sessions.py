@@ -208,9 +208,10 @@ def test_sessions_lists_hand_edited_logs_of_the_wrong_types(workspace: Path) -> 
     edited("content.jsonl", 1, messages=[{"role": "user", "content": 5}])
     edited("short_form.jsonl", 1, messages=[{"role": "user", "content": "plain text"}])
     edited("turns.jsonl", len(rows) - 1, turns="three", reason=["x"])
+    edited("version.jsonl", 0, version=True)
 
     listed = sessions_listed(workspace)
-    assert len(listed) == 6
+    assert len(listed) == 7
     assert listed["created.jsonl"]["status"] == "corrupt"
     assert listed["created.jsonl"]["problem"] == "the header's created is not a string: 7"
     assert listed["session_id.jsonl"]["status"] == "corrupt"
@@ -219,12 +220,14 @@ def test_sessions_lists_hand_edited_logs_of_the_wrong_types(workspace: Path) -> 
     assert listed["content.jsonl"]["prompt"] is None
     assert listed["short_form.jsonl"]["prompt"] == "plain text"
     assert listed["turns.jsonl"]["turns"] is None and listed["turns.jsonl"]["reason"] is None
+    assert listed["version.jsonl"]["status"] == "corrupt"
+    assert listed["version.jsonl"]["problem"].startswith("unknown log format version true")
 
     table = fsm("sessions", "--cwd", str(workspace))
     assert table.returncode == 0, table.stderr
-    assert len(table.stdout.splitlines()) == 1 + 6
+    assert len(table.stdout.splitlines()) == 1 + 7
     assert "session_" in table.stdout, "a log without a usable id is listed by its file name"
-    assert table.stdout.count("corrupt") == 2
+    assert table.stdout.count("corrupt") == 3
 
 
 def test_sessions_table_keeps_its_columns_and_cuts_a_long_prompt(workspace: Path) -> None:
