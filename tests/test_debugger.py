@@ -484,8 +484,10 @@ def test_p_indexes_lists_and_reads_keys_with_dots(dbg: Debugger) -> None:
     assert dbg.text("p messages.1.role") == "messages.1.role = 'assistant'\n"
     (path,) = dbg.stepper.at(12).state.tool_context.read_files  # type: ignore[union-attr]
     assert path.endswith("/notes.txt")
-    shown = dbg.text(f"p tool_context.read_files.{path}").replace("\n", "")
-    assert shown.startswith(f"tool_context.read_files.{path} = 1")
+    dbg.width = 1000
+    assert dbg.text(f"p tool_context.read_files.{path}").startswith(
+        f"tool_context.read_files.{path} = 1"
+    )
 
 
 def _session(dbg: Debugger, monkeypatch: pytest.MonkeyPatch, *lines: str) -> str:
