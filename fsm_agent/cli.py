@@ -872,7 +872,16 @@ def coverage(logs: tuple[Path, ...]) -> None:
         click.echo(f"not in this machine's table: {source} -[{edge}]-> {dest}")
 
 
+def _escape_what_stdout_cannot_encode() -> None:
+    """A lone surrogate (JSON's `"\\ud800"` in a model's answer) is no UTF-8: written as
+    that escape, which keeps JSON output valid and exact, rather than raising."""
+    reconfigure = getattr(sys.stdout, "reconfigure", None)
+    if reconfigure is not None:
+        reconfigure(errors="backslashreplace")
+
+
 def main() -> None:
+    _escape_what_stdout_cannot_encode()
     try:
         cli.main(standalone_mode=False, prog_name="fsm-agent")
     except click.exceptions.Exit as exc:

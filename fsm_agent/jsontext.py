@@ -5,8 +5,10 @@ documents, and a replay parses every line, so this is on the engine's hot
 path; orjson does it several times faster than the standard library. Its
 compact form is `JSON.stringify`'s: no spaces, UTF-8 rather than `\\u`
 escapes. Where orjson cannot keep a value exactly (an integer beyond 64
-bits, which it refuses to write and would read back as a float), the
-standard library takes over, so nothing is lost.
+bits, which it refuses to write and would read back as a float; a lone
+surrogate, which is no UTF-8 but which JSON escapes such as `"\\ud800"` in a
+model's answer do produce), the standard library takes over, so nothing is
+lost.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from typing import Any
 import orjson
 
 _LONG_NUMBER = re.compile(rb"\d{20}")
+_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
 
 
 def dumps(value: Any, *, sort_keys: bool = False) -> bytes:
@@ -26,7 +29,10 @@ def dumps(value: Any, *, sort_keys: bool = False) -> bytes:
         return orjson.dumps(value, option=orjson.OPT_SORT_KEYS if sort_keys else 0)
     except orjson.JSONEncodeError:
         text = json.dumps(value, separators=(",", ":"), ensure_ascii=False, sort_keys=sort_keys)
-        return text.encode()
+        try:
+            return text.encode()
+        except UnicodeEncodeError:
+            return json.dumps(value, separators=(",", ":"), sort_keys=sort_keys).encode()
 
 
 def canonical(value: Any) -> bytes:
@@ -46,4 +52,9 @@ def loads(data: bytes | str) -> Any:
     raw = data.encode() if isinstance(data, str) else data
     if _LONG_NUMBER.search(raw):
         return json.loads(raw)
-    return orjson.loads(raw)
+    try:
+        return orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        if _SURROGATE_ESCAPE.search(raw):
+            return json.loads(raw)
+        raise

@@ -42,3 +42,12 @@ def test_a_log_line_is_the_compact_json_and_a_newline() -> None:
     for value in ({"t": "effect", "text": "é ✓", "n": 3}, {"n": 2**70}, [1.5, None, True]):
         assert line(value) == dumps(value) + b"\n"
     assert line({"n": 2**70}) == b'{"n":1180591620717411303424}\n'
+
+
+def test_a_lone_surrogate_is_written_as_its_escape_and_read_back() -> None:
+    """JSON's `"\\ud800"` (a model's answer may hold one) is a str UTF-8 cannot hold."""
+    value = {"text": "x\ud800y", "ok": "é"}
+    assert dumps(value) == b'{"text":"x\\ud800y","ok":"\\u00e9"}'
+    assert line(value) == dumps(value) + b"\n"
+    assert loads(dumps(value)) == value
+    assert loads(canonical(value)) == value

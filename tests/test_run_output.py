@@ -436,3 +436,36 @@ def test_a_denial_of_a_discarded_call_is_not_reported() -> None:
         tally(ToolRefused(block, ToolResultBlock(block.id, "denied", True), denied=True))
     tally(CallsDiscarded(("toolu_d",)))
     assert [d["tool_use_id"] for d in tally.denials] == ["toolu_k"]
+
+
+@pytest.mark.parametrize("output", ["text", "stream-json"])
+def test_a_lone_surrogate_from_the_model_is_shown_escaped_and_logged(
+    output: str, workspace: Path, tmp_path: Path
+) -> None:
+    """A `"\\ud800"` escape in a model's answer is a str no UTF-8 output can hold: the
+    run goes on, stdout shows the escape (valid JSON in stream-json) and the log replays."""
+    scenario = tmp_path / "surrogate.json"
+    scenario.write_text('{"turns": [{"content": [{"type": "text", "text": "odd \\ud800 text"}]}]}')
+    log = tmp_path / "s.jsonl"
+    proc = fsm(
+        "run",
+        "--scripted",
+        str(scenario),
+        "--cwd",
+        str(workspace),
+        "--log",
+        str(log),
+        "--output-format",
+        output,
+        "go",
+    )
+    assert proc.returncode == 0, proc.stderr
+    if output == "text":
+        assert "odd \\ud800 text" in proc.stdout
+    else:
+        (assistant,) = [
+            o for o in map(json.loads, proc.stdout.splitlines()) if o["type"] == "assistant"
+        ]
+        assert assistant["message"]["content"][0]["text"] == "odd \ud800 text"
+    check = fsm("replay", str(log), "--check")
+    assert check.returncode == 0, check.stdout + check.stderr
