@@ -227,3 +227,12 @@ def test_gitignore_subset(
 def test_count_summary_in_the_singular(ws: Path) -> None:
     out = ok(ws, pattern="getcwd", output_mode="count")
     assert out == f"{ws}/a.py:1\n\nFound 1 matching line in 1 file."
+
+
+def test_integral_float_numbers_are_accepted(ws: Path) -> None:
+    """JSON Schema's `integer` admits 1.0, and a model may write it so."""
+    out = ok(ws, pattern="def|pass", output_mode="content", path="src/b.py", head_limit=1.0,
+             offset=1.0)  # fmt: skip
+    assert out.splitlines()[0] == "2:    pass"
+    around = ok(ws, pattern="foo_bar", output_mode="content", path="src/b.py", **{"-B": 1.0})
+    assert around == "4-\n5:def foo_bar():"

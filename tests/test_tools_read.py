@@ -203,3 +203,12 @@ def test_reads_in_additional_dirs(ws: Path) -> None:
     extra = ws.parent / "outside"
     out = call(READ, {"file_path": str(extra / "secret.txt")}, make_env(ws, extra=(extra,)))
     assert text(out) == "     1\tTOP SECRET"
+
+
+def test_integral_float_offset_and_limit_are_line_numbers(ws: Path) -> None:
+    """JSON Schema's `integer` admits 2.0, and a model may write it so: it is line 2."""
+    f = ws / "n.txt"
+    f.write_text("one\ntwo\nthree\n")
+    out = read(ws, file_path=str(f), offset=2.0, limit=1.0)
+    assert not out.is_error, out.content
+    assert text(out).splitlines()[0] == "     2\ttwo"

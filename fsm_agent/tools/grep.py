@@ -18,7 +18,7 @@ from typing import Any
 
 from attrs import frozen
 
-from fsm_agent.tools.base import ToolEnv, ToolInputError, ToolOutcome
+from fsm_agent.tools.base import ToolEnv, ToolInputError, ToolOutcome, integer
 from fsm_agent.tools.files import looks_binary
 from fsm_agent.tools.globs import compile_glob, split_globs
 from fsm_agent.tools.walk import GitIgnore, walk_files
@@ -109,14 +109,14 @@ class Query:
             regex = re.compile(input["pattern"], flags)
         except re.error as exc:
             raise ToolInputError(f"Invalid regular expression: {exc}") from None
-        around = input.get("-C", input.get("context", 0))
+        around = integer(input, "-C", integer(input, "context", 0))
         return cls(
             regex=regex,
             multiline=multiline,
             mode=input.get("output_mode", "files_with_matches"),
             line_numbers=input.get("-n", True),
-            before=input.get("-B", around),
-            after=input.get("-A", around),
+            before=integer(input, "-B", around),
+            after=integer(input, "-A", around),
             file_globs=_file_globs(input.get("glob"), input.get("type")),
         )
 
@@ -168,7 +168,9 @@ class GrepTool:
         results = await asyncio.to_thread(_search, query, check.resolved, check.roots, env.hidden)
         single = os.path.isfile(check.resolved)
         return ToolOutcome(
-            _render(query, results, single, input.get("head_limit", 0), input.get("offset", 0))
+            _render(
+                query, results, single, integer(input, "head_limit", 0), integer(input, "offset", 0)
+            )
         )
 
 

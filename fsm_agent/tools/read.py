@@ -9,7 +9,7 @@ import stat
 from typing import Any
 
 from fsm_agent.messages import ImageBlock, ImageSource
-from fsm_agent.tools.base import ToolEnv, ToolInputError, ToolOutcome
+from fsm_agent.tools.base import ToolEnv, ToolInputError, ToolOutcome, integer
 from fsm_agent.tools.files import SNIFF_BYTES, looks_binary, mtime
 from fsm_agent.tools.workspace import check_path
 
@@ -88,7 +88,7 @@ class ReadTool:
         if not check.inside:
             return check.refusal()
         return await asyncio.to_thread(
-            self._read, check.resolved, input.get("offset"), input.get("limit")
+            self._read, check.resolved, integer(input, "offset"), integer(input, "limit")
         )
 
     def _read(self, path: str, offset: int | None, limit: int | None) -> ToolOutcome:
