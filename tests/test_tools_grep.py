@@ -236,3 +236,15 @@ def test_integral_float_numbers_are_accepted(ws: Path) -> None:
     assert out.splitlines()[0] == "2:    pass"
     around = ok(ws, pattern="foo_bar", output_mode="content", path="src/b.py", **{"-B": 1.0})
     assert around == "4-\n5:def foo_bar():"
+
+
+def test_a_glob_with_a_bang_excludes_as_in_ripgrep(ws: Path) -> None:
+    """`rg --glob '!*.py'`: everything but what the negated glob matches; a negated
+    directory leaves out all under it."""
+    files = {str(ws / p) for p in ("a.py", "src/b.py", ".hidden/h.py")}
+    assert set(ok(ws, pattern="foo", glob="!*.log").splitlines()[1:]) == files
+    assert set(ok(ws, pattern="foo", glob="*.py !src").splitlines()[1:]) == files - {
+        str(ws / "src/b.py")
+    }
+    rest = {str(ws / "a.py"), str(ws / "keep.log")}
+    assert set(ok(ws, pattern="foo", glob="!.hidden,!src").splitlines()[1:]) == rest

@@ -98,6 +98,7 @@ class Query:
     before: int
     after: int
     file_globs: tuple[re.Pattern[str], ...]
+    excluded: tuple[re.Pattern[str], ...] = ()
 
     @classmethod
     def parse(cls, input: dict[str, Any]) -> Query:
@@ -110,6 +111,7 @@ class Query:
         except re.error as exc:
             raise ToolInputError(f"Invalid regular expression: {exc}") from None
         around = integer(input, "-C", integer(input, "context", 0))
+        file_globs, excluded = _file_globs(input.get("glob"), input.get("type"))
         return cls(
             regex=regex,
             multiline=multiline,
@@ -117,19 +119,33 @@ class Query:
             line_numbers=input.get("-n", True),
             before=integer(input, "-B", around),
             after=integer(input, "-A", around),
-            file_globs=_file_globs(input.get("glob"), input.get("type")),
+            file_globs=file_globs,
+            excluded=excluded,
         )
 
     def wants(self, base: str, path: str) -> bool:
+        """ripgrep's `--glob`: a file must match one glob (if any is given) and no `!`
+        glob; a `!` glob matching a directory leaves out everything under it."""
+        rel = os.path.relpath(path, base).replace(os.sep, "/")
+        if self.excluded:
+            parts = rel.split("/")
+            ancestors = ["/".join(parts[: i + 1]) for i in range(len(parts))]
+            names = {*ancestors, *parts}
+            if any(g.fullmatch(n) for g in self.excluded for n in names):
+                return False
         if not self.file_globs:
             return True
-        rel = os.path.relpath(path, base).replace(os.sep, "/")
         name = os.path.basename(path)
         return any(g.fullmatch(rel) or g.fullmatch(name) for g in self.file_globs)
 
 
-def _file_globs(glob: str | None, file_type: str | None) -> tuple[re.Pattern[str], ...]:
+def _file_globs(
+    glob: str | None, file_type: str | None
+) -> tuple[tuple[re.Pattern[str], ...], tuple[re.Pattern[str], ...]]:
+    """The globs a file must match (one of), and the `!` globs it must not."""
     patterns = split_globs(glob) if glob else []
+    excluded = tuple(compile_glob(p[1:]) for p in patterns if p.startswith("!") and p[1:])
+    patterns = [p for p in patterns if not p.startswith("!")]
     if file_type:
         if file_type not in FILE_TYPES:
             raise ToolInputError(
@@ -138,7 +154,7 @@ def _file_globs(glob: str | None, file_type: str | None) -> tuple[re.Pattern[str
         if glob:
             raise ToolInputError("Give either glob or type, not both.")
         patterns = list(FILE_TYPES[file_type])
-    return tuple(compile_glob(p) for p in patterns)
+    return tuple(compile_glob(p) for p in patterns), excluded
 
 
 @frozen
