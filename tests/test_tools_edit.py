@@ -207,3 +207,12 @@ def test_a_mixed_file_keeps_its_other_line_endings(ws: Path) -> None:
     out = edit(read_first(ws, f), f, "b", "B")
     assert not out.is_error, out.content
     assert f.read_bytes() == b"a\r\nB\nc\r\n"
+
+
+def test_creating_under_a_file_or_at_a_slash_is_refused(ws: Path) -> None:
+    (ws / "f.txt").write_text("keep\n")
+    under = edit(make_env(ws), ws / "f.txt" / "new.py", "", "x")
+    assert "f.txt is a file, not a directory" in text(under)
+    slash = call(EDIT, {"file_path": "new/", "old_string": "", "new_string": "x"}, make_env(ws))
+    assert "new/ ends in /" in text(slash)
+    assert not (ws / "new").exists()

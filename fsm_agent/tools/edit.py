@@ -6,7 +6,7 @@ import os
 from typing import Any
 
 from fsm_agent.tools.base import ToolEnv, ToolInputError, ToolOutcome
-from fsm_agent.tools.files import require_fresh_read, write_text
+from fsm_agent.tools.files import require_file_path, require_fresh_read, write_text
 from fsm_agent.tools.workspace import check_path
 
 DESCRIPTION = """\
@@ -84,6 +84,7 @@ class EditTool:
         check = check_path(input["file_path"], env)
         if not check.inside:
             return check.refusal()
+        require_file_path(input["file_path"])
         path = check.resolved
         old, new = input["old_string"], input["new_string"]
         if old == new:

@@ -36,9 +36,27 @@ def require_fresh_read(path: str, env: ToolEnv) -> None:
         raise ToolInputError(MODIFIED)
 
 
+def require_file_path(requested: str) -> None:
+    """A path ending in `/` names a directory; the OS would not open it as a file, but
+    resolving it drops the slash, so it is refused before it is written as one."""
+    if requested.endswith("/"):
+        raise ToolInputError(
+            f"{requested} ends in /, so it names a directory; give the path of a file."
+        )
+
+
 def write_text(path: str, text: str) -> float:
-    """Write `text` as UTF-8 without newline translation; returns the new mtime."""
-    os.makedirs(os.path.dirname(path), exist_ok=True)
+    """Write `text` as UTF-8 without newline translation; returns the new mtime.
+
+    Missing parent directories are created; a file where one should be is named.
+    """
+    parent = os.path.dirname(path)
+    existing = parent
+    while not os.path.lexists(existing):
+        existing = os.path.dirname(existing)
+    if not os.path.isdir(existing):
+        raise ToolInputError(f"Cannot create {path}: {existing} is a file, not a directory.")
+    os.makedirs(parent, exist_ok=True)
     with open(path, "w", encoding="utf-8", newline="") as f:
         f.write(text)
     return mtime(path)

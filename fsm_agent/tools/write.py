@@ -6,7 +6,7 @@ import os
 from typing import Any
 
 from fsm_agent.tools.base import ToolEnv, ToolInputError, ToolOutcome
-from fsm_agent.tools.files import require_fresh_read, write_text
+from fsm_agent.tools.files import require_file_path, require_fresh_read, write_text
 from fsm_agent.tools.workspace import check_path
 
 DESCRIPTION = """\
@@ -37,6 +37,7 @@ class WriteTool:
         check = check_path(input["file_path"], env)
         if not check.inside:
             return check.refusal()
+        require_file_path(input["file_path"])
         path = check.resolved
         if os.path.isdir(path):
             raise ToolInputError(f"{path} is a directory; give the path of a file.")
