@@ -176,3 +176,11 @@ def test_a_missing_directory_in_the_pattern_finds_nothing(ws: Path) -> None:
     assert glob(ws, pattern="nope/**/*.py") == "No files found"
     assert glob(ws, pattern=f"{ws}/nope/*.py") == "No files found"
     assert glob(ws, pattern="a.py/*") == "No files found"
+
+
+def test_a_file_name_that_is_not_utf8_is_listed_as_text(ws: Path) -> None:
+    """The result goes into JSON (log and API): a name's stray bytes are shown escaped."""
+    with open(os.fsencode(ws) + b"/caf\xe9.txt", "wb") as f:
+        f.write(b"x")
+    out = glob(ws, pattern="*.txt")
+    assert out.encode("utf-8") == f"{ws}/caf\\xe9.txt".encode()

@@ -248,3 +248,13 @@ def test_a_glob_with_a_bang_excludes_as_in_ripgrep(ws: Path) -> None:
     }
     rest = {str(ws / "a.py"), str(ws / "keep.log")}
     assert set(ok(ws, pattern="foo", glob="!.hidden,!src").splitlines()[1:]) == rest
+
+
+def test_a_file_name_that_is_not_utf8_is_shown_as_text(ws: Path) -> None:
+    """The result goes into JSON (log and API): a name's stray bytes are shown escaped."""
+    with open(os.fsencode(ws) + b"/caf\xe9.txt", "wb") as f:
+        f.write(b"needle\n")
+    name = f"{ws}/caf\\xe9.txt"
+    assert ok(ws, pattern="needle") == f"Found 1 file\n{name}"
+    assert ok(ws, pattern="needle", output_mode="content") == f"{name}:1:needle"
+    assert ok(ws, pattern="needle", output_mode="count").startswith(f"{name}:1\n")

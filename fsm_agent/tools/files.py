@@ -19,6 +19,13 @@ def looks_binary(sample: bytes) -> bool:
     return b"\0" in sample[:SNIFF_BYTES]
 
 
+def printable(path: str) -> str:
+    """`path` as text for a result: the bytes of a name that are not UTF-8 (which Python
+    keeps as lone surrogates) as `\\xNN`, since a result must be valid Unicode to be
+    logged and sent."""
+    return path.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+
+
 def mtime(path: str) -> float:
     return os.stat(path).st_mtime
 

@@ -9,6 +9,7 @@ from collections.abc import Callable
 from typing import Any
 
 from fsm_agent.tools.base import ToolEnv, ToolInputError, ToolOutcome
+from fsm_agent.tools.files import printable
 from fsm_agent.tools.globs import compile_glob, matches
 from fsm_agent.tools.walk import walk_files
 from fsm_agent.tools.workspace import check_path
@@ -95,7 +96,7 @@ def _glob(
     if not found:
         return ToolOutcome(NO_FILES)
     found.sort()
-    lines = [path for _, path in found[:MAX_RESULTS]]
+    lines = [printable(path) for _, path in found[:MAX_RESULTS]]
     if len(found) > MAX_RESULTS:
         lines.append(
             f"(Results are truncated: showing {MAX_RESULTS} of {len(found)} files. "

@@ -19,7 +19,7 @@ from typing import Any
 from attrs import frozen
 
 from fsm_agent.tools.base import ToolEnv, ToolInputError, ToolOutcome, integer
-from fsm_agent.tools.files import looks_binary
+from fsm_agent.tools.files import looks_binary, printable
 from fsm_agent.tools.globs import compile_glob, split_globs
 from fsm_agent.tools.walk import GitIgnore, walk_files
 from fsm_agent.tools.workspace import check_path, is_within
@@ -254,10 +254,13 @@ def _render(
         entries = _content_lines(query, results, single)
         empty = "No matches found"
     elif query.mode == "count":
-        entries = [f"{r.path}:{len(r.hits)}" if not single else str(len(r.hits)) for r in results]
+        entries = [
+            f"{printable(r.path)}:{len(r.hits)}" if not single else str(len(r.hits))
+            for r in results
+        ]
         empty = "No matches found"
     else:
-        entries = _newest_first([r.path for r in results])
+        entries = [printable(p) for p in _newest_first([r.path for r in results])]
         empty = "No files found"
     if not entries:
         return empty
@@ -297,7 +300,7 @@ def _content_lines(query: Query, results: list[FileMatches], single: bool) -> li
             if out and (previous is None or i != previous + 1) and (query.before or query.after):
                 out.append("--")
             sep = ":" if i in hits else "-"
-            prefix = "" if single else f"{r.path}{sep}"
+            prefix = "" if single else f"{printable(r.path)}{sep}"
             number = f"{i + 1}{sep}" if query.line_numbers else ""
             out.append(f"{prefix}{number}{_clip(r.lines[i])}")
             previous = i
