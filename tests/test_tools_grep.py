@@ -1,12 +1,15 @@
+import asyncio
 import os
 from pathlib import Path
 
 import pytest
 
-from fsm_agent.tools.base import ToolOutcome
+from fsm_agent.effects import INTERRUPTED, AbortSignal, LiveEffects
+from fsm_agent.tools import grep as grep_module
+from fsm_agent.tools.base import ToolCall, ToolEnv, ToolOutcome
 from fsm_agent.tools.grep import GrepTool
 from fsm_agent.tools.walk import GitIgnore
-from tests.tools_support import call, make_env, text
+from tests.tools_support import NoModel, call, make_env, text
 
 GREP = GrepTool()
 
@@ -258,3 +261,33 @@ def test_a_file_name_that_is_not_utf8_is_shown_as_text(ws: Path) -> None:
     assert ok(ws, pattern="needle") == f"Found 1 file\n{name}"
     assert ok(ws, pattern="needle", output_mode="content") == f"{name}:1:needle"
     assert ok(ws, pattern="needle", output_mode="count").startswith(f"{name}:1\n")
+
+
+def test_a_pattern_that_backtracks_without_end_times_out(
+    ws: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Python's `re` backtracks (ripgrep does not) and holds the GIL while it does, so
+    the search runs in a child process that a time limit stops."""
+    monkeypatch.setattr(grep_module, "GREP_TIMEOUT_S", 0.5)
+    (ws / "aaa.txt").write_text("a" * 26 + "!\n")
+    out = grep(ws, pattern="(a+)+$", path="aaa.txt")
+    assert out.is_error
+    assert text(out).startswith("<tool_use_error>Grep timed out after 0.5 s")
+
+
+def test_a_cancelled_search_is_stopped(ws: Path) -> None:
+    """Ctrl-C (or a failed stream) stops a search stuck in the regex engine."""
+    (ws / "aaa.txt").write_text("a" * 60 + "!\n")
+    cancel = AbortSignal()
+    env = ToolEnv(cwd=str(ws), cancel=cancel)
+
+    async def scenario() -> ToolOutcome:
+        effects = LiveEffects(NoModel(), {"Grep": GREP})
+        asyncio.get_running_loop().call_later(0.3, cancel.set)
+        return await effects.run_tool(
+            ToolCall("toolu_1", "Grep", {"pattern": "(a+)+$", "path": "aaa.txt"}), env
+        )
+
+    out = asyncio.run(scenario())
+    assert out.interrupted
+    assert out.content == INTERRUPTED

@@ -4,6 +4,8 @@ Python's `re` stands in for ripgrep. Hidden files are searched, VCS
 directories and binary files (NUL in the first 8 KB) are skipped, and the
 `.gitignore` at the top of the workspace root being searched is honoured
 (see `fsm_agent.tools.walk.GitIgnore` for the subset understood).
+The files are listed here and searched in a child process, which a time limit
+or a cancellation kills (see `_search_in_child`).
 """
 
 from __future__ import annotations
@@ -11,8 +13,11 @@ from __future__ import annotations
 import asyncio
 import bisect
 import contextlib
+import json
 import os
 import re
+import subprocess
+import sys
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -27,6 +32,7 @@ from fsm_agent.tools.workspace import check_path, is_within
 MAX_OUTPUT_CHARS = 30_000
 MAX_LINE_CHARS = 2000
 MAX_FILE_BYTES = 20 * 1024 * 1024
+GREP_TIMEOUT_S = 60.0
 
 FILE_TYPES: dict[str, tuple[str, ...]] = {
     "py": ("*.py", "*.pyi"),
@@ -181,24 +187,59 @@ class GrepTool:
             return check.refusal()
         if not os.path.exists(check.resolved):
             raise ToolInputError(f"Path does not exist: {where}")
-        results = await asyncio.to_thread(_search, query, check.resolved, check.roots, env.hidden)
+        files = await asyncio.to_thread(
+            lambda: list(_candidates(query, check.resolved, check.roots, env.hidden))
+        )
         single = os.path.isfile(check.resolved)
         return ToolOutcome(
-            _render(
-                query, results, single, integer(input, "head_limit", 0), integer(input, "offset", 0)
-            )
+            await _search_in_child({"input": input, "files": files, "single": single})
         )
 
 
-def _search(
-    query: Query, base: str, roots: tuple[str, ...], hidden: Callable[[str], bool] | None = None
-) -> list[FileMatches]:
-    found: list[FileMatches] = []
-    for path in _candidates(query, base, roots, hidden):
-        result = _search_file(query, path)
-        if result is not None:
-            found.append(result)
-    return found
+async def _search_in_child(job: dict[str, Any]) -> str:
+    """The rendered result of `job`, searched by a child process.
+
+    Python's `re` backtracks, and holds the GIL while it does: a pattern such
+    as `(a+)+$` can run for ever and freeze the whole process, Ctrl-C
+    included. A child can be killed, on cancellation or after `GREP_TIMEOUT_S`.
+    """
+    child = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "fsm_agent.tools.grep",
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    try:
+        out, err = await asyncio.wait_for(
+            child.communicate(json.dumps(job).encode()), GREP_TIMEOUT_S
+        )
+    except TimeoutError:
+        raise ToolInputError(
+            f"Grep timed out after {GREP_TIMEOUT_S:g} s. The pattern may backtrack without "
+            "end (nested repetition such as (a+)+), or the search is too wide: simplify "
+            "the pattern, or narrow path, glob or type."
+        ) from None
+    finally:
+        if child.returncode is None:
+            child.kill()
+            await child.wait()
+    if child.returncode != 0:
+        lines = err.decode("utf-8", errors="replace").strip().splitlines()
+        raise RuntimeError(lines[-1] if lines else f"search exited with {child.returncode}")
+    text: str = json.loads(out)
+    return text
+
+
+def _search_job() -> None:
+    """The child's side of `_search_in_child`: a job on stdin, its result on stdout."""
+    job = json.load(sys.stdin)
+    input = job["input"]
+    query = Query.parse(input)
+    results = [r for path in job["files"] if (r := _search_file(query, path)) is not None]
+    head_limit, offset = integer(input, "head_limit", 0), integer(input, "offset", 0)
+    sys.stdout.write(json.dumps(_render(query, results, job["single"], head_limit, offset)))
 
 
 def _candidates(
@@ -329,3 +370,7 @@ def _cap(text: str) -> str:
         f"{kept}\n[Output truncated at {MAX_OUTPUT_CHARS} characters; narrow the search "
         "or page with head_limit and offset.]"
     )
+
+
+if __name__ == "__main__":
+    _search_job()
