@@ -291,3 +291,16 @@ def test_a_cancelled_search_is_stopped(ws: Path) -> None:
     out = asyncio.run(scenario())
     assert out.interrupted
     assert out.content == INTERRUPTED
+
+
+def test_the_search_runs_this_fsm_agent_not_one_in_the_current_directory(
+    ws: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The workspace may be a checkout of fsm-agent itself, in any state."""
+    fake = ws / "fsm_agent" / "tools"
+    fake.mkdir(parents=True)
+    (ws / "fsm_agent" / "__init__.py").write_text("")
+    (fake / "__init__.py").write_text("")
+    (fake / "grep.py").write_text("print('\"not the real grep\"')\n")
+    monkeypatch.chdir(ws)
+    assert ok(ws, pattern="getcwd") == f"Found 1 file\n{ws}/a.py"

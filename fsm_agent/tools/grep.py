@@ -202,14 +202,20 @@ async def _search_in_child(job: dict[str, Any]) -> str:
     Python's `re` backtracks, and holds the GIL while it does: a pattern such
     as `(a+)+$` can run for ever and freeze the whole process, Ctrl-C
     included. A child can be killed, on cancellation or after `GREP_TIMEOUT_S`.
+    It imports this very module: not one in the current directory (`-P`),
+    which may be a workspace holding another fsm_agent.
     """
+    home = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    path = os.pathsep.join(p for p in (home, os.environ.get("PYTHONPATH")) if p)
     child = await asyncio.create_subprocess_exec(
         sys.executable,
+        "-P",
         "-m",
         "fsm_agent.tools.grep",
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
+        env={**os.environ, "PYTHONPATH": path},
     )
     try:
         out, err = await asyncio.wait_for(
