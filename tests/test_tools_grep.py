@@ -304,3 +304,23 @@ def test_the_search_runs_this_fsm_agent_not_one_in_the_current_directory(
     (fake / "grep.py").write_text("print('\"not the real grep\"')\n")
     monkeypatch.chdir(ws)
     assert ok(ws, pattern="getcwd") == f"Found 1 file\n{ws}/a.py"
+
+
+def test_a_file_too_large_to_search_is_never_passed_over_in_silence(
+    ws: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(grep_module, "MAX_FILE_BYTES", 20)
+    (ws / "logs").mkdir()
+    (ws / "logs" / "big.txt").write_text("needle " * 10 + "\n")
+    (ws / "logs" / "small.txt").write_text("needle\n")
+    named = grep(ws, pattern="needle", path="logs/big.txt")
+    assert named.is_error
+    assert text(named) == (
+        "<tool_use_error>logs/big.txt is 71 bytes; Grep searches files of at most 20 bytes. "
+        "Search it with Bash (grep, rg) instead.</tool_use_error>"
+    )
+    found = ok(ws, pattern="needle", path="logs")
+    assert found == (
+        f"Found 1 file\n{ws}/logs/small.txt\n\n"
+        f"(Not searched, being over 20 bytes: {ws}/logs/big.txt)"
+    )

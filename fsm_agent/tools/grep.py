@@ -187,13 +187,39 @@ class GrepTool:
             return check.refusal()
         if not os.path.exists(check.resolved):
             raise ToolInputError(f"Path does not exist: {where}")
-        files = await asyncio.to_thread(
-            lambda: list(_candidates(query, check.resolved, check.roots, env.hidden))
+        files, too_big = await asyncio.to_thread(
+            _by_size, _candidates(query, check.resolved, check.roots, env.hidden)
         )
         single = os.path.isfile(check.resolved)
-        return ToolOutcome(
-            await _search_in_child({"input": input, "files": files, "single": single})
-        )
+        limit = _size(MAX_FILE_BYTES)
+        if single and too_big:
+            raise ToolInputError(
+                f"{where} is {_size(os.path.getsize(check.resolved))}; Grep searches files of "
+                f"at most {limit}. Search it with Bash (grep, rg) instead."
+            )
+        text = await _search_in_child({"input": input, "files": files, "single": single})
+        if too_big:
+            names = ", ".join(printable(p) for p in too_big[:5])
+            more = f" and {len(too_big) - 5} more" if len(too_big) > 5 else ""
+            text += f"\n\n(Not searched, being over {limit}: {names}{more})"
+        return ToolOutcome(text)
+
+
+def _by_size(paths: Iterator[str]) -> tuple[list[str], list[str]]:
+    """The files Grep can search, and those over `MAX_FILE_BYTES` that it says it did not."""
+    small: list[str] = []
+    big: list[str] = []
+    for path in paths:
+        try:
+            size = os.path.getsize(path)
+        except OSError:
+            continue
+        (big if size > MAX_FILE_BYTES else small).append(path)
+    return small, big
+
+
+def _size(n: int) -> str:
+    return f"{n // 2**20} MB" if n >= 2**20 else f"{n} bytes"
 
 
 async def _search_in_child(job: dict[str, Any]) -> str:
@@ -263,8 +289,6 @@ def _candidates(
 
 def _search_file(query: Query, path: str) -> FileMatches | None:
     try:
-        if os.path.getsize(path) > MAX_FILE_BYTES:
-            return None
         with open(path, "rb") as f:
             raw = f.read()
     except OSError:
