@@ -313,6 +313,7 @@ def test_a_file_too_large_to_search_is_never_passed_over_in_silence(
     (ws / "logs").mkdir()
     (ws / "logs" / "big.txt").write_text("needle " * 10 + "\n")
     (ws / "logs" / "small.txt").write_text("needle\n")
+    (ws / "logs" / "big.bin").write_bytes(b"needle\x00" * 10)
     named = grep(ws, pattern="needle", path="logs/big.txt")
     assert named.is_error
     assert text(named) == (

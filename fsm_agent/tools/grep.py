@@ -24,7 +24,7 @@ from typing import Any
 from attrs import frozen
 
 from fsm_agent.tools.base import ToolEnv, ToolInputError, ToolOutcome, integer
-from fsm_agent.tools.files import looks_binary, printable
+from fsm_agent.tools.files import SNIFF_BYTES, looks_binary, printable
 from fsm_agent.tools.globs import compile_glob, split_globs
 from fsm_agent.tools.walk import GitIgnore, walk_files
 from fsm_agent.tools.workspace import check_path, is_within
@@ -206,15 +206,20 @@ class GrepTool:
 
 
 def _by_size(paths: Iterator[str]) -> tuple[list[str], list[str]]:
-    """The files Grep can search, and those over `MAX_FILE_BYTES` that it says it did not."""
+    """The files Grep can search, and the text files over `MAX_FILE_BYTES` that it says
+    it did not (binary ones are skipped without a word, whatever their size)."""
     small: list[str] = []
     big: list[str] = []
     for path in paths:
         try:
-            size = os.path.getsize(path)
+            if os.path.getsize(path) <= MAX_FILE_BYTES:
+                small.append(path)
+                continue
+            with open(path, "rb") as f:
+                if not looks_binary(f.read(SNIFF_BYTES)):
+                    big.append(path)
         except OSError:
             continue
-        (big if size > MAX_FILE_BYTES else small).append(path)
     return small, big
 
 
