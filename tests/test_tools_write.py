@@ -157,3 +157,11 @@ def test_a_file_in_the_way_of_the_directories_is_named(ws: Path, rel: str) -> No
         "not a directory.</tool_use_error>"
     )
     assert (ws / "f.txt").read_text() == "keep\n"
+
+
+def test_a_file_whose_name_is_not_utf8_is_not_written(ws: Path) -> None:
+    os.symlink(b"caf\xe9.txt", os.fsencode(ws) + b"/link.txt")
+    out = call(WRITE, {"file_path": "link.txt", "content": "x"}, make_env(ws))
+    assert out.is_error
+    assert "a name that is not UTF-8" in text(out)
+    assert not os.path.exists(os.fsencode(ws) + b"/caf\xe9.txt")

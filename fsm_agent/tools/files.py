@@ -26,6 +26,17 @@ def printable(path: str) -> str:
     return path.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
 
 
+def require_text_path(requested: str, path: str) -> None:
+    """Refuse a path that is not valid text (a name with bytes that are not UTF-8,
+    reached through a symlink): a read or write of it is recorded by path, and the
+    log and the API take only text."""
+    if printable(path) != path:
+        raise ToolInputError(
+            f"{requested} leads to {printable(path)}, a name that is not UTF-8: "
+            "rename it (with Bash) to use it here."
+        )
+
+
 def mtime(path: str) -> float:
     return os.stat(path).st_mtime
 
