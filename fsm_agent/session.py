@@ -110,6 +110,7 @@ async def arun(
     from fsm_agent.effects import LiveEffects
     from fsm_agent.hooks import events_of, hooked_events, joined
     from fsm_agent.permissions import removed_tools
+    from fsm_agent.validation import check_schema
 
     live_effects = live_effects or LiveEffects
     config = config or RunConfig()
@@ -117,6 +118,8 @@ async def arun(
     removed = removed_tools(config.permissions)
     tools = {name: tool for name, tool in tools.items() if name not in removed}
     specs = tool_specs(tools)
+    for spec in specs:
+        check_schema(spec.name, spec.input_schema)
     config = evolve(
         config,
         hooked_events=hooked_events(events_of(hooks), frozenset(m.event for m in config.hooks)),

@@ -407,8 +407,10 @@ def _response_text(content: ToolResultContent) -> str:
 
 
 def absolute_paths(name: str, tool_input: dict[str, Any], cwd: str) -> dict[str, Any]:
-    """Hooks see file paths absolute, as Claude Code sends them."""
+    """Hooks see file paths absolute, as Claude Code sends them, `~` expanded as the
+    tools expand it."""
     path = tool_input.get("file_path")
     if name in FILE_PATH_TOOLS and isinstance(path, str):
-        return {**tool_input, "file_path": os.path.normpath(os.path.join(cwd, path))}
+        absolute = os.path.join(cwd, os.path.expanduser(path))
+        return {**tool_input, "file_path": os.path.normpath(absolute)}
     return tool_input

@@ -26,6 +26,18 @@ def validator(schema: dict[str, Any]) -> Validate:
     return found[1]
 
 
+def check_schema(name: str, schema: dict[str, Any]) -> None:
+    """Compile a tool's schema before a run, so that a broken one (a tool of the
+    caller's) is refused up front, naming the tool, and not when the model first
+    calls it, halfway through a log."""
+    try:
+        validator(schema)
+    except fastjsonschema.JsonSchemaDefinitionException as error:
+        raise ValueError(
+            f"tool {name!r}: input_schema is not a valid JSON Schema: {error}"
+        ) from None
+
+
 def input_problem(name: str, schema: dict[str, Any], tool_input: Any) -> str | None:
     """None when `tool_input` fits `schema`, else the `tool_use_error` text for the model."""
     try:

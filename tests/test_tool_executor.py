@@ -26,7 +26,7 @@ from fsm_agent.messages import ToolResultBlock, ToolUseBlock
 from fsm_agent.permissions import PermissionSettings, RuleSource
 from fsm_agent.scripted import Scenario, ScriptedModel
 from fsm_agent.session import arun, default_tools, replay, run_scenario
-from fsm_agent.tool_executor import partition
+from fsm_agent.tool_executor import absolute_paths, partition
 from fsm_agent.tools.base import ToolEnv, ToolOutcome
 from tests.test_cli import fsm
 
@@ -315,3 +315,11 @@ def test_invalid_input_is_refused_with_a_clear_message(workspace: Path, tmp_path
     assert "The required parameter `file_path` is missing" in r2
     assert "No such tool available: Nope" in r3
     assert not os.listdir(workspace / ".fsm-agent") if (workspace / ".fsm-agent").exists() else True
+
+
+def test_hooks_see_the_path_the_file_tool_uses() -> None:
+    """A file tool expands `~`; a hook judging the call must see the same absolute path."""
+    home = os.path.expanduser("~/notes.txt")
+    assert absolute_paths("Read", {"file_path": "~/notes.txt"}, "/w")["file_path"] == home
+    assert absolute_paths("Edit", {"file_path": "src/../a.py"}, "/w")["file_path"] == "/w/a.py"
+    assert absolute_paths("Bash", {"command": "ls ~"}, "/w") == {"command": "ls ~"}

@@ -1,4 +1,6 @@
 import asyncio
+import os
+import signal
 import time
 from pathlib import Path
 
@@ -148,3 +150,16 @@ def test_schema_rejects_a_non_positive_timeout(tmp_path: Path) -> None:
     out = bash(tmp_path, "touch ran", timeout=0)
     assert "InputValidationError" in text(out)
     assert not (tmp_path / "ran").exists()
+
+
+def test_job_control_background_jobs_are_stopped_too(tmp_path: Path) -> None:
+    """`set -m` gives each background job a process group of its own; it stays in the
+    command's session, and is stopped with it."""
+    out = bash(tmp_path, "set -m; sleep 30 & echo $! > child.pid; echo done")
+    assert text(out) == "done"
+    pid = int((tmp_path / "child.pid").read_text())
+    try:
+        assert wait_dead(pid)
+    finally:
+        if alive(pid):
+            os.kill(pid, signal.SIGKILL)

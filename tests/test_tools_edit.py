@@ -183,3 +183,36 @@ def test_refuses_every_way_out(ws: Path) -> None:
     for path in (ws / ".." / "outside" / "keep.txt", outside / "keep.txt", ws / "link.txt"):
         assert_refused(edit(env, path, "original", "pwned"), ws)
     assert_refused(edit(env, ws / ".." / "outside" / "new.txt", "", "planted"), ws)
+
+
+def test_lines_added_to_a_crlf_file_end_in_crlf(ws: Path) -> None:
+    f = ws / "dos.txt"
+    f.write_bytes(b"one\r\ntwo\r\nthree\r\n")
+    out = edit(read_first(ws, f), f, "two", "two\ntwo and a half")
+    assert not out.is_error, out.content
+    assert f.read_bytes() == b"one\r\ntwo\r\ntwo and a half\r\nthree\r\n"
+
+
+def test_crlf_strings_in_a_crlf_file_keep_it_crlf(ws: Path) -> None:
+    f = ws / "dos.txt"
+    f.write_bytes(b"one\r\ntwo\r\n")
+    out = edit(read_first(ws, f), f, "one\r\n", "1\n")
+    assert not out.is_error, out.content
+    assert f.read_bytes() == b"1\r\ntwo\r\n"
+
+
+def test_a_mixed_file_keeps_its_other_line_endings(ws: Path) -> None:
+    f = ws / "mixed.txt"
+    f.write_bytes(b"a\r\nb\nc\r\n")
+    out = edit(read_first(ws, f), f, "b", "B")
+    assert not out.is_error, out.content
+    assert f.read_bytes() == b"a\r\nB\nc\r\n"
+
+
+def test_creating_under_a_file_or_at_a_slash_is_refused(ws: Path) -> None:
+    (ws / "f.txt").write_text("keep\n")
+    under = edit(make_env(ws), ws / "f.txt" / "new.py", "", "x")
+    assert "f.txt is a file, not a directory" in text(under)
+    slash = call(EDIT, {"file_path": "new/", "old_string": "", "new_string": "x"}, make_env(ws))
+    assert "new/ ends in /" in text(slash)
+    assert not (ws / "new").exists()

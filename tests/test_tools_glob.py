@@ -3,7 +3,7 @@ from pathlib import Path
 
 import pytest
 
-from fsm_agent.tools.glob import GlobTool, split_absolute
+from fsm_agent.tools.glob import GlobTool, split_literal
 from fsm_agent.tools.globs import compile_glob, split_globs
 from tests.tools_support import call, make_env, text
 
@@ -46,9 +46,14 @@ def test_split_globs_keeps_braces_whole() -> None:
     assert split_globs("*.py,*.md *.{ts,tsx}") == ["*.py", "*.md", "*.{ts,tsx}"]
 
 
-def test_split_absolute_pattern() -> None:
-    assert split_absolute("/w/src/**/*.py") == ("/w/src", "**/*.py")
-    assert split_absolute("/w/setup.py") == ("/w", "setup.py")
+def test_split_literal_pattern() -> None:
+    assert split_literal("/w/src/**/*.py") == ("/w/src", "**/*.py")
+    assert split_literal("/w/setup.py") == ("/w", "setup.py")
+    assert split_literal("/*.py") == ("/", "*.py")
+    assert split_literal("./src/*.py") == ("./src", "*.py")
+    assert split_literal("**/*.py") == ("", "**/*.py")
+    assert split_literal("setup.py") == ("", "setup.py")
+    assert split_literal(r"a/\*b/*.py") == ("a", r"\*b/*.py")
 
 
 @pytest.fixture
@@ -153,3 +158,29 @@ def test_a_file_is_not_a_search_directory(ws: Path) -> None:
     out = call(GLOB, {"pattern": "*", "path": "a.py"}, make_env(ws))
     assert out.is_error
     assert "a.py is not a directory" in text(out)
+
+
+@pytest.mark.parametrize("pattern", ["./src/*.py", "src/../src/*.py", "./src/deep/../*.py"])
+def test_dot_segments_in_a_relative_pattern_are_resolved(ws: Path, pattern: str) -> None:
+    assert glob(ws, pattern=pattern) == str(ws / "src/c.py")
+
+
+def test_a_relative_pattern_climbing_out_is_refused(ws: Path) -> None:
+    out = call(GLOB, {"pattern": "../outside/*.py"}, make_env(ws))
+    assert out.is_error
+    assert "outside the workspace" in text(out)
+    assert "secret" not in text(out)
+
+
+def test_a_missing_directory_in_the_pattern_finds_nothing(ws: Path) -> None:
+    assert glob(ws, pattern="nope/**/*.py") == "No files found"
+    assert glob(ws, pattern=f"{ws}/nope/*.py") == "No files found"
+    assert glob(ws, pattern="a.py/*") == "No files found"
+
+
+def test_a_file_name_that_is_not_utf8_is_listed_as_text(ws: Path) -> None:
+    """The result goes into JSON (log and API): a name's stray bytes are shown escaped."""
+    with open(os.fsencode(ws) + b"/caf\xe9.txt", "wb") as f:
+        f.write(b"x")
+    out = glob(ws, pattern="*.txt")
+    assert out.encode("utf-8") == f"{ws}/caf\\xe9.txt".encode()

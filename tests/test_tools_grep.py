@@ -1,12 +1,15 @@
+import asyncio
 import os
 from pathlib import Path
 
 import pytest
 
-from fsm_agent.tools.base import ToolOutcome
+from fsm_agent.effects import INTERRUPTED, AbortSignal, LiveEffects
+from fsm_agent.tools import grep as grep_module
+from fsm_agent.tools.base import ToolCall, ToolEnv, ToolOutcome
 from fsm_agent.tools.grep import GrepTool
 from fsm_agent.tools.walk import GitIgnore
-from tests.tools_support import call, make_env, text
+from tests.tools_support import NoModel, call, make_env, text
 
 GREP = GrepTool()
 
@@ -227,3 +230,98 @@ def test_gitignore_subset(
 def test_count_summary_in_the_singular(ws: Path) -> None:
     out = ok(ws, pattern="getcwd", output_mode="count")
     assert out == f"{ws}/a.py:1\n\nFound 1 matching line in 1 file."
+
+
+def test_integral_float_numbers_are_accepted(ws: Path) -> None:
+    """JSON Schema's `integer` admits 1.0, and a model may write it so."""
+    out = ok(ws, pattern="def|pass", output_mode="content", path="src/b.py", head_limit=1.0,
+             offset=1.0)  # fmt: skip
+    assert out.splitlines()[0] == "2:    pass"
+    around = ok(ws, pattern="foo_bar", output_mode="content", path="src/b.py", **{"-B": 1.0})
+    assert around == "4-\n5:def foo_bar():"
+
+
+def test_a_glob_with_a_bang_excludes_as_in_ripgrep(ws: Path) -> None:
+    """`rg --glob '!*.py'`: everything but what the negated glob matches; a negated
+    directory leaves out all under it."""
+    files = {str(ws / p) for p in ("a.py", "src/b.py", ".hidden/h.py")}
+    assert set(ok(ws, pattern="foo", glob="!*.log").splitlines()[1:]) == files
+    assert set(ok(ws, pattern="foo", glob="*.py !src").splitlines()[1:]) == files - {
+        str(ws / "src/b.py")
+    }
+    rest = {str(ws / "a.py"), str(ws / "keep.log")}
+    assert set(ok(ws, pattern="foo", glob="!.hidden,!src").splitlines()[1:]) == rest
+
+
+def test_a_file_name_that_is_not_utf8_is_shown_as_text(ws: Path) -> None:
+    """The result goes into JSON (log and API): a name's stray bytes are shown escaped."""
+    with open(os.fsencode(ws) + b"/caf\xe9.txt", "wb") as f:
+        f.write(b"needle\n")
+    name = f"{ws}/caf\\xe9.txt"
+    assert ok(ws, pattern="needle") == f"Found 1 file\n{name}"
+    assert ok(ws, pattern="needle", output_mode="content") == f"{name}:1:needle"
+    assert ok(ws, pattern="needle", output_mode="count").startswith(f"{name}:1\n")
+
+
+def test_a_pattern_that_backtracks_without_end_times_out(
+    ws: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Python's `re` backtracks (ripgrep does not) and holds the GIL while it does, so
+    the search runs in a child process that a time limit stops."""
+    monkeypatch.setattr(grep_module, "GREP_TIMEOUT_S", 0.5)
+    (ws / "aaa.txt").write_text("a" * 26 + "!\n")
+    out = grep(ws, pattern="(a+)+$", path="aaa.txt")
+    assert out.is_error
+    assert text(out).startswith("<tool_use_error>Grep timed out after 0.5 s")
+
+
+def test_a_cancelled_search_is_stopped(ws: Path) -> None:
+    """Ctrl-C (or a failed stream) stops a search stuck in the regex engine."""
+    (ws / "aaa.txt").write_text("a" * 60 + "!\n")
+    cancel = AbortSignal()
+    env = ToolEnv(cwd=str(ws), cancel=cancel)
+
+    async def scenario() -> ToolOutcome:
+        effects = LiveEffects(NoModel(), {"Grep": GREP})
+        asyncio.get_running_loop().call_later(0.3, cancel.set)
+        return await effects.run_tool(
+            ToolCall("toolu_1", "Grep", {"pattern": "(a+)+$", "path": "aaa.txt"}), env
+        )
+
+    out = asyncio.run(scenario())
+    assert out.interrupted
+    assert out.content == INTERRUPTED
+
+
+def test_the_search_runs_this_fsm_agent_not_one_in_the_current_directory(
+    ws: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The workspace may be a checkout of fsm-agent itself, in any state."""
+    fake = ws / "fsm_agent" / "tools"
+    fake.mkdir(parents=True)
+    (ws / "fsm_agent" / "__init__.py").write_text("")
+    (fake / "__init__.py").write_text("")
+    (fake / "grep.py").write_text("print('\"not the real grep\"')\n")
+    monkeypatch.chdir(ws)
+    assert ok(ws, pattern="getcwd") == f"Found 1 file\n{ws}/a.py"
+
+
+def test_a_file_too_large_to_search_is_never_passed_over_in_silence(
+    ws: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(grep_module, "MAX_FILE_BYTES", 20)
+    (ws / "logs").mkdir()
+    (ws / "logs" / "big.txt").write_text("needle " * 10 + "\n")
+    (ws / "logs" / "small.txt").write_text("needle\n")
+    (ws / "logs" / "big.bin").write_bytes(b"needle\x00" * 10)
+    named = grep(ws, pattern="needle", path="logs/big.txt")
+    assert named.is_error
+    assert text(named) == (
+        "<tool_use_error>logs/big.txt is 71 bytes; Grep searches files of at most 20 bytes. "
+        "Search it with Bash (grep, rg) instead.</tool_use_error>"
+    )
+    found = ok(ws, pattern="needle", path="logs")
+    assert found == (
+        f"Found 1 file\n{ws}/logs/small.txt\n\n"
+        f"(Not searched, being over 20 bytes: {ws}/logs/big.txt)"
+    )

@@ -203,3 +203,27 @@ def test_reads_in_additional_dirs(ws: Path) -> None:
     extra = ws.parent / "outside"
     out = call(READ, {"file_path": str(extra / "secret.txt")}, make_env(ws, extra=(extra,)))
     assert text(out) == "     1\tTOP SECRET"
+
+
+def test_integral_float_offset_and_limit_are_line_numbers(ws: Path) -> None:
+    """JSON Schema's `integer` admits 2.0, and a model may write it so: it is line 2."""
+    f = ws / "n.txt"
+    f.write_text("one\ntwo\nthree\n")
+    out = read(ws, file_path=str(f), offset=2.0, limit=1.0)
+    assert not out.is_error, out.content
+    assert text(out).splitlines()[0] == "     2\ttwo"
+
+
+def test_a_file_whose_name_is_not_utf8_is_refused_by_name(ws: Path) -> None:
+    """Its path could not be logged nor sent (it would be recorded as read); the model
+    is told, in text that can."""
+    with open(os.fsencode(ws) + b"/caf\xe9.txt", "wb") as f:
+        f.write(b"x\n")
+    os.symlink(b"caf\xe9.txt", os.fsencode(ws) + b"/link.txt")
+    out = read(ws, file_path="link.txt")
+    assert out.is_error
+    assert text(out) == (
+        f"<tool_use_error>link.txt leads to {ws}/caf\\xe9.txt, a name that is not UTF-8: "
+        "rename it (with Bash) to use it here.</tool_use_error>"
+    )
+    assert out.read_files == {}

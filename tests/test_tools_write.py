@@ -139,3 +139,29 @@ def test_writes_in_additional_dirs(ws: Path) -> None:
     out = call(WRITE, {"file_path": str(extra / "added.txt"), "content": "ok"}, env)
     assert not out.is_error
     assert (extra / "added.txt").read_text() == "ok"
+
+
+def test_a_path_ending_in_a_slash_names_no_file(ws: Path) -> None:
+    out = call(WRITE, {"file_path": "newdir/", "content": "x"}, make_env(ws))
+    assert out.is_error
+    assert "newdir/ ends in /" in text(out)
+    assert not (ws / "newdir").exists()
+
+
+@pytest.mark.parametrize("rel", ["f.txt/child", "f.txt/a/b.txt"])
+def test_a_file_in_the_way_of_the_directories_is_named(ws: Path, rel: str) -> None:
+    (ws / "f.txt").write_text("keep\n")
+    out = call(WRITE, {"file_path": rel, "content": "x"}, make_env(ws))
+    assert text(out) == (
+        f"<tool_use_error>Cannot create {ws / rel}: {ws / 'f.txt'} is a file, "
+        "not a directory.</tool_use_error>"
+    )
+    assert (ws / "f.txt").read_text() == "keep\n"
+
+
+def test_a_file_whose_name_is_not_utf8_is_not_written(ws: Path) -> None:
+    os.symlink(b"caf\xe9.txt", os.fsencode(ws) + b"/link.txt")
+    out = call(WRITE, {"file_path": "link.txt", "content": "x"}, make_env(ws))
+    assert out.is_error
+    assert "a name that is not UTF-8" in text(out)
+    assert not os.path.exists(os.fsencode(ws) + b"/caf\xe9.txt")

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
 
+from fsm_agent.scripted import Scenario
+from fsm_agent.session import default_tools, run_scenario
+from fsm_agent.tools.base import ToolEnv, ToolOutcome
 from fsm_agent.validation import input_problem
 
 SCHEMA: dict[str, Any] = {
@@ -75,3 +79,30 @@ def test_defaults_in_the_schema_are_not_written_into_the_input() -> None:
     tool_input: dict[str, Any] = {}
     assert input_problem("Edit", schema, tool_input) is None
     assert tool_input == {}
+
+
+BROKEN: dict[str, Any] = {"type": "object", "properties": {"x": {"type": "strnig"}}}
+
+
+class BrokenSchemaTool:
+    name = "Broken"
+    description = "A tool of the caller's whose schema has a typo."
+    input_schema = BROKEN
+
+    async def run(self, input: dict[str, Any], env: ToolEnv) -> ToolOutcome:
+        return ToolOutcome("ran")
+
+
+def test_a_tool_with_a_broken_schema_is_refused_before_the_run(tmp_path: Path) -> None:
+    """Not when the model first calls it, with fastjsonschema's words, halfway through a log."""
+    turns = [
+        {"content": [{"type": "tool_use", "id": "t1", "name": "Broken", "input": {"x": "1"}}]},
+        {"content": "done"},
+    ]
+    log = tmp_path / "run.jsonl"
+    tools = {**default_tools(), "Broken": BrokenSchemaTool()}
+    with pytest.raises(ValueError, match="tool 'Broken': input_schema is not a valid JSON Schema"):
+        run_scenario(
+            Scenario.parse({"prompt": "go", "turns": turns}), cwd=tmp_path, tools=tools, log=log
+        )
+    assert not log.exists()

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, overload
 
 from attrs import field, frozen
 
@@ -64,6 +64,17 @@ class Tool(Protocol):
     async def run(self, input: dict[str, Any], env: ToolEnv) -> ToolOutcome: ...
 
 
+@overload
+def integer(input: Mapping[str, Any], key: str) -> int | None: ...
+@overload
+def integer(input: Mapping[str, Any], key: str, default: int) -> int: ...
+def integer(input: Mapping[str, Any], key: str, default: int | None = None) -> int | None:
+    """An `integer` parameter as an int: JSON Schema's `integer` admits 2.0 (JSON has
+    one number type), which Python's ranges and slices refuse."""
+    value = input.get(key)
+    return default if value is None else int(value)
+
+
 class ToolInputError(ValueError):
     """The model gave a tool an input it cannot use; becomes an `is_error` result."""
 
@@ -76,4 +87,5 @@ __all__ = [
     "ToolEnv",
     "ToolInputError",
     "ToolOutcome",
+    "integer",
 ]

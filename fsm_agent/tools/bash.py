@@ -104,8 +104,31 @@ def timeout_of(input: dict[str, Any]) -> float:
 
 
 def kill_group(pgid: int) -> None:
+    """Kill the command's process group, and what else is left of its session.
+
+    The shell leads a new session whose id is `pgid`; job control (`set -m`)
+    moves background jobs to groups of their own, but not out of the session.
+    Only `setsid` leaves it.
+    """
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pgid, signal.SIGKILL)
+    for pid in session_members(pgid):
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(pid, signal.SIGKILL)
+
+
+def session_members(sid: int) -> list[int]:
+    """The processes of session `sid`, found through /proc (none where there is no /proc)."""
+    try:
+        pids = [int(name) for name in os.listdir("/proc") if name.isdigit()]
+    except OSError:
+        return []
+    members = []
+    for pid in pids:
+        with contextlib.suppress(OSError):
+            if os.getsid(pid) == sid:
+                members.append(pid)
+    return members
 
 
 class _Collector(asyncio.SubprocessProtocol):

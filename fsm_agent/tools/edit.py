@@ -6,7 +6,12 @@ import os
 from typing import Any
 
 from fsm_agent.tools.base import ToolEnv, ToolInputError, ToolOutcome
-from fsm_agent.tools.files import require_fresh_read, write_text
+from fsm_agent.tools.files import (
+    require_file_path,
+    require_fresh_read,
+    require_text_path,
+    write_text,
+)
 from fsm_agent.tools.workspace import check_path
 
 DESCRIPTION = """\
@@ -52,9 +57,15 @@ def too_many(count: int, old: str) -> str:
 def replace(content: str, old: str, new: str, replace_all: bool) -> str:
     """Apply one edit to `content`, or raise the error the model should see.
 
-    Read shows CRLF lines without the CR, so when the LF form of `old` is not
-    in the file its CRLF form is tried, with `new` written back as CRLF too.
+    Read shows CRLF lines without the CR. A file whose every line ends in CRLF
+    is edited as LF text and written back all CRLF, so the lines an edit adds
+    end like the others. In a file of mixed endings, when the LF form of `old`
+    is not found its CRLF form is tried, with `new` written back as CRLF too.
     """
+    if "\r\n" in content and content.count("\n") == content.count("\r\n"):
+        lf = content.replace("\r\n", "\n")
+        edited = replace(lf, old.replace("\r\n", "\n"), new.replace("\r\n", "\n"), replace_all)
+        return edited.replace("\n", "\r\n")
     target, replacement = old, new
     count = content.count(target)
     if count == 0 and "\r\n" in content and "\n" in old and "\r\n" not in old:
@@ -78,6 +89,8 @@ class EditTool:
         check = check_path(input["file_path"], env)
         if not check.inside:
             return check.refusal()
+        require_file_path(input["file_path"])
+        require_text_path(input["file_path"], check.resolved)
         path = check.resolved
         old, new = input["old_string"], input["new_string"]
         if old == new:

@@ -19,6 +19,24 @@ def looks_binary(sample: bytes) -> bool:
     return b"\0" in sample[:SNIFF_BYTES]
 
 
+def printable(path: str) -> str:
+    """`path` as text for a result: the bytes of a name that are not UTF-8 (which Python
+    keeps as lone surrogates) as `\\xNN`, since a result must be valid Unicode to be
+    logged and sent."""
+    return path.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+
+
+def require_text_path(requested: str, path: str) -> None:
+    """Refuse a path that is not valid text (a name with bytes that are not UTF-8,
+    reached through a symlink): a read or write of it is recorded by path, and the
+    log and the API take only text."""
+    if printable(path) != path:
+        raise ToolInputError(
+            f"{requested} leads to {printable(path)}, a name that is not UTF-8: "
+            "rename it (with Bash) to use it here."
+        )
+
+
 def mtime(path: str) -> float:
     return os.stat(path).st_mtime
 
@@ -36,9 +54,27 @@ def require_fresh_read(path: str, env: ToolEnv) -> None:
         raise ToolInputError(MODIFIED)
 
 
+def require_file_path(requested: str) -> None:
+    """A path ending in `/` names a directory; the OS would not open it as a file, but
+    resolving it drops the slash, so it is refused before it is written as one."""
+    if requested.endswith("/"):
+        raise ToolInputError(
+            f"{requested} ends in /, so it names a directory; give the path of a file."
+        )
+
+
 def write_text(path: str, text: str) -> float:
-    """Write `text` as UTF-8 without newline translation; returns the new mtime."""
-    os.makedirs(os.path.dirname(path), exist_ok=True)
+    """Write `text` as UTF-8 without newline translation; returns the new mtime.
+
+    Missing parent directories are created; a file where one should be is named.
+    """
+    parent = os.path.dirname(path)
+    existing = parent
+    while not os.path.lexists(existing):
+        existing = os.path.dirname(existing)
+    if not os.path.isdir(existing):
+        raise ToolInputError(f"Cannot create {path}: {existing} is a file, not a directory.")
+    os.makedirs(parent, exist_ok=True)
     with open(path, "w", encoding="utf-8", newline="") as f:
         f.write(text)
     return mtime(path)

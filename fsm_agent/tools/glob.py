@@ -9,11 +9,13 @@ from collections.abc import Callable
 from typing import Any
 
 from fsm_agent.tools.base import ToolEnv, ToolInputError, ToolOutcome
+from fsm_agent.tools.files import printable
 from fsm_agent.tools.globs import compile_glob, matches
 from fsm_agent.tools.walk import walk_files
 from fsm_agent.tools.workspace import check_path
 
 MAX_RESULTS = 100
+NO_FILES = "No files found"
 
 DESCRIPTION = """\
 Find files whose path matches a glob pattern, e.g. `**/*.py` or `src/**/*.{ts,tsx}`. \
@@ -45,25 +47,41 @@ class GlobTool:
     input_schema = SCHEMA
 
     async def run(self, input: dict[str, Any], env: ToolEnv) -> ToolOutcome:
-        where, pattern = input.get("path") or env.cwd, input["pattern"]
-        if os.path.isabs(pattern):
-            where, pattern = split_absolute(pattern)
+        prefix, pattern = split_literal(input["pattern"])
+        where = input.get("path") or env.cwd
         check = check_path(where, env)
-        if not check.inside:
-            return check.refusal()
-        if not os.path.isdir(check.resolved):
-            problem = "is not a directory" if os.path.exists(check.resolved) else "does not exist"
-            raise ToolInputError(f"{where} {problem}; give a directory as path.")
+        if not os.path.isabs(prefix):
+            if not check.inside:
+                return check.refusal()
+            if not os.path.isdir(check.resolved):
+                problem = (
+                    "is not a directory" if os.path.exists(check.resolved) else "does not exist"
+                )
+                raise ToolInputError(f"{where} {problem}; give a directory as path.")
+        if prefix:
+            check = check_path(os.path.join(check.resolved, prefix), env)
+            if not check.inside:
+                return check.refusal()
+            if not os.path.isdir(check.resolved):
+                return ToolOutcome(NO_FILES)
         return await asyncio.to_thread(_glob, check.resolved, pattern, check.roots, env.hidden)
 
 
-def split_absolute(pattern: str) -> tuple[str, str]:
-    """`/a/b/**/*.py` -> (`/a/b`, `**/*.py`): models often put the directory in the pattern."""
+def split_literal(pattern: str) -> tuple[str, str]:
+    """`src/**/*.py` -> (`src`, `**/*.py`): the leading directories free of glob syntax,
+    and the rest.
+
+    The directories are searched from, so `./`, `..` and an absolute start (models
+    often put the directory in the pattern) lead where they say, and out of the
+    workspace only to be refused.
+    """
     parts = pattern.split("/")
     for i, part in enumerate(parts):
-        if any(c in part for c in "*?[{"):
+        if any(c in part for c in "*?[{\\"):
+            if i == 0:
+                return "", pattern
             return "/".join(parts[:i]) or "/", "/".join(parts[i:])
-    return os.path.dirname(pattern) or "/", os.path.basename(pattern)
+    return os.path.dirname(pattern), os.path.basename(pattern)
 
 
 def _glob(
@@ -76,9 +94,9 @@ def _glob(
             with contextlib.suppress(OSError):
                 found.append((-os.stat(path).st_mtime, path))
     if not found:
-        return ToolOutcome("No files found")
+        return ToolOutcome(NO_FILES)
     found.sort()
-    lines = [path for _, path in found[:MAX_RESULTS]]
+    lines = [printable(path) for _, path in found[:MAX_RESULTS]]
     if len(found) > MAX_RESULTS:
         lines.append(
             f"(Results are truncated: showing {MAX_RESULTS} of {len(found)} files. "

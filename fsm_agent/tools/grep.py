@@ -4,6 +4,8 @@ Python's `re` stands in for ripgrep. Hidden files are searched, VCS
 directories and binary files (NUL in the first 8 KB) are skipped, and the
 `.gitignore` at the top of the workspace root being searched is honoured
 (see `fsm_agent.tools.walk.GitIgnore` for the subset understood).
+The files are listed here and searched in a child process, which a time limit
+or a cancellation kills (see `_search_in_child`).
 """
 
 from __future__ import annotations
@@ -11,15 +13,18 @@ from __future__ import annotations
 import asyncio
 import bisect
 import contextlib
+import json
 import os
 import re
+import subprocess
+import sys
 from collections.abc import Callable, Iterator
 from typing import Any
 
 from attrs import frozen
 
-from fsm_agent.tools.base import ToolEnv, ToolInputError, ToolOutcome
-from fsm_agent.tools.files import looks_binary
+from fsm_agent.tools.base import ToolEnv, ToolInputError, ToolOutcome, integer
+from fsm_agent.tools.files import SNIFF_BYTES, looks_binary, printable
 from fsm_agent.tools.globs import compile_glob, split_globs
 from fsm_agent.tools.walk import GitIgnore, walk_files
 from fsm_agent.tools.workspace import check_path, is_within
@@ -27,6 +32,7 @@ from fsm_agent.tools.workspace import check_path, is_within
 MAX_OUTPUT_CHARS = 30_000
 MAX_LINE_CHARS = 2000
 MAX_FILE_BYTES = 20 * 1024 * 1024
+GREP_TIMEOUT_S = 60.0
 
 FILE_TYPES: dict[str, tuple[str, ...]] = {
     "py": ("*.py", "*.pyi"),
@@ -98,6 +104,7 @@ class Query:
     before: int
     after: int
     file_globs: tuple[re.Pattern[str], ...]
+    excluded: tuple[re.Pattern[str], ...] = ()
 
     @classmethod
     def parse(cls, input: dict[str, Any]) -> Query:
@@ -109,27 +116,42 @@ class Query:
             regex = re.compile(input["pattern"], flags)
         except re.error as exc:
             raise ToolInputError(f"Invalid regular expression: {exc}") from None
-        around = input.get("-C", input.get("context", 0))
+        around = integer(input, "-C", integer(input, "context", 0))
+        file_globs, excluded = _file_globs(input.get("glob"), input.get("type"))
         return cls(
             regex=regex,
             multiline=multiline,
             mode=input.get("output_mode", "files_with_matches"),
             line_numbers=input.get("-n", True),
-            before=input.get("-B", around),
-            after=input.get("-A", around),
-            file_globs=_file_globs(input.get("glob"), input.get("type")),
+            before=integer(input, "-B", around),
+            after=integer(input, "-A", around),
+            file_globs=file_globs,
+            excluded=excluded,
         )
 
     def wants(self, base: str, path: str) -> bool:
+        """ripgrep's `--glob`: a file must match one glob (if any is given) and no `!`
+        glob; a `!` glob matching a directory leaves out everything under it."""
+        rel = os.path.relpath(path, base).replace(os.sep, "/")
+        if self.excluded:
+            parts = rel.split("/")
+            ancestors = ["/".join(parts[: i + 1]) for i in range(len(parts))]
+            names = {*ancestors, *parts}
+            if any(g.fullmatch(n) for g in self.excluded for n in names):
+                return False
         if not self.file_globs:
             return True
-        rel = os.path.relpath(path, base).replace(os.sep, "/")
         name = os.path.basename(path)
         return any(g.fullmatch(rel) or g.fullmatch(name) for g in self.file_globs)
 
 
-def _file_globs(glob: str | None, file_type: str | None) -> tuple[re.Pattern[str], ...]:
+def _file_globs(
+    glob: str | None, file_type: str | None
+) -> tuple[tuple[re.Pattern[str], ...], tuple[re.Pattern[str], ...]]:
+    """The globs a file must match (one of), and the `!` globs it must not."""
     patterns = split_globs(glob) if glob else []
+    excluded = tuple(compile_glob(p[1:]) for p in patterns if p.startswith("!") and p[1:])
+    patterns = [p for p in patterns if not p.startswith("!")]
     if file_type:
         if file_type not in FILE_TYPES:
             raise ToolInputError(
@@ -138,7 +160,7 @@ def _file_globs(glob: str | None, file_type: str | None) -> tuple[re.Pattern[str
         if glob:
             raise ToolInputError("Give either glob or type, not both.")
         patterns = list(FILE_TYPES[file_type])
-    return tuple(compile_glob(p) for p in patterns)
+    return tuple(compile_glob(p) for p in patterns), excluded
 
 
 @frozen
@@ -165,22 +187,96 @@ class GrepTool:
             return check.refusal()
         if not os.path.exists(check.resolved):
             raise ToolInputError(f"Path does not exist: {where}")
-        results = await asyncio.to_thread(_search, query, check.resolved, check.roots, env.hidden)
-        single = os.path.isfile(check.resolved)
-        return ToolOutcome(
-            _render(query, results, single, input.get("head_limit", 0), input.get("offset", 0))
+        files, too_big = await asyncio.to_thread(
+            _by_size, _candidates(query, check.resolved, check.roots, env.hidden)
         )
+        single = os.path.isfile(check.resolved)
+        limit = _size(MAX_FILE_BYTES)
+        if single and too_big:
+            raise ToolInputError(
+                f"{where} is {_size(os.path.getsize(check.resolved))}; Grep searches files of "
+                f"at most {limit}. Search it with Bash (grep, rg) instead."
+            )
+        text = await _search_in_child({"input": input, "files": files, "single": single})
+        if too_big:
+            names = ", ".join(printable(p) for p in too_big[:5])
+            more = f" and {len(too_big) - 5} more" if len(too_big) > 5 else ""
+            text += f"\n\n(Not searched, being over {limit}: {names}{more})"
+        return ToolOutcome(text)
 
 
-def _search(
-    query: Query, base: str, roots: tuple[str, ...], hidden: Callable[[str], bool] | None = None
-) -> list[FileMatches]:
-    found: list[FileMatches] = []
-    for path in _candidates(query, base, roots, hidden):
-        result = _search_file(query, path)
-        if result is not None:
-            found.append(result)
-    return found
+def _by_size(paths: Iterator[str]) -> tuple[list[str], list[str]]:
+    """The files Grep can search, and the text files over `MAX_FILE_BYTES` that it says
+    it did not (binary ones are skipped without a word, whatever their size)."""
+    small: list[str] = []
+    big: list[str] = []
+    for path in paths:
+        try:
+            if os.path.getsize(path) <= MAX_FILE_BYTES:
+                small.append(path)
+                continue
+            with open(path, "rb") as f:
+                if not looks_binary(f.read(SNIFF_BYTES)):
+                    big.append(path)
+        except OSError:
+            continue
+    return small, big
+
+
+def _size(n: int) -> str:
+    return f"{n // 2**20} MB" if n >= 2**20 else f"{n} bytes"
+
+
+async def _search_in_child(job: dict[str, Any]) -> str:
+    """The rendered result of `job`, searched by a child process.
+
+    Python's `re` backtracks, and holds the GIL while it does: a pattern such
+    as `(a+)+$` can run for ever and freeze the whole process, Ctrl-C
+    included. A child can be killed, on cancellation or after `GREP_TIMEOUT_S`.
+    It imports this very module: not one in the current directory (`-P`),
+    which may be a workspace holding another fsm_agent.
+    """
+    home = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    path = os.pathsep.join(p for p in (home, os.environ.get("PYTHONPATH")) if p)
+    child = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-P",
+        "-m",
+        "fsm_agent.tools.grep",
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env={**os.environ, "PYTHONPATH": path},
+    )
+    try:
+        out, err = await asyncio.wait_for(
+            child.communicate(json.dumps(job).encode()), GREP_TIMEOUT_S
+        )
+    except TimeoutError:
+        raise ToolInputError(
+            f"Grep timed out after {GREP_TIMEOUT_S:g} s. The pattern may backtrack without "
+            "end (nested repetition such as (a+)+), or the search is too wide: simplify "
+            "the pattern, or narrow path, glob or type."
+        ) from None
+    finally:
+        if child.returncode is None:
+            child.kill()
+            await child.wait()
+    if child.returncode != 0:
+        lines = err.decode("utf-8", errors="replace").strip().splitlines()
+        raise RuntimeError(lines[-1] if lines else f"search exited with {child.returncode}")
+    text: str = json.loads(out)
+    return text
+
+
+def _search_job() -> None:
+    """The child's side of `_search_in_child`: a job on stdin, its result on stdout."""
+    job = json.load(sys.stdin)
+    input = job["input"]
+    query = Query.parse(input)
+    results = [r for path in job["files"] if (r := _search_file(query, path)) is not None]
+    head_limit, offset = integer(input, "head_limit", 0), integer(input, "offset", 0)
+    sys.stdout.write(json.dumps(_render(query, results, job["single"], head_limit, offset)))
 
 
 def _candidates(
@@ -198,8 +294,6 @@ def _candidates(
 
 def _search_file(query: Query, path: str) -> FileMatches | None:
     try:
-        if os.path.getsize(path) > MAX_FILE_BYTES:
-            return None
         with open(path, "rb") as f:
             raw = f.read()
     except OSError:
@@ -236,10 +330,13 @@ def _render(
         entries = _content_lines(query, results, single)
         empty = "No matches found"
     elif query.mode == "count":
-        entries = [f"{r.path}:{len(r.hits)}" if not single else str(len(r.hits)) for r in results]
+        entries = [
+            f"{printable(r.path)}:{len(r.hits)}" if not single else str(len(r.hits))
+            for r in results
+        ]
         empty = "No matches found"
     else:
-        entries = _newest_first([r.path for r in results])
+        entries = [printable(p) for p in _newest_first([r.path for r in results])]
         empty = "No files found"
     if not entries:
         return empty
@@ -279,7 +376,7 @@ def _content_lines(query: Query, results: list[FileMatches], single: bool) -> li
             if out and (previous is None or i != previous + 1) and (query.before or query.after):
                 out.append("--")
             sep = ":" if i in hits else "-"
-            prefix = "" if single else f"{r.path}{sep}"
+            prefix = "" if single else f"{printable(r.path)}{sep}"
             number = f"{i + 1}{sep}" if query.line_numbers else ""
             out.append(f"{prefix}{number}{_clip(r.lines[i])}")
             previous = i
@@ -308,3 +405,7 @@ def _cap(text: str) -> str:
         f"{kept}\n[Output truncated at {MAX_OUTPUT_CHARS} characters; narrow the search "
         "or page with head_limit and offset.]"
     )
+
+
+if __name__ == "__main__":
+    _search_job()

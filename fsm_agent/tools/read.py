@@ -9,8 +9,8 @@ import stat
 from typing import Any
 
 from fsm_agent.messages import ImageBlock, ImageSource
-from fsm_agent.tools.base import ToolEnv, ToolInputError, ToolOutcome
-from fsm_agent.tools.files import SNIFF_BYTES, looks_binary, mtime
+from fsm_agent.tools.base import ToolEnv, ToolInputError, ToolOutcome, integer
+from fsm_agent.tools.files import SNIFF_BYTES, looks_binary, mtime, require_text_path
 from fsm_agent.tools.workspace import check_path
 
 DEFAULT_LIMIT = 2000
@@ -87,8 +87,9 @@ class ReadTool:
         check = check_path(input["file_path"], env)
         if not check.inside:
             return check.refusal()
+        require_text_path(input["file_path"], check.resolved)
         return await asyncio.to_thread(
-            self._read, check.resolved, input.get("offset"), input.get("limit")
+            self._read, check.resolved, integer(input, "offset"), integer(input, "limit")
         )
 
     def _read(self, path: str, offset: int | None, limit: int | None) -> ToolOutcome:

@@ -6,7 +6,12 @@ import os
 from typing import Any
 
 from fsm_agent.tools.base import ToolEnv, ToolInputError, ToolOutcome
-from fsm_agent.tools.files import require_fresh_read, write_text
+from fsm_agent.tools.files import (
+    require_file_path,
+    require_fresh_read,
+    require_text_path,
+    write_text,
+)
 from fsm_agent.tools.workspace import check_path
 
 DESCRIPTION = """\
@@ -37,6 +42,8 @@ class WriteTool:
         check = check_path(input["file_path"], env)
         if not check.inside:
             return check.refusal()
+        require_file_path(input["file_path"])
+        require_text_path(input["file_path"], check.resolved)
         path = check.resolved
         if os.path.isdir(path):
             raise ToolInputError(f"{path} is a directory; give the path of a file.")
