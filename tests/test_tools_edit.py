@@ -216,3 +216,14 @@ def test_creating_under_a_file_or_at_a_slash_is_refused(ws: Path) -> None:
     slash = call(EDIT, {"file_path": "new/", "old_string": "", "new_string": "x"}, make_env(ws))
     assert "new/ ends in /" in text(slash)
     assert not (ws / "new").exists()
+
+
+def test_text_utf8_cannot_hold_leaves_the_file_as_it_was(ws: Path) -> None:
+    """A lone surrogate (a model's `"\\ud800"`) cannot be written: the file is not
+    truncated first and left empty."""
+    f = ws / "f.txt"
+    f.write_text("hello world\n")
+    out = edit(read_first(ws, f), f, "world", "w\ud800")
+    assert out.is_error
+    assert "\\ud800" in text(out) and "lone surrogate" in text(out)
+    assert f.read_text() == "hello world\n"

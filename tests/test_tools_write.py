@@ -165,3 +165,11 @@ def test_a_file_whose_name_is_not_utf8_is_not_written(ws: Path) -> None:
     assert out.is_error
     assert "a name that is not UTF-8" in text(out)
     assert not os.path.exists(os.fsencode(ws) + b"/caf\xe9.txt")
+
+
+def test_text_utf8_cannot_hold_creates_no_file(ws: Path) -> None:
+    target = ws / "new.txt"
+    out = call(WRITE, {"file_path": str(target), "content": "x\ud800y"}, make_env(ws))
+    assert out.is_error
+    assert "lone surrogate" in text(out)
+    assert not target.exists()

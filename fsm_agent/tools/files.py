@@ -67,7 +67,17 @@ def write_text(path: str, text: str) -> float:
     """Write `text` as UTF-8 without newline translation; returns the new mtime.
 
     Missing parent directories are created; a file where one should be is named.
+    The text is encoded before the file is opened: opening truncates it, and text
+    UTF-8 cannot hold (a lone surrogate) would otherwise leave it empty.
     """
+    try:
+        data = text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        bad = text[exc.start : exc.end].encode("unicode_escape").decode()
+        raise ToolInputError(
+            f"The text holds {bad} (at character {exc.start}), a lone surrogate that "
+            f"UTF-8 cannot store; {path} was left as it was."
+        ) from None
     parent = os.path.dirname(path)
     existing = parent
     while not os.path.lexists(existing):
@@ -75,6 +85,6 @@ def write_text(path: str, text: str) -> float:
     if not os.path.isdir(existing):
         raise ToolInputError(f"Cannot create {path}: {existing} is a file, not a directory.")
     os.makedirs(parent, exist_ok=True)
-    with open(path, "w", encoding="utf-8", newline="") as f:
-        f.write(text)
+    with open(path, "wb") as f:
+        f.write(data)
     return mtime(path)
