@@ -161,6 +161,9 @@ def _lowest_threshold(run: Run) -> int:
 async def autocompact(run: Run, it: Iteration, tracking: AutoCompactTracking) -> Iteration:
     """Level 5: ask the model for a summary; on success it replaces the history.
 
+    The request defines the run's tools: the API refuses tool_use and
+    tool_result blocks in a request that defines none.
+
     A failure (an error, an empty or cut-off answer) leaves the history as it
     was and counts towards the limit of consecutive failures.
     """
@@ -173,7 +176,7 @@ async def autocompact(run: Run, it: Iteration, tracking: AutoCompactTracking) ->
         model=it.model,
         system=(COMPACT_SYSTEM_PROMPT,),
         messages=compact_request_messages(messages),
-        tools=(),
+        tools=run.tool_specs,
         max_tokens=COMPACT_MAX_OUTPUT_TOKENS,
         purpose="compact",
     )

@@ -12,6 +12,7 @@ import pytest
 from attrs import evolve
 
 from fsm_agent import context as ctx
+from fsm_agent.anthropic_model import request_body
 from fsm_agent.config import RunConfig
 from fsm_agent.context import (
     CLEARED,
@@ -35,7 +36,7 @@ from fsm_agent.effects import LiveEffects
 from fsm_agent.events import ContextReport, DriverEvent, StreamEvent
 from fsm_agent.log import SessionLog
 from fsm_agent.messages import Message, TextBlock, ToolResultBlock, ToolUseBlock, Usage, user
-from fsm_agent.model import ModelRequest
+from fsm_agent.model import ModelRequest, ToolSpec
 from fsm_agent.models import context_window
 from fsm_agent.phases import Run
 from fsm_agent.preprocess import preprocess
@@ -348,10 +349,11 @@ def pipeline(
     model: CountingModel,
     tmp_path: Path,
     state: LoopState | None = None,
+    tool_specs: tuple[ToolSpec, ...] = (),
 ) -> tuple[Iteration, list[ContextReport]]:
     events: list[DriverEvent] = []
     effects = LiveEffects(model, {}, blob_dir=tmp_path / "blobs")
-    run = Run(config, effects, (), events.append, "s")
+    run = Run(config, effects, tool_specs, events.append, "s")
     state = state or evolve(initial_state([], config), messages=messages)
     it, _ = asyncio.run(preprocess(run, state, fresh_iteration(state)))
     return it, [e for e in events if isinstance(e, ContextReport)]
@@ -430,6 +432,22 @@ def test_autocompact_gives_up_after_three_consecutive_failures(tmp_path: Path) -
     assert len(model.requests) == 3
     assert "giving up" in texts[2][0]
     assert texts[3] == []
+
+
+def test_the_compact_request_defines_the_tools_its_history_uses(tmp_path: Path) -> None:
+    """The API refuses a request whose messages hold tool_use or tool_result blocks
+    but which defines no tools (400 "Requests which include tool_use or tool_result
+    blocks must define tools"): the summary request sends the run's tools."""
+    messages = history(10, usage=SMALL.autocompact_threshold + 5_000)
+    model = CountingModel([SUMMARY_TURN])
+    read = ToolSpec("Read", "Read a file.", {"type": "object"})
+    it, _ = pipeline(messages, SMALL, model, tmp_path, tool_specs=(read,))
+    (request,) = model.requests
+    assert request.purpose == "compact"
+    assert tool_uses(request.messages)
+    assert request.tools == (read,)
+    assert request_body(request)["tools"][0]["name"] == "Read"
+    assert is_compact_summary(it.messages_for_query[1])
 
 
 def test_count_tokens_is_asked_only_without_an_anchor_near_a_limit(tmp_path: Path) -> None:
