@@ -11,9 +11,12 @@ overrides the table.
 from __future__ import annotations
 
 DEFAULT_CONTEXT_WINDOW = 200_000
-MIN_CONTEXT_WINDOW = 10_000
+MIN_CONTEXT_WINDOW = 40_000
 """The smallest window a run takes: `--context-window`'s floor, which a scenario's
-`config` keeps too, so a scenario cannot script a run the command line refuses."""
+`config` keeps too, so a scenario cannot script a run the command line refuses.
+It leaves room above the 20k summary reserve and the 13k autocompact margin
+(`RunConfig`): a smaller window has thresholds at or below zero, and the run
+would compact before its first request and end over its blocking limit."""
 
 CONTEXT_WINDOWS: tuple[tuple[str, int], ...] = (
     ("claude-opus-5", 1_000_000),

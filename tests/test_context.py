@@ -5,6 +5,8 @@ from __future__ import annotations
 import asyncio
 import itertools
 import json
+import subprocess
+import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -37,7 +39,7 @@ from fsm_agent.events import ContextReport, DriverEvent, StreamEvent
 from fsm_agent.log import SessionLog
 from fsm_agent.messages import Message, TextBlock, ToolResultBlock, ToolUseBlock, Usage, user
 from fsm_agent.model import ModelRequest, ToolSpec
-from fsm_agent.models import context_window
+from fsm_agent.models import MIN_CONTEXT_WINDOW, context_window
 from fsm_agent.phases import Run
 from fsm_agent.preprocess import preprocess
 from fsm_agent.scripted import Scenario, ScriptedModel
@@ -124,6 +126,36 @@ def test_thresholds_are_claude_codes() -> None:
     assert RunConfig(context_window=1_000_000).autocompact_threshold == 967_000
     small_output = RunConfig(context_window=200_000, escalated_max_output_tokens=4_096)
     assert small_output.effective_window == 195_904
+
+
+def test_the_smallest_window_a_run_takes_has_every_threshold_above_zero(
+    workspace: Path, tmp_path: Path
+) -> None:
+    """A window under the summary reserve and the margins made negative thresholds: the
+    run autocompacted before its first request and ended over a limit of -13,000."""
+    config = RunConfig(context_window=MIN_CONTEXT_WINDOW)
+    assert 0 < config.microcompact_threshold < config.collapse_threshold
+    assert 0 < config.autocompact_threshold < config.blocking_limit
+    scenario = str(SCENARIOS / "tool_round.json")
+    log = tmp_path / "l.jsonl"
+    args = ["--scripted", scenario, "--cwd", str(workspace), "--log", str(log)]
+    small = str(MIN_CONTEXT_WINDOW)
+    fits = subprocess.run(
+        [sys.executable, "-m", "fsm_agent.cli", "run", *args, "--context-window", small],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert fits.returncode == 0, fits.stdout + fits.stderr
+    assert "autocompact" not in fits.stdout
+    under = str(MIN_CONTEXT_WINDOW - 1)
+    refused = subprocess.run(
+        [sys.executable, "-m", "fsm_agent.cli", "run", *args, "--context-window", under],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert refused.returncode == 2 and "--context-window" in refused.stderr
 
 
 def test_context_window_table() -> None:

@@ -154,7 +154,7 @@ def test_a_mistake_in_a_turn_is_named_and_placed(turn: dict[str, Any], message: 
         ({"config": {"max_turns": -1}}, "invalid value ('max_turns' must be >= 1: -1) @ $.config"),
         (
             {"config": {"context_window": 5}},
-            "invalid value ('context_window' must be >= 10000: 5) @ $.config",
+            "invalid value ('context_window' must be >= 40000: 5) @ $.config",
         ),
         (
             {"config": {"token_budget": 0}},
@@ -256,9 +256,9 @@ def test_a_logs_hook_outcome_still_ignores_fields_it_does_not_know() -> None:
 
 def test_the_config_takes_what_the_command_line_takes() -> None:
     """The floors are `--max-turns`' and `--context-window`'s (models.MIN_CONTEXT_WINDOW)."""
-    config = {"max_turns": 1, "context_window": 10_000, "token_budget": 1, "snip_threshold": 0}
+    config = {"max_turns": 1, "context_window": 40_000, "token_budget": 1, "snip_threshold": 0}
     scenario = Scenario.parse({"turns": [], "config": config})
-    assert scenario.config.context_window == 10_000
+    assert scenario.config.context_window == 40_000
     assert scenario.config.max_turns == 1
 
 
