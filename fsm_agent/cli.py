@@ -221,6 +221,7 @@ def _plan(
     from fsm_agent.effects import AbortSignal
     from fsm_agent.launch import Plan
     from fsm_agent.models import context_window as window_of
+    from fsm_agent.models import output_limits
     from fsm_agent.permissions import UNSUPPORTED_MODES, unsupported_mode_warning
     from fsm_agent.scripted import ScriptedHooks, ScriptedModel
     from fsm_agent.settings import SettingsError, load_settings
@@ -284,7 +285,13 @@ def _plan(
             fallback_model=fallback_model,
             max_turns=max_turns,
         )
-        config = config_with(config, context_window=window_of(config.model))
+        default_tokens, escalated_tokens = output_limits(config.model)
+        config = config_with(
+            config,
+            context_window=window_of(config.model),
+            max_output_tokens=default_tokens,
+            escalated_max_output_tokens=escalated_tokens,
+        )
         the_model = _real_model(base_url)
     config = config_with(
         config,

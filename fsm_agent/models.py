@@ -1,4 +1,5 @@
-"""Per-model facts the loop needs before a request: the context window.
+"""Per-model facts the loop needs before a request: the context window and the
+output limit.
 
 Claude 4 models and older have a 200k window. Sonnet 4 and 4.5 accept 1M
 only with the `context-1m` beta header, which this client does not send, so
@@ -6,9 +7,16 @@ they stay at 200k here. The 5 generation (Opus, Sonnet, Haiku, Fable and
 Mythos 5 and 5.x) has 1M as standard (checked against platform.claude.com's
 model pages, November 2026). `RunConfig.context_window` (`--context-window`)
 overrides the table.
+
+The output limit is the largest `max_tokens` the API takes for a model; a
+request over it is refused (400 "max_tokens: 64000 > 32000, which is the
+maximum allowed number of output tokens for …"). Models the table does not
+list keep the loop's own defaults.
 """
 
 from __future__ import annotations
+
+from fsm_agent.model import CAPPED_DEFAULT_MAX_TOKENS, ESCALATED_MAX_TOKENS
 
 DEFAULT_CONTEXT_WINDOW = 200_000
 MIN_CONTEXT_WINDOW = 40_000
@@ -43,3 +51,30 @@ def context_window(model: str, *, beta_1m: bool = False) -> int:
         return 1_000_000
     matches = [(len(prefix), size) for prefix, size in CONTEXT_WINDOWS if model.startswith(prefix)]
     return max(matches)[1] if matches else DEFAULT_CONTEXT_WINDOW
+
+
+MAX_OUTPUT_TOKENS: tuple[tuple[str, int], ...] = (
+    ("claude-opus-4-8", 128_000),
+    ("claude-opus-4-7", 128_000),
+    ("claude-opus-4-6", 128_000),
+    ("claude-sonnet-4-6", 128_000),
+    ("claude-opus-4-5", 64_000),
+    ("claude-opus-4", 32_000),
+    ("claude-sonnet-4", 64_000),
+    ("claude-haiku-4", 64_000),
+    ("claude-3-7-sonnet", 64_000),
+    ("claude-3-5-sonnet", 8_192),
+    ("claude-3-5-haiku", 8_192),
+    ("claude-3-opus", 4_096),
+    ("claude-3-haiku", 4_096),
+)
+
+
+def output_limits(model: str) -> tuple[int, int]:
+    """`max_tokens` for a request and for the escalated retry, held to the model's limit
+    (by the longest matching id prefix); the loop's defaults for a model not listed."""
+    matches = [
+        (len(prefix), size) for prefix, size in MAX_OUTPUT_TOKENS if model.startswith(prefix)
+    ]
+    limit = max(matches)[1] if matches else ESCALATED_MAX_TOKENS
+    return min(CAPPED_DEFAULT_MAX_TOKENS, limit), min(ESCALATED_MAX_TOKENS, limit)

@@ -277,3 +277,35 @@ def test_a_call_cut_by_a_model_error_says_so_not_that_the_user_interrupted(
     replayed = replay(log)
     (result,) = [b for m in replayed.messages for b in m.content if isinstance(b, ToolResultBlock)]
     assert result.content == block["content"]
+
+
+@pytest.mark.parametrize(
+    ("model", "asked"),
+    [
+        ("claude-sonnet-4-6", [8_000, 64_000]),
+        ("claude-opus-4-1-20250805", [8_000, 32_000]),
+        ("claude-3-5-haiku-20241022", [8_000, 8_192]),
+        ("claude-3-haiku-20240307", [4_096, 4_096]),
+    ],
+)
+def test_max_tokens_stay_within_the_models_output_limit(
+    messages_server: MessagesServer, workspace: Path, model: str, asked: list[int]
+) -> None:
+    """The API refuses `max_tokens` over a model's output limit (400 "max_tokens: 64000 >
+    32000, which is the maximum allowed number of output tokens for claude-opus-4-1"):
+    the capped default and the escalated retry are both held to it."""
+    messages_server.reply(
+        text("Cut", stop_reason="max_tokens", model=model), text("Whole.", model=model)
+    )
+    env = {**os.environ, "ANTHROPIC_API_KEY": "test-key"}
+    where = ["--base-url", messages_server.url, "--model", model, "--cwd", str(workspace)]
+    proc = subprocess.run(
+        [sys.executable, "-m", "fsm_agent.cli", "run", "say it", *where],
+        capture_output=True,
+        text=True,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        timeout=60,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert [b["max_tokens"] for b in messages_server.bodies()] == asked
