@@ -85,7 +85,7 @@ def request_body(request: ModelRequest) -> dict[str, Any]:
     cacheable block of the last message, so each turn reuses the prefix the
     previous turn wrote.
     """
-    messages = [message_to_api(m) for m in request.messages]
+    messages = [_sendable(message_to_api(m)) for m in request.messages]
     if messages:
         content = messages[-1]["content"]
         for i in range(len(content) - 1, -1, -1):
@@ -109,6 +109,20 @@ def request_body(request: ModelRequest) -> dict[str, Any]:
         tools[-1]["cache_control"] = EPHEMERAL
         body["tools"] = tools
     return body
+
+
+NO_CONTENT = "(no content)"
+
+
+def _sendable(message: dict[str, Any]) -> dict[str, Any]:
+    """`message` as the API takes it. A model may answer with nothing, or with a blank
+    text block; the API refuses both in a request, so blank text blocks are left out
+    and a message left with no content says so, as Claude Code's does."""
+    content = message["content"]
+    kept = [b for b in content if b.get("type") != "text" or b["text"].strip()]
+    if kept and len(kept) == len(content):
+        return message
+    return {**message, "content": kept or [{"type": "text", "text": NO_CONTENT}]}
 
 
 # --- errors -----------------------------------------------------------------------

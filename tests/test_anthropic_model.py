@@ -289,6 +289,28 @@ def test_request_without_system_or_tools_omits_them() -> None:
     assert set(body) == {"model", "max_tokens", "messages"}
 
 
+def test_an_empty_answer_is_sent_back_as_the_api_takes_it() -> None:
+    """A model may answer with no content or with an empty text block; the API refuses
+    both in a request ("all messages must have non-empty content except for the optional
+    final assistant message", "text content blocks must be non-empty")."""
+    history = [
+        user("hi"),
+        Message("assistant", ()),
+        user("go on"),
+        Message("assistant", (TextBlock(""), ToolUseBlock("toolu_1", "Bash", {"command": "ls"}))),
+        Message("user", (ToolResultBlock("toolu_1", "a.py"),)),
+        Message("assistant", (TextBlock(" \n"),)),
+        user("and?"),
+    ]
+    sent = request_body(ModelRequest("m", (), Transcript.of(history), (), 100))["messages"]
+    assert [m["role"] for m in sent] == [m.role for m in history]
+    assert sent[1]["content"] == [{"type": "text", "text": "(no content)"}]
+    assert sent[3]["content"] == [message_to_api(history[3])["content"][1]]
+    assert sent[5]["content"] == [{"type": "text", "text": "(no content)"}]
+    assert sent[6]["content"][-1]["cache_control"] == {"type": "ephemeral"}
+    assert sent[:1] == [message_to_api(history[0])]
+
+
 def test_cache_marker_skips_thinking_blocks() -> None:
     last = Message("assistant", (TextBlock("Let me think."), ThinkingBlock("hmm", "sig")))
     body = request_body(ModelRequest("m", (), Transcript.of([user("hi"), last]), (), 100))
