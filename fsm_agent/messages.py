@@ -95,6 +95,17 @@ class Usage:
             self.cache_read_input_tokens + other.cache_read_input_tokens,
         )
 
+    def updated_by(self, delta: Usage) -> Usage:
+        """The usage after a `message_delta`'s cumulative counts, taken as Claude Code
+        takes them: each one above zero. The API repeats the prompt's counts there; a
+        compatible server may send them only there, or leave them at zero."""
+        return Usage(
+            delta.input_tokens or self.input_tokens,
+            delta.output_tokens or self.output_tokens,
+            delta.cache_creation_input_tokens or self.cache_creation_input_tokens,
+            delta.cache_read_input_tokens or self.cache_read_input_tokens,
+        )
+
     @property
     def context_tokens(self) -> int:
         """Tokens the context held at this response: what Claude Code counts against the window."""

@@ -129,12 +129,7 @@ class _Assembler:
                     return self.on_tool_use(event.block)
         elif isinstance(event, MessageDelta):
             self.stop_reason = event.stop_reason
-            self.usage = Usage(
-                input_tokens=self.usage.input_tokens,
-                output_tokens=event.usage.output_tokens or self.usage.output_tokens,
-                cache_creation_input_tokens=self.usage.cache_creation_input_tokens,
-                cache_read_input_tokens=self.usage.cache_read_input_tokens,
-            )
+            self.usage = self.usage.updated_by(event.usage)
         elif isinstance(event, MessageStop):
             self.stopped = True
         return False

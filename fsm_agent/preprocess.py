@@ -235,7 +235,7 @@ async def _summary(run: Run, request: ModelRequest) -> tuple[str, Usage, str | N
             elif isinstance(event, BlockStop) and isinstance(event.block, TextBlock):
                 parts.append(event.block.text)
             elif isinstance(event, MessageDelta):
-                usage = evolve(usage, output_tokens=event.usage.output_tokens)
+                usage = usage.updated_by(event.usage)
             elif isinstance(event, MessageStop):
                 stopped = True
     except ModelCallError as exc:

@@ -15,6 +15,7 @@ from fsm_agent.pricing import cost_usd
 from fsm_agent.session import replay
 from tests.messages_server import (
     MessagesServer,
+    Sse,
     StreamReply,
     message_events,
     messages_server_fixture,  # noqa: F401
@@ -309,3 +310,25 @@ def test_max_tokens_stay_within_the_models_output_limit(
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert [b["max_tokens"] for b in messages_server.bodies()] == asked
+
+
+def test_input_counts_that_come_only_with_message_delta_are_counted(
+    messages_server: MessagesServer, workspace: Path
+) -> None:
+    """A compatible server may send zeros in `message_start` and the prompt's counts in
+    the cumulative `message_delta` usage, as Claude Code takes them (when above zero):
+    the usage, the cost and the next context count use them."""
+    usage = {"input_tokens": 1200, "cache_read_input_tokens": 3000, "output_tokens": 40}
+    events = list(message_events([{"type": "text", "text": "Done."}], model=MODEL, usage=usage))
+    start = dict(events[0].data)
+    zeros = {"input_tokens": 0, "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0}
+    start["message"] = {**start["message"], "usage": {**zeros, "output_tokens": 1}}
+    events[0] = Sse("message_start", start)
+    messages_server.reply(StreamReply(tuple(events)))
+    proc = cli(messages_server, workspace, "go", "--output-format", "json")
+    assert proc.returncode == 0, proc.stderr
+    out = json.loads(proc.stdout)
+    assert out["usage"]["input_tokens"] == 1200
+    assert out["usage"]["cache_read_input_tokens"] == 3000
+    spent = Usage(input_tokens=1200, output_tokens=40, cache_read_input_tokens=3000)
+    assert out["total_cost_usd"] == pytest.approx(cost_usd(MODEL, spent))
