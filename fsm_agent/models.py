@@ -16,6 +16,8 @@ list keep the loop's own defaults.
 
 from __future__ import annotations
 
+import re
+
 from fsm_agent.model import CAPPED_DEFAULT_MAX_TOKENS, ESCALATED_MAX_TOKENS
 
 DEFAULT_CONTEXT_WINDOW = 200_000
@@ -59,9 +61,13 @@ MAX_OUTPUT_TOKENS: tuple[tuple[str, int], ...] = (
     ("claude-opus-4-6", 128_000),
     ("claude-sonnet-4-6", 128_000),
     ("claude-opus-4-5", 64_000),
+    ("claude-opus-4-1", 32_000),
+    ("claude-opus-4-0", 32_000),
     ("claude-opus-4", 32_000),
+    ("claude-sonnet-4-5", 64_000),
+    ("claude-sonnet-4-0", 64_000),
     ("claude-sonnet-4", 64_000),
-    ("claude-haiku-4", 64_000),
+    ("claude-haiku-4-5", 64_000),
     ("claude-3-7-sonnet", 64_000),
     ("claude-3-5-sonnet", 8_192),
     ("claude-3-5-haiku", 8_192),
@@ -70,11 +76,20 @@ MAX_OUTPUT_TOKENS: tuple[tuple[str, int], ...] = (
 )
 
 
+_MINOR_VERSION = re.compile(r"-\d{1,2}(?:$|[-@:])")
+
+
+def _of_family(model: str, prefix: str) -> bool:
+    """`model` is `prefix` or a dated id of it, not a minor version the table lacks
+    (`claude-opus-4-9` is not `claude-opus-4`, whose limit is older and smaller)."""
+    return model.startswith(prefix) and not _MINOR_VERSION.match(model[len(prefix) :])
+
+
 def output_limits(model: str) -> tuple[int, int]:
     """`max_tokens` for a request and for the escalated retry, held to the model's limit
     (by the longest matching id prefix); the loop's defaults for a model not listed."""
     matches = [
-        (len(prefix), size) for prefix, size in MAX_OUTPUT_TOKENS if model.startswith(prefix)
+        (len(prefix), size) for prefix, size in MAX_OUTPUT_TOKENS if _of_family(model, prefix)
     ]
     limit = max(matches)[1] if matches else ESCALATED_MAX_TOKENS
     return min(CAPPED_DEFAULT_MAX_TOKENS, limit), min(ESCALATED_MAX_TOKENS, limit)

@@ -39,7 +39,7 @@ from fsm_agent.events import ContextReport, DriverEvent, StreamEvent
 from fsm_agent.log import SessionLog
 from fsm_agent.messages import Message, TextBlock, ToolResultBlock, ToolUseBlock, Usage, user
 from fsm_agent.model import ModelRequest, ToolSpec
-from fsm_agent.models import MIN_CONTEXT_WINDOW, context_window
+from fsm_agent.models import MIN_CONTEXT_WINDOW, context_window, output_limits
 from fsm_agent.phases import Run
 from fsm_agent.preprocess import preprocess
 from fsm_agent.scripted import Scenario, ScriptedModel
@@ -156,6 +156,18 @@ def test_the_smallest_window_a_run_takes_has_every_threshold_above_zero(
         timeout=60,
     )
     assert refused.returncode == 2 and "--context-window" in refused.stderr
+
+
+def test_output_limits_table() -> None:
+    """A dated id is its family's; a minor version the table lacks is not its family's
+    oldest (Opus 4's 32k would cap a newer Opus), it keeps the defaults."""
+    assert output_limits("claude-opus-4-20250514") == (8_000, 32_000)
+    assert output_limits("claude-opus-4-1-20250805") == (8_000, 32_000)
+    assert output_limits("claude-opus-4-5-20251101") == (8_000, 64_000)
+    assert output_limits("claude-opus-4-9") == (8_000, 64_000)
+    assert output_limits("claude-3-5-sonnet-20241022") == (8_000, 8_192)
+    assert output_limits("claude-3-haiku-20240307") == (4_096, 4_096)
+    assert output_limits("some-other-model") == (8_000, 64_000)
 
 
 def test_context_window_table() -> None:
