@@ -177,7 +177,7 @@ async def autocompact(run: Run, it: Iteration, tracking: AutoCompactTracking) ->
         system=(COMPACT_SYSTEM_PROMPT,),
         messages=compact_request_messages(messages),
         tools=run.tool_specs,
-        max_tokens=COMPACT_MAX_OUTPUT_TOKENS,
+        max_tokens=min(COMPACT_MAX_OUTPUT_TOKENS, run.config.escalated_max_output_tokens),
         purpose="compact",
     )
     text, usage, error = await _summary(run, request)

@@ -494,6 +494,19 @@ def test_the_compact_request_defines_the_tools_its_history_uses(tmp_path: Path) 
     assert is_compact_summary(it.messages_for_query[1])
 
 
+def test_the_summary_is_asked_within_the_models_output_limit(tmp_path: Path) -> None:
+    """20,000 tokens for the summary, or fewer if the model can write fewer (Claude 3
+    Haiku: 4,096): the API refuses a larger `max_tokens`."""
+    config = evolve(SMALL, max_output_tokens=4_096, escalated_max_output_tokens=4_096)
+    messages = history(10, usage=config.autocompact_threshold + 5_000)
+    model = CountingModel([SUMMARY_TURN])
+    pipeline(messages, config, model, tmp_path)
+    assert [(r.purpose, r.max_tokens) for r in model.requests] == [("compact", 4_096)]
+    model = CountingModel([SUMMARY_TURN])
+    pipeline(messages, SMALL, model, tmp_path)
+    assert [r.max_tokens for r in model.requests] == [20_000]
+
+
 def test_count_tokens_is_asked_only_without_an_anchor_near_a_limit(tmp_path: Path) -> None:
     near = Transcript.of([user("x" * 4 * int(0.9 * SMALL.microcompact_threshold))])
     model = CountingModel([], counted=123)
