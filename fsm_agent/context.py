@@ -300,7 +300,6 @@ COMPACT_PROMPT = (
     "summary in <summary> tags."
 )
 COMPACT_MAX_OUTPUT_TOKENS = 20_000
-COMPACT_BOUNDARY = "Conversation compacted"
 SUMMARY_PREFIX = (
     "This session is being continued from a previous conversation that ran out of context. "
     "The conversation is summarized below:\n"
@@ -341,18 +340,17 @@ def keep_from(messages: Sequence[Message], max_tokens: int, max_rounds: int) -> 
     return cut
 
 
-def apply_compact_summary(
-    messages: Transcript, summary: str, cut: int, pre_tokens: int, trigger: str = "auto"
-) -> Transcript:
-    """A compact boundary, the summary as a meta user message, then the kept tail.
+def apply_compact_summary(messages: Transcript, summary: str, cut: int) -> Transcript:
+    """The summary as a meta user message, then the kept tail: what Claude Code sends
+    after its compact boundary, which is never sent itself (the session log records
+    the compaction as a `context` record).
 
     The kept messages lose their usage: it counted the old history, so the
     next count is an estimate until the next response.
     """
-    boundary = system_reminder(f"{COMPACT_BOUNDARY} (trigger: {trigger}, pre_tokens: {pre_tokens})")
     tail = tuple(evolve(m, usage=None) for m in messages.items[cut:])
     body = SUMMARY_PREFIX + summary + ("" if tail else CONTINUE_INSTRUCTION)
-    return Transcript.of((boundary, user(body, is_meta=True), *tail))
+    return Transcript.of((user(body, is_meta=True), *tail))
 
 
 def is_compact_summary(message: Message) -> bool:

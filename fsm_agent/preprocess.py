@@ -193,7 +193,7 @@ async def autocompact(run: Run, it: Iteration, tracking: AutoCompactTracking) ->
         return evolve(it, auto_compact_tracking=evolve(tracking, consecutive_failures=failures))
     keep_tokens = run.config.effective_window // 10
     cut = keep_from(messages, keep_tokens, COMPACT_KEEP_ROUNDS)
-    compacted = apply_compact_summary(messages, summary, cut, before)
+    compacted = apply_compact_summary(messages, summary, cut)
     after = await token_count(run, it, compacted)
     detail = f"summarised {cut} messages, kept {len(messages) - cut}"
     report(run, "autocompact", before, after, detail)

@@ -14,7 +14,7 @@ import pytest
 from attrs import evolve
 
 from fsm_agent import context as ctx
-from fsm_agent.anthropic_model import request_body
+from fsm_agent.anthropic_model import AnthropicModel, request_body
 from fsm_agent.config import RunConfig
 from fsm_agent.context import (
     CLEARED,
@@ -43,9 +43,15 @@ from fsm_agent.models import MIN_CONTEXT_WINDOW, context_window, output_limits
 from fsm_agent.phases import Run
 from fsm_agent.preprocess import preprocess
 from fsm_agent.scripted import Scenario, ScriptedModel
-from fsm_agent.session import replay, run_scenario
+from fsm_agent.session import arun, replay, run_scenario
 from fsm_agent.state import AutoCompactTracking, CollapseStore, Iteration, LoopState, Transcript
 from tests.conftest import SCENARIOS
+from tests.messages_server import (
+    MessagesServer,
+    message,
+    messages_server_fixture,  # noqa: F401
+    text,
+)
 
 # --- building histories -------------------------------------------------------------
 
@@ -335,11 +341,10 @@ def test_compact_summary_replaces_the_history_and_keeps_recent_rounds() -> None:
     messages = history(6, usage=9000)
     cut = keep_from(messages, max_tokens=10**6, max_rounds=2)
     assert cut == len(messages) - 4
-    out = apply_compact_summary(messages, "The gist.", cut, pre_tokens=9000)
-    assert "Conversation compacted" in out[0].text and out[0].is_meta
-    assert is_compact_summary(out[1])
-    assert out[1].text.endswith("The gist.")
-    assert [m.content for m in out[2:]] == [m.content for m in messages[cut:]]
+    out = apply_compact_summary(messages, "The gist.", cut)
+    assert is_compact_summary(out[0]) and out[0].is_meta
+    assert out[0].text.endswith("The gist.")
+    assert [m.content for m in out[1:]] == [m.content for m in messages[cut:]]
     assert all(m.usage is None for m in out)
     assert_no_orphans(out)
 
@@ -348,9 +353,9 @@ def test_compact_keeps_nothing_when_the_last_round_is_too_big() -> None:
     messages = history(3)
     cut = keep_from(messages, max_tokens=1, max_rounds=2)
     assert cut == len(messages)
-    out = apply_compact_summary(messages, "The gist.", cut, pre_tokens=1)
-    assert len(out) == 2
-    assert "Please continue the conversation" in out[1].text
+    out = apply_compact_summary(messages, "The gist.", cut)
+    assert len(out) == 1
+    assert "Please continue the conversation" in out[0].text
 
 
 def test_reactive_compact_keeps_the_prompt_and_the_last_round() -> None:
@@ -439,7 +444,7 @@ def test_levels_run_in_order_and_report_before_and_after(tmp_path: Path) -> None
     stored = tmp_path / "blobs" / "toolu_0008.txt"
     assert stored.read_text() == "y" * 100_050
     assert [r.purpose for r in model.requests] == ["compact"]
-    assert is_compact_summary(it.messages_for_query[1])
+    assert is_compact_summary(it.messages_for_query[0])
     assert str(stored) in results(it.messages_for_query)[-1].text
     assert it.auto_compact_tracking == AutoCompactTracking(compacted=True)
     assert it.token_count == reports[-1].after < config.autocompact_threshold
@@ -491,7 +496,7 @@ def test_the_compact_request_defines_the_tools_its_history_uses(tmp_path: Path) 
     assert tool_uses(request.messages)
     assert request.tools == (read,)
     assert request_body(request)["tools"][0]["name"] == "Read"
-    assert is_compact_summary(it.messages_for_query[1])
+    assert is_compact_summary(it.messages_for_query[0])
 
 
 def test_the_summary_is_asked_within_the_models_output_limit(tmp_path: Path) -> None:
@@ -529,8 +534,8 @@ def test_long_session_autocompacts_and_completes(tmp_path: Path, workspace: Path
     log = tmp_path / "ac.jsonl"
     result = run_scenario(SCENARIOS / "autocompact.json", cwd=workspace, log=log)
     assert result.reason == "completed"
-    assert is_compact_summary(result.messages[1])
-    assert "todo.txt held gamma" in result.messages[1].text
+    assert is_compact_summary(result.messages[0])
+    assert "todo.txt held gamma" in result.messages[0].text
     assert (workspace / "todo.txt").read_text() == "gamma (done)\n"
     records = [r for _, r in SessionLog(log).records()]
     levels = [r["level"] for r in records if r["t"] == "context"]
@@ -627,3 +632,43 @@ def test_fsm_agent_run_shows_what_each_level_did(tmp_path: Path, workspace: Path
     assert proc.returncode == 0, proc.stderr
     assert "↻ microcompact: cleared old tool results (26,058 → " in proc.stdout
     assert "↻ autocompact: summarised 13 messages, kept 4 (30,0" in proc.stdout
+
+
+def test_the_request_after_a_compaction_is_the_context_the_summary_and_the_kept_rounds(
+    messages_server: MessagesServer, workspace: Path, tmp_path: Path
+) -> None:
+    """As Claude Code's: the request after a compaction holds the messages after the
+    compact boundary (seed 000), the user context first; the boundary is not sent."""
+    (workspace / "a.txt").write_text("alpha\n")
+    config = RunConfig(
+        model="claude-test-1",
+        cwd=str(workspace),
+        context_window=MIN_CONTEXT_WINDOW,
+        user_context={"currentDate": "Today's date is 2026-11-30."},
+    )
+    read = {"type": "tool_use", "id": "toolu_1", "name": "Read", "input": {"file_path": "a.txt"}}
+    big = {"input_tokens": config.autocompact_threshold + 1_000, "output_tokens": 20}
+    messages_server.reply(
+        message([read], stop_reason="tool_use", usage=big),
+        text("<analysis>a</analysis><summary>Read a.txt: it says alpha.</summary>"),
+        text("It says alpha."),
+    )
+
+    async def go() -> str:
+        model = AnthropicModel(api_key="test-key", base_url=messages_server.url, max_retries=0)
+        try:
+            result = await arun("What does a.txt say?", model=model, config=config,
+                                log=tmp_path / "s.jsonl")  # fmt: skip
+        finally:
+            await model.aclose()
+        return result.reason
+
+    assert asyncio.run(go()) == "completed"
+    _, compact, after = messages_server.bodies()
+    assert compact["messages"][-1]["content"][0]["text"].startswith("Your task is to create")
+    sent = after["messages"]
+    assert "Today's date is 2026-11-30." in sent[0]["content"][0]["text"]
+    assert sent[1]["content"][0]["text"].startswith("This session is being continued")
+    assert "Read a.txt: it says alpha." in sent[1]["content"][0]["text"]
+    assert [m["role"] for m in sent[2:]] == ["assistant", "user"]
+    assert "Conversation compacted" not in json.dumps(sent)

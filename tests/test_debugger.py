@@ -539,8 +539,8 @@ def test_msgs_lists_the_messages_of_each_request_the_step_made() -> None:
         assert msgs[18].startswith("  17 user: Your task is to create a detailed summary")
         dbg.onecmd("g 59")
         msgs = dbg.text("msgs").splitlines()
-        assert msgs[0] == "model request: scripted (query), max_tokens 8000, 6 messages"
-        assert len(msgs) == 1 + 6 and "Conversation compacted" in msgs[1]
+        assert msgs[0] == "model request: scripted (query), max_tokens 8000, 5 messages"
+        assert len(msgs) == 1 + 5 and "This session is being continued" in msgs[1]
         dbg.stepper._restart()  # as going back past the cache does
         dbg.onecmd("g 57")  # states (and requests) rebuilt by replaying again
         assert len(dbg.text("msgs").splitlines()) == 1 + 18
