@@ -89,7 +89,7 @@ STOP_HOOKS_INTERRUPTED = "interrupted while Stop hooks ran"
 async def blocking_limit_check(
     run: Run, state: LoopState, it: Iteration
 ) -> tuple[Iteration, Facts]:
-    return it, OVER_LIMIT if it.token_count > run.config.blocking_limit else NO_FACTS
+    return it, OVER_LIMIT if it.token_count >= run.config.blocking_limit else NO_FACTS
 
 
 class _Assembler:

@@ -102,7 +102,7 @@ async def preprocess(run: Run, state: LoopState, it: Iteration) -> tuple[Iterati
     tracking = it.auto_compact_tracking or NOT_COMPACTED
     if (
         config.autocompact
-        and count > config.autocompact_threshold
+        and count >= config.autocompact_threshold
         and tracking.consecutive_failures < MAX_AUTOCOMPACT_FAILURES
     ):
         it = await autocompact(run, it, tracking)

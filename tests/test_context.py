@@ -40,7 +40,7 @@ from fsm_agent.log import SessionLog
 from fsm_agent.messages import Message, TextBlock, ToolResultBlock, ToolUseBlock, Usage, user
 from fsm_agent.model import ModelRequest, ToolSpec
 from fsm_agent.models import MIN_CONTEXT_WINDOW, context_window, output_limits
-from fsm_agent.phases import Run
+from fsm_agent.phases import Run, blocking_limit_check
 from fsm_agent.preprocess import preprocess
 from fsm_agent.scripted import Scenario, ScriptedModel
 from fsm_agent.session import arun, replay, run_scenario
@@ -510,6 +510,25 @@ def test_the_summary_is_asked_within_the_models_output_limit(tmp_path: Path) -> 
     model = CountingModel([SUMMARY_TURN])
     pipeline(messages, SMALL, model, tmp_path)
     assert [r.max_tokens for r in model.requests] == [20_000]
+
+
+def test_a_count_at_a_limit_has_reached_it(tmp_path: Path) -> None:
+    """Claude Code compares `tokenUsage >= threshold`: a count equal to the autocompact
+    threshold compacts, and one equal to the blocking limit is at it."""
+    model = CountingModel([SUMMARY_TURN])
+    at_threshold = history(10, tool="Task", usage=None)
+    anchor = Usage(input_tokens=SMALL.autocompact_threshold - estimate_tokens(at_threshold[-1]))
+    at_threshold = at_threshold.replace_from(
+        len(at_threshold) - 2, (evolve(at_threshold[-2], usage=anchor), at_threshold[-1])
+    )
+    assert count_tokens(at_threshold).tokens == SMALL.autocompact_threshold
+    pipeline(at_threshold, SMALL, model, tmp_path)
+    assert [r.purpose for r in model.requests] == ["compact"]
+    run = Run(SMALL, LiveEffects(model, {}), (), lambda _: None, "s")
+    state = initial_state([], SMALL)
+    at_limit = evolve(fresh_iteration(state), token_count=SMALL.blocking_limit)
+    _, facts = asyncio.run(blocking_limit_check(run, state, at_limit))
+    assert facts.over_hard_limit
 
 
 def test_count_tokens_is_asked_only_without_an_anchor_near_a_limit(tmp_path: Path) -> None:
