@@ -85,11 +85,23 @@ def _of_family(model: str, prefix: str) -> bool:
     return model.startswith(prefix) and not _MINOR_VERSION.match(model[len(prefix) :])
 
 
-def output_limits(model: str) -> tuple[int, int]:
-    """`max_tokens` for a request and for the escalated retry, held to the model's limit
-    (by the longest matching id prefix); the loop's defaults for a model not listed."""
+def output_limit(model: str) -> int | None:
+    """The model's output limit, by the longest matching id prefix; None if not listed."""
     matches = [
         (len(prefix), size) for prefix, size in MAX_OUTPUT_TOKENS if _of_family(model, prefix)
     ]
-    limit = max(matches)[1] if matches else ESCALATED_MAX_TOKENS
+    return max(matches)[1] if matches else None
+
+
+def output_limits(model: str) -> tuple[int, int]:
+    """`max_tokens` for a request and for the escalated retry, held to the model's limit;
+    the loop's defaults for a model not listed."""
+    limit = output_limit(model) or ESCALATED_MAX_TOKENS
     return min(CAPPED_DEFAULT_MAX_TOKENS, limit), min(ESCALATED_MAX_TOKENS, limit)
+
+
+def held_to_limit(model: str, max_tokens: int) -> int:
+    """`max_tokens` for a request to `model`, which may not be the one the run's limits
+    were set for (a fallback model)."""
+    limit = output_limit(model)
+    return max_tokens if limit is None else min(max_tokens, limit)

@@ -47,6 +47,7 @@ from fsm_agent.messages import (
     Usage,
 )
 from fsm_agent.model import ModelRequest, ToolSpec
+from fsm_agent.models import held_to_limit
 from fsm_agent.state import NO_FACTS, BudgetTracker, Facts, Iteration, LoopState, facts
 from fsm_agent.tool_executor import ToolExecutor
 
@@ -159,7 +160,9 @@ def build_request(run: Run, state: LoopState, it: Iteration) -> ModelRequest:
         system=run.system,
         messages=prepend_user_context(it.messages_for_query, config.user_context),
         tools=run.tool_specs,
-        max_tokens=state.max_output_tokens_override or config.max_output_tokens,
+        max_tokens=held_to_limit(
+            it.model, state.max_output_tokens_override or config.max_output_tokens
+        ),
     )
 
 

@@ -46,6 +46,7 @@ from fsm_agent.events import (
 from fsm_agent.hooks import consult
 from fsm_agent.messages import TextBlock, Usage
 from fsm_agent.model import ModelRequest
+from fsm_agent.models import held_to_limit
 from fsm_agent.state import (
     NO_FACTS,
     AutoCompactTracking,
@@ -177,7 +178,9 @@ async def autocompact(run: Run, it: Iteration, tracking: AutoCompactTracking) ->
         system=(COMPACT_SYSTEM_PROMPT,),
         messages=compact_request_messages(messages),
         tools=run.tool_specs,
-        max_tokens=min(COMPACT_MAX_OUTPUT_TOKENS, run.config.escalated_max_output_tokens),
+        max_tokens=held_to_limit(
+            it.model, min(COMPACT_MAX_OUTPUT_TOKENS, run.config.escalated_max_output_tokens)
+        ),
         purpose="compact",
     )
     text, usage, error = await _summary(run, request)

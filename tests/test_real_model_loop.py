@@ -298,3 +298,33 @@ def test_fork_a_scripted_session_into_a_real_model(
     assert sent[0]["model"] == "claude-test-1"
     assert sent[0]["messages"][-1]["content"][0]["tool_use_id"] == "toolu_01write"
     assert replay(new).reason == "completed"
+
+
+def test_requests_to_a_fallback_model_are_held_to_its_output_limit(
+    messages_server: MessagesServer, workspace: Path, tmp_path: Path
+) -> None:
+    """The run's limits are the first model's (a 64k escalation); once the fallback
+    answers, its own limit holds (8,192 for 3.5 Haiku): the API refuses more."""
+    overloaded = error(529, "overloaded_error", "Overloaded", headers={"retry-after": "0.01"})
+    fallback = "claude-3-5-haiku-20241022"
+    messages_server.reply(
+        overloaded,
+        overloaded,
+        text("Cut", stop_reason="max_tokens", model=fallback),
+        text("Whole.", model=fallback),
+    )
+    result = run_loop(
+        messages_server,
+        workspace,
+        tmp_path,
+        fallback_model=fallback,
+    )
+    assert result.reason == "completed"
+    assert "max_output_tokens_escalate" in result.edges
+    sent = [(b["model"], b["max_tokens"]) for b in messages_server.bodies()]
+    assert sent == [
+        ("claude-test-1", 8_000),
+        ("claude-test-1", 8_000),
+        (fallback, 8_000),
+        (fallback, 8_192),
+    ]
