@@ -17,10 +17,20 @@ from attrs import evolve, frozen
 
 from fsm_agent import jsontext
 from fsm_agent.codec import block_to_api
-from fsm_agent.messages import Message, TextBlock, ToolResultBlock, system_reminder, user
+from fsm_agent.messages import (
+    ImageBlock,
+    Message,
+    TextBlock,
+    ToolResultBlock,
+    system_reminder,
+    user,
+)
 from fsm_agent.state import Collapse, CollapseStore, Transcript, message_digest
 
 CHARS_PER_TOKEN = 4
+IMAGE_TOKENS = 2_000
+"""Claude Code's estimate for an image: the API resizes it, so it costs at most about
+1,600 tokens however large the file."""
 TOOL_RESULT_MAX_CHARS = 100_000
 TOOL_RESULT_PREVIEW_CHARS = 2_000
 CLEARED = "[Old tool result content cleared]"
@@ -38,9 +48,20 @@ MAX_AUTOCOMPACT_FAILURES = 3
 
 def estimate_tokens(message: Message) -> int:
     """A rough count, as Claude Code makes for messages the API has not counted yet:
-    the length of each block's compact JSON (`JSON.stringify`'s) over four."""
-    size = sum(len(jsontext.dumps(block_to_api(b)).decode()) for b in message.content)
-    return max(1, size // CHARS_PER_TOKEN)
+    the length of each block's compact JSON (`JSON.stringify`'s) over four, and
+    `IMAGE_TOKENS` for an image, whose base64 says nothing of what it costs."""
+    size = 0
+    images = 0
+    for block in message.content:
+        if isinstance(block, ImageBlock):
+            images += 1
+            continue
+        if isinstance(block, ToolResultBlock) and not isinstance(block.content, str):
+            shown = tuple(b for b in block.content if not isinstance(b, ImageBlock))
+            images += len(block.content) - len(shown)
+            block = evolve(block, content=shown)
+        size += len(jsontext.dumps(block_to_api(block)).decode())
+    return max(1, size // CHARS_PER_TOKEN + images * IMAGE_TOKENS)
 
 
 def estimate_all(messages: Iterable[Message]) -> int:

@@ -37,7 +37,16 @@ from fsm_agent.driver import fresh_iteration, initial_state
 from fsm_agent.effects import LiveEffects
 from fsm_agent.events import ContextReport, DriverEvent, StreamEvent
 from fsm_agent.log import SessionLog
-from fsm_agent.messages import Message, TextBlock, ToolResultBlock, ToolUseBlock, Usage, user
+from fsm_agent.messages import (
+    ImageBlock,
+    ImageSource,
+    Message,
+    TextBlock,
+    ToolResultBlock,
+    ToolUseBlock,
+    Usage,
+    user,
+)
 from fsm_agent.model import ModelRequest, ToolSpec
 from fsm_agent.models import MIN_CONTEXT_WINDOW, context_window, output_limits
 from fsm_agent.phases import Run, blocking_limit_check
@@ -115,6 +124,25 @@ def test_count_walks_back_only_to_the_anchor(monkeypatch: pytest.MonkeyPatch) ->
     monkeypatch.setattr(ctx, "estimate_tokens", spy)
     count_tokens(messages)
     assert seen == [messages[-1]]
+
+
+def test_an_image_counts_as_claude_code_counts_it_not_by_its_base64(tmp_path: Path) -> None:
+    """An image costs the model at most about 1,600 tokens whatever its size; Claude Code
+    estimates 2,000. A quarter of its base64 (here 250k tokens) made a run that read a
+    screenshot autocompact, or end over its blocking limit."""
+    image = ImageBlock(ImageSource("image/png", "A" * 1_000_000))
+    read = ToolResultBlock("toolu_0009", (TextBlock("screenshot.png"), image))
+    items = [*history(9, usage=1_000), Message("user", (read,)), Message("user", (image,))]
+    messages = Transcript.of(items)
+    without = estimate_tokens(
+        Message("user", (ToolResultBlock("toolu_0009", (TextBlock("screenshot.png"),)),))
+    )
+    assert estimate_tokens(messages[-2]) == without + ctx.IMAGE_TOKENS
+    assert estimate_tokens(messages[-1]) == ctx.IMAGE_TOKENS
+    model = CountingModel([SUMMARY_TURN])
+    it, reports = pipeline(messages, SMALL, model, tmp_path)
+    assert reports == [] and model.requests == []
+    assert it.token_count < 1_000 + 5_000
 
 
 def test_count_without_usage_is_an_estimate() -> None:
