@@ -17,6 +17,7 @@ list keep the loop's own defaults.
 from __future__ import annotations
 
 import re
+from functools import cache
 
 from fsm_agent.model import CAPPED_DEFAULT_MAX_TOKENS, ESCALATED_MAX_TOKENS
 
@@ -85,8 +86,10 @@ def _of_family(model: str, prefix: str) -> bool:
     return model.startswith(prefix) and not _MINOR_VERSION.match(model[len(prefix) :])
 
 
+@cache
 def output_limit(model: str) -> int | None:
-    """The model's output limit, by the longest matching id prefix; None if not listed."""
+    """The model's output limit, by the longest matching id prefix; None if not listed.
+    Cached: every request asks it."""
     matches = [
         (len(prefix), size) for prefix, size in MAX_OUTPUT_TOKENS if _of_family(model, prefix)
     ]
