@@ -294,6 +294,15 @@ def test_bad_settings_file_is_one_clear_error(tmp_path: Path) -> None:
         load_settings(str(tmp_path), str(tmp_path / "nohome"))
 
 
+def test_a_directory_no_os_call_takes_is_one_clear_error(tmp_path: Path) -> None:
+    (tmp_path / ".claude").mkdir()
+    (tmp_path / ".claude" / "settings.json").write_text(
+        json.dumps({"permissions": {"additionalDirectories": ["lib\u0000x"]}})
+    )
+    with pytest.raises(SettingsError, match=r"settings.json: permissions.additionalDirectories"):
+        load_settings(str(tmp_path), str(tmp_path / "nohome"))
+
+
 def test_read_denied_says_which_files_glob_and_grep_leave_out(tmp_path) -> None:
     ws = tmp_path / "ws"
     (ws / "secrets").mkdir(parents=True)
