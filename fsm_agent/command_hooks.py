@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import math
 import os
 import re
 import signal
@@ -88,6 +89,7 @@ def parse_hooks(section: Any, origin: str) -> tuple[HookMatcher, ...]:
                 if timeout is not None and (
                     not isinstance(timeout, int | float)
                     or isinstance(timeout, bool)
+                    or not math.isfinite(timeout)
                     or timeout <= 0
                 ):
                     raise HookSettingsError(

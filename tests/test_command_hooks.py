@@ -381,6 +381,21 @@ def test_bad_hooks_section_is_a_clear_error() -> None:
         )
 
 
+@pytest.mark.parametrize("timeout", ["NaN", "Infinity", "1e400"])
+def test_a_timeout_that_is_not_a_finite_number_is_refused(tmp_path: Path, timeout: str) -> None:
+    """Python's json takes NaN and Infinity (and 1e400 is infinite); a NaN timeout
+    made the hook time out at once, and the log header recorded it as null."""
+    from fsm_agent.settings import SettingsError, load_settings
+
+    (tmp_path / ".claude").mkdir()
+    (tmp_path / ".claude" / "settings.json").write_text(
+        '{"hooks": {"Stop": [{"hooks": [{"type": "command", "command": "x", '
+        f'"timeout": {timeout}}}]}}]}}}}'
+    )
+    with pytest.raises(SettingsError, match=r"hooks.Stop\[0\]: 'timeout' must be a positive"):
+        load_settings(str(tmp_path), str(tmp_path / "home"))
+
+
 def test_stop_hook_continue_false_prevents_continuing(workspace: Path, tmp_path: Path) -> None:
     stop = script(
         tmp_path / "stop.sh",
