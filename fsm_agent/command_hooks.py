@@ -218,7 +218,7 @@ def interpret(event: str, run: HookRun) -> HookOutcome:
         if data.get("decision") == "block" and event != "PreToolUse" and run.code != 2:
             blocking.append(_cap(str(data.get("reason") or f"blocked by {name}")))
         if isinstance(data.get("systemMessage"), str):
-            messages.append(data["systemMessage"])
+            messages.append(_cap(data["systemMessage"]))
         extra = specific.get("additionalContext")
         if isinstance(extra, str) and extra:
             context.append(_cap(extra))
@@ -230,7 +230,7 @@ def interpret(event: str, run: HookRun) -> HookOutcome:
         blocking_errors=tuple(blocking),
         prevent_continuation=stop,
         stop_reason=(
-            str(data.get("stopReason") or f"stopped by {name}") if stop and data else None
+            _cap(str(data.get("stopReason") or f"stopped by {name}")) if stop and data else None
         ),
         additional_context=tuple(context),
         permission_decision=decision if decision in ("allow", "deny", "ask", "defer") else None,

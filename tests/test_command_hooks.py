@@ -363,6 +363,22 @@ def test_interpretation_of_exit_codes_and_json() -> None:
     assert len(long) < 10_100
 
 
+def test_every_output_string_is_capped_at_10000_characters() -> None:
+    huge = "x" * 50_000
+    out = json.dumps(
+        {
+            "systemMessage": huge,
+            "stopReason": huge,
+            "continue": False,
+            "hookSpecificOutput": {"additionalContext": huge},
+        }
+    )
+    outcome = interpret("PostToolUse", HookRun("c", 0, out, ""))
+    for text in (*outcome.messages, outcome.stop_reason, *outcome.additional_context):
+        assert text is not None
+        assert text.startswith("x" * 10_000) and len(text) < 10_100
+
+
 def test_precedence_deny_defer_ask_allow() -> None:
     outs = [HookOutcome(permission_decision=d) for d in ("allow", "ask", "defer")]
     assert merge(outs).permission_decision == "defer"
