@@ -393,7 +393,9 @@ def call_facts(
     expand: Expand | None = None,
 ) -> CallFacts:
     """`resolve` turns a path as written into a real path; `expand` gives the paths a
-    shell glob in a Bash word matches, so `cat l*/x` is judged by what it reads."""
+    shell glob in a Bash word matches, so `cat l*/x` is judged by what it reads.
+    A command's paths are each listed once, without /dev/null (`ls > /dev/null`
+    reaches nothing outside)."""
     paths: list[str] = []
     subcommands: tuple[str, ...] = ()
     if tool in PATH_KEYS and isinstance(input.get(PATH_KEYS[tool]), str):
@@ -411,6 +413,7 @@ def call_facts(
                     paths.append(real)
                 if expand is not None and any(c in word for c in "*?["):
                     paths += [resolve(p) for p in expand(word)]
+        paths = [p for p in dict.fromkeys(paths) if p != os.devnull]
     return CallFacts(tool, input, tuple(paths), subcommands)
 
 

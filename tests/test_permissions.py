@@ -146,6 +146,16 @@ def test_read_only_commands_never_prompt_even_in_plan_and_dont_ask() -> None:
         assert bash("ls -la && git status | head -5", mode=mode).behavior == "allow"
 
 
+@pytest.mark.parametrize(
+    "command",
+    ["ls > /dev/null", "grep -r x . 2> /dev/null", "cat a.txt >/dev/null 2>&1", "cat /dev/null"],
+)
+def test_dev_null_is_not_a_path_outside_the_workspace(command: str) -> None:
+    """A read-only command stays read-only when its output goes to /dev/null (the
+    docs say so): the redirection's target is not a file it reaches outside."""
+    assert bash(command).behavior == "allow"
+
+
 def test_every_subcommand_must_match_an_allow_rule() -> None:
     s = rules(allow=["Bash(npm test *)"])
     assert bash("npm test && npm test --ci", s).behavior == "allow"
