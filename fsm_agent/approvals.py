@@ -18,7 +18,9 @@ from fsm_agent.permissions import (
     ALLOW_ALWAYS,
     ALLOW_ONCE,
     DENY,
+    EDIT_TOOLS,
     NO_TERMINAL,
+    READ_TOOLS,
     Decision,
     PermissionAsk,
     PermissionRequest,
@@ -93,11 +95,17 @@ class Approvals:
             answer = await asyncio.to_thread(_safely, self.prompter, question)
         if answer == ALLOW_ALWAYS:
             rules = [question.suggestion] if question.suggestion else []
-            rules += [f"Edit(/{p})" if question.tool != "Read" else f"Read(/{p})"
-                      for p in question.outside]  # fmt: skip
+            kind = _path_rule_kind(question.tool)
+            rules += [f"{kind}(/{p})" for p in question.outside] if kind else []
             extra = tuple(RuleSource(r, self.cwd, "this session") for r in rules)
             self.settings = evolve(self.settings, allow=self.settings.allow + extra)
         return answer if answer in (ALLOW_ONCE, ALLOW_ALWAYS) else DENY
+
+
+def _path_rule_kind(tool: str) -> str | None:
+    """The rule that opens an outside path to `tool` alone: Read for the tools that
+    read, Edit for those that write; a command (Bash) cannot be opened by path."""
+    return "Read" if tool in READ_TOOLS else "Edit" if tool in EDIT_TOOLS else None
 
 
 def _safely(prompter: Prompter, question: PermissionAsk) -> str:

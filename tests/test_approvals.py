@@ -96,3 +96,34 @@ def test_the_terminal_asks_and_the_answer_is_obeyed(workspace: Path, tmp_path: P
     assert (workspace / "yes-file").exists()
     assert (workspace / "keep.txt").exists()
     assert child.exitstatus == 0
+
+
+def test_always_for_an_outside_path_grants_what_was_asked_and_nothing_more(
+    tmp_path: Path,
+) -> None:
+    """ "Always" on a Bash or Grep call that reaches outside must not add an Edit rule:
+    that let the model write the file the user had only let a command read."""
+    from fsm_agent.approvals import Approvals
+    from fsm_agent.permissions import PermissionRequest, PermissionSettings
+
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    secret = tmp_path / "outside" / "notes.txt"
+    secret.parent.mkdir()
+    secret.write_text("x")
+    approvals = Approvals(PermissionSettings(), str(ws), home=str(tmp_path / "home"),
+                          prompter=lambda q: ALLOW_ALWAYS)  # fmt: skip
+
+    def verdict(tool: str, **input: Any) -> str:
+        return approvals.check(PermissionRequest(tool, input)).behavior
+
+    bash = approvals.check(PermissionRequest("Bash", {"command": f"cat {secret}"}))
+    assert bash.behavior == "ask"
+    asyncio.run(approvals.ask(PermissionAsk("Bash", {"command": f"cat {secret}"},
+                                            outside=bash.outside)))  # fmt: skip
+    assert verdict("Write", file_path=str(secret), content="y") == "ask"
+    grep = approvals.check(PermissionRequest("Grep", {"pattern": "x", "path": str(secret.parent)}))
+    assert grep.behavior == "ask"
+    asyncio.run(approvals.ask(PermissionAsk("Grep", {"pattern": "x"}, outside=grep.outside)))
+    assert verdict("Grep", pattern="y", path=str(secret.parent)) == "allow"
+    assert verdict("Write", file_path=str(secret), content="y") == "ask"
