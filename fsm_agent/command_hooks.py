@@ -186,7 +186,10 @@ def _json_output(stdout: str) -> dict[str, Any] | None:
 
 
 def interpret(event: str, run: HookRun) -> HookOutcome:
-    """The meaning of one command's exit code and output, per Claude Code's hook contract."""
+    """The meaning of one command's exit code and output, per Claude Code's hook contract.
+
+    A Stop hook's block names its command, as Claude Code's feedback to the model
+    does (`Stop hook feedback:\n[cmd]: reason`, in its transcripts)."""
     name = f"{event} hook"
     if run.code is None:
         return HookOutcome(messages=(f"{name} `{run.command}` timed out; its output is ignored",))
@@ -226,6 +229,8 @@ def interpret(event: str, run: HookRun) -> HookOutcome:
         context.append(_cap(run.stdout.strip()))
     stop = data is not None and data.get("continue") is False
     updated = specific.get("updatedInput")
+    if event == "Stop":
+        blocking = [f"[{run.command}]: {b}" for b in blocking]
     return HookOutcome(
         blocking_errors=tuple(blocking),
         prevent_continuation=stop,

@@ -255,7 +255,7 @@ echo '{{"decision": "block", "reason": "Run the tests first."}}'
     assert result.reason == "completed"
     assert result.edges.count("stop_hook_blocking") == 8
     assert counter.read_text().strip() == "9"
-    assert "Stop hook feedback:\nRun the tests first." in result.messages[-2].text
+    assert result.messages[-2].text == f"Stop hook feedback:\n[{stop}]: Run the tests first."
 
 
 def test_stop_hook_exit_2_feeds_stderr_back(workspace: Path, tmp_path: Path) -> None:
@@ -277,6 +277,7 @@ exit 2
     result = _run(workspace, {"settings": settings, "turns": turns}, tmp_path)
     assert result.edges.count("stop_hook_blocking") == 1
     assert result.text == "fixed"
+    assert result.messages[-2].text == f"Stop hook feedback:\n[{stop}]: tests are failing"
 
 
 def test_user_prompt_submit_exit_2_blocks_without_calling_the_model(
