@@ -360,3 +360,28 @@ def test_auto_mode_on_the_command_line_warns_and_runs(workspace: Path, tmp_path:
     assert proc.stderr.startswith("fsm-agent: warning: --permission-mode: permission mode 'auto'")
     header = json.loads((tmp_path / "r.jsonl").read_text().splitlines()[0])
     assert header["config"].get("permission_mode", "default") != "auto"
+
+
+def test_a_scenarios_settings_default_mode_is_the_mode_unless_its_config_names_one(
+    workspace: Path, tmp_path: Path
+) -> None:
+    """The scenario's `settings` are settings.json's format, `defaultMode` included;
+    it was dropped, so a scenario set to plan ran in default."""
+    from fsm_agent.scripted import Scenario
+    from fsm_agent.session import run_scenario
+
+    def touched(config: dict, name: str) -> str:
+        call = {"type": "tool_use", "id": "t", "name": "Bash", "input": {"command": "touch x"}}
+        data = {
+            "prompt": "go",
+            "settings": {"permissions": {"defaultMode": "plan"}},
+            "config": config,
+            "turns": [{"content": [call]}, {"content": "ok"}],
+        }
+        result = run_scenario(Scenario.parse(data), cwd=workspace, log=tmp_path / name)
+        [res] = [b for m in result.messages for b in m.content if hasattr(b, "tool_use_id")]
+        return res.text
+
+    assert "Plan mode is on" in touched({}, "a.jsonl")
+    assert "Plan mode" not in touched({"permission_mode": "acceptEdits"}, "b.jsonl")
+    assert (workspace / "x").exists()
