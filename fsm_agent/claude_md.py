@@ -89,12 +89,15 @@ def _resolve(target: str, importer: Path, home: Path) -> Path:
 
 
 def _read(path: Path) -> str | None:
+    """A memory file's text, undecodable bytes replaced as Claude Code reads them (so a
+    Windows-1252 CLAUDE.md is not lost); a binary file (a null byte) is not text."""
     try:
         if not path.is_file():
             return None
-        return path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError):
+        text = path.read_text(encoding="utf-8", errors="replace")
+    except OSError:
         return None
+    return None if "\0" in text else text
 
 
 def _load(

@@ -138,6 +138,18 @@ def test_nested_memory_imports_stay_in_the_workspace_and_show_clean_paths(
     assert "OUTSIDE" not in "".join(found.values())
 
 
+def test_a_claude_md_that_is_not_utf8_is_read_with_replacement_not_dropped(
+    tree: tuple[Path, Path],
+) -> None:
+    """A Windows-1252 CLAUDE.md (a curly quote) was dropped whole, silently;
+    Claude Code reads it as UTF-8 with replacement characters."""
+    home, cwd = tree
+    (cwd / "CLAUDE.md").write_bytes(b"Use \x93tabs\x94 in this repo.\n")
+    (cwd / "CLAUDE.local.md").write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR")
+    files = memory_files(cwd, home, managed=None)
+    assert [f.content for f in files] == ["Use \ufffdtabs\ufffd in this repo."]
+
+
 def test_import_syntax() -> None:
     text = "a @x.md b\n```\n@fenced.md\n```\nmail me@example.com `@span.md` @dir/y.md"
     assert imports(text) == ["x.md", "dir/y.md"]
