@@ -234,9 +234,19 @@ def _has_write_syntax(command: str) -> bool:
     return any(token in text for token in (">", "$(", "`", "<("))
 
 
+def _has_expansion(command: str) -> bool:
+    """Parameter or brace expansion (`$HOME/x`, `${X}`, `{../a,b}`, `x{1..3}`) names
+    paths only the shell knows, so no path check can judge such a command."""
+    text = re.sub(r"'[^']*'", "''", command)
+    if re.search(r"\$[A-Za-z0-9_{@*#?$!-]", text):
+        return True
+    text = re.sub(r'"(?:[^"\\]|\\.)*"', '""', text)
+    return re.search(r"\{[^{}\s]*(?:,|\.\.)[^{}\s]*\}", text) is not None
+
+
 def is_read_only(command: str) -> bool:
     """Claude Code's built-in read-only set: never prompts (paths are checked separately)."""
-    if _has_write_syntax(command):
+    if _has_write_syntax(command) or _has_expansion(command):
         return False
     ws = words(strip_wrappers(command))
     if not ws:
@@ -547,6 +557,7 @@ def _by_mode(call: CallFacts, mode: str, ws: Workspace) -> Decision:
         if mode == "acceptEdits" and all(
             (words(strip_wrappers(s)) or [""])[0] in ACCEPT_EDITS_COMMANDS
             and not _has_write_syntax(s)
+            and not _has_expansion(s)
             for s in call.subcommands
         ):
             return Decision("allow", "acceptEdits mode: file commands inside the workspace")

@@ -136,6 +136,11 @@ def test_writes_and_edits_outside_are_refused_and_nothing_changes(
         "cat l*/secret.txt",
         "cat lin?",
         "head -n 1 [l]ink",
+        "cat $PWD/../outside/secret.txt",
+        "cat ${{PWD}}/../outside/secret.txt",
+        'cat "$PWD"/../outside/secret.txt',
+        "cat {{../outside/secret.txt,x}}",
+        "cat ..{{/outside/secret.txt,}}",
     ],
 )
 def test_bash_that_reaches_outside_is_refused(world, tmp_path: Path, command: str) -> None:
