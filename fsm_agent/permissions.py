@@ -262,16 +262,24 @@ def is_read_only(command: str) -> bool:
     return name in READ_ONLY_COMMANDS
 
 
+_REDIRECTION = r"^(?:[0-9]+|&)?(?:<<<|<<-?|<>|<&|>&|>>|>\||<|>)"
+
+
+def _arguments(command: str) -> list[str]:
+    """The words after the program, a redirection's operator taken off the path it is
+    written against (`0<../x`, `<../x`, `2>>log` name `../x`, `../x`, `log`)."""
+    ws = words(strip_wrappers(command))
+    return [re.sub(_REDIRECTION, "", w) for w in ws[1:]]
+
+
 def command_paths(command: str) -> list[str]:
     """The arguments of a command that look like paths (for the workspace check)."""
-    ws = words(strip_wrappers(command))
-    return [w for w in ws[1:] if not w.startswith("-") and _looks_like_path(w)]
+    return [w for w in _arguments(command) if not w.startswith("-") and _looks_like_path(w)]
 
 
 def command_words(command: str) -> list[str]:
     """Every argument that is not an option: any of them may name a symlink."""
-    ws = words(strip_wrappers(command))
-    return [w for w in ws[1:] if w and not w.startswith("-") and "\0" not in w]
+    return [w for w in _arguments(command) if w and not w.startswith("-") and "\0" not in w]
 
 
 def _looks_like_path(word: str) -> bool:
