@@ -235,10 +235,11 @@ def _has_write_syntax(command: str) -> bool:
 
 
 def _has_expansion(command: str) -> bool:
-    """Parameter or brace expansion (`$HOME/x`, `${X}`, `{../a,b}`, `x{1..3}`) names
-    paths only the shell knows, so no path check can judge such a command."""
+    """Parameter, brace or directory-tilde expansion (`$HOME/x`, `${X}`, `{../a,b}`,
+    `x{1..3}`, `~+/..`, `~-`) names paths only the shell knows, so no path check
+    can judge such a command."""
     text = re.sub(r"'[^']*'", "''", command)
-    if re.search(r"\$[A-Za-z0-9_{@*#?$!-]", text):
+    if re.search(r"\$[A-Za-z0-9_{@*#?$!-]|(?:^|[\s=:])~[+-]", text):
         return True
     text = re.sub(r'"(?:[^"\\]|\\.)*"', '""', text)
     return re.search(r"\{[^{}\s]*(?:,|\.\.)[^{}\s]*\}", text) is not None
