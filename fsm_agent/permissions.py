@@ -268,9 +268,15 @@ _REDIRECTION = r"^(?:[0-9]+|&)?(?:<<<|<<-?|<>|<&|>&|>>|>\||<|>)"
 
 def _arguments(command: str) -> list[str]:
     """The words after the program, a redirection's operator taken off the path it is
-    written against (`0<../x`, `<../x`, `2>>log` name `../x`, `../x`, `log`)."""
-    ws = words(strip_wrappers(command))
-    return [re.sub(_REDIRECTION, "", w) for w in ws[1:]]
+    written against (`0<../x`, `<../x`, `2>>log` name `../x`, `../x`, `log`), and
+    the value of each `--option=value` as a word of its own (`--from-file=../x`)."""
+    out: list[str] = []
+    for word in words(strip_wrappers(command))[1:]:
+        word = re.sub(_REDIRECTION, "", word)
+        out.append(word)
+        if word.startswith("-") and "=" in word:
+            out.append(word.split("=", 1)[1])
+    return out
 
 
 def command_paths(command: str) -> list[str]:
