@@ -142,18 +142,21 @@ def line_prompter(ask: Callable[[str], str | None]) -> Prompter:
 def terminal_prompter() -> Prompter:
     """Ask on the terminal with rich: allow once, always (adds the suggested rule), or deny."""
     from rich.console import Console
+    from rich.markup import escape
     from rich.prompt import Prompt
 
     console = Console(stderr=True)
 
     def ask(question: PermissionAsk) -> str:
+        """The call as the model wrote it: its text is escaped, never read as markup."""
         from fsm_agent.render import key_input
 
-        console.print(f"\n[bold yellow]? {question.tool}[/]({key_input(question.input)[:120]})")
-        console.print(f"  [dim]{question.reason}[/]")
-        always = f"always ({question.suggestion})" if question.suggestion else "always"
+        call = escape(f"({key_input(question.input)[:120]})")
+        console.print(f"\n[bold yellow]? {escape(question.tool)}[/]{call}")
+        console.print(f"  [dim]{escape(question.reason)}[/]")
+        always = f"always ({escape(question.suggestion)})" if question.suggestion else "always"
         choice = Prompt.ask(
-            f"  Allow? [y] once  [a] {always}  [n] deny",
+            escape("  Allow? [y] once  [a] ") + always + escape("  [n] deny"),
             choices=["y", "a", "n"],
             default="n",
             console=console,
