@@ -118,6 +118,8 @@ def load_settings(
             data = json.loads(path.read_text(encoding="utf-8"))
         except json.JSONDecodeError as exc:
             raise SettingsError(f"{path}:{exc.lineno}: not valid JSON: {exc.msg}") from None
+        except RecursionError:
+            raise SettingsError(f"{path}: not valid JSON: nested too deeply") from None
         except (OSError, UnicodeDecodeError) as exc:
             raise SettingsError(f"{path}: cannot read: {exc}") from None
         one = parse_settings(data, str(path), root, cwd)

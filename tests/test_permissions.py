@@ -316,6 +316,13 @@ def test_bad_settings_file_is_one_clear_error(tmp_path: Path) -> None:
         load_settings(str(tmp_path), str(tmp_path / "nohome"))
 
 
+def test_a_settings_file_nested_too_deeply_is_one_clear_error(tmp_path: Path) -> None:
+    (tmp_path / ".claude").mkdir()
+    (tmp_path / ".claude" / "settings.json").write_text("[" * 100_000 + "]" * 100_000)
+    with pytest.raises(SettingsError, match=r"settings.json: not valid JSON: nested too deeply"):
+        load_settings(str(tmp_path), str(tmp_path / "nohome"))
+
+
 def test_a_directory_no_os_call_takes_is_one_clear_error(tmp_path: Path) -> None:
     (tmp_path / ".claude").mkdir()
     (tmp_path / ".claude" / "settings.json").write_text(
