@@ -180,7 +180,7 @@ def _json_output(stdout: str) -> dict[str, Any] | None:
         return None
     try:
         value = json.loads(stdout)
-    except json.JSONDecodeError:
+    except (json.JSONDecodeError, RecursionError):
         return None
     return value if isinstance(value, dict) else None
 

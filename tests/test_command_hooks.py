@@ -364,6 +364,12 @@ def test_interpretation_of_exit_codes_and_json() -> None:
     assert len(long) < 10_100
 
 
+def test_output_nested_too_deeply_for_json_is_plain_text_not_a_crash() -> None:
+    deep = '{"a": ' + "[" * 100_000 + "]" * 100_000 + "}"
+    assert interpret("PreToolUse", HookRun("c", 0, deep, "")) == HookOutcome()
+    assert interpret("Stop", HookRun("c", 2, deep, "no")).blocking_errors == ("[c]: no",)
+
+
 def test_every_output_string_is_capped_at_10000_characters() -> None:
     huge = "x" * 50_000
     out = json.dumps(
