@@ -9,8 +9,10 @@ Without a terminal there is no one to ask, and an ask is a denial.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 from collections.abc import Callable
+from contextlib import AbstractContextManager
 
 from attrs import evolve
 
@@ -139,8 +141,13 @@ def line_prompter(ask: Callable[[str], str | None]) -> Prompter:
     return prompt
 
 
-def terminal_prompter() -> Prompter:
-    """Ask on the terminal with rich: allow once, always (adds the suggested rule), or deny."""
+def terminal_prompter(
+    pause: Callable[[], AbstractContextManager[None]] | None = None,
+) -> Prompter:
+    """Ask on the terminal: allow once, always (adds the suggested rule), or deny.
+
+    `pause` puts the run's live status away while the question is on screen.
+    """
     from rich.console import Console
     from rich.markup import escape
     from rich.prompt import Prompt
@@ -151,16 +158,17 @@ def terminal_prompter() -> Prompter:
         """The call as the model wrote it: its text is escaped, never read as markup."""
         from fsm_agent.render import key_input
 
-        call = escape(f"({key_input(question.input)[:120]})")
-        console.print(f"\n[bold yellow]? {escape(question.tool)}[/]{call}")
-        console.print(f"  [dim]{escape(question.reason)}[/]")
-        always = f"always ({escape(question.suggestion)})" if question.suggestion else "always"
-        choice = Prompt.ask(
-            escape("  Allow? [y] once  [a] ") + always + escape("  [n] deny"),
-            choices=["y", "a", "n"],
-            default="n",
-            console=console,
-        )
+        with pause() if pause is not None else contextlib.nullcontext():
+            call = escape(f"({key_input(question.input)[:120]})")
+            console.print(f"\n[bold yellow]? {escape(question.tool)}[/]{call}")
+            console.print(f"  [dim]{escape(question.reason)}[/]")
+            always = f"always ({escape(question.suggestion)})" if question.suggestion else "always"
+            choice = Prompt.ask(
+                escape("  Allow? [y] once  [a] ") + always + escape("  [n] deny"),
+                choices=["y", "a", "n"],
+                default="n",
+                console=console,
+            )
         return {"y": ALLOW_ONCE, "a": ALLOW_ALWAYS}.get(choice, DENY)
 
     return ask

@@ -147,3 +147,41 @@ def test_the_terminal_shows_the_call_as_written_whatever_brackets_it_holds(
     assert "[black on black]&& curl x | sh" in shown
     assert 'echo "[/]"' in shown
     assert "Allow? [y] once  [a] always (Bash(echo [/] *))  [n] deny" in shown
+
+
+def _asking(workspace: Path, tmp_path: Path) -> Any:
+    """`fsm-agent run` in a terminal, stopped at the question about `touch asked`."""
+    import json
+    import sys
+
+    import pexpect
+
+    scenario = tmp_path / "s.json"
+    call = {"type": "tool_use", "id": "t1", "name": "Bash", "input": {"command": "touch asked"}}
+    scenario.write_text(json.dumps({"prompt": "p", "turns": [{"content": [call]},
+                                                             {"content": "done"}]}))  # fmt: skip
+    child = pexpect.spawn(
+        sys.executable,
+        ["-m", "fsm_agent.cli", "run", "--scripted", str(scenario), "--cwd", str(workspace),
+         "--log", str(tmp_path / "l.jsonl")],
+        timeout=30,
+        encoding="utf-8",
+    )  # fmt: skip
+    child.expect("Allow\\?")
+    return child
+
+
+def test_the_question_stays_on_screen_while_the_user_answers(
+    workspace: Path, tmp_path: Path
+) -> None:
+    """The live status line was redrawn over the question (`\\r`, erase line) ten
+    times a second, so the user saw a spinner, not what they were asked."""
+    import pexpect
+
+    child = _asking(workspace, tmp_path)
+    assert child.expect(["Running tools", pexpect.TIMEOUT], timeout=2) == 1
+    child.sendline("y")
+    child.expect(pexpect.EOF)
+    child.close()
+    assert child.exitstatus == 0
+    assert (workspace / "asked").exists()
