@@ -11,11 +11,14 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import select
+import sys
 from collections.abc import Callable
 from contextlib import AbstractContextManager
 
 from attrs import evolve
 
+from fsm_agent.effects import AbortSignal
 from fsm_agent.permissions import (
     ALLOW_ALWAYS,
     ALLOW_ONCE,
@@ -141,18 +144,36 @@ def line_prompter(ask: Callable[[str], str | None]) -> Prompter:
     return prompt
 
 
+POLL_S = 0.1
+
+
+def _read_line(abort: AbortSignal | None) -> str | None:
+    """A line typed on standard input; None at its end or once `abort` is set.
+
+    Ctrl-C reaches the event loop, which sets `abort`, never this thread: a
+    blocking `input()` would keep the run waiting for an answer it no longer wants.
+    """
+    while abort is None or not abort.is_set():
+        ready, _, _ = select.select([sys.stdin], [], [], POLL_S)
+        if ready:
+            return sys.stdin.readline() or None
+    return None
+
+
 def terminal_prompter(
+    abort: AbortSignal | None = None,
     pause: Callable[[], AbstractContextManager[None]] | None = None,
 ) -> Prompter:
     """Ask on the terminal: allow once, always (adds the suggested rule), or deny.
 
-    `pause` puts the run's live status away while the question is on screen.
+    `pause` puts the run's live status away while the question is on screen;
+    Ctrl-C (`abort`) denies at once, and the run ends interrupted.
     """
     from rich.console import Console
     from rich.markup import escape
-    from rich.prompt import Prompt
 
     console = Console(stderr=True)
+    answers = {"y": ALLOW_ONCE, "a": ALLOW_ALWAYS, "n": DENY}
 
     def ask(question: PermissionAsk) -> str:
         """The call as the model wrote it: its text is escaped, never read as markup."""
@@ -163,12 +184,16 @@ def terminal_prompter(
             console.print(f"\n[bold yellow]? {escape(question.tool)}[/]{call}")
             console.print(f"  [dim]{escape(question.reason)}[/]")
             always = f"always ({escape(question.suggestion)})" if question.suggestion else "always"
-            choice = Prompt.ask(
-                escape("  Allow? [y] once  [a] ") + always + escape("  [n] deny"),
-                choices=["y", "a", "n"],
-                default="n",
-                console=console,
-            )
-        return {"y": ALLOW_ONCE, "a": ALLOW_ALWAYS}.get(choice, DENY)
+            options = escape("  Allow? [y] once  [a] ") + always + escape("  [n] deny")
+            while True:
+                console.print(f"{options} [bold magenta]\\[y/a/n][/] [bold cyan](n)[/]: ", end="")
+                line = _read_line(abort)
+                if line is None:
+                    console.print()
+                    return DENY
+                key = line.strip().lower() or "n"
+                if key in answers:
+                    return answers[key]
+                console.print("[red]Please select one of the available options[/]")
 
     return ask

