@@ -22,7 +22,7 @@ import re
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from attrs import field, frozen
+from attrs import evolve, field, frozen
 
 # Re-exported: the engine and the log import these from `fsm_agent.permission_types`.
 from fsm_agent.permission_types import (  # noqa: F401
@@ -510,9 +510,8 @@ def evaluate(
         )
     asked = _matching(rules_of(settings, "ask"), call, place, "ask")
     if asked is not None:
-        return Decision(
-            "ask", f"The rule {asked}{_origin(asked)} asks before {name} runs.", str(asked)
-        )
+        why = f"The rule {asked}{_origin(asked)} asks before {name} runs"
+        return evolve(_ask_or_deny(why, mode), rule=str(asked))
     outside = tuple(p for p in call.paths if not within(p, ws.roots))
     allow_rules = rules_of(settings, "allow")
     if outside:

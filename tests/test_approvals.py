@@ -202,3 +202,38 @@ def test_ctrl_c_at_the_question_denies_the_call_and_ends_the_run(
     log = tmp_path / "l.jsonl"
     result = replay(log)
     assert result.reason == "aborted_tools"
+
+
+def test_dont_ask_mode_never_asks_not_for_an_ask_rule_nor_a_hooks_ask(
+    workspace: Path, tmp_path: Path
+) -> None:
+    """dontAsk denies "anything that would ask": an ask rule, or a PreToolUse hook
+    answering ask, put the question to the user all the same."""
+    from fsm_agent.hooks import HookOutcome
+    from fsm_agent.permissions import PermissionSettings, RuleSource
+    from fsm_agent.scripted import ScriptedHooks
+
+    asked: list[PermissionAsk] = []
+
+    def prompter(question: PermissionAsk) -> str:
+        asked.append(question)
+        return ALLOW_ONCE
+
+    scenario = _bash_turns("git push origin main", "ls")
+    hooks = ScriptedHooks({"PreToolUse": (HookOutcome(), HookOutcome(permission_decision="ask"))})
+    rules = PermissionSettings(ask=(RuleSource("Bash(git push *)", str(workspace)),))
+    result = asyncio.run(
+        arun(
+            "p",
+            model=ScriptedModel(scenario),
+            config=RunConfig(cwd=str(workspace), model="scripted", permission_mode="dontAsk",
+                             permissions=rules),
+            log=tmp_path / "d.jsonl",
+            prompter=prompter,
+            hooks=hooks,
+        )
+    )  # fmt: skip
+    assert asked == []
+    r = _results(result)
+    assert all(x.is_error for x in r)
+    assert all("dontAsk" in x.text for x in r)
