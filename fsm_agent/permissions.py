@@ -269,13 +269,16 @@ _REDIRECTION = r"^(?:[0-9]+|&)?(?:<<<|<<-?|<>|<&|>&|>>|>\||<|>)"
 def _arguments(command: str) -> list[str]:
     """The words after the program, a redirection's operator taken off the path it is
     written against (`0<../x`, `<../x`, `2>>log` name `../x`, `../x`, `log`), and
-    the value of each `--option=value` as a word of its own (`--from-file=../x`)."""
+    an option's value as a word of its own: `--from-file=../x`, and a path
+    written against short options (`-rf../x`, `-I/usr/include`)."""
     out: list[str] = []
     for word in words(strip_wrappers(command))[1:]:
         word = re.sub(_REDIRECTION, "", word)
         out.append(word)
         if word.startswith("-") and "=" in word:
             out.append(word.split("=", 1)[1])
+        elif attached := re.match(r"-[A-Za-z0-9]+([./~].*)", word, re.DOTALL):
+            out.append(attached.group(1))
     return out
 
 

@@ -147,6 +147,8 @@ def test_writes_and_edits_outside_are_refused_and_nothing_changes(
         "cat ~+/../outside/secret.txt",
         "diff --from-file=../outside/secret.txt x",
         "grep -r --file={out}/secret.txt .",
+        "grep -rf../outside/secret.txt .",
+        "grep -f{out}/secret.txt -r .",
     ],
 )
 def test_bash_that_reaches_outside_is_refused(world, tmp_path: Path, command: str) -> None:
