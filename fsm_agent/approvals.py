@@ -9,16 +9,23 @@ Without a terminal there is no one to ask, and an ask is a denial.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
+import select
+import sys
 from collections.abc import Callable
+from contextlib import AbstractContextManager
 
 from attrs import evolve
 
+from fsm_agent.effects import AbortSignal
 from fsm_agent.permissions import (
     ALLOW_ALWAYS,
     ALLOW_ONCE,
     DENY,
+    EDIT_TOOLS,
     NO_TERMINAL,
+    READ_TOOLS,
     Decision,
     PermissionAsk,
     PermissionRequest,
@@ -93,11 +100,17 @@ class Approvals:
             answer = await asyncio.to_thread(_safely, self.prompter, question)
         if answer == ALLOW_ALWAYS:
             rules = [question.suggestion] if question.suggestion else []
-            rules += [f"Edit(/{p})" if question.tool != "Read" else f"Read(/{p})"
-                      for p in question.outside]  # fmt: skip
+            kind = _path_rule_kind(question.tool)
+            rules += [f"{kind}(/{p})" for p in question.outside] if kind else []
             extra = tuple(RuleSource(r, self.cwd, "this session") for r in rules)
             self.settings = evolve(self.settings, allow=self.settings.allow + extra)
         return answer if answer in (ALLOW_ONCE, ALLOW_ALWAYS) else DENY
+
+
+def _path_rule_kind(tool: str) -> str | None:
+    """The rule that opens an outside path to `tool` alone: Read for the tools that
+    read, Edit for those that write; a command (Bash) cannot be opened by path."""
+    return "Read" if tool in READ_TOOLS else "Edit" if tool in EDIT_TOOLS else None
 
 
 def _safely(prompter: Prompter, question: PermissionAsk) -> str:
@@ -131,25 +144,56 @@ def line_prompter(ask: Callable[[str], str | None]) -> Prompter:
     return prompt
 
 
-def terminal_prompter() -> Prompter:
-    """Ask on the terminal with rich: allow once, always (adds the suggested rule), or deny."""
+POLL_S = 0.1
+
+
+def _read_line(abort: AbortSignal | None) -> str | None:
+    """A line typed on standard input; None at its end or once `abort` is set.
+
+    Ctrl-C reaches the event loop, which sets `abort`, never this thread: a
+    blocking `input()` would keep the run waiting for an answer it no longer wants.
+    """
+    while abort is None or not abort.is_set():
+        ready, _, _ = select.select([sys.stdin], [], [], POLL_S)
+        if ready:
+            return sys.stdin.readline() or None
+    return None
+
+
+def terminal_prompter(
+    abort: AbortSignal | None = None,
+    pause: Callable[[], AbstractContextManager[None]] | None = None,
+) -> Prompter:
+    """Ask on the terminal: allow once, always (adds the suggested rule), or deny.
+
+    `pause` puts the run's live status away while the question is on screen;
+    Ctrl-C (`abort`) denies at once, and the run ends interrupted.
+    """
     from rich.console import Console
-    from rich.prompt import Prompt
+    from rich.markup import escape
 
     console = Console(stderr=True)
+    answers = {"y": ALLOW_ONCE, "a": ALLOW_ALWAYS, "n": DENY}
 
     def ask(question: PermissionAsk) -> str:
+        """The call as the model wrote it: its text is escaped, never read as markup."""
         from fsm_agent.render import key_input
 
-        console.print(f"\n[bold yellow]? {question.tool}[/]({key_input(question.input)[:120]})")
-        console.print(f"  [dim]{question.reason}[/]")
-        always = f"always ({question.suggestion})" if question.suggestion else "always"
-        choice = Prompt.ask(
-            f"  Allow? [y] once  [a] {always}  [n] deny",
-            choices=["y", "a", "n"],
-            default="n",
-            console=console,
-        )
-        return {"y": ALLOW_ONCE, "a": ALLOW_ALWAYS}.get(choice, DENY)
+        with pause() if pause is not None else contextlib.nullcontext():
+            call = escape(f"({key_input(question.input)[:120]})")
+            console.print(f"\n[bold yellow]? {escape(question.tool)}[/]{call}")
+            console.print(f"  [dim]{escape(question.reason)}[/]")
+            always = f"always ({escape(question.suggestion)})" if question.suggestion else "always"
+            options = escape("  Allow? [y] once  [a] ") + always + escape("  [n] deny")
+            while True:
+                console.print(f"{options} [bold magenta]\\[y/a/n][/] [bold cyan](n)[/]: ", end="")
+                line = _read_line(abort)
+                if line is None:
+                    console.print()
+                    return DENY
+                key = line.strip().lower() or "n"
+                if key in answers:
+                    return answers[key]
+                console.print("[red]Please select one of the available options[/]")
 
     return ask

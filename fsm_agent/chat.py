@@ -58,14 +58,17 @@ class LineReader:
         """Whether a line is already waiting (typed during the last run)."""
         return not self._lines.empty()
 
-    def get(self) -> str | None:
-        """The next line, waiting for it; Ctrl-C still raises KeyboardInterrupt meanwhile."""
+    def get(self, until: Callable[[], bool] | None = None) -> str | None:
+        """The next line, waiting for it; Ctrl-C still raises KeyboardInterrupt meanwhile.
+        None as soon as `until()` is true (the run a question was for was interrupted)."""
         if self.eof:
             return None
         while True:
             try:
                 line = self._lines.get(timeout=POLL_S)
             except queue.Empty:
+                if until is not None and until():
+                    return None
                 continue
             if line is None:
                 self.eof = True
@@ -125,7 +128,8 @@ class ChatSession:
             self.console.print(Text(f"  ⧗ queued: {text}", style="yellow"))
 
     def ask(self, question: str) -> str | None:
-        """Ask the user something while a run waits (a permission prompt); `None` on Ctrl-D.
+        """Ask the user something while a run waits (a permission prompt); `None` on Ctrl-D,
+        or once Ctrl-C interrupted the run.
 
         The live region is paused so the question and the typed answer stay
         readable; lines typed earlier and still queued come first.
@@ -134,7 +138,7 @@ class ChatSession:
         self.console.print(Text(question, style="bold yellow"), end=" ")
         self.reader.busy.clear()
         try:
-            return self.reader.get()
+            return self.reader.get(until=self.plan.abort.is_set)
         finally:
             self.reader.busy.set()
             self.renderer.start()

@@ -84,22 +84,37 @@ def imports(text: str) -> list[str]:
 
 def _resolve(target: str, importer: Path, home: Path) -> Path:
     if target.startswith("~/"):
-        return home / target[2:]
-    path = Path(target)
-    return path if path.is_absolute() else importer.parent / path
+        return Path(os.path.normpath(home / target[2:]))
+    return Path(os.path.normpath(importer.parent / target))
 
 
 def _read(path: Path) -> str | None:
+    """A memory file's text, undecodable bytes replaced as Claude Code reads them (so a
+    Windows-1252 CLAUDE.md is not lost); a binary file (a null byte) is not text."""
     try:
         if not path.is_file():
             return None
-        return path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError):
+        text = path.read_text(encoding="utf-8", errors="replace")
+    except OSError:
         return None
+    return None if "\0" in text else text
 
 
-def _load(path: Path, kind: str, home: Path, seen: set[Path], hops: int = 0) -> list[MemoryFile]:
-    """A file, then the files it imports (each after its importer), at most 4 hops deep."""
+def _load(
+    path: Path,
+    kind: str,
+    home: Path,
+    seen: set[Path],
+    hops: int = 0,
+    inside: Path | None = None,
+) -> list[MemoryFile]:
+    """A file, then the files it imports (each after its importer), at most 4 hops deep.
+
+    With `inside` (the workspace, for project files), an import whose real path
+    lies outside it is not loaded: Claude Code loads such "external" imports only
+    after the user approved them, and `claude -p` never asks, so a cloned
+    repository's CLAUDE.md cannot put `~/.ssh/id_rsa` in the model's context.
+    """
     real = path.resolve()
     if real in seen:
         return []
@@ -110,7 +125,10 @@ def _load(path: Path, kind: str, home: Path, seen: set[Path], hops: int = 0) -> 
     out = [MemoryFile(path, kind, strip_comments(text).strip())]
     if hops < MAX_IMPORT_HOPS:
         for target in imports(text):
-            out += _load(_resolve(target, path, home), kind, home, seen, hops + 1)
+            child = _resolve(target, path, home)
+            if inside is not None and not child.resolve().is_relative_to(inside):
+                continue
+            out += _load(child, kind, home, seen, hops + 1, inside)
     return out
 
 
@@ -130,11 +148,11 @@ def memory_files(cwd: Path, home: Path, managed: Path | None = MANAGED_PATH) -> 
     out += [MemoryFile(f, "user", text) for f, globs, text in rules(home) if globs is None]
     cwd = cwd.resolve()
     for directory in (*reversed(cwd.parents), cwd):
-        out += _load(directory / "CLAUDE.md", "project", home, seen)
-        out += _load(directory / ".claude" / "CLAUDE.md", "project", home, seen)
+        out += _load(directory / "CLAUDE.md", "project", home, seen, inside=cwd)
+        out += _load(directory / ".claude" / "CLAUDE.md", "project", home, seen, inside=cwd)
         if directory == cwd:
             out += [MemoryFile(f, "project", t) for f, globs, t in rules(cwd) if globs is None]
-        out += _load(directory / "CLAUDE.local.md", "local", home, seen)
+        out += _load(directory / "CLAUDE.local.md", "local", home, seen, inside=cwd)
     return out
 
 
@@ -250,13 +268,15 @@ def nested_candidates(cwd: str, files: Iterable[str]) -> list[str]:
     return list(out)
 
 
-def read_nested(paths: Sequence[str], home: Path) -> dict[str, str]:
-    """Each of `paths` that exists, and what it imports, as the model is shown it."""
+def read_nested(paths: Sequence[str], home: Path, cwd: Path) -> dict[str, str]:
+    """Each of `paths` that exists, and what it imports from inside `cwd`, as the
+    model is shown it."""
     seen: set[Path] = set()
     out: dict[str, str] = {}
+    inside = cwd.resolve()
     for path in paths:
         kind = next((k for name, k in MEMORY_NAMES if path.endswith(os.sep + name)), "project")
-        for f in _load(Path(path), kind, home, seen):
+        for f in _load(Path(path), kind, home, seen, inside=inside):
             if f.content:
                 out[str(f.path)] = f"Contents of {f.path} ({DESCRIPTIONS[f.kind]}):\n\n{f.content}"
     return out

@@ -383,12 +383,8 @@ def run(
     from fsm_agent.history import follow_up
 
     messages = follow_up(history, prompt)
-    if output_format == "text" and sys.stdin.isatty():
-        from fsm_agent.approvals import terminal_prompter
-
-        plan.prompter = terminal_prompter()
     if output_format == "text":
-        result = _run_text(plan, messages, quiet=quiet, verbose=verbose)
+        result = _run_text(plan, messages, quiet=quiet, verbose=verbose, ask=sys.stdin.isatty())
     else:
         result = _run_json(
             plan, messages, stream=output_format == "stream-json", partial=include_partial_messages
@@ -436,12 +432,20 @@ def _chat(plan: Plan, history: list[Any], *, quiet: bool, verbose: bool) -> None
     plan.end("prompt_input_exit")
 
 
-def _run_text(plan: Plan, messages: list[Any], *, quiet: bool, verbose: bool) -> Any:
+def _run_text(
+    plan: Plan, messages: list[Any], *, quiet: bool, verbose: bool, ask: bool = False
+) -> Any:
+    """The run shown as it goes; with `ask` (a terminal), the user is asked what
+    the rules leave open, the live status put away meanwhile."""
     from fsm_agent.log import LogError
     from fsm_agent.render import LiveRenderer, QuietRenderer, RunConsole
 
     console = RunConsole()
     renderer = QuietRenderer(console) if quiet else LiveRenderer(console, verbose=verbose)
+    if ask:
+        from fsm_agent.approvals import terminal_prompter
+
+        plan.prompter = terminal_prompter(plan.abort, renderer.paused)
     renderer.start()
     try:
         result = plan.run_interruptibly(messages, renderer)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import math
 import os
 import re
 import signal
@@ -88,6 +89,7 @@ def parse_hooks(section: Any, origin: str) -> tuple[HookMatcher, ...]:
                 if timeout is not None and (
                     not isinstance(timeout, int | float)
                     or isinstance(timeout, bool)
+                    or not math.isfinite(timeout)
                     or timeout <= 0
                 ):
                     raise HookSettingsError(
@@ -178,13 +180,16 @@ def _json_output(stdout: str) -> dict[str, Any] | None:
         return None
     try:
         value = json.loads(stdout)
-    except json.JSONDecodeError:
+    except (json.JSONDecodeError, RecursionError):
         return None
     return value if isinstance(value, dict) else None
 
 
 def interpret(event: str, run: HookRun) -> HookOutcome:
-    """The meaning of one command's exit code and output, per Claude Code's hook contract."""
+    """The meaning of one command's exit code and output, per Claude Code's hook contract.
+
+    A Stop hook's block names its command, as Claude Code's feedback to the model
+    does (`Stop hook feedback:\n[cmd]: reason`, in its transcripts)."""
     name = f"{event} hook"
     if run.code is None:
         return HookOutcome(messages=(f"{name} `{run.command}` timed out; its output is ignored",))
@@ -216,7 +221,7 @@ def interpret(event: str, run: HookRun) -> HookOutcome:
         if data.get("decision") == "block" and event != "PreToolUse" and run.code != 2:
             blocking.append(_cap(str(data.get("reason") or f"blocked by {name}")))
         if isinstance(data.get("systemMessage"), str):
-            messages.append(data["systemMessage"])
+            messages.append(_cap(data["systemMessage"]))
         extra = specific.get("additionalContext")
         if isinstance(extra, str) and extra:
             context.append(_cap(extra))
@@ -224,11 +229,13 @@ def interpret(event: str, run: HookRun) -> HookOutcome:
         context.append(_cap(run.stdout.strip()))
     stop = data is not None and data.get("continue") is False
     updated = specific.get("updatedInput")
+    if event == "Stop":
+        blocking = [f"[{run.command}]: {b}" for b in blocking]
     return HookOutcome(
         blocking_errors=tuple(blocking),
         prevent_continuation=stop,
         stop_reason=(
-            str(data.get("stopReason") or f"stopped by {name}") if stop and data else None
+            _cap(str(data.get("stopReason") or f"stopped by {name}")) if stop and data else None
         ),
         additional_context=tuple(context),
         permission_decision=decision if decision in ("allow", "deny", "ask", "defer") else None,

@@ -319,7 +319,7 @@ class LiveEffects:
     async def nested_memory(self, paths: tuple[str, ...]) -> dict[str, str]:
         from fsm_agent.claude_md import read_nested
 
-        return read_nested(paths, Path(self.approvals.home))
+        return read_nested(paths, Path(self.approvals.home), Path(self.approvals.cwd))
 
     def now(self) -> float:
         return time.time()

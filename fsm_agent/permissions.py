@@ -22,7 +22,7 @@ import re
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from attrs import field, frozen
+from attrs import evolve, field, frozen
 
 # Re-exported: the engine and the log import these from `fsm_agent.permission_types`.
 from fsm_agent.permission_types import (  # noqa: F401
@@ -234,9 +234,20 @@ def _has_write_syntax(command: str) -> bool:
     return any(token in text for token in (">", "$(", "`", "<("))
 
 
+def _has_expansion(command: str) -> bool:
+    """Parameter, brace or directory-tilde expansion (`$HOME/x`, `${X}`, `{../a,b}`,
+    `x{1..3}`, `~+/..`, `~-`) names paths only the shell knows, so no path check
+    can judge such a command."""
+    text = re.sub(r"'[^']*'", "''", command)
+    if re.search(r"\$[A-Za-z0-9_{@*#?$!-]|(?:^|[\s=:])~[+-]", text):
+        return True
+    text = re.sub(r'"(?:[^"\\]|\\.)*"', '""', text)
+    return re.search(r"\{[^{}\s]*(?:,|\.\.)[^{}\s]*\}", text) is not None
+
+
 def is_read_only(command: str) -> bool:
     """Claude Code's built-in read-only set: never prompts (paths are checked separately)."""
-    if _has_write_syntax(command):
+    if _has_write_syntax(command) or _has_expansion(command):
         return False
     ws = words(strip_wrappers(command))
     if not ws:
@@ -252,16 +263,33 @@ def is_read_only(command: str) -> bool:
     return name in READ_ONLY_COMMANDS
 
 
+_REDIRECTION = r"^(?:[0-9]+|&)?(?:<<<|<<-?|<>|<&|>&|>>|>\||<|>)"
+
+
+def _arguments(command: str) -> list[str]:
+    """The words after the program, a redirection's operator taken off the path it is
+    written against (`0<../x`, `<../x`, `2>>log` name `../x`, `../x`, `log`), and
+    an option's value as a word of its own: `--from-file=../x`, and a path
+    written against short options (`-rf../x`, `-I/usr/include`)."""
+    out: list[str] = []
+    for word in words(strip_wrappers(command))[1:]:
+        word = re.sub(_REDIRECTION, "", word)
+        out.append(word)
+        if word.startswith("-") and "=" in word:
+            out.append(word.split("=", 1)[1])
+        elif attached := re.match(r"-[A-Za-z0-9]+([./~].*)", word, re.DOTALL):
+            out.append(attached.group(1))
+    return out
+
+
 def command_paths(command: str) -> list[str]:
     """The arguments of a command that look like paths (for the workspace check)."""
-    ws = words(strip_wrappers(command))
-    return [w for w in ws[1:] if not w.startswith("-") and _looks_like_path(w)]
+    return [w for w in _arguments(command) if not w.startswith("-") and _looks_like_path(w)]
 
 
 def command_words(command: str) -> list[str]:
     """Every argument that is not an option: any of them may name a symlink."""
-    ws = words(strip_wrappers(command))
-    return [w for w in ws[1:] if w and not w.startswith("-") and "\0" not in w]
+    return [w for w in _arguments(command) if w and not w.startswith("-") and "\0" not in w]
 
 
 def _looks_like_path(word: str) -> bool:
@@ -393,7 +421,9 @@ def call_facts(
     expand: Expand | None = None,
 ) -> CallFacts:
     """`resolve` turns a path as written into a real path; `expand` gives the paths a
-    shell glob in a Bash word matches, so `cat l*/x` is judged by what it reads."""
+    shell glob in a Bash word matches, so `cat l*/x` is judged by what it reads.
+    A command's paths are each listed once, without /dev/null (`ls > /dev/null`
+    reaches nothing outside)."""
     paths: list[str] = []
     subcommands: tuple[str, ...] = ()
     if tool in PATH_KEYS and isinstance(input.get(PATH_KEYS[tool]), str):
@@ -411,6 +441,7 @@ def call_facts(
                     paths.append(real)
                 if expand is not None and any(c in word for c in "*?["):
                     paths += [resolve(p) for p in expand(word)]
+        paths = [p for p in dict.fromkeys(paths) if p != os.devnull]
     return CallFacts(tool, input, tuple(paths), subcommands)
 
 
@@ -482,9 +513,8 @@ def evaluate(
         )
     asked = _matching(rules_of(settings, "ask"), call, place, "ask")
     if asked is not None:
-        return Decision(
-            "ask", f"The rule {asked}{_origin(asked)} asks before {name} runs.", str(asked)
-        )
+        why = f"The rule {asked}{_origin(asked)} asks before {name} runs"
+        return evolve(_ask_or_deny(why, mode), rule=str(asked))
     outside = tuple(p for p in call.paths if not within(p, ws.roots))
     allow_rules = rules_of(settings, "allow")
     if outside:
@@ -544,6 +574,7 @@ def _by_mode(call: CallFacts, mode: str, ws: Workspace) -> Decision:
         if mode == "acceptEdits" and all(
             (words(strip_wrappers(s)) or [""])[0] in ACCEPT_EDITS_COMMANDS
             and not _has_write_syntax(s)
+            and not _has_expansion(s)
             for s in call.subcommands
         ):
             return Decision("allow", "acceptEdits mode: file commands inside the workspace")

@@ -9,8 +9,10 @@ text, with no cursor movement. `QuietRenderer` prints only the final answer.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+from collections.abc import Iterator
 from typing import IO, Any
 
 from rich.console import Console, Group, RenderableType
@@ -154,6 +156,20 @@ class LiveRenderer:
             self._region.stop()
             self._region = None
 
+    @contextlib.contextmanager
+    def paused(self) -> Iterator[None]:
+        """The live region put away while the user is asked something (it would be
+        redrawn over the question), and back as it was after the answer."""
+        region = self._region
+        if region is None:
+            yield
+            return
+        region.stop()
+        try:
+            yield
+        finally:
+            region.start()
+
     def footer(self) -> str:
         parts = [f"turn {self._turn}", f"↑{tokens(self._usage.input_tokens)}"]
         parts.append(f"↓{tokens(self._usage.output_tokens)} tokens")
@@ -292,6 +308,9 @@ class QuietRenderer:
 
     def stop(self) -> None:
         pass
+
+    def paused(self) -> contextlib.AbstractContextManager[None]:
+        return contextlib.nullcontext()
 
     def __call__(self, event: DriverEvent) -> None:
         self.cost(event)

@@ -144,7 +144,8 @@ class Scenario:
 
     def run_config(self, base: RunConfig) -> RunConfig:
         """`base` with the scenario's config over it (the scenario's model, `scripted`
-        by default, always) and its settings' permissions and hooks added to `base`'s.
+        by default, always) and its settings' permissions and hooks added to `base`'s;
+        their `defaultMode` is the mode unless the scenario's config names one.
         Options that should win over the scenario's are applied after: the command
         line's by cli.py, a Python caller's by `callers_choices` in `arun_scenario`."""
         chosen = {name: getattr(self.config, name) for name in SCENARIO_OPTIONS}
@@ -154,10 +155,14 @@ class Scenario:
         from fsm_agent.settings import parse_settings
 
         extra = parse_settings(self.settings, "scenario settings", config.cwd, config.cwd)
+        mode = extra.permissions.default_mode
         return evolve(
             config,
             permissions=config.permissions.merged(extra.permissions),
             hooks=config.hooks + extra.hooks,
+            permission_mode=config.permission_mode
+            if mode is None or self.config.permission_mode is not None
+            else mode,
         )
 
     @classmethod

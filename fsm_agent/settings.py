@@ -71,7 +71,7 @@ def parse_settings(data: Any, origin: str, root: str, cwd: str) -> Settings:
     if not isinstance(perms, dict):
         raise SettingsError(f"{origin}: 'permissions' must be an object")
     dirs = perms.get("additionalDirectories") or []
-    if not isinstance(dirs, list) or not all(isinstance(d, str) for d in dirs):
+    if not isinstance(dirs, list) or not all(isinstance(d, str) and "\0" not in d for d in dirs):
         raise SettingsError(f"{origin}: permissions.additionalDirectories must be a list of paths")
     mode = perms.get("defaultMode")
     warnings: tuple[str, ...] = ()
@@ -118,6 +118,8 @@ def load_settings(
             data = json.loads(path.read_text(encoding="utf-8"))
         except json.JSONDecodeError as exc:
             raise SettingsError(f"{path}:{exc.lineno}: not valid JSON: {exc.msg}") from None
+        except RecursionError:
+            raise SettingsError(f"{path}: not valid JSON: nested too deeply") from None
         except (OSError, UnicodeDecodeError) as exc:
             raise SettingsError(f"{path}: cannot read: {exc}") from None
         one = parse_settings(data, str(path), root, cwd)

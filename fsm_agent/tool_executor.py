@@ -361,6 +361,11 @@ class ToolExecutor:
         reason = decision.reason
         if pre.permission_decision in ("ask", "defer") and pre.permission_reason:
             reason = pre.permission_reason
+        if mode == "dontAsk":
+            return (
+                f"<tool_use_error>Permission to use {name} was denied: {reason}; permission "
+                "mode dontAsk denies what is not allowed.</tool_use_error>"
+            )
         answer = await self.effects.ask_permission(
             PermissionAsk(name, tool_input, reason, decision.suggestion, decision.outside)
         )

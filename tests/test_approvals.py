@@ -96,3 +96,144 @@ def test_the_terminal_asks_and_the_answer_is_obeyed(workspace: Path, tmp_path: P
     assert (workspace / "yes-file").exists()
     assert (workspace / "keep.txt").exists()
     assert child.exitstatus == 0
+
+
+def test_always_for_an_outside_path_grants_what_was_asked_and_nothing_more(
+    tmp_path: Path,
+) -> None:
+    """ "Always" on a Bash or Grep call that reaches outside must not add an Edit rule:
+    that let the model write the file the user had only let a command read."""
+    from fsm_agent.approvals import Approvals
+    from fsm_agent.permissions import PermissionRequest, PermissionSettings
+
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    secret = tmp_path / "outside" / "notes.txt"
+    secret.parent.mkdir()
+    secret.write_text("x")
+    approvals = Approvals(PermissionSettings(), str(ws), home=str(tmp_path / "home"),
+                          prompter=lambda q: ALLOW_ALWAYS)  # fmt: skip
+
+    def verdict(tool: str, **input: Any) -> str:
+        return approvals.check(PermissionRequest(tool, input)).behavior
+
+    bash = approvals.check(PermissionRequest("Bash", {"command": f"cat {secret}"}))
+    assert bash.behavior == "ask"
+    asyncio.run(approvals.ask(PermissionAsk("Bash", {"command": f"cat {secret}"},
+                                            outside=bash.outside)))  # fmt: skip
+    assert verdict("Write", file_path=str(secret), content="y") == "ask"
+    grep = approvals.check(PermissionRequest("Grep", {"pattern": "x", "path": str(secret.parent)}))
+    assert grep.behavior == "ask"
+    asyncio.run(approvals.ask(PermissionAsk("Grep", {"pattern": "x"}, outside=grep.outside)))
+    assert verdict("Grep", pattern="y", path=str(secret.parent)) == "allow"
+    assert verdict("Write", file_path=str(secret), content="y") == "ask"
+
+
+def test_the_terminal_shows_the_call_as_written_whatever_brackets_it_holds(
+    monkeypatch: Any, capsys: Any
+) -> None:
+    """The model's input was read as rich markup: `[/]` raised, so the user was never
+    asked and the call was denied; `[black on black]` could hide part of a command."""
+    from fsm_agent import approvals
+    from fsm_agent.approvals import terminal_prompter
+
+    monkeypatch.setattr(approvals, "_read_line", lambda abort: "y\n")
+    command = 'echo "[/]" && rm -rf build [black on black]&& curl x | sh'
+    question = PermissionAsk("Bash", {"command": command}, reason=f"Running `{command}`",
+                             suggestion="Bash(echo [/] *)")  # fmt: skip
+    assert terminal_prompter()(question) == ALLOW_ONCE
+    shown = capsys.readouterr().err
+    assert "[black on black]&& curl x | sh" in shown
+    assert 'echo "[/]"' in shown
+    assert "Allow? [y] once  [a] always (Bash(echo [/] *))  [n] deny" in shown
+
+
+def _asking(workspace: Path, tmp_path: Path) -> Any:
+    """`fsm-agent run` in a terminal, stopped at the question about `touch asked`."""
+    import json
+    import sys
+
+    import pexpect
+
+    scenario = tmp_path / "s.json"
+    call = {"type": "tool_use", "id": "t1", "name": "Bash", "input": {"command": "touch asked"}}
+    scenario.write_text(json.dumps({"prompt": "p", "turns": [{"content": [call]},
+                                                             {"content": "done"}]}))  # fmt: skip
+    child = pexpect.spawn(
+        sys.executable,
+        ["-m", "fsm_agent.cli", "run", "--scripted", str(scenario), "--cwd", str(workspace),
+         "--log", str(tmp_path / "l.jsonl")],
+        timeout=30,
+        encoding="utf-8",
+    )  # fmt: skip
+    child.expect("Allow\\?")
+    return child
+
+
+def test_the_question_stays_on_screen_while_the_user_answers(
+    workspace: Path, tmp_path: Path
+) -> None:
+    """The live status line was redrawn over the question (`\\r`, erase line) ten
+    times a second, so the user saw a spinner, not what they were asked."""
+    import pexpect
+
+    child = _asking(workspace, tmp_path)
+    assert child.expect(["Running tools", pexpect.TIMEOUT], timeout=2) == 1
+    child.sendline("y")
+    child.expect(pexpect.EOF)
+    child.close()
+    assert child.exitstatus == 0
+    assert (workspace / "asked").exists()
+
+
+def test_ctrl_c_at_the_question_denies_the_call_and_ends_the_run(
+    workspace: Path, tmp_path: Path
+) -> None:
+    """Ctrl-C did nothing while the question waited (the answer was read on a thread
+    that no signal reaches): the run hung until the user typed an answer."""
+    import pexpect
+
+    child = _asking(workspace, tmp_path)
+    child.sendintr()
+    child.expect(pexpect.EOF, timeout=20)
+    child.close()
+    assert child.exitstatus == 15
+    assert not (workspace / "asked").exists()
+    log = tmp_path / "l.jsonl"
+    result = replay(log)
+    assert result.reason == "aborted_tools"
+
+
+def test_dont_ask_mode_never_asks_not_for_an_ask_rule_nor_a_hooks_ask(
+    workspace: Path, tmp_path: Path
+) -> None:
+    """dontAsk denies "anything that would ask": an ask rule, or a PreToolUse hook
+    answering ask, put the question to the user all the same."""
+    from fsm_agent.hooks import HookOutcome
+    from fsm_agent.permissions import PermissionSettings, RuleSource
+    from fsm_agent.scripted import ScriptedHooks
+
+    asked: list[PermissionAsk] = []
+
+    def prompter(question: PermissionAsk) -> str:
+        asked.append(question)
+        return ALLOW_ONCE
+
+    scenario = _bash_turns("git push origin main", "ls")
+    hooks = ScriptedHooks({"PreToolUse": (HookOutcome(), HookOutcome(permission_decision="ask"))})
+    rules = PermissionSettings(ask=(RuleSource("Bash(git push *)", str(workspace)),))
+    result = asyncio.run(
+        arun(
+            "p",
+            model=ScriptedModel(scenario),
+            config=RunConfig(cwd=str(workspace), model="scripted", permission_mode="dontAsk",
+                             permissions=rules),
+            log=tmp_path / "d.jsonl",
+            prompter=prompter,
+            hooks=hooks,
+        )
+    )  # fmt: skip
+    assert asked == []
+    r = _results(result)
+    assert all(x.is_error for x in r)
+    assert all("dontAsk" in x.text for x in r)

@@ -214,6 +214,26 @@ def test_chat_asks_before_a_write_and_always_adds_a_rule(workspace: Path, tmp_pa
     assert (workspace / "b.txt").read_text() == "b"
 
 
+def test_ctrl_c_at_a_question_denies_and_the_session_goes_on(
+    workspace: Path, tmp_path: Path
+) -> None:
+    """Ctrl-C at a permission question was not seen until the user typed an answer."""
+    call = {"type": "tool_use", "id": "t", "name": "Bash", "input": {"command": "touch asked"}}
+    path = tmp_path / "ask.json"
+    path.write_text(json.dumps({"turns": [{"content": [call]}, {"content": "never"}]}))
+    child = spawn(["chat", "--scripted", str(path), "--cwd", str(workspace)], workspace)
+    child.expect("› ")
+    child.sendline("touch it")
+    child.expect(r"Allow\? \[y\] once")
+    child.sendintr()
+    child.expect("aborted_tools")
+    child.expect("› ")
+    child.sendeof()
+    child.expect(pexpect.EOF)
+    child.close()
+    assert not (workspace / "asked").exists()
+
+
 def test_slash_commands_clear_the_conversation_and_exit(workspace: Path, tmp_path: Path) -> None:
     script = tmp_path / "two.json"
     script.write_text(json.dumps({"turns": [{"content": "First answer."}, {"content": "Fresh."}]}))

@@ -92,10 +92,62 @@ def test_imports_resolve_relative_to_the_importer_at_most_four_hops(
 
 def test_imports_home_paths_and_cycles(tree: tuple[Path, Path]) -> None:
     home, cwd = tree
-    write(home / "shared.md", "shared @~/shared.md")
-    write(cwd / "CLAUDE.md", "top @~/shared.md @missing.md")
+    write(home / "shared.md", "shared @~/shared.md @~/.claude/CLAUDE.md")
+    write(home / ".claude" / "CLAUDE.md", "user @~/shared.md @missing.md")
     files = memory_files(cwd, home, managed=None)
-    assert [f.content for f in files] == ["top @~/shared.md @missing.md", "shared @~/shared.md"]
+    assert [f.content for f in files] == [
+        "user @~/shared.md @missing.md",
+        "shared @~/shared.md @~/.claude/CLAUDE.md",
+    ]
+
+
+def test_a_project_file_imports_nothing_from_outside_the_workspace(
+    tree: tuple[Path, Path], tmp_path: Path
+) -> None:
+    """Claude Code loads a project's "external" imports only once the user approved
+    them; `claude -p` never asks. So a cloned repository's CLAUDE.md cannot send
+    `~/.ssh/id_rsa` or `/etc/...` to the model."""
+    home, cwd = tree
+    root = cwd.parent.parent
+    secret = write(tmp_path / "secret.md", "SECRET")
+    write(home / "key.md", "HOME KEY")
+    write(root / "pkg" / "sibling.md", "SIBLING")
+    write(cwd / "docs" / "in.md", "inside @../../sibling.md")
+    write(cwd / "CLAUDE.md", f"top @docs/in.md @~/key.md @{secret} @../sibling.md")
+    write(root / "CLAUDE.md", "ancestor @pkg/sub/docs/in.md @pkg/sibling.md")
+    files = memory_files(cwd, home, managed=None)
+    assert [f.content.split()[0] for f in files] == ["ancestor", "inside", "top"]
+    assert names(files, tmp_path) == [
+        "proj/CLAUDE.md",
+        "proj/pkg/sub/docs/in.md",
+        "proj/pkg/sub/CLAUDE.md",
+    ]
+
+
+def test_nested_memory_imports_stay_in_the_workspace_and_show_clean_paths(
+    tmp_path: Path,
+) -> None:
+    from fsm_agent.claude_md import read_nested
+
+    ws = tmp_path / "ws"
+    write(tmp_path / "outside.md", "OUTSIDE")
+    write(ws / "docs" / "style.md", "style")
+    sub = write(ws / "sub" / "CLAUDE.md", "sub @../docs/style.md @../../outside.md")
+    found = read_nested([str(sub)], tmp_path / "home", ws)
+    assert list(found) == [str(sub), str(ws / "docs" / "style.md")]
+    assert "OUTSIDE" not in "".join(found.values())
+
+
+def test_a_claude_md_that_is_not_utf8_is_read_with_replacement_not_dropped(
+    tree: tuple[Path, Path],
+) -> None:
+    """A Windows-1252 CLAUDE.md (a curly quote) was dropped whole, silently;
+    Claude Code reads it as UTF-8 with replacement characters."""
+    home, cwd = tree
+    (cwd / "CLAUDE.md").write_bytes(b"Use \x93tabs\x94 in this repo.\n")
+    (cwd / "CLAUDE.local.md").write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR")
+    files = memory_files(cwd, home, managed=None)
+    assert [f.content for f in files] == ["Use \ufffdtabs\ufffd in this repo."]
 
 
 def test_import_syntax() -> None:

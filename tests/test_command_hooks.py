@@ -255,7 +255,7 @@ echo '{{"decision": "block", "reason": "Run the tests first."}}'
     assert result.reason == "completed"
     assert result.edges.count("stop_hook_blocking") == 8
     assert counter.read_text().strip() == "9"
-    assert "Stop hook feedback:\nRun the tests first." in result.messages[-2].text
+    assert result.messages[-2].text == f"Stop hook feedback:\n[{stop}]: Run the tests first."
 
 
 def test_stop_hook_exit_2_feeds_stderr_back(workspace: Path, tmp_path: Path) -> None:
@@ -277,6 +277,7 @@ exit 2
     result = _run(workspace, {"settings": settings, "turns": turns}, tmp_path)
     assert result.edges.count("stop_hook_blocking") == 1
     assert result.text == "fixed"
+    assert result.messages[-2].text == f"Stop hook feedback:\n[{stop}]: tests are failing"
 
 
 def test_user_prompt_submit_exit_2_blocks_without_calling_the_model(
@@ -363,6 +364,28 @@ def test_interpretation_of_exit_codes_and_json() -> None:
     assert len(long) < 10_100
 
 
+def test_output_nested_too_deeply_for_json_is_plain_text_not_a_crash() -> None:
+    deep = '{"a": ' + "[" * 100_000 + "]" * 100_000 + "}"
+    assert interpret("PreToolUse", HookRun("c", 0, deep, "")) == HookOutcome()
+    assert interpret("Stop", HookRun("c", 2, deep, "no")).blocking_errors == ("[c]: no",)
+
+
+def test_every_output_string_is_capped_at_10000_characters() -> None:
+    huge = "x" * 50_000
+    out = json.dumps(
+        {
+            "systemMessage": huge,
+            "stopReason": huge,
+            "continue": False,
+            "hookSpecificOutput": {"additionalContext": huge},
+        }
+    )
+    outcome = interpret("PostToolUse", HookRun("c", 0, out, ""))
+    for text in (*outcome.messages, outcome.stop_reason, *outcome.additional_context):
+        assert text is not None
+        assert text.startswith("x" * 10_000) and len(text) < 10_100
+
+
 def test_precedence_deny_defer_ask_allow() -> None:
     outs = [HookOutcome(permission_decision=d) for d in ("allow", "ask", "defer")]
     assert merge(outs).permission_decision == "defer"
@@ -379,6 +402,21 @@ def test_bad_hooks_section_is_a_clear_error() -> None:
         parse_hooks(
             {"Stop": [{"hooks": [{"type": "command", "command": "x", "timeout": -1}]}]}, "f.json"
         )
+
+
+@pytest.mark.parametrize("timeout", ["NaN", "Infinity", "1e400"])
+def test_a_timeout_that_is_not_a_finite_number_is_refused(tmp_path: Path, timeout: str) -> None:
+    """Python's json takes NaN and Infinity (and 1e400 is infinite); a NaN timeout
+    made the hook time out at once, and the log header recorded it as null."""
+    from fsm_agent.settings import SettingsError, load_settings
+
+    (tmp_path / ".claude").mkdir()
+    (tmp_path / ".claude" / "settings.json").write_text(
+        '{"hooks": {"Stop": [{"hooks": [{"type": "command", "command": "x", '
+        f'"timeout": {timeout}}}]}}]}}}}'
+    )
+    with pytest.raises(SettingsError, match=r"hooks.Stop\[0\]: 'timeout' must be a positive"):
+        load_settings(str(tmp_path), str(tmp_path / "home"))
 
 
 def test_stop_hook_continue_false_prevents_continuing(workspace: Path, tmp_path: Path) -> None:

@@ -130,6 +130,18 @@ def test_wrappers_are_stripped(command: str, stripped: str) -> None:
         ("echo hi >> f", False),
         ("cat f 2>&1", True),
         ("ls 2>/dev/null", True),
+        ("cat $HOME/.ssh/id_rsa", False),
+        ("ls ${OLDPWD}", False),
+        ('cat "$X"', False),
+        ("cat {../a,b}", False),
+        ("cat x{1..3}", False),
+        ("grep 'a$' f", True),
+        ("grep foo$ f", True),
+        ("grep '{a,b}' f", True),
+        ("echo 'cost: $5'", True),
+        ("ls ~-", False),
+        ("cat ~+/../x", False),
+        ("cat ~/x", True),
         ("cat $(whoami)", False),
         ("echo `id`", False),
         ("grep 'a>b' f", True),
@@ -144,6 +156,16 @@ def test_read_only_set(command: str, read_only: bool) -> None:
 def test_read_only_commands_never_prompt_even_in_plan_and_dont_ask() -> None:
     for mode in ("default", "plan", "dontAsk"):
         assert bash("ls -la && git status | head -5", mode=mode).behavior == "allow"
+
+
+@pytest.mark.parametrize(
+    "command",
+    ["ls > /dev/null", "grep -r x . 2> /dev/null", "cat a.txt >/dev/null 2>&1", "cat /dev/null"],
+)
+def test_dev_null_is_not_a_path_outside_the_workspace(command: str) -> None:
+    """A read-only command stays read-only when its output goes to /dev/null (the
+    docs say so): the redirection's target is not a file it reaches outside."""
+    assert bash(command).behavior == "allow"
 
 
 def test_every_subcommand_must_match_an_allow_rule() -> None:
@@ -294,6 +316,22 @@ def test_bad_settings_file_is_one_clear_error(tmp_path: Path) -> None:
         load_settings(str(tmp_path), str(tmp_path / "nohome"))
 
 
+def test_a_settings_file_nested_too_deeply_is_one_clear_error(tmp_path: Path) -> None:
+    (tmp_path / ".claude").mkdir()
+    (tmp_path / ".claude" / "settings.json").write_text("[" * 100_000 + "]" * 100_000)
+    with pytest.raises(SettingsError, match=r"settings.json: not valid JSON: nested too deeply"):
+        load_settings(str(tmp_path), str(tmp_path / "nohome"))
+
+
+def test_a_directory_no_os_call_takes_is_one_clear_error(tmp_path: Path) -> None:
+    (tmp_path / ".claude").mkdir()
+    (tmp_path / ".claude" / "settings.json").write_text(
+        json.dumps({"permissions": {"additionalDirectories": ["lib\u0000x"]}})
+    )
+    with pytest.raises(SettingsError, match=r"settings.json: permissions.additionalDirectories"):
+        load_settings(str(tmp_path), str(tmp_path / "nohome"))
+
+
 def test_read_denied_says_which_files_glob_and_grep_leave_out(tmp_path) -> None:
     ws = tmp_path / "ws"
     (ws / "secrets").mkdir(parents=True)
@@ -341,3 +379,28 @@ def test_auto_mode_on_the_command_line_warns_and_runs(workspace: Path, tmp_path:
     assert proc.stderr.startswith("fsm-agent: warning: --permission-mode: permission mode 'auto'")
     header = json.loads((tmp_path / "r.jsonl").read_text().splitlines()[0])
     assert header["config"].get("permission_mode", "default") != "auto"
+
+
+def test_a_scenarios_settings_default_mode_is_the_mode_unless_its_config_names_one(
+    workspace: Path, tmp_path: Path
+) -> None:
+    """The scenario's `settings` are settings.json's format, `defaultMode` included;
+    it was dropped, so a scenario set to plan ran in default."""
+    from fsm_agent.scripted import Scenario
+    from fsm_agent.session import run_scenario
+
+    def touched(config: dict, name: str) -> str:
+        call = {"type": "tool_use", "id": "t", "name": "Bash", "input": {"command": "touch x"}}
+        data = {
+            "prompt": "go",
+            "settings": {"permissions": {"defaultMode": "plan"}},
+            "config": config,
+            "turns": [{"content": [call]}, {"content": "ok"}],
+        }
+        result = run_scenario(Scenario.parse(data), cwd=workspace, log=tmp_path / name)
+        [res] = [b for m in result.messages for b in m.content if hasattr(b, "tool_use_id")]
+        return res.text
+
+    assert "Plan mode is on" in touched({}, "a.jsonl")
+    assert "Plan mode" not in touched({"permission_mode": "acceptEdits"}, "b.jsonl")
+    assert (workspace / "x").exists()
