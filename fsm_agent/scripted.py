@@ -176,6 +176,8 @@ class Scenario:
             raise ScenarioError(f"{path}: cannot read: {exc}") from None
         except json.JSONDecodeError as exc:
             raise ScenarioError(f"{path}:{exc.lineno}: not valid JSON: {exc.msg}") from None
+        except RecursionError:
+            raise ScenarioError(f"{path}: not valid JSON: nested too deeply") from None
         return cls.parse(data, str(path))
 
     @classmethod

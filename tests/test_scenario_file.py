@@ -357,3 +357,10 @@ def test_the_docs_first_example_runs_as_written(tmp_path: Path, workspace: Path)
     assert proc.stdout.index("Run the tests first.") < proc.stdout.index("There are no tests")
     edges = [json.loads(line).get("edge") for line in log.read_text().splitlines()]
     assert "stop_hook_blocking" in edges and edges.count("next_turn") == 2
+
+
+def test_a_file_nested_too_deeply_for_json_is_one_error(tmp_path: Path) -> None:
+    deep = tmp_path / "deep.json"
+    deep.write_text('{"turns": ' + "[" * 100_000 + "]" * 100_000 + "}")
+    with pytest.raises(ScenarioError, match=r"deep\.json: not valid JSON: nested too deeply"):
+        Scenario.load(deep)
