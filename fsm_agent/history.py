@@ -13,6 +13,7 @@ skipped and never fatal.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 from collections.abc import Sequence
@@ -196,12 +197,21 @@ def glob_escape(text: str) -> str:
 
 async def aresume(path: Path) -> Resumed:
     """The conversation a log ended with, by replaying it offline (no network, no tools)."""
-    from fsm_agent.recording import Divergence
+    from fsm_agent.recording import Divergence, LogEnded, ReplayTape
     from fsm_agent.session import areplay, config_of
+
+    class FinishedTape(ReplayTape):
+        """A run that reached its final state holds its whole conversation; the `result`
+        record after it only sums it up, so one torn or never written by a kill is no
+        reason to refuse the resume."""
+
+        def result(self, record: dict[str, Any]) -> None:
+            with contextlib.suppress(LogEnded):
+                super().result(record)
 
     try:
         log = SessionLog(path)
-        result = await areplay(path)
+        result = await areplay(path, tape_type=FinishedTape)
     except LogError as exc:
         raise ResumeError(str(exc)) from None
     except Divergence as exc:

@@ -236,10 +236,11 @@ async def areplay(
     path: str | Path,
     *,
     on_event: Callable[[DriverEvent], None] | None = None,
+    tape_type: type[ReplayTape] = ReplayTape,
 ) -> LoopResult:
     """Re-run a recorded session from its log; raises `Divergence` at the first difference."""
     log = SessionLog(Path(path))
-    tape = ReplayTape(log)
+    tape = tape_type(log)
     specs = tools_of(log)
     engine = Engine(config_of(log), tape, None, specs, log.header.get("session_id", ""), on_event)
     return await engine.run(tape.messages(), tape.start_read_files)

@@ -78,6 +78,32 @@ def test_resume_refuses_a_torn_or_foreign_log(workspace: Path, tmp_path: Path) -
     _one_error_line(fsm("run", "--resume", str(junk), "x"), "not a session log")
 
 
+@pytest.mark.parametrize("cut", ["torn", "missing"])
+def test_resume_of_a_finished_run_whose_result_line_is_torn_or_missing(
+    cut: str, workspace: Path, tmp_path: Path
+) -> None:
+    """The run reached its final state: its conversation is whole, only the `result`
+    summary after it was lost to a kill (docs/cli.md, Resume)."""
+    log = tmp_path / "run.jsonl"
+    scripted_run(workspace, "tool_round", "--log", str(log))
+    data = log.read_bytes()
+    result_at = data.rstrip(b"\n").rfind(b"\n") + 1
+    assert json.loads(data[result_at:])["t"] == "result"
+    damaged = tmp_path / "damaged.jsonl"
+    damaged.write_bytes(data[: result_at + 15] if cut == "torn" else data[:result_at])
+    answer = tmp_path / "answer.json"
+    answer.write_text(json.dumps(ANSWER))
+    after = tmp_path / "after.jsonl"
+    proc = fsm(
+        "run", "--resume", str(damaged), "--scripted", str(answer), "--log", str(after),
+        "-q", "and?",
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == "It says hello.\n"
+    before = [unstructure(m, Message) for m in replay(log).messages.items]
+    assert lines_of(after)[1]["messages"][: len(before)] == before
+
+
 def test_resume_by_session_id_prefix(workspace: Path, tmp_path: Path) -> None:
     scripted_run(workspace, "tool_round")
     (log,) = (workspace / ".fsm-agent" / "sessions").glob("*.jsonl")
