@@ -6,6 +6,7 @@ fast, and only a run against a real model pays for the `anthropic` SDK.
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import sys
@@ -56,6 +57,23 @@ def error_line(message: str) -> None:
 def fail(message: str, code: int = EXIT_USAGE) -> NoReturn:
     error_line(message)
     sys.exit(code)
+
+
+def _is_utf8(text: str) -> bool:
+    """Python hands bytes that are not UTF-8 over as lone surrogates, which no log (JSON
+    in UTF-8) can hold: caught here, they are a usage error before anything runs."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def _refuse_undecodable(options: dict[str, Any]) -> None:
+    for name, value in options.items():
+        for item in value if isinstance(value, tuple) else (value,):
+            if isinstance(item, (str, Path)) and not _is_utf8(str(item)):
+                fail(f"--{name.replace('_', '-')} is not UTF-8 text")
 
 
 class _Group(click.Group):
@@ -368,6 +386,9 @@ def run(
     """
     if include_partial_messages and output_format != "stream-json":
         fail("--include-partial-messages needs --output-format stream-json")
+    if prompt is not None and not _is_utf8(prompt):
+        fail("the prompt is not UTF-8 text")
+    _refuse_undecodable(options)
     plan, resumed, scenario_prompt = _plan(**options)
     prompt = prompt or scenario_prompt
     history = list(resumed.messages) if resumed is not None else []
@@ -377,7 +398,10 @@ def run(
                 fail(f"--output-format {output_format} needs a PROMPT (no interactive session)")
             _chat(plan, history, quiet=quiet, verbose=verbose)
             return
-        prompt = sys.stdin.read().strip()
+        try:
+            prompt = sys.stdin.buffer.read().decode("utf-8").strip()
+        except UnicodeDecodeError:
+            fail("the prompt on standard input is not UTF-8 text")
         if not prompt:
             fail("no prompt given (pass PROMPT, pipe it on stdin, or use a scenario's 'prompt')")
     from fsm_agent.history import follow_up
@@ -402,6 +426,7 @@ def chat(quiet: bool, verbose: bool, **options: Any) -> None:
     run; Ctrl-C twice at the prompt, or Ctrl-D, leaves. With --scripted, each
     message takes the scenario's next turns.
     """
+    _refuse_undecodable(options)
     plan, resumed, _ = _plan(**options)
     history = list(resumed.messages) if resumed is not None else []
     _chat(plan, history, quiet=quiet, verbose=verbose)
@@ -418,6 +443,8 @@ def _chat(plan: Plan, history: list[Any], *, quiet: bool, verbose: bool) -> None
     from fsm_agent.log import LogError
     from fsm_agent.render import RunConsole
 
+    if isinstance(sys.stdin, io.TextIOWrapper):
+        sys.stdin.reconfigure(errors="replace")  # a line typed in another encoding still goes
     session = ChatSession(
         plan, RunConsole(), LineReader(sys.stdin), messages=history, quiet=quiet, verbose=verbose
     )

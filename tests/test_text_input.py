@@ -1,0 +1,96 @@
+"""Text from the command line and standard input that is not UTF-8 (a Latin-1 file piped
+in, a stray byte in an argument): a usage error before anything runs, never a traceback
+from the log writer after the log file was opened."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import SCENARIOS
+
+BAD = b"caf\xe9 \xff"
+ANSWER = {"turns": [{"content": "Noted."}, {"content": "Noted again."}]}
+
+
+def fsm_bytes(*args: str | bytes, cwd: Path, stdin: bytes = b"") -> subprocess.CompletedProcess:
+    env = {k: v for k, v in os.environ.items() if k != "ANTHROPIC_API_KEY"}
+    return subprocess.run(
+        [sys.executable, "-m", "fsm_agent.cli", *args],
+        capture_output=True,
+        cwd=cwd,
+        env=env,
+        input=stdin,
+        timeout=60,
+    )
+
+
+def one_error_line(proc: subprocess.CompletedProcess, needle: str) -> None:
+    stderr = proc.stderr.decode()
+    assert proc.returncode == 2, stderr
+    assert "Traceback" not in stderr
+    (line,) = stderr.strip().splitlines()
+    assert line.startswith("fsm-agent: error:") and needle in line, line
+
+
+def no_logs(workspace: Path) -> bool:
+    return not list((workspace / ".fsm-agent" / "sessions").glob("*"))
+
+
+@pytest.mark.parametrize(
+    "args, needle",
+    [
+        ([BAD], "the prompt"),
+        (["hi", "--system-prompt", BAD], "--system-prompt"),
+        (["hi", "--append-system-prompt", BAD], "--append-system-prompt"),
+        (["hi", "--model", BAD], "--model"),
+        (["hi", "--allowed-tools", b"Bash(" + BAD + b")"], "--allowed-tools"),
+    ],
+)
+def test_an_argument_not_utf8_is_a_usage_error(
+    args: list[str | bytes], needle: str, workspace: Path
+) -> None:
+    scenario = str(SCENARIOS / "tool_round.json")
+    proc = fsm_bytes("run", "--scripted", scenario, *args, cwd=workspace)
+    one_error_line(proc, f"{needle} is not UTF-8 text")
+    assert no_logs(workspace)
+
+
+@pytest.mark.parametrize("data", [BAD + b"\n", bytes(range(256))])
+def test_a_prompt_on_stdin_not_utf8_is_a_usage_error(data: bytes, workspace: Path) -> None:
+    answer = workspace / "answer.json"
+    answer.write_text(json.dumps(ANSWER))
+    proc = fsm_bytes("run", "--scripted", str(answer), cwd=workspace, stdin=data)
+    one_error_line(proc, "the prompt on standard input is not UTF-8 text")
+    assert no_logs(workspace)
+
+
+def test_a_utf8_prompt_on_stdin_is_read_whole(workspace: Path) -> None:
+    answer = workspace / "answer.json"
+    answer.write_text(json.dumps(ANSWER))
+    prompt = "café ☕ 😀"
+    proc = fsm_bytes(
+        "run", "--scripted", str(answer), "--output-format", "json",
+        cwd=workspace, stdin=f"{prompt}\n".encode(),
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr.decode()
+    log = Path(json.loads(proc.stdout)["log"])
+    start = json.loads(log.read_text(encoding="utf-8").splitlines()[1])
+    assert start["messages"] == [{"role": "user", "content": [{"type": "text", "text": prompt}]}]
+
+
+def test_a_chat_line_not_utf8_is_sent_with_replacement_characters(workspace: Path) -> None:
+    """A chat goes on: the bytes that are not UTF-8 become U+FFFD, as a terminal shows them."""
+    answer = workspace / "answer.json"
+    answer.write_text(json.dumps(ANSWER))
+    proc = fsm_bytes("chat", "--scripted", str(answer), cwd=workspace, stdin=BAD + b"\n")
+    assert proc.returncode == 0, proc.stderr.decode()
+    (log,) = (workspace / ".fsm-agent" / "sessions").glob("*.jsonl")
+    start = json.loads(log.read_text(encoding="utf-8").splitlines()[1])
+    text = start["messages"][0]["content"][0]["text"]
+    assert text == "caf\ufffd \ufffd"
