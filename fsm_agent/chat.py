@@ -147,9 +147,9 @@ class ChatSession:
         """The next non-empty line; `None` when the user leaves (Ctrl-D, or Ctrl-C twice)."""
         armed = False
         while True:
-            self.console.print(Text(PROMPT, style="bold cyan"), end="")
-            typed_ahead = self.reader.pending()
-            try:
+            try:  # drawing the prompt included: a Ctrl-C may land at any point of it
+                self.console.print(Text(PROMPT, style="bold cyan"), end="")
+                typed_ahead = self.reader.pending()
                 line = self.reader.get()
             except KeyboardInterrupt:
                 if armed:

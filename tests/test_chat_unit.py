@@ -8,6 +8,7 @@ import json
 import os
 from pathlib import Path
 
+import pytest
 from rich.console import Console
 
 from fsm_agent.chat import ChatSession, LineReader, ReaderInbox
@@ -80,4 +81,37 @@ def test_slash_commands_at_the_prompt(tmp_path: Path) -> None:
     assert not (tmp_path / "end.json").exists(), "the cleared conversation already ended"
     assert session.command("/exit") is False
     assert session.command(" /quit ") is False
+    os.close(fd)
+
+
+class InterruptedOnce(io.StringIO):
+    """A terminal where Ctrl-C lands while the prompt is being written."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.interrupted = False
+
+    def write(self, text: str) -> int:
+        if "›" in text and not self.interrupted:
+            self.interrupted = True
+            raise KeyboardInterrupt
+        return super().write(text)
+
+
+def test_ctrl_c_while_the_prompt_is_written_does_not_leave() -> None:
+    """One Ctrl-C at the prompt asks for a second, wherever in drawing the prompt it
+    lands: it used to escape as 'fsm-agent: interrupted' (exit 130) now and then."""
+    reader, fd = pipe_reader()
+    terminal = InterruptedOnce()
+    console = Console(file=terminal, width=80)
+    plan = Plan(model=None, config=None, hooks=None, abort=AbortSignal(), log=None)  # type: ignore[arg-type]
+    session = ChatSession(plan, console, reader, quiet=True)
+    os.write(fd, b"hello\n")
+    try:
+        line = session._read_prompt()
+    except KeyboardInterrupt:
+        pytest.fail("one Ctrl-C at the prompt left the chat")
+    assert line == "hello"
+    assert terminal.interrupted
+    assert "Ctrl-C again or Ctrl-D to leave" in terminal.getvalue()
     os.close(fd)
