@@ -67,6 +67,8 @@ class LoopResult:
     session_id: str
     model: str
     error: str | None = None
+    api_error_status: int | None = None
+    """The HTTP status of an API error that became the answer (`claude -p`'s field)."""
     log_path: str | None = None
     read_files: dict[str, float] = field(factory=dict, repr=False)
     """Files read and their mtimes, for the next run of the same conversation (a chat)."""
@@ -234,6 +236,7 @@ class Engine:
                 or it.hook_stop_reason
                 or terminal_error(reason, it, self.config)
             ),
+            api_error_status=it.api_error_status,
             log_path=str(self.tape.path) if self.tape.path else None,
             read_files={**state.tool_context.read_files, **it.read_files},
         )

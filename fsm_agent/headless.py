@@ -142,6 +142,8 @@ def result_object(result: LoopResult, *, duration_ms: int, tally: RunTally) -> d
     }
     if subtype == "success":
         obj["result"] = result.text
+        if result.api_error_status is not None:
+            obj["api_error_status"] = result.api_error_status
     else:
         obj["errors"] = [result.error or f"the run ended {result.reason}"]
     obj.update(

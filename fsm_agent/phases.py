@@ -239,7 +239,8 @@ def _classify(run: Run, it: Iteration, error: ModelCallError) -> tuple[Iteration
     if error.kind == "api":
         text = f"API Error: {error.message}"
         note = Message("assistant", (TextBlock(text),), model=it.model, stop_reason="stop_sequence")
-        return evolve(it, api_error=text, assistant_messages=(note,), tool_use_blocks=()), NO_FACTS
+        it = evolve(it, api_error=text, api_error_status=error.status)
+        return evolve(it, assistant_messages=(note,), tool_use_blocks=()), NO_FACTS
     text = f"{error.kind}: {error.message}"
     return evolve(it, model_error=text), facts(model_error=text)
 

@@ -277,6 +277,8 @@ class Iteration:
     withheld_message: str | None = None
     """The API's words for the withheld error: what the user is told if recovery fails."""
     api_error: str | None = None
+    api_error_status: int | None = None
+    """The HTTP status of the error `api_error` tells, when a response carried one."""
     model_error: str | None = None
     tool_results: tuple[ToolResultBlock, ...] = ()
     read_files: dict[str, float] = field(factory=dict)

@@ -69,6 +69,16 @@ def test_an_api_error_answer_is_success_with_is_error(workspace: Path, tmp_path:
     assert code == EXIT_ERROR_ANSWER
     assert result["subtype"] == "success" and result["is_error"] is True
     assert "invalid x-api-key" in result["result"]
+    assert result["api_error_status"] == 401
+
+
+def test_only_an_api_error_answer_has_an_api_error_status(workspace: Path, tmp_path: Path) -> None:
+    """As `claude -p`: the HTTP status of the error that became the answer, so a script
+    tells a rejected key (401) from a bad request (400) without parsing the text."""
+    result, _ = run_json(workspace, tmp_path, "fix_bug")
+    assert "api_error_status" not in result
+    result, _ = run_json(workspace, tmp_path, "model_error")
+    assert "api_error_status" not in result
 
 
 @pytest.mark.parametrize("name", sorted(p.stem for p in SCENARIOS.glob("*.json")))
