@@ -27,6 +27,8 @@ from fsm_agent.log import LogError, SessionLog, header_problem
 from fsm_agent.messages import Message, TextBlock
 
 TAIL_CHUNK = 8192
+TURN_WINDOW = 8 * TAIL_CHUNK
+"""How far back from its end an incomplete log is searched for its last transition."""
 
 
 def sessions_dir(cwd: str | Path) -> Path:
@@ -80,6 +82,20 @@ def last_line(path: Path) -> tuple[bytes, bool]:
             if cut != -1:
                 return tail[cut + 1 :], whole
         return tail, whole
+
+
+def last_turn(path: Path) -> int | None:
+    """The turn of the last transition in the log's last `TURN_WINDOW` bytes. A run killed
+    while a tool ran ends with effect records after it; the window keeps listing cheap (past
+    a huge effect record the turn is not found, and left blank)."""
+    with path.open("rb") as fh:
+        fh.seek(max(0, os.path.getsize(path) - TURN_WINDOW))
+        tail = fh.read()
+    for raw in reversed(tail.split(b"\n")):
+        record = _json_line(raw)
+        if record is not None and record.get("t") == "transition":
+            return _of_type(record.get("turn"), int)
+    return None
 
 
 def prompt_of(messages: Sequence[Any]) -> str | None:
@@ -146,8 +162,10 @@ def describe(path: Path) -> SessionInfo:
     if last.get("t") == "result":
         turns, reason = _of_type(last.get("turns"), int), _of_type(last.get("reason"), str)
         return SessionInfo(path, "complete", **info, turns=turns, reason=reason)
-    if last.get("t") == "transition":
-        info["turns"] = _of_type(last.get("turn"), int)
+    try:
+        info["turns"] = last_turn(path)
+    except OSError as exc:
+        return SessionInfo(path, "corrupt", **info, problem=str(exc))
     return SessionInfo(path, "incomplete", **info)
 
 

@@ -176,6 +176,22 @@ def test_last_line_reads_backwards_across_chunks(tmp_path: Path) -> None:
     assert last_line(path) == (b"", True)
 
 
+def test_an_incomplete_log_killed_during_a_tool_shows_its_turn(tmp_path: Path) -> None:
+    """Killed while a tool ran, a log ends with effect records, not a transition: its
+    turns are still the last transition's (docs/cli.md, sessions)."""
+    log = tmp_path / "run.jsonl"
+    scripted_run(tmp_path, "tool_round", "--log", str(log))
+    lines = log.read_bytes().splitlines(keepends=True)
+    records = [json.loads(line) for line in lines]
+    tool = max(i for i, r in enumerate(records) if r.get("name") == "tool")
+    cut = tmp_path / "cut.jsonl"
+    cut.write_bytes(b"".join(lines[: tool + 1]))
+    last = next(r for r in reversed(records[:tool]) if r.get("t") == "transition")
+    info = describe(cut)
+    assert info.status == "incomplete"
+    assert info.turns == last["turn"] == 2
+
+
 def sessions_listed(workspace: Path) -> dict[str, dict]:
     """`sessions --json` of the workspace, by log file name."""
     proc = fsm("sessions", "--cwd", str(workspace), "--json")
