@@ -325,7 +325,7 @@ def _plan(
         config=config,
         hooks=hooks,
         abort=abort,
-        log=log,
+        log=log.resolve() if log is not None else None,
         parent=resumed.path if resumed is not None else None,
         parent_session_id=resumed.session_id if resumed is not None else None,
         read_files=resumed.read_files if resumed is not None else None,

@@ -255,7 +255,7 @@ async def afork(
     specs = tools_of(parent_log)
     session_id = str(uuid.uuid4())
     header = session_header(
-        session_id, config, specs, parent={"log": str(parent), **point.describe()}
+        session_id, config, specs, parent={"log": str(Path(parent).resolve()), **point.describe()}
     )
     path = Path(log) if log else default_log_path(config.cwd, session_id)
     writer = LogWriter(path, header)

@@ -240,7 +240,7 @@ async def aresume(path: Path) -> Resumed:
         messages=tuple(result.messages.items),
         config=config_of(log),
         session_id=log.header.get("session_id", ""),
-        path=path,
+        path=path.resolve(),  # a new log's `parent` must lead here from any directory
         read_files=dict(result.read_files),
     )
 

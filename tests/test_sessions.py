@@ -374,3 +374,26 @@ def test_a_log_with_read_files_steps_and_forks(workspace: Path, tmp_path: Path) 
     )
     assert forked.returncode == 0, forked.stderr
     assert lines_of(third)[1]["read_files"] == lines_of(second)[1]["read_files"]
+
+
+def test_a_parent_named_by_a_relative_path_is_linked_by_its_full_path(
+    workspace: Path, tmp_path: Path
+) -> None:
+    """A log's `parent` must lead back to its parent from anywhere: a path relative to
+    the directory the command ran in (which no log records) led nowhere."""
+    scripted_run(workspace, "tool_round", "--log", str(tmp_path / "first.jsonl"))
+    answer = tmp_path / "answer.json"
+    answer.write_text(json.dumps(ANSWER))
+    resumed = fsm(
+        "run", "--resume", "first.jsonl", "--scripted", "answer.json", "--log", "second.jsonl",
+        "--cwd", str(workspace), "and?", cwd=tmp_path,
+    )  # fmt: skip
+    assert resumed.returncode == 0, resumed.stderr
+    forked = fsm(
+        "replay", "first.jsonl", "--fork-at", "6", "--scripted", "answer.json",
+        "--log", "fork.jsonl", "--cwd", str(workspace), cwd=tmp_path,
+    )  # fmt: skip
+    assert forked.returncode == 0, forked.stderr
+    first = str((tmp_path / "first.jsonl").resolve())
+    assert lines_of(tmp_path / "second.jsonl")[0]["parent"]["log"] == first
+    assert lines_of(tmp_path / "fork.jsonl")[0]["parent"]["log"] == first
