@@ -246,6 +246,8 @@ def _plan(
 
     _refuse_existing_log(log)
     resumed = _resume(resume, cwd) if resume is not None else None
+    if resumed is not None and scripted is None and model is None:
+        _refuse_scripted_model(resumed)
     base = resumed.config if resumed is not None else RunConfig()
     workspace = _workspace(cwd or (base.cwd if resumed is not None else "."))
     if not os.path.isdir(workspace):
@@ -343,6 +345,18 @@ def _refuse_existing_log(log: Path | None) -> None:
             refuse_existing(log)
         except LogError as exc:
             fail(f"{exc} (give --log a new path)")
+
+
+def _refuse_scripted_model(resumed: Any) -> None:
+    """A scripted session's model is `scripted`, which no API serves: going on with it
+    needs a scenario, or a real model named."""
+    from fsm_agent.scripted import ScenarioConfig
+
+    if resumed.config.model == ScenarioConfig().model:
+        fail(
+            f"{resumed.path}: the session ran a scripted model; go on with "
+            "--scripted SCENARIO.json, or with a real model: --model ID"
+        )
 
 
 def _resume(ref: Path, cwd: str | None) -> Any:

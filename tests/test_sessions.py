@@ -397,3 +397,23 @@ def test_a_parent_named_by_a_relative_path_is_linked_by_its_full_path(
     first = str((tmp_path / "first.jsonl").resolve())
     assert lines_of(tmp_path / "second.jsonl")[0]["parent"]["log"] == first
     assert lines_of(tmp_path / "fork.jsonl")[0]["parent"]["log"] == first
+
+
+def test_resume_of_a_scripted_session_without_a_scenario_is_a_usage_error(
+    workspace: Path, tmp_path: Path
+) -> None:
+    """Its model, `scripted`, is no model an API knows: going on with it sent a request
+    for model "scripted" to the real API. A key is set, so only the model can stop it."""
+    import os
+    import subprocess
+
+    log = tmp_path / "run.jsonl"
+    scripted_run(workspace, "tool_round", "--log", str(log))
+    env = {**os.environ, "ANTHROPIC_API_KEY": "sk-test", "ANTHROPIC_BASE_URL": "http://127.0.0.1:9"}
+    proc = subprocess.run(
+        [sys.executable, "-m", "fsm_agent.cli", "run", "--resume", str(log), "and?"],
+        capture_output=True, text=True, env=env, timeout=120,
+    )  # fmt: skip
+    _one_error_line(proc, "ran a scripted model")
+    assert "--scripted" in proc.stderr and "--model" in proc.stderr
+    assert not list((workspace / ".fsm-agent").glob("sessions/*.jsonl")), "nothing ran"
