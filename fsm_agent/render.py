@@ -41,6 +41,9 @@ from fsm_agent.events import (
 from fsm_agent.messages import ToolUseBlock, Usage
 
 KEY_INPUTS = ("file_path", "command", "pattern", "path", "url")
+CONTROLS = dict.fromkeys([*range(0x09), *range(0x0B, 0x20), 0x7F, *range(0x80, 0xA0)])
+"""Control characters but tab and newline: ESC starts the sequences that move the cursor,
+clear the screen or set the clipboard, and 0x9B is ESC [ on some terminals."""
 
 PHASE_LABELS: dict[str, str] = {
     "preprocess": "Preparing the context",
@@ -88,10 +91,15 @@ def silence(stream: IO[str]) -> None:
         os.close(devnull)
 
 
+def printable(text: str) -> str:
+    """What the model or a tool wrote, as text to show: its escapes are shown, not obeyed."""
+    return text.translate(CONTROLS)
+
+
 def key_input(tool_input: dict[str, Any]) -> str:
     for key in KEY_INPUTS:
         if key in tool_input:
-            return str(tool_input[key])
+            return printable(str(tool_input[key]))
     return json.dumps(tool_input)[:60]
 
 
@@ -202,10 +210,10 @@ class LiveRenderer:
     def __call__(self, event: DriverEvent) -> None:
         if isinstance(event, TextDelta):
             if self.live:
-                self._text += event.text
+                self._text += printable(event.text)
             else:
                 self.console.print(
-                    event.text, end="", markup=False, highlight=False, soft_wrap=True
+                    printable(event.text), end="", markup=False, highlight=False, soft_wrap=True
                 )
                 self._mid_text = True
         elif isinstance(event, ThinkingDelta):
@@ -223,7 +231,7 @@ class LiveRenderer:
             self._tool_finished(event)
         elif isinstance(event, ToolRefused):
             self._tool_call(event.block)
-            first = event.result.text.strip().splitlines()[:1]
+            first = printable(event.result.text).strip().splitlines()[:1]
             line = Text(f"  ✗ {first[0] if first else 'refused'}", style="red")
             self.console.print(line, no_wrap=True, overflow="ellipsis")
             self._last_call = None
@@ -246,7 +254,7 @@ class LiveRenderer:
 
     def _notice(self, mark: str, text: str) -> None:
         self._flush_text()
-        self.console.print(Text(f"{mark} {text}", style="yellow"))
+        self.console.print(Text(f"{mark} {printable(text)}", style="yellow"))
         self._last_call = None
 
     def _tool_finished(self, event: ToolFinished) -> None:
@@ -256,7 +264,7 @@ class LiveRenderer:
         if block is not None and self._last_call != block.id:
             self._tool_call(block)
         self._last_call = None
-        first = event.result.text.strip().splitlines()[:1]
+        first = printable(event.result.text).strip().splitlines()[:1]
         mark = "✗" if event.result.is_error else "⎿"
         status = f"  {mark} {first[0][:100] if first else '(no output)'}"
         style = "red" if event.result.is_error else "dim"
@@ -291,7 +299,7 @@ class LiveRenderer:
         line.append("  " + " · ".join(details), style="dim")
         self.console.print(line)
         if result.error:
-            self.console.print(Text(f"  {result.error}", style="red"))
+            self.console.print(Text(f"  {printable(result.error)}", style="red"))
         if result.log_path:
             self.console.print(Text(f"  log: {result.log_path}", style="dim"), soft_wrap=True)
 

@@ -165,3 +165,31 @@ def test_the_summary_is_red_when_the_answer_is_an_error(workspace: Path, tmp_pat
         run_scenario(SCENARIOS / "tool_round.json", cwd=workspace, log=tmp_path / "m.jsonl")
     )
     assert "\x1b[1;32m■ completed" in output(c)
+
+
+CLEAR, CLIPBOARD = "\x1b[2J", "\x1b]52;c;aGk=\x07"
+
+
+def test_escape_sequences_from_the_model_or_a_tool_never_reach_the_terminal() -> None:
+    """A tool's output (a file `cat`ed, a colored test run) or the model's text may hold
+    terminal escapes: printed raw, they cleared the screen or wrote the clipboard."""
+    from fsm_agent.events import ToolFinished, ToolRefused, ToolStarted
+    from fsm_agent.messages import ToolResultBlock, ToolUseBlock
+
+    for terminal in (False, True):
+        c = console(terminal=terminal)
+        renderer = LiveRenderer(c)
+        renderer.start()
+        bash = ToolUseBlock("t1", "Bash", {"command": f"cat {CLEAR}notes"})
+        renderer(TextDelta(f"Here {CLEAR}you go\x1b"))
+        renderer(TextDelta(f"[2J {CLIPBOARD}"))
+        renderer(AssistantMessage(Message("assistant", (TextBlock("x"),))))
+        renderer(ToolStarted(bash))
+        renderer(ToolFinished(ToolResultBlock("t1", f"{CLEAR}{CLIPBOARD}ok"), "Bash", 0.1))
+        renderer(ToolRefused(bash, ToolResultBlock("t1", f"no {CLEAR}", is_error=True)))
+        renderer(Notice("hook", f"Stop hook: {CLIPBOARD}said so"))
+        renderer.stop()
+        shown = output(c)
+        assert CLEAR not in shown and "\x1b]" not in shown and "\x1b[" + "2J" not in shown
+        assert terminal or "\x1b" not in shown, repr(shown)
+        assert "ok" in output(c) and "Here" in output(c) and "said so" in output(c)
