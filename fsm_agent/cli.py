@@ -611,6 +611,9 @@ def _sessions_table(infos: list[Any]) -> None:
     table.add_column("prompt", no_wrap=True, overflow="ellipsis", max_width=prompt_width)
     for row in rows:
         table.add_row(*row)
+    needed = sum(widths) + gutter + prompt_width
+    if console.width < needed:  # the terminal wraps the lines rather than rich squeeze columns
+        console = Console(width=needed)
     console.print(table)
 
 

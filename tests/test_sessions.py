@@ -285,6 +285,22 @@ def test_sessions_table_keeps_its_columns_and_cuts_a_long_prompt(workspace: Path
     assert row.rstrip().endswith("…") and len(row) <= 80
 
 
+@pytest.mark.parametrize("columns", ["30", "50"])
+def test_sessions_table_keeps_its_columns_in_a_narrow_terminal(
+    columns: str, workspace: Path
+) -> None:
+    """ "Every column keeps its width however narrow the terminal" (docs/cli.md): the
+    terminal wraps a line too long for it, the table never cuts an id or drops a column."""
+    scripted_run(workspace, "tool_round")
+    table = fsm("sessions", "--cwd", str(workspace), env={"COLUMNS": columns})
+    assert table.returncode == 0, table.stderr
+    head, row = table.stdout.splitlines()
+    assert head.split() == ["session", "when", "(UTC)", "turns", "ended", "prompt"]
+    (log,) = (workspace / ".fsm-agent" / "sessions").glob("*.jsonl")
+    assert row.split()[:1] == [log.stem[:8]]
+    assert row.split()[3:5] == ["3", "completed"]
+
+
 def test_sessions_of_an_empty_workspace(workspace: Path) -> None:
     proc = fsm("sessions", "--cwd", str(workspace))
     assert proc.returncode == 0
