@@ -520,9 +520,13 @@ def _run_json(plan: Plan, messages: list[Any], *, stream: bool, partial: bool) -
             writer(event)
 
     if stream:
+        from fsm_agent.permissions import removed_tools
+
         config = plan.config
+        removed = removed_tools(config.permissions)
+        tools = [name for name in config.tools if name not in removed]
         writer.write(
-            init_object(session_id, config.cwd, config.tools, config.model, config.permission_mode)
+            init_object(session_id, config.cwd, tools, config.model, config.permission_mode)
         )
     started = time.monotonic()
     try:

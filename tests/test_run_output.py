@@ -132,6 +132,16 @@ def test_stream_json_lines(workspace: Path, tmp_path: Path) -> None:
     assert kinds.index("assistant") < first_tool < kinds.index("result")
 
 
+@pytest.mark.parametrize("rule", ["Bash", "Bash(*)"])
+def test_init_lists_the_tools_the_model_has(rule: str, workspace: Path, tmp_path: Path) -> None:
+    """A bare deny rule takes a tool out of the model's list: `system/init` says so too,
+    as Claude Code's does, rather than list a tool the model was never offered."""
+    lines = stream_lines(workspace, tmp_path, "tool_round", "--disallowed-tools", rule)
+    assert lines[0]["tools"] == ["Read", "Write", "Edit", "Glob", "Grep"]
+    header = json.loads((tmp_path / "tool_round.jsonl").read_text().splitlines()[0])
+    assert lines[0]["tools"] == [t["name"] for t in header["tools"]]
+
+
 def test_stream_json_partial_messages(workspace: Path, tmp_path: Path) -> None:
     lines = stream_lines(workspace, tmp_path, "tool_round", "--include-partial-messages")
     events = [line["event"] for line in lines if line["type"] == "stream_event"]
