@@ -541,7 +541,7 @@ def _run_json(plan: Plan, messages: list[Any], *, stream: bool, partial: bool) -
         writer.write(obj)
     else:
         try:
-            click.echo(json.dumps(obj, ensure_ascii=False, indent=2))
+            click.echo(json.dumps(obj, ensure_ascii=writer.ascii, indent=2))
         except BrokenPipeError:
             writer.closed = True
     if writer.closed:
@@ -933,10 +933,12 @@ def coverage(logs: tuple[Path, ...]) -> None:
 
 def _escape_what_stdout_cannot_encode() -> None:
     """A lone surrogate (JSON's `"\\ud800"` in a model's answer) is no UTF-8: written as
-    that escape, which keeps JSON output valid and exact, rather than raising."""
-    reconfigure = getattr(sys.stdout, "reconfigure", None)
-    if reconfigure is not None:
-        reconfigure(errors="backslashreplace")
+    that escape, which keeps JSON output valid and exact, rather than raising. So is what
+    an ASCII-only stream cannot hold (the JSON formats escape it themselves, `ascii_only`):
+    an encoding error raised from an event callback would end the run mid-way."""
+    for stream in (sys.stdout, sys.stderr):
+        if isinstance(stream, io.TextIOWrapper):
+            stream.reconfigure(errors="backslashreplace")
 
 
 def main() -> None:

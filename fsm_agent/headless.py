@@ -9,6 +9,7 @@ for, and the `result` object last. Subtypes are in `SUBTYPES`.
 
 from __future__ import annotations
 
+import codecs
 import json
 import time
 import uuid
@@ -205,6 +206,15 @@ def api_event(event: StreamEvent) -> dict[str, Any]:
     return {"type": "message_stop"}
 
 
+def ascii_only(stream: TextIO) -> bool:
+    """Whether `stream` cannot take all of Unicode (a legacy locale, PYTHONIOENCODING=ascii):
+    JSON written to it then escapes what it cannot hold, and stays whole and valid."""
+    try:
+        return codecs.lookup(getattr(stream, "encoding", None) or "utf-8").name != "utf-8"
+    except LookupError:
+        return True
+
+
 def init_object(
     session_id: str, cwd: str, tools: Sequence[str], model: str, permission_mode: str
 ) -> dict[str, Any]:
@@ -244,6 +254,7 @@ class StreamJson:
         self.session_id = session_id
         self.partial = partial
         self.closed = False
+        self.ascii = ascii_only(out)
         self._unannounced: set[str] = set()
         self._held: list[tuple[str, dict[str, Any]]] = []
 
@@ -252,7 +263,7 @@ class StreamJson:
         if self.closed:
             return
         try:
-            self.out.write(json.dumps(obj, ensure_ascii=False) + "\n")
+            self.out.write(json.dumps(obj, ensure_ascii=self.ascii) + "\n")
             self.out.flush()
         except BrokenPipeError:
             self.closed = True

@@ -489,3 +489,27 @@ def test_a_lone_surrogate_from_the_model_is_shown_escaped_and_logged(
         assert assistant["message"]["content"][0]["text"] == "odd \ud800 text"
     check = fsm("replay", str(log), "--check")
     assert check.returncode == 0, check.stdout + check.stderr
+
+
+@pytest.mark.parametrize("fmt", ["text", "json", "stream-json"])
+def test_a_stdout_that_cannot_encode_the_answer_loses_nothing(
+    fmt: str, workspace: Path, tmp_path: Path
+) -> None:
+    """An ASCII-only stdout (a legacy locale, PYTHONIOENCODING=ascii): the JSON formats
+    escape what it cannot hold, text shows its escape, and the run ends and logs whole;
+    an encoding error in an event callback used to kill the run mid-way."""
+    answer = tmp_path / "answer.json"
+    answer.write_text(json.dumps({"turns": [{"content": "café ☕"}]}))
+    log = tmp_path / "run.jsonl"
+    proc = fsm(
+        "run", "--scripted", str(answer), "--cwd", str(workspace), "--log", str(log),
+        "--output-format", fmt, "hi", env={"PYTHONIOENCODING": "ascii"},
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert "Traceback" not in proc.stderr
+    if fmt == "text":
+        assert "caf\\xe9 \\u2615" in proc.stdout
+    else:
+        last = json.loads(proc.stdout if fmt == "json" else proc.stdout.splitlines()[-1])
+        assert last["result"] == "café ☕"
+    assert json.loads(log.read_text(encoding="utf-8").splitlines()[-1])["t"] == "result"
