@@ -404,7 +404,7 @@ def run(
         fail("the prompt is not UTF-8 text")
     _refuse_undecodable(options)
     plan, resumed, scenario_prompt = _plan(**options)
-    prompt = prompt or scenario_prompt
+    prompt = prompt if prompt and prompt.strip() else scenario_prompt
     history = list(resumed.messages) if resumed is not None else []
     if not prompt:
         if sys.stdin.isatty():

@@ -94,3 +94,14 @@ def test_a_chat_line_not_utf8_is_sent_with_replacement_characters(workspace: Pat
     start = json.loads(log.read_text(encoding="utf-8").splitlines()[1])
     text = start["messages"][0]["content"][0]["text"]
     assert text == "caf\ufffd \ufffd"
+
+
+@pytest.mark.parametrize("prompt", ["   ", "\n\t "])
+def test_a_blank_prompt_argument_is_no_prompt(prompt: str, workspace: Path) -> None:
+    """As an empty one, and as a blank stdin: the API refuses a text block with nothing
+    but whitespace, so the run would only end with an API error for an answer."""
+    answer = workspace / "answer.json"
+    answer.write_text(json.dumps(ANSWER))
+    proc = fsm_bytes("run", "--scripted", str(answer), prompt, cwd=workspace)
+    one_error_line(proc, "no prompt given")
+    assert no_logs(workspace)
