@@ -17,6 +17,7 @@ from tests.messages_server import (
     MessagesServer,
     Sse,
     StreamReply,
+    error,
     message_events,
     messages_server_fixture,  # noqa: F401
     stream_error,
@@ -332,3 +333,18 @@ def test_input_counts_that_come_only_with_message_delta_are_counted(
     assert out["usage"]["cache_read_input_tokens"] == 3000
     spent = Usage(input_tokens=1200, output_tokens=40, cache_read_input_tokens=3000)
     assert out["total_cost_usd"] == pytest.approx(cost_usd(MODEL, spent))
+
+
+@pytest.mark.parametrize(
+    ("status", "kind"), [(401, "authentication_error"), (404, "not_found_error")]
+)
+def test_an_api_error_answer_carries_its_http_status(
+    status: int, kind: str, messages_server: MessagesServer, workspace: Path
+) -> None:
+    """The server's status reaches the result as `api_error_status`, as in `claude -p`."""
+    messages_server.reply(error(status, kind, "no"))
+    proc = cli(messages_server, workspace, "hi", "--output-format", "json")
+    assert proc.returncode == 20, proc.stderr
+    result = json.loads(proc.stdout)
+    assert (result["subtype"], result["is_error"]) == ("success", True)
+    assert result["api_error_status"] == status
