@@ -645,21 +645,27 @@ def graph(fmt: str, highlight: Path | None) -> None:
 
 
 def _recorded_path(path: Path) -> list[dict[str, Any]]:
+    from fsm_agent.log import LogError
+
+    try:
+        return _read_path(path)
+    except LogError as exc:
+        fail(str(exc))
+
+
+def _read_path(path: Path) -> list[dict[str, Any]]:
     """The log's transitions; a log without a `start` record (only a header) holds no run
-    and is an error, as for `--check`, not an empty path."""
-    from fsm_agent.log import LogError, SessionLog, no_start
+    and is an error (`LogError`), as for `--check`, not an empty path."""
+    from fsm_agent.log import SessionLog, no_start
 
     steps: list[dict[str, Any]] = []
     started = False
-    try:
-        for _, record in SessionLog(path).records():
-            started = started or record["t"] == "start"
-            if record["t"] == "transition":
-                steps.append(record)
-        if not started:
-            raise no_start(path)
-    except LogError as exc:
-        fail(str(exc))
+    for _, record in SessionLog(path).records():
+        started = started or record["t"] == "start"
+        if record["t"] == "transition":
+            steps.append(record)
+    if not started:
+        raise no_start(path)
     _warn_if_torn(path)
     return steps
 
@@ -910,18 +916,32 @@ def _check(path: Path, name: str) -> int:
 @cli.command()
 @click.argument("logs", nargs=-1, required=True, type=click.Path(dir_okay=False, path_type=Path))
 def coverage(logs: tuple[Path, ...]) -> None:
-    """Which edges of the machine the LOGS take (with counts), and which none does."""
-    from fsm_agent.coverage import REASONS, Coverage
+    """Which edges of the machine the LOGS take (with counts), and which none does.
 
-    cov = Coverage.of((s["from"], s["edge"], s["to"]) for log in logs for s in _recorded_path(log))
+    A log that cannot be read is named on stderr and left out, as `replay --check` does
+    with several; the others are counted, and the exit code is then 2."""
+    from fsm_agent.coverage import REASONS, Coverage
+    from fsm_agent.log import LogError
+
+    paths: list[list[dict[str, Any]]] = []
+    for log in logs:
+        try:
+            paths.append(_read_path(log))
+        except LogError as exc:
+            error_line(str(exc))
+    unreadable = len(logs) - len(paths)
+    if not paths:
+        sys.exit(EXIT_USAGE)
+    cov = Coverage.of((s["from"], s["edge"], s["to"]) for path in paths for s in path)
     width = max(len(f"{a} -[{e}]-> {b}") for (a, e, b), _ in cov.rows())
     click.echo(f"{'edge':<{width}}  taken")
     for (source, edge, dest), count in cov.rows():
         click.echo(f"{f'{source} -[{edge}]-> {dest}':<{width}}  {count if count else '-'}")
     taken = len(cov.rows()) - len(cov.untaken)
+    skipped = f" ({unreadable} unreadable)" if unreadable else ""
     click.echo(
-        f"\n{taken} of {len(cov.rows())} edges taken by {len(logs)} log(s); "
-        f"{len(cov.reasons_taken)} of {len(REASONS)} reasons"
+        f"\n{taken} of {len(cov.rows())} edges taken by {len(paths)} log(s); "
+        f"{len(cov.reasons_taken)} of {len(REASONS)} reasons{skipped}"
     )
     if cov.untaken:
         click.echo("not taken by any log:")
@@ -929,6 +949,8 @@ def coverage(logs: tuple[Path, ...]) -> None:
             click.echo(f"  {source} -[{edge}]-> {dest}")
     for source, edge, dest in cov.unknown:
         click.echo(f"not in this machine's table: {source} -[{edge}]-> {dest}")
+    if unreadable:
+        sys.exit(EXIT_USAGE)
 
 
 def _escape_what_stdout_cannot_encode() -> None:

@@ -108,3 +108,18 @@ def test_a_version_1_log_still_replays(tmp_path: Path) -> None:
     assert replay(old).reason == "completed"
     check = fsm("replay", str(old), "--check")
     assert check.returncode == 0, check.stderr
+
+
+def test_coverage_counts_the_logs_it_can_read_and_names_the_others(tmp_path: Path) -> None:
+    """As `replay --check` does for several logs: a sessions folder may hold a log just
+    created (only its header yet) or left empty; the others are still counted."""
+    header_only = tmp_path / "new.jsonl"
+    header_only.write_text((REPLAYS / "tool_round.jsonl").read_text().splitlines()[0] + "\n")
+    empty = tmp_path / "empty.jsonl"
+    empty.write_text("")
+    proc = fsm("coverage", str(REPLAYS / "tool_round.jsonl"), str(header_only), str(empty))
+    assert proc.returncode == 2
+    errors = proc.stderr.splitlines()
+    assert len(errors) == 2 and all(e.startswith("fsm-agent: error: ") for e in errors)
+    assert str(header_only) in errors[0] and str(empty) in errors[1]
+    assert "10 of 27 edges taken by 1 log(s); 2 of 17 reasons (2 unreadable)" in proc.stdout
