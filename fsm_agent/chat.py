@@ -134,14 +134,13 @@ class ChatSession:
         The live region is paused so the question and the typed answer stay
         readable; lines typed earlier and still queued come first.
         """
-        self.renderer.stop()
-        self.console.print(Text(question, style="bold yellow"), end=" ")
-        self.reader.busy.clear()
-        try:
-            return self.reader.get(until=self.plan.abort.is_set)
-        finally:
-            self.reader.busy.set()
-            self.renderer.start()
+        with self.renderer.paused():
+            self.console.print(Text(question, style="bold yellow"), end=" ")
+            self.reader.busy.clear()
+            try:
+                return self.reader.get(until=self.plan.abort.is_set)
+            finally:
+                self.reader.busy.set()
 
     def _read_prompt(self) -> str | None:
         """The next non-empty line; `None` when the user leaves (Ctrl-D, or Ctrl-C twice)."""

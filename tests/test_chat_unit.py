@@ -115,3 +115,26 @@ def test_ctrl_c_while_the_prompt_is_written_does_not_leave() -> None:
     assert terminal.interrupted
     assert "Ctrl-C again or Ctrl-D to leave" in terminal.getvalue()
     os.close(fd)
+
+
+def test_a_question_mid_run_keeps_the_footer_s_counts() -> None:
+    """The live region is put away while the user answers, not restarted as a new run:
+    that set the footer back to 'Preparing the context… turn 1 · ↑0 · ↓0' mid-run."""
+    from fsm_agent.events import ResponseUsage, Transition
+    from fsm_agent.messages import Usage
+
+    reader, fd = pipe_reader()
+    console = Console(file=io.StringIO(), force_terminal=True, width=80)
+    plan = Plan(model=None, config=None, hooks=None, abort=AbortSignal(), log=None)  # type: ignore[arg-type]
+    session = ChatSession(plan, console, reader)
+    renderer = session.renderer
+    renderer.start()
+    renderer(ResponseUsage("m", Usage(input_tokens=1200, output_tokens=30)))
+    renderer(Transition(4, "abort_check", "tool_execution", "tool_use", 2))
+    before = (renderer.footer(), renderer._label)  # type: ignore[union-attr]
+    os.write(fd, b"y\n")
+    assert session.ask("Allow Write(a.txt)? [y/n]") == "y"
+    assert (renderer.footer(), renderer._label) == before  # type: ignore[union-attr]
+    assert before[0] == "turn 2 · ↑1200 · ↓30 tokens"
+    renderer.stop()
+    os.close(fd)
