@@ -26,6 +26,8 @@ from fsm_agent.hooks import Hooks
 from fsm_agent.messages import Message
 from fsm_agent.model import Model
 
+INTERRUPTS = (signal.SIGINT, signal.SIGTERM)
+
 
 class Plan:
     """What stays fixed across the runs of one command: model, config, hooks, logs."""
@@ -147,7 +149,12 @@ class Plan:
         inbox: Inbox | None = None,
         session_id: str | None = None,
     ) -> LoopResult:
-        """`arun` with Ctrl-C bound to the abort flag; a second Ctrl-C raises KeyboardInterrupt."""
+        """`arun` with Ctrl-C bound to the abort flag; a second Ctrl-C raises KeyboardInterrupt.
+
+        SIGTERM (`timeout`, a supervisor stopping the run) is taken as Ctrl-C: the
+        run ends `aborted_*` with its log whole and its tools' processes killed,
+        where the default action would leave a log without its end and a Bash
+        command running on."""
         abort = self.abort
 
         async def go() -> LoopResult:
@@ -158,10 +165,12 @@ class Plan:
                     raise KeyboardInterrupt
                 abort.set()
 
-            loop.add_signal_handler(signal.SIGINT, interrupt)
+            for signum in INTERRUPTS:
+                loop.add_signal_handler(signum, interrupt)
             try:
                 return await self.arun(messages, on_event, inbox=inbox, session_id=session_id)
             finally:
-                loop.remove_signal_handler(signal.SIGINT)
+                for signum in INTERRUPTS:
+                    loop.remove_signal_handler(signum)
 
         return asyncio.run(go())

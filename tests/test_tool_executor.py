@@ -323,3 +323,48 @@ def test_hooks_see_the_path_the_file_tool_uses() -> None:
     assert absolute_paths("Read", {"file_path": "~/notes.txt"}, "/w")["file_path"] == home
     assert absolute_paths("Edit", {"file_path": "src/../a.py"}, "/w")["file_path"] == "/w/a.py"
     assert absolute_paths("Bash", {"command": "ls ~"}, "/w") == {"command": "ls ~"}
+
+
+def test_sigterm_while_bash_runs_ends_the_run_as_ctrl_c_does(
+    workspace: Path, tmp_path: Path
+) -> None:
+    """`timeout` or a supervisor sends SIGTERM: the run ends `aborted_tools` with its
+    log whole (a result line, replayable) and the command's process killed."""
+    import json
+    import signal
+    import subprocess
+    import sys
+
+    from fsm_agent.cli import EXIT_CODES
+
+    scenario = tmp_path / "slow.json"
+    scenario.write_text(
+        json.dumps(_turns(_use("b", "Bash", command="sleep 30 & echo $! > pid; wait")))
+    )
+    log = tmp_path / "term.jsonl"
+    argv = ["run", "--scripted", str(scenario), "--cwd", str(workspace), "--log", str(log)]
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "fsm_agent.cli",
+            *argv,
+            "--permission-mode",
+            "bypassPermissions",
+            "go",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    pid_file = workspace / "pid"
+    deadline = time.monotonic() + 30
+    while not (pid_file.exists() and pid_file.read_text().strip()):
+        assert proc.poll() is None and time.monotonic() < deadline, proc.stderr
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=30)
+    assert proc.returncode == EXIT_CODES["aborted_tools"], err
+    result = json.loads(log.read_text().splitlines()[-1])
+    assert (result["t"], result["reason"]) == ("result", "aborted_tools")
+    assert _process_gone(int(pid_file.read_text()))
+    assert fsm("replay", "--check", str(log)).returncode == 0
