@@ -102,6 +102,7 @@ class ToolExecutor:
         self.emit = emit
         self.session_id = session_id
         self.schemas = {s.name: s.input_schema for s in specs}
+        self.wants_response = config.has_hooks("PostToolUse")
         self._tasks: dict[str, asyncio.Task[CallResult]] = {}
         self._cancel: dict[str, AbortSignal] = {}
         self._slots: asyncio.Semaphore | None = None
@@ -309,6 +310,7 @@ class ToolExecutor:
             additional_dirs=self.config.permissions.additional_directories + verdict,
             permission_mode=self.config.permission_mode,
             cancel=cancel,
+            wants_response=self.wants_response,
         )
         outcome = await effects.run_tool(ToolCall(block.id, block.name, tool_input), env)
         extra = _reminders(pre)
@@ -320,6 +322,8 @@ class ToolExecutor:
             if outcome.is_error:
                 payload["error"] = _response_text(outcome.content)
                 payload["is_interrupt"] = outcome.interrupted
+            elif outcome.response is not None:
+                payload["tool_response"] = outcome.response
             else:
                 payload["tool_response"] = _response_text(outcome.content)
             post = await consult(effects.run_hooks, self.emit, event, payload)

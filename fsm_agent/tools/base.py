@@ -28,6 +28,9 @@ class ToolOutcome:
     (`continue: false`): the loop then ends `hook_stopped`. `duration_s` is
     measured by the effects door, so a replay shows the recorded timing.
     `interrupted` is set when Ctrl-C (or a cancelled stream) stopped the call.
+    `response` is Claude Code's structured result of the tool (its `toolUseResult`,
+    e.g. Bash's `{stdout, stderr, interrupted, isImage}`), which PostToolUse hooks
+    get as `tool_response`; tools build it only when `ToolEnv.wants_response`.
     """
 
     content: ToolResultContent
@@ -36,6 +39,7 @@ class ToolOutcome:
     stop_reason: str | None = None
     duration_s: float = 0.0
     interrupted: bool = False
+    response: dict[str, Any] | None = None
 
     @classmethod
     def error(cls, text: str) -> ToolOutcome:
@@ -54,6 +58,9 @@ class ToolEnv:
     """Set when the call's stream failed: the call is stopped, its outcome `interrupted`."""
     hidden: Callable[[str], bool] | None = field(default=None, eq=False)
     """Files a Read deny rule covers: Glob and Grep leave them out of what they list."""
+    wants_response: bool = False
+    """Set when a PostToolUse hook will read the call's `ToolOutcome.response`: only
+    then is it built (a diff, a copy of the file) and written to the log."""
 
 
 class Tool(Protocol):

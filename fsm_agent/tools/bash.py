@@ -201,10 +201,20 @@ class BashTool:
             raise
         finally:
             transport.close()
-        return _outcome(collector.buffer.text(), transport.get_returncode(), timed_out, timeout_ms)
+        return _outcome(
+            collector.buffer.text(),
+            transport.get_returncode(),
+            timed_out,
+            timeout_ms,
+            env.wants_response,
+        )
 
 
-def _outcome(output: str, code: int | None, timed_out: bool, timeout_ms: float) -> ToolOutcome:
+def _outcome(
+    output: str, code: int | None, timed_out: bool, timeout_ms: float, respond: bool = False
+) -> ToolOutcome:
+    """The result; with `respond`, Claude Code's `{stdout, stderr, interrupted, isImage}`
+    too: stdout and stderr share one pipe here, so all the output is `stdout`."""
     output = output.rstrip("\n")
     if timed_out:
         return ToolOutcome.error(f"Command timed out after {timeout_ms:g} ms\n{output}".rstrip())
@@ -212,4 +222,7 @@ def _outcome(output: str, code: int | None, timed_out: bool, timeout_ms: float) 
         return ToolOutcome.error(f"Killed by signal {-code}\n{output}".rstrip())
     if code != 0:
         return ToolOutcome.error(f"Exit code {code}\n{output}".rstrip())
-    return ToolOutcome(output or "(no output)")
+    response = None
+    if respond:
+        response = {"stdout": output, "stderr": "", "interrupted": False, "isImage": False}
+    return ToolOutcome(output or "(no output)", response=response)

@@ -12,6 +12,7 @@ from fsm_agent.tools.files import (
     require_text_path,
     write_text,
 )
+from fsm_agent.tools.patch import structured_patch
 from fsm_agent.tools.workspace import check_path
 
 DESCRIPTION = """\
@@ -95,12 +96,14 @@ class EditTool:
         old, new = input["old_string"], input["new_string"]
         if old == new:
             raise ToolInputError(NO_CHANGE)
+        replace_all = bool(input.get("replace_all", False))
         if not os.path.exists(path):
             if old:
                 raise ToolInputError("File does not exist.")
             return ToolOutcome(
                 f"File created successfully at: {path}",
                 read_files={path: write_text(path, new)},
+                response=_response(path, old, new, "", new, replace_all, env),
             )
         if os.path.isdir(path):
             raise ToolInputError(f"{path} is a directory; give the path of a file.")
@@ -111,11 +114,30 @@ class EditTool:
                 raise ToolInputError("Cannot create new file - file already exists.")
             updated = new
         else:
-            updated = replace(content, old, new, bool(input.get("replace_all", False)))
+            updated = replace(content, old, new, replace_all)
         new_mtime = write_text(path, updated)
         return ToolOutcome(
-            f"The file {path} has been updated successfully.", read_files={path: new_mtime}
+            f"The file {path} has been updated successfully.",
+            read_files={path: new_mtime},
+            response=_response(path, old, new, content, updated, replace_all, env),
         )
+
+
+def _response(
+    path: str, old: str, new: str, original: str, updated: str, replace_all: bool, env: ToolEnv
+) -> dict[str, Any] | None:
+    """Claude Code's Edit result, for PostToolUse hooks (a new file's `originalFile` is "")."""
+    if not env.wants_response:
+        return None
+    return {
+        "filePath": path,
+        "oldString": old,
+        "newString": new,
+        "originalFile": original,
+        "structuredPatch": structured_patch(original, updated),
+        "userModified": False,
+        "replaceAll": replace_all,
+    }
 
 
 def _read_text(path: str) -> str:

@@ -63,6 +63,13 @@ def require_file_path(requested: str) -> None:
         )
 
 
+def read_text(path: str) -> str:
+    """A file's text as a tool reports it; bytes that are not UTF-8 become U+FFFD,
+    since a report must be valid Unicode to be logged and sent."""
+    with open(path, "rb") as f:
+        return f.read().decode("utf-8", errors="replace")
+
+
 def write_text(path: str, text: str) -> float:
     """Write `text` as UTF-8 without newline translation; returns the new mtime.
 

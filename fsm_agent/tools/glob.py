@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -47,6 +48,7 @@ class GlobTool:
     input_schema = SCHEMA
 
     async def run(self, input: dict[str, Any], env: ToolEnv) -> ToolOutcome:
+        started = time.perf_counter() if env.wants_response else None
         prefix, pattern = split_literal(input["pattern"])
         where = input.get("path") or env.cwd
         check = check_path(where, env)
@@ -63,8 +65,10 @@ class GlobTool:
             if not check.inside:
                 return check.refusal()
             if not os.path.isdir(check.resolved):
-                return ToolOutcome(NO_FILES)
-        return await asyncio.to_thread(_glob, check.resolved, pattern, check.roots, env.hidden)
+                return _found([], 0, started)
+        return await asyncio.to_thread(
+            _glob, check.resolved, pattern, check.roots, env.hidden, started
+        )
 
 
 def split_literal(pattern: str) -> tuple[str, str]:
@@ -85,7 +89,11 @@ def split_literal(pattern: str) -> tuple[str, str]:
 
 
 def _glob(
-    base: str, pattern: str, roots: tuple[str, ...], hidden: Callable[[str], bool] | None = None
+    base: str,
+    pattern: str,
+    roots: tuple[str, ...],
+    hidden: Callable[[str], bool] | None = None,
+    started: float | None = None,
 ) -> ToolOutcome:
     regex = compile_glob(pattern)
     found: list[tuple[float, str]] = []
@@ -93,13 +101,27 @@ def _glob(
         if matches(regex, os.path.relpath(path, base).replace(os.sep, "/")):
             with contextlib.suppress(OSError):
                 found.append((-os.stat(path).st_mtime, path))
-    if not found:
-        return ToolOutcome(NO_FILES)
     found.sort()
-    lines = [printable(path) for _, path in found[:MAX_RESULTS]]
-    if len(found) > MAX_RESULTS:
+    return _found([printable(path) for _, path in found[:MAX_RESULTS]], len(found), started)
+
+
+def _found(names: list[str], total: int, started: float | None) -> ToolOutcome:
+    """The result listing `names`, the first of `total` matches; with the time the
+    search `started`, Claude Code's `{filenames, durationMs, numFiles, truncated}` too."""
+    response = None
+    if started is not None:
+        response = {
+            "filenames": names,
+            "durationMs": round((time.perf_counter() - started) * 1000),
+            "numFiles": len(names),
+            "truncated": total > len(names),
+        }
+    if not names:
+        return ToolOutcome(NO_FILES, response=response)
+    lines = list(names)
+    if total > len(names):
         lines.append(
-            f"(Results are truncated: showing {MAX_RESULTS} of {len(found)} files. "
+            f"(Results are truncated: showing {len(names)} of {total} files. "
             "Use a more specific path or pattern.)"
         )
-    return ToolOutcome("\n".join(lines))
+    return ToolOutcome("\n".join(lines), response=response)

@@ -197,12 +197,14 @@ class GrepTool:
                 f"{where} is {_size(os.path.getsize(check.resolved))}; Grep searches files of "
                 f"at most {limit}. Search it with Bash (grep, rg) instead."
             )
-        text = await _search_in_child({"input": input, "files": files, "single": single})
+        text, response = await _search_in_child(
+            {"input": input, "files": files, "single": single, "respond": env.wants_response}
+        )
         if too_big:
             names = ", ".join(printable(p) for p in too_big[:5])
             more = f" and {len(too_big) - 5} more" if len(too_big) > 5 else ""
             text += f"\n\n(Not searched, being over {limit}: {names}{more})"
-        return ToolOutcome(text)
+        return ToolOutcome(text, response=response)
 
 
 def _by_size(paths: Iterator[str]) -> tuple[list[str], list[str]]:
@@ -227,8 +229,9 @@ def _size(n: int) -> str:
     return f"{n // 2**20} MB" if n >= 2**20 else f"{n} bytes"
 
 
-async def _search_in_child(job: dict[str, Any]) -> str:
-    """The rendered result of `job`, searched by a child process.
+async def _search_in_child(job: dict[str, Any]) -> tuple[str, dict[str, Any] | None]:
+    """The rendered result of `job`, and its response if `job["respond"]`, searched by
+    a child process.
 
     Python's `re` backtracks, and holds the GIL while it does: a pattern such
     as `(a+)+$` can run for ever and freeze the whole process, Ctrl-C
@@ -265,8 +268,8 @@ async def _search_in_child(job: dict[str, Any]) -> str:
     if child.returncode != 0:
         lines = err.decode("utf-8", errors="replace").strip().splitlines()
         raise RuntimeError(lines[-1] if lines else f"search exited with {child.returncode}")
-    text: str = json.loads(out)
-    return text
+    text, response = json.loads(out)
+    return text, response
 
 
 def _search_job() -> None:
@@ -276,7 +279,8 @@ def _search_job() -> None:
     query = Query.parse(input)
     results = [r for path in job["files"] if (r := _search_file(query, path)) is not None]
     head_limit, offset = integer(input, "head_limit", 0), integer(input, "offset", 0)
-    sys.stdout.write(json.dumps(_render(query, results, job["single"], head_limit, offset)))
+    rendered = _render(query, results, job["single"], head_limit, offset, job.get("respond"))
+    sys.stdout.write(json.dumps(rendered))
 
 
 def _candidates(
@@ -324,8 +328,14 @@ def _multiline_hits(regex: re.Pattern[str], text: str, lines: list[str]) -> list
 
 
 def _render(
-    query: Query, results: list[FileMatches], single: bool, head_limit: int, offset: int
-) -> str:
+    query: Query,
+    results: list[FileMatches],
+    single: bool,
+    head_limit: int,
+    offset: int,
+    respond: bool = False,
+) -> tuple[str, dict[str, Any] | None]:
+    """The result's text, and with `respond` Claude Code's `{mode, numFiles, filenames, …}`."""
     if query.mode == "content":
         entries = _content_lines(query, results, single)
         empty = "No matches found"
@@ -338,15 +348,19 @@ def _render(
     else:
         entries = [printable(p) for p in _newest_first([r.path for r in results])]
         empty = "No files found"
-    if not entries:
-        return empty
     shown = entries[offset : offset + head_limit] if head_limit else entries[offset:]
+    total = sum(len(r.hits) for r in results)
+    response = None
+    if respond:
+        kept = shown[: _kept(shown)]
+        response = _response(query.mode, kept, len(results), total, head_limit, offset)
+    if not entries:
+        return empty, response
     parts: list[str] = []
     if query.mode == "files_with_matches":
         parts.append(f"Found {_plural(len(entries), 'file')}")
     parts.append(_cap("\n".join(shown)))
     if query.mode == "count":
-        total = sum(len(r.hits) for r in results)
         parts.append(
             f"\nFound {_plural(total, 'matching line')} in {_plural(len(results), 'file')}."
         )
@@ -357,7 +371,25 @@ def _render(
         )
     elif not shown:
         parts.append(f"\n(offset {offset} is past the last of {len(entries)} entries.)")
-    return "\n".join(parts)
+    return "\n".join(parts), response
+
+
+def _response(
+    mode: str, kept: list[str], files: int, lines: int, head_limit: int, offset: int
+) -> dict[str, Any]:
+    """Claude Code's Grep result: the paths in `filenames` (files_with_matches), or the
+    entries in `content` and the number of `files` that matched (content, count)."""
+    response: dict[str, Any] = {"mode": mode}
+    if mode == "files_with_matches":
+        response |= {"numFiles": len(kept), "filenames": kept}
+    else:
+        response |= {"numFiles": files, "filenames": [], "content": "\n".join(kept)}
+        response |= {"numLines": len(kept)} if mode == "content" else {"numMatches": lines}
+    if head_limit:
+        response["appliedLimit"] = head_limit
+    if offset:
+        response["appliedOffset"] = offset
+    return response
 
 
 def _plural(n: int, noun: str) -> str:
@@ -394,6 +426,16 @@ def _newest_first(paths: list[str]) -> list[str]:
         return (0.0, path)
 
     return sorted(paths, key=key)
+
+
+def _kept(entries: list[str]) -> int:
+    """How many of `entries` `_cap` keeps whole once they are joined by newlines."""
+    end = -1
+    for n, entry in enumerate(entries):
+        end += len(entry) + 1
+        if end >= MAX_OUTPUT_CHARS and (end > MAX_OUTPUT_CHARS or n + 1 < len(entries)):
+            return n
+    return len(entries)
 
 
 def _cap(text: str) -> str:

@@ -6,7 +6,7 @@ import asyncio
 import base64
 import os
 import stat
-from typing import Any
+from typing import Any, BinaryIO
 
 from fsm_agent.messages import ImageBlock, ImageSource
 from fsm_agent.tools.base import ToolEnv, ToolInputError, ToolOutcome, integer
@@ -71,11 +71,6 @@ def _clip(line: str) -> str:
     return line if len(line) <= MAX_LINE_CHARS else line[:MAX_LINE_CHARS] + LINE_TRUNCATED
 
 
-def _decode(raw: bytes) -> str:
-    text = raw.decode("utf-8", errors="replace")
-    return text.removesuffix("\n").removesuffix("\r")
-
-
 class ReadTool:
     """The model's way to look at files; every read is reported so edits can follow."""
 
@@ -89,10 +84,16 @@ class ReadTool:
             return check.refusal()
         require_text_path(input["file_path"], check.resolved)
         return await asyncio.to_thread(
-            self._read, check.resolved, integer(input, "offset"), integer(input, "limit")
+            self._read,
+            check.resolved,
+            integer(input, "offset"),
+            integer(input, "limit"),
+            env.wants_response,
         )
 
-    def _read(self, path: str, offset: int | None, limit: int | None) -> ToolOutcome:
+    def _read(
+        self, path: str, offset: int | None, limit: int | None, respond: bool = False
+    ) -> ToolOutcome:
         try:
             info = os.stat(path)
         except FileNotFoundError:
@@ -107,7 +108,7 @@ class ReadTool:
             head = f.read(SNIFF_BYTES)
         media_type = image_media_type(head)
         if media_type is not None:
-            return self._image(path, media_type, info.st_size)
+            return self._image(path, media_type, info.st_size, respond)
         if looks_binary(head):
             raise ToolInputError(
                 f"{path} looks like a binary file (it contains NUL bytes) and cannot be "
@@ -119,9 +120,9 @@ class ReadTool:
                 f"be read at once ({MAX_TEXT_BYTES // 1024} KB). Use offset and limit to read "
                 "a part of the file, or Grep to find the lines you need."
             )
-        return self._text(path, max(offset or 1, 1), limit or DEFAULT_LIMIT)
+        return self._text(path, max(offset or 1, 1), limit or DEFAULT_LIMIT, respond)
 
-    def _image(self, path: str, media_type: str, size: int) -> ToolOutcome:
+    def _image(self, path: str, media_type: str, size: int, respond: bool) -> ToolOutcome:
         if size > MAX_IMAGE_BYTES:
             raise ToolInputError(
                 f"Image is too large to send ({size} bytes; at most {MAX_IMAGE_BYTES})."
@@ -129,10 +130,17 @@ class ReadTool:
         with open(path, "rb") as f:
             data = base64.b64encode(f.read()).decode("ascii")
         block = ImageBlock(ImageSource(media_type=media_type, data=data))
-        return ToolOutcome((block,), read_files={path: mtime(path)})
+        response = None
+        if respond:
+            response = {
+                "type": "image",
+                "file": {"base64": data, "type": media_type, "originalSize": size},
+            }
+        return ToolOutcome((block,), read_files={path: mtime(path)}, response=response)
 
-    def _text(self, path: str, first: int, limit: int) -> ToolOutcome:
+    def _text(self, path: str, first: int, limit: int, respond: bool = False) -> ToolOutcome:
         lines: list[str] = []
+        endings: list[str] = []
         total = 0
         more = False
         with open(path, "rb") as f:
@@ -142,18 +150,39 @@ class ReadTool:
                 if len(lines) == limit:
                     more = True
                     break
-                lines.append(_clip(_decode(raw)))
+                decoded = raw.decode("utf-8", errors="replace")
+                line = decoded.removesuffix("\n").removesuffix("\r")
+                lines.append(_clip(line))
+                if respond:
+                    endings.append(decoded[len(line) :])
+            if more and respond:
+                total += _count_lines(f)
         read_files = {path: mtime(path)}
+        response = None
+        if respond:
+            content = "".join(map(str.__add__, lines, endings))
+            response = {
+                "type": "text",
+                "file": {
+                    "filePath": path,
+                    "content": content,
+                    "numLines": len(lines),
+                    "startLine": first,
+                    "totalLines": total,
+                },
+            }
         if total == 0:
             return ToolOutcome(
                 "<system-reminder>Warning: the file exists but is empty.</system-reminder>",
                 read_files=read_files,
+                response=response,
             )
         if not lines:
             return ToolOutcome(
                 f"<system-reminder>Warning: the file exists but is shorter than the provided "
                 f"offset ({first}). The file has {total} lines.</system-reminder>",
                 read_files=read_files,
+                response=response,
             )
         text = number_lines(lines, first)
         if more:
@@ -162,4 +191,14 @@ class ReadTool:
                 f"\n\n(Showing lines {first}-{last}; the file continues. "
                 f"Use offset={last + 1} to read more.)"
             )
-        return ToolOutcome(text, read_files=read_files)
+        return ToolOutcome(text, read_files=read_files, response=response)
+
+
+def _count_lines(f: BinaryIO) -> int:
+    """The lines left in `f` (a last one without a newline counts), read in blocks."""
+    count = 0
+    last = b"\n"
+    while block := f.read(1 << 20):
+        count += block.count(b"\n")
+        last = block[-1:]
+    return count + (last != b"\n")

@@ -7,11 +7,13 @@ from typing import Any
 
 from fsm_agent.tools.base import ToolEnv, ToolInputError, ToolOutcome
 from fsm_agent.tools.files import (
+    read_text,
     require_file_path,
     require_fresh_read,
     require_text_path,
     write_text,
 )
+from fsm_agent.tools.patch import structured_patch
 from fsm_agent.tools.workspace import check_path
 
 DESCRIPTION = """\
@@ -50,10 +52,22 @@ class WriteTool:
         existed = os.path.exists(path)
         if existed:
             require_fresh_read(path, env)
+        original = read_text(path) if existed and env.wants_response else None
         new_mtime = write_text(path, input["content"])
         text = (
             f"The file {path} has been updated successfully."
             if existed
             else f"File created successfully at: {path}"
         )
-        return ToolOutcome(text, read_files={path: new_mtime})
+        response = None
+        if env.wants_response:
+            response = {
+                "type": "update" if existed else "create",
+                "filePath": path,
+                "content": input["content"],
+                "structuredPatch": (
+                    [] if original is None else structured_patch(original, input["content"])
+                ),
+                "originalFile": original,
+            }
+        return ToolOutcome(text, read_files={path: new_mtime}, response=response)
