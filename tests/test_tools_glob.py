@@ -184,3 +184,38 @@ def test_a_file_name_that_is_not_utf8_is_listed_as_text(ws: Path) -> None:
         f.write(b"x")
     out = glob(ws, pattern="*.txt")
     assert out.encode("utf-8") == f"{ws}/caf\\xe9.txt".encode()
+
+
+def test_stars_match_as_fnmatch_does_within_a_name() -> None:
+    """Every pattern of a, b, * and ? up to five characters against every name of a
+    and b up to six: the same answers as fnmatch (whose * also never meets a /)."""
+    import fnmatch
+    import itertools
+
+    names = ["".join(p) for n in range(7) for p in itertools.product("ab", repeat=n)]
+    for n in range(1, 6):
+        for chars in itertools.product("ab*?", repeat=n):
+            pattern = "".join(chars)
+            regex = compile_glob(pattern)
+            for name in names:
+                assert (regex.fullmatch(name) is not None) == fnmatch.fnmatchcase(name, pattern), (
+                    pattern,
+                    name,
+                )
+
+
+def test_many_stars_do_not_backtrack_without_end(tmp_path: Path) -> None:
+    """`re` backtracks while holding the GIL: a freeze here would stop the whole run,
+    Ctrl-C included. Tried in a child, which a hang leaves to the timeout."""
+    import subprocess
+    import sys
+
+    code = (
+        "from fsm_agent.tools.globs import compile_glob\n"
+        "assert compile_glob('*a*a*a*a*a*a*a*a*a*a*b').fullmatch('a' * 80) is None\n"
+        "assert compile_glob('{x,*a*a*a*a*a*a*a*a*a*a*b}').fullmatch('a' * 80) is None\n"
+        "name = 'd/' + 'a' * 80 + '/x'\n"
+        "assert compile_glob('d/*a*a*a*a*a*a*a*a*a*a*b/**').fullmatch(name) is None\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, timeout=60)
+    assert done.returncode == 0, done.stderr

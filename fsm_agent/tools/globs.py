@@ -9,10 +9,40 @@ from __future__ import annotations
 
 import re
 
+STAR = "[^/]*"
+
 
 def translate(pattern: str) -> str:
-    """Regex source (unanchored) for a glob pattern."""
+    """Regex source (unanchored) for a glob pattern.
+
+    A `*` with fixed text after it and another `*` after that (`*a*`) takes
+    that text's first occurrence, in an atomic group: Python's `re`
+    backtracks, and `*a*a*a*a*a*a*a*a*b` tried against a long name would
+    otherwise take minutes, holding the GIL. The first occurrence is as good
+    as any other, since the next `*` takes up whatever lies between.
+    """
+    tokens = _tokens(pattern)
     out: list[str] = []
+    k = 0
+    while k < len(tokens):
+        kind, source = tokens[k]
+        if kind == "star":
+            j = k + 1
+            while j < len(tokens) and tokens[j][0] == "fixed":
+                j += 1
+            if j > k + 1 and j < len(tokens) and tokens[j][0] == "star":
+                out.append(f"(?>{STAR}?{''.join(t[1] for t in tokens[k + 1 : j])})")
+                k = j
+                continue
+        out.append(source)
+        k += 1
+    return "".join(out)
+
+
+def _tokens(pattern: str) -> list[tuple[str, str]]:
+    """The pattern as regex pieces: a `*` ("star"), a piece that matches one fixed
+    stretch of a name ("fixed": a literal, `?`, a class without `/`), or any other."""
+    out: list[tuple[str, str]] = []
     depth = 0
     i, n = 0, len(pattern)
     while i < n:
@@ -20,45 +50,48 @@ def translate(pattern: str) -> str:
         if c == "*":
             if pattern.startswith("**", i) and _whole_segment(pattern, i):
                 if pattern.startswith("**/", i):
-                    out.append("(?:.*/)?")
+                    out.append(("other", "(?:.*/)?"))
                     i += 3
                 else:
-                    out.append(".*")
+                    out.append(("other", ".*"))
                     i += 2
                 continue
             while i < n and pattern[i] == "*":
                 i += 1
-            out.append("[^/]*")
+            out.append(("star", STAR))
             continue
         if c == "?":
-            out.append("[^/]")
+            out.append(("fixed", "[^/]"))
         elif c == "[":
             end = _class_end(pattern, i)
             if end < 0:
-                out.append(re.escape(c))
+                out.append(("fixed", re.escape(c)))
             else:
                 body = pattern[i + 1 : end]
                 negate = body[:1] in ("!", "^")
                 body = body[1:] if negate else body
+                kind = "other" if "/" in body and not negate else "fixed"
                 body = body.replace("\\", "\\\\").replace("[", "\\[")
-                out.append(f"[{'^/' if negate else ''}{body}]")
+                out.append((kind, f"[{'^/' if negate else ''}{body}]"))
                 i = end
         elif c == "{":
             depth += 1
-            out.append("(?:")
+            out.append(("other", "(?:"))
         elif c == "}" and depth:
             depth -= 1
-            out.append(")")
+            out.append(("other", ")"))
         elif c == "," and depth:
-            out.append("|")
+            out.append(("other", "|"))
         elif c == "\\" and i + 1 < n:
             i += 1
-            out.append(re.escape(pattern[i]))
+            out.append(("fixed" if pattern[i] != "/" else "other", re.escape(pattern[i])))
+        elif c == "/":
+            out.append(("other", "/"))
         else:
-            out.append(re.escape(c))
+            out.append(("fixed", re.escape(c)))
         i += 1
-    out.append(")" * depth)
-    return "".join(out)
+    out.append(("other", ")" * depth))
+    return out
 
 
 def _whole_segment(pattern: str, i: int) -> bool:
