@@ -25,6 +25,7 @@ from fsm_agent.events import (
     BlockStart,
     BlockStop,
     CallsDiscarded,
+    ContextReport,
     DriverEvent,
     MessageDelta,
     MessageStart,
@@ -74,6 +75,16 @@ def api_message(message: Message) -> dict[str, Any]:
         "stop_sequence": None,
         "usage": _usage(message.usage or Usage()),
     }
+
+
+def _compacted(event: Notice) -> bool:
+    """An autocompaction that replaced the history (a failed or blocked one leaves the
+    count as it was): where Claude Code's stream marks its `compact_boundary`."""
+    return (
+        isinstance(event, ContextReport)
+        and event.level == "autocompact"
+        and event.after < event.before
+    )
 
 
 def _last_stop_reason(result: LoopResult) -> str | None:
@@ -335,3 +346,9 @@ class StreamJson:
             )
         elif isinstance(event, Notice):
             self._line("system", subtype=event.kind, text=event.text)
+            if _compacted(event):
+                self._line(
+                    "system",
+                    subtype="compact_boundary",
+                    compact_metadata={"trigger": "auto", "pre_tokens": event.before},
+                )

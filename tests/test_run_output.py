@@ -513,3 +513,18 @@ def test_a_stdout_that_cannot_encode_the_answer_loses_nothing(
         last = json.loads(proc.stdout if fmt == "json" else proc.stdout.splitlines()[-1])
         assert last["result"] == "café ☕"
     assert json.loads(log.read_text(encoding="utf-8").splitlines()[-1])["t"] == "result"
+
+
+def test_an_autocompaction_is_marked_by_a_compact_boundary(
+    workspace: Path, tmp_path: Path
+) -> None:
+    """Claude Code's stream-json marks a compaction with `system/compact_boundary`
+    (`compact_metadata`: trigger, pre_tokens), after the notice of what was done."""
+    lines = stream_lines(workspace, tmp_path, "autocompact")
+    systems = [line for line in lines if line["type"] == "system"]
+    (boundary,) = [line for line in systems if line["subtype"] == "compact_boundary"]
+    notice = systems[systems.index(boundary) - 1]
+    assert notice["subtype"] == "context" and "autocompact" in notice["text"]
+    pre_tokens = boundary["compact_metadata"]["pre_tokens"]
+    assert boundary["compact_metadata"] == {"trigger": "auto", "pre_tokens": pre_tokens}
+    assert isinstance(pre_tokens, int) and f"{pre_tokens:,}" in notice["text"]
