@@ -77,14 +77,10 @@ def api_message(message: Message) -> dict[str, Any]:
     }
 
 
-def _compacted(event: Notice) -> bool:
+def _compacted(event: ContextReport) -> bool:
     """An autocompaction that replaced the history (a failed or blocked one leaves the
     count as it was): where Claude Code's stream marks its `compact_boundary`."""
-    return (
-        isinstance(event, ContextReport)
-        and event.level == "autocompact"
-        and event.after < event.before
-    )
+    return event.level == "autocompact" and event.after < event.before
 
 
 def _last_stop_reason(result: LoopResult) -> str | None:
@@ -346,7 +342,7 @@ class StreamJson:
             )
         elif isinstance(event, Notice):
             self._line("system", subtype=event.kind, text=event.text)
-            if _compacted(event):
+            if isinstance(event, ContextReport) and _compacted(event):
                 self._line(
                     "system",
                     subtype="compact_boundary",

@@ -515,9 +515,7 @@ def test_a_stdout_that_cannot_encode_the_answer_loses_nothing(
     assert json.loads(log.read_text(encoding="utf-8").splitlines()[-1])["t"] == "result"
 
 
-def test_an_autocompaction_is_marked_by_a_compact_boundary(
-    workspace: Path, tmp_path: Path
-) -> None:
+def test_an_autocompaction_is_marked_by_a_compact_boundary(workspace: Path, tmp_path: Path) -> None:
     """Claude Code's stream-json marks a compaction with `system/compact_boundary`
     (`compact_metadata`: trigger, pre_tokens), after the notice of what was done."""
     lines = stream_lines(workspace, tmp_path, "autocompact")
