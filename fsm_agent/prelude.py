@@ -7,7 +7,9 @@ that blocks (exit 2, or `decision: "block"`, or `continue: false`) erases
 the prompt: the run ends `prompt_blocked` with no transition taken and no
 model call. Context the hooks add (plain stdout, `additionalContext`) goes
 to the model as meta user messages in a `<system-reminder>`: SessionStart's
-before the conversation, UserPromptSubmit's after the prompt.
+before the conversation, UserPromptSubmit's after the prompt. SessionStart
+runs again, with source `compact`, after an autocompaction (in `preprocess`),
+its context then put before the summary.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from typing import TYPE_CHECKING
 from attrs import frozen
 
 from fsm_agent.context import meta
-from fsm_agent.hooks import NO_OPINION, consult
+from fsm_agent.hooks import NO_OPINION, HookOutcome, consult
 from fsm_agent.messages import Message
 
 if TYPE_CHECKING:
@@ -33,25 +35,33 @@ class Prelude:
     blocked: str | None = None
 
 
-def _reminder(texts: Sequence[str]) -> tuple[Message, ...]:
+def reminders(texts: Sequence[str]) -> tuple[Message, ...]:
+    """Context a hook added, as the model gets it: a meta message each."""
     return tuple(meta(f"<system-reminder>\n{t}\n</system-reminder>") for t in texts)
+
+
+async def session_start(run: Run, source: str) -> HookOutcome:
+    """SessionStart hooks, if any: `source` is `startup`, `clear` or `compact`."""
+    if not run.config.has_hooks("SessionStart"):
+        return NO_OPINION
+    return await consult(
+        run.effects.run_hooks,
+        run.emit,
+        "SessionStart",
+        {
+            "hook_event_name": "SessionStart",
+            "session_id": run.session_id,
+            "cwd": run.config.cwd,
+            "source": source,
+            "model": run.config.model,
+        },
+    )
 
 
 async def session_prelude(run: Run, messages: Sequence[Message]) -> Prelude:
     common = {"session_id": run.session_id, "cwd": run.config.cwd}
-    start = submit = NO_OPINION
-    if run.config.has_hooks("SessionStart"):
-        start = await consult(
-            run.effects.run_hooks,
-            run.emit,
-            "SessionStart",
-            {
-                "hook_event_name": "SessionStart",
-                **common,
-                "source": run.config.session_source,
-                "model": run.config.model,
-            },
-        )
+    submit = NO_OPINION
+    start = await session_start(run, run.config.session_source)
     prompt = messages[-1].text if messages and messages[-1].role == "user" else ""
     if run.config.has_hooks("UserPromptSubmit"):
         submit = await consult(
@@ -70,8 +80,8 @@ async def session_prelude(run: Run, messages: Sequence[Message]) -> Prelude:
         return Prelude(tuple(messages), f"The prompt was blocked by a UserPromptSubmit hook: {why}")
     return Prelude(
         (
-            *_reminder(start.additional_context),
+            *reminders(start.additional_context),
             *messages,
-            *_reminder(submit.additional_context),
+            *reminders(submit.additional_context),
         )
     )

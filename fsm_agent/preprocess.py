@@ -47,6 +47,7 @@ from fsm_agent.hooks import consult
 from fsm_agent.messages import TextBlock, Usage
 from fsm_agent.model import ModelRequest
 from fsm_agent.models import held_to_limit
+from fsm_agent.prelude import reminders, session_start
 from fsm_agent.state import (
     NO_FACTS,
     AutoCompactTracking,
@@ -197,6 +198,9 @@ async def autocompact(run: Run, it: Iteration, tracking: AutoCompactTracking) ->
     keep_tokens = run.config.effective_window // 10
     cut = keep_from(messages, keep_tokens, COMPACT_KEEP_ROUNDS)
     compacted = apply_compact_summary(messages, summary, cut)
+    start = await session_start(run, "compact")
+    if start.additional_context:
+        compacted = Transcript.of((*reminders(start.additional_context), *compacted))
     after = await token_count(run, it, compacted)
     detail = f"summarised {cut} messages, kept {len(messages) - cut}"
     report(run, "autocompact", before, after, detail)

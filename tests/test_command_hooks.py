@@ -523,6 +523,27 @@ def test_post_compact_hook_gets_the_summary(workspace: Path, tmp_path: Path) -> 
     assert sent["compact_summary"] == "The gist."
 
 
+def test_session_start_runs_again_after_an_autocompaction_with_source_compact(
+    workspace: Path, tmp_path: Path
+) -> None:
+    """Claude Code fires SessionStart with source `compact` after a compaction; the
+    context it adds comes before the summary, in every request from then on."""
+    again = capture(tmp_path, "again", 'echo "re-read NOTES.md"')
+    settings = {
+        "hooks": {
+            "SessionStart": [{"matcher": "startup", "hooks": [{"type": "command", "command": "false"}]},
+                             {"matcher": "compact", "hooks": [{"type": "command", "command": again}]}],
+        }
+    }  # fmt: skip
+    result = _run(workspace, _rescued_by_autocompact(settings), tmp_path)
+    assert result.reason == "completed"
+    sent = json.loads((workspace / "again.json").read_text())
+    assert (sent["hook_event_name"], sent["source"]) == ("SessionStart", "compact")
+    first, second = result.messages[0], result.messages[1]
+    assert first.is_meta and first.text == "<system-reminder>\nre-read NOTES.md\n</system-reminder>"
+    assert second.is_meta and "The gist." in second.text
+
+
 def test_a_hooks_if_rule_limits_it_to_the_calls_it_names(workspace: Path, tmp_path: Path) -> None:
     no_git = capture(tmp_path, "git", 'echo "no git here" >&2; exit 2')
     src = script(
