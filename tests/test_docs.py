@@ -1,0 +1,97 @@
+"""The docs say what the code does: links, tables and samples checked against it."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import click
+from click.testing import CliRunner
+
+from fsm_agent.cli import EXIT_CODES, EXIT_ERROR_ANSWER, cli
+from fsm_agent.config import RunConfig
+from tests.conftest import ROOT, SCENARIOS
+
+DOCS = ROOT / "docs"
+PAGES = [ROOT / "README.md", *sorted(DOCS.glob("*.md"))]
+
+
+def text(name: str) -> str:
+    return (DOCS / name).read_text()
+
+
+def table(doc: str, header: str) -> list[list[str]]:
+    """The rows of the Markdown table whose header line starts with `header`."""
+    start = doc.index(header)
+    rows = []
+    for line in doc[start:].splitlines()[2:]:
+        if not line.startswith("|"):
+            break
+        rows.append([cell.strip() for cell in re.split(r"(?<!\\)\|", line)[1:-1]])
+    return rows
+
+
+def anchors(page: Path) -> set[str]:
+    """GitHub's heading anchors: lower case, punctuation dropped, spaces to dashes."""
+    found = set()
+    for heading in re.findall(r"^#+ (.+)$", page.read_text(), re.M):
+        found.add(re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-"))
+    return found
+
+
+def test_every_link_between_the_docs_resolves() -> None:
+    for page in PAGES:
+        prose = re.sub(r"```.*?```", "", page.read_text(), flags=re.S)
+        for link in re.findall(r"\]\(([^)\s]+)\)", prose):
+            if link.startswith(("http://", "https://")):
+                continue
+            path, _, fragment = link.partition("#")
+            target = (page.parent / path).resolve() if path else page
+            assert target.exists(), f"{page.name}: {link}"
+            if fragment and target.suffix == ".md":
+                assert fragment in anchors(target), f"{page.name}: {link}"
+
+
+def test_the_module_table_names_every_module() -> None:
+    rows = table(text("architecture.md"), "| module | its one job |")
+    named = {row[0].strip("`") for row in rows}
+    package = ROOT / "fsm_agent"
+    modules = {p.name for p in package.glob("*.py") if p.name != "__init__.py"}
+    assert named == modules | {"tools/"}
+
+
+def test_the_summary_lists_every_command() -> None:
+    summary = text("cli.md").split("```")[1]
+    assert set(re.findall(r"^fsm-agent (\w+)", summary, re.M)) == set(cli.commands)
+
+
+def options_of(command: click.Command) -> set[str]:
+    return {
+        name
+        for param in command.params
+        if isinstance(param, click.Option)
+        for name in param.opts
+        if name.startswith("--") and name != "--help"
+    }
+
+
+def test_the_run_options_table_is_the_run_command_s() -> None:
+    rows = table(text("cli.md"), "| option | meaning |")
+    documented = {name for row in rows for name in re.findall(r"--[\w-]+", row[0])}
+    documented |= {name for row in rows for name in re.findall(r"`(--\w+)`", row[1])}
+    assert documented == options_of(cli.commands["run"])
+
+
+def test_the_exit_code_table_is_the_code_s() -> None:
+    rows = table(text("cli.md"), "| code | meaning |")
+    reasons = {int(code): re.match(r"`(\w+)`", meaning) for code, meaning in rows}
+    by_code = {code: m.group(1) for code, m in reasons.items() if m and code in EXIT_CODES.values()}
+    assert by_code == {code: reason for reason, code in EXIT_CODES.items()}
+    assert EXIT_ERROR_ANSWER in reasons
+
+
+def test_the_result_table_has_every_way_a_run_ends(tmp_path: Path) -> None:
+    rows = table(text("cli.md"), "| Terminal reason | `subtype` | `is_error` | exit code |")
+    ends = {row[0].split("`")[1]: int(row[3]) for row in rows if "API error" not in row[0]}
+    assert ends == EXIT_CODES
