@@ -95,3 +95,17 @@ def test_the_result_table_has_every_way_a_run_ends(tmp_path: Path) -> None:
     rows = table(text("cli.md"), "| Terminal reason | `subtype` | `is_error` | exit code |")
     ends = {row[0].split("`")[1]: int(row[3]) for row in rows if "API error" not in row[0]}
     assert ends == EXIT_CODES
+
+
+def test_the_json_result_sample_has_the_fields_a_run_prints(tmp_path: Path) -> None:
+    proc = CliRunner().invoke(
+        cli,
+        ["run", "--scripted", str(SCENARIOS / "fix_bug.json"), "--cwd", str(tmp_path)]
+        + ["--output-format", "json"],
+    )
+    assert proc.exit_code == 0, proc.output
+    printed = json.loads(proc.output)
+    sample = re.search(r"```json\n(\{\n  \"type\": \"result\".*?)\n```", text("cli.md"), re.S)
+    assert sample is not None
+    keys = re.findall(r'^  "(\w+)":', sample.group(1), re.M)
+    assert keys == list(printed)
