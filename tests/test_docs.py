@@ -109,3 +109,15 @@ def test_the_json_result_sample_has_the_fields_a_run_prints(tmp_path: Path) -> N
     assert sample is not None
     keys = re.findall(r'^  "(\w+)":', sample.group(1), re.M)
     assert keys == list(printed)
+
+
+def test_the_coverage_sample_is_what_coverage_prints() -> None:
+    sample = re.search(r"\$ fsm-agent coverage replays/\*\.jsonl\n(.*?)```", text("replay.md"), re.S)
+    assert sample is not None
+    logs = sorted(str(p.relative_to(ROOT)) for p in (ROOT / "replays").glob("*.jsonl"))
+    proc = CliRunner().invoke(cli, ["coverage", *logs])
+    assert proc.exit_code == 0, proc.output
+    printed = proc.output.splitlines()
+    for line in sample.group(1).splitlines():
+        if line and line != "…":
+            assert line in printed
