@@ -121,3 +121,11 @@ def test_the_coverage_sample_is_what_coverage_prints() -> None:
     for line in sample.group(1).splitlines():
         if line and line != "…":
             assert line in printed
+
+
+def test_the_autocompact_threshold_example_is_the_formula_s() -> None:
+    example = re.search(r"([\d,]+) on a\s+(\d+)k\s+window", text("scenarios.md"))
+    assert example is not None
+    window = int(example.group(2)) * 1000
+    threshold = int(example.group(1).replace(",", ""))
+    assert RunConfig(context_window=window).autocompact_threshold == threshold
