@@ -100,8 +100,10 @@ def test_the_result_table_has_every_way_a_run_ends(tmp_path: Path) -> None:
 def test_the_json_result_sample_has_the_fields_a_run_prints(tmp_path: Path) -> None:
     proc = CliRunner().invoke(
         cli,
-        ["run", "--scripted", str(SCENARIOS / "fix_bug.json"), "--cwd", str(tmp_path)]
-        + ["--output-format", "json"],
+        [
+            *("run", "--scripted", str(SCENARIOS / "fix_bug.json")),
+            *("--cwd", str(tmp_path), "--output-format", "json"),
+        ],
     )
     assert proc.exit_code == 0, proc.output
     printed = json.loads(proc.output)
@@ -112,7 +114,9 @@ def test_the_json_result_sample_has_the_fields_a_run_prints(tmp_path: Path) -> N
 
 
 def test_the_coverage_sample_is_what_coverage_prints() -> None:
-    sample = re.search(r"\$ fsm-agent coverage replays/\*\.jsonl\n(.*?)```", text("replay.md"), re.S)
+    sample = re.search(
+        r"\$ fsm-agent coverage replays/\*\.jsonl\n(.*?)```", text("replay.md"), re.S
+    )
     assert sample is not None
     logs = sorted(str(p.relative_to(ROOT)) for p in (ROOT / "replays").glob("*.jsonl"))
     proc = CliRunner().invoke(cli, ["coverage", *logs])
@@ -129,3 +133,61 @@ def test_the_autocompact_threshold_example_is_the_formula_s() -> None:
     window = int(example.group(2)) * 1000
     threshold = int(example.group(1).replace(",", ""))
     assert RunConfig(context_window=window).autocompact_threshold == threshold
+
+
+def test_the_chat_transcript_is_what_a_terminal_shows(tmp_path: Path) -> None:
+    """docs/cli.md's chat, typed as shown, in a pseudo-terminal, with docs/demo_chat.json."""
+    import io
+
+    import pexpect
+
+    from tests.test_chat_pty import spawn
+
+    shown = re.search(
+        r"```\n\$ fsm-agent chat --scripted demo_chat.json\n(.*?)\n›\n\$\n```", text("cli.md"), re.S
+    )
+    assert shown is not None
+    workspace = tmp_path / "demo2"
+    workspace.mkdir()
+    (workspace / "average.py").write_text(
+        "def average(xs):\n    return sum(xs) / (len(xs) + 1)\n\n\nprint(average([2, 4, 9]))\n"
+    )
+    child = spawn(["chat", "--scripted", str(DOCS / "demo_chat.json")], workspace)
+    child.logfile_read = screen = io.StringIO()
+    child.expect("› ")
+    child.sendline("why does average.py print the wrong number?")
+    child.expect("completed")
+    child.expect("› ")
+    child.sendline("fix it")
+    child.expect("Waiting for the model")
+    child.sendintr()
+    child.expect("aborted_streaming")
+    child.expect("› ")
+    child.sendline("fix it, then stop")
+    child.expect("completed")
+    child.expect("› ")
+    child.sendeof()
+    child.expect(pexpect.EOF)
+    child.close()
+    assert child.exitstatus == 0
+    assert "/ len(xs)\n" in (workspace / "average.py").read_text()
+
+    def normal(line: str) -> str:
+        line = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", line).rstrip()
+        line = line.replace(str(workspace), "/home/me/demo2")
+        line = re.sub(r"[0-9a-f]{8}-[0-9a-f-]{27}", "ID", line)
+        return re.sub(r"\(\d+\.\d\ds\)", "(TIME)", line)
+
+    seen = [normal(line) for line in re.split(r"\r\n|\r|\n", screen.getvalue())]
+    expected = [normal(line) for line in shown.group(1).splitlines() if not line.startswith("⠸")]
+
+    def shows(printed: str, line: str) -> bool:
+        """The same line, or cut to the terminal's width with `…` (a long tmp_path)."""
+        head, cut, tail = printed.partition("…")
+        return printed == line or bool(cut and line.startswith(head) and line.endswith(tail))
+
+    at = 0
+    for line in expected:
+        found = [i for i in range(at, len(seen)) if shows(seen[i], line)]
+        assert found, f"not shown (in this order): {line!r}"
+        at = found[0] + 1
