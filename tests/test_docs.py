@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import click
@@ -38,6 +40,29 @@ def anchors(page: Path) -> set[str]:
     for heading in re.findall(r"^#+ (.+)$", page.read_text(), re.M):
         found.add(re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-"))
     return found
+
+
+def normal(line: str) -> str:
+    """A line without colour, ids or durations."""
+    line = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", line).rstrip()
+    line = re.sub(r"[0-9a-f]{8}-[0-9a-f-]{27}", "ID", line)
+    return re.sub(r"\(\d+\.\d\ds\)", "(TIME)", line)
+
+
+def shows(printed: str, line: str) -> bool:
+    """The same line, or cut to the terminal's width with `…` (a long tmp_path)."""
+    head, cut, tail = printed.partition("…")
+    return printed == line or bool(cut and line.startswith(head) and line.endswith(tail))
+
+
+def assert_shown(doc: list[str], output: str, workspace: Path, shown_as: str) -> None:
+    """Every line the docs show (their `shown_as` the real workspace) was printed, in order."""
+    seen = [normal(line) for line in re.split(r"\r\n|\r|\n", output)]
+    at = 0
+    for line in (normal(line.replace(shown_as, str(workspace))) for line in doc):
+        found = [i for i in range(at, len(seen)) if shows(seen[i], line)]
+        assert found, f"not shown (in this order): {line!r}"
+        at = found[0] + 1
 
 
 def test_every_link_between_the_docs_resolves() -> None:
@@ -172,22 +197,34 @@ def test_the_chat_transcript_is_what_a_terminal_shows(tmp_path: Path) -> None:
     assert child.exitstatus == 0
     assert "/ len(xs)\n" in (workspace / "average.py").read_text()
 
-    def normal(line: str) -> str:
-        line = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", line).rstrip()
-        line = line.replace(str(workspace), "/home/me/demo2")
-        line = re.sub(r"[0-9a-f]{8}-[0-9a-f-]{27}", "ID", line)
-        return re.sub(r"\(\d+\.\d\ds\)", "(TIME)", line)
+    doc = [line for line in shown.group(1).splitlines() if not line.startswith("⠸")]
+    assert_shown(doc, screen.getvalue(), workspace, "/home/me/demo2")
 
-    seen = [normal(line) for line in re.split(r"\r\n|\r|\n", screen.getvalue())]
-    expected = [normal(line) for line in shown.group(1).splitlines() if not line.startswith("⠸")]
 
-    def shows(printed: str, line: str) -> bool:
-        """The same line, or cut to the terminal's width with `…` (a long tmp_path)."""
-        head, cut, tail = printed.partition("…")
-        return printed == line or bool(cut and line.startswith(head) and line.endswith(tail))
-
-    at = 0
-    for line in expected:
-        found = [i for i in range(at, len(seen)) if shows(seen[i], line)]
-        assert found, f"not shown (in this order): {line!r}"
-        at = found[0] + 1
+def test_the_piped_run_samples_are_what_a_run_prints(tmp_path: Path) -> None:
+    """README's and cli.md's `fsm-agent run --scripted replays/scenarios/fix_bug.json`, piped."""
+    samples = {
+        "/tmp/demo": re.search(
+            r"```text\n\$ fsm-agent run --scripted \S+ --cwd /tmp/demo\n(.*?)```",
+            (ROOT / "README.md").read_text(),
+            re.S,
+        ),
+        "/home/me/demo": re.search(
+            r"`fsm-agent run --scripted replays/scenarios/fix_bug.json \| cat`\):\n\n```\n(.*?)```",
+            text("cli.md"),
+            re.S,
+        ),
+    }
+    scripted = ("--scripted", str(SCENARIOS / "fix_bug.json"))
+    for shown_as, sample in samples.items():
+        assert sample is not None, shown_as
+        workspace = tmp_path / shown_as.strip("/").replace("/", "-")
+        workspace.mkdir()
+        proc = subprocess.run(
+            [*(sys.executable, "-m", "fsm_agent.cli", "run"), *scripted, "--cwd", str(workspace)],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert proc.returncode == 0, proc.stderr
+        assert_shown(sample.group(1).splitlines(), proc.stdout, workspace, shown_as)
