@@ -228,3 +228,17 @@ def test_the_piped_run_samples_are_what_a_run_prints(tmp_path: Path) -> None:
         )
         assert proc.returncode == 0, proc.stderr
         assert_shown(sample.group(1).splitlines(), proc.stdout, workspace, shown_as)
+
+
+def test_every_file_the_docs_name_is_there() -> None:
+    for page in PAGES:
+        for name in re.findall(
+            r"`((?:fsm_agent|tools|tests|docs|replays)/[\w/.-]+\.\w+)`", page.read_text()
+        ):
+            assert (ROOT / name).exists(), f"{page.name}: {name}"
+
+
+def test_the_benchmark_table_lists_every_benchmark() -> None:
+    rows = table((ROOT / "README.md").read_text(), "| script | measures |")
+    listed = {row[0].strip("`") for row in rows}
+    assert listed == {f"tools/{p.name}" for p in (ROOT / "tools").glob("bench_*.py")}
