@@ -242,3 +242,13 @@ def test_the_benchmark_table_lists_every_benchmark() -> None:
     rows = table((ROOT / "README.md").read_text(), "| script | measures |")
     listed = {row[0].strip("`") for row in rows}
     assert listed == {f"tools/{p.name}" for p in (ROOT / "tools").glob("bench_*.py")}
+
+
+def test_the_debugger_table_names_every_command_the_debugger_has() -> None:
+    from fsm_agent.debugger import HELP
+
+    debugger = text("replay.md").split("## The debugger")[1]
+    rows = table(debugger, "| command | what it does |")
+    documented = {code.split()[0] for row in rows for code in re.findall(r"`([^`]+)`", row[0])}
+    has = {part.split()[0] for names, _ in HELP for part in names.split(", ")}
+    assert documented == has
