@@ -252,3 +252,30 @@ def test_the_debugger_table_names_every_command_the_debugger_has() -> None:
     documented = {code.split()[0] for row in rows for code in re.findall(r"`([^`]+)`", row[0])}
     has = {part.split()[0] for names, _ in HELP for part in names.split(", ")}
     assert documented == has
+
+
+def test_every_notice_subtype_stream_json_prints_is_documented(tmp_path: Path) -> None:
+    rows = table(text("cli.md"), "| `type` | when | fields |")
+    documented = {
+        subtype
+        for row in rows
+        if row[0].startswith("`system`")
+        for subtype in re.findall(r"\w+", row[0])
+    } - {"system", "subtype"}
+    printed = set()
+    for name in (
+        *("autocompact", "collapse_drain", "reactive_compact", "model_fallback"),
+        *("max_output_tokens", "stop_hook_blocking", "token_budget"),
+    ):
+        workspace = tmp_path / name
+        workspace.mkdir()
+        proc = CliRunner().invoke(
+            cli,
+            [
+                *("run", "--scripted", str(SCENARIOS / f"{name}.json")),
+                *("--cwd", str(workspace), "--output-format", "stream-json"),
+            ],
+        )
+        lines = [json.loads(line) for line in proc.output.splitlines()]
+        printed |= {line["subtype"] for line in lines if line["type"] == "system"}
+    assert printed <= documented
