@@ -279,3 +279,11 @@ def test_every_notice_subtype_stream_json_prints_is_documented(tmp_path: Path) -
         lines = [json.loads(line) for line in proc.output.splitlines()]
         printed |= {line["subtype"] for line in lines if line["type"] == "system"}
     assert printed <= documented
+
+
+def test_scenario_runs_in_one_test_are_numbered_by_their_place(fsm_run, tmp_path: Path) -> None:
+    """docs/testing.md: the second run is NAME-2, whatever its name."""
+    fsm_run(str(SCENARIOS / "tool_round.json"))
+    inline = fsm_run({"prompt": "hi", "turns": [{"content": "Hello."}]})
+    assert inline.log == tmp_path / "scenario-2.jsonl"
+    assert (tmp_path / "workspace-2").is_dir()
