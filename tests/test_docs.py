@@ -287,3 +287,60 @@ def test_scenario_runs_in_one_test_are_numbered_by_their_place(fsm_run, tmp_path
     inline = fsm_run({"prompt": "hi", "turns": [{"content": "Hello."}]})
     assert inline.log == tmp_path / "scenario-2.jsonl"
     assert (tmp_path / "workspace-2").is_dir()
+
+
+def test_the_effect_table_schema_and_recorder_name_the_same_effects() -> None:
+    rows = table(text("log-format.md"), "| `name` | `request` | `args` | `result` |")
+    documented = {row[0].strip("`") for row in rows}
+    schema = json.loads(text("log-format.schema.json"))
+    (effect,) = [v for v in schema["oneOf"] if v["title"] == "effect"]
+    recorder = (ROOT / "fsm_agent" / "recording.py").read_text()
+    recorded = set(re.findall(r'self\.tape\.effect\(\s*"(\w+)"', recorder))
+    assert documented == set(effect["properties"]["name"]["enum"]) == recorded
+
+
+def test_every_shipped_log_and_the_rarer_records_match_the_schema(tmp_path: Path) -> None:
+    """Every replays/*.jsonl, and a log with a stored blob, a CLAUDE.md found on a read,
+    a question with no terminal to ask, and a resumed run's parent and read files."""
+    import jsonschema
+
+    validator = jsonschema.Draft202012Validator(json.loads(text("log-format.schema.json")))
+    scenario = tmp_path / "rare.json"
+    read = {"type": "tool_use", "name": "Read", "input": {"file_path": "sub/big.txt"}}
+    outside = {"file_path": str(tmp_path / "outside.txt"), "content": "x"}
+    write = {"type": "tool_use", "id": "t2", "name": "Write", "input": outside}
+    scenario.write_text(
+        json.dumps(
+            {
+                "prompt": "go",
+                "turns": [
+                    {"content": [{**read, "id": "t1"}]},
+                    {"content": [write]},
+                    {"content": "done"},
+                    {"content": "again"},
+                ],
+            }
+        )
+    )
+    workspace = tmp_path / "ws"
+    (workspace / "sub").mkdir(parents=True)
+    (workspace / "sub" / "big.txt").write_text(("y" * 1000 + "\n") * 200)
+    (workspace / "sub" / "CLAUDE.md").write_text("Notes for sub.\n")
+    first, second = tmp_path / "first.jsonl", tmp_path / "second.jsonl"
+    runner = CliRunner()
+    for args in (
+        ["run", "--scripted", str(scenario), "--cwd", str(workspace), "--log", str(first)],
+        ["run", "--resume", str(first), "more", "--scripted", str(scenario), "--log", str(second)],
+    ):
+        assert runner.invoke(cli, args).exit_code == 0
+    names = set()
+    for log in [first, second, *sorted((ROOT / "replays").glob("*.jsonl"))]:
+        for number, line in enumerate(log.read_text().splitlines(), 1):
+            record = json.loads(line)
+            errors = [e.message for e in validator.iter_errors(record)]
+            assert not errors, f"{log.name}:{number}: {errors}"
+            names.add(record.get("name"))
+    assert {"store_blob", "memory", "ask_permission"} <= names
+    header = json.loads(second.read_text().splitlines()[0])
+    assert header["parent"]["log"] == str(first)
+    assert "read_files" in json.loads(second.read_text().splitlines()[1])
