@@ -183,11 +183,12 @@ def _run_options(fn: Any) -> Any:
         click.option(
             "--permission-mode",
             type=click.Choice(
-                ["default", "acceptEdits", "plan", "dontAsk", "bypassPermissions", "auto"]
+                ["default", "acceptEdits", "plan", "dontAsk", "bypassPermissions", "auto", "manual"]
             ),
             help="How calls no rule decides are treated. Default: settings' defaultMode, "
-            "else default (asks; without a terminal, asking is denying). auto needs Claude "
-            "Code's safety classifier: it runs as default, with a warning.",
+            "else default (asks; without a terminal, asking is denying). manual is default's "
+            "newer name. auto needs Claude Code's safety classifier: it runs as default, "
+            "with a warning.",
         ),
         click.option(
             "--allowed-tools",
@@ -240,7 +241,7 @@ def _plan(
     from fsm_agent.launch import Plan
     from fsm_agent.models import context_window as window_of
     from fsm_agent.models import output_limits
-    from fsm_agent.permissions import UNSUPPORTED_MODES, unsupported_mode_warning
+    from fsm_agent.permissions import MODE_ALIASES, UNSUPPORTED_MODES, unsupported_mode_warning
     from fsm_agent.scripted import ScriptedHooks, ScriptedModel
     from fsm_agent.settings import SettingsError, load_settings
 
@@ -272,6 +273,7 @@ def _plan(
             err=True,
         )
         permission_mode = UNSUPPORTED_MODES[permission_mode]
+    permission_mode = MODE_ALIASES.get(permission_mode or "", permission_mode)
     config = config_with(
         base,
         cwd=workspace,

@@ -64,6 +64,19 @@ ScriptedOutcome = NewType("ScriptedOutcome", HookOutcome)
 """A hook outcome as a scenario scripts it: read refusing unknown keys, where a
 session log's outcome (a plain `HookOutcome`) ignores them, as logs do."""
 
+ScriptedEvent = Literal[
+    "SessionStart",
+    "UserPromptSubmit",
+    "PreToolUse",
+    "PostToolUse",
+    "PostToolUseFailure",
+    "Stop",
+    "PreCompact",
+    "PostCompact",
+]
+"""The hook events the loop asks (SessionEnd runs outside it): a misspelt one is
+refused, or its outcomes would quietly never be used."""
+
 ScriptedUsage = NewType("ScriptedUsage", Usage)
 """A turn's usage as a scenario scripts it: read refusing unknown keys, as above."""
 
@@ -139,7 +152,7 @@ class Scenario:
     description: str = ""
     prompt: str | None = None
     config: ScenarioConfig = ScenarioConfig()
-    hooks: dict[str, tuple[ScriptedOutcome, ...]] = field(factory=dict)
+    hooks: dict[ScriptedEvent, tuple[ScriptedOutcome, ...]] = field(factory=dict)
     settings: dict[str, Any] | None = field(default=None, validator=_valid_settings)
 
     def run_config(self, base: RunConfig) -> RunConfig:
@@ -340,8 +353,8 @@ def _block_events(index: int, block: ContentBlock, *, cut: bool) -> list[StreamE
 class ScriptedHooks:
     """Hook outcomes from the scenario, one per call of each event, in order."""
 
-    def __init__(self, outcomes: Mapping[str, Sequence[HookOutcome]]) -> None:
-        self._queues = {event: list(items) for event, items in outcomes.items()}
+    def __init__(self, outcomes: Mapping[ScriptedEvent, Sequence[HookOutcome]]) -> None:
+        self._queues: dict[str, list[HookOutcome]] = {e: list(o) for e, o in outcomes.items()}
         self.events = frozenset(outcomes)
 
     async def run(self, event: str, payload: dict[str, Any]) -> HookOutcome:

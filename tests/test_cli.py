@@ -329,3 +329,16 @@ def test_deny_rules_on_the_command_line(workspace: Path, tmp_path: Path, spellin
     assert proc.returncode == 0, proc.stderr
     assert not (workspace / "made.txt").exists()
     assert "has been denied by the rule" in proc.stdout
+
+
+def test_manual_mode_is_default_under_claude_code_s_newer_name(
+    workspace: Path, tmp_path: Path
+) -> None:
+    """docs/permissions-and-hooks.md: `manual` is accepted as an alias of `default`."""
+    proc = run_scripted(
+        "tool_round", workspace, tmp_path / "run.jsonl", "--permission-mode", "manual"
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert not (workspace / "notes.txt").exists()
+    header = json.loads((tmp_path / "run.jsonl").read_text().splitlines()[0])
+    assert header["config"].get("permission_mode", "default") == "default"

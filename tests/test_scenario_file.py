@@ -230,6 +230,12 @@ OUTCOME_KEYS = (
             {"turns": [], "hooks": {"Stop": [{"blocking_error": ["Run the tests first."]}]}},
             f"unknown key 'blocking_error' (known: {OUTCOME_KEYS}) @ $.hooks['Stop'][0]",
         ),
+        (
+            {"turns": [], "hooks": {"Stpo": [{"blocking_errors": ["Run the tests first."]}]}},
+            "invalid value, expected one of 'SessionStart', 'UserPromptSubmit', 'PreToolUse', "
+            "'PostToolUse', 'PostToolUseFailure', 'Stop', 'PreCompact', 'PostCompact' "
+            "@ $.hooks['Stpo']",
+        ),
     ],
 )
 def test_a_misspelt_key_is_refused_with_the_keys_there_are(

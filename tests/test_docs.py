@@ -1,0 +1,346 @@
+"""The docs say what the code does: links, tables and samples checked against it."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import click
+from click.testing import CliRunner
+
+from fsm_agent.cli import EXIT_CODES, EXIT_ERROR_ANSWER, cli
+from fsm_agent.config import RunConfig
+from tests.conftest import ROOT, SCENARIOS
+
+DOCS = ROOT / "docs"
+PAGES = [ROOT / "README.md", *sorted(DOCS.glob("*.md"))]
+
+
+def text(name: str) -> str:
+    return (DOCS / name).read_text()
+
+
+def table(doc: str, header: str) -> list[list[str]]:
+    """The rows of the Markdown table whose header line starts with `header`."""
+    start = doc.index(header)
+    rows = []
+    for line in doc[start:].splitlines()[2:]:
+        if not line.startswith("|"):
+            break
+        rows.append([cell.strip() for cell in re.split(r"(?<!\\)\|", line)[1:-1]])
+    return rows
+
+
+def anchors(page: Path) -> set[str]:
+    """GitHub's heading anchors: lower case, punctuation dropped, spaces to dashes."""
+    found = set()
+    for heading in re.findall(r"^#+ (.+)$", page.read_text(), re.M):
+        found.add(re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-"))
+    return found
+
+
+def normal(line: str) -> str:
+    """A line without colour, ids or durations."""
+    line = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", line).rstrip()
+    line = re.sub(r"[0-9a-f]{8}-[0-9a-f-]{27}", "ID", line)
+    return re.sub(r"\(\d+\.\d\ds\)", "(TIME)", line)
+
+
+def shows(printed: str, line: str) -> bool:
+    """The same line, or cut to the terminal's width with `…` (a long tmp_path)."""
+    head, cut, tail = printed.partition("…")
+    return printed == line or bool(cut and line.startswith(head) and line.endswith(tail))
+
+
+def assert_shown(doc: list[str], output: str, workspace: Path, shown_as: str) -> None:
+    """Every line the docs show (their `shown_as` the real workspace) was printed, in order."""
+    seen = [normal(line) for line in re.split(r"\r\n|\r|\n", output)]
+    at = 0
+    for line in (normal(line.replace(shown_as, str(workspace))) for line in doc):
+        found = [i for i in range(at, len(seen)) if shows(seen[i], line)]
+        assert found, f"not shown (in this order): {line!r}"
+        at = found[0] + 1
+
+
+def test_every_link_between_the_docs_resolves() -> None:
+    for page in PAGES:
+        prose = re.sub(r"```.*?```", "", page.read_text(), flags=re.S)
+        for link in re.findall(r"\]\(([^)\s]+)\)", prose):
+            if link.startswith(("http://", "https://")):
+                continue
+            path, _, fragment = link.partition("#")
+            target = (page.parent / path).resolve() if path else page
+            assert target.exists(), f"{page.name}: {link}"
+            if fragment and target.suffix == ".md":
+                assert fragment in anchors(target), f"{page.name}: {link}"
+
+
+def test_the_module_table_names_every_module() -> None:
+    rows = table(text("architecture.md"), "| module | its one job |")
+    named = {row[0].strip("`") for row in rows}
+    package = ROOT / "fsm_agent"
+    modules = {p.name for p in package.glob("*.py") if p.name != "__init__.py"}
+    assert named == modules | {"tools/"}
+
+
+def test_the_summary_lists_every_command() -> None:
+    summary = text("cli.md").split("```")[1]
+    assert set(re.findall(r"^fsm-agent (\w+)", summary, re.M)) == set(cli.commands)
+
+
+def options_of(command: click.Command) -> set[str]:
+    return {
+        name
+        for param in command.params
+        if isinstance(param, click.Option)
+        for name in param.opts
+        if name.startswith("--") and name != "--help"
+    }
+
+
+def test_the_run_options_table_is_the_run_command_s() -> None:
+    rows = table(text("cli.md"), "| option | meaning |")
+    documented = {name for row in rows for name in re.findall(r"--[\w-]+", row[0])}
+    documented |= {name for row in rows for name in re.findall(r"`(--\w+)`", row[1])}
+    assert documented == options_of(cli.commands["run"])
+
+
+def test_the_exit_code_table_is_the_code_s() -> None:
+    rows = table(text("cli.md"), "| code | meaning |")
+    reasons = {int(code): re.match(r"`(\w+)`", meaning) for code, meaning in rows}
+    by_code = {code: m.group(1) for code, m in reasons.items() if m and code in EXIT_CODES.values()}
+    assert by_code == {code: reason for reason, code in EXIT_CODES.items()}
+    assert EXIT_ERROR_ANSWER in reasons
+
+
+def test_the_result_table_has_every_way_a_run_ends(tmp_path: Path) -> None:
+    rows = table(text("cli.md"), "| Terminal reason | `subtype` | `is_error` | exit code |")
+    ends = {row[0].split("`")[1]: int(row[3]) for row in rows if "API error" not in row[0]}
+    assert ends == EXIT_CODES
+
+
+def test_the_json_result_sample_has_the_fields_a_run_prints(tmp_path: Path) -> None:
+    proc = CliRunner().invoke(
+        cli,
+        [
+            *("run", "--scripted", str(SCENARIOS / "fix_bug.json")),
+            *("--cwd", str(tmp_path), "--output-format", "json"),
+        ],
+    )
+    assert proc.exit_code == 0, proc.output
+    printed = json.loads(proc.output)
+    sample = re.search(r"```json\n(\{\n  \"type\": \"result\".*?)\n```", text("cli.md"), re.S)
+    assert sample is not None
+    keys = re.findall(r'^  "(\w+)":', sample.group(1), re.M)
+    assert keys == list(printed)
+
+
+def test_the_coverage_sample_is_what_coverage_prints() -> None:
+    sample = re.search(
+        r"\$ fsm-agent coverage replays/\*\.jsonl\n(.*?)```", text("replay.md"), re.S
+    )
+    assert sample is not None
+    logs = sorted(str(p.relative_to(ROOT)) for p in (ROOT / "replays").glob("*.jsonl"))
+    proc = CliRunner().invoke(cli, ["coverage", *logs])
+    assert proc.exit_code == 0, proc.output
+    printed = proc.output.splitlines()
+    for line in sample.group(1).splitlines():
+        if line and line != "…":
+            assert line in printed
+
+
+def test_the_autocompact_threshold_example_is_the_formula_s() -> None:
+    example = re.search(r"([\d,]+) on a\s+(\d+)k\s+window", text("scenarios.md"))
+    assert example is not None
+    window = int(example.group(2)) * 1000
+    threshold = int(example.group(1).replace(",", ""))
+    assert RunConfig(context_window=window).autocompact_threshold == threshold
+
+
+def test_the_chat_transcript_is_what_a_terminal_shows(tmp_path: Path) -> None:
+    """docs/cli.md's chat, typed as shown, in a pseudo-terminal, with docs/demo_chat.json."""
+    import io
+
+    import pexpect
+
+    from tests.test_chat_pty import spawn
+
+    shown = re.search(
+        r"```\n\$ fsm-agent chat --scripted demo_chat.json\n(.*?)\n›\n\$\n```", text("cli.md"), re.S
+    )
+    assert shown is not None
+    workspace = tmp_path / "demo2"
+    workspace.mkdir()
+    (workspace / "average.py").write_text(
+        "def average(xs):\n    return sum(xs) / (len(xs) + 1)\n\n\nprint(average([2, 4, 9]))\n"
+    )
+    child = spawn(["chat", "--scripted", str(DOCS / "demo_chat.json")], workspace)
+    child.logfile_read = screen = io.StringIO()
+    child.expect("› ")
+    child.sendline("why does average.py print the wrong number?")
+    child.expect("completed")
+    child.expect("› ")
+    child.sendline("fix it")
+    child.expect("Waiting for the model")
+    child.sendintr()
+    child.expect("aborted_streaming")
+    child.expect("› ")
+    child.sendline("fix it, then stop")
+    child.expect("completed")
+    child.expect("› ")
+    child.sendeof()
+    child.expect(pexpect.EOF)
+    child.close()
+    assert child.exitstatus == 0
+    assert "/ len(xs)\n" in (workspace / "average.py").read_text()
+
+    doc = [line for line in shown.group(1).splitlines() if not line.startswith("⠸")]
+    assert_shown(doc, screen.getvalue(), workspace, "/home/me/demo2")
+
+
+def test_the_piped_run_samples_are_what_a_run_prints(tmp_path: Path) -> None:
+    """README's and cli.md's `fsm-agent run --scripted replays/scenarios/fix_bug.json`, piped."""
+    samples = {
+        "/tmp/demo": re.search(
+            r"```text\n\$ fsm-agent run --scripted \S+ --cwd /tmp/demo\n(.*?)```",
+            (ROOT / "README.md").read_text(),
+            re.S,
+        ),
+        "/home/me/demo": re.search(
+            r"`fsm-agent run --scripted replays/scenarios/fix_bug.json \| cat`\):\n\n```\n(.*?)```",
+            text("cli.md"),
+            re.S,
+        ),
+    }
+    scripted = ("--scripted", str(SCENARIOS / "fix_bug.json"))
+    for shown_as, sample in samples.items():
+        assert sample is not None, shown_as
+        workspace = tmp_path / shown_as.strip("/").replace("/", "-")
+        workspace.mkdir()
+        proc = subprocess.run(
+            [*(sys.executable, "-m", "fsm_agent.cli", "run"), *scripted, "--cwd", str(workspace)],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert proc.returncode == 0, proc.stderr
+        assert_shown(sample.group(1).splitlines(), proc.stdout, workspace, shown_as)
+
+
+def test_every_file_the_docs_name_is_there() -> None:
+    for page in PAGES:
+        for name in re.findall(
+            r"`((?:fsm_agent|tools|tests|docs|replays)/[\w/.-]+\.\w+)`", page.read_text()
+        ):
+            assert (ROOT / name).exists(), f"{page.name}: {name}"
+
+
+def test_the_benchmark_table_lists_every_benchmark() -> None:
+    rows = table((ROOT / "README.md").read_text(), "| script | measures |")
+    listed = {row[0].strip("`") for row in rows}
+    assert listed == {f"tools/{p.name}" for p in (ROOT / "tools").glob("bench_*.py")}
+
+
+def test_the_debugger_table_names_every_command_the_debugger_has() -> None:
+    from fsm_agent.debugger import HELP
+
+    debugger = text("replay.md").split("## The debugger")[1]
+    rows = table(debugger, "| command | what it does |")
+    documented = {code.split()[0] for row in rows for code in re.findall(r"`([^`]+)`", row[0])}
+    has = {part.split()[0] for names, _ in HELP for part in names.split(", ")}
+    assert documented == has
+
+
+def test_every_notice_subtype_stream_json_prints_is_documented(tmp_path: Path) -> None:
+    rows = table(text("cli.md"), "| `type` | when | fields |")
+    documented = {
+        subtype
+        for row in rows
+        if row[0].startswith("`system`")
+        for subtype in re.findall(r"\w+", row[0])
+    } - {"system", "subtype"}
+    printed = set()
+    for name in (
+        *("autocompact", "collapse_drain", "reactive_compact", "model_fallback"),
+        *("max_output_tokens", "stop_hook_blocking", "token_budget"),
+    ):
+        workspace = tmp_path / name
+        workspace.mkdir()
+        proc = CliRunner().invoke(
+            cli,
+            [
+                *("run", "--scripted", str(SCENARIOS / f"{name}.json")),
+                *("--cwd", str(workspace), "--output-format", "stream-json"),
+            ],
+        )
+        lines = [json.loads(line) for line in proc.output.splitlines()]
+        printed |= {line["subtype"] for line in lines if line["type"] == "system"}
+    assert printed <= documented
+
+
+def test_scenario_runs_in_one_test_are_numbered_by_their_place(fsm_run, tmp_path: Path) -> None:
+    """docs/testing.md: the second run is NAME-2, whatever its name."""
+    fsm_run(str(SCENARIOS / "tool_round.json"))
+    inline = fsm_run({"prompt": "hi", "turns": [{"content": "Hello."}]})
+    assert inline.log == tmp_path / "scenario-2.jsonl"
+    assert (tmp_path / "workspace-2").is_dir()
+
+
+def test_the_effect_table_schema_and_recorder_name_the_same_effects() -> None:
+    rows = table(text("log-format.md"), "| `name` | `request` | `args` | `result` |")
+    documented = {row[0].strip("`") for row in rows}
+    schema = json.loads(text("log-format.schema.json"))
+    (effect,) = [v for v in schema["oneOf"] if v["title"] == "effect"]
+    recorder = (ROOT / "fsm_agent" / "recording.py").read_text()
+    recorded = set(re.findall(r'self\.tape\.effect\(\s*"(\w+)"', recorder))
+    assert documented == set(effect["properties"]["name"]["enum"]) == recorded
+
+
+def test_every_shipped_log_and_the_rarer_records_match_the_schema(tmp_path: Path) -> None:
+    """Every replays/*.jsonl, and a log with a stored blob, a CLAUDE.md found on a read,
+    a question with no terminal to ask, and a resumed run's parent and read files."""
+    import jsonschema
+
+    validator = jsonschema.Draft202012Validator(json.loads(text("log-format.schema.json")))
+    scenario = tmp_path / "rare.json"
+    read = {"type": "tool_use", "name": "Read", "input": {"file_path": "sub/big.txt"}}
+    outside = {"file_path": str(tmp_path / "outside.txt"), "content": "x"}
+    write = {"type": "tool_use", "id": "t2", "name": "Write", "input": outside}
+    scenario.write_text(
+        json.dumps(
+            {
+                "prompt": "go",
+                "turns": [
+                    {"content": [{**read, "id": "t1"}]},
+                    {"content": [write]},
+                    {"content": "done"},
+                    {"content": "again"},
+                ],
+            }
+        )
+    )
+    workspace = tmp_path / "ws"
+    (workspace / "sub").mkdir(parents=True)
+    (workspace / "sub" / "big.txt").write_text(("y" * 1000 + "\n") * 200)
+    (workspace / "sub" / "CLAUDE.md").write_text("Notes for sub.\n")
+    first, second = tmp_path / "first.jsonl", tmp_path / "second.jsonl"
+    runner = CliRunner()
+    for args in (
+        ["run", "--scripted", str(scenario), "--cwd", str(workspace), "--log", str(first)],
+        ["run", "--resume", str(first), "more", "--scripted", str(scenario), "--log", str(second)],
+    ):
+        assert runner.invoke(cli, args).exit_code == 0
+    names = set()
+    for log in [first, second, *sorted((ROOT / "replays").glob("*.jsonl"))]:
+        for number, line in enumerate(log.read_text().splitlines(), 1):
+            record = json.loads(line)
+            errors = [e.message for e in validator.iter_errors(record)]
+            assert not errors, f"{log.name}:{number}: {errors}"
+            names.add(record.get("name"))
+    assert {"store_blob", "memory", "ask_permission"} <= names
+    header = json.loads(second.read_text().splitlines()[0])
+    assert header["parent"]["log"] == str(first)
+    assert "read_files" in json.loads(second.read_text().splitlines()[1])
