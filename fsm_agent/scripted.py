@@ -161,7 +161,11 @@ class Scenario:
         their `defaultMode` is the mode unless the scenario's config names one.
         Options that should win over the scenario's are applied after: the command
         line's by cli.py, a Python caller's by `callers_choices` in `arun_scenario`."""
+        from fsm_agent.permissions import MODE_ALIASES
+
         chosen = {name: getattr(self.config, name) for name in SCENARIO_OPTIONS}
+        named = chosen["permission_mode"]
+        chosen["permission_mode"] = MODE_ALIASES.get(named, named) if named else None
         config = evolve(base, **{k: v for k, v in chosen.items() if v is not None})
         if self.settings is None:
             return config

@@ -370,3 +370,24 @@ def test_a_file_nested_too_deeply_for_json_is_one_error(tmp_path: Path) -> None:
     deep.write_text('{"turns": ' + "[" * 100_000 + "]" * 100_000 + "}")
     with pytest.raises(ScenarioError, match=r"deep\.json: not valid JSON: nested too deeply"):
         Scenario.load(deep)
+
+
+def test_a_scenarios_manual_mode_runs_and_is_reported_as_default(
+    tmp_path: Path, workspace: Path
+) -> None:
+    """`manual` is Claude Code's newer name for `default`: stream-json's init line and
+    the log header say the mode the run uses, as they do for the command line's."""
+    data = json.loads((ROOT / "replays" / "scenarios" / "tool_round.json").read_text())
+    data["config"] = {**data.get("config", {}), "permission_mode": "manual"}
+    scenario = tmp_path / "manual.json"
+    scenario.write_text(json.dumps(data))
+    log = tmp_path / "m.jsonl"
+    proc = fsm(
+        "run", "--scripted", str(scenario), "--cwd", str(workspace), "--log", str(log),
+        "--output-format", "stream-json",
+    )  # fmt: skip
+    init = json.loads(proc.stdout.splitlines()[0])
+    assert init["permissionMode"] == "default"
+    header = json.loads(log.read_text().splitlines()[0])
+    assert header["config"].get("permission_mode", "default") == "default"
+    assert not (workspace / "notes.txt").exists()
