@@ -60,7 +60,6 @@ def test_once_always_and_deny(workspace: Path, tmp_path: Path) -> None:
 
 def test_the_terminal_asks_and_the_answer_is_obeyed(workspace: Path, tmp_path: Path) -> None:
     import json
-    import sys
 
     import pexpect
 
@@ -80,14 +79,7 @@ def test_the_terminal_asks_and_the_answer_is_obeyed(workspace: Path, tmp_path: P
         )
     )  # fmt: skip
     (workspace / "keep.txt").write_text("k")
-    child = pexpect.spawn(
-        sys.executable,
-        ["-m", "fsm_agent.cli", "run", "--scripted", str(scenario), "--cwd", str(workspace),
-         "--log", str(tmp_path / "l.jsonl")],
-        timeout=30,
-        encoding="utf-8",
-    )  # fmt: skip
-    child.expect("Allow\\?")
+    child = _run_in_a_terminal(scenario, workspace, tmp_path)
     child.sendline("y")
     child.expect("Allow\\?")
     child.sendline("n")
@@ -148,17 +140,12 @@ def test_the_terminal_shows_the_call_as_written_whatever_brackets_it_holds(
     assert "Allow? [y] once  [a] always (Bash(echo [/] *))  [n] deny" in shown
 
 
-def _asking(workspace: Path, tmp_path: Path) -> Any:
-    """`fsm-agent run` in a terminal, stopped at the question about `touch asked`."""
-    import json
+def _run_in_a_terminal(scenario: Path, workspace: Path, tmp_path: Path) -> Any:
+    """`fsm-agent run` of `scenario` in a pseudo-terminal, stopped at its first question."""
     import sys
 
     import pexpect
 
-    scenario = tmp_path / "s.json"
-    call = {"type": "tool_use", "id": "t1", "name": "Bash", "input": {"command": "touch asked"}}
-    scenario.write_text(json.dumps({"prompt": "p", "turns": [{"content": [call]},
-                                                             {"content": "done"}]}))  # fmt: skip
     child = pexpect.spawn(
         sys.executable,
         ["-m", "fsm_agent.cli", "run", "--scripted", str(scenario), "--cwd", str(workspace),
@@ -167,6 +154,18 @@ def _asking(workspace: Path, tmp_path: Path) -> Any:
         encoding="utf-8",
     )  # fmt: skip
     child.expect("Allow\\?")
+    return child
+
+
+def _asking(workspace: Path, tmp_path: Path) -> Any:
+    """`fsm-agent run` in a terminal, stopped at the question about `touch asked`."""
+    import json
+
+    scenario = tmp_path / "s.json"
+    call = {"type": "tool_use", "id": "t1", "name": "Bash", "input": {"command": "touch asked"}}
+    scenario.write_text(json.dumps({"prompt": "p", "turns": [{"content": [call]},
+                                                             {"content": "done"}]}))  # fmt: skip
+    child = _run_in_a_terminal(scenario, workspace, tmp_path)
     return child
 
 

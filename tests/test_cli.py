@@ -15,14 +15,18 @@ from tests.conftest import ROOT, SCENARIOS
 
 
 def fsm(
-    *args: str, cwd: Path | None = None, env: dict | None = None, input: str | None = None
+    *args: str | bytes,
+    cwd: Path | None = None,
+    env: dict | None = None,
+    input: str | bytes | None = None,
 ) -> subprocess.CompletedProcess:
+    """`fsm-agent ARGS` with no API key; text in and out, or bytes given `input` bytes."""
     full_env = {**os.environ, **(env or {})}
     full_env.pop("ANTHROPIC_API_KEY", None)
     return subprocess.run(
         [sys.executable, "-m", "fsm_agent.cli", *args],
         capture_output=True,
-        text=True,
+        text=not isinstance(input, bytes),
         cwd=cwd,
         env=full_env,
         input=input,

@@ -5,29 +5,20 @@ from the log writer after the log file was opened."""
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from tests.conftest import SCENARIOS
+from tests.test_cli import fsm
 
 BAD = b"caf\xe9 \xff"
 ANSWER = {"turns": [{"content": "Noted."}, {"content": "Noted again."}]}
 
 
 def fsm_bytes(*args: str | bytes, cwd: Path, stdin: bytes = b"") -> subprocess.CompletedProcess:
-    env = {k: v for k, v in os.environ.items() if k != "ANTHROPIC_API_KEY"}
-    return subprocess.run(
-        [sys.executable, "-m", "fsm_agent.cli", *args],
-        capture_output=True,
-        cwd=cwd,
-        env=env,
-        input=stdin,
-        timeout=60,
-    )
+    return fsm(*args, cwd=cwd, input=stdin)
 
 
 def one_error_line(proc: subprocess.CompletedProcess, needle: str) -> None:
