@@ -9,8 +9,7 @@ from __future__ import annotations
 from attrs import field, frozen
 
 from fsm_agent.command_hooks import HookMatcher
-from fsm_agent.model import CAPPED_DEFAULT_MAX_TOKENS, ESCALATED_MAX_TOKENS
-from fsm_agent.models import DEFAULT_CONTEXT_WINDOW
+from fsm_agent.models import CAPPED_DEFAULT_MAX_TOKENS, DEFAULT_CONTEXT_WINDOW, ESCALATED_MAX_TOKENS
 from fsm_agent.permission_types import PermissionSettings
 
 DEFAULT_MODEL = "claude-sonnet-4-6"

@@ -13,9 +13,6 @@ from fsm_agent.events import StreamEvent
 from fsm_agent.jsontext import canonical
 from fsm_agent.state import Transcript
 
-CAPPED_DEFAULT_MAX_TOKENS = 8_000
-ESCALATED_MAX_TOKENS = 64_000
-
 
 @frozen
 class ToolSpec:

@@ -19,7 +19,10 @@ from __future__ import annotations
 import re
 from functools import cache
 
-from fsm_agent.model import CAPPED_DEFAULT_MAX_TOKENS, ESCALATED_MAX_TOKENS
+CAPPED_DEFAULT_MAX_TOKENS = 8_000
+ESCALATED_MAX_TOKENS = 64_000
+"""Claude Code's `max_tokens`: the cap a request goes out with, and the clean retry's
+after a cut output. This module stays light (`--help` imports it), so they live here."""
 
 DEFAULT_CONTEXT_WINDOW = 200_000
 MIN_CONTEXT_WINDOW = 40_000

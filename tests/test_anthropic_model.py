@@ -39,7 +39,8 @@ from fsm_agent.messages import (
     Usage,
     user,
 )
-from fsm_agent.model import CAPPED_DEFAULT_MAX_TOKENS, ModelRequest, ToolSpec
+from fsm_agent.model import ModelRequest, ToolSpec
+from fsm_agent.models import CAPPED_DEFAULT_MAX_TOKENS
 from fsm_agent.state import Transcript
 from tests.messages_server import (
     COUNT_TOKENS,
