@@ -25,6 +25,7 @@ from fsm_agent.events import Notice
 from fsm_agent.machine import MODEL_FALLBACK, Continue, Terminal
 from fsm_agent.messages import Message, TextBlock, ToolResultBlock, ToolUseBlock, tool_results
 from fsm_agent.phases import Run
+from fsm_agent.prelude import reminders
 from fsm_agent.preprocess import compact_hook
 from fsm_agent.state import (
     AutoCompactTracking,
@@ -216,9 +217,14 @@ async def collapse_drain_retry(
 
 
 async def stop_hook_blocking(run: Run, state: LoopState, it: Iteration, facts: Facts) -> LoopState:
-    feedback = tuple(meta(f"Stop hook feedback:\n{error}") for error in facts.blocking_errors)
-    for error in facts.blocking_errors:
-        run.emit(Notice("hook", f"Stop hook: {error.strip()} (the model goes on)"))
+    """A Stop hook's block goes to the model as its feedback; context a Stop hook adds
+    instead (`additionalContext`), as a reminder: both make it go on."""
+    feedback = (
+        *(meta(f"Stop hook feedback:\n{error}") for error in facts.blocking_errors),
+        *reminders(facts.stop_context),
+    )
+    for text in (*facts.blocking_errors, *facts.stop_context):
+        run.emit(Notice("hook", f"Stop hook: {text.strip()} (the model goes on)"))
     return _whole(
         messages=it.messages_for_query.extend((*it.assistant_messages, *feedback)),
         tool_context=_tool_context(state, it),

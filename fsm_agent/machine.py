@@ -148,8 +148,10 @@ EDGES: tuple[Edge, ...] = (
     _edge(P.STOP_HOOKS, T.STOP_HOOK_PREVENTED, T.STOP_HOOK_PREVENTED,
           "a stop hook prevents continuing", lambda s, f: f.hook_prevented),
     _edge(P.STOP_HOOKS, C.STOP_HOOK_BLOCKING, P.PREPROCESS,
-          f"stop hooks returned blocking errors, fewer than {MAX_STOP_HOOK_BLOCKS} in a row",
-          lambda s, f: bool(f.blocking_errors) and s.stop_hook_blocks < MAX_STOP_HOOK_BLOCKS),
+          "stop hooks returned blocking errors or context to go on with, "
+          f"fewer than {MAX_STOP_HOOK_BLOCKS} in a row",
+          lambda s, f: bool(f.blocking_errors or f.stop_context)
+          and s.stop_hook_blocks < MAX_STOP_HOOK_BLOCKS),
     _edge(P.STOP_HOOKS, C.TOKEN_BUDGET_CONTINUATION, P.PREPROCESS,
           "token budget not spent", lambda s, f: f.budget_nudge is not None),
     _edge(P.STOP_HOOKS, T.COMPLETED, T.COMPLETED, "otherwise"),

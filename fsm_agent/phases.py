@@ -282,6 +282,7 @@ async def stop_hooks(run: Run, state: LoopState, it: Iteration) -> tuple[Iterati
         hook_prevented=outcome.prevent_continuation or outcome.interrupted,
         stop_reason=stop_reason,
         blocking_errors=tuple(outcome.blocking_errors),
+        stop_context=tuple(outcome.additional_context),
         budget_nudge=token_budget_nudge(run.config, state, it),
     )
 

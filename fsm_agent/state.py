@@ -307,6 +307,7 @@ class Facts:
     hook_prevented: bool = False
     stop_reason: str | None = None
     blocking_errors: tuple[str, ...] = ()
+    stop_context: tuple[str, ...] = ()
     budget_nudge: str | None = None
     max_turns: int | None = None
 

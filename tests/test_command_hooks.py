@@ -544,6 +544,27 @@ def test_session_start_runs_again_after_an_autocompaction_with_source_compact(
     assert second.is_meta and "The gist." in second.text
 
 
+def test_a_stop_hooks_additional_context_makes_the_model_go_on_with_it(
+    workspace: Path, tmp_path: Path
+) -> None:
+    """Claude Code: a Stop hook's `additionalContext`, instead of a block, continues
+    the run as non-error feedback. Here through `stop_hook_blocking`, as a reminder."""
+    once = script(
+        tmp_path / "once.sh",
+        'if [ ! -f "$CLAUDE_PROJECT_DIR/once" ]; then touch "$CLAUDE_PROJECT_DIR/once"\n'
+        'echo \'{"hookSpecificOutput": {"hookEventName": "Stop", '
+        '"additionalContext": "Run the tests too."}}\'; fi\n',
+    )
+    settings = {"hooks": {"Stop": [{"hooks": [{"type": "command", "command": once}]}]}}
+    data = {"turns": [{"content": "Done."}, {"content": "Tests pass."}], "settings": settings}
+    result = _run(workspace, data, tmp_path)
+    assert result.reason == "completed"
+    assert [s.edge for s in result.path].count("stop_hook_blocking") == 1
+    reminder = "<system-reminder>\nRun the tests too.\n</system-reminder>"
+    texts = [(m.role, m.text) for m in result.messages]
+    assert texts[-3:] == [("assistant", "Done."), ("user", reminder), ("assistant", "Tests pass.")]
+
+
 def test_a_hooks_if_rule_limits_it_to_the_calls_it_names(workspace: Path, tmp_path: Path) -> None:
     no_git = capture(tmp_path, "git", 'echo "no git here" >&2; exit 2')
     src = script(
