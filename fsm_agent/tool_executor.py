@@ -19,7 +19,7 @@ import os
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from attrs import frozen
+from attrs import evolve, frozen
 
 from fsm_agent.config import RunConfig
 from fsm_agent.effects import INTERRUPTED, AbortSignal, Effects
@@ -150,6 +150,11 @@ class ToolExecutor:
         reported at all. Their pipelines still finish through the effects
         door, so every effect they began is recorded and the log stays whole.
         """
+        return tuple(c.result for c in await self._stop(ids, reason, report))
+
+    async def _stop(
+        self, ids: Sequence[str] | None, reason: str | None, report: bool
+    ) -> list[CallResult]:
         ids = list(self._tasks) if ids is None else [i for i in ids if i in self._tasks]
         for i in ids:
             self._cancel[i].set()
@@ -157,18 +162,17 @@ class ToolExecutor:
         for i in ids:
             self._tasks.pop(i, None)
             self._cancel.pop(i, None)
-        results: list[ToolResultBlock] = []
+        calls: list[CallResult] = []
         for call in done:
             if not isinstance(call, CallResult):
                 continue
-            result = call.result
             if not call.reported:
                 if reason is not None:
-                    result = _reworded(result, reason)
+                    call = evolve(call, result=_reworded(call.result, reason))
                 if report:
-                    self.emit(ToolFinished(result, call.name, call.duration_s))
-            results.append(result)
-        return tuple(results)
+                    self.emit(ToolFinished(call.result, call.name, call.duration_s))
+            calls.append(call)
+        return calls
 
     async def _collect(self, block: ToolUseBlock, read_files: dict[str, float],
                        invalid: str | None, *, alone: bool = False) -> CallResult:  # fmt: skip
@@ -210,9 +214,17 @@ class ToolExecutor:
             if not (aborted or stop) and self.effects.aborted("tools"):
                 aborted = True
             if aborted or stop:
-                await self.cancel([b.id for b in group])
+                # A call started while the model streamed may have finished: it keeps its answer.
+                ran = {
+                    c.result.tool_use_id: c
+                    for c in await self._stop([b.id for b in group], None, True)
+                }
                 text = INTERRUPTED if aborted else f"Not run: the run was stopped ({stop})"
                 for b in group:
+                    if (call := ran.get(b.id)) is not None:
+                        files.update(call.read_files)
+                        results.append(call.result)
+                        continue
                     results.append(result := ToolResultBlock(b.id, text, True))
                     self.emit(ToolRefused(b, result))
                 continue

@@ -368,3 +368,59 @@ def test_sigterm_while_bash_runs_ends_the_run_as_ctrl_c_does(
     assert (result["t"], result["reason"]) == ("result", "aborted_tools")
     assert _process_gone(int(pid_file.read_text()))
     assert fsm("replay", "--check", str(log)).returncode == 0
+
+
+class Instant:
+    """A concurrency-safe tool that answers without awaiting: started while the model
+    streams, it has finished before the stream goes on."""
+
+    name = "Instant"
+    description = "instant"
+    input_schema: dict[str, Any] = {"type": "object", "properties": {}}  # noqa: RUF012
+
+    async def run(self, input: dict[str, Any], env: ToolEnv) -> ToolOutcome:
+        return ToolOutcome("instant answer", read_files={"/ws/seen.txt": 1.0})
+
+
+def test_interrupt_when_tools_start_keeps_the_answer_of_a_call_that_finished(
+    tmp_path: Path,
+) -> None:
+    """Ctrl-C as tool execution begins: a call that finished while the model streamed
+    keeps its answer (and the files it read), shown once; only the call that never
+    started is refused as interrupted."""
+    data = _turns(_use("i1", "Instant"), _use("w1", "Write", file_path="x.txt", content="x"))
+    data["turns"][0]["interrupt"] = "tools"
+    scenario = Scenario.parse(data)
+    abort = AbortSignal()
+    config = RunConfig(
+        cwd=str(tmp_path),
+        model="scripted",
+        concurrency_safe_tools=("Instant",),
+        permission_mode="bypassPermissions",
+    )
+    seen: list[DriverEvent] = []
+    log = tmp_path / "tools.jsonl"
+    result = asyncio.run(
+        arun(
+            "go",
+            model=ScriptedModel(scenario, abort),
+            config=config,
+            tools={**default_tools(), "Instant": Instant()},
+            abort=abort,
+            log=log,
+            on_event=seen.append,
+        )
+    )
+    assert result.reason == "aborted_tools"
+    instant, write = _results(result)
+    assert (instant.tool_use_id, instant.text, instant.is_error) == ("i1", "instant answer", False)
+    assert (write.tool_use_id, write.text, write.is_error) == ("w1", INTERRUPTED, True)
+    shown = [
+        (type(e).__name__, e.result.tool_use_id)
+        for e in seen
+        if isinstance(e, ToolFinished | ToolRefused)
+    ]
+    assert shown == [("ToolFinished", "i1"), ("ToolRefused", "w1")]
+    assert not (tmp_path / "x.txt").exists()
+    assert result.read_files == {"/ws/seen.txt": 1.0}
+    assert replay(log).messages == result.messages
