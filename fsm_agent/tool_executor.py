@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import os
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Coroutine, Iterable, Mapping, Sequence
 from typing import Any
 
 from attrs import evolve, frozen
@@ -231,9 +231,7 @@ class ToolExecutor:
             if len(group) == 1:
                 done = [await self._collect(group[0], files, invalid.get(group[0].id), alone=True)]
             else:
-                done = await asyncio.gather(
-                    *(self._collect(b, files, invalid.get(b.id)) for b in group)
-                )
+                done = await _together(self._collect(b, files, invalid.get(b.id)) for b in group)
             for call in done:
                 files.update(call.read_files)
                 results.append(call.result)
@@ -402,6 +400,19 @@ class ToolExecutor:
             f"<tool_use_error>The user denied permission to use {name} ({reason}). "
             "Do not retry this call; ask the user how to proceed.</tool_use_error>"
         )
+
+
+async def _together(calls: Iterable[Coroutine[Any, Any, CallResult]]) -> list[CallResult]:
+    """The calls' results, run at once; if one fails, the others are cancelled and waited
+    for before the failure goes on, so no call runs on after the run has ended."""
+    tasks = [asyncio.ensure_future(c) for c in calls]
+    try:
+        return await asyncio.gather(*tasks)
+    except BaseException:
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        raise
 
 
 def _reworded(result: ToolResultBlock, reason: str) -> ToolResultBlock:

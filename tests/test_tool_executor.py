@@ -424,3 +424,55 @@ def test_interrupt_when_tools_start_keeps_the_answer_of_a_call_that_finished(
     assert not (tmp_path / "x.txt").exists()
     assert result.read_files == {"/ws/seen.txt": 1.0}
     assert replay(log).messages == result.messages
+
+
+class Waits:
+    """A concurrency-safe tool that waits until it is cancelled, and says it was."""
+
+    name = "Waits"
+    description = "waits"
+    input_schema: dict[str, Any] = {"type": "object", "properties": {}}  # noqa: RUF012
+
+    def __init__(self) -> None:
+        self.cancelled = False
+
+    async def run(self, input: dict[str, Any], env: ToolEnv) -> ToolOutcome:
+        try:
+            await asyncio.Event().wait()
+        except asyncio.CancelledError:
+            self.cancelled = True
+            raise
+        return ToolOutcome("never")
+
+
+def test_a_run_that_fails_in_a_batch_leaves_no_call_of_it_running(tmp_path: Path) -> None:
+    """The caller's event callback fails when one call of a concurrent batch finishes:
+    the run raises, and by then its other call has been cancelled, not left running on
+    after the run (a Bash command would go on changing files no log records)."""
+    waits = Waits()
+    scenario = Scenario.parse(_turns(_use("i1", "Instant"), _use("w1", "Waits")))
+    config = RunConfig(
+        cwd=str(tmp_path),
+        model="scripted",
+        concurrency_safe_tools=("Instant", "Waits"),
+        permission_mode="bypassPermissions",
+        streaming_tools=False,
+    )
+
+    def on_event(event: DriverEvent) -> None:
+        if isinstance(event, ToolFinished):
+            raise RuntimeError("callback bug")
+
+    async def go() -> bool:
+        with pytest.raises(RuntimeError, match="callback bug"):
+            await arun(
+                "go",
+                model=ScriptedModel(scenario),
+                config=config,
+                tools={"Instant": Instant(), "Waits": waits},
+                log=tmp_path / "fail.jsonl",
+                on_event=on_event,
+            )
+        return waits.cancelled
+
+    assert asyncio.run(asyncio.wait_for(go(), 30))
