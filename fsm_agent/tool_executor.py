@@ -241,18 +241,16 @@ class ToolExecutor:
             aborted = True
         return BatchResult(tuple(results), files, aborted, stop)
 
-    def abandon(self) -> None:
+    async def abandon(self) -> None:
         """The run ended by an exception (a replay that diverged, or whose log ran out):
-        calls started early are cancelled and their outcomes dropped, so none is left
-        running, nor failed with nobody to read why."""
-        for task in self._tasks.values():
-            if task.done():
-                _drop_outcome(task)
-            else:
-                task.cancel()
-                task.add_done_callback(_drop_outcome)
+        calls started early are cancelled, waited for, and their outcomes dropped, so
+        none is left running, nor failed with nobody to read why."""
+        tasks = list(self._tasks.values())
         self._tasks.clear()
         self._cancel.clear()
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
 
     # --- one call -------------------------------------------------------
 
@@ -421,11 +419,6 @@ def _reworded(result: ToolResultBlock, reason: str) -> ToolResultBlock:
     if isinstance(content, str) and content.startswith(INTERRUPTED):
         return ToolResultBlock(result.tool_use_id, reason + content[len(INTERRUPTED) :], True)
     return result
-
-
-def _drop_outcome(task: asyncio.Task[CallResult]) -> None:
-    if not task.cancelled():
-        task.exception()
 
 
 def _reminders(outcome: HookOutcome) -> list[str]:

@@ -476,3 +476,36 @@ def test_a_run_that_fails_in_a_batch_leaves_no_call_of_it_running(tmp_path: Path
         return waits.cancelled
 
     assert asyncio.run(asyncio.wait_for(go(), 30))
+
+
+def test_a_run_that_fails_while_the_model_streams_leaves_no_early_call_running(
+    tmp_path: Path,
+) -> None:
+    """The callback fails on text streamed after a call started early: when the run
+    raises, that call has been cancelled, not merely asked to stop."""
+    waits = Waits()
+    scenario = Scenario.parse(_turns(_use("w1", "Waits"), {"type": "text", "text": "more"}))
+    config = RunConfig(
+        cwd=str(tmp_path),
+        model="scripted",
+        concurrency_safe_tools=("Waits",),
+        permission_mode="bypassPermissions",
+    )
+
+    def on_event(event: DriverEvent) -> None:
+        if isinstance(event, TextDelta):
+            raise RuntimeError("callback bug")
+
+    async def go() -> bool:
+        with pytest.raises(RuntimeError, match="callback bug"):
+            await arun(
+                "go",
+                model=ScriptedModel(scenario),
+                config=config,
+                tools={"Waits": waits},
+                log=tmp_path / "early.jsonl",
+                on_event=on_event,
+            )
+        return waits.cancelled
+
+    assert asyncio.run(asyncio.wait_for(go(), 30))
