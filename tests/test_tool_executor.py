@@ -28,6 +28,7 @@ from fsm_agent.scripted import Scenario, ScriptedModel
 from fsm_agent.session import arun, default_tools, replay, run_scenario
 from fsm_agent.tool_executor import absolute_paths, partition
 from fsm_agent.tools.base import ToolEnv, ToolOutcome
+from tests.conftest import SCENARIOS
 from tests.test_cli import fsm
 
 
@@ -509,3 +510,36 @@ def test_a_run_that_fails_while_the_model_streams_leaves_no_early_call_running(
         return waits.cancelled
 
     assert asyncio.run(asyncio.wait_for(go(), 30))
+
+
+ENV_CAP = "CLAUDE_CODE_MAX_TOOL_USE_CONCURRENCY"
+
+
+def test_the_cap_comes_from_claude_codes_variable(workspace: Path, tmp_path: Path) -> None:
+    """As in Claude Code, the variable sets how many safe calls run at once; the log's
+    header keeps it, so the replay groups the calls as the run did."""
+    import json
+
+    log = tmp_path / "cap.jsonl"
+    proc = fsm(
+        "run", "--scripted", str(SCENARIOS / "tool_round.json"), "--cwd", str(workspace),
+        "--log", str(log), env={ENV_CAP: "3"},
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(log.read_text().splitlines()[0])["config"]["max_tool_concurrency"] == 3
+    assert fsm("replay", "--check", str(log)).returncode == 0
+
+
+@pytest.mark.parametrize("value", ["0", "-2", "ten", "1.5"])
+def test_a_bad_cap_in_claude_codes_variable_is_a_usage_error(
+    workspace: Path, tmp_path: Path, value: str
+) -> None:
+    proc = fsm(
+        "run", "--scripted", str(SCENARIOS / "tool_round.json"), "--cwd", str(workspace),
+        "--log", str(tmp_path / "bad.jsonl"), env={ENV_CAP: value},
+    )  # fmt: skip
+    assert proc.returncode == 2
+    assert proc.stderr == (
+        f"fsm-agent: error: {ENV_CAP} must be a whole number of 1 or more, not {value!r}\n"
+    )
+    assert not (tmp_path / "bad.jsonl").exists()
