@@ -141,20 +141,15 @@ class ToolExecutor:
 
     async def cancel(
         self, ids: Sequence[str] | None = None, *, reason: str | None = None, report: bool = True
-    ) -> tuple[ToolResultBlock, ...]:
+    ) -> list[CallResult]:
         """Stop calls started early (the stream failed or was interrupted) and wait for them;
-        the results they ended with, finished or cut short.
+        what they ended with, finished or cut short.
 
         A cut call's result says `reason` (a model error) instead of the user
         interrupt; with `report` False (the message was discarded) it is not
         reported at all. Their pipelines still finish through the effects
         door, so every effect they began is recorded and the log stays whole.
         """
-        return tuple(c.result for c in await self._stop(ids, reason, report))
-
-    async def _stop(
-        self, ids: Sequence[str] | None, reason: str | None, report: bool
-    ) -> list[CallResult]:
         ids = list(self._tasks) if ids is None else [i for i in ids if i in self._tasks]
         for i in ids:
             self._cancel[i].set()
@@ -215,10 +210,7 @@ class ToolExecutor:
                 aborted = True
             if aborted or stop:
                 # A call started while the model streamed may have finished: it keeps its answer.
-                ran = {
-                    c.result.tool_use_id: c
-                    for c in await self._stop([b.id for b in group], None, True)
-                }
+                ran = {c.result.tool_use_id: c for c in await self.cancel([b.id for b in group])}
                 text = INTERRUPTED if aborted else f"Not run: the run was stopped ({stop})"
                 for b in group:
                     if (call := ran.get(b.id)) is not None:
@@ -398,6 +390,11 @@ class ToolExecutor:
             f"<tool_use_error>The user denied permission to use {name} ({reason}). "
             "Do not retry this call; ask the user how to proceed.</tool_use_error>"
         )
+
+
+def reads_of(calls: Iterable[CallResult]) -> dict[str, float]:
+    """The files `calls` read, as the next run of the conversation counts them."""
+    return {path: mtime for call in calls for path, mtime in call.read_files.items()}
 
 
 async def _together(calls: Iterable[Coroutine[Any, Any, CallResult]]) -> list[CallResult]:

@@ -543,3 +543,37 @@ def test_a_bad_cap_in_claude_codes_variable_is_a_usage_error(
         f"fsm-agent: error: {ENV_CAP} must be a whole number of 1 or more, not {value!r}\n"
     )
     assert not (tmp_path / "bad.jsonl").exists()
+
+
+@pytest.mark.parametrize("end", ["interrupt", "model_error"])
+def test_a_call_that_finished_before_the_stream_ended_counts_its_reads(
+    tmp_path: Path, end: str
+) -> None:
+    """The transcript keeps the answer of a call that finished while the model streamed,
+    so the files it read count as read for the next run of the conversation (an Edit
+    needs no re-read), as they do when tools run after the stream."""
+    data = _turns(_use("i1", "Instant"), {"type": "text", "text": "and some words " * 20})
+    if end == "interrupt":
+        data["turns"][0]["interrupt"] = "streaming"
+    else:
+        data["turns"][0]["cut_after"] = 12
+    abort = AbortSignal()
+    config = RunConfig(
+        cwd=str(tmp_path), model="scripted", concurrency_safe_tools=("Instant",),
+        permission_mode="bypassPermissions",
+    )  # fmt: skip
+    log = tmp_path / "reads.jsonl"
+    result = asyncio.run(
+        arun(
+            "go",
+            model=ScriptedModel(Scenario.parse(data), abort),
+            config=config,
+            tools={"Instant": Instant()},
+            abort=abort,
+            log=log,
+        )
+    )
+    assert result.reason == ("aborted_streaming" if end == "interrupt" else "model_error")
+    assert _results(result)[0].text == "instant answer"
+    assert result.read_files == {"/ws/seen.txt": 1.0}
+    assert replay(log).read_files == result.read_files
