@@ -157,10 +157,11 @@ class ToolExecutor:
         for i in ids:
             self._tasks.pop(i, None)
             self._cancel.pop(i, None)
+        failed = [e for e in done if isinstance(e, BaseException)]
+        if failed:  # every call has stopped; the first failure goes on, as `run_all`'s would
+            raise failed[0]
         calls: list[CallResult] = []
-        for call in done:
-            if not isinstance(call, CallResult):
-                continue
+        for call in (c for c in done if isinstance(c, CallResult)):
             if not call.reported:
                 if reason is not None:
                     call = evolve(call, result=_reworded(call.result, reason))

@@ -577,3 +577,33 @@ def test_a_call_that_finished_before_the_stream_ended_counts_its_reads(
     assert _results(result)[0].text == "instant answer"
     assert result.read_files == {"/ws/seen.txt": 1.0}
     assert replay(log).read_files == result.read_files
+
+
+def test_a_call_started_early_that_fails_is_not_hidden_by_an_interrupt(tmp_path: Path) -> None:
+    """The caller's callback fails as a call started while the model streamed begins:
+    the run raises that error, whether the stream then ends normally or is interrupted,
+    rather than filling the call in as if Ctrl-C had cut it."""
+    data = _turns(_use("i1", "Instant"), {"type": "text", "text": "and some words " * 20})
+    data["turns"][0]["interrupt"] = "streaming"
+    abort = AbortSignal()
+    config = RunConfig(
+        cwd=str(tmp_path), model="scripted", concurrency_safe_tools=("Instant",),
+        permission_mode="bypassPermissions",
+    )  # fmt: skip
+
+    def on_event(event: DriverEvent) -> None:
+        if isinstance(event, ToolStarted):
+            raise RuntimeError("callback bug")
+
+    with pytest.raises(RuntimeError, match="callback bug"):
+        asyncio.run(
+            arun(
+                "go",
+                model=ScriptedModel(Scenario.parse(data), abort),
+                config=config,
+                tools={"Instant": Instant()},
+                abort=abort,
+                log=tmp_path / "hidden.jsonl",
+                on_event=on_event,
+            )
+        )
