@@ -283,6 +283,7 @@ def _plan(
         permission_mode=settings.permissions.default_mode,
         permissions=settings.permissions,
         hooks=settings.hooks,
+        max_tool_concurrency=_concurrency_cap(),
     )
     abort = AbortSignal()
     hooks = None
@@ -446,6 +447,19 @@ def chat(quiet: bool, verbose: bool, **options: Any) -> None:
     plan, resumed, _ = _plan(**options)
     history = list(resumed.messages) if resumed is not None else []
     _chat(plan, history, quiet=quiet, verbose=verbose)
+
+
+CONCURRENCY_VARIABLE = "CLAUDE_CODE_MAX_TOOL_USE_CONCURRENCY"
+
+
+def _concurrency_cap() -> int | None:
+    """How many safe calls may run at once, if Claude Code's variable says."""
+    value = os.environ.get(CONCURRENCY_VARIABLE, "").strip()
+    if not value:
+        return None
+    if not (value.isdigit() and int(value) >= 1):
+        fail(f"{CONCURRENCY_VARIABLE} must be a whole number of 1 or more, not {value!r}")
+    return int(value)
 
 
 def config_with(config: RunConfig, **changes: Any) -> RunConfig:

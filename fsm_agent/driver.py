@@ -178,7 +178,7 @@ class Engine:
         try:
             return await self._loop(run, messages, read_files)
         except BaseException:
-            run.executor.abandon()
+            await run.executor.abandon()
             raise
 
     async def _loop(

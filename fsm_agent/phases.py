@@ -49,7 +49,7 @@ from fsm_agent.messages import (
 from fsm_agent.model import ModelRequest, ToolSpec
 from fsm_agent.models import held_to_limit
 from fsm_agent.state import NO_FACTS, BudgetTracker, Facts, Iteration, LoopState, facts
-from fsm_agent.tool_executor import ToolExecutor
+from fsm_agent.tool_executor import ToolExecutor, reads_of
 
 BUDGET_COMPLETION_THRESHOLD = 0.9
 DIMINISHING_DELTA_TOKENS = 500
@@ -217,7 +217,9 @@ async def api_call(run: Run, state: LoopState, it: Iteration) -> tuple[Iteration
         cut = await run.executor.cancel(
             reason=model_failed(f"{error.kind}: {error.message}"), report=not dropped
         )
-        it = evolve(it, tool_results=cut)
+        it = evolve(it, tool_results=tuple(c.result for c in cut))
+        if facts.model_error is not None:  # the transcript keeps their answers
+            it = evolve(it, read_files=reads_of(cut))
         if dropped:  # the fallback's answer replaces this message and its calls
             asked = [b.id for b in assembler.blocks.values() if isinstance(b, ToolUseBlock)]
             run.emit(CallsDiscarded(tuple(asked)))
@@ -248,7 +250,8 @@ def _classify(run: Run, it: Iteration, error: ModelCallError) -> tuple[Iteration
 async def abort_check(run: Run, state: LoopState, it: Iteration) -> tuple[Iteration, Facts]:
     aborted = run.effects.aborted("streaming")
     if aborted:
-        it = evolve(it, tool_results=await run.executor.cancel())
+        cut = await run.executor.cancel()
+        it = evolve(it, tool_results=tuple(c.result for c in cut), read_files=reads_of(cut))
     return it, facts(aborted=aborted, needs_follow_up=bool(it.tool_use_blocks))
 
 

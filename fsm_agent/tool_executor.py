@@ -16,10 +16,10 @@ from __future__ import annotations
 
 import asyncio
 import os
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Coroutine, Iterable, Mapping, Sequence
 from typing import Any
 
-from attrs import frozen
+from attrs import evolve, frozen
 
 from fsm_agent.config import RunConfig
 from fsm_agent.effects import INTERRUPTED, AbortSignal, Effects
@@ -141,9 +141,9 @@ class ToolExecutor:
 
     async def cancel(
         self, ids: Sequence[str] | None = None, *, reason: str | None = None, report: bool = True
-    ) -> tuple[ToolResultBlock, ...]:
+    ) -> list[CallResult]:
         """Stop calls started early (the stream failed or was interrupted) and wait for them;
-        the results they ended with, finished or cut short.
+        what they ended with, finished or cut short.
 
         A cut call's result says `reason` (a model error) instead of the user
         interrupt; with `report` False (the message was discarded) it is not
@@ -157,18 +157,18 @@ class ToolExecutor:
         for i in ids:
             self._tasks.pop(i, None)
             self._cancel.pop(i, None)
-        results: list[ToolResultBlock] = []
-        for call in done:
-            if not isinstance(call, CallResult):
-                continue
-            result = call.result
+        failed = [e for e in done if isinstance(e, BaseException)]
+        if failed:  # every call has stopped; the first failure goes on, as `run_all`'s would
+            raise failed[0]
+        calls: list[CallResult] = []
+        for call in (c for c in done if isinstance(c, CallResult)):
             if not call.reported:
                 if reason is not None:
-                    result = _reworded(result, reason)
+                    call = evolve(call, result=_reworded(call.result, reason))
                 if report:
-                    self.emit(ToolFinished(result, call.name, call.duration_s))
-            results.append(result)
-        return tuple(results)
+                    self.emit(ToolFinished(call.result, call.name, call.duration_s))
+            calls.append(call)
+        return calls
 
     async def _collect(self, block: ToolUseBlock, read_files: dict[str, float],
                        invalid: str | None, *, alone: bool = False) -> CallResult:  # fmt: skip
@@ -210,18 +210,21 @@ class ToolExecutor:
             if not (aborted or stop) and self.effects.aborted("tools"):
                 aborted = True
             if aborted or stop:
-                await self.cancel([b.id for b in group])
+                # A call started while the model streamed may have finished: it keeps its answer.
+                ran = {c.result.tool_use_id: c for c in await self.cancel([b.id for b in group])}
                 text = INTERRUPTED if aborted else f"Not run: the run was stopped ({stop})"
                 for b in group:
+                    if (call := ran.get(b.id)) is not None:
+                        files.update(call.read_files)
+                        results.append(call.result)
+                        continue
                     results.append(result := ToolResultBlock(b.id, text, True))
                     self.emit(ToolRefused(b, result))
                 continue
             if len(group) == 1:
                 done = [await self._collect(group[0], files, invalid.get(group[0].id), alone=True)]
             else:
-                done = await asyncio.gather(
-                    *(self._collect(b, files, invalid.get(b.id)) for b in group)
-                )
+                done = await _together(self._collect(b, files, invalid.get(b.id)) for b in group)
             for call in done:
                 files.update(call.read_files)
                 results.append(call.result)
@@ -231,18 +234,16 @@ class ToolExecutor:
             aborted = True
         return BatchResult(tuple(results), files, aborted, stop)
 
-    def abandon(self) -> None:
+    async def abandon(self) -> None:
         """The run ended by an exception (a replay that diverged, or whose log ran out):
-        calls started early are cancelled and their outcomes dropped, so none is left
-        running, nor failed with nobody to read why."""
-        for task in self._tasks.values():
-            if task.done():
-                _drop_outcome(task)
-            else:
-                task.cancel()
-                task.add_done_callback(_drop_outcome)
+        calls started early are cancelled, waited for, and their outcomes dropped, so
+        none is left running, nor failed with nobody to read why."""
+        tasks = list(self._tasks.values())
         self._tasks.clear()
         self._cancel.clear()
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
 
     # --- one call -------------------------------------------------------
 
@@ -392,17 +393,30 @@ class ToolExecutor:
         )
 
 
+def reads_of(calls: Iterable[CallResult]) -> dict[str, float]:
+    """The files `calls` read, as the next run of the conversation counts them."""
+    return {path: mtime for call in calls for path, mtime in call.read_files.items()}
+
+
+async def _together(calls: Iterable[Coroutine[Any, Any, CallResult]]) -> list[CallResult]:
+    """The calls' results, run at once; if one fails, the others are cancelled and waited
+    for before the failure goes on, so no call runs on after the run has ended."""
+    tasks = [asyncio.ensure_future(c) for c in calls]
+    try:
+        return await asyncio.gather(*tasks)
+    except BaseException:
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        raise
+
+
 def _reworded(result: ToolResultBlock, reason: str) -> ToolResultBlock:
     """A cut call's result with `reason` in place of the user-interrupt text."""
     content = result.content
     if isinstance(content, str) and content.startswith(INTERRUPTED):
         return ToolResultBlock(result.tool_use_id, reason + content[len(INTERRUPTED) :], True)
     return result
-
-
-def _drop_outcome(task: asyncio.Task[CallResult]) -> None:
-    if not task.cancelled():
-        task.exception()
 
 
 def _reminders(outcome: HookOutcome) -> list[str]:

@@ -28,6 +28,7 @@ from fsm_agent.scripted import Scenario, ScriptedModel
 from fsm_agent.session import arun, default_tools, replay, run_scenario
 from fsm_agent.tool_executor import absolute_paths, partition
 from fsm_agent.tools.base import ToolEnv, ToolOutcome
+from tests.conftest import SCENARIOS
 from tests.test_cli import fsm
 
 
@@ -368,3 +369,241 @@ def test_sigterm_while_bash_runs_ends_the_run_as_ctrl_c_does(
     assert (result["t"], result["reason"]) == ("result", "aborted_tools")
     assert _process_gone(int(pid_file.read_text()))
     assert fsm("replay", "--check", str(log)).returncode == 0
+
+
+class Instant:
+    """A concurrency-safe tool that answers without awaiting: started while the model
+    streams, it has finished before the stream goes on."""
+
+    name = "Instant"
+    description = "instant"
+    input_schema: dict[str, Any] = {"type": "object", "properties": {}}  # noqa: RUF012
+
+    async def run(self, input: dict[str, Any], env: ToolEnv) -> ToolOutcome:
+        return ToolOutcome("instant answer", read_files={"/ws/seen.txt": 1.0})
+
+
+def test_interrupt_when_tools_start_keeps_the_answer_of_a_call_that_finished(
+    tmp_path: Path,
+) -> None:
+    """Ctrl-C as tool execution begins: a call that finished while the model streamed
+    keeps its answer (and the files it read), shown once; only the call that never
+    started is refused as interrupted."""
+    data = _turns(_use("i1", "Instant"), _use("w1", "Write", file_path="x.txt", content="x"))
+    data["turns"][0]["interrupt"] = "tools"
+    scenario = Scenario.parse(data)
+    abort = AbortSignal()
+    config = RunConfig(
+        cwd=str(tmp_path),
+        model="scripted",
+        concurrency_safe_tools=("Instant",),
+        permission_mode="bypassPermissions",
+    )
+    seen: list[DriverEvent] = []
+    log = tmp_path / "tools.jsonl"
+    result = asyncio.run(
+        arun(
+            "go",
+            model=ScriptedModel(scenario, abort),
+            config=config,
+            tools={**default_tools(), "Instant": Instant()},
+            abort=abort,
+            log=log,
+            on_event=seen.append,
+        )
+    )
+    assert result.reason == "aborted_tools"
+    instant, write = _results(result)
+    assert (instant.tool_use_id, instant.text, instant.is_error) == ("i1", "instant answer", False)
+    assert (write.tool_use_id, write.text, write.is_error) == ("w1", INTERRUPTED, True)
+    shown = [
+        (type(e).__name__, e.result.tool_use_id)
+        for e in seen
+        if isinstance(e, ToolFinished | ToolRefused)
+    ]
+    assert shown == [("ToolFinished", "i1"), ("ToolRefused", "w1")]
+    assert not (tmp_path / "x.txt").exists()
+    assert result.read_files == {"/ws/seen.txt": 1.0}
+    assert replay(log).messages == result.messages
+
+
+class Waits:
+    """A concurrency-safe tool that waits until it is cancelled, and says it was."""
+
+    name = "Waits"
+    description = "waits"
+    input_schema: dict[str, Any] = {"type": "object", "properties": {}}  # noqa: RUF012
+
+    def __init__(self) -> None:
+        self.cancelled = False
+
+    async def run(self, input: dict[str, Any], env: ToolEnv) -> ToolOutcome:
+        try:
+            await asyncio.Event().wait()
+        except asyncio.CancelledError:
+            self.cancelled = True
+            raise
+        return ToolOutcome("never")
+
+
+def test_a_run_that_fails_in_a_batch_leaves_no_call_of_it_running(tmp_path: Path) -> None:
+    """The caller's event callback fails when one call of a concurrent batch finishes:
+    the run raises, and by then its other call has been cancelled, not left running on
+    after the run (a Bash command would go on changing files no log records)."""
+    waits = Waits()
+    scenario = Scenario.parse(_turns(_use("i1", "Instant"), _use("w1", "Waits")))
+    config = RunConfig(
+        cwd=str(tmp_path),
+        model="scripted",
+        concurrency_safe_tools=("Instant", "Waits"),
+        permission_mode="bypassPermissions",
+        streaming_tools=False,
+    )
+
+    def on_event(event: DriverEvent) -> None:
+        if isinstance(event, ToolFinished):
+            raise RuntimeError("callback bug")
+
+    async def go() -> bool:
+        with pytest.raises(RuntimeError, match="callback bug"):
+            await arun(
+                "go",
+                model=ScriptedModel(scenario),
+                config=config,
+                tools={"Instant": Instant(), "Waits": waits},
+                log=tmp_path / "fail.jsonl",
+                on_event=on_event,
+            )
+        return waits.cancelled
+
+    assert asyncio.run(asyncio.wait_for(go(), 30))
+
+
+def test_a_run_that_fails_while_the_model_streams_leaves_no_early_call_running(
+    tmp_path: Path,
+) -> None:
+    """The callback fails on text streamed after a call started early: when the run
+    raises, that call has been cancelled, not merely asked to stop."""
+    waits = Waits()
+    scenario = Scenario.parse(_turns(_use("w1", "Waits"), {"type": "text", "text": "more"}))
+    config = RunConfig(
+        cwd=str(tmp_path),
+        model="scripted",
+        concurrency_safe_tools=("Waits",),
+        permission_mode="bypassPermissions",
+    )
+
+    def on_event(event: DriverEvent) -> None:
+        if isinstance(event, TextDelta):
+            raise RuntimeError("callback bug")
+
+    async def go() -> bool:
+        with pytest.raises(RuntimeError, match="callback bug"):
+            await arun(
+                "go",
+                model=ScriptedModel(scenario),
+                config=config,
+                tools={"Waits": waits},
+                log=tmp_path / "early.jsonl",
+                on_event=on_event,
+            )
+        return waits.cancelled
+
+    assert asyncio.run(asyncio.wait_for(go(), 30))
+
+
+ENV_CAP = "CLAUDE_CODE_MAX_TOOL_USE_CONCURRENCY"
+
+
+def test_the_cap_comes_from_claude_codes_variable(workspace: Path, tmp_path: Path) -> None:
+    """As in Claude Code, the variable sets how many safe calls run at once; the log's
+    header keeps it, so the replay groups the calls as the run did."""
+    import json
+
+    log = tmp_path / "cap.jsonl"
+    proc = fsm(
+        "run", "--scripted", str(SCENARIOS / "tool_round.json"), "--cwd", str(workspace),
+        "--log", str(log), env={ENV_CAP: "3"},
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(log.read_text().splitlines()[0])["config"]["max_tool_concurrency"] == 3
+    assert fsm("replay", "--check", str(log)).returncode == 0
+
+
+@pytest.mark.parametrize("value", ["0", "-2", "ten", "1.5"])
+def test_a_bad_cap_in_claude_codes_variable_is_a_usage_error(
+    workspace: Path, tmp_path: Path, value: str
+) -> None:
+    proc = fsm(
+        "run", "--scripted", str(SCENARIOS / "tool_round.json"), "--cwd", str(workspace),
+        "--log", str(tmp_path / "bad.jsonl"), env={ENV_CAP: value},
+    )  # fmt: skip
+    assert proc.returncode == 2
+    assert proc.stderr == (
+        f"fsm-agent: error: {ENV_CAP} must be a whole number of 1 or more, not {value!r}\n"
+    )
+    assert not (tmp_path / "bad.jsonl").exists()
+
+
+@pytest.mark.parametrize("end", ["interrupt", "model_error"])
+def test_a_call_that_finished_before_the_stream_ended_counts_its_reads(
+    tmp_path: Path, end: str
+) -> None:
+    """The transcript keeps the answer of a call that finished while the model streamed,
+    so the files it read count as read for the next run of the conversation (an Edit
+    needs no re-read), as they do when tools run after the stream."""
+    data = _turns(_use("i1", "Instant"), {"type": "text", "text": "and some words " * 20})
+    if end == "interrupt":
+        data["turns"][0]["interrupt"] = "streaming"
+    else:
+        data["turns"][0]["cut_after"] = 12
+    abort = AbortSignal()
+    config = RunConfig(
+        cwd=str(tmp_path), model="scripted", concurrency_safe_tools=("Instant",),
+        permission_mode="bypassPermissions",
+    )  # fmt: skip
+    log = tmp_path / "reads.jsonl"
+    result = asyncio.run(
+        arun(
+            "go",
+            model=ScriptedModel(Scenario.parse(data), abort),
+            config=config,
+            tools={"Instant": Instant()},
+            abort=abort,
+            log=log,
+        )
+    )
+    assert result.reason == ("aborted_streaming" if end == "interrupt" else "model_error")
+    assert _results(result)[0].text == "instant answer"
+    assert result.read_files == {"/ws/seen.txt": 1.0}
+    assert replay(log).read_files == result.read_files
+
+
+def test_a_call_started_early_that_fails_is_not_hidden_by_an_interrupt(tmp_path: Path) -> None:
+    """The caller's callback fails as a call started while the model streamed begins:
+    the run raises that error, whether the stream then ends normally or is interrupted,
+    rather than filling the call in as if Ctrl-C had cut it."""
+    data = _turns(_use("i1", "Instant"), {"type": "text", "text": "and some words " * 20})
+    data["turns"][0]["interrupt"] = "streaming"
+    abort = AbortSignal()
+    config = RunConfig(
+        cwd=str(tmp_path), model="scripted", concurrency_safe_tools=("Instant",),
+        permission_mode="bypassPermissions",
+    )  # fmt: skip
+
+    def on_event(event: DriverEvent) -> None:
+        if isinstance(event, ToolStarted):
+            raise RuntimeError("callback bug")
+
+    with pytest.raises(RuntimeError, match="callback bug"):
+        asyncio.run(
+            arun(
+                "go",
+                model=ScriptedModel(Scenario.parse(data), abort),
+                config=config,
+                tools={"Instant": Instant()},
+                abort=abort,
+                log=tmp_path / "hidden.jsonl",
+                on_event=on_event,
+            )
+        )
