@@ -113,7 +113,14 @@ class ForkTape(Tape):
         self.replay = ReplayTape(parent, strict=False, edits=edits)
         self.recording = RecordingTape(writer)
         self.point = point
-        self.live = point.effect is None and not point.step
+        self._live = point.effect is None and not point.step
+
+    @property
+    def live(self) -> bool:
+        """Live once past the fork point: from the moment the edited result is handed out,
+        so what the edited effect sets going (a tool call started while an edited model
+        stream is read) is live too, not asked of the parent."""
+        return self._live or self.replay.edited is not None
 
     @property
     def step(self) -> int:  # type: ignore[override]  # read-only here: the recording counts
@@ -130,7 +137,7 @@ class ForkTape(Tape):
         if not self.live:
             self.replay.transition(record)
             if self.point.step is not None and self.recording.step >= self.point.step:
-                self.live = True
+                self._live = True
         self.recording.transition(record)
 
     def result(self, record: dict[str, Any]) -> None:
@@ -155,82 +162,42 @@ class SwitchEffects:
     def _source(self) -> Effects:
         return self.live_effects if self.tape.live else self.replayed
 
-    def _after(self) -> None:
-        if self.tape.replay.edited is not None:
-            self.tape.live = True
-
     async def model_stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
-        try:
-            async for event in self._source().model_stream(request):
-                yield event
-        finally:
-            self._after()
+        async for event in self._source().model_stream(request):
+            yield event
 
     async def count_tokens(self, request: ModelRequest) -> int | None:
-        try:
-            return await self._source().count_tokens(request)
-        finally:
-            self._after()
+        return await self._source().count_tokens(request)
 
     async def run_tool(self, call: ToolCall, env: ToolEnv) -> ToolOutcome:
-        try:
-            return await self._source().run_tool(call, env)
-        finally:
-            self._after()
+        return await self._source().run_tool(call, env)
 
     async def run_hooks(self, event: str, payload: dict[str, Any]) -> HookOutcome:
-        try:
-            return await self._source().run_hooks(event, payload)
-        finally:
-            self._after()
+        return await self._source().run_hooks(event, payload)
 
     async def store_blob(self, name: str, text: str) -> str | None:
-        try:
-            return await self._source().store_blob(name, text)
-        finally:
-            self._after()
+        return await self._source().store_blob(name, text)
 
     async def nested_memory(self, paths: tuple[str, ...]) -> dict[str, str]:
-        try:
-            return await self._source().nested_memory(paths)
-        finally:
-            self._after()
+        return await self._source().nested_memory(paths)
 
     async def check_permission(self, request: PermissionRequest) -> Decision:
-        try:
-            return await self._source().check_permission(request)
-        finally:
-            self._after()
+        return await self._source().check_permission(request)
 
     async def ask_permission(self, question: PermissionAsk) -> str:
-        try:
-            return await self._source().ask_permission(question)
-        finally:
-            self._after()
+        return await self._source().ask_permission(question)
 
     def now(self) -> float:
-        try:
-            return self._source().now()
-        finally:
-            self._after()
+        return self._source().now()
 
     def new_id(self, prefix: str) -> str:
-        try:
-            return self._source().new_id(prefix)
-        finally:
-            self._after()
+        return self._source().new_id(prefix)
 
     def aborted(self, where: str) -> bool:
-        try:
-            return self._source().aborted(where)
-        finally:
-            self._after()
+        return self._source().aborted(where)
 
     def queued_input(self) -> tuple[str, ...]:
-        try:
-            return self._source().queued_input()
-        finally:
-            self._after()
+        return self._source().queued_input()
 
 
 async def afork(

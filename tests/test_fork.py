@@ -249,3 +249,21 @@ def test_the_parents_command_hooks_run_in_the_live_part(
     fork(parent, ForkPoint(step=0), elsewhere, tmp_path / "f.jsonl", {"turns": calls["turns"]})
     marks = (elsewhere / "marks.jsonl").read_text().splitlines()
     assert [json.loads(m)["tool_use_id"] for m in marks] == ["b1"]
+
+
+def test_edited_model_turn_with_a_tool_call_runs_it_live(
+    parent: Path, elsewhere: Path, tmp_path: Path
+) -> None:
+    """The call starts while the edited stream is read: it is live, not asked of the parent."""
+    effects = effects_of(parent)
+    models = [i for i, r in enumerate(effects, 1) if r["name"] == "model"]
+    read_turn = effects[models[1] - 1]["result"]
+    (elsewhere / "notes.txt").write_text("hi there\n")
+    scenario = json.loads((SCENARIOS / "tool_round.json").read_text())
+    new = tmp_path / "f.jsonl"
+    result = fork(parent, ForkPoint(effect=models[0], result=read_turn), elsewhere, new, scenario)
+    tools = [r for r in effects_of(new) if r["name"] == "tool"]
+    assert [r["args"]["name"] for r in tools][:1] == ["Read"]
+    assert tools[0]["result"]["content"] == "     1\thi there"
+    assert "tool_execution -[tools_done]-> attachments" in [str(s) for s in result.path]
+    assert replay(new).edges == result.edges
