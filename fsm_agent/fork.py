@@ -28,7 +28,7 @@ from fsm_agent.driver import Engine, LoopResult
 from fsm_agent.effects import AbortSignal, Effects, LiveEffects
 from fsm_agent.events import DriverEvent, StreamEvent
 from fsm_agent.hooks import HookOutcome, Hooks, events_of, hooked_events, joined
-from fsm_agent.log import LogWriter, SessionLog, default_log_path
+from fsm_agent.log import LogWriter, SessionLog, default_log_path, no_start
 from fsm_agent.machine import FINAL_STATES
 from fsm_agent.model import Model, ModelRequest
 from fsm_agent.permission_types import Decision, PermissionAsk, PermissionRequest
@@ -65,6 +65,8 @@ class ForkPoint:
 def check_point(log: SessionLog, point: ForkPoint) -> None:
     """Refuse a fork point the parent log does not have, or an edit of the wrong shape."""
     index = LogIndex(log)
+    if not index.started:
+        raise no_start(log.path)
     if point.effect is not None:
         total = sum(len(v) for v in index.effects.values())
         if not 1 <= point.effect <= total:
@@ -108,9 +110,8 @@ def _check_result(name: str, result: Any) -> None:
 class ForkTape(Tape):
     """Checks the parent log until the fork point, and records everything to the new log."""
 
-    def __init__(self, parent: SessionLog, writer: LogWriter, point: ForkPoint) -> None:
-        edits = {point.effect: point.result} if point.effect is not None else None
-        self.replay = ReplayTape(parent, strict=False, edits=edits)
+    def __init__(self, replay: ReplayTape, writer: LogWriter, point: ForkPoint) -> None:
+        self.replay = replay
         self.recording = RecordingTape(writer)
         self.point = point
         self._live = point.effect is None and not point.step
@@ -224,9 +225,12 @@ async def afork(
     header = session_header(
         session_id, config, specs, parent={"log": str(Path(parent).resolve()), **point.describe()}
     )
+    edits = {point.effect: point.result} if point.effect is not None else None
+    replay = ReplayTape(parent_log, strict=False, edits=edits)
+    messages = replay.messages()  # a parent that cannot start is refused before a log is made
     path = Path(log) if log else default_log_path(config.cwd, session_id)
     writer = LogWriter(path, header)
-    tape = ForkTape(parent_log, writer, point)
+    tape = ForkTape(replay, writer, point)
     blobs = path.parent / path.stem / "tool-results"
     if config.hooks:
         from fsm_agent.command_hooks import CommandHooks
@@ -241,7 +245,6 @@ async def afork(
         approvals=Approvals(config.permissions, config.cwd),
     )
     engine = Engine(config, tape, live, specs, session_id, on_event)
-    messages = tape.replay.messages()
     try:
         return await engine.run(messages, tape.replay.start_read_files)
     finally:

@@ -47,6 +47,8 @@ class LogIndex:
         self.transitions: list[int] = []
         self.effects: dict[int, list[int]] = {}
         self.result_offset: int | None = None
+        self.started = False
+        """Whether the log has its `start` record: one without holds no run."""
         self._scan()
 
     def _scan(self) -> None:
@@ -71,6 +73,8 @@ class LogIndex:
                     self.effects.setdefault(step, []).append(offset)
                 elif kind == "result":
                     self.result_offset = offset
+                elif kind == "start":
+                    self.started = True
 
     @property
     def steps(self) -> int:

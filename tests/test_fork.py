@@ -267,3 +267,35 @@ def test_edited_model_turn_with_a_tool_call_runs_it_live(
     assert tools[0]["result"]["content"] == "     1\thi there"
     assert "tool_execution -[tools_done]-> attachments" in [str(s) for s in result.path]
     assert replay(new).edges == result.edges
+
+
+def test_a_fork_of_a_log_that_holds_no_run_is_refused_and_writes_nothing(
+    parent: Path, alt: Path, elsewhere: Path, tmp_path: Path
+) -> None:
+    header_only = tmp_path / "header.jsonl"
+    header_only.write_text(parent.read_text().splitlines()[0] + "\n")
+    new = tmp_path / "f.jsonl"
+    proc = fsm(
+        "replay", str(header_only), "--fork-at", "0", "--scripted", str(alt),
+        "--cwd", str(elsewhere), "--log", str(new),
+    )  # fmt: skip
+    assert proc.returncode == 2
+    assert proc.stderr.startswith("fsm-agent: error: ") and "no `start` record" in proc.stderr
+    assert len(proc.stderr.splitlines()) == 1
+    assert proc.stdout == ""
+    assert not new.exists()
+
+
+def test_a_fork_whose_parent_start_is_damaged_writes_no_log(
+    parent: Path, elsewhere: Path, tmp_path: Path
+) -> None:
+    from fsm_agent.log import LogError
+
+    lines = parent.read_text().splitlines()
+    start = json.loads(lines[1])
+    lines[1] = json.dumps({**start, "messages": "not a list"})
+    damaged = tmp_path / "damaged.jsonl"
+    damaged.write_text("\n".join(lines) + "\n")
+    with pytest.raises(LogError, match="the start messages"):
+        fork(damaged, ForkPoint(step=3), elsewhere, tmp_path / "f.jsonl")
+    assert not (tmp_path / "f.jsonl").exists()
