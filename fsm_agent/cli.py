@@ -829,6 +829,7 @@ def _fork(
         replayed = replayed_steps(SessionLog(parent), point)
     except (LogError, ForkError) as exc:
         fail(str(exc))
+    _warn_if_torn(parent)
     console.print(f"[dim]replaying {parent} up to step {replayed}, then live[/dim]")
     if replayed == 0:
         console.rule("live from step 1", style="yellow")

@@ -299,3 +299,19 @@ def test_a_fork_whose_parent_start_is_damaged_writes_no_log(
     with pytest.raises(LogError, match="the start messages"):
         fork(damaged, ForkPoint(step=3), elsewhere, tmp_path / "f.jsonl")
     assert not (tmp_path / "f.jsonl").exists()
+
+
+def test_a_fork_of_a_torn_log_warns_as_replay_does(
+    parent: Path, alt: Path, elsewhere: Path, tmp_path: Path
+) -> None:
+    lines = parent.read_text().splitlines(keepends=True)
+    torn = tmp_path / "torn.jsonl"
+    torn.write_text("".join(lines[:20]) + lines[20][:40])
+    new = tmp_path / "f.jsonl"
+    proc = fsm(
+        "replay", str(torn), "--fork-at", "5", "--scripted", str(alt),
+        "--cwd", str(elsewhere), "--log", str(new),
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stderr == f"fsm-agent: warning: {torn}: the last line is torn; read up to it\n"
+    assert SessionLog(new).header["parent"] == {"log": str(torn), "step": 5}
