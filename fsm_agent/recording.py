@@ -13,7 +13,7 @@ import hashlib
 import itertools
 import json
 from collections import defaultdict, deque
-from collections.abc import AsyncIterator, Iterator, Mapping
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -438,32 +438,49 @@ class ReplayTape(Tape):
         self.step += 1
         self._load_step(carry)
 
-    def _look_ahead(self, key: tuple[str, str]) -> dict[str, Any] | None:
+    def _look_ahead(self, fits: Callable[[dict[str, Any]], bool]) -> dict[str, Any] | None:
         """A tool-pipeline effect recorded later in this iteration (the call started early)."""
         for held in self._ahead:
-            if held["t"] == "effect" and (held["name"], held["request"]) == key:
+            if held["t"] == "effect" and fits(held):
                 self._ahead.remove(held)
                 return held
         while True:
             record = self._read()
             if record is None:
                 return None
-            if record["t"] == "effect" and (record["name"], record["request"]) == key:
+            if record["t"] == "effect" and fits(record):
                 return record
             self._ahead.append(record)
             if _closes_window(record):
                 return None
 
     def _queue(self, name: str, request: str, args: Any) -> deque[dict[str, Any]] | None:
+        """The recorded effects that answer this one: by request digest; leniently, a
+        same-name effect with the same `args` here or later in a tool call's window, and
+        only failing both, any same-name effect of the step."""
         queue = self._pending.get((name, request))
-        if not queue and name in TOOL_PIPELINE:
-            found = self._look_ahead((name, request))
-            if found is not None:
-                return deque([found])
-        if queue or self.strict:
+        if queue:
             return queue
         same = [q for (n, _), q in self._pending.items() if n == name and q]
-        return next((q for q in same if q[0].get("args") == args), same[0] if same else None)
+        if not self.strict:
+            alike = next((q for q in same if q[0].get("args") == args), None)
+            if alike is not None:
+                return alike
+        if name in TOOL_PIPELINE:
+
+            def fits(record: dict[str, Any]) -> bool:
+                if record["name"] != name:
+                    return False
+                return record["request"] == request or (
+                    not self.strict and record.get("args") == args
+                )
+
+            found = self._look_ahead(fits)
+            if found is not None:
+                return deque([found])
+        if self.strict:
+            return queue
+        return same[0] if same else None
 
     def take(self, name: str, request: str, args: Any = None) -> Any:
         queue = self._queue(name, request, args)

@@ -315,3 +315,43 @@ def test_a_fork_of_a_torn_log_warns_as_replay_does(
     assert proc.returncode == 0, proc.stderr
     assert proc.stderr == f"fsm-agent: warning: {torn}: the last line is torn; read up to it\n"
     assert SessionLog(new).header["parent"] == {"log": str(torn), "step": 5}
+
+
+def test_a_fork_replays_parallel_calls_with_hooks_asked_at_other_steps(
+    workspace: Path, elsewhere: Path, tmp_path: Path
+) -> None:
+    """Replayed, the Reads finish at once: their PostToolUse hooks and the Bash call start
+    while the model streams; live they came at `tool_execution`. The hooks recorded there
+    are found by event, though the fork's payloads (cwd, session) differ from the parent's,
+    and a hook of another event recorded at the step is not taken instead."""
+    from fsm_agent.session import run_scenario
+
+    read = {"type": "tool_use", "name": "Read"}
+    turns = [
+        {
+            "content": [
+                {**read, "id": "r1", "input": {"file_path": "a.txt"}},
+                {**read, "id": "r2", "input": {"file_path": "b.txt"}},
+                {"type": "tool_use", "id": "b1", "name": "Bash", "input": {"command": "echo hi"}},
+            ]
+        },
+        {"content": "Done."},
+    ]
+    hooks = {"PreToolUse": [{}, {}, {}], "PostToolUse": [{}, {}, {}]}
+    calls = {"config": {"permission_mode": "acceptEdits"}, "hooks": hooks}
+    for ws in (workspace, elsewhere):
+        (ws / "a.txt").write_text("A\n")
+        (ws / "b.txt").write_text("B\n")
+    parent = tmp_path / "p.jsonl"
+    script = Scenario.parse({"prompt": "go", "turns": turns, **calls})
+    run_scenario(script, cwd=workspace, log=parent)
+    hooked_at = {r["step"] for r in effects_of(parent) if r["name"] == "hooks"}
+    assert len(hooked_at) == 2  # the Bash call's hooks were asked at a later step
+    steps = len(replay(parent).path)
+    new = tmp_path / "f.jsonl"
+    result = fork(parent, ForkPoint(step=steps - 1), elsewhere, new, {"turns": turns, **calls})
+    assert result.reason == "completed"
+    assert [str(s) for s in result.path][: steps - 1] == [
+        str(s) for s in replay(parent).path[: steps - 1]
+    ]
+    assert replay(new).edges == result.edges
