@@ -240,6 +240,8 @@ def structure(value: Any, cls: Any) -> Any:
             else str(exc)
         )
         raise CodecError(f"not a valid {type_name(cls)}: {detail}") from None
+    except cattrs.errors.CattrsError:  # a Literal, not in a class, that the value is not one of
+        raise CodecError(f"not {type_name(cls)}: got {dumps(value)}") from None
 
 
 def type_name(cls: Any) -> str:

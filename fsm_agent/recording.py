@@ -15,7 +15,7 @@ import json
 from collections import defaultdict, deque
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from attrs import frozen
 
@@ -638,7 +638,7 @@ RESULTS: dict[str, Any] = {
     "hooks": HookOutcome,
     "store_blob": str | None,
     "permission": Decision,
-    "ask_permission": str,
+    "ask_permission": Literal["allow_once", "allow_always", "deny", "no_terminal"],
     "memory": dict[str, str],
     "now": float,
     "new_id": str,

@@ -355,3 +355,40 @@ def test_a_fork_replays_parallel_calls_with_hooks_asked_at_other_steps(
         str(s) for s in replay(parent).path[: steps - 1]
     ]
     assert replay(new).edges == result.edges
+
+
+def test_an_edited_permission_answer_must_be_one_the_log_format_has(
+    workspace: Path, elsewhere: Path, tmp_path: Path
+) -> None:
+    from fsm_agent.session import run_scenario
+
+    bash = {"type": "tool_use", "id": "b1", "name": "Bash", "input": {"command": "rm -f x"}}
+    script = {
+        "prompt": "go",
+        "settings": {"permissions": {"ask": ["Bash(rm:*)"]}},
+        "turns": [{"content": [bash]}, {"content": "ok"}],
+    }
+    parent = tmp_path / "p.jsonl"
+    run_scenario(Scenario.parse(script), cwd=workspace, log=parent)
+    number = next(i for i, r in enumerate(effects_of(parent), 1) if r["name"] == "ask_permission")
+    scenario = tmp_path / "s.json"
+    scenario.write_text(json.dumps({"turns": script["turns"][1:]}))
+    edit = tmp_path / "edit.json"
+
+    def fork_with(answer: str) -> Any:
+        edit.write_text(json.dumps(answer))
+        return fsm(
+            "replay", str(parent), "--edit-effect", str(number), str(edit),
+            "--scripted", str(scenario), "--cwd", str(elsewhere),
+            "--log", str(tmp_path / f"{answer}.jsonl"),
+        )  # fmt: skip
+
+    refused = fork_with("allow")
+    assert refused.returncode == 2
+    assert refused.stderr.startswith("fsm-agent: error: the edited ask_permission result")
+    assert "allow_once" in refused.stderr and len(refused.stderr.splitlines()) == 1
+    assert not (tmp_path / "allow.jsonl").exists()
+    allowed = fork_with("allow_once")
+    assert allowed.returncode == 0, allowed.stderr
+    tool = [r for r in effects_of(tmp_path / "allow_once.jsonl") if r["name"] == "tool"]
+    assert [r["args"]["name"] for r in tool] == ["Bash"]
