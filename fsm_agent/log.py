@@ -42,6 +42,8 @@ HEADER_TYPES: dict[str, tuple[type, str]] = {
 }
 """The JSON type of each header field the schema types, checked when the field is there."""
 _REQUIRED_KEYS = {kind: frozenset(fields) for kind, fields in REQUIRED.items()}
+_EDGE_KEYS = ("from", "edge", "to")
+"""A transition's names, strings in the schema: every reader counts, compares or prints them."""
 
 
 class LogError(Exception):
@@ -219,6 +221,13 @@ class SessionLog:
         if not record.keys() >= _REQUIRED_KEYS[kind]:
             missing = ", ".join(repr(k) for k in REQUIRED[kind] if k not in record)
             raise LogError(f"{self.path}:{lineno}: a {kind} record without {missing}")
+        if kind == "transition":
+            for key in _EDGE_KEYS:
+                if not isinstance(record[key], str):
+                    shown = _shown(record[key])
+                    raise LogError(
+                        f"{self.path}:{lineno}: a transition's {key} is not a string: {shown}"
+                    )
         return record
 
     def offsets(self) -> list[int]:

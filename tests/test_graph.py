@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
+import pytest
 from click.testing import CliRunner
 
 from fsm_agent.cli import cli
 from fsm_agent.graph import count_path, dot, machine_doc, mermaid
 from fsm_agent.machine import EDGES, STATES
 from tests.conftest import ROOT
+from tests.test_cli import fsm
 
 
 def test_mermaid_has_every_state_and_every_named_edge() -> None:
@@ -41,3 +46,23 @@ def test_graph_command_formats() -> None:
     assert runner.invoke(cli, ["graph", "--format", "dot"]).output == dot()
     bad = runner.invoke(cli, ["graph", "--format", "png"])
     assert bad.exit_code == 2
+
+
+@pytest.mark.parametrize(
+    "command",
+    [["graph", "--highlight"], ["coverage"], ["replay", "--path", "--json"], ["replay", "--check"]],
+)
+def test_a_transition_whose_edge_is_not_text_is_a_damaged_log(
+    command: list[str], tmp_path: Path
+) -> None:
+    lines = (ROOT / "replays" / "tool_round.jsonl").read_text().splitlines()
+    at = next(i for i, line in enumerate(lines) if '"t":"transition"' in line)
+    record = json.loads(lines[at])
+    lines[at] = json.dumps({**record, "from": 5, "edge": None, "to": [1]})
+    log = tmp_path / "damaged.jsonl"
+    log.write_text("\n".join(lines) + "\n")
+    proc = fsm(*command, str(log))
+    assert proc.returncode == 2
+    assert (
+        proc.stderr == f"fsm-agent: error: {log}:{at + 1}: a transition's from is not a string: 5\n"
+    )
