@@ -842,18 +842,19 @@ def _fork(
     try:
         import asyncio
 
-        result = asyncio.run(
-            afork(
-                parent,
-                point,
-                model=the_model,
-                hooks=hooks,
-                config_changes=changes,
-                log=log,
-                on_event=on_event,
-                abort=abort,
-            )
+        from fsm_agent.launch import interruptibly
+
+        forked = afork(
+            parent,
+            point,
+            model=the_model,
+            hooks=hooks,
+            config_changes=changes,
+            log=log,
+            on_event=on_event,
+            abort=abort,
         )
+        result = asyncio.run(interruptibly(abort, forked))
     except (LogError, ForkError) as exc:
         fail(str(exc))
     except Divergence as exc:

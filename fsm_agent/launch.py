@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -155,22 +155,28 @@ class Plan:
         run ends `aborted_*` with its log whole and its tools' processes killed,
         where the default action would leave a log without its end and a Bash
         command running on."""
-        abort = self.abort
+        return asyncio.run(
+            interruptibly(
+                self.abort, self.arun(messages, on_event, inbox=inbox, session_id=session_id)
+            )
+        )
 
-        async def go() -> LoopResult:
-            loop = asyncio.get_running_loop()
 
-            def interrupt() -> None:
-                if abort.is_set():
-                    raise KeyboardInterrupt
-                abort.set()
+async def interruptibly(abort: AbortSignal, run: Awaitable[LoopResult]) -> LoopResult:
+    """Await `run` with Ctrl-C and SIGTERM setting `abort`; a second one raises
+    KeyboardInterrupt. A run (or a fork's live part) then ends `aborted_*` with its log
+    whole and its tools' processes killed."""
+    loop = asyncio.get_running_loop()
 
-            for signum in INTERRUPTS:
-                loop.add_signal_handler(signum, interrupt)
-            try:
-                return await self.arun(messages, on_event, inbox=inbox, session_id=session_id)
-            finally:
-                for signum in INTERRUPTS:
-                    loop.remove_signal_handler(signum)
+    def interrupt() -> None:
+        if abort.is_set():
+            raise KeyboardInterrupt
+        abort.set()
 
-        return asyncio.run(go())
+    for signum in INTERRUPTS:
+        loop.add_signal_handler(signum, interrupt)
+    try:
+        return await run
+    finally:
+        for signum in INTERRUPTS:
+            loop.remove_signal_handler(signum)

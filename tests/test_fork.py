@@ -392,3 +392,30 @@ def test_an_edited_permission_answer_must_be_one_the_log_format_has(
     assert allowed.returncode == 0, allowed.stderr
     tool = [r for r in effects_of(tmp_path / "allow_once.jsonl") if r["name"] == "tool"]
     assert [r["args"]["name"] for r in tool] == ["Bash"]
+
+
+def test_ctrl_c_in_the_live_part_ends_the_fork_as_it_ends_a_run(
+    parent: Path, elsewhere: Path, tmp_path: Path
+) -> None:
+    """Ctrl-C interrupts the wait for the model: the fork ends aborted_streaming, its log whole."""
+    import sys
+
+    import pexpect
+
+    slow = tmp_path / "slow.json"
+    slow.write_text(json.dumps({"turns": [{"content": "too late", "delay": 60}]}))
+    new = tmp_path / "f.jsonl"
+    child = pexpect.spawn(
+        sys.executable,
+        ["-m", "fsm_agent.cli", "replay", str(parent), "--fork-at", "9", "--scripted", str(slow),
+         "--cwd", str(elsewhere), "--log", str(new)],
+        timeout=30,
+        encoding="utf-8",
+    )  # fmt: skip
+    child.expect("live from step .*10")
+    child.sendintr()
+    child.expect(pexpect.EOF)
+    child.close()
+    assert child.exitstatus == 14
+    assert json.loads(new.read_text().splitlines()[-1])["reason"] == "aborted_streaming"
+    assert fsm("replay", str(new), "--check").returncode == 0
