@@ -141,6 +141,9 @@ class ForkTape(Tape):
                 self._live = True
         self.recording.transition(record)
 
+    def context(self, record: dict[str, Any]) -> None:
+        self.recording.context(record)
+
     def result(self, record: dict[str, Any]) -> None:
         self.recording.result(record)
 

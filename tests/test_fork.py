@@ -419,3 +419,21 @@ def test_ctrl_c_in_the_live_part_ends_the_fork_as_it_ends_a_run(
     assert child.exitstatus == 14
     assert json.loads(new.read_text().splitlines()[-1])["reason"] == "aborted_streaming"
     assert fsm("replay", str(new), "--check").returncode == 0
+
+
+def test_a_forked_log_says_what_its_context_levels_did(
+    scenario: Any, elsewhere: Path, tmp_path: Path
+) -> None:
+    """`context` records are for people reading the log: a fork's has them as a run's does."""
+    scenario("autocompact")
+    parent = tmp_path / "autocompact.jsonl"
+
+    def contexts(log: Path) -> list[tuple[int, str, str]]:
+        rows = [json.loads(line) for line in log.read_text().splitlines()[1:]]
+        return [(r["step"], r["level"], r["text"]) for r in rows if r["t"] == "context"]
+
+    last = contexts(parent)[-1][0]
+    new = tmp_path / "f.jsonl"
+    fork(parent, ForkPoint(step=last), elsewhere, new)
+    assert len(contexts(parent)) == 3
+    assert contexts(new) == contexts(parent)
