@@ -652,11 +652,17 @@ def _sessions_table(infos: list[Any]) -> None:
 )
 def graph(fmt: str, highlight: Path | None) -> None:
     """Print the state machine, every edge labelled with its name."""
-    from fsm_agent.graph import RENDERERS, count_path
+    from fsm_agent.graph import RENDERERS, count_path, edge_text, unknown
 
     taken = None
     if highlight is not None:
         taken = count_path((s["from"], s["edge"], s["to"]) for s in _recorded_path(highlight))
+        if odd := unknown(taken):
+            click.echo(
+                f"fsm-agent: warning: {highlight}: not in this machine's table, not marked: "
+                + ", ".join(map(edge_text, odd)),
+                err=True,
+            )
     click.echo(RENDERERS[fmt](taken), nl=False)
 
 
@@ -939,6 +945,7 @@ def coverage(logs: tuple[Path, ...]) -> None:
     A log that cannot be read is named on stderr and left out, as `replay --check` does
     with several; the others are counted, and the exit code is then 2."""
     from fsm_agent.coverage import REASONS, Coverage
+    from fsm_agent.graph import edge_text
     from fsm_agent.log import LogError
 
     paths: list[list[dict[str, Any]]] = []
@@ -965,8 +972,8 @@ def coverage(logs: tuple[Path, ...]) -> None:
         click.echo("not taken by any log:")
         for source, edge, dest in cov.untaken:
             click.echo(f"  {source} -[{edge}]-> {dest}")
-    for source, edge, dest in cov.unknown:
-        click.echo(f"not in this machine's table: {source} -[{edge}]-> {dest}")
+    for key in cov.unknown:
+        click.echo(f"not in this machine's table: {edge_text(key)}")
     if unreadable:
         sys.exit(EXIT_USAGE)
 

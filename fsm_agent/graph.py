@@ -10,6 +10,7 @@ and can mark the counts.
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 from collections.abc import Iterable
 
@@ -21,6 +22,21 @@ Taken = Counter[tuple[str, str, str]]
 def count_path(steps: Iterable[tuple[str, str, str]]) -> Taken:
     """Count `(source, edge, dest)` triples of a recorded path."""
     return Counter(steps)
+
+
+_KEYS = frozenset((e.source.value, e.name, e.dest) for e in EDGES)
+
+
+def unknown(taken: Taken) -> list[tuple[str, str, str]]:
+    """Edges of a recorded path this machine's table lacks (a log from another version):
+    the diagram has no place for them, so they are not marked."""
+    return sorted(key for key in taken if key not in _KEYS)
+
+
+def edge_text(key: tuple[str, str, str]) -> str:
+    """`from -[edge]-> to`, a name that is not plain text (a newline…) as a JSON string."""
+    source, edge, dest = (n if n.isprintable() else json.dumps(n) for n in key)
+    return f"{source} -[{edge}]-> {dest}"
 
 
 def _label(name: str, taken: Taken | None, key: tuple[str, str, str]) -> str:
@@ -36,7 +52,8 @@ def mermaid(taken: Taken | None = None) -> str:
         lines.append(f"    {edge.source.value} --> {edge.dest}: {_label(edge.name, taken, key)}")
     lines.extend(f"    {state} --> [*]" for state in FINAL_STATES)
     if taken:
-        visited = sorted({s for s, _, _ in taken} | {d for _, _, d in taken})
+        known = {key for key in taken if key in _KEYS}
+        visited = sorted({s for s, _, _ in known} | {d for _, _, d in known})
         lines.append("    classDef taken fill:#fde68a,stroke:#b45309,stroke-width:2px")
         lines.extend(f"    class {state} taken" for state in visited)
     return "\n".join(lines) + "\n"

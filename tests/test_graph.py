@@ -66,3 +66,35 @@ def test_a_transition_whose_edge_is_not_text_is_a_damaged_log(
     assert (
         proc.stderr == f"fsm-agent: error: {log}:{at + 1}: a transition's from is not a string: 5\n"
     )
+
+
+def test_highlight_of_edges_this_machine_lacks_marks_none_and_says_so(tmp_path: Path) -> None:
+    """A log from another version (or damaged) names states the diagram does not have:
+    marking them would add nodes, or lines, to the Mermaid text. They are named on stderr."""
+    lines = (ROOT / "replays" / "tool_round.jsonl").read_text().splitlines()
+    at = next(i for i, line in enumerate(lines) if '"t":"transition"' in line)
+    odd = {"from": "old_state", "edge": "gone", "to": "x\n[*] --> injected"}
+    lines[at] = json.dumps({**json.loads(lines[at]), **odd})
+    log = tmp_path / "other.jsonl"
+    log.write_text("\n".join(lines) + "\n")
+    proc = fsm("graph", "--highlight", str(log))
+    assert proc.returncode == 0
+    assert "injected" not in proc.stdout and "old_state" not in proc.stdout
+    assert "    class api_call taken\n" in proc.stdout
+    assert proc.stderr == (
+        f"fsm-agent: warning: {log}: not in this machine's table, not marked: "
+        'old_state -[gone]-> "x\\n[*] --> injected"\n'
+    )
+
+
+def test_coverage_names_an_unknown_edge_on_one_line(tmp_path: Path) -> None:
+    lines = (ROOT / "replays" / "tool_round.jsonl").read_text().splitlines()
+    at = next(i for i, line in enumerate(lines) if '"t":"transition"' in line)
+    odd = {"from": "old_state", "edge": "gone", "to": "x\ny"}
+    lines[at] = json.dumps({**json.loads(lines[at]), **odd})
+    log = tmp_path / "other.jsonl"
+    log.write_text("\n".join(lines) + "\n")
+    proc = fsm("coverage", str(log))
+    assert (
+        proc.stdout.splitlines()[-1] == 'not in this machine\'s table: old_state -[gone]-> "x\\ny"'
+    )
