@@ -782,8 +782,10 @@ def replay(
             json.dumps([{"from": s["from"], "to": s["to"], "edge": s["edge"]} for s in steps])
         )
         return
+    from fsm_agent.graph import edge_text
+
     for s in steps:
-        click.echo(f"{s['from']} -[{s['edge']}]-> {s['to']}")
+        click.echo(edge_text((s["from"], s["edge"], s["to"])))
 
 
 def _fork(

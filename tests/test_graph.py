@@ -87,13 +87,15 @@ def test_highlight_of_edges_this_machine_lacks_marks_none_and_says_so(tmp_path: 
     )
 
 
-def test_coverage_names_an_unknown_edge_on_one_line(tmp_path: Path) -> None:
+def test_coverage_and_path_name_an_unknown_edge_on_one_line(tmp_path: Path) -> None:
     lines = (ROOT / "replays" / "tool_round.jsonl").read_text().splitlines()
     at = next(i for i, line in enumerate(lines) if '"t":"transition"' in line)
     odd = {"from": "old_state", "edge": "gone", "to": "x\ny"}
     lines[at] = json.dumps({**json.loads(lines[at]), **odd})
     log = tmp_path / "other.jsonl"
     log.write_text("\n".join(lines) + "\n")
+    path = fsm("replay", "--path", str(log)).stdout.splitlines()
+    assert path[0] == 'old_state -[gone]-> "x\\ny"'
     proc = fsm("coverage", str(log))
     assert (
         proc.stdout.splitlines()[-1] == 'not in this machine\'s table: old_state -[gone]-> "x\\ny"'
