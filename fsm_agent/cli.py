@@ -762,15 +762,20 @@ def replay(
     In a terminal, with neither --check nor --path, this opens the step
     debugger (type help there); otherwise it prints the recorded path.
     """
+    forking = fork_at is not None or edit_effect is not None
+    given = {"--scripted": scripted, "--model": model, "--log": fork_log}
+    for option, value in given.items():
+        if value is not None and not forking:
+            fail(f"{option} is for a fork: give --fork-at N or --edit-effect K FILE")
     if check:
-        if fork_at is not None or edit_effect is not None:
+        if forking:
             fail("--check replays a log to its end; a fork (--fork-at, --edit-effect) goes on live")
         _check_all(logs)
         return
     if len(logs) > 1:
         fail(f"got {len(logs)} logs: only --check takes several")
     (log,) = logs
-    if fork_at is not None or edit_effect is not None:
+    if forking:
         _fork(log, fork_at, edit_effect, scripted, model, base_url, cwd, fork_log, verbose)
         return
     if not (show_path or as_json) and sys.stdin.isatty():

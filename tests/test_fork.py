@@ -170,6 +170,9 @@ def test_edited_tool_result_is_what_the_model_sees(
         (["--edit-effect", "1", "ALT", "--scripted", "ALT"], "the edited"),
         (["--edit-effect", "1", "NOFILE", "--scripted", "ALT"], "cannot read the edited result"),
         (["--fork-at", "2", "--edit-effect", "1", "ALT", "--scripted", "ALT"], "not both"),
+        (["--scripted", "ALT"], "--scripted is for a fork: give --fork-at N or --edit-effect"),
+        (["--model", "m"], "--model is for a fork"),
+        (["--check", "--log", "NOFILE"], "--log is for a fork"),
     ],
 )
 def test_bad_fork_requests_are_one_line_errors(
