@@ -63,7 +63,12 @@ class ForkPoint:
 
 
 def check_point(log: SessionLog, point: ForkPoint) -> None:
-    """Refuse a fork point the parent log does not have, or an edit of the wrong shape."""
+    """Refuse a parent that holds no run or a damaged header, a fork point the parent log
+    does not have, or an edit of the wrong shape."""
+    from fsm_agent.session import config_of, tools_of
+
+    config_of(log)
+    tools_of(log)
     index = LogIndex(log)
     if not index.started:
         raise no_start(log.path)

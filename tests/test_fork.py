@@ -289,6 +289,23 @@ def test_a_fork_of_a_log_that_holds_no_run_is_refused_and_writes_nothing(
     assert not new.exists()
 
 
+def test_a_fork_of_a_log_with_a_damaged_header_says_so_before_replaying(
+    parent: Path, alt: Path, elsewhere: Path, tmp_path: Path
+) -> None:
+    lines = parent.read_text().splitlines()
+    header = json.loads(lines[0])
+    lines[0] = json.dumps({**header, "config": {**header["config"], "max_turns": "x"}})
+    damaged = tmp_path / "damaged.jsonl"
+    damaged.write_text("\n".join(lines) + "\n")
+    proc = fsm(
+        "replay", str(damaged), "--fork-at", "3", "--scripted", str(alt),
+        "--cwd", str(elsewhere), "--log", str(tmp_path / "f.jsonl"),
+    )  # fmt: skip
+    assert proc.returncode == 2
+    assert proc.stderr.startswith(f"fsm-agent: error: {damaged}:1: the header's config: ")
+    assert proc.stdout == ""
+
+
 def test_a_fork_whose_parent_start_is_damaged_writes_no_log(
     parent: Path, elsewhere: Path, tmp_path: Path
 ) -> None:
