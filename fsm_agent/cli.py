@@ -652,7 +652,8 @@ def _sessions_table(infos: list[Any]) -> None:
 )
 def graph(fmt: str, highlight: Path | None) -> None:
     """Print the state machine, every edge labelled with its name."""
-    from fsm_agent.graph import RENDERERS, count_path, edge_text, unknown
+    from fsm_agent.graph import RENDERERS, count_path, unknown
+    from fsm_agent.log import edge_text
 
     taken = None
     if highlight is not None:
@@ -787,7 +788,7 @@ def replay(
             json.dumps([{"from": s["from"], "to": s["to"], "edge": s["edge"]} for s in steps])
         )
         return
-    from fsm_agent.graph import edge_text
+    from fsm_agent.log import edge_text
 
     for s in steps:
         click.echo(edge_text((s["from"], s["edge"], s["to"])))
@@ -952,8 +953,7 @@ def coverage(logs: tuple[Path, ...]) -> None:
     A log that cannot be read is named on stderr and left out, as `replay --check` does
     with several; the others are counted, and the exit code is then 2."""
     from fsm_agent.coverage import REASONS, Coverage
-    from fsm_agent.graph import edge_text
-    from fsm_agent.log import LogError
+    from fsm_agent.log import LogError, edge_text
 
     paths: list[list[dict[str, Any]]] = []
     for log in logs:

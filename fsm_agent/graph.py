@@ -10,7 +10,6 @@ and can mark the counts.
 
 from __future__ import annotations
 
-import json
 from collections import Counter
 from collections.abc import Iterable
 
@@ -31,12 +30,6 @@ def unknown(taken: Taken) -> list[tuple[str, str, str]]:
     """Edges of a recorded path this machine's table lacks (a log from another version):
     the diagram has no place for them, so they are not marked."""
     return sorted(key for key in taken if key not in _KEYS)
-
-
-def edge_text(key: tuple[str, str, str]) -> str:
-    """`from -[edge]-> to`, a name that is not plain text (a newline…) as a JSON string."""
-    source, edge, dest = (n if n.isprintable() else json.dumps(n) for n in key)
-    return f"{source} -[{edge}]-> {dest}"
 
 
 def _label(name: str, taken: Taken | None, key: tuple[str, str, str]) -> str:

@@ -50,6 +50,13 @@ class LogError(Exception):
     """A session log that cannot be read: the message names the file and line."""
 
 
+def edge_text(key: tuple[str, str, str]) -> str:
+    """A recorded transition as `from -[edge]-> to`, a name that is not plain text (a
+    newline…) as a JSON string. Here, not in `graph`: `replay --path` needs no machine."""
+    source, edge, dest = (n if n.isprintable() else json.dumps(n) for n in key)
+    return f"{source} -[{edge}]-> {dest}"
+
+
 def no_start(path: Path) -> LogError:
     """A log with no `start` record holds no run: nothing to replay, list or mark."""
     return LogError(

@@ -66,16 +66,23 @@ def test_a_class_hooks_are_generated_once() -> None:
 
 
 def test_help_graph_and_path_import_none_of_the_engine() -> None:
-    """They need no state, codec or event loop: importing those would cost them the
-    tens of milliseconds `replay --check` pays (a constant in the wrong module once did)."""
+    """They need no state, codec or event loop, and only `graph` needs the machine:
+    importing
+    those would cost them tens of milliseconds (a constant in the wrong module, and a
+    formatting helper in `graph`, once did)."""
     engine = ["asyncio", "cattrs", "fsm_agent.state", "fsm_agent.codec", "fsm_agent.events"]
-    for argv in (["--help"], ["graph"], ["replay", str(SHIPPED), "--path"]):
+    machine = ["transitions", "fsm_agent.machine"]
+    for argv, unneeded in (
+        (["--help"], engine + machine),
+        (["graph"], engine),
+        (["replay", str(SHIPPED), "--path"], engine + machine),
+    ):
         code = (
             "import sys\n"
             "from fsm_agent.cli import main\n"
             f"sys.argv = ['fsm-agent', *{argv!r}]\n"
             "try:\n    main()\nexcept SystemExit as exc:\n    assert not exc.code, exc.code\n"
-            f"loaded = [m for m in {engine!r} if m in sys.modules]\n"
+            f"loaded = [m for m in {unneeded!r} if m in sys.modules]\n"
             "assert not loaded, loaded\n"
         )
         proc = _python(code)
