@@ -67,9 +67,8 @@ def test_a_class_hooks_are_generated_once() -> None:
 
 def test_help_graph_and_path_import_none_of_the_engine() -> None:
     """They need no state, codec or event loop, and only `graph` needs the machine:
-    importing
-    those would cost them tens of milliseconds (a constant in the wrong module, and a
-    formatting helper in `graph`, once did)."""
+    importing those would cost them tens of milliseconds (a constant in the wrong
+    module, and a formatting helper in `graph`, once did)."""
     engine = ["asyncio", "cattrs", "fsm_agent.state", "fsm_agent.codec", "fsm_agent.events"]
     machine = ["transitions", "fsm_agent.machine"]
     for argv, unneeded in (
