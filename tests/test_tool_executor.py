@@ -465,19 +465,27 @@ def test_a_run_that_fails_in_a_batch_leaves_no_call_of_it_running(tmp_path: Path
         if isinstance(event, ToolFinished):
             raise RuntimeError("callback bug")
 
-    async def go() -> bool:
+    _callback_bug_ends_the_run(scenario, config, {"Instant": Instant(), "Waits": waits}, on_event)
+    assert waits.cancelled
+
+
+def _callback_bug_ends_the_run(
+    scenario: Scenario, config: RunConfig, tools: dict[str, Any], on_event: Any
+) -> None:
+    """The run raises the callback's error (within 30 s: a hang fails, not blocks)."""
+
+    async def go() -> None:
         with pytest.raises(RuntimeError, match="callback bug"):
             await arun(
                 "go",
                 model=ScriptedModel(scenario),
                 config=config,
-                tools={"Instant": Instant(), "Waits": waits},
-                log=tmp_path / "fail.jsonl",
+                tools=tools,
+                log=Path(config.cwd) / "fail.jsonl",
                 on_event=on_event,
             )
-        return waits.cancelled
 
-    assert asyncio.run(asyncio.wait_for(go(), 30))
+    asyncio.run(asyncio.wait_for(go(), 30))
 
 
 def test_a_run_that_fails_while_the_model_streams_leaves_no_early_call_running(
@@ -498,19 +506,8 @@ def test_a_run_that_fails_while_the_model_streams_leaves_no_early_call_running(
         if isinstance(event, TextDelta):
             raise RuntimeError("callback bug")
 
-    async def go() -> bool:
-        with pytest.raises(RuntimeError, match="callback bug"):
-            await arun(
-                "go",
-                model=ScriptedModel(scenario),
-                config=config,
-                tools={"Waits": waits},
-                log=tmp_path / "early.jsonl",
-                on_event=on_event,
-            )
-        return waits.cancelled
-
-    assert asyncio.run(asyncio.wait_for(go(), 30))
+    _callback_bug_ends_the_run(scenario, config, {"Waits": waits}, on_event)
+    assert waits.cancelled
 
 
 ENV_CAP = "CLAUDE_CODE_MAX_TOOL_USE_CONCURRENCY"
