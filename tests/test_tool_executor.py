@@ -513,6 +513,14 @@ def test_a_run_that_fails_while_the_model_streams_leaves_no_early_call_running(
 ENV_CAP = "CLAUDE_CODE_MAX_TOOL_USE_CONCURRENCY"
 
 
+def _instant_is_safe(tmp_path: Path) -> RunConfig:
+    """A workspace where the `Instant` tool may start while the model streams."""
+    return RunConfig(
+        cwd=str(tmp_path), model="scripted", concurrency_safe_tools=("Instant",),
+        permission_mode="bypassPermissions",
+    )  # fmt: skip
+
+
 def test_the_cap_comes_from_claude_codes_variable(workspace: Path, tmp_path: Path) -> None:
     """As in Claude Code, the variable sets how many safe calls run at once; the log's
     header keeps it, so the replay groups the calls as the run did."""
@@ -556,10 +564,7 @@ def test_a_call_that_finished_before_the_stream_ended_counts_its_reads(
     else:
         data["turns"][0]["cut_after"] = 12
     abort = AbortSignal()
-    config = RunConfig(
-        cwd=str(tmp_path), model="scripted", concurrency_safe_tools=("Instant",),
-        permission_mode="bypassPermissions",
-    )  # fmt: skip
+    config = _instant_is_safe(tmp_path)
     log = tmp_path / "reads.jsonl"
     result = asyncio.run(
         arun(
@@ -584,10 +589,7 @@ def test_a_call_started_early_that_fails_is_not_hidden_by_an_interrupt(tmp_path:
     data = _turns(_use("i1", "Instant"), {"type": "text", "text": "and some words " * 20})
     data["turns"][0]["interrupt"] = "streaming"
     abort = AbortSignal()
-    config = RunConfig(
-        cwd=str(tmp_path), model="scripted", concurrency_safe_tools=("Instant",),
-        permission_mode="bypassPermissions",
-    )  # fmt: skip
+    config = _instant_is_safe(tmp_path)
 
     def on_event(event: DriverEvent) -> None:
         if isinstance(event, ToolStarted):

@@ -185,28 +185,25 @@ def test_refuses_every_way_out(ws: Path) -> None:
     assert_refused(edit(env, ws / ".." / "outside" / "new.txt", "", "planted"), ws)
 
 
-def test_lines_added_to_a_crlf_file_end_in_crlf(ws: Path) -> None:
+@pytest.mark.parametrize(
+    ("before", "old", "new", "after"),
+    [
+        (b"one\r\ntwo\r\nthree\r\n", "two", "two\ntwo and a half",
+         b"one\r\ntwo\r\ntwo and a half\r\nthree\r\n"),
+        (b"one\r\ntwo\r\n", "one\r\n", "1\n", b"1\r\ntwo\r\n"),
+        (b"a\r\nb\nc\r\n", "b", "B", b"a\r\nB\nc\r\n"),
+    ],
+    ids=["lines_added_to_a_crlf_file_end_in_crlf", "crlf_strings_keep_it_crlf",
+         "a_mixed_file_keeps_its_other_endings"],
+)  # fmt: skip
+def test_line_endings_of_a_crlf_file(
+    ws: Path, before: bytes, old: str, new: str, after: bytes
+) -> None:
     f = ws / "dos.txt"
-    f.write_bytes(b"one\r\ntwo\r\nthree\r\n")
-    out = edit(read_first(ws, f), f, "two", "two\ntwo and a half")
+    f.write_bytes(before)
+    out = edit(read_first(ws, f), f, old, new)
     assert not out.is_error, out.content
-    assert f.read_bytes() == b"one\r\ntwo\r\ntwo and a half\r\nthree\r\n"
-
-
-def test_crlf_strings_in_a_crlf_file_keep_it_crlf(ws: Path) -> None:
-    f = ws / "dos.txt"
-    f.write_bytes(b"one\r\ntwo\r\n")
-    out = edit(read_first(ws, f), f, "one\r\n", "1\n")
-    assert not out.is_error, out.content
-    assert f.read_bytes() == b"1\r\ntwo\r\n"
-
-
-def test_a_mixed_file_keeps_its_other_line_endings(ws: Path) -> None:
-    f = ws / "mixed.txt"
-    f.write_bytes(b"a\r\nb\nc\r\n")
-    out = edit(read_first(ws, f), f, "b", "B")
-    assert not out.is_error, out.content
-    assert f.read_bytes() == b"a\r\nB\nc\r\n"
+    assert f.read_bytes() == after
 
 
 def test_creating_under_a_file_or_at_a_slash_is_refused(ws: Path) -> None:
