@@ -513,12 +513,24 @@ def test_a_run_that_fails_while_the_model_streams_leaves_no_early_call_running(
 ENV_CAP = "CLAUDE_CODE_MAX_TOOL_USE_CONCURRENCY"
 
 
-def _instant_is_safe(tmp_path: Path) -> RunConfig:
-    """A workspace where the `Instant` tool may start while the model streams."""
-    return RunConfig(
+def _run_instant(data: dict[str, Any], tmp_path: Path, log: Path, on_event: Any = None) -> Any:
+    """Run `data` where the `Instant` tool may start while the model streams."""
+    abort = AbortSignal()
+    config = RunConfig(
         cwd=str(tmp_path), model="scripted", concurrency_safe_tools=("Instant",),
         permission_mode="bypassPermissions",
     )  # fmt: skip
+    return asyncio.run(
+        arun(
+            "go",
+            model=ScriptedModel(Scenario.parse(data), abort),
+            config=config,
+            tools={"Instant": Instant()},
+            abort=abort,
+            log=log,
+            on_event=on_event,
+        )
+    )
 
 
 def test_the_cap_comes_from_claude_codes_variable(workspace: Path, tmp_path: Path) -> None:
@@ -563,19 +575,8 @@ def test_a_call_that_finished_before_the_stream_ended_counts_its_reads(
         data["turns"][0]["interrupt"] = "streaming"
     else:
         data["turns"][0]["cut_after"] = 12
-    abort = AbortSignal()
-    config = _instant_is_safe(tmp_path)
     log = tmp_path / "reads.jsonl"
-    result = asyncio.run(
-        arun(
-            "go",
-            model=ScriptedModel(Scenario.parse(data), abort),
-            config=config,
-            tools={"Instant": Instant()},
-            abort=abort,
-            log=log,
-        )
-    )
+    result = _run_instant(data, tmp_path, log)
     assert result.reason == ("aborted_streaming" if end == "interrupt" else "model_error")
     assert _results(result)[0].text == "instant answer"
     assert result.read_files == {"/ws/seen.txt": 1.0}
@@ -588,22 +589,10 @@ def test_a_call_started_early_that_fails_is_not_hidden_by_an_interrupt(tmp_path:
     rather than filling the call in as if Ctrl-C had cut it."""
     data = _turns(_use("i1", "Instant"), {"type": "text", "text": "and some words " * 20})
     data["turns"][0]["interrupt"] = "streaming"
-    abort = AbortSignal()
-    config = _instant_is_safe(tmp_path)
 
     def on_event(event: DriverEvent) -> None:
         if isinstance(event, ToolStarted):
             raise RuntimeError("callback bug")
 
     with pytest.raises(RuntimeError, match="callback bug"):
-        asyncio.run(
-            arun(
-                "go",
-                model=ScriptedModel(Scenario.parse(data), abort),
-                config=config,
-                tools={"Instant": Instant()},
-                abort=abort,
-                log=tmp_path / "hidden.jsonl",
-                on_event=on_event,
-            )
-        )
+        _run_instant(data, tmp_path, tmp_path / "hidden.jsonl", on_event)
