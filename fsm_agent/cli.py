@@ -407,6 +407,8 @@ def run(
         fail("the prompt is not UTF-8 text")
     _refuse_undecodable(options)
     plan, resumed, scenario_prompt = _plan(**options)
+    if output_format == "stream-json":
+        plan.config = config_with(plan.config, structured_results=True)
     prompt = prompt if prompt and prompt.strip() else scenario_prompt
     history = list(resumed.messages) if resumed is not None else []
     if not prompt:

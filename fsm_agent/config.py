@@ -49,6 +49,9 @@ class RunConfig:
     concurrency_safe_tools: tuple[str, ...] = ("Read", "Glob", "Grep")
     max_tool_concurrency: int = 10
     streaming_tools: bool = True
+    structured_results: bool = False
+    """Tools build Claude Code's structured result of each call (`ToolOutcome.response`)
+    for stream-json's `tool_use_result`, as they do for a PostToolUse hook."""
     session_source: str = "startup"
     autocompact: bool = True
     snip_threshold: int | None = None

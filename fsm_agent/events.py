@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 from attrs import frozen
 
@@ -171,9 +171,13 @@ class ToolStarted:
 
 @frozen
 class ToolFinished:
+    """`response` is the tool's structured result, when one was asked for
+    (`RunConfig.structured_results`, a PostToolUse hook)."""
+
     result: ToolResultBlock
     name: str
     duration_s: float
+    response: dict[str, Any] | None = None
 
 
 @frozen

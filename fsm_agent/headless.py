@@ -312,7 +312,10 @@ class StreamJson:
             self._line("assistant", message=api_message(event.message), parent_tool_use_id=None)
             self._release()
         elif isinstance(event, ToolFinished):
-            self._result(event.result, {"tool": event.name, "duration_s": event.duration_s})
+            about = event.response
+            if about is None:
+                about = {"tool": event.name, "duration_s": event.duration_s}
+            self._result(event.result, about)
         elif isinstance(event, ToolRefused):
             self._result(event.result, {"tool": event.block.name, "refused": True})
         elif isinstance(event, CallsDiscarded):

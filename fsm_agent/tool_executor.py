@@ -102,7 +102,7 @@ class ToolExecutor:
         self.emit = emit
         self.session_id = session_id
         self.schemas = {s.name: s.input_schema for s in specs}
-        self.wants_response = config.has_hooks("PostToolUse")
+        self.wants_response = config.structured_results or config.has_hooks("PostToolUse")
         self._tasks: dict[str, asyncio.Task[CallResult]] = {}
         self._cancel: dict[str, AbortSignal] = {}
         self._slots: asyncio.Semaphore | None = None
@@ -336,7 +336,7 @@ class ToolExecutor:
         result = ToolResultBlock(block.id, with_text(outcome.content, extra), outcome.is_error)
         reported = not (outcome.interrupted and cancel is not None)
         if reported:
-            self.emit(ToolFinished(result, block.name, outcome.duration_s))
+            self.emit(ToolFinished(result, block.name, outcome.duration_s, outcome.response))
         return CallResult(
             result, block.name, dict(outcome.read_files), stop, interrupted, outcome.duration_s,
             reported,

@@ -526,3 +526,24 @@ def test_an_autocompaction_is_marked_by_a_compact_boundary(workspace: Path, tmp_
     pre_tokens = boundary["compact_metadata"]["pre_tokens"]
     assert boundary["compact_metadata"] == {"trigger": "auto", "pre_tokens": pre_tokens}
     assert isinstance(pre_tokens, int) and f"{pre_tokens:,}" in notice["text"]
+
+
+def test_stream_json_user_lines_carry_claude_codes_tool_use_result(
+    workspace: Path, tmp_path: Path
+) -> None:
+    """As `claude -p` does, a call that ran gives its tool's structured result; the
+    json format asks for none, so its log records none."""
+    lines = stream_lines(workspace, tmp_path, "fix_bug")
+    results = [line["tool_use_result"] for line in lines if line["type"] == "user"]
+    write, first_run, edit, second_run = results
+    assert (write["type"], write["filePath"]) == ("create", str(workspace / "average.py"))
+    assert first_run == {"stdout": "3.75", "stderr": "", "interrupted": False, "isImage": False}
+    assert (edit["oldString"], edit["newString"]) == ("(len(xs) + 1)", "len(xs)")
+    assert second_run["stdout"] == "5.0"
+    assert fsm("replay", str(tmp_path / "fix_bug.jsonl"), "--check").returncode == 0
+    quiet = tmp_path / "quiet"
+    quiet.mkdir()
+    run_json(quiet, tmp_path, "tool_round")
+    tools = [json.loads(line) for line in (tmp_path / "tool_round.jsonl").read_text().splitlines()]
+    outcomes = [r["result"] for r in tools if r.get("name") == "tool"]
+    assert outcomes and not any("response" in o for o in outcomes)
