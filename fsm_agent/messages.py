@@ -158,9 +158,15 @@ def user(text: str, *, is_meta: bool = False) -> Message:
     return Message("user", (TextBlock(text),), is_meta=is_meta)
 
 
+def reminder_text(text: str) -> str:
+    """`text` wrapped the way Claude Code wraps injected context."""
+    return f"<system-reminder>\n{text}\n</system-reminder>"
+
+
 def system_reminder(text: str) -> Message:
-    """A meta user message wrapped the way Claude Code wraps injected context."""
-    return user(f"<system-reminder>\n{text}\n</system-reminder>\n", is_meta=True)
+    """A meta user message of `reminder_text(text)`, with the newline Claude Code's
+    context notes end in."""
+    return user(reminder_text(text) + "\n", is_meta=True)
 
 
 def tool_results(results: tuple[ToolResultBlock, ...]) -> Message:

@@ -45,6 +45,7 @@ from fsm_agent.messages import (
     TextBlock,
     ToolUseBlock,
     Usage,
+    reminder_text,
 )
 from fsm_agent.model import ModelRequest, ToolSpec
 from fsm_agent.models import held_to_limit
@@ -342,7 +343,7 @@ async def _memory_notes(
     found = await run.effects.nested_memory(candidates) if candidates else {}
     rules = matching_rules(run.config.cwd, run.config.path_rules, it.read_files, checked)
     texts = (*found.values(), *(r.text for r in rules))
-    notes = tuple(f"<system-reminder>\n{text}\n</system-reminder>" for text in texts)
+    notes = tuple(reminder_text(text) for text in texts)
     return notes, (*candidates, *(r.path for r in rules))
 
 

@@ -21,7 +21,7 @@ from attrs import frozen
 
 from fsm_agent.context import meta
 from fsm_agent.hooks import NO_OPINION, HookOutcome, consult
-from fsm_agent.messages import Message
+from fsm_agent.messages import Message, reminder_text
 
 if TYPE_CHECKING:
     from fsm_agent.phases import Run
@@ -37,7 +37,7 @@ class Prelude:
 
 def reminders(texts: Sequence[str]) -> tuple[Message, ...]:
     """Context a hook added, as the model gets it: a meta message each."""
-    return tuple(meta(f"<system-reminder>\n{t}\n</system-reminder>") for t in texts)
+    return tuple(meta(reminder_text(t)) for t in texts)
 
 
 async def session_start(run: Run, source: str) -> HookOutcome:

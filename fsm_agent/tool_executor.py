@@ -25,7 +25,13 @@ from fsm_agent.config import RunConfig
 from fsm_agent.effects import INTERRUPTED, AbortSignal, Effects
 from fsm_agent.events import DriverEvent, ToolFinished, ToolRefused, ToolStarted
 from fsm_agent.hooks import NO_OPINION, HookOutcome, consult
-from fsm_agent.messages import TextBlock, ToolResultBlock, ToolResultContent, ToolUseBlock
+from fsm_agent.messages import (
+    TextBlock,
+    ToolResultBlock,
+    ToolResultContent,
+    ToolUseBlock,
+    reminder_text,
+)
 from fsm_agent.model import ToolSpec
 from fsm_agent.permission_types import (
     ALLOW_ALWAYS,
@@ -61,10 +67,6 @@ class BatchResult:
     read_files: dict[str, float]
     aborted: bool
     stop_reason: str | None
-
-
-def system_reminder(text: str) -> str:
-    return f"<system-reminder>\n{text}\n</system-reminder>"
 
 
 def with_text(content: ToolResultContent, extra: Sequence[str]) -> ToolResultContent:
@@ -420,7 +422,7 @@ def _reworded(result: ToolResultBlock, reason: str) -> ToolResultBlock:
 
 
 def _reminders(outcome: HookOutcome) -> list[str]:
-    return [system_reminder(c) for c in outcome.additional_context]
+    return [reminder_text(c) for c in outcome.additional_context]
 
 
 def _response_text(content: ToolResultContent) -> str:
