@@ -27,7 +27,7 @@ from rich.pretty import Pretty
 from rich.table import Table
 from rich.text import Text
 
-from fsm_agent.codec import dumps, unstructure
+from fsm_agent.codec import block_to_api, dumps, unstructure
 from fsm_agent.driver import StepInfo
 from fsm_agent.log import LogError
 from fsm_agent.machine import (
@@ -38,7 +38,7 @@ from fsm_agent.machine import (
     edge_names,
     edges_from,
 )
-from fsm_agent.messages import Message, TextBlock, ToolResultBlock, ToolUseBlock
+from fsm_agent.messages import ContentBlock, Message, TextBlock, ToolResultBlock, ToolUseBlock
 from fsm_agent.recording import Divergence, LogEnded, divergence_report, short_diff
 from fsm_agent.state import Iteration, LoopState, Transcript
 from fsm_agent.stepper import Stepper
@@ -762,15 +762,22 @@ class Debugger(cmd.Cmd):
 
 
 def _plain(value: Any) -> Any:
+    """`value` as JSON-like data, every field shown (defaults too, unlike the log),
+    but messages and content blocks as the converter writes them: their `type`
+    tag is what tells a text block from a tool_use, and `attrs.asdict` drops it."""
     if isinstance(value, Enum):
         return value.value
+    if isinstance(value, Message):
+        return unstructure(value)
+    if isinstance(value, ContentBlock):
+        return block_to_api(value)
     if attrs.has(type(value)):
-        return attrs.asdict(value, value_serializer=lambda _i, _f, v: _plain_leaf(v))
+        return {k: _plain(v) for k, v in attrs.asdict(value, recurse=False).items()}
+    if isinstance(value, list | tuple | Transcript):
+        return [_plain(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
     return unstructure(value)
-
-
-def _plain_leaf(value: Any) -> Any:
-    return value.value if isinstance(value, Enum) else value
 
 
 def effect_summary(record: dict[str, Any]) -> str:

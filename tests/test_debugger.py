@@ -66,6 +66,18 @@ def test_print_fields(dbg: Debugger) -> None:
     assert "turn_count" in listing and "max_output_tokens_recovery_count" in listing
 
 
+def test_printed_messages_keep_their_block_types(dbg: Debugger) -> None:
+    """A message is shown as the log and the API hold it: each block with its `type`,
+    nested in the iteration too, not as bare fields that hide a text from a tool_use."""
+    first = dbg.text("p messages.0")
+    assert "'role': 'user'" in first and "'type': 'text'" in first
+    dbg.onecmd("g 3")
+    asked = dbg.text("p it.assistant_messages")
+    assert "'type': 'tool_use'" in asked and "'name': 'Write'" in asked
+    dbg.onecmd("g 5")
+    assert "'type': 'tool_result'" in dbg.text("p it.tool_results")
+
+
 def test_breakpoints_on_edge_state_turn_and_condition(dbg: Debugger) -> None:
     assert dbg.text("break edge=next_turn") == "breakpoint 1: edge=next_turn\n"
     assert dbg.text("break state=tool_execution") == "breakpoint 2: state=tool_execution\n"
