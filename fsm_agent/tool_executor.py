@@ -322,6 +322,7 @@ class ToolExecutor:
         event = "PostToolUseFailure" if outcome.is_error else "PostToolUse"
         if self.config.has_hooks(event):
             payload = self._payload(event, block, tool_input)
+            payload["duration_ms"] = round(outcome.duration_s * 1000)
             if outcome.is_error:
                 payload["error"] = _response_text(outcome.content)
                 payload["is_interrupt"] = outcome.interrupted

@@ -161,6 +161,25 @@ def test_a_run_whose_hooks_got_tool_responses_replays_with_check(
     assert "steps match" in check.stdout
 
 
+def test_post_tool_use_hooks_get_the_recorded_duration_in_ms(
+    workspace: Path, tmp_path: Path
+) -> None:
+    """`duration_ms`, as Claude Code sends it, is the tool effect's recorded duration,
+    so a replay asks the hook with the same payload (its digest is checked)."""
+    _, sent, log = _hooked_run(workspace, tmp_path)
+    records = [json.loads(line) for line in log.read_text().splitlines()]
+    ran = {
+        r["args"]["id"]: r["result"].get("duration_s", 0.0)
+        for r in records
+        if r.get("name") == "tool"
+    }
+    assert set(ran) == set(sent)
+    assert {k: p["duration_ms"] for k, p in sent.items()} == {
+        k: round(s * 1000) for k, s in ran.items()
+    }
+    assert any(s > 0 for s in ran.values())
+
+
 def test_a_log_written_before_the_field_still_replays(
     workspace: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
