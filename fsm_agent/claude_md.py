@@ -337,10 +337,12 @@ def gather(
     *,
     managed: Path | None = MANAGED_PATH,
     git: bool = True,
-) -> tuple[dict[str, str], dict[str, str]]:
-    """`(user_context, system_context)` for a run in `cwd`."""
+) -> tuple[dict[str, str], dict[str, str], tuple[str, ...]]:
+    """`(user_context, system_context, memory_paths)` for a run in `cwd`: the last,
+    every memory file `claudeMd` holds, so a nested import of one is not shown again."""
     user: dict[str, str] = {}
-    text = claude_md_text(memory_files(cwd, home, managed))
+    files = [f for f in memory_files(cwd, home, managed) if f.content]
+    text = claude_md_text(files)
     if text:
         user["claudeMd"] = text
     user["currentDate"] = f"Today's date is {today}."
@@ -348,4 +350,4 @@ def gather(
     status = git_status(cwd) if git else None
     if status:
         system["gitStatus"] = status
-    return user, system
+    return user, system, tuple(str(f.path) for f in files)

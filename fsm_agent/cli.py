@@ -122,7 +122,7 @@ def _real_model(base_url: str | None) -> Model:
     return AnthropicModel(api_key=key, base_url=base_url)
 
 
-def _context(cwd: str) -> tuple[dict[str, str], dict[str, str]]:
+def _context(cwd: str) -> tuple[dict[str, str], dict[str, str], tuple[str, ...]]:
     """CLAUDE.md files, date, working directory, git status: read once, kept in the log header."""
     import datetime as dt
 
@@ -253,7 +253,7 @@ def _plan(
     workspace = _workspace(cwd or (base.cwd if resumed is not None else "."))
     if not os.path.isdir(workspace):
         fail(f"the resumed session's workspace {workspace} does not exist (pass --cwd)")
-    user_context, system_context = _context(workspace)
+    user_context, system_context, memory_paths = _context(workspace)
     from fsm_agent.claude_md import path_rules
 
     try:
@@ -279,6 +279,7 @@ def _plan(
         cwd=workspace,
         user_context=user_context,
         system_context=system_context,
+        memory_paths=memory_paths,
         path_rules=path_rules(Path(workspace)),
         permission_mode=settings.permissions.default_mode,
         permissions=settings.permissions,

@@ -56,6 +56,9 @@ class RunConfig:
     autocompact: bool = True
     snip_threshold: int | None = None
     path_rules: tuple[PathRule, ...] = ()
+    memory_paths: tuple[str, ...] = ()
+    """The memory files `user_context["claudeMd"]` holds: a nested CLAUDE.md's
+    import of one of them is not shown to the model a second time."""
     hooked_events: tuple[str, ...] | None = None
     """The hook events something listens to; the engine calls no hooks for the others.
     None: any event may have a hook (in-process hooks that do not say)."""

@@ -341,10 +341,13 @@ async def _memory_notes(
         p for p in nested_candidates(run.config.cwd, it.read_files) if p not in checked
     )
     found = await run.effects.nested_memory(candidates) if candidates else {}
+    known = {*run.config.memory_paths, *checked}
+    new = {path: text for path, text in found.items() if path not in known}
     rules = matching_rules(run.config.cwd, run.config.path_rules, it.read_files, checked)
-    texts = (*found.values(), *(r.text for r in rules))
+    texts = (*new.values(), *(r.text for r in rules))
     notes = tuple(reminder_text(text) for text in texts)
-    return notes, (*candidates, *(r.path for r in rules))
+    imported = tuple(path for path in new if path not in candidates)
+    return notes, (*candidates, *imported, *(r.path for r in rules))
 
 
 async def continuation(run: Run, state: LoopState, it: Iteration) -> tuple[Iteration, Facts]:

@@ -174,11 +174,14 @@ def test_claude_md_text_format(tree: tuple[Path, Path]) -> None:
 def test_gather_puts_claude_md_and_date_in_user_context(tree: tuple[Path, Path]) -> None:
     home, cwd = tree
     write(home / ".claude" / "CLAUDE.md", "Be brief.")
-    user_context, system_context = gather(cwd, home, "2026-11-30", managed=None, git=False)
+    user_context, system_context, memory_paths = gather(
+        cwd, home, "2026-11-30", managed=None, git=False
+    )
     assert list(user_context) == ["claudeMd", "currentDate"]
     assert "Be brief." in user_context["claudeMd"]
     assert user_context["currentDate"] == "Today's date is 2026-11-30."
     assert system_context == {"workingDirectory": str(cwd)}
+    assert memory_paths == (str(home / ".claude" / "CLAUDE.md"),)
     first = prepend_user_context(Transcript.of([user("hi")]), user_context)[0]
     assert first.is_meta
     assert first.text.startswith("<system-reminder>\nAs you answer the user's questions")
@@ -293,6 +296,43 @@ def test_a_subdirectorys_claude_md_is_shown_once_when_a_file_there_is_first_read
     ]
     assert len(memory) == 1
     assert replay(log).messages.digest == result.messages.digest
+
+
+def test_a_file_already_in_context_is_not_shown_again_by_a_nested_import(
+    workspace: Path, tmp_path: Path
+) -> None:
+    """The root CLAUDE.md's import is in the context from the start, and a file one
+    nested CLAUDE.md imported is shown once: another that imports it adds only itself."""
+    from fsm_agent.session import replay
+
+    write(workspace / "CLAUDE.md", "Root rules.\n@docs/style.md\n")
+    write(workspace / "docs" / "style.md", "Style guide.")
+    write(workspace / "pkg" / "CLAUDE.md", "Pkg rules.\n@../docs/style.md\n@shared.md\n")
+    write(workspace / "pkg" / "shared.md", "Shared rule.")
+    write(workspace / "lib" / "CLAUDE.md", "Lib rules.\n@../pkg/shared.md\n")
+    write(workspace / "pkg" / "a.py", "a = 1\n")
+    write(workspace / "lib" / "b.py", "b = 2\n")
+    scenario = tmp_path / "s.json"
+    scenario.write_text(json.dumps(_reads("pkg/a.py", "lib/b.py")))
+    log = tmp_path / "m.jsonl"
+    run = fsm("run", "--scripted", str(scenario), "--cwd", str(workspace), "--log", str(log))
+    assert run.returncode == 0, run.stderr
+    header = json.loads(log.read_text().splitlines()[0])
+    assert "Style guide." in header["config"]["user_context"]["claudeMd"]
+    messages = replay(log).messages
+    real = workspace.resolve()
+    shown = [
+        line.removeprefix("<system-reminder>\nContents of ").split(" (")[0]
+        for m in messages
+        if m.role == "user"
+        for b in m.content
+        if b.__class__.__name__ == "TextBlock"
+        for line in [b.text]
+        if line.startswith("<system-reminder>\nContents of ")
+    ]
+    assert shown == [f"{real}/pkg/CLAUDE.md", f"{real}/pkg/shared.md", f"{real}/lib/CLAUDE.md"]
+    check = fsm("replay", str(log), "--check")
+    assert check.returncode == 0, check.stdout + check.stderr
 
 
 def test_after_a_compaction_nested_memory_is_looked_for_again() -> None:
