@@ -219,18 +219,27 @@ def _split_outside_braces(text: str) -> list[str]:
     return [*parts, current]
 
 
+def _inside(roots: Sequence[str], path: str) -> tuple[str, str] | None:
+    """The first of `roots` (workspaces) that holds `path`, and `path` relative to it."""
+    for root in roots:
+        root = os.path.realpath(root)
+        rel = os.path.relpath(path, root)
+        if rel != ".." and not rel.startswith(".." + os.sep):
+            return root, rel
+    return None
+
+
 def matching_rules(
-    cwd: str, rules: Sequence[PathRule], files: Iterable[str], shown: Sequence[str]
+    roots: Sequence[str], rules: Sequence[PathRule], files: Iterable[str], shown: Sequence[str]
 ) -> list[PathRule]:
-    """The rules not shown yet that one of `files` (absolute) matches. Pure."""
+    """The rules not shown yet that one of `files` (absolute) matches, each file taken
+    relative to the workspace of `roots` that holds it. Pure."""
     from fsm_agent.tools.globs import compile_glob
 
     pending = [r for r in rules if r.path not in shown]
     if not pending:
         return []
-    root = os.path.realpath(cwd)
-    relative = [os.path.relpath(f, root).replace(os.sep, "/") for f in files]
-    relative = [r for r in relative if not r.startswith("../")]
+    relative = [found[1].replace(os.sep, "/") for f in files if (found := _inside(roots, f))]
     return [
         r for r in pending if any(compile_glob(g).fullmatch(f) for g in r.globs for f in relative)
     ]
@@ -252,16 +261,16 @@ MEMORY_NAMES: tuple[tuple[str, str], ...] = (
 )
 
 
-def nested_candidates(cwd: str, files: Iterable[str]) -> list[str]:
-    """Where a CLAUDE.md would sit for files read below `cwd`: each directory from
-    the one under `cwd` down to the file's own, outer first. Pure: no file is opened."""
-    root = os.path.realpath(cwd)
+def nested_candidates(roots: Sequence[str], files: Iterable[str]) -> list[str]:
+    """Where a CLAUDE.md would sit for files read below a workspace of `roots`: each
+    directory from the one under it down to the file's own, outer first. Pure: no
+    file is opened."""
     out: dict[str, None] = {}
     for file in files:
-        rel = os.path.relpath(os.path.dirname(file), root)
-        if rel == "." or rel.startswith(".."):
+        found = _inside(roots, os.path.dirname(file))
+        if found is None or found[1] == ".":
             continue
-        directory = root
+        directory, rel = found
         for part in rel.split(os.sep):
             directory = os.path.join(directory, part)
             out.update({os.path.join(directory, name): None for name, _ in MEMORY_NAMES})

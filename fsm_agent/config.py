@@ -59,9 +59,17 @@ class RunConfig:
     memory_paths: tuple[str, ...] = ()
     """The memory files `user_context["claudeMd"]` holds: a nested CLAUDE.md's
     import of one of them is not shown to the model a second time."""
+    parent_workspaces: tuple[str, ...] = ()
+    """The workspaces of the runs a fork replays, when it runs in another: a file read
+    in one counts as inside for nested CLAUDE.md files and path rules, so the
+    replayed part finds what its parent found."""
     hooked_events: tuple[str, ...] | None = None
     """The hook events something listens to; the engine calls no hooks for the others.
     None: any event may have a hook (in-process hooks that do not say)."""
+
+    @property
+    def workspaces(self) -> tuple[str, ...]:
+        return (self.cwd, *self.parent_workspaces)
 
     def has_hooks(self, event: str) -> bool:
         return self.hooked_events is None or event in self.hooked_events

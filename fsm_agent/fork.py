@@ -226,7 +226,10 @@ async def afork(
 
     parent_log = SessionLog(Path(parent))
     check_point(parent_log, point)
-    config = evolve(config_of(parent_log), **dict(config_changes or {}))
+    parent_config = config_of(parent_log)
+    config = evolve(parent_config, **dict(config_changes or {}))
+    if parent_config.cwd not in config.workspaces:
+        config = evolve(config, parent_workspaces=(*config.parent_workspaces, parent_config.cwd))
     config = evolve(config, hooked_events=hooked_events(config.hooked_events, events_of(hooks)))
     specs = tools_of(parent_log)
     session_id = str(uuid.uuid4())

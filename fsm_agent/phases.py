@@ -338,12 +338,12 @@ async def _memory_notes(
     """The reminders this turn's reads bring in, and every path now looked at."""
     checked = state.tool_context.memory_checked
     candidates = tuple(
-        p for p in nested_candidates(run.config.cwd, it.read_files) if p not in checked
+        p for p in nested_candidates(run.config.workspaces, it.read_files) if p not in checked
     )
     found = await run.effects.nested_memory(candidates) if candidates else {}
     known = {*run.config.memory_paths, *checked}
     new = {path: text for path, text in found.items() if path not in known}
-    rules = matching_rules(run.config.cwd, run.config.path_rules, it.read_files, checked)
+    rules = matching_rules(run.config.workspaces, run.config.path_rules, it.read_files, checked)
     texts = (*new.values(), *(r.text for r in rules))
     notes = tuple(reminder_text(text) for text in texts)
     imported = tuple(path for path in new if path not in candidates)

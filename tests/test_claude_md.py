@@ -239,7 +239,9 @@ def test_nested_candidates_are_the_directories_below_the_workspace(tmp_path: Pat
     from fsm_agent.claude_md import nested_candidates
 
     ws = str(tmp_path)
-    found = nested_candidates(ws, [f"{ws}/top.txt", f"{ws}/a/b/c.py", f"{ws}/a/d.py", "/etc/hosts"])
+    found = nested_candidates(
+        [ws], [f"{ws}/top.txt", f"{ws}/a/b/c.py", f"{ws}/a/d.py", "/etc/hosts"]
+    )
     assert found == [
         f"{ws}/a/CLAUDE.md",
         f"{ws}/a/.claude/CLAUDE.md",

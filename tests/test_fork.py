@@ -457,3 +457,35 @@ def test_a_forked_log_says_what_its_context_levels_did(
     fork(parent, ForkPoint(step=last), elsewhere, new)
     assert len(contexts(parent)) == 3
     assert contexts(new) == contexts(parent)
+
+
+def test_a_fork_into_another_workspace_replays_its_parents_nested_memory(
+    workspace: Path, elsewhere: Path, alt: Path, tmp_path: Path
+) -> None:
+    """The replayed part finds the subdirectory CLAUDE.md and the path rule the parent
+    found in its own workspace; it diverged when it looked for them in the fork's."""
+    (workspace / "pkg").mkdir()
+    (workspace / "pkg" / "CLAUDE.md").write_text("Pkg rules.\n")
+    (workspace / "pkg" / "a.py").write_text("a = 1\n")
+    (workspace / ".claude" / "rules").mkdir(parents=True)
+    (workspace / ".claude" / "rules" / "py.md").write_text("---\npaths: pkg/*.py\n---\nPy rule.\n")
+    read = {"type": "tool_use", "id": "r1", "name": "Read", "input": {"file_path": "pkg/a.py"}}
+    scenario = tmp_path / "parent.json"
+    scenario.write_text(
+        json.dumps({"prompt": "look", "turns": [{"content": [read]}, {"content": "ok"}]})
+    )
+    parent = tmp_path / "parent.jsonl"
+    run = fsm("run", "--scripted", str(scenario), "--cwd", str(workspace), "--log", str(parent))
+    assert run.returncode == 0, run.stderr
+    assert [r["name"] for r in effects_of(parent)].count("memory") == 1
+    new = tmp_path / "fork.jsonl"
+    proc = fsm(
+        "replay", str(parent), "--fork-at", "7", "--scripted", str(alt),
+        "--cwd", str(elsewhere), "--log", str(new),
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    shown = [b.text for m in replay(new).messages for b in m.content if hasattr(b, "text")]
+    assert any("Pkg rules." in t for t in shown) and any("Py rule." in t for t in shown)
+    assert replay(new).messages[:3] == replay(parent).messages[:3]
+    check = fsm("replay", str(new), "--check")
+    assert check.returncode == 0, check.stdout + check.stderr
