@@ -617,7 +617,7 @@ def _sessions_table(infos: list[Any]) -> None:
             ended = info.reason or "?"
             style = "green" if info.reason == "completed" else "red"
         else:
-            ended = info.status + (f" ({info.problem})" if info.problem else "")
+            ended = info.status.replace("_", " ") + (f" ({info.problem})" if info.problem else "")
             style = "yellow"
         turns = "" if info.turns is None else str(info.turns)
         session = (info.session_id or info.path.stem)[:8]

@@ -23,12 +23,12 @@ from typing import Any
 from attrs import frozen
 
 from fsm_agent.config import RunConfig
-from fsm_agent.log import LogError, SessionLog, header_problem
+from fsm_agent.log import LogError, SessionLog, being_written, header_problem
 from fsm_agent.messages import Message, TextBlock
 
 TAIL_CHUNK = 8192
 TURN_WINDOW = 8 * TAIL_CHUNK
-"""How far back from its end an incomplete log is searched for its last transition."""
+"""How far back from its end a log without its `result` is searched for its last transition."""
 
 
 def sessions_dir(cwd: str | Path) -> Path:
@@ -39,8 +39,9 @@ def sessions_dir(cwd: str | Path) -> Path:
 class SessionInfo:
     """One log as `fsm-agent sessions` shows it.
 
-    `status`: `complete` (ends with its `result`), `incomplete` (running, or
-    killed between records), `torn` (the last line was cut mid-write) or
+    `status`: `complete` (ends with its `result`), `running` (no `result` yet, and
+    a run still writes it), `cut_short` (no `result`, and no run writes it: the
+    run was killed between records), `torn` (the last line was cut mid-write) or
     `corrupt` (no readable header or `start` record; `problem` says why).
     """
 
@@ -164,9 +165,10 @@ def describe(path: Path) -> SessionInfo:
         return SessionInfo(path, "complete", **info, turns=turns, reason=reason)
     try:
         info["turns"] = last_turn(path)
+        running = being_written(path)
     except OSError as exc:
         return SessionInfo(path, "corrupt", **info, problem=str(exc))
-    return SessionInfo(path, "incomplete", **info)
+    return SessionInfo(path, "running" if running else "cut_short", **info)
 
 
 def list_sessions(cwd: str | Path) -> list[SessionInfo]:
@@ -229,8 +231,13 @@ async def aresume(path: Path) -> Resumed:
 
     try:
         log = SessionLog(path)
+        if being_written(path):
+            raise ResumeError(
+                f"{path}: cannot resume: a run is still writing this log; "
+                "wait for it to end, or interrupt it"
+            )
         result = await areplay(path, tape_type=FinishedTape)
-    except LogError as exc:
+    except (LogError, OSError) as exc:
         raise ResumeError(str(exc)) from None
     except Divergence as exc:
         raise ResumeError(
