@@ -13,7 +13,6 @@ skipped and never fatal.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 from collections.abc import Sequence
@@ -41,8 +40,9 @@ class SessionInfo:
 
     `status`: `complete` (ends with its `result`), `running` (no `result` yet, and
     a run still writes it), `cut_short` (no `result`, and no run writes it: the
-    run was killed between records), `torn` (the last line was cut mid-write) or
-    `corrupt` (no readable header or `start` record; `problem` says why).
+    run was killed between records; `--resume` goes on from where it stops),
+    `torn` (the last line was cut mid-write) or `corrupt` (no readable header or
+    `start` record; `problem` says why).
     """
 
     path: Path
@@ -192,6 +192,8 @@ class Resumed:
     session_id: str
     path: Path
     read_files: dict[str, float]
+    cut_short: int | None = None
+    """The steps the log holds when it was cut short (the run killed mid-way); else None."""
 
 
 def find_log(ref: str | Path, cwd: str | Path) -> Path:
@@ -216,18 +218,20 @@ def glob_escape(text: str) -> str:
 
 
 async def aresume(path: Path) -> Resumed:
-    """The conversation a log ended with, by replaying it offline (no network, no tools)."""
-    from fsm_agent.recording import Divergence, LogEnded, ReplayTape
+    """The conversation a log ended with, by replaying it offline (no network, no tools).
+
+    A log cut short by a kill goes on from where it stops, as an interrupt there
+    would have left it (`fsm_agent.cut_log`); a damaged one is refused.
+    """
+    from fsm_agent.cut_log import CutTape
+    from fsm_agent.recording import Divergence
     from fsm_agent.session import areplay, config_of
 
-    class FinishedTape(ReplayTape):
-        """A run that reached its final state holds its whole conversation; the `result`
-        record after it only sums it up, so one torn or never written by a kill is no
-        reason to refuse the resume."""
+    tapes: list[CutTape] = []
 
-        def result(self, record: dict[str, Any]) -> None:
-            with contextlib.suppress(LogEnded):
-                super().result(record)
+    def tape(log: SessionLog) -> CutTape:
+        tapes.append(CutTape(log))
+        return tapes[-1]
 
     try:
         log = SessionLog(path)
@@ -236,7 +240,7 @@ async def aresume(path: Path) -> Resumed:
                 f"{path}: cannot resume: a run is still writing this log; "
                 "wait for it to end, or interrupt it"
             )
-        result = await areplay(path, tape_type=FinishedTape)
+        result = await areplay(path, tape_type=tape)
     except (LogError, OSError) as exc:
         raise ResumeError(str(exc)) from None
     except Divergence as exc:
@@ -249,6 +253,7 @@ async def aresume(path: Path) -> Resumed:
         session_id=log.header.get("session_id", ""),
         path=path.resolve(),  # a new log's `parent` must lead here from any directory
         read_files=dict(result.read_files),
+        cut_short=tapes[0].cut_at,
     )
 
 
