@@ -335,7 +335,15 @@ def _plan(
         parent=resumed.path if resumed is not None else None,
         parent_session_id=resumed.session_id if resumed is not None else None,
         read_files=resumed.read_files if resumed is not None else None,
+        parent_cut_short=resumed.cut_short if resumed is not None else None,
     )
+    if resumed is not None and resumed.cut_short is not None:
+        click.echo(
+            f"fsm-agent: warning: {resumed.path}: the run was cut short after step "
+            f"{resumed.cut_short} (killed?); going on from where its log stops, with every "
+            "call it left unanswered marked interrupted",
+            err=True,
+        )
     return plan, resumed, scenario_prompt
 
 
@@ -617,7 +625,7 @@ def _sessions_table(infos: list[Any]) -> None:
             ended = info.reason or "?"
             style = "green" if info.reason == "completed" else "red"
         else:
-            ended = info.status + (f" ({info.problem})" if info.problem else "")
+            ended = info.status.replace("_", " ") + (f" ({info.problem})" if info.problem else "")
             style = "yellow"
         turns = "" if info.turns is None else str(info.turns)
         session = (info.session_id or info.path.stem)[:8]

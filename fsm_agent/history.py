@@ -13,7 +13,6 @@ skipped and never fatal.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 from collections.abc import Sequence
@@ -23,12 +22,12 @@ from typing import Any
 from attrs import frozen
 
 from fsm_agent.config import RunConfig
-from fsm_agent.log import LogError, SessionLog, header_problem
+from fsm_agent.log import LogError, SessionLog, being_written, header_problem
 from fsm_agent.messages import Message, TextBlock
 
 TAIL_CHUNK = 8192
 TURN_WINDOW = 8 * TAIL_CHUNK
-"""How far back from its end an incomplete log is searched for its last transition."""
+"""How far back from its end a log without its `result` is searched for its last transition."""
 
 
 def sessions_dir(cwd: str | Path) -> Path:
@@ -39,9 +38,11 @@ def sessions_dir(cwd: str | Path) -> Path:
 class SessionInfo:
     """One log as `fsm-agent sessions` shows it.
 
-    `status`: `complete` (ends with its `result`), `incomplete` (running, or
-    killed between records), `torn` (the last line was cut mid-write) or
-    `corrupt` (no readable header or `start` record; `problem` says why).
+    `status`: `complete` (ends with its `result`), `running` (no `result` yet, and
+    a run still writes it), `cut_short` (no `result`, and no run writes it: the
+    run was killed between records; `--resume` goes on from where it stops),
+    `torn` (the last line was cut mid-write) or `corrupt` (no readable header or
+    `start` record; `problem` says why).
     """
 
     path: Path
@@ -164,9 +165,10 @@ def describe(path: Path) -> SessionInfo:
         return SessionInfo(path, "complete", **info, turns=turns, reason=reason)
     try:
         info["turns"] = last_turn(path)
+        running = being_written(path)
     except OSError as exc:
         return SessionInfo(path, "corrupt", **info, problem=str(exc))
-    return SessionInfo(path, "incomplete", **info)
+    return SessionInfo(path, "running" if running else "cut_short", **info)
 
 
 def list_sessions(cwd: str | Path) -> list[SessionInfo]:
@@ -190,6 +192,8 @@ class Resumed:
     session_id: str
     path: Path
     read_files: dict[str, float]
+    cut_short: int | None = None
+    """The steps the log holds when it was cut short (the run killed mid-way); else None."""
 
 
 def find_log(ref: str | Path, cwd: str | Path) -> Path:
@@ -214,23 +218,30 @@ def glob_escape(text: str) -> str:
 
 
 async def aresume(path: Path) -> Resumed:
-    """The conversation a log ended with, by replaying it offline (no network, no tools)."""
-    from fsm_agent.recording import Divergence, LogEnded, ReplayTape
+    """The conversation a log ended with, by replaying it offline (no network, no tools).
+
+    A log cut short by a kill goes on from where it stops, as an interrupt there
+    would have left it (`fsm_agent.cut_log`); a damaged one is refused.
+    """
+    from fsm_agent.cut_log import CutTape
+    from fsm_agent.recording import Divergence
     from fsm_agent.session import areplay, config_of
 
-    class FinishedTape(ReplayTape):
-        """A run that reached its final state holds its whole conversation; the `result`
-        record after it only sums it up, so one torn or never written by a kill is no
-        reason to refuse the resume."""
+    tapes: list[CutTape] = []
 
-        def result(self, record: dict[str, Any]) -> None:
-            with contextlib.suppress(LogEnded):
-                super().result(record)
+    def tape(log: SessionLog) -> CutTape:
+        tapes.append(CutTape(log))
+        return tapes[-1]
 
     try:
         log = SessionLog(path)
-        result = await areplay(path, tape_type=FinishedTape)
-    except LogError as exc:
+        if being_written(path):
+            raise ResumeError(
+                f"{path}: cannot resume: a run is still writing this log; "
+                "wait for it to end, or interrupt it"
+            )
+        result = await areplay(path, tape_type=tape)
+    except (LogError, OSError) as exc:
         raise ResumeError(str(exc)) from None
     except Divergence as exc:
         raise ResumeError(
@@ -242,6 +253,7 @@ async def aresume(path: Path) -> Resumed:
         session_id=log.header.get("session_id", ""),
         path=path.resolve(),  # a new log's `parent` must lead here from any directory
         read_files=dict(result.read_files),
+        cut_short=tapes[0].cut_at,
     )
 
 

@@ -43,6 +43,7 @@ class Plan:
         parent: Path | None = None,
         parent_session_id: str | None = None,
         read_files: dict[str, float] | None = None,
+        parent_cut_short: int | None = None,
     ) -> None:
         self.model = model
         self.config = config
@@ -51,6 +52,8 @@ class Plan:
         self.log = log
         self.parent = parent
         self.parent_session_id = parent_session_id
+        self.parent_cut_short = parent_cut_short
+        """The steps the parent log holds when it was cut short by a kill (`--resume` of it)."""
         self.runs = 0
         self._open = False
         """A conversation has run and its SessionEnd has not fired yet."""
@@ -100,13 +103,17 @@ class Plan:
         self.end("clear")
         self.parent = None
         self.parent_session_id = None
+        self.parent_cut_short = None
         self.read_files = {}
         self.config = evolve(self.config, session_source="clear")
 
     def header_extra(self) -> dict[str, Any]:
         if self.parent is None:
             return {}
-        return {"parent": {"log": str(self.parent), "session_id": self.parent_session_id}}
+        parent: dict[str, Any] = {"log": str(self.parent), "session_id": self.parent_session_id}
+        if self.parent_cut_short is not None:
+            parent["cut_short"] = self.parent_cut_short
+        return {"parent": parent}
 
     async def arun(
         self,
@@ -139,6 +146,7 @@ class Plan:
         if result.log_path:
             self.parent = Path(result.log_path)
             self.parent_session_id = result.session_id
+            self.parent_cut_short = None
         return result
 
     def run_interruptibly(

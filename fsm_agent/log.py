@@ -8,6 +8,7 @@ any other malformed line is a `LogError` naming it. See docs/log-format.md.
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 from collections.abc import Iterator
@@ -121,7 +122,10 @@ class LogWriter:
     The file is unbuffered: each record is one `write` system call, so a
     killed process leaves at most a torn last line and nothing waits in a buffer.
     It is created exclusively: a file already at `path` is a `LogError`, never
-    overwritten (it may be a log someone still needs).
+    overwritten (it may be a log someone still needs). While open it holds a lock
+    on the file, which the kernel drops when the process dies however it dies, so
+    a log without its `result` tells a run still going from one cut short
+    (`being_written`).
     """
 
     def __init__(self, path: Path, header: dict[str, Any]) -> None:
@@ -131,6 +135,7 @@ class LogWriter:
             self._file: IO[bytes] | None = path.open("xb", buffering=0)
         except FileExistsError:
             raise _already_there(path) from None
+        fcntl.flock(self._file, fcntl.LOCK_EX)  # waits out a reader's brief look only
         self.write({"format": FORMAT, "version": VERSION, **header})
 
     def write(self, record: dict[str, Any]) -> None:
@@ -145,6 +150,16 @@ class LogWriter:
         if self._file is not None:
             self._file.close()
             self._file = None
+
+
+def being_written(path: Path) -> bool:
+    """Whether a live `LogWriter` holds the log: a run still writes it."""
+    with path.open("rb") as fh:
+        try:
+            fcntl.flock(fh, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return True
+    return False
 
 
 class MemoryWriter:

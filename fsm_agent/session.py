@@ -236,7 +236,7 @@ async def areplay(
     path: str | Path,
     *,
     on_event: Callable[[DriverEvent], None] | None = None,
-    tape_type: type[ReplayTape] = ReplayTape,
+    tape_type: Callable[[SessionLog], ReplayTape] = ReplayTape,
 ) -> LoopResult:
     """Re-run a recorded session from its log; raises `Divergence` at the first difference."""
     log = SessionLog(Path(path))

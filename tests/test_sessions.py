@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import shutil
 import sys
@@ -11,7 +12,8 @@ import jsonschema
 import pytest
 
 from fsm_agent.codec import unstructure
-from fsm_agent.history import TAIL_CHUNK, describe, follow_up, last_line
+from fsm_agent.history import TAIL_CHUNK, ResumeError, aresume, describe, follow_up, last_line
+from fsm_agent.log import LogWriter, being_written
 from fsm_agent.messages import Message, TextBlock, user
 from fsm_agent.session import replay
 from tests.conftest import ROOT, SCENARIOS
@@ -66,13 +68,9 @@ def test_resume_continues_the_conversation(workspace: Path, tmp_path: Path) -> N
     assert check.returncode == 0, check.stderr
 
 
-def test_resume_refuses_a_torn_or_foreign_log(workspace: Path, tmp_path: Path) -> None:
-    log = tmp_path / "run.jsonl"
-    scripted_run(workspace, "tool_round", "--log", str(log))
-    torn = tmp_path / "torn.jsonl"
-    data = log.read_bytes()
-    torn.write_bytes(data[: len(data) * 2 // 3])
-    _one_error_line(fsm("run", "--resume", str(torn), "x"), "cannot resume")
+def test_resume_refuses_a_foreign_log(workspace: Path, tmp_path: Path) -> None:
+    """A file that is no session log is refused; a torn one (killed mid-write) is a log
+    cut short, which resumes (tests/test_resume_cut_short.py)."""
     junk = tmp_path / "junk.jsonl"
     junk.write_text("hello\n")
     _one_error_line(fsm("run", "--resume", str(junk), "x"), "not a session log")
@@ -176,7 +174,7 @@ def test_last_line_reads_backwards_across_chunks(tmp_path: Path) -> None:
     assert last_line(path) == (b"", True)
 
 
-def test_an_incomplete_log_killed_during_a_tool_shows_its_turn(tmp_path: Path) -> None:
+def test_a_log_killed_during_a_tool_shows_its_turn(tmp_path: Path) -> None:
     """Killed while a tool ran, a log ends with effect records, not a transition: its
     turns are still the last transition's (docs/cli.md, sessions)."""
     log = tmp_path / "run.jsonl"
@@ -188,7 +186,7 @@ def test_an_incomplete_log_killed_during_a_tool_shows_its_turn(tmp_path: Path) -
     cut.write_bytes(b"".join(lines[: tool + 1]))
     last = next(r for r in reversed(records[:tool]) if r.get("t") == "transition")
     info = describe(cut)
-    assert info.status == "incomplete"
+    assert info.status == "cut_short"
     assert info.turns == last["turn"] == 2
 
 
@@ -208,15 +206,15 @@ def test_sessions_lists_every_log_and_marks_broken_ones(workspace: Path) -> None
     source = next(p for p in done if lines_of(p)[-1]["reason"] == "completed")
     data = source.read_bytes()
     (folder / "torn.jsonl").write_bytes(data[:-10])
-    (folder / "incomplete.jsonl").write_bytes(data[: data.rstrip(b"\n").rfind(b"\n") + 1])
+    (folder / "cut.jsonl").write_bytes(data[: data.rstrip(b"\n").rfind(b"\n") + 1])
     (folder / "corrupt.jsonl").write_text("not json at all\n")
     shutil.copy(source, folder / "copy.jsonl")
 
     listed = sessions_listed(workspace)
     assert len(listed) == 6
     assert listed["torn.jsonl"]["status"] == "torn"
-    assert listed["incomplete.jsonl"]["status"] == "incomplete"
-    assert listed["incomplete.jsonl"]["turns"] == 3
+    assert listed["cut.jsonl"]["status"] == "cut_short"
+    assert listed["cut.jsonl"]["turns"] == 3
     assert listed["corrupt.jsonl"]["status"] == "corrupt"
     copy = listed["copy.jsonl"]
     assert copy["status"] == "complete" and copy["reason"] == "completed"
@@ -227,7 +225,7 @@ def test_sessions_lists_every_log_and_marks_broken_ones(workspace: Path) -> None
 
     table = fsm("sessions", "--cwd", str(workspace))
     assert table.returncode == 0
-    for word in ("torn", "corrupt", "incomplete", "max_turns", "completed", "Create notes"):
+    for word in ("torn", "corrupt", "cut short", "max_turns", "completed", "Create notes"):
         assert word in table.stdout
     short = lines_of(source)[0]["session_id"][:8]
     assert short in table.stdout
@@ -433,3 +431,20 @@ def test_resume_of_a_scripted_session_without_a_scenario_is_a_usage_error(
     _one_error_line(proc, "ran a scripted model")
     assert "--scripted" in proc.stderr and "--model" in proc.stderr
     assert not list((workspace / ".fsm-agent").glob("sessions/*.jsonl")), "nothing ran"
+
+
+def test_a_log_being_written_is_running_and_one_left_behind_is_cut_short(tmp_path: Path) -> None:
+    """A live run holds a lock on its log, which dies with its process: without a `result`,
+    a log still locked is `running`, one nobody holds was cut short (docs/cli.md, sessions)."""
+    path = tmp_path / "live.jsonl"
+    writer = LogWriter(path, {"session_id": "s", "fingerprint": "f", "config": {}})
+    writer.write({"t": "start", "messages": [{"role": "user", "content": "hi"}]})
+    try:
+        assert being_written(path)
+        assert describe(path).status == "running"
+        with pytest.raises(ResumeError, match="cannot resume: a run is still writing this log"):
+            asyncio.run(aresume(path))
+    finally:
+        writer.close()
+    assert not being_written(path)
+    assert describe(path).status == "cut_short"
