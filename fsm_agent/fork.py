@@ -41,7 +41,7 @@ from fsm_agent.recording import (
     read_result,
 )
 from fsm_agent.stepper import LogIndex
-from fsm_agent.tools.base import Tool, ToolCall, ToolEnv, ToolOutcome
+from fsm_agent.tools.base import Tool, ToolCall, ToolEnv, ToolOutcome, close_tools
 
 
 class ForkError(ValueError):
@@ -247,9 +247,10 @@ async def afork(
         from fsm_agent.command_hooks import CommandHooks
 
         hooks = joined(CommandHooks.for_run(config, str(path.resolve())), hooks)
+    tools = default_tools() if tools is None else tools
     live = LiveEffects(
         model,
-        default_tools() if tools is None else tools,
+        tools,
         hooks,
         abort,
         blob_dir=blobs,
@@ -259,4 +260,5 @@ async def afork(
     try:
         return await engine.run(messages, tape.replay.start_read_files)
     finally:
+        close_tools(tools.values())
         writer.close()

@@ -110,6 +110,7 @@ async def arun(
     from fsm_agent.effects import LiveEffects
     from fsm_agent.hooks import events_of, hooked_events, joined
     from fsm_agent.permissions import removed_tools
+    from fsm_agent.tools.base import close_tools
     from fsm_agent.validation import check_schema
 
     live_effects = live_effects or LiveEffects
@@ -146,6 +147,7 @@ async def arun(
     try:
         return await engine.run(_messages(prompt), read_files)
     finally:
+        close_tools(tools.values())
         writer.close()
 
 

@@ -303,7 +303,12 @@ def test_the_search_runs_this_fsm_agent_not_one_in_the_current_directory(
     (fake / "__init__.py").write_text("")
     (fake / "grep.py").write_text("print('\"not the real grep\"')\n")
     monkeypatch.chdir(ws)
-    assert ok(ws, pattern="getcwd") == f"Found 1 file\n{ws}/a.py"
+    fresh = GrepTool()
+    try:
+        out = call(fresh, {"pattern": "getcwd"}, make_env(ws))
+    finally:
+        fresh.close()
+    assert text(out) == f"Found 1 file\n{ws}/a.py"
 
 
 def test_a_file_too_large_to_search_is_never_passed_over_in_silence(

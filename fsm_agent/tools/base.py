@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any, Protocol, overload
 
 from attrs import field, frozen
@@ -64,11 +64,22 @@ class ToolEnv:
 
 
 class Tool(Protocol):
+    """A tool may also have a `close()` (Grep: its search processes), which `close_tools`
+    calls when a run ends; a later call must still work."""
+
     name: str
     description: str
     input_schema: dict[str, Any]
 
     async def run(self, input: dict[str, Any], env: ToolEnv) -> ToolOutcome: ...
+
+
+def close_tools(tools: Iterable[Tool]) -> None:
+    """End what the tools of a run hold, once it is over (however it ended)."""
+    for tool in tools:
+        close = getattr(tool, "close", None)
+        if close is not None:
+            close()
 
 
 @overload
@@ -94,5 +105,6 @@ __all__ = [
     "ToolEnv",
     "ToolInputError",
     "ToolOutcome",
+    "close_tools",
     "integer",
 ]

@@ -4,8 +4,14 @@ Python's `re` stands in for ripgrep. Hidden files are searched, VCS
 directories and binary files (NUL in the first 8 KB) are skipped, and the
 `.gitignore` at the top of the workspace root being searched is honoured
 (see `fsm_agent.tools.walk.GitIgnore` for the subset understood).
-The files are listed here and searched in a child process, which a time limit
-or a cancellation kills (see `_search_in_child`).
+The files are listed here and searched in a child process: Python's `re`
+backtracks, and holds the GIL while it does, so a pattern such as `(a+)+$`
+can run for ever and freeze the whole process, Ctrl-C included, where a child
+can be killed, on cancellation or after `GREP_TIMEOUT_S`. The children are
+long-lived search workers (`fsm_agent.tools.worker`), one per call in flight,
+kept by the tool between calls: starting one costs tens of milliseconds, a
+job sent to one about a millisecond. `GrepTool.close` ends them when the run
+ends.
 """
 
 from __future__ import annotations
@@ -13,11 +19,8 @@ from __future__ import annotations
 import asyncio
 import bisect
 import contextlib
-import json
 import os
 import re
-import subprocess
-import sys
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -27,6 +30,7 @@ from fsm_agent.tools.base import ToolEnv, ToolInputError, ToolOutcome, integer
 from fsm_agent.tools.files import SNIFF_BYTES, looks_binary, printable
 from fsm_agent.tools.globs import compile_glob, split_globs
 from fsm_agent.tools.walk import GitIgnore, walk_files
+from fsm_agent.tools.worker import Workers, serve
 from fsm_agent.tools.workspace import check_path, is_within
 
 MAX_OUTPUT_CHARS = 30_000
@@ -179,6 +183,13 @@ class GrepTool:
     description = DESCRIPTION
     input_schema = SCHEMA
 
+    def __init__(self) -> None:
+        self.workers = Workers(__name__)
+
+    def close(self) -> None:
+        """End the search processes (the run is over); a later call starts a new one."""
+        self.workers.close()
+
     async def run(self, input: dict[str, Any], env: ToolEnv) -> ToolOutcome:
         query = Query.parse(input)
         where = input.get("path") or env.cwd
@@ -197,9 +208,15 @@ class GrepTool:
                 f"{where} is {_size(os.path.getsize(check.resolved))}; Grep searches files of "
                 f"at most {limit}. Search it with Bash (grep, rg) instead."
             )
-        text, response = await _search_in_child(
-            {"input": input, "files": files, "single": single, "respond": env.wants_response}
-        )
+        job = {"input": input, "files": files, "single": single, "respond": env.wants_response}
+        try:
+            text, response = await self.workers.run(job, GREP_TIMEOUT_S)
+        except TimeoutError:
+            raise ToolInputError(
+                f"Grep timed out after {GREP_TIMEOUT_S:g} s. The pattern may backtrack without "
+                "end (nested repetition such as (a+)+), or the search is too wide: simplify "
+                "the pattern, or narrow path, glob or type."
+            ) from None
         if too_big:
             names = ", ".join(printable(p) for p in too_big[:5])
             more = f" and {len(too_big) - 5} more" if len(too_big) > 5 else ""
@@ -229,58 +246,14 @@ def _size(n: int) -> str:
     return f"{n // 2**20} MB" if n >= 2**20 else f"{n} bytes"
 
 
-async def _search_in_child(job: dict[str, Any]) -> tuple[str, dict[str, Any] | None]:
-    """The rendered result of `job`, and its response if `job["respond"]`, searched by
-    a child process.
-
-    Python's `re` backtracks, and holds the GIL while it does: a pattern such
-    as `(a+)+$` can run for ever and freeze the whole process, Ctrl-C
-    included. A child can be killed, on cancellation or after `GREP_TIMEOUT_S`.
-    It imports this very module: not one in the current directory (`-P`),
-    which may be a workspace holding another fsm_agent.
-    """
-    home = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    path = os.pathsep.join(p for p in (home, os.environ.get("PYTHONPATH")) if p)
-    child = await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-P",
-        "-m",
-        "fsm_agent.tools.grep",
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        env={**os.environ, "PYTHONPATH": path},
-    )
-    try:
-        out, err = await asyncio.wait_for(
-            child.communicate(json.dumps(job).encode()), GREP_TIMEOUT_S
-        )
-    except TimeoutError:
-        raise ToolInputError(
-            f"Grep timed out after {GREP_TIMEOUT_S:g} s. The pattern may backtrack without "
-            "end (nested repetition such as (a+)+), or the search is too wide: simplify "
-            "the pattern, or narrow path, glob or type."
-        ) from None
-    finally:
-        if child.returncode is None:
-            child.kill()
-            await child.wait()
-    if child.returncode != 0:
-        lines = err.decode("utf-8", errors="replace").strip().splitlines()
-        raise RuntimeError(lines[-1] if lines else f"search exited with {child.returncode}")
-    text, response = json.loads(out)
-    return text, response
-
-
-def _search_job() -> None:
-    """The child's side of `_search_in_child`: a job on stdin, its result on stdout."""
-    job = json.load(sys.stdin)
+def _search(job: dict[str, Any]) -> tuple[str, dict[str, Any] | None]:
+    """A search worker's job: the rendered result of searching `job["files"]`, and its
+    response if `job["respond"]`."""
     input = job["input"]
     query = Query.parse(input)
     results = [r for path in job["files"] if (r := _search_file(query, path)) is not None]
     head_limit, offset = integer(input, "head_limit", 0), integer(input, "offset", 0)
-    rendered = _render(query, results, job["single"], head_limit, offset, job.get("respond"))
-    sys.stdout.write(json.dumps(rendered))
+    return _render(query, results, job["single"], head_limit, offset, job["respond"])
 
 
 def _candidates(
@@ -450,4 +423,4 @@ def _cap(text: str) -> str:
 
 
 if __name__ == "__main__":
-    _search_job()
+    serve(_search)
