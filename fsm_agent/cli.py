@@ -11,7 +11,7 @@ import json
 import os
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NoReturn
+from typing import TYPE_CHECKING, Any, BinaryIO, NoReturn
 
 import click
 
@@ -426,12 +426,11 @@ def run(
                 fail(f"--output-format {output_format} needs a PROMPT (no interactive session)")
             _chat(plan, history, quiet=quiet, verbose=verbose)
             return
-        try:
-            prompt = sys.stdin.buffer.read().decode("utf-8").strip()
-        except UnicodeDecodeError:
-            fail("the prompt on standard input is not UTF-8 text")
+        prompt = piped_text(sys.stdin.buffer).strip()
         if not prompt:
             fail("no prompt given (pass PROMPT, pipe it on stdin, or use a scenario's 'prompt')")
+    elif not sys.stdin.isatty():
+        prompt = with_piped(prompt, piped_text(sys.stdin.buffer, wait_s=STDIN_WAIT_S))
     from fsm_agent.history import follow_up
 
     messages = follow_up(history, prompt)
@@ -443,6 +442,44 @@ def run(
         )
     plan.end("other")
     sys.exit(exit_code(result))
+
+
+STDIN_WAIT_S = 3.0
+"""How long a run with its PROMPT waits for the first byte on a piped stdin (Claude Code's 3s)."""
+
+
+def piped_text(stream: BinaryIO, *, wait_s: float | None = None) -> str:
+    """What comes on `stream` up to its end, as text. With `wait_s`, nothing within that
+    time (a parent that leaves stdin open and never writes) is nothing, said on stderr:
+    the run goes on without, where reading would hang it."""
+    if wait_s is not None and _silent(stream, wait_s):
+        click.echo(
+            f"fsm-agent: warning: nothing came on standard input in {wait_s:g}s; going on "
+            "without it (redirect it: < /dev/null to skip the wait)",
+            err=True,
+        )
+        return ""
+    try:
+        return stream.read().decode("utf-8")
+    except UnicodeDecodeError:
+        fail("the prompt on standard input is not UTF-8 text")
+
+
+def _silent(stream: BinaryIO, wait_s: float) -> bool:
+    import select
+
+    try:
+        fd = stream.fileno()
+    except (OSError, ValueError):  # not a file: a test's in-memory stdin, read at once
+        return False
+    ready, _, _ = select.select([fd], [], [], wait_s)
+    return not ready
+
+
+def with_piped(prompt: str, piped: str) -> str:
+    """The prompt, then on a new line the text piped in, as `cat log | claude -p PROMPT`
+    sends them; a pipe with nothing but whitespace adds nothing."""
+    return f"{prompt}\n{piped}" if piped.strip() else prompt
 
 
 @cli.command()
