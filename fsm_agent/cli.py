@@ -568,46 +568,79 @@ def _run_text(
 
 
 def _run_json(plan: Plan, messages: list[Any], *, stream: bool, partial: bool) -> Any:
+    """The run, with one JSON result at its end, or (`stream`) a JSON line per event.
+
+    `system/init` goes out with the run's first event: the log is open by then, so a
+    log that cannot be created is an error line and nothing on stdout. Once the run
+    began, it always ends with a `result`, an error one if the log failed mid-run."""
     import time
 
-    from fsm_agent.headless import RunTally, StreamJson, init_object, result_object
-    from fsm_agent.log import LogError
+    from fsm_agent.headless import (
+        RunTally,
+        StreamJson,
+        broken_off_object,
+        init_object,
+        result_object,
+    )
+    from fsm_agent.log import LogError, default_log_path
+    from fsm_agent.permissions import removed_tools
     from fsm_agent.session import new_session_id
 
     session_id = new_session_id()
     tally = RunTally()
     writer = StreamJson(sys.stdout, session_id, partial=partial)
+    config = plan.config
+    log = plan.next_log() or default_log_path(config.cwd, session_id)
+    began = False
+
+    def begin() -> None:
+        nonlocal began
+        if began:
+            return
+        began = True
+        if stream:
+            removed = removed_tools(config.permissions)
+            tools = [name for name in config.tools if name not in removed]
+            writer.write(
+                init_object(session_id, config.cwd, tools, config.model, config.permission_mode)
+            )
 
     def on_event(event: Any) -> None:
+        begin()
         tally(event)
         if stream:
             writer(event)
 
-    if stream:
-        from fsm_agent.permissions import removed_tools
-
-        config = plan.config
-        removed = removed_tools(config.permissions)
-        tools = [name for name in config.tools if name not in removed]
-        writer.write(
-            init_object(session_id, config.cwd, tools, config.model, config.permission_mode)
-        )
-    started = time.monotonic()
-    try:
-        result = plan.run_interruptibly(messages, on_event, session_id=session_id)
-    except LogError as exc:
-        fail(str(exc))
-    except OSError as exc:
-        fail(f"cannot write the session log: {exc}")
-    duration_ms = round((time.monotonic() - started) * 1000)
-    obj = result_object(result, duration_ms=duration_ms, tally=tally)
-    if stream:
-        writer.write(obj)
-    else:
+    def emit(obj: dict[str, Any]) -> None:
+        if stream:
+            writer.write(obj)
+            return
         try:
             click.echo(json.dumps(obj, ensure_ascii=writer.ascii, indent=2))
         except BrokenPipeError:
             writer.closed = True
+
+    started = time.monotonic()
+    try:
+        result = plan.run_interruptibly(messages, on_event, session_id=session_id)
+    except (LogError, OSError) as exc:
+        error = str(exc) if isinstance(exc, LogError) else f"cannot write the session log: {exc}"
+        if began:
+            duration_ms = round((time.monotonic() - started) * 1000)
+            emit(
+                broken_off_object(
+                    error,
+                    session_id=session_id,
+                    model=config.model,
+                    log=str(log),
+                    duration_ms=duration_ms,
+                    tally=tally,
+                )
+            )
+        fail(error)
+    begin()
+    duration_ms = round((time.monotonic() - started) * 1000)
+    emit(result_object(result, duration_ms=duration_ms, tally=tally))
     if writer.closed:
         from fsm_agent.render import silence
 
