@@ -1076,7 +1076,16 @@ def _escape_what_stdout_cannot_encode() -> None:
             stream.reconfigure(errors="backslashreplace")
 
 
+def _open_closed_streams() -> None:
+    """A standard stream closed at start (`<&-`, `>&-`, a daemon's) is None in Python:
+    stdin is then one with nothing on it, stdout and stderr a reader that is gone."""
+    for name, mode in (("stdin", "r"), ("stdout", "w"), ("stderr", "w")):
+        if getattr(sys, name) is None:
+            setattr(sys, name, open(os.devnull, mode, encoding="utf-8"))  # noqa: SIM115
+
+
 def main() -> None:
+    _open_closed_streams()
     _escape_what_stdout_cannot_encode()
     try:
         cli.main(standalone_mode=False, prog_name="fsm-agent")
