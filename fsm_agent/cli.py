@@ -435,12 +435,19 @@ def run(
 
     messages = follow_up(history, prompt)
     if output_format == "text":
-        result = _run_text(plan, messages, quiet=quiet, verbose=verbose, ask=sys.stdin.isatty())
+        result, lost = _run_text(
+            plan, messages, quiet=quiet, verbose=verbose, ask=sys.stdin.isatty()
+        )
     else:
-        result = _run_json(
+        result, lost = _run_json(
             plan, messages, stream=output_format == "stream-json", partial=include_partial_messages
         )
     plan.end("other")
+    if lost is not None:
+        fail(
+            f"cannot write to standard output ({lost.strerror or lost}), the output is "
+            f"incomplete; the run ended {result.reason}; its log: {result.log_path}"
+        )
     sys.exit(exit_code(result))
 
 
@@ -539,9 +546,10 @@ def _chat(plan: Plan, history: list[Any], *, quiet: bool, verbose: bool) -> None
 
 def _run_text(
     plan: Plan, messages: list[Any], *, quiet: bool, verbose: bool, ask: bool = False
-) -> Any:
-    """The run shown as it goes; with `ask` (a terminal), the user is asked what
-    the rules leave open, the live status put away meanwhile."""
+) -> tuple[Any, OSError | None]:
+    """The run shown as it goes, and why stdout failed if it did; with `ask` (a
+    terminal), the user is asked what the rules leave open, the live status put away
+    meanwhile."""
     from fsm_agent.log import LogError
     from fsm_agent.render import LiveRenderer, QuietRenderer, RunConsole
 
@@ -561,13 +569,15 @@ def _run_text(
     finally:
         renderer.stop()
     renderer.summary(result)
-    if quiet and result.reason != "completed":
+    if quiet and result.reason != "completed" and console.write_error is None:
         detail = f": {result.error}" if result.error else ""
         click.echo(f"fsm-agent: the run ended {result.reason}{detail}", err=True)
-    return result
+    return result, console.write_error
 
 
-def _run_json(plan: Plan, messages: list[Any], *, stream: bool, partial: bool) -> Any:
+def _run_json(
+    plan: Plan, messages: list[Any], *, stream: bool, partial: bool
+) -> tuple[Any, OSError | None]:
     """The run, with one JSON result at its end, or (`stream`) a JSON line per event.
 
     `system/init` goes out with the run's first event: the log is open by then, so a
@@ -614,11 +624,8 @@ def _run_json(plan: Plan, messages: list[Any], *, stream: bool, partial: bool) -
     def emit(obj: dict[str, Any]) -> None:
         if stream:
             writer.write(obj)
-            return
-        try:
-            click.echo(json.dumps(obj, ensure_ascii=writer.ascii, indent=2))
-        except BrokenPipeError:
-            writer.closed = True
+        else:
+            writer.guarded(lambda: click.echo(json.dumps(obj, ensure_ascii=writer.ascii, indent=2)))
 
     started = time.monotonic()
     try:
@@ -645,7 +652,7 @@ def _run_json(plan: Plan, messages: list[Any], *, stream: bool, partial: bool) -
         from fsm_agent.render import silence
 
         silence(sys.stdout)
-    return result
+    return result, writer.write_error
 
 
 @cli.command()

@@ -304,6 +304,8 @@ class StreamJson:
         self.session_id = session_id
         self.partial = partial
         self.closed = False
+        self.write_error: OSError | None = None
+        """Why a write failed other than by the reader going away (a full disk)."""
         self.ascii = ascii_only(out)
         self._unannounced: set[str] = set()
         self._held: list[tuple[str, dict[str, Any]]] = []
@@ -312,11 +314,19 @@ class StreamJson:
         """One line, flushed. A reader that went away stops the output, never the run."""
         if self.closed:
             return
+        self.guarded(lambda: self.out.write(json.dumps(obj, ensure_ascii=self.ascii) + "\n"))
+
+    def guarded(self, write: Callable[[], object]) -> None:
+        """`write`, then a flush; a failure closes the output (`write_error` says why,
+        unless the reader went away) and never reaches the run."""
         try:
-            self.out.write(json.dumps(obj, ensure_ascii=self.ascii) + "\n")
+            write()
             self.out.flush()
         except BrokenPipeError:
             self.closed = True
+        except OSError as exc:
+            self.closed = True
+            self.write_error = exc
 
     def _line(self, kind: str, **fields: Any) -> None:
         self.write(self._object(kind, **fields))
