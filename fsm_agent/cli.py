@@ -11,7 +11,7 @@ import json
 import os
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NoReturn
+from typing import TYPE_CHECKING, Any, BinaryIO, NoReturn
 
 import click
 
@@ -426,23 +426,67 @@ def run(
                 fail(f"--output-format {output_format} needs a PROMPT (no interactive session)")
             _chat(plan, history, quiet=quiet, verbose=verbose)
             return
-        try:
-            prompt = sys.stdin.buffer.read().decode("utf-8").strip()
-        except UnicodeDecodeError:
-            fail("the prompt on standard input is not UTF-8 text")
+        prompt = piped_text(sys.stdin.buffer).strip()
         if not prompt:
             fail("no prompt given (pass PROMPT, pipe it on stdin, or use a scenario's 'prompt')")
+    elif not sys.stdin.isatty():
+        prompt = with_piped(prompt, piped_text(sys.stdin.buffer, wait_s=STDIN_WAIT_S))
     from fsm_agent.history import follow_up
 
     messages = follow_up(history, prompt)
     if output_format == "text":
-        result = _run_text(plan, messages, quiet=quiet, verbose=verbose, ask=sys.stdin.isatty())
+        result, lost = _run_text(
+            plan, messages, quiet=quiet, verbose=verbose, ask=sys.stdin.isatty()
+        )
     else:
-        result = _run_json(
+        result, lost = _run_json(
             plan, messages, stream=output_format == "stream-json", partial=include_partial_messages
         )
     plan.end("other")
+    if lost is not None:
+        fail(
+            f"cannot write to standard output ({lost.strerror or lost}), the output is "
+            f"incomplete; the run ended {result.reason}; its log: {result.log_path}"
+        )
     sys.exit(exit_code(result))
+
+
+STDIN_WAIT_S = 3.0
+"""How long a run with its PROMPT waits for the first byte on a piped stdin (Claude Code's 3s)."""
+
+
+def piped_text(stream: BinaryIO, *, wait_s: float | None = None) -> str:
+    """What comes on `stream` up to its end, as text. With `wait_s`, nothing within that
+    time (a parent that leaves stdin open and never writes) is nothing, said on stderr:
+    the run goes on without, where reading would hang it."""
+    if wait_s is not None and _silent(stream, wait_s):
+        click.echo(
+            f"fsm-agent: warning: nothing came on standard input in {wait_s:g}s; going on "
+            "without it (redirect it: < /dev/null to skip the wait)",
+            err=True,
+        )
+        return ""
+    try:
+        return stream.read().decode("utf-8")
+    except UnicodeDecodeError:
+        fail("the prompt on standard input is not UTF-8 text")
+
+
+def _silent(stream: BinaryIO, wait_s: float) -> bool:
+    import select
+
+    try:
+        fd = stream.fileno()
+    except (OSError, ValueError):  # not a file: a test's in-memory stdin, read at once
+        return False
+    ready, _, _ = select.select([fd], [], [], wait_s)
+    return not ready
+
+
+def with_piped(prompt: str, piped: str) -> str:
+    """The prompt, then on a new line the text piped in, as `cat log | claude -p PROMPT`
+    sends them; a pipe with nothing but whitespace adds nothing."""
+    return f"{prompt}\n{piped}" if piped.strip() else prompt
 
 
 @cli.command()
@@ -502,9 +546,10 @@ def _chat(plan: Plan, history: list[Any], *, quiet: bool, verbose: bool) -> None
 
 def _run_text(
     plan: Plan, messages: list[Any], *, quiet: bool, verbose: bool, ask: bool = False
-) -> Any:
-    """The run shown as it goes; with `ask` (a terminal), the user is asked what
-    the rules leave open, the live status put away meanwhile."""
+) -> tuple[Any, OSError | None]:
+    """The run shown as it goes, and why stdout failed if it did; with `ask` (a
+    terminal), the user is asked what the rules leave open, the live status put away
+    meanwhile."""
     from fsm_agent.log import LogError
     from fsm_agent.render import LiveRenderer, QuietRenderer, RunConsole
 
@@ -524,58 +569,90 @@ def _run_text(
     finally:
         renderer.stop()
     renderer.summary(result)
-    if quiet and result.reason != "completed":
+    if quiet and result.reason != "completed" and console.write_error is None:
         detail = f": {result.error}" if result.error else ""
         click.echo(f"fsm-agent: the run ended {result.reason}{detail}", err=True)
-    return result
+    return result, console.write_error
 
 
-def _run_json(plan: Plan, messages: list[Any], *, stream: bool, partial: bool) -> Any:
+def _run_json(
+    plan: Plan, messages: list[Any], *, stream: bool, partial: bool
+) -> tuple[Any, OSError | None]:
+    """The run, with one JSON result at its end, or (`stream`) a JSON line per event.
+
+    `system/init` goes out with the run's first event: the log is open by then, so a
+    log that cannot be created is an error line and nothing on stdout. Once the run
+    began, it always ends with a `result`, an error one if the log failed mid-run."""
     import time
 
-    from fsm_agent.headless import RunTally, StreamJson, init_object, result_object
-    from fsm_agent.log import LogError
+    from fsm_agent.headless import (
+        RunTally,
+        StreamJson,
+        broken_off_object,
+        init_object,
+        result_object,
+    )
+    from fsm_agent.log import LogError, default_log_path
+    from fsm_agent.permissions import removed_tools
     from fsm_agent.session import new_session_id
 
     session_id = new_session_id()
     tally = RunTally()
     writer = StreamJson(sys.stdout, session_id, partial=partial)
+    config = plan.config
+    log = plan.next_log() or default_log_path(config.cwd, session_id)
+    began = False
+
+    def begin() -> None:
+        nonlocal began
+        if began:
+            return
+        began = True
+        if stream:
+            removed = removed_tools(config.permissions)
+            tools = [name for name in config.tools if name not in removed]
+            writer.write(
+                init_object(session_id, config.cwd, tools, config.model, config.permission_mode)
+            )
 
     def on_event(event: Any) -> None:
+        begin()
         tally(event)
         if stream:
             writer(event)
 
-    if stream:
-        from fsm_agent.permissions import removed_tools
+    def emit(obj: dict[str, Any]) -> None:
+        if stream:
+            writer.write(obj)
+        else:
+            writer.guarded(lambda: click.echo(json.dumps(obj, ensure_ascii=writer.ascii, indent=2)))
 
-        config = plan.config
-        removed = removed_tools(config.permissions)
-        tools = [name for name in config.tools if name not in removed]
-        writer.write(
-            init_object(session_id, config.cwd, tools, config.model, config.permission_mode)
-        )
     started = time.monotonic()
     try:
         result = plan.run_interruptibly(messages, on_event, session_id=session_id)
-    except LogError as exc:
-        fail(str(exc))
-    except OSError as exc:
-        fail(f"cannot write the session log: {exc}")
+    except (LogError, OSError) as exc:
+        error = str(exc) if isinstance(exc, LogError) else f"cannot write the session log: {exc}"
+        if began:
+            duration_ms = round((time.monotonic() - started) * 1000)
+            emit(
+                broken_off_object(
+                    error,
+                    session_id=session_id,
+                    model=config.model,
+                    log=str(log),
+                    duration_ms=duration_ms,
+                    tally=tally,
+                )
+            )
+        fail(error)
+    begin()
     duration_ms = round((time.monotonic() - started) * 1000)
-    obj = result_object(result, duration_ms=duration_ms, tally=tally)
-    if stream:
-        writer.write(obj)
-    else:
-        try:
-            click.echo(json.dumps(obj, ensure_ascii=writer.ascii, indent=2))
-        except BrokenPipeError:
-            writer.closed = True
+    emit(result_object(result, duration_ms=duration_ms, tally=tally))
     if writer.closed:
         from fsm_agent.render import silence
 
         silence(sys.stdout)
-    return result
+    return result, writer.write_error
 
 
 @cli.command()
@@ -1006,7 +1083,16 @@ def _escape_what_stdout_cannot_encode() -> None:
             stream.reconfigure(errors="backslashreplace")
 
 
+def _open_closed_streams() -> None:
+    """A standard stream closed at start (`<&-`, `>&-`, a daemon's) is None in Python:
+    stdin is then one with nothing on it, stdout and stderr a reader that is gone."""
+    for name, mode in (("stdin", "r"), ("stdout", "w"), ("stderr", "w")):
+        if getattr(sys, name) is None:
+            setattr(sys, name, open(os.devnull, mode, encoding="utf-8"))  # noqa: SIM115
+
+
 def main() -> None:
+    _open_closed_streams()
     _escape_what_stdout_cannot_encode()
     try:
         cli.main(standalone_mode=False, prog_name="fsm-agent")

@@ -101,10 +101,18 @@ class RunTally:
         self.api_s = 0.0
         self._api_since: float | None = None
         self.denials: list[dict[str, Any]] = []
+        self.path: list[dict[str, str]] = []
+        """The edges taken so far: a run that breaks off has no `LoopResult` to tell them."""
+        self.turns = 0
+        self.stop_reason: str | None = None
 
     def __call__(self, event: DriverEvent) -> None:
         self.meter(event)
+        if isinstance(event, AssistantMessage):
+            self.stop_reason = event.message.stop_reason
         if isinstance(event, Transition):
+            self.path.append({"from": event.source, "to": event.dest, "edge": event.edge})
+            self.turns = event.turn
             now = self.clock()
             if self._api_since is not None and event.source == "api_call":
                 self.api_s += now - self._api_since
@@ -170,6 +178,41 @@ def result_object(result: LoopResult, *, duration_ms: int, tally: RunTally) -> d
         }
     )
     return obj
+
+
+def broken_off_object(
+    error: str,
+    *,
+    session_id: str,
+    model: str,
+    log: str | None,
+    duration_ms: int,
+    tally: RunTally,
+) -> dict[str, Any]:
+    """The `result` of a run that broke off before a final state (its log could not be
+    written): `error_during_execution`, no `terminal_reason`, what it did so far. A
+    reader that got `system/init` gets its `result`, as `claude -p` ends a run it began."""
+    usage = sum((u for u, _ in tally.meter.by_model.values()), Usage())
+    return {
+        "type": "result",
+        "subtype": "error_during_execution",
+        "is_error": True,
+        "duration_ms": duration_ms,
+        "duration_api_ms": round(tally.api_s * 1000),
+        "num_turns": tally.turns,
+        "errors": [error],
+        "stop_reason": tally.stop_reason,
+        "terminal_reason": None,
+        "session_id": session_id,
+        "uuid": str(uuid.uuid4()),
+        "total_cost_usd": tally.meter.total,
+        "usage": _usage(usage),
+        "modelUsage": tally.model_usage(),
+        "permission_denials": tally.denials,
+        "model": model,
+        "log": log,
+        "path": tally.path,
+    }
 
 
 def api_event(event: StreamEvent) -> dict[str, Any]:
@@ -261,6 +304,8 @@ class StreamJson:
         self.session_id = session_id
         self.partial = partial
         self.closed = False
+        self.write_error: OSError | None = None
+        """Why a write failed other than by the reader going away (a full disk)."""
         self.ascii = ascii_only(out)
         self._unannounced: set[str] = set()
         self._held: list[tuple[str, dict[str, Any]]] = []
@@ -269,11 +314,19 @@ class StreamJson:
         """One line, flushed. A reader that went away stops the output, never the run."""
         if self.closed:
             return
+        self.guarded(lambda: self.out.write(json.dumps(obj, ensure_ascii=self.ascii) + "\n"))
+
+    def guarded(self, write: Callable[[], object]) -> None:
+        """`write`, then a flush; a failure closes the output (`write_error` says why,
+        unless the reader went away) and never reaches the run."""
         try:
-            self.out.write(json.dumps(obj, ensure_ascii=self.ascii) + "\n")
+            write()
             self.out.flush()
         except BrokenPipeError:
             self.closed = True
+        except OSError as exc:
+            self.closed = True
+            self.write_error = exc
 
     def _line(self, kind: str, **fields: Any) -> None:
         self.write(self._object(kind, **fields))

@@ -69,11 +69,22 @@ class RunConsole(Console):
     """
 
     reader_gone = False
+    write_error: OSError | None = None
+    """Why stdout could not be written (a full disk), where no reader chose to stop."""
 
     def on_broken_pipe(self) -> None:
         self.quiet = True
         self.reader_gone = True
         silence(self.file)
+
+    def _check_buffer(self) -> None:
+        """Rich handles only a broken pipe; any other failed write (ENOSPC, EIO) raised
+        from the event callback too, and broke the run off mid-way."""
+        try:
+            super()._check_buffer()
+        except OSError as exc:
+            self.write_error = exc
+            self.on_broken_pipe()
 
 
 def silence(stream: IO[str]) -> None:

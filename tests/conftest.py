@@ -31,3 +31,15 @@ def scenario(workspace: Path, tmp_path: Path) -> Callable[..., LoopResult]:
         return run_scenario(SCENARIOS / f"{name}.json", cwd=workspace, **kwargs)
 
     return go
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """The commands the tests start inherit standard input; a run with its PROMPT reads
+    a piped one. Unless it is a terminal (a developer's, for --pdb), it becomes /dev/null,
+    so no test waits on a pipe its runner left open, whoever started the suite."""
+    import os
+
+    if not os.isatty(0):
+        null = os.open(os.devnull, os.O_RDONLY)
+        os.dup2(null, 0)
+        os.close(null)

@@ -116,3 +116,58 @@ def test_a_chat_whose_reader_goes_away_ends_after_the_run_it_is_in(
     assert "Traceback" not in stderr, stderr
     assert json.loads(log.read_text().splitlines()[-1])["t"] == "result"
     assert (workspace / "notes.txt").read_text() == "hello\n"
+
+
+@pytest.mark.parametrize("extra", FORMATS, ids=lambda e: " ".join(e) or "text")
+@pytest.mark.parametrize("closed", [0, 1], ids=["stdin closed", "stdout closed"])
+def test_a_closed_standard_stream_is_an_empty_one_not_a_traceback(
+    workspace: Path, tmp_path: Path, extra: list[str], closed: int
+) -> None:
+    """`fsm-agent run … <&-` or `>&-` (a daemon, a cron job with its streams closed):
+    Python has no sys.stdin or sys.stdout then. A closed stdin is one with nothing on it,
+    a closed stdout a reader that is gone: the run finishes, log whole, its exit code."""
+    import os
+
+    log = tmp_path / "closed.jsonl"
+    argv = [*fsm_argv(), "run", "--scripted", str(SCENARIOS / "tool_round.json")]
+    proc = subprocess.run(
+        [*argv, "--cwd", str(workspace), "--log", str(log), *extra],
+        stdin=subprocess.DEVNULL,
+        capture_output=closed == 0,
+        stderr=subprocess.PIPE if closed else None,
+        preexec_fn=lambda: os.close(closed),
+        timeout=60,
+    )
+    stderr = proc.stderr.decode()
+    assert proc.returncode == 0, stderr
+    assert "Traceback" not in stderr
+    assert json.loads(log.read_text().splitlines()[-1])["reason"] == "completed"
+    if closed == 0:
+        assert "notes.txt now says hello." in proc.stdout.decode()
+
+
+@pytest.mark.skipif(not Path("/dev/full").exists(), reason="needs /dev/full")
+@pytest.mark.parametrize("extra", FORMATS, ids=lambda e: " ".join(e) or "text")
+def test_a_stdout_that_cannot_be_written_is_said_and_the_run_still_finishes(
+    workspace: Path, tmp_path: Path, extra: list[str]
+) -> None:
+    """`fsm-agent run … > out` on a full disk: unlike a reader that chose to stop, the
+    output is lost without anyone asking, so a script must learn it. The run finishes
+    (its log whole), then one error line says so, exit 2; not a traceback, nor a run
+    broken off mid-way blamed on its log."""
+    log = tmp_path / "full.jsonl"
+    argv = [*fsm_argv(), "run", "--scripted", str(SCENARIOS / "fix_bug.json")]
+    with open("/dev/full", "w") as full:
+        proc = subprocess.run(
+            [*argv, "--cwd", str(workspace), "--log", str(log), *extra],
+            stdin=subprocess.DEVNULL,
+            stdout=full,
+            stderr=subprocess.PIPE,
+            timeout=60,
+        )
+    stderr = proc.stderr.decode()
+    assert proc.returncode == 2, stderr
+    (line,) = stderr.strip().splitlines()
+    assert line.startswith("fsm-agent: error: cannot write to standard output"), line
+    assert f"the run ended completed; its log: {log}" in line
+    assert json.loads(log.read_text().splitlines()[-1])["reason"] == "completed"

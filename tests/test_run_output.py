@@ -547,3 +547,69 @@ def test_stream_json_user_lines_carry_claude_codes_tool_use_result(
     tools = [json.loads(line) for line in (tmp_path / "tool_round.jsonl").read_text().splitlines()]
     outcomes = [r["result"] for r in tools if r.get("name") == "tool"]
     assert outcomes and not any("response" in o for o in outcomes)
+
+
+def _usage_error_only(proc: subprocess.CompletedProcess, needle: str) -> None:
+    assert proc.returncode == EXIT_USAGE, proc.stderr
+    assert "Traceback" not in proc.stderr
+    (line,) = proc.stderr.strip().splitlines()
+    assert line.startswith("fsm-agent: error:") and needle in line, line
+
+
+@pytest.mark.parametrize("output", ["json", "stream-json"])
+def test_a_log_that_cannot_be_created_is_a_usage_error_before_any_output(
+    output: str, workspace: Path, tmp_path: Path
+) -> None:
+    """`--log` under a file: nothing on stdout (no `init` a reader would wait on for its
+    `result`), one error line, exit 2, as every error in what was typed."""
+    (tmp_path / "a-file").write_text("")
+    log = tmp_path / "a-file" / "run.jsonl"
+    proc = run_scripted("tool_round", workspace, log, "--output-format", output)
+    _usage_error_only(proc, "cannot write the session log")
+    assert proc.stdout == ""
+
+
+def _with_file_size_limit(limit: int, *args: str) -> subprocess.CompletedProcess:
+    """`fsm-agent ARGS` where no file may grow past `limit` bytes: a disk that fills up."""
+    import resource
+
+    def limited() -> None:
+        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+
+    return subprocess.run(
+        [*fsm_argv(), *args], capture_output=True, text=True, timeout=60, preexec_fn=limited
+    )
+
+
+@pytest.mark.parametrize("output", ["json", "stream-json"])
+def test_a_log_that_fails_mid_run_still_ends_with_an_error_result(
+    output: str, workspace: Path, tmp_path: Path
+) -> None:
+    """The disk fills up after the run began (its `init` is out): a reader of JSON gets
+    its `result`, an error one saying why, as `claude -p` ends every run it started; and
+    stderr has the one error line, exit 2."""
+    scenario = str(SCENARIOS / "tool_round.json")
+    args = ["run", "--scripted", scenario, "--cwd", str(workspace), "--output-format", output]
+    whole = fsm(*args, "--log", str(tmp_path / "a.jsonl"))
+    assert whole.returncode == 0, whole.stderr
+    sizes = [len(line) + 1 for line in (tmp_path / "a.jsonl").read_bytes().splitlines()]
+    assert sizes[4] > 600  # the first model response: the limit falls inside it
+    proc = _with_file_size_limit(sum(sizes[:4]) + 300, *args, "--log", str(tmp_path / "b.jsonl"))
+    _usage_error_only(proc, "cannot write the session log")
+    if output == "stream-json":
+        lines = [json.loads(line) for line in proc.stdout.splitlines()]
+        assert lines[0]["subtype"] == "init"
+        assert {line["session_id"] for line in lines} == {lines[0]["session_id"]}
+        result = lines[-1]
+    else:
+        result = json.loads(proc.stdout)
+    assert result["type"] == "result"
+    assert (result["subtype"], result["is_error"]) == ("error_during_execution", True)
+    assert result["terminal_reason"] is None
+    assert "cannot write the session log" in result["errors"][0]
+    assert result["log"] == str(tmp_path / "b.jsonl")
+    assert result["path"][:2] == [
+        {"from": "preprocess", "to": "blocking_limit_check", "edge": "preprocessed"},
+        {"from": "blocking_limit_check", "to": "api_call", "edge": "under_limit"},
+    ]
+    assert result["num_turns"] == 1

@@ -96,3 +96,79 @@ def test_a_blank_prompt_argument_is_no_prompt(prompt: str, workspace: Path) -> N
     proc = fsm_bytes("run", "--scripted", str(answer), prompt, cwd=workspace)
     one_error_line(proc, "no prompt given")
     assert no_logs(workspace)
+
+
+def _first_prompt(proc: subprocess.CompletedProcess) -> str:
+    """The text of the run's prompt, as its log's `start` record holds it."""
+    assert proc.returncode == 0, proc.stderr.decode()
+    log = Path(json.loads(proc.stdout)["log"])
+    start = json.loads(log.read_text(encoding="utf-8").splitlines()[1])
+    ((block,),) = [m["content"] for m in start["messages"]]
+    return block["text"]
+
+
+@pytest.mark.parametrize(
+    "piped, prompt",
+    [
+        (b"Traceback: boom\n  at line 3\n", "explain this\nTraceback: boom\n  at line 3\n"),
+        (b"", "explain this"),
+        (b" \n\t\n", "explain this"),
+    ],
+)
+def test_text_piped_with_a_prompt_follows_it_on_a_new_line(
+    piped: bytes, prompt: str, workspace: Path
+) -> None:
+    """As `cat error.log | claude -p "explain this"`: the prompt, a newline, then what was
+    piped; an empty (or blank) pipe adds nothing. It is in the log, so a replay has it."""
+    answer = workspace / "answer.json"
+    answer.write_text(json.dumps(ANSWER))
+    proc = fsm_bytes(
+        "run", "--scripted", str(answer), "explain this", "--output-format", "json",
+        cwd=workspace, stdin=piped,
+    )  # fmt: skip
+    assert _first_prompt(proc) == prompt
+    check = fsm("replay", json.loads(proc.stdout)["log"], "--check")
+    assert check.returncode == 0, check.stderr
+
+
+def test_text_piped_follows_a_scenario_s_prompt(workspace: Path) -> None:
+    """The scenario's `prompt` stands in for the PROMPT argument, piped text and all."""
+    answer = workspace / "answer.json"
+    answer.write_text(json.dumps({**ANSWER, "prompt": "summarize"}))
+    proc = fsm_bytes(
+        "run", "--scripted", str(answer), "--output-format", "json",
+        cwd=workspace, stdin=b"line one\n",
+    )  # fmt: skip
+    assert _first_prompt(proc) == "summarize\nline one\n"
+
+
+def test_text_piped_with_a_prompt_not_utf8_is_a_usage_error(workspace: Path) -> None:
+    answer = workspace / "answer.json"
+    answer.write_text(json.dumps(ANSWER))
+    proc = fsm_bytes("run", "--scripted", str(answer), "explain this", cwd=workspace, stdin=BAD)
+    one_error_line(proc, "the prompt on standard input is not UTF-8 text")
+    assert no_logs(workspace)
+
+
+def test_a_pipe_nothing_comes_on_is_left_after_a_wait(capsys: pytest.CaptureFixture) -> None:
+    """A parent that leaves standard input open and writes nothing (a subprocess spawned
+    without stdin handling) must not hang a run that has its PROMPT: after the wait, it
+    goes on without, and says so (as Claude Code does)."""
+    import os
+
+    from fsm_agent.cli import piped_text
+
+    read, write = os.pipe()
+    try:
+        with os.fdopen(read, "rb", closefd=False) as stream:
+            assert piped_text(stream, wait_s=0.05) == ""
+            os.write(write, "late ☕".encode())
+            os.close(write)
+            write = -1
+            assert piped_text(stream, wait_s=5) == "late ☕"
+    finally:
+        os.close(read)
+        if write != -1:
+            os.close(write)
+    (line,) = capsys.readouterr().err.splitlines()
+    assert line.startswith("fsm-agent: warning: nothing came on standard input")
