@@ -116,6 +116,12 @@ def _already_there(path: Path) -> LogError:
     return LogError(f"{path}: already exists; a session log never overwrites a file")
 
 
+def _not_a_directory(path: Path) -> LogError:
+    """`mkdir` names only the first part of the path that is a file, as "File exists"."""
+    blocker = next((p for p in path.parents if p.exists() and not p.is_dir()), path.parent)
+    return LogError(f"{path}: cannot create the session log: {blocker} is not a directory")
+
+
 class LogWriter:
     """Appends records to a session log, one line each, written through at once.
 
@@ -130,7 +136,10 @@ class LogWriter:
 
     def __init__(self, path: Path, header: dict[str, Any]) -> None:
         self.path = path
-        path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+        except (FileExistsError, NotADirectoryError):
+            raise _not_a_directory(path) from None
         try:
             self._file: IO[bytes] | None = path.open("xb", buffering=0)
         except FileExistsError:

@@ -556,7 +556,7 @@ def _usage_error_only(proc: subprocess.CompletedProcess, needle: str) -> None:
     assert line.startswith("fsm-agent: error:") and needle in line, line
 
 
-@pytest.mark.parametrize("output", ["json", "stream-json"])
+@pytest.mark.parametrize("output", ["text", "json", "stream-json"])
 def test_a_log_that_cannot_be_created_is_a_usage_error_before_any_output(
     output: str, workspace: Path, tmp_path: Path
 ) -> None:
@@ -565,7 +565,9 @@ def test_a_log_that_cannot_be_created_is_a_usage_error_before_any_output(
     (tmp_path / "a-file").write_text("")
     log = tmp_path / "a-file" / "run.jsonl"
     proc = run_scripted("tool_round", workspace, log, "--output-format", output)
-    _usage_error_only(proc, "cannot write the session log")
+    _usage_error_only(
+        proc, f"cannot create the session log: {tmp_path / 'a-file'} is not a directory"
+    )
     assert proc.stdout == ""
 
 
