@@ -69,7 +69,9 @@ class RunConfig:
 
     @property
     def workspaces(self) -> tuple[str, ...]:
-        return (self.cwd, *self.parent_workspaces)
+        """Where a file read counts as inside, the parents' first: a fork sees files
+        as its parent saw them, also when its own workspace holds the parent's."""
+        return (*self.parent_workspaces, self.cwd)
 
     def has_hooks(self, event: str) -> bool:
         return self.hooked_events is None or event in self.hooked_events

@@ -459,11 +459,15 @@ def test_a_forked_log_says_what_its_context_levels_did(
     assert contexts(new) == contexts(parent)
 
 
+@pytest.mark.parametrize("where", ["elsewhere", "around"])
 def test_a_fork_into_another_workspace_replays_its_parents_nested_memory(
-    workspace: Path, elsewhere: Path, alt: Path, tmp_path: Path
+    workspace: Path, elsewhere: Path, alt: Path, tmp_path: Path, where: str
 ) -> None:
     """The replayed part finds the subdirectory CLAUDE.md and the path rule the parent
-    found in its own workspace; it diverged when it looked for them in the fork's."""
+    found in its own workspace; it diverged when it looked for them in the fork's, be
+    it apart or one holding the parent's (where the parent's files sit deeper)."""
+    if where == "around":
+        elsewhere = workspace.parent
     (workspace / "pkg").mkdir()
     (workspace / "pkg" / "CLAUDE.md").write_text("Pkg rules.\n")
     (workspace / "pkg" / "a.py").write_text("a = 1\n")
