@@ -444,11 +444,16 @@ def run(
         )
     plan.end("other")
     if lost is not None:
-        fail(
-            f"cannot write to standard output ({lost.strerror or lost}), the output is "
-            f"incomplete; the run ended {result.reason}; its log: {result.log_path}"
-        )
+        _stdout_lost(lost, "run", result)
     sys.exit(exit_code(result))
+
+
+def _stdout_lost(lost: OSError, what: str, result: Any) -> NoReturn:
+    """A stdout nobody chose to close (a full disk) lost output: one line, exit 2."""
+    fail(
+        f"cannot write to standard output ({lost.strerror or lost}), the output is "
+        f"incomplete; the {what} ended {result.reason}; its log: {result.log_path}"
+    )
 
 
 STDIN_WAIT_S = 3.0
@@ -530,8 +535,9 @@ def _chat(plan: Plan, history: list[Any], *, quiet: bool, verbose: bool) -> None
 
     if isinstance(sys.stdin, io.TextIOWrapper):
         sys.stdin.reconfigure(errors="replace")  # a line typed in another encoding still goes
+    console = RunConsole()
     session = ChatSession(
-        plan, RunConsole(), LineReader(sys.stdin), messages=history, quiet=quiet, verbose=verbose
+        plan, console, LineReader(sys.stdin), messages=history, quiet=quiet, verbose=verbose
     )
     if history and plan.parent is not None:
         session.console.print(f"resuming {plan.parent} ({len(history)} messages)", style="dim")
@@ -542,6 +548,12 @@ def _chat(plan: Plan, history: list[Any], *, quiet: bool, verbose: bool) -> None
     except OSError as exc:
         fail(f"cannot write the session log: {exc}")
     plan.end("prompt_input_exit")
+    lost = console.write_error
+    if lost is not None:
+        fail(
+            f"cannot write to standard output ({lost.strerror or lost}); the chat stopped "
+            "there (a run under way was finished first, its log whole)"
+        )
 
 
 def _run_text(
@@ -965,6 +977,8 @@ def _fork(
     except OSError as exc:
         fail(f"cannot write the session log: {exc}")
     renderer.summary(result)
+    if console.write_error is not None:
+        _stdout_lost(console.write_error, "fork", result)
     sys.exit(exit_code(result))
 
 

@@ -171,3 +171,46 @@ def test_a_stdout_that_cannot_be_written_is_said_and_the_run_still_finishes(
     assert line.startswith("fsm-agent: error: cannot write to standard output"), line
     assert f"the run ended completed; its log: {log}" in line
     assert json.loads(log.read_text().splitlines()[-1])["reason"] == "completed"
+
+
+@pytest.mark.skipif(not Path("/dev/full").exists(), reason="needs /dev/full")
+def test_a_chat_whose_stdout_cannot_be_written_says_so(workspace: Path, tmp_path: Path) -> None:
+    """`fsm-agent chat > out` on a full disk ended with exit 0 and no word, as if a
+    reader had chosen to stop; now one error line, exit 2."""
+    scenario = tmp_path / "chat.json"
+    scenario.write_text(json.dumps({"turns": [{"content": "hello"}]}))
+    with open("/dev/full", "w") as full:
+        proc = subprocess.run(
+            [*fsm_argv(), "chat", "--scripted", str(scenario), "--cwd", str(workspace)],
+            input=b"hi\n",
+            stdout=full,
+            stderr=subprocess.PIPE,
+            timeout=60,
+        )
+    stderr = proc.stderr.decode()
+    assert proc.returncode == 2, stderr
+    (line,) = stderr.strip().splitlines()
+    assert line.startswith("fsm-agent: error: cannot write to standard output"), line
+
+
+@pytest.mark.skipif(not Path("/dev/full").exists(), reason="needs /dev/full")
+def test_a_fork_whose_stdout_cannot_be_written_says_so(scenario, tmp_path: Path) -> None:
+    """`replay --fork-at … > out` on a full disk ended as if all was well; now the fork
+    finishes, then one error line with its end and its log, exit 2."""
+    scenario("tool_round")
+    fork_log = tmp_path / "fork.jsonl"
+    argv = [*fsm_argv(), "replay", str(tmp_path / "tool_round.jsonl"), "--fork-at", "6"]
+    with open("/dev/full", "w") as full:
+        proc = subprocess.run(
+            [*argv, "--scripted", str(SCENARIOS / "tool_round.json"), "--log", str(fork_log)],
+            stdin=subprocess.DEVNULL,
+            stdout=full,
+            stderr=subprocess.PIPE,
+            timeout=60,
+            cwd=tmp_path,
+        )
+    stderr = proc.stderr.decode()
+    assert proc.returncode == 2, stderr
+    (line,) = stderr.strip().splitlines()
+    assert line.startswith("fsm-agent: error: cannot write to standard output"), line
+    assert f"the fork ended completed; its log: {fork_log}" in line
