@@ -7,6 +7,7 @@ import io
 import json
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -146,6 +147,18 @@ def test_a_closed_standard_stream_is_an_empty_one_not_a_traceback(
         assert "notes.txt now says hello." in proc.stdout.decode()
 
 
+def _full_disk_error(argv: list[str], **run: Any) -> str:
+    """`argv` with its stdout on a full disk (/dev/full): the one error line it must end
+    with, exit 2, after whatever the run left."""
+    with open("/dev/full", "w") as full:
+        proc = subprocess.run(argv, stdout=full, stderr=subprocess.PIPE, timeout=60, **run)
+    stderr = proc.stderr.decode()
+    assert proc.returncode == 2, stderr
+    (line,) = stderr.strip().splitlines()
+    assert line.startswith("fsm-agent: error: cannot write to standard output"), line
+    return line
+
+
 @pytest.mark.skipif(not Path("/dev/full").exists(), reason="needs /dev/full")
 @pytest.mark.parametrize("extra", FORMATS, ids=lambda e: " ".join(e) or "text")
 def test_a_stdout_that_cannot_be_written_is_said_and_the_run_still_finishes(
@@ -157,18 +170,8 @@ def test_a_stdout_that_cannot_be_written_is_said_and_the_run_still_finishes(
     broken off mid-way blamed on its log."""
     log = tmp_path / "full.jsonl"
     argv = [*fsm_argv(), "run", "--scripted", str(SCENARIOS / "fix_bug.json")]
-    with open("/dev/full", "w") as full:
-        proc = subprocess.run(
-            [*argv, "--cwd", str(workspace), "--log", str(log), *extra],
-            stdin=subprocess.DEVNULL,
-            stdout=full,
-            stderr=subprocess.PIPE,
-            timeout=60,
-        )
-    stderr = proc.stderr.decode()
-    assert proc.returncode == 2, stderr
-    (line,) = stderr.strip().splitlines()
-    assert line.startswith("fsm-agent: error: cannot write to standard output"), line
+    argv += ["--cwd", str(workspace), "--log", str(log), *extra]
+    line = _full_disk_error(argv, stdin=subprocess.DEVNULL)
     assert f"the run ended completed; its log: {log}" in line
     assert json.loads(log.read_text().splitlines()[-1])["reason"] == "completed"
 
@@ -179,18 +182,8 @@ def test_a_chat_whose_stdout_cannot_be_written_says_so(workspace: Path, tmp_path
     reader had chosen to stop; now one error line, exit 2."""
     scenario = tmp_path / "chat.json"
     scenario.write_text(json.dumps({"turns": [{"content": "hello"}]}))
-    with open("/dev/full", "w") as full:
-        proc = subprocess.run(
-            [*fsm_argv(), "chat", "--scripted", str(scenario), "--cwd", str(workspace)],
-            input=b"hi\n",
-            stdout=full,
-            stderr=subprocess.PIPE,
-            timeout=60,
-        )
-    stderr = proc.stderr.decode()
-    assert proc.returncode == 2, stderr
-    (line,) = stderr.strip().splitlines()
-    assert line.startswith("fsm-agent: error: cannot write to standard output"), line
+    argv = [*fsm_argv(), "chat", "--scripted", str(scenario), "--cwd", str(workspace)]
+    _full_disk_error(argv, input=b"hi\n")
 
 
 @pytest.mark.skipif(not Path("/dev/full").exists(), reason="needs /dev/full")
@@ -200,17 +193,6 @@ def test_a_fork_whose_stdout_cannot_be_written_says_so(scenario, tmp_path: Path)
     scenario("tool_round")
     fork_log = tmp_path / "fork.jsonl"
     argv = [*fsm_argv(), "replay", str(tmp_path / "tool_round.jsonl"), "--fork-at", "6"]
-    with open("/dev/full", "w") as full:
-        proc = subprocess.run(
-            [*argv, "--scripted", str(SCENARIOS / "tool_round.json"), "--log", str(fork_log)],
-            stdin=subprocess.DEVNULL,
-            stdout=full,
-            stderr=subprocess.PIPE,
-            timeout=60,
-            cwd=tmp_path,
-        )
-    stderr = proc.stderr.decode()
-    assert proc.returncode == 2, stderr
-    (line,) = stderr.strip().splitlines()
-    assert line.startswith("fsm-agent: error: cannot write to standard output"), line
+    argv += ["--scripted", str(SCENARIOS / "tool_round.json"), "--log", str(fork_log)]
+    line = _full_disk_error(argv, stdin=subprocess.DEVNULL, cwd=tmp_path)
     assert f"the fork ended completed; its log: {fork_log}" in line
