@@ -76,6 +76,13 @@ def alive(pid: int) -> bool:
     return subprocess.run(["ps", "-p", str(pid)], capture_output=True).returncode == 0
 
 
+def _grep_twice(ws: Path, **options: Any) -> Any:
+    """A scripted run in `ws` whose model greps twice, through `arun` with `options`."""
+    model = ScriptedModel(Scenario.parse(GREP_TWICE))
+    config = RunConfig(cwd=str(ws), model="scripted")
+    return asyncio.run(arun("go", model=model, config=config, **options))
+
+
 def test_a_later_call_reuses_the_search_process(
     ws: Path, tool: GrepTool, starts: list[subprocess.Popen[Any]]
 ) -> None:
@@ -208,15 +215,7 @@ def test_one_search_process_serves_a_run_and_ends_with_it(
     ws: Path, starts: list[subprocess.Popen[Any]]
 ) -> None:
     tool = GrepTool()
-    result = asyncio.run(
-        arun(
-            "go",
-            model=ScriptedModel(Scenario.parse(GREP_TWICE)),
-            config=RunConfig(cwd=str(ws), model="scripted"),
-            tools={"Grep": tool},
-            keep_log=False,
-        )
-    )
+    result = _grep_twice(ws, tools={"Grep": tool}, keep_log=False)
     assert result.reason == "completed"
     results = [b for m in result.messages.items for b in m.content if b.type == "tool_result"]
     assert [r.content for r in results] == [f"Found 1 file\n{ws}/a.py", f"Found 1 file\n{ws}/b.txt"]
@@ -235,15 +234,7 @@ def test_a_run_that_raises_still_ends_its_search_process(
             raise RuntimeError("observer failed")
 
     with pytest.raises(RuntimeError, match="observer failed"):
-        asyncio.run(
-            arun(
-                "go",
-                model=ScriptedModel(Scenario.parse(GREP_TWICE)),
-                config=RunConfig(cwd=str(ws), model="scripted"),
-                keep_log=False,
-                on_event=fail_after_the_first_call,
-            )
-        )
+        _grep_twice(ws, keep_log=False, on_event=fail_after_the_first_call)
     assert len(starts) == 1
     assert not alive(starts[0].pid)
 
@@ -252,14 +243,7 @@ def test_a_replay_starts_no_search_process(
     ws: Path, tmp_path: Path, starts: list[subprocess.Popen[Any]]
 ) -> None:
     log = tmp_path / "run.jsonl"
-    asyncio.run(
-        arun(
-            "go",
-            model=ScriptedModel(Scenario.parse(GREP_TWICE)),
-            config=RunConfig(cwd=str(ws), model="scripted"),
-            log=log,
-        )
-    )
+    _grep_twice(ws, log=log)
     assert len(starts) == 1
     replayed = asyncio.run(areplay(log))
     assert replayed.reason == "completed"
