@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import os
 import select
 import sys
@@ -40,6 +41,18 @@ from fsm_agent.permissions import (
 )
 
 Prompter = Callable[[PermissionAsk], str]
+
+_QUESTION_CANCEL: contextvars.ContextVar[AbortSignal | None] = contextvars.ContextVar(
+    "question_cancel", default=None
+)
+
+
+def withdrawn() -> bool:
+    """Called from a prompter: True once the question it is asking is withdrawn (the
+    stream that started the call failed), so a prompter that waits for input can give up.
+    The answer it gives after that is ignored."""
+    cancel = _QUESTION_CANCEL.get()
+    return cancel is not None and cancel.is_set()
 
 
 class Approvals:
@@ -93,11 +106,28 @@ class Approvals:
             )
         return evaluate(facts, self._settings, request.mode, ws)
 
-    async def ask(self, question: PermissionAsk) -> str:
+    async def ask(self, question: PermissionAsk, cancel: AbortSignal | None = None) -> str:
+        """The user's answer, one question at a time.
+
+        Cancelling this wait (the question is withdrawn) leaves the prompter's
+        thread to finish: its answer is dropped, and the next question waits
+        for it, so two prompts never share the screen. `cancel` is what the
+        prompter's `withdrawn()` reads.
+        """
         if self.prompter is None:
             return NO_TERMINAL
-        async with self._lock:
-            answer = await asyncio.to_thread(_safely, self.prompter, question)
+        await self._lock.acquire()
+        token = _QUESTION_CANCEL.set(cancel)
+        try:
+            thread = asyncio.ensure_future(asyncio.to_thread(_safely, self.prompter, question))
+        finally:
+            _QUESTION_CANCEL.reset(token)
+        try:
+            answer = await asyncio.shield(thread)
+        except BaseException:
+            thread.add_done_callback(lambda _: self._lock.release())
+            raise
+        self._lock.release()
         if answer == ALLOW_ALWAYS:
             rules = [question.suggestion] if question.suggestion else []
             kind = _path_rule_kind(question.tool)
@@ -114,7 +144,10 @@ def _path_rule_kind(tool: str) -> str | None:
 
 
 def _safely(prompter: Prompter, question: PermissionAsk) -> str:
-    """A prompter that fails (EOF on stdin, a closed terminal) denies."""
+    """A prompter that fails (EOF on stdin, a closed terminal) denies; a question
+    withdrawn before its turn came is not put at all."""
+    if withdrawn():
+        return DENY
     try:
         return prompter(question)
     except (Exception, KeyboardInterrupt):
@@ -148,12 +181,13 @@ POLL_S = 0.1
 
 
 def _read_line(abort: AbortSignal | None) -> str | None:
-    """A line typed on standard input; None at its end or once `abort` is set.
+    """A line typed on standard input; None at its end, once `abort` is set, or once
+    the question is `withdrawn`.
 
     Ctrl-C reaches the event loop, which sets `abort`, never this thread: a
     blocking `input()` would keep the run waiting for an answer it no longer wants.
     """
-    while abort is None or not abort.is_set():
+    while not ((abort is not None and abort.is_set()) or withdrawn()):
         ready, _, _ = select.select([sys.stdin], [], [], POLL_S)
         if ready:
             return sys.stdin.readline() or None

@@ -17,6 +17,7 @@ from typing import TextIO
 from rich.console import Console
 from rich.text import Text
 
+from fsm_agent.approvals import withdrawn
 from fsm_agent.driver import LoopResult
 from fsm_agent.effects import Inbox
 from fsm_agent.history import follow_up
@@ -129,7 +130,8 @@ class ChatSession:
 
     def ask(self, question: str) -> str | None:
         """Ask the user something while a run waits (a permission prompt); `None` on Ctrl-D,
-        or once Ctrl-C interrupted the run.
+        once Ctrl-C interrupted the run, or once the question is withdrawn (the stream
+        that started its call failed).
 
         The live region is paused so the question and the typed answer stay
         readable; lines typed earlier and still queued come first.
@@ -138,7 +140,7 @@ class ChatSession:
             self.console.print(Text(question, style="bold yellow"), end=" ")
             self.reader.busy.clear()
             try:
-                return self.reader.get(until=self.plan.abort.is_set)
+                return self.reader.get(until=lambda: self.plan.abort.is_set() or withdrawn())
             finally:
                 self.reader.busy.set()
 

@@ -22,6 +22,7 @@ from fsm_agent.events import StreamEvent
 from fsm_agent.hooks import INTERRUPTED_HOOKS, HookOutcome, Hooks, NoHooks
 from fsm_agent.model import Model, ModelRequest
 from fsm_agent.permission_types import (
+    CANCELLED,
     NO_TERMINAL,
     Decision,
     PermissionAsk,
@@ -45,7 +46,17 @@ class Effects(Protocol):
 
     async def check_permission(self, request: PermissionRequest) -> Decision: ...
 
-    async def ask_permission(self, question: PermissionAsk) -> str: ...
+    async def ask_permission(
+        self, question: PermissionAsk, cancel: AbortSignal | None = None
+    ) -> str:
+        """The user's answer; `CANCELLED` if `cancel` (the call's own signal) is set first."""
+        ...
+
+    def discarded(self, key: str, cancel: AbortSignal) -> bool:
+        """Whether a call started early is discarded as it gets its slot: its stream
+        failed (`cancel`) while it waited. `key` names that start within the run."""
+        ...
+
     async def store_blob(self, name: str, text: str) -> str | None: ...
 
     async def nested_memory(self, paths: tuple[str, ...]) -> dict[str, str]:
@@ -299,10 +310,28 @@ class LiveEffects:
     async def check_permission(self, request: PermissionRequest) -> Decision:
         return self.approvals.check(request)
 
-    async def ask_permission(self, question: PermissionAsk) -> str:
+    async def ask_permission(
+        self, question: PermissionAsk, cancel: AbortSignal | None = None
+    ) -> str:
+        """The user's answer. A question whose call is cancelled (its stream failed) is
+        withdrawn at once, waiting or not: the answer `CANCELLED`, and the prompter is
+        told (`approvals.withdrawn`) so it can take its question off the screen."""
         if self.abort.is_set():
             return NO_TERMINAL
-        return await self.approvals.ask(question)
+        if cancel is None:
+            return await self.approvals.ask(question)
+        if cancel.is_set():
+            return CANCELLED
+        try:
+            async with AbortGuard(cancel):
+                return await self.approvals.ask(question, cancel)
+        except TimeoutError:
+            if not cancel.is_set():
+                raise
+            return CANCELLED
+
+    def discarded(self, key: str, cancel: AbortSignal) -> bool:
+        return cancel.is_set()
 
     async def store_blob(self, name: str, text: str) -> str | None:
         """Write an oversized tool result next to the session log; None if that failed."""

@@ -193,8 +193,13 @@ class SwitchEffects:
     async def check_permission(self, request: PermissionRequest) -> Decision:
         return await self._source().check_permission(request)
 
-    async def ask_permission(self, question: PermissionAsk) -> str:
-        return await self._source().ask_permission(question)
+    async def ask_permission(
+        self, question: PermissionAsk, cancel: AbortSignal | None = None
+    ) -> str:
+        return await self._source().ask_permission(question, cancel)
+
+    def discarded(self, key: str, cancel: AbortSignal) -> bool:
+        return self._source().discarded(key, cancel)
 
     def now(self) -> float:
         return self._source().now()

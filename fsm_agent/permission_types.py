@@ -89,3 +89,6 @@ class PermissionAsk:
 
 ALLOW_ONCE, ALLOW_ALWAYS, DENY = "allow_once", "allow_always", "deny"
 NO_TERMINAL = "no_terminal"
+CANCELLED = "cancelled"
+"""Not an answer: the question was withdrawn while it waited (the stream that started its
+call failed), so the call is discarded and the user's answer, if one comes, is ignored."""

@@ -20,7 +20,7 @@ from typing import Any, Literal
 from attrs import frozen
 
 from fsm_agent.codec import CodecError, converter, dumps, structure, unstructure_hook
-from fsm_agent.effects import Effects
+from fsm_agent.effects import AbortSignal, Effects
 from fsm_agent.events import ModelCallError, StreamEvent
 from fsm_agent.hooks import NO_OPINION, HookOutcome
 from fsm_agent.jsontext import canonical
@@ -32,7 +32,7 @@ from fsm_agent.permission_types import Decision, PermissionAsk, PermissionReques
 from fsm_agent.tools.base import ToolCall, ToolEnv, ToolOutcome
 
 Writer = LogWriter | MemoryWriter
-TOOL_PIPELINE = frozenset({"tool", "hooks", "permission", "ask_permission"})
+TOOL_PIPELINE = frozenset({"tool", "hooks", "permission", "ask_permission", "discarded"})
 """Effects of one tool call's pipeline. A call started while the model streams
 may record them at any step up to that iteration's `tool_execution`
 transition, so replay matches them anywhere in that window."""
@@ -268,11 +268,19 @@ class RecordingEffects:
         self.tape.effect("permission", digest_of(data), _plain(decision), data)
         return decision
 
-    async def ask_permission(self, question: PermissionAsk) -> str:
-        answer = await self.inner.ask_permission(question)
+    async def ask_permission(
+        self, question: PermissionAsk, cancel: AbortSignal | None = None
+    ) -> str:
+        answer = await self.inner.ask_permission(question, cancel)
         data = _plain(question)
         self.tape.effect("ask_permission", digest_of(data), answer, data)
         return answer
+
+    def discarded(self, key: str, cancel: AbortSignal) -> bool:
+        value = self.inner.discarded(key, cancel)
+        if value:
+            self.tape.effect("discarded", key, value)
+        return value
 
     async def store_blob(self, name: str, text: str) -> str | None:
         path = await self.inner.store_blob(name, text)
@@ -551,6 +559,19 @@ class ReplayTape(Tape):
             and not any(q for (n, _), q in self._pending.items() if n not in TOOL_PIPELINE)
         )
 
+    def in_window(self, name: str, request: str) -> bool:
+        """Whether a tool-pipeline effect written only when it happened is recorded in
+        this call's window: in this step, or ahead of it up to the window's end."""
+        if self._pending.get((name, request)):
+            return True
+        if self._expected is None or _closes_window(self._expected):
+            return False
+        found = self._look_ahead(lambda r: r["name"] == name and r["request"] == request)
+        if found is None:
+            return False
+        self._pending[(name, request)].append(found)
+        return True
+
     def polled(self, name: str, request: str) -> bool:
         """Whether a polled effect is recorded here: its usual answer is not recorded."""
         return bool(self._pending.get((name, request)))
@@ -638,7 +659,8 @@ RESULTS: dict[str, Any] = {
     "hooks": HookOutcome,
     "store_blob": str | None,
     "permission": Decision,
-    "ask_permission": Literal["allow_once", "allow_always", "deny", "no_terminal"],
+    "ask_permission": Literal["allow_once", "allow_always", "deny", "no_terminal", "cancelled"],
+    "discarded": bool,
     "memory": dict[str, str],
     "now": float,
     "new_id": str,
@@ -724,9 +746,16 @@ class ReplayEffects:
         data = _plain(request)
         return self._take("permission", digest_of(data), data)
 
-    async def ask_permission(self, question: PermissionAsk) -> str:
+    async def ask_permission(
+        self, question: PermissionAsk, cancel: AbortSignal | None = None
+    ) -> str:
         data = _plain(question)
         return self._take("ask_permission", digest_of(data), data)
+
+    def discarded(self, key: str, cancel: AbortSignal) -> bool:
+        if not self.tape.in_window("discarded", key):
+            return False
+        return self._take("discarded", key)
 
     async def nested_memory(self, paths: tuple[str, ...]) -> dict[str, str]:
         return self._take("memory", digest_of(list(paths)), list(paths))

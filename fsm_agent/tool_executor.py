@@ -10,11 +10,15 @@ Consecutive concurrency-safe calls (Read, Glob, Grep) run together, at most
 keep the order of the calls. A safe call may also start while the model is
 still streaming (`start`), as soon as its block is complete; the executor
 keeps such tasks by tool_use id, and `run_all` picks their results up.
+If the stream then fails, such a call that has not begun (it waited for a
+slot) or is still waiting for the user's answer is discarded, as Claude
+Code's streaming executor discards its queued calls: it ends unanswered.
 """
 
 from __future__ import annotations
 
 import asyncio
+import itertools
 import os
 from collections.abc import Callable, Coroutine, Iterable, Mapping, Sequence
 from typing import Any
@@ -36,6 +40,7 @@ from fsm_agent.model import ToolSpec
 from fsm_agent.permission_types import (
     ALLOW_ALWAYS,
     ALLOW_ONCE,
+    CANCELLED,
     NO_TERMINAL,
     Decision,
     PermissionAsk,
@@ -59,6 +64,9 @@ class CallResult:
     reported: bool = True
     """False for a call started early and cut short: whoever collects it reports it
     (`cancel` says why), so a live run and its replay word it the same."""
+    discarded: bool = False
+    """A call started early whose stream failed before it began, or while it waited
+    for the user's answer: it ran nothing more, and has no result of its own."""
 
 
 @frozen
@@ -108,6 +116,7 @@ class ToolExecutor:
         self._tasks: dict[str, asyncio.Task[CallResult]] = {}
         self._cancel: dict[str, AbortSignal] = {}
         self._slots: asyncio.Semaphore | None = None
+        self._starts = itertools.count(1)
 
     # --- scheduling -----------------------------------------------------
 
@@ -121,8 +130,9 @@ class ToolExecutor:
         if block.id not in self._tasks:
             cancel = AbortSignal()
             self._cancel[block.id] = cancel
+            key = f"{next(self._starts)}:{block.id}"
             self._tasks[block.id] = asyncio.ensure_future(
-                self._limited(block, dict(read_files), invalid, cancel)
+                self._limited(block, dict(read_files), invalid, cancel, key)
             )
         return self._tasks[block.id]
 
@@ -132,8 +142,14 @@ class ToolExecutor:
         read_files: dict[str, float],
         invalid: str | None,
         cancel: AbortSignal,
+        key: str,
     ) -> CallResult:
+        """The call once a slot is free, unless its stream failed meanwhile: then it is
+        discarded before its hooks (whether it was is an effect: when the slot came
+        is timing, which a replay does not reproduce)."""
         async with self._semaphore():
+            if self.effects.discarded(key, cancel):
+                return _discarded(block)
             return await self.call(block, read_files, invalid, cancel)
 
     def _semaphore(self) -> asyncio.Semaphore:
@@ -151,6 +167,8 @@ class ToolExecutor:
         interrupt; with `report` False (the message was discarded) it is not
         reported at all. Their pipelines still finish through the effects
         door, so every effect they began is recorded and the log stays whole.
+        A call discarded before it began, or while the user was asked, is left
+        out: it is filled in as the calls never started are.
         """
         ids = list(self._tasks) if ids is None else [i for i in ids if i in self._tasks]
         for i in ids:
@@ -163,7 +181,7 @@ class ToolExecutor:
         if failed:  # every call has stopped; the first failure goes on, as `run_all`'s would
             raise failed[0]
         calls: list[CallResult] = []
-        for call in (c for c in done if isinstance(c, CallResult)):
+        for call in (c for c in done if isinstance(c, CallResult) and not c.discarded):
             if not call.reported:
                 if reason is not None:
                     call = evolve(call, result=_reworded(call.result, reason))
@@ -303,7 +321,9 @@ class ToolExecutor:
             problem = self._validate(block.name, tool_input)
             if problem is not None:
                 return refused(problem)
-        verdict = await self._permission(block, tool_input, pre)
+        verdict = await self._permission(block, tool_input, pre, cancel)
+        if verdict is None:
+            return _discarded(block)
         if isinstance(verdict, str):
             return refused(with_text(verdict, _reminders(pre)), denied=True)  # type: ignore[arg-type]
         self.emit(ToolStarted(block))
@@ -346,9 +366,14 @@ class ToolExecutor:
         )  # fmt: skip
 
     async def _permission(
-        self, block: ToolUseBlock, tool_input: dict[str, Any], pre: HookOutcome
-    ) -> tuple[str, ...] | str:
-        """The paths granted outside the workspace, or the denial the model should read."""
+        self,
+        block: ToolUseBlock,
+        tool_input: dict[str, Any],
+        pre: HookOutcome,
+        cancel: AbortSignal | None,
+    ) -> tuple[str, ...] | str | None:
+        """The paths granted outside the workspace, or the denial the model should read;
+        None if the question to the user was withdrawn (`cancel`: the stream failed)."""
         name = block.name
         if pre.permission_decision == "deny":
             why = pre.permission_reason or "no reason given"
@@ -375,8 +400,10 @@ class ToolExecutor:
                 "mode dontAsk denies what is not allowed.</tool_use_error>"
             )
         answer = await self.effects.ask_permission(
-            PermissionAsk(name, tool_input, reason, decision.suggestion, decision.outside)
+            PermissionAsk(name, tool_input, reason, decision.suggestion, decision.outside), cancel
         )
+        if answer == CANCELLED:
+            return None
         if answer in (ALLOW_ONCE, ALLOW_ALWAYS):
             return decision.outside or decision.grant
         if answer == NO_TERMINAL:
@@ -412,6 +439,13 @@ async def _together(calls: Iterable[Coroutine[Any, Any, CallResult]]) -> list[Ca
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
         raise
+
+
+def _discarded(block: ToolUseBlock) -> CallResult:
+    return CallResult(
+        ToolResultBlock(block.id, INTERRUPTED, True), block.name, {}, reported=False,
+        discarded=True,
+    )  # fmt: skip
 
 
 def _reworded(result: ToolResultBlock, reason: str) -> ToolResultBlock:

@@ -236,3 +236,48 @@ def test_dont_ask_mode_never_asks_not_for_an_ask_rule_nor_a_hooks_ask(
     r = _results(result)
     assert all(x.is_error for x in r)
     assert all("dontAsk" in x.text for x in r)
+
+
+def test_a_withdrawn_question_is_given_up_and_its_late_answer_ignored(tmp_path: Path) -> None:
+    """The call's stream failed while its question waited: the wait ends `cancelled`,
+    the prompter sees `withdrawn()` and gives up, the "always" it answers after that adds
+    no rule, and the next question is put only once that prompter has returned."""
+    import threading
+    import time
+
+    from fsm_agent.approvals import Approvals, withdrawn
+    from fsm_agent.effects import AbortSignal, LiveEffects
+    from fsm_agent.permission_types import CANCELLED, PermissionSettings
+
+    said: list[str] = []
+    on_screen = threading.Event()
+
+    def prompter(question: PermissionAsk) -> str:
+        said.append(f"asked {question.tool}")
+        if question.tool != "Bash":
+            return ALLOW_ONCE
+        on_screen.set()
+        for _ in range(1000):  # a prompter that never hears of it would still end the test
+            if withdrawn():
+                said.append("gave up")
+                break
+            time.sleep(0.01)
+        return ALLOW_ALWAYS
+
+    approvals = Approvals(PermissionSettings(), str(tmp_path), prompter=prompter)
+    model = ScriptedModel(Scenario.parse({"turns": [{"content": "x"}]}))
+    effects = LiveEffects(model, {}, approvals=approvals)
+
+    async def go() -> tuple[str, str]:
+        cancel = AbortSignal()
+        bash = PermissionAsk("Bash", {"command": "make"}, "needs approval", "Bash(make)")
+        first = asyncio.ensure_future(effects.ask_permission(bash, cancel))
+        await asyncio.to_thread(on_screen.wait, 10)
+        cancel.set()
+        withdrawn_answer = await first
+        read = PermissionAsk("Read", {"file_path": "a"}, "needs approval")
+        return withdrawn_answer, await effects.ask_permission(read, AbortSignal())
+
+    assert asyncio.run(go()) == (CANCELLED, ALLOW_ONCE)
+    assert said == ["asked Bash", "gave up", "asked Read"]
+    assert approvals.settings.allow == ()

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from fsm_agent.config import RunConfig
-from fsm_agent.effects import INTERRUPTED, AbortSignal
+from fsm_agent.effects import INTERRUPTED, AbortSignal, model_failed
 from fsm_agent.events import (
     DriverEvent,
     TextDelta,
@@ -596,3 +596,187 @@ def test_a_call_started_early_that_fails_is_not_hidden_by_an_interrupt(tmp_path:
 
     with pytest.raises(RuntimeError, match="callback bug"):
         _run_instant(data, tmp_path, tmp_path / "hidden.jsonl", on_event)
+
+
+def _effects(log: Path) -> list[dict[str, Any]]:
+    import json
+
+    rows = [json.loads(line) for line in log.read_text().splitlines()]
+    return [r for r in rows if r.get("t") == "effect"]
+
+
+def _hooked_reads(
+    workspace: Path, tmp_path: Path, data: dict[str, Any]
+) -> tuple[Any, list[str], list[DriverEvent], Path]:
+    """Run `data` with one call at a time and a PreToolUse command hook that writes the
+    id of each call it sees to a file: the run, those ids, its events, its log."""
+    import shlex
+    import sys
+
+    for name in ("a", "b"):
+        (workspace / f"{name}.txt").write_text(f"{name}\n")
+    calls = tmp_path / "pre-tool-use.txt"
+    script = tmp_path / "record.py"
+    script.write_text(
+        "import json, sys\n"
+        "with open(sys.argv[1], 'a') as f:\n"
+        "    f.write(json.load(sys.stdin)['tool_use_id'] + '\\n')\n"
+    )
+    command = " ".join(shlex.quote(str(p)) for p in (sys.executable, script, calls))
+    hook = {"matcher": "Read", "hooks": [{"type": "command", "command": command}]}
+    data["settings"] = {"hooks": {"PreToolUse": [hook]}}
+    log = tmp_path / "queued.jsonl"
+    seen: list[DriverEvent] = []
+    result = run_scenario(
+        Scenario.parse(data), cwd=workspace, log=log, on_event=seen.append,
+        config=RunConfig(max_tool_concurrency=1),
+    )  # fmt: skip
+    proc = fsm("replay", "--check", str(log))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    return result, calls.read_text().split(), seen, log
+
+
+READ_A_AND_B = (_use("r1", "Read", file_path="a.txt"), _use("r2", "Read", file_path="b.txt"))
+
+
+def test_a_call_queued_behind_the_cap_does_not_start_once_the_stream_failed(
+    workspace: Path, tmp_path: Path
+) -> None:
+    """As Claude Code's streaming executor, discarded when the stream fails: a call that
+    was waiting for a free slot (more calls than the cap) runs no PreToolUse hook, asks
+    nothing and runs nothing; it ends with the error result every unanswered call gets."""
+    data = _turns(*READ_A_AND_B)
+    data["turns"][0]["error"] = {"kind": "connection", "message": "connection reset"}
+    result, calls, seen, log = _hooked_reads(workspace, tmp_path, data)
+    assert result.reason == "model_error"
+    assert calls == ["r1"]
+    failed = model_failed("connection: connection reset")
+    r1, r2 = _results(result)
+    assert (r2.tool_use_id, r2.content, r2.is_error) == ("r2", failed, True)
+    assert r1.is_error and r1.text.startswith(failed)
+    assert "r2" not in [e.block.id for e in seen if isinstance(e, ToolStarted)]
+    assert [e.result for e in seen if isinstance(e, ToolRefused)] == [r2]
+    pipeline = ("hooks", "permission", "ask_permission", "tool")
+    ran = [e for e in _effects(log) if e["name"] in pipeline]
+    assert [e["name"] for e in ran] == ["hooks", "permission", "tool"]
+    assert "b.txt" not in str(ran)
+
+
+def test_a_call_queued_behind_the_cap_is_dropped_with_its_message_for_the_fallback(
+    workspace: Path, tmp_path: Path
+) -> None:
+    """The stream fails over to the fallback model: the queued call of the dropped
+    message never starts; the fallback's answer runs its own calls."""
+    data = _turns(*READ_A_AND_B)
+    data["config"] = {"fallback_model": "scripted-fallback"}
+    data["turns"][0]["error"] = {"kind": "overloaded", "message": "busy", "status": 529}
+    data["turns"].insert(1, {"content": list(READ_A_AND_B)})
+    result, calls, _, log = _hooked_reads(workspace, tmp_path, data)
+    assert result.reason == "completed"
+    assert calls == ["r1", "r1", "r2"]
+    assert [r.text.rsplit("\t", 1)[-1] for r in _results(result)] == ["a", "b"]
+    assert [e["request"] for e in _effects(log) if e["name"] == "discarded"] == ["2:r2"]
+
+
+def test_a_call_queued_behind_the_cap_does_not_start_after_an_interrupt(tmp_path: Path) -> None:
+    """Ctrl-C while the model streams: the call waiting for a slot never runs."""
+    ran: list[str] = []
+
+    class Counted(Instant):
+        async def run(self, input: dict[str, Any], env: ToolEnv) -> ToolOutcome:
+            ran.append("i2")
+            return await super().run(input, env)
+
+    data = _turns(_use("w1", "Waits"), _use("i2", "Instant"), {"type": "text", "text": "z" * 200})
+    data["turns"][0]["interrupt"] = "streaming"
+    abort = AbortSignal()
+    config = RunConfig(
+        cwd=str(tmp_path), model="scripted", concurrency_safe_tools=("Waits", "Instant"),
+        permission_mode="bypassPermissions", max_tool_concurrency=1,
+    )  # fmt: skip
+    log = tmp_path / "abort.jsonl"
+    tools = {"Waits": Waits(), "Instant": Counted()}
+    model = ScriptedModel(Scenario.parse(data), abort)
+    result = asyncio.run(arun("go", model=model, config=config, tools=tools, abort=abort, log=log))
+    assert result.reason == "aborted_streaming"
+    assert [(r.tool_use_id, r.text) for r in _results(result)] == [
+        ("w1", INTERRUPTED), ("i2", INTERRUPTED)
+    ]  # fmt: skip
+    assert ran == []
+    assert [e["args"]["id"] for e in _effects(log) if e["name"] == "tool"] == ["w1"]
+    assert fsm("replay", "--check", str(log)).returncode == 0
+
+
+class _FailsOnceAsked:
+    """A scripted model whose stream fails only once the user is being asked, so the
+    question is on screen when the stream fails."""
+
+    def __init__(self, inner: ScriptedModel, asked: Any) -> None:
+        self.inner = inner
+        self.name = inner.name
+        self.asked = asked
+
+    async def stream(self, request: Any) -> Any:
+        from fsm_agent.events import ModelCallError
+
+        try:
+            async for event in self.inner.stream(request):
+                yield event
+        except ModelCallError:
+            await asyncio.to_thread(self.asked.wait, 30)
+            raise
+
+    async def count_tokens(self, request: Any) -> int | None:
+        return None
+
+
+def test_a_question_still_waiting_for_the_user_is_withdrawn_when_the_stream_fails(
+    workspace: Path, tmp_path: Path
+) -> None:
+    """The Python API's approval callback blocks; the stream fails while it waits. The
+    wait is cancelled, the call ends as every unanswered call does, and the answer the
+    callback gives later is recorded nowhere (the log says the question was cancelled)."""
+    import threading
+
+    from fsm_agent.permission_types import ALLOW_ONCE
+
+    (workspace / "a.txt").write_text("a\n")
+    data = _turns(_use("r1", "Read", file_path="a.txt"))
+    data["turns"][0]["error"] = {"kind": "connection", "message": "connection reset"}
+    asked, release = threading.Event(), threading.Event()
+    answered: list[str] = []
+
+    def prompter(question: Any) -> str:
+        asked.set()
+        release.wait(10)
+        answered.append(ALLOW_ONCE)
+        return ALLOW_ONCE
+
+    config = RunConfig(
+        cwd=str(workspace), model="scripted",
+        permissions=PermissionSettings(ask=(RuleSource("Read"),)),
+    )  # fmt: skip
+    log = tmp_path / "asked.jsonl"
+    seen: list[DriverEvent] = []
+
+    async def go() -> Any:
+        model = _FailsOnceAsked(ScriptedModel(Scenario.parse(data)), asked)
+        try:
+            return await arun(
+                "go", model=model, config=config, log=log, prompter=prompter,
+                on_event=seen.append,
+            )  # fmt: skip
+        finally:
+            release.set()
+
+    result = asyncio.run(go())
+    assert result.reason == "model_error"
+    assert asked.is_set() and answered == [ALLOW_ONCE]
+    (r1,) = _results(result)
+    assert (r1.content, r1.is_error) == (model_failed("connection: connection reset"), True)
+    assert [e.result for e in seen if isinstance(e, ToolRefused)] == [r1]
+    effects = _effects(log)
+    assert [e["result"] for e in effects if e["name"] == "ask_permission"] == ["cancelled"]
+    assert not [e for e in effects if e["name"] == "tool"]
+    proc = fsm("replay", "--check", str(log))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
