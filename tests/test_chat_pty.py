@@ -262,3 +262,41 @@ def test_slash_commands_clear_the_conversation_and_exit(workspace: Path, tmp_pat
         for run in runs
     )
     assert sent == [("hello",), ("start over",)], "the second run does not carry the first"
+
+
+def test_a_question_is_withdrawn_when_the_stream_fails(workspace: Path, tmp_path: Path) -> None:
+    """A Read started while the model streams asks (an ask rule); the stream then fails.
+    The question is withdrawn and the run ends: the next line typed is a message, not
+    an answer to a question no one waits for."""
+    (workspace / "a.txt").write_text("a\n")
+    read = {"type": "tool_use", "id": "r1", "name": "Read", "input": {"file_path": "a.txt"}}
+    first = {
+        "content": [read, {"type": "text", "text": "word " * 60}],
+        "event_delay": 0.05,  # the question is on screen well before the stream fails
+        "error": {"kind": "connection", "message": "connection reset"},
+    }
+    scenario = {
+        "settings": {"permissions": {"ask": ["Read"]}},
+        "turns": [first, {"content": "A message, not an answer."}],
+    }
+    path = tmp_path / "withdrawn.json"
+    path.write_text(json.dumps(scenario))
+    child = spawn(["chat", "--scripted", str(path), "--cwd", str(workspace)], workspace)
+    child.expect("› ")
+    child.sendline("read it")
+    child.expect(r"Allow\? \[y\] once")
+    child.expect("model_error")
+    child.expect("› ")
+    child.sendline("y")
+    child.expect("A message, not an answer.")
+    child.expect("completed")
+    child.expect("› ")
+    child.sendeof()
+    child.expect(pexpect.EOF)
+    child.close()
+    failed, answered = logs(workspace)
+    effects = [r for r in failed["records"] if r["t"] == "effect"]
+    assert [e["result"] for e in effects if e["name"] == "ask_permission"] == ["cancelled"]
+    assert not [e for e in effects if e["name"] == "tool"]
+    withdrawn, typed = answered["records"][0]["messages"][-1]["content"]
+    assert (withdrawn["tool_use_id"], withdrawn["is_error"], typed["text"]) == ("r1", True, "y")
