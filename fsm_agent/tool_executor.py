@@ -402,7 +402,7 @@ class ToolExecutor:
         answer = await self.effects.ask_permission(
             PermissionAsk(name, tool_input, reason, decision.suggestion, decision.outside), cancel
         )
-        if answer == CANCELLED:
+        if answer == CANCELLED and cancel is not None:
             return None
         if answer in (ALLOW_ONCE, ALLOW_ALWAYS):
             return decision.outside or decision.grant

@@ -412,6 +412,16 @@ def test_an_edited_permission_answer_must_be_one_the_log_format_has(
     assert allowed.returncode == 0, allowed.stderr
     tool = [r for r in effects_of(tmp_path / "allow_once.jsonl") if r["name"] == "tool"]
     assert [r["args"]["name"] for r in tool] == ["Bash"]
+    withdrawn = fork_with("cancelled")  # only a call started while streaming is withdrawn
+    assert withdrawn.returncode == 0, withdrawn.stderr
+    assert not [r for r in effects_of(tmp_path / "cancelled.jsonl") if r["name"] == "tool"]
+    from fsm_agent.session import replay
+
+    results = [b for m in replay(tmp_path / "cancelled.jsonl").messages for b in m.content]
+    denied = [b for b in results if getattr(b, "tool_use_id", None) == "b1"]
+    assert [b.text.split(" (")[0] for b in denied] == [
+        "<tool_use_error>The user denied permission to use Bash"
+    ]
 
 
 def test_ctrl_c_in_the_live_part_ends_the_fork_as_it_ends_a_run(
