@@ -53,8 +53,9 @@ class Effects(Protocol):
         ...
 
     def discarded(self, key: str, cancel: AbortSignal) -> bool:
-        """Whether a call started early is discarded as it gets its slot: its stream
-        failed (`cancel`) while it waited. `key` names that start within the run."""
+        """Whether a call started early goes no further: its stream failed (`cancel`)
+        before it got its slot, or while its PreToolUse hooks ran. `key` names that
+        point of that call within the run."""
         ...
 
     async def store_blob(self, name: str, text: str) -> str | None: ...

@@ -10,9 +10,10 @@ Consecutive concurrency-safe calls (Read, Glob, Grep) run together, at most
 keep the order of the calls. A safe call may also start while the model is
 still streaming (`start`), as soon as its block is complete; the executor
 keeps such tasks by tool_use id, and `run_all` picks their results up.
-If the stream then fails, such a call that has not begun (it waited for a
-slot) or is still waiting for the user's answer is discarded, as Claude
-Code's streaming executor discards its queued calls: it ends unanswered.
+If the stream then fails, such a call whose tool has not begun (it waited
+for a slot, its PreToolUse hooks ran, or it waits for the user's answer) is
+discarded, as Claude Code's streaming executor discards its queued calls:
+it ends unanswered.
 """
 
 from __future__ import annotations
@@ -65,8 +66,8 @@ class CallResult:
     """False for a call started early and cut short: whoever collects it reports it
     (`cancel` says why), so a live run and its replay word it the same."""
     discarded: bool = False
-    """A call started early whose stream failed before it began, or while it waited
-    for the user's answer: it ran nothing more, and has no result of its own."""
+    """A call started early whose stream failed before its tool began: it went no
+    further, and has no result of its own."""
 
 
 @frozen
@@ -150,7 +151,7 @@ class ToolExecutor:
         async with self._semaphore():
             if self.effects.discarded(key, cancel):
                 return _discarded(block)
-            return await self.call(block, read_files, invalid, cancel)
+            return await self.call(block, read_files, invalid, cancel, key)
 
     def _semaphore(self) -> asyncio.Semaphore:
         if self._slots is None:
@@ -167,8 +168,8 @@ class ToolExecutor:
         interrupt; with `report` False (the message was discarded) it is not
         reported at all. Their pipelines still finish through the effects
         door, so every effect they began is recorded and the log stays whole.
-        A call discarded before it began, or while the user was asked, is left
-        out: it is filled in as the calls never started are.
+        A call discarded before its tool began is left out: it is filled in as
+        the calls never started are.
         """
         ids = list(self._tasks) if ids is None else [i for i in ids if i in self._tasks]
         for i in ids:
@@ -292,7 +293,12 @@ class ToolExecutor:
         read_files: dict[str, float],
         invalid: str | None = None,
         cancel: AbortSignal | None = None,
+        key: str = "",
     ) -> CallResult:
+        """One call's pipeline. A call started early (`cancel`, `key`) whose stream fails
+        before its tool starts is discarded: after its PreToolUse hooks if they were
+        running, or while the user is asked."""
+
         def refused(text: str, stop: str | None = None, denied: bool = False) -> CallResult:
             result = ToolResultBlock(block.id, text, True)
             self.emit(ToolRefused(block, result, denied))
@@ -315,6 +321,12 @@ class ToolExecutor:
         if pre.prevent_continuation:
             reason = pre.stop_reason or "stopped by a PreToolUse hook"
             return refused(f"Execution stopped by PreToolUse hook: {reason}", reason)
+        if (  # the stream failed while the hooks ran
+            cancel is not None
+            and self.config.has_hooks("PreToolUse")
+            and effects.discarded(f"{key}:hooked", cancel)
+        ):
+            return _discarded(block)
         tool_input = block.input
         if pre.updated_input is not None:
             tool_input = pre.updated_input
