@@ -253,16 +253,31 @@ def _kill(pid: int) -> None:
 async def run_command(
     hook: CommandHook, stdin: bytes, cwd: str, env: Mapping[str, str], default_timeout: float
 ) -> HookRun:
-    """One hook command through `sh -c`, its stdin the event's JSON; killed on timeout."""
-    proc = await asyncio.create_subprocess_shell(
-        hook.command,
-        stdin=asyncio.subprocess.PIPE,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-        cwd=cwd,
-        env=dict(env),
-        start_new_session=True,
+    """One hook command through `sh -c`, its stdin the event's JSON; killed on timeout.
+
+    Ctrl-C as the command starts lets the start finish, then kills its group:
+    cancelled mid-start, asyncio's own clean-up waits for the child to exit,
+    which it may never see (CPython 3.11), and the run hung for good.
+    """
+    starting = asyncio.ensure_future(
+        asyncio.create_subprocess_shell(
+            hook.command,
+            stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+            cwd=cwd,
+            env=dict(env),
+            start_new_session=True,
+        )
     )
+    try:
+        proc = await asyncio.shield(starting)
+    except asyncio.CancelledError:
+        with contextlib.suppress(Exception):
+            started = await starting
+            _kill(started.pid)
+            await asyncio.wait_for(started.wait(), 1.0)
+        raise
     try:
         out, err = await asyncio.wait_for(proc.communicate(stdin), hook.timeout or default_timeout)
     except TimeoutError:
