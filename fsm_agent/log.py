@@ -196,7 +196,8 @@ class SessionLog:
         self.path = Path(path)
         self.torn = False
         if not self.path.is_file():
-            raise LogError(f"{self.path}: no such log file")
+            what = "not a file" if self.path.exists() else "no such log file"
+            raise LogError(f"{self.path}: {what}")
         with self._open() as fh:
             first = fh.readline()
         self.header = self._parse_header(first)
@@ -210,6 +211,8 @@ class SessionLog:
             raise LogError(f"{self.path}: cannot read the log: {exc.strerror or exc}") from None
 
     def _parse_header(self, raw: bytes) -> dict[str, Any]:
+        if not raw:
+            raise LogError(f"{self.path}: empty, not a session log")
         try:
             header = jsontext.loads(raw)
         except (json.JSONDecodeError, UnicodeDecodeError):

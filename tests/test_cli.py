@@ -133,6 +133,10 @@ def test_replay_of_a_non_log(tmp_path: Path) -> None:
     junk.write_text("hello\n")
     _one_error_line(fsm("replay", str(junk), "--check"), "not a session log")
     _one_error_line(fsm("replay", str(tmp_path / "nope.jsonl")), "no such log file")
+    empty = tmp_path / "empty.jsonl"
+    empty.write_text("")
+    _one_error_line(fsm("replay", str(empty), "--check"), f"{empty}: empty, not a session log")
+    _one_error_line(fsm("replay", os.devnull, "--check"), f"{os.devnull}: not a file")
 
 
 def test_replay_check_reports_divergence(scenario, tmp_path: Path) -> None:
