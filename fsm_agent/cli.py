@@ -444,15 +444,15 @@ def run(
         )
     plan.end("other")
     if lost is not None:
-        _stdout_lost(lost, "run", result)
+        _stdout_lost(lost, f"the run ended {result.reason}; its log: {result.log_path}")
     sys.exit(exit_code(result))
 
 
-def _stdout_lost(lost: OSError, what: str, result: Any) -> NoReturn:
+def _stdout_lost(lost: OSError, what_happened: str) -> NoReturn:
     """A stdout nobody chose to close (a full disk) lost output: one line, exit 2."""
     fail(
         f"cannot write to standard output ({lost.strerror or lost}), the output is "
-        f"incomplete; the {what} ended {result.reason}; its log: {result.log_path}"
+        f"incomplete; {what_happened}"
     )
 
 
@@ -548,11 +548,10 @@ def _chat(plan: Plan, history: list[Any], *, quiet: bool, verbose: bool) -> None
     except OSError as exc:
         fail(f"cannot write the session log: {exc}")
     plan.end("prompt_input_exit")
-    lost = console.write_error
-    if lost is not None:
-        fail(
-            f"cannot write to standard output ({lost.strerror or lost}); the chat stopped "
-            "there (a run under way was finished first, its log whole)"
+    if console.write_error is not None:
+        _stdout_lost(
+            console.write_error,
+            "the chat stopped there (a run under way was finished first, its log whole)",
         )
 
 
@@ -978,7 +977,9 @@ def _fork(
         fail(f"cannot write the session log: {exc}")
     renderer.summary(result)
     if console.write_error is not None:
-        _stdout_lost(console.write_error, "fork", result)
+        _stdout_lost(
+            console.write_error, f"the fork ended {result.reason}; its log: {result.log_path}"
+        )
     sys.exit(exit_code(result))
 
 

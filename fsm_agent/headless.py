@@ -148,36 +148,28 @@ class RunTally:
 def result_object(result: LoopResult, *, duration_ms: int, tally: RunTally) -> dict[str, Any]:
     """The `result` object: `claude -p`'s fields plus our `log` and `path`."""
     subtype = subtype_of(result.reason)
-    obj: dict[str, Any] = {
-        "type": "result",
-        "subtype": subtype,
-        "is_error": result.is_error,
-        "duration_ms": duration_ms,
-        "duration_api_ms": round(tally.api_s * 1000),
-        "num_turns": result.turns,
-    }
+    outcome: dict[str, Any]
     if subtype == "success":
-        obj["result"] = result.text
+        outcome = {"result": result.text}
         if result.api_error_status is not None:
-            obj["api_error_status"] = result.api_error_status
+            outcome["api_error_status"] = result.api_error_status
     else:
-        obj["errors"] = [result.error or f"the run ended {result.reason}"]
-    obj.update(
-        {
-            "stop_reason": _last_stop_reason(result),
-            "terminal_reason": result.reason,
-            "session_id": result.session_id,
-            "uuid": str(uuid.uuid4()),
-            "total_cost_usd": tally.meter.total,
-            "usage": _usage(result.usage),
-            "modelUsage": tally.model_usage(),
-            "permission_denials": tally.denials,
-            "model": result.model,
-            "log": result.log_path,
-            "path": [{"from": s.source, "to": s.dest, "edge": s.edge} for s in result.path],
-        }
+        outcome = {"errors": [result.error or f"the run ended {result.reason}"]}
+    return _result(
+        tally,
+        duration_ms,
+        subtype=subtype,
+        is_error=result.is_error,
+        num_turns=result.turns,
+        outcome=outcome,
+        stop_reason=_last_stop_reason(result),
+        terminal_reason=result.reason,
+        session_id=result.session_id,
+        usage=result.usage,
+        model=result.model,
+        log=result.log_path,
+        path=[{"from": s.source, "to": s.dest, "edge": s.edge} for s in result.path],
     )
-    return obj
 
 
 def broken_off_object(
@@ -192,17 +184,51 @@ def broken_off_object(
     """The `result` of a run that broke off before a final state (its log could not be
     written): `error_during_execution`, no `terminal_reason`, what it did so far. A
     reader that got `system/init` gets its `result`, as `claude -p` ends a run it began."""
-    usage = sum((u for u, _ in tally.meter.by_model.values()), Usage())
+    return _result(
+        tally,
+        duration_ms,
+        subtype="error_during_execution",
+        is_error=True,
+        num_turns=tally.turns,
+        outcome={"errors": [error]},
+        stop_reason=tally.stop_reason,
+        terminal_reason=None,
+        session_id=session_id,
+        usage=sum((u for u, _ in tally.meter.by_model.values()), Usage()),
+        model=model,
+        log=log,
+        path=tally.path,
+    )
+
+
+def _result(
+    tally: RunTally,
+    duration_ms: int,
+    *,
+    subtype: str,
+    is_error: bool,
+    num_turns: int,
+    outcome: dict[str, Any],
+    stop_reason: str | None,
+    terminal_reason: str | None,
+    session_id: str | None,
+    usage: Usage,
+    model: str | None,
+    log: str | None,
+    path: list[dict[str, str]],
+) -> dict[str, Any]:
+    """The fields of a `result` line, in `claude -p`'s order; `outcome` is the answer
+    (`result`) or the `errors`."""
     return {
         "type": "result",
-        "subtype": "error_during_execution",
-        "is_error": True,
+        "subtype": subtype,
+        "is_error": is_error,
         "duration_ms": duration_ms,
         "duration_api_ms": round(tally.api_s * 1000),
-        "num_turns": tally.turns,
-        "errors": [error],
-        "stop_reason": tally.stop_reason,
-        "terminal_reason": None,
+        "num_turns": num_turns,
+        **outcome,
+        "stop_reason": stop_reason,
+        "terminal_reason": terminal_reason,
         "session_id": session_id,
         "uuid": str(uuid.uuid4()),
         "total_cost_usd": tally.meter.total,
@@ -211,7 +237,7 @@ def broken_off_object(
         "permission_denials": tally.denials,
         "model": model,
         "log": log,
-        "path": tally.path,
+        "path": path,
     }
 
 

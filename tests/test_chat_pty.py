@@ -48,6 +48,14 @@ def spawn(args: list[str], cwd: Path) -> pexpect.spawn:
     return child
 
 
+def leave(child: pexpect.spawn) -> int | None:
+    """Ctrl-D at the prompt, as a user leaves a chat; the exit status."""
+    child.sendeof()
+    child.expect(pexpect.EOF)
+    child.close()
+    return child.exitstatus
+
+
 def logs(workspace: Path) -> list[dict]:
     """Each run's log (header, records), in the order the parent links chain them."""
     by_parent = {}
@@ -90,10 +98,7 @@ def test_chat_answer_interrupt_continue_exit(workspace: Path, chat_file: Path) -
     child.expect("Wrote a.txt for you.")
     child.expect("completed")
     child.expect("› ")
-    child.sendeof()
-    child.expect(pexpect.EOF)
-    child.close()
-    assert child.exitstatus == 0
+    assert leave(child) == 0
     assert (workspace / "a.txt").read_text() == "hi\n"
 
     runs = logs(workspace)
@@ -135,10 +140,7 @@ def test_run_without_prompt_in_a_terminal_opens_a_session(workspace: Path, chat_
     child.sendline("hi")
     child.expect("completed")
     child.expect("› ")
-    child.sendeof()
-    child.expect(pexpect.EOF)
-    child.close()
-    assert child.exitstatus == 0
+    assert leave(child) == 0
 
 
 def test_typed_during_a_run_is_queued(workspace: Path, tmp_path: Path) -> None:
@@ -169,8 +171,7 @@ def test_typed_during_a_run_is_queued(workspace: Path, tmp_path: Path) -> None:
     child.expect("queued: and count them")
     child.expect("Noted, also that.")
     child.expect("› ")
-    child.sendeof()
-    child.expect(pexpect.EOF)
+    leave(child)
     (run,) = logs(workspace)
     queued = [
         r["result"] for r in run["records"] if r["t"] == "effect" and r["name"] == "queued_input"
@@ -207,9 +208,7 @@ def test_chat_asks_before_a_write_and_always_adds_a_rule(workspace: Path, tmp_pa
     child.expect("Both written.")
     child.expect("completed")
     child.expect("› ")
-    child.sendeof()
-    child.expect(pexpect.EOF)
-    child.close()
+    leave(child)
     assert (workspace / "a.txt").read_text() == "hi\n"
     assert (workspace / "b.txt").read_text() == "b"
 
@@ -228,9 +227,7 @@ def test_ctrl_c_at_a_question_denies_and_the_session_goes_on(
     child.sendintr()
     child.expect("aborted_tools")
     child.expect("› ")
-    child.sendeof()
-    child.expect(pexpect.EOF)
-    child.close()
+    leave(child)
     assert not (workspace / "asked").exists()
 
 
@@ -291,9 +288,7 @@ def test_a_question_is_withdrawn_when_the_stream_fails(workspace: Path, tmp_path
     child.expect("A message, not an answer.")
     child.expect("completed")
     child.expect("› ")
-    child.sendeof()
-    child.expect(pexpect.EOF)
-    child.close()
+    leave(child)
     failed, answered = logs(workspace)
     effects = [r for r in failed["records"] if r["t"] == "effect"]
     assert [e["result"] for e in effects if e["name"] == "ask_permission"] == ["cancelled"]

@@ -164,9 +164,7 @@ def test_the_chat_transcript_is_what_a_terminal_shows(tmp_path: Path) -> None:
     """docs/cli.md's chat, typed as shown, in a pseudo-terminal, with docs/demo_chat.json."""
     import io
 
-    import pexpect
-
-    from tests.test_chat_pty import spawn
+    from tests.test_chat_pty import leave, spawn
 
     shown = re.search(
         r"```\n\$ fsm-agent chat --scripted demo_chat.json\n(.*?)\n›\n\$\n```", text("cli.md"), re.S
@@ -191,10 +189,7 @@ def test_the_chat_transcript_is_what_a_terminal_shows(tmp_path: Path) -> None:
     child.sendline("fix it, then stop")
     child.expect("completed")
     child.expect("› ")
-    child.sendeof()
-    child.expect(pexpect.EOF)
-    child.close()
-    assert child.exitstatus == 0
+    assert leave(child) == 0
     assert "/ len(xs)\n" in (workspace / "average.py").read_text()
 
     doc = [line for line in shown.group(1).splitlines() if not line.startswith("⠸")]

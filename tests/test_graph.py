@@ -68,15 +68,22 @@ def test_a_transition_whose_edge_is_not_text_is_a_damaged_log(
     )
 
 
-def test_highlight_of_edges_this_machine_lacks_marks_none_and_says_so(tmp_path: Path) -> None:
-    """A log from another version (or damaged) names states the diagram does not have:
-    marking them would add nodes, or lines, to the Mermaid text. They are named on stderr."""
+def _with_an_edge_from_elsewhere(tmp_path: Path, dest: str) -> Path:
+    """tool_round.jsonl with its first transition `old_state -[gone]-> dest`, an edge
+    this machine does not have (a log from another version, or damaged)."""
     lines = (ROOT / "replays" / "tool_round.jsonl").read_text().splitlines()
     at = next(i for i, line in enumerate(lines) if '"t":"transition"' in line)
-    odd = {"from": "old_state", "edge": "gone", "to": "x\n[*] --> injected"}
+    odd = {"from": "old_state", "edge": "gone", "to": dest}
     lines[at] = json.dumps({**json.loads(lines[at]), **odd})
     log = tmp_path / "other.jsonl"
     log.write_text("\n".join(lines) + "\n")
+    return log
+
+
+def test_highlight_of_edges_this_machine_lacks_marks_none_and_says_so(tmp_path: Path) -> None:
+    """A log from another version (or damaged) names states the diagram does not have:
+    marking them would add nodes, or lines, to the Mermaid text. They are named on stderr."""
+    log = _with_an_edge_from_elsewhere(tmp_path, "x\n[*] --> injected")
     proc = fsm("graph", "--highlight", str(log))
     assert proc.returncode == 0
     assert "injected" not in proc.stdout and "old_state" not in proc.stdout
@@ -88,12 +95,7 @@ def test_highlight_of_edges_this_machine_lacks_marks_none_and_says_so(tmp_path: 
 
 
 def test_coverage_and_path_name_an_unknown_edge_on_one_line(tmp_path: Path) -> None:
-    lines = (ROOT / "replays" / "tool_round.jsonl").read_text().splitlines()
-    at = next(i for i, line in enumerate(lines) if '"t":"transition"' in line)
-    odd = {"from": "old_state", "edge": "gone", "to": "x\ny"}
-    lines[at] = json.dumps({**json.loads(lines[at]), **odd})
-    log = tmp_path / "other.jsonl"
-    log.write_text("\n".join(lines) + "\n")
+    log = _with_an_edge_from_elsewhere(tmp_path, "x\ny")
     path = fsm("replay", "--path", str(log)).stdout.splitlines()
     assert path[0] == 'old_state -[gone]-> "x\\ny"'
     proc = fsm("coverage", str(log))
