@@ -141,8 +141,8 @@ EDGES: tuple[Edge, ...] = (
           lambda s, f: f.truncated
           and s.max_output_tokens_recovery_count < MAX_OUTPUT_RECOVERY_LIMIT),
     _edge(P.RECOVERY, T.COMPLETED, T.COMPLETED,
-          "an API error recovery cannot fix (stop hooks skipped)",
-          lambda s, f: f.api_error is not None),
+          "an API error, or output still truncated after every recovery (stop hooks skipped)",
+          lambda s, f: f.api_error is not None or f.truncated),
     _edge(P.RECOVERY, "nothing_to_recover", P.STOP_HOOKS, "otherwise"),
 
     _edge(P.STOP_HOOKS, T.STOP_HOOK_PREVENTED, T.STOP_HOOK_PREVENTED,

@@ -295,3 +295,28 @@ def test_a_blocking_stop_hook_and_a_budget_nudge_are_shown(scenario) -> None:
         ("budget", "300 of the 1,000 token budget used; the model goes on"),
         ("budget", "600 of the 1,000 token budget used; the model goes on"),
     ]
+
+
+def test_output_still_cut_after_every_recovery_completes_without_stop_hooks(
+    tmp_path: Path, workspace: Path
+) -> None:
+    """The seed's `completed`: "API error but recovery exhausted". A fifth cut answer
+    ends the run: no Stop hook is asked (it would block and go on) and no budget nudge
+    sends the model on, as Claude Code skips both when the last message is the
+    surfaced max-output-tokens error."""
+    data = json.loads((SCENARIOS / "max_output_tokens.json").read_text())
+    data["hooks"] = {"Stop": [{"blocking_errors": ["Keep going."]}]}
+    data["config"] = {"token_budget": 100_000}
+    data["turns"].append({"content": "never asked for"})
+    path = tmp_path / "cut_five_times.json"
+    path.write_text(json.dumps(data))
+    from fsm_agent.session import run_scenario
+
+    result = run_scenario(path, cwd=workspace, keep_log=False)
+    assert result.reason == "completed"
+    assert result.edges.count("max_output_tokens_recovery") == 3
+    assert result.path[-1].source == "recovery"
+    assert "stop_hook_blocking" not in result.edges
+    assert "token_budget_continuation" not in result.edges
+    assert not any(step.dest == "stop_hooks" for step in result.path)
+    assert result.text == "Part four"

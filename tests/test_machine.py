@@ -88,7 +88,7 @@ def test_recovery_priority_is_table_order() -> None:
         (
             evolve(STATE, max_output_tokens_override=64000, max_output_tokens_recovery_count=3),
             Facts(truncated=True),
-            "nothing_to_recover",
+            "completed",
         ),
         (STATE, Facts(api_error="API Error"), "completed"),
         (STATE, Facts(), "nothing_to_recover"),
