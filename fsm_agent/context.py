@@ -10,6 +10,7 @@ docs/context.md.
 from __future__ import annotations
 
 import functools
+import math
 import re
 from collections.abc import Iterable, Mapping, Sequence
 
@@ -439,9 +440,11 @@ MAX_OUTPUT_RECOVERY_MESSAGE = (
 
 
 def budget_nudge(spent: int, budget: int) -> str:
-    pct = round(100 * spent / budget)
+    """Claude Code's words: `Math.round` (half up) and en-US thousands separators."""
+    pct = math.floor(100 * spent / budget + 0.5)
     return (
-        f"Stopped at {pct}% of token target ({spent} / {budget}). Keep working — do not summarize."
+        f"Stopped at {pct}% of token target ({spent:,} / {budget:,}). "
+        "Keep working — do not summarize."
     )
 
 

@@ -164,7 +164,7 @@ def test_token_budget_nudges_until_spent(workspace: Path) -> None:
     assert result.edges.count("token_budget_continuation") == 2
     assert result.reason == "completed"
     nudge = model.requests[1].messages.items[-1]
-    assert nudge.is_meta and "30% of token target (300 / 1000)" in nudge.text
+    assert nudge.is_meta and "30% of token target (300 / 1,000)" in nudge.text
 
 
 def test_abort_while_streaming_fills_missing_results(scenario, workspace: Path) -> None:
@@ -320,3 +320,44 @@ def test_output_still_cut_after_every_recovery_completes_without_stop_hooks(
     assert "token_budget_continuation" not in result.edges
     assert not any(step.dest == "stop_hooks" for step in result.path)
     assert result.text == "Part four"
+
+
+def test_budget_nudge_words_the_numbers_as_claude_code_does() -> None:
+    """Claude Code's nudge formats both counts with en-US thousands separators and
+    rounds the percentage half up (`Math.round`), not to even."""
+    from fsm_agent.context import budget_nudge
+
+    assert budget_nudge(1_250, 10_000) == (
+        "Stopped at 13% of token target (1,250 / 10,000). Keep working — do not summarize."
+    )
+
+
+def test_a_stop_hook_is_told_when_it_already_blocked(workspace: Path) -> None:
+    """The seed's stopHookActive: after a stop_hook_blocking, the next Stop hook call
+    says `stop_hook_active: true`, so a hook can avoid blocking forever; a tool round
+    in between keeps it."""
+
+    class Spy(ScriptedHooks):
+        def __init__(self, scenario: Scenario) -> None:
+            super().__init__(scenario.hooks)
+            self.active: list[object] = []
+
+        async def run(self, event: str, payload: dict) -> HookOutcome:
+            self.active.append(payload["stop_hook_active"])
+            return await super().run(event, payload)
+
+    glob = {"type": "tool_use", "id": "toolu_1", "name": "Glob", "input": {"pattern": "*"}}
+    scenario = Scenario.parse(
+        {
+            "hooks": {"Stop": [{"blocking_errors": ["Run the tests."]}]},
+            "turns": [{"content": "Done."}, {"content": [glob]}, {"content": "Tested."}],
+        }
+    )
+    hooks = Spy(scenario)
+    config = scenario.run_config(RunConfig(cwd=str(workspace)))
+    result = asyncio.run(
+        arun("Go.", model=ScriptedModel(scenario), config=config, hooks=hooks, keep_log=False)
+    )
+    assert result.edges.count("stop_hook_blocking") == 1
+    assert "next_turn" in result.edges
+    assert hooks.active == [False, True]
