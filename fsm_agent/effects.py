@@ -30,6 +30,7 @@ from fsm_agent.permission_types import (
     PermissionSettings,
 )
 from fsm_agent.tools.base import Tool, ToolCall, ToolEnv, ToolInputError, ToolOutcome
+from fsm_agent.validation import input_problem
 
 if TYPE_CHECKING:
     from fsm_agent.approvals import Approvals
@@ -107,12 +108,13 @@ class AbortSignal:
 
 
 class AbortGuard:
-    """`async with AbortGuard(abort, cancel)`: the awaited work is cancelled the moment
+    """`with AbortGuard(abort, cancel)`: the awaited work is cancelled the moment
     either signal is set, and the block raises `TimeoutError`.
 
     It does what an `asyncio.timeout` that the flag expires does (cancel the
     task, then turn that cancellation into `TimeoutError` unless someone
-    else also cancelled it) without the timer.
+    else also cancelled it) without the timer. Entering and leaving never
+    wait, so it is a plain context manager, used inside the awaiting task.
     `cancel` is a call's own signal (its stream failed): watching it here
     costs nothing extra, where racing the call against it in a second task
     cost more than the rest of a trivial call's pipeline. A guard that is
@@ -140,7 +142,7 @@ class AbortGuard:
     def _notify(self) -> None:
         self._loop.call_soon_threadsafe(self._expire)
 
-    async def __aenter__(self) -> None:
+    def __enter__(self) -> None:
         self._loop = asyncio.get_running_loop()
         task = asyncio.current_task()
         assert task is not None
@@ -150,7 +152,7 @@ class AbortGuard:
         if self.cancel is not None:
             self.cancel.subscribe(self._notify)
 
-    async def __aexit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
+    def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
         self.abort.unsubscribe(self._notify)
         if self.cancel is not None:
             self.cancel.unsubscribe(self._notify)
@@ -232,7 +234,7 @@ class LiveEffects:
         stream = self.model.stream(request)
         guard = AbortGuard(self.abort, armed=False)
         try:
-            async with guard:
+            with guard:
                 while not self.abort.is_set("streaming"):
                     guard.armed = True
                     try:
@@ -265,7 +267,7 @@ class LiveEffects:
         if hidden is not None:
             env = evolve(env, hidden=hidden)
         try:
-            async with AbortGuard(self.abort, cancel):
+            with AbortGuard(self.abort, cancel):
                 outcome = await self._run_tool(call, env)
         except TimeoutError:
             if not (self.abort.is_set("tools") or (cancel is not None and cancel.is_set())):
@@ -277,8 +279,6 @@ class LiveEffects:
         tool = self.tools.get(call.name)
         if tool is None:
             return tool_error(f"Error: No such tool available: {call.name}")
-        from fsm_agent.validation import input_problem
-
         problem = input_problem(call.name, tool.input_schema, call.input)
         if problem is not None:
             return ToolOutcome.error(problem)
@@ -301,7 +301,7 @@ class LiveEffects:
         if self.abort.is_set():
             return INTERRUPTED_HOOKS
         try:
-            async with AbortGuard(self.abort):
+            with AbortGuard(self.abort):
                 return await self.hooks.run(event, payload)
         except TimeoutError:
             if not self.abort.is_set():
@@ -324,7 +324,7 @@ class LiveEffects:
         if cancel.is_set():
             return CANCELLED
         try:
-            async with AbortGuard(cancel):
+            with AbortGuard(cancel):
                 return await self.approvals.ask(question, cancel)
         except TimeoutError:
             if not cancel.is_set():

@@ -48,6 +48,7 @@ from fsm_agent.permission_types import (
     PermissionRequest,
 )
 from fsm_agent.tools.base import ToolCall, ToolEnv
+from fsm_agent.validation import input_problem, os_string_problem
 
 FILE_PATH_TOOLS = frozenset({"Read", "Write", "Edit"})
 
@@ -283,8 +284,6 @@ class ToolExecutor:
         schema = self.schemas.get(name)
         if schema is None:
             return f"<tool_use_error>Error: No such tool available: {name}</tool_use_error>"
-        from fsm_agent.validation import input_problem, os_string_problem
-
         return input_problem(name, schema, tool_input) or os_string_problem(name, tool_input)
 
     async def call(

@@ -19,9 +19,8 @@ def test_setting_the_signal_turns_the_wait_into_timeout_error() -> None:
     async def main() -> None:
         abort = AbortSignal()
         asyncio.get_running_loop().call_later(0.01, abort.set)
-        with pytest.raises(TimeoutError):
-            async with AbortGuard(abort):
-                await asyncio.sleep(5)
+        with pytest.raises(TimeoutError), AbortGuard(abort):
+            await asyncio.sleep(5)
         assert abort._listeners == []
 
     asyncio.run(main())
@@ -37,7 +36,7 @@ def test_a_guard_that_was_not_triggered_leaves_no_listener_and_no_cycle() -> Non
         gc.disable()
         try:
             for _ in range(50):
-                async with AbortGuard(abort):
+                with AbortGuard(abort):
                     await asyncio.sleep(0)
             assert abort._listeners == []
             return gc.collect()
