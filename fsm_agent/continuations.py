@@ -24,6 +24,7 @@ from fsm_agent.effects import INTERRUPTED, model_failed
 from fsm_agent.events import Notice
 from fsm_agent.machine import MODEL_FALLBACK, Continue, Terminal
 from fsm_agent.messages import Message, TextBlock, ToolResultBlock, ToolUseBlock, tool_results
+from fsm_agent.models import held_to_limit
 from fsm_agent.phases import Run
 from fsm_agent.prelude import reminders
 from fsm_agent.preprocess import compact_hook
@@ -286,7 +287,7 @@ CONTINUE: dict[str, ContinueFn] = {
 }
 
 
-def switch_model(run: Run, it: Iteration, facts: Facts) -> Iteration:
+def switch_model(run: Run, state: LoopState, it: Iteration, facts: Facts) -> Iteration:
     """The `model_fallback` self-edge: drop what the failed attempt streamed, retry."""
     assert facts.fallback_model is not None
     run.emit(Notice("fallback", f"{it.model} is overloaded; switching to {facts.fallback_model}"))
@@ -300,7 +301,28 @@ def switch_model(run: Run, it: Iteration, facts: Facts) -> Iteration:
     )
 
 
-ON_EDGE = {MODEL_FALLBACK: switch_model}
+def surface_cut_output(run: Run, state: LoopState, it: Iteration, facts: Facts) -> Iteration:
+    """`completed` with the output still cut after every recovery: Claude Code then shows
+    the max-output-tokens error it withheld, naming the last request's limit, and the run
+    is an error. The cut answer stays the conversation's last message (an error note
+    after it would make two assistant messages in a row, which the API refuses when the
+    conversation goes on). Any other `completed` is left as it is."""
+    if not facts.truncated or facts.api_error is not None:
+        return it
+    asked = state.max_output_tokens_override or run.config.max_output_tokens
+    limit = held_to_limit(it.model, asked)
+    return evolve(
+        it, api_error=f"API Error: Claude's response exceeded the {limit} output token maximum."
+    )
+
+
+OnEdgeFn = Callable[[Run, LoopState, Iteration, Facts], Iteration]
+
+ON_EDGE: dict[str, OnEdgeFn] = {
+    MODEL_FALLBACK: switch_model,
+    Terminal.COMPLETED: surface_cut_output,
+}
+"""What taking an edge does to the iteration, for edges that end it or retry it in place."""
 
 
 def final_messages(reason: str, it: Iteration) -> Transcript:

@@ -203,7 +203,7 @@ class Engine:
                 it = fresh_iteration(state)
                 digest = state.digest()
             elif edge.name in ON_EDGE:
-                it = done = ON_EDGE[edge.name](run, it, facts)
+                it = done = ON_EDGE[edge.name](run, state, it, facts)
             record = {
                 "from": source,
                 "to": edge.dest,

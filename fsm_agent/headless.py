@@ -149,8 +149,8 @@ def result_object(result: LoopResult, *, duration_ms: int, tally: RunTally) -> d
     """The `result` object: `claude -p`'s fields plus our `log` and `path`."""
     subtype = subtype_of(result.reason)
     outcome: dict[str, Any]
-    if subtype == "success":
-        outcome = {"result": result.text}
+    if subtype == "success":  # an API error answer is what `claude -p` prints last
+        outcome = {"result": result.error or result.text}
         if result.api_error_status is not None:
             outcome["api_error_status"] = result.api_error_status
     else:

@@ -322,6 +322,19 @@ def test_output_still_cut_after_every_recovery_completes_without_stop_hooks(
     assert result.text == "Part four"
 
 
+def test_output_still_cut_after_every_recovery_is_an_api_error_answer(workspace: Path) -> None:
+    """Claude Code then surfaces the max-output-tokens error it withheld, naming the last
+    request's limit (the escalated 64k): the run is `completed` and still an error
+    (`is_error`, exit 20), not a clean end. The cut answer stays the last message."""
+    from fsm_agent.session import run_scenario
+
+    result = run_scenario(SCENARIOS / "max_output_tokens.json", cwd=workspace, keep_log=False)
+    assert result.reason == "completed"
+    assert result.error == "API Error: Claude's response exceeded the 64000 output token maximum."
+    assert result.is_error
+    assert result.messages[-1].role == "assistant" and result.text == "Part four"
+
+
 def test_budget_nudge_words_the_numbers_as_claude_code_does() -> None:
     """Claude Code's nudge formats both counts with en-US thousands separators and
     rounds the percentage half up (`Math.round`), not to even."""

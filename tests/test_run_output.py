@@ -86,11 +86,23 @@ def test_every_scenario_exit_code_and_subtype(workspace: Path, tmp_path: Path, n
     result, code = run_json(workspace, tmp_path, name)
     reason = result["terminal_reason"]
     assert reason in TERMINAL_REASONS
-    assert code == (EXIT_ERROR_ANSWER if name == "api_error" else EXIT_CODES[reason])
+    error_answer = name in ("api_error", "max_output_tokens")  # `API Error: …` answers
+    assert code == (EXIT_ERROR_ANSWER if error_answer else EXIT_CODES[reason])
     assert result["subtype"] == subtype_of(reason)
-    assert result["is_error"] is (reason != "completed" or name == "api_error")
+    assert result["is_error"] is (reason != "completed" or error_answer)
     assert result["is_error"] is (code != 0)
     assert ("result" in result) is (reason == "completed")
+
+
+def test_an_answer_still_cut_after_every_recovery_is_the_error_it_hit(
+    workspace: Path, tmp_path: Path
+) -> None:
+    """As `claude -p` prints the max-output-tokens error it surfaces, not the cut text."""
+    result, code = run_json(workspace, tmp_path, "max_output_tokens")
+    assert (code, result["subtype"], result["is_error"]) == (EXIT_ERROR_ANSWER, "success", True)
+    assert result["result"] == (
+        "API Error: Claude's response exceeded the 64000 output token maximum."
+    )
 
 
 def test_exit_codes_are_distinct_and_cover_every_reason() -> None:
