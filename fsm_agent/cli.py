@@ -12,8 +12,10 @@ import os
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO, NoReturn
+from urllib.parse import urlsplit
 
 import click
+from click.core import ParameterSource
 
 from fsm_agent.models import MIN_CONTEXT_WINDOW
 
@@ -117,9 +119,27 @@ def _real_model(base_url: str | None) -> Model:
             "offline: `fsm-agent run --scripted SCENARIO.json` (a scripted model) or "
             "`fsm-agent replay LOG` (a recorded session)."
         )
+    if base_url is not None and not _is_http_url(base_url):
+        source = click.get_current_context().get_parameter_source("base_url")
+        given_by = "ANTHROPIC_BASE_URL" if source == ParameterSource.ENVIRONMENT else "--base-url"
+        fail(
+            f"{given_by} {base_url!r} is not an http(s) URL "
+            "(give one like https://api.anthropic.com or http://127.0.0.1:4000)"
+        )
     from fsm_agent.anthropic_model import AnthropicModel
 
     return AnthropicModel(api_key=key, base_url=base_url)
+
+
+def _is_http_url(url: str) -> bool:
+    """Whether the SDK can send a request to `url`: it would take `localhost:8080` or
+    `ftp://…`, then fail every attempt as if the connection were lost."""
+    try:
+        parts = urlsplit(url)
+        _ = parts.port  # raises on a port that is not a number
+    except ValueError:
+        return False
+    return parts.scheme.lower() in ("http", "https") and bool(parts.hostname)
 
 
 def _context(cwd: str) -> tuple[dict[str, str], dict[str, str], tuple[str, ...]]:

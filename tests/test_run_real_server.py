@@ -348,3 +348,30 @@ def test_an_api_error_answer_carries_its_http_status(
     result = json.loads(proc.stdout)
     assert (result["subtype"], result["is_error"]) == ("success", True)
     assert result["api_error_status"] == status
+
+
+@pytest.mark.parametrize(
+    "url", ["localhost:8080", "127.0.0.1:8080/v1", "ftp://example.com", "http://[::1", "http://"]
+)
+@pytest.mark.parametrize("given_by", ["--base-url", "ANTHROPIC_BASE_URL"])
+def test_a_base_url_that_is_not_an_http_url_is_a_usage_error(
+    url: str, given_by: str, workspace: Path
+) -> None:
+    """A mistyped base URL is an error in what was typed: one line naming it, exit 2, and
+    no run (it was a model_error after two retries told as lost connections)."""
+    env = {**os.environ, "ANTHROPIC_API_KEY": "test-key"}
+    args = [sys.executable, "-m", "fsm_agent.cli", "run", "hi", "--cwd", str(workspace)]
+    if given_by == "--base-url":
+        args += ["--base-url", url]
+    else:
+        env["ANTHROPIC_BASE_URL"] = url
+    proc = subprocess.run(
+        args, capture_output=True, text=True, env=env, stdin=subprocess.DEVNULL, timeout=60
+    )
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert proc.stdout == ""
+    assert proc.stderr.splitlines() == [
+        f"fsm-agent: error: {given_by} {url!r} is not an http(s) URL "
+        "(give one like https://api.anthropic.com or http://127.0.0.1:4000)"
+    ]
+    assert not (workspace / ".fsm-agent").exists()
