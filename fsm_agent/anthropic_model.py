@@ -18,6 +18,7 @@ import contextvars
 import html
 import importlib
 import json
+import os
 import re
 from collections.abc import AsyncGenerator, AsyncIterator, Callable
 from typing import Any
@@ -56,6 +57,16 @@ _MEDIA = re.compile(
     re.IGNORECASE,
 )
 _RAW_JSON_SHOWN = 4_000
+DEFAULT_BASE_URL = "https://api.anthropic.com"
+
+
+def _base_url(given: str | None) -> str | None:
+    """`given`, else None for the SDK to read `ANTHROPIC_BASE_URL`; but a blank one is
+    unset, as in Claude Code: the SDK would send every request to ''."""
+    if given:
+        return given
+    blank = not os.environ.get("ANTHROPIC_BASE_URL", "unset").strip()
+    return DEFAULT_BASE_URL if blank else None
 
 
 def _transport_errors() -> tuple[type[Exception], ...]:
@@ -455,7 +466,7 @@ class AnthropicModel:
         if self._client is None or self._loop is not loop:
             self._client = anthropic.AsyncAnthropic(
                 api_key=self.api_key,
-                base_url=self.base_url,
+                base_url=_base_url(self.base_url),
                 max_retries=self.max_retries,
                 timeout=self.timeout,
                 http_client=anthropic.DefaultAsyncHttpxClient(

@@ -650,6 +650,34 @@ def test_nothing_listening_is_a_connection_error() -> None:
     assert exc.kind == "connection"
 
 
+@pytest.mark.parametrize(
+    ("env", "used"),
+    [
+        ("", "https://api.anthropic.com"),
+        (None, "https://api.anthropic.com"),
+        ("http://127.0.0.1:4000/proxy", "http://127.0.0.1:4000/proxy"),
+    ],
+)
+def test_a_blank_anthropic_base_url_means_the_default_api(
+    env: str | None, used: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`ANTHROPIC_BASE_URL=` (a compose file's unset variable) is unset, as in Claude Code:
+    the SDK took it as the URL and every request failed as a lost connection."""
+    if env is None:
+        monkeypatch.delenv("ANTHROPIC_BASE_URL", raising=False)
+    else:
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", env)
+
+    async def base_url() -> str:
+        model = AnthropicModel(api_key="k")
+        try:
+            return str(model.client().base_url).rstrip("/")
+        finally:
+            await model.aclose()
+
+    assert asyncio.run(base_url()) == used
+
+
 def test_stall_before_headers_times_out(messages_server: MessagesServer) -> None:
     messages_server.reply(text("too late", stall_before=2.0))
 
