@@ -354,6 +354,7 @@ class StreamAssembler:
     def __init__(self) -> None:
         self.open: dict[int, _OpenBlock] = {}
         self.skipped: set[int] = set()
+        self.tool_ids: set[str] = set()
         self.start_usage = Usage()
         self.finished = False
         self.last_event = "nothing"
@@ -386,6 +387,13 @@ class StreamAssembler:
             return []
         if index in self.open:
             raise ModelCallError("invalid_response", f"block {index} started twice")
+        if kind == "tool_use":
+            if block.id in self.tool_ids:  # results are matched to calls by id
+                raise ModelCallError(
+                    "invalid_response",
+                    f"two tool_use blocks with the id {block.id!r} in one message",
+                )
+            self.tool_ids.add(block.id)
         self.open[index] = _OpenBlock(kind, block)
         ours: ContentBlock
         if kind == "text":

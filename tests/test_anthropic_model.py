@@ -225,6 +225,24 @@ def test_block_types_we_do_not_model_are_skipped(messages_server: MessagesServer
     assert stops(events) == [BlockStop(1, TextBlock("Found it."))]
 
 
+def test_a_tool_use_id_repeated_in_one_message_is_an_unreadable_response(
+    messages_server: MessagesServer,
+) -> None:
+    """A compatible server that gives two calls one id (or none: ``): their results
+    could not be told apart, and the first call's was given to both."""
+    calls = [
+        {"type": "tool_use", "id": "call_0", "name": "Read", "input": {"file_path": p}}
+        for p in ("a.txt", "b.txt")
+    ]
+    messages_server.reply(message(calls, stop_reason="tool_use"))
+
+    events, exc = stream_fails(model_for(messages_server))
+
+    assert exc.kind == "invalid_response"
+    assert exc.message == "two tool_use blocks with the id 'call_0' in one message"
+    assert stops(events) == [BlockStop(0, ToolUseBlock("call_0", "Read", {"file_path": "a.txt"}))]
+
+
 @pytest.mark.parametrize("cumulative", [True, False])
 def test_usage_from_message_start_and_delta(
     messages_server: MessagesServer, cumulative: bool
