@@ -325,10 +325,29 @@ def _tool_input(raw: str, start_input: object) -> tuple[dict[str, Any], str | No
     return {}, f"invalid JSON in tool input: {problem}; the model sent ({len(raw)} chars): {shown}"
 
 
+def _text(owner: Any, name: str, what: str, *, required: bool = False) -> str:
+    """A string field of `what` in the stream, which the SDK does not check. Left out or
+    null, it is the empty string the API would send, unless it is `required` (a call
+    with no id could not be answered)."""
+    value = getattr(owner, name, None)
+    if isinstance(value, str) and (value or not required):
+        return value
+    if value is None and not required:
+        return ""
+    raise ModelCallError("invalid_response", f"{what} has no {name}")
+
+
+def _index(event: Any) -> int:
+    index = getattr(event, "index", None)
+    if isinstance(index, int) and not isinstance(index, bool):
+        return index
+    raise ModelCallError("invalid_response", f"{event.type} has no block index: {index!r}")
+
+
 class _OpenBlock:
     __slots__ = ("kind", "parts", "signature", "start")
 
-    def __init__(self, kind: str, start: Any) -> None:
+    def __init__(self, kind: str, start: ContentBlock) -> None:
         self.kind = kind
         self.start = start
         self.parts: list[str] = []
@@ -365,16 +384,20 @@ class StreamAssembler:
         if kind == "message_start":
             message = event.message
             self.start_usage = _usage(getattr(message, "usage", None))
-            return [MessageStart(message.id, message.model, self.start_usage)]
+            return [
+                MessageStart(
+                    _text(message, "id", kind), _text(message, "model", kind), self.start_usage
+                )
+            ]
         if kind == "content_block_start":
-            return self._start(event.index, event.content_block)
+            return self._start(_index(event), event.content_block)
         if kind == "content_block_delta":
-            return self._delta(event.index, event.delta)
+            return self._delta(_index(event), event.delta)
         if kind == "content_block_stop":
-            return self._stop(event.index)
+            return self._stop(_index(event))
         if kind == "message_delta":
             usage = _usage(getattr(event, "usage", None), self.start_usage)
-            return [MessageDelta(event.delta.stop_reason, usage)]
+            return [MessageDelta(_text(event.delta, "stop_reason", kind) or None, usage)]
         if kind == "message_stop":
             self.finished = True
             return [MessageStop()]
@@ -387,24 +410,28 @@ class StreamAssembler:
             return []
         if index in self.open:
             raise ModelCallError("invalid_response", f"block {index} started twice")
-        if kind == "tool_use":
-            if block.id in self.tool_ids:  # results are matched to calls by id
-                raise ModelCallError(
-                    "invalid_response",
-                    f"two tool_use blocks with the id {block.id!r} in one message",
-                )
-            self.tool_ids.add(block.id)
-        self.open[index] = _OpenBlock(kind, block)
+        what = f"{kind} block {index}"
         ours: ContentBlock
         if kind == "text":
-            ours = TextBlock(block.text or "")
+            ours = TextBlock(_text(block, "text", what))
         elif kind == "thinking":
-            ours = ThinkingBlock(block.thinking or "", block.signature or "")
+            ours = ThinkingBlock(_text(block, "thinking", what), _text(block, "signature", what))
         elif kind == "redacted_thinking":
-            ours = RedactedThinkingBlock(block.data)
+            ours = RedactedThinkingBlock(_text(block, "data", what, required=True))
         else:
-            start_input = block.input if isinstance(block.input, dict) else {}
-            ours = ToolUseBlock(block.id, block.name, dict(start_input))
+            call_id = _text(block, "id", what, required=True)
+            name = _text(block, "name", what, required=True)
+            if call_id in self.tool_ids:  # results are matched to calls by id
+                raise ModelCallError(
+                    "invalid_response",
+                    f"two tool_use blocks with the id {call_id!r} in one message",
+                )
+            self.tool_ids.add(call_id)
+            start_input = getattr(block, "input", None)
+            ours = ToolUseBlock(
+                call_id, name, dict(start_input) if isinstance(start_input, dict) else {}
+            )
+        self.open[index] = _OpenBlock(kind, ours)
         return [BlockStart(index, ours)]
 
     def _delta(self, index: int, delta: Any) -> list[StreamEvent]:
@@ -421,7 +448,7 @@ class StreamAssembler:
             raise ModelCallError(
                 "invalid_response", f"{delta.type} for block {index}, a {block.kind} block"
             )
-        piece = getattr(delta, attr) or ""
+        piece = _text(delta, attr, f"{delta.type} for block {index}")
         (block.signature if ours == "signature" else block.parts).append(piece)
         return [BlockDelta(index, ours, piece)]
 
@@ -432,15 +459,15 @@ class StreamAssembler:
         if block is None:
             raise ModelCallError("invalid_response", f"stop for block {index}, which is not open")
         start, joined = block.start, "".join(block.parts)
-        if block.kind == "text":
-            return [BlockStop(index, TextBlock((start.text or "") + joined))]
-        if block.kind == "thinking":
-            signature = (start.signature or "") + "".join(block.signature)
-            return [BlockStop(index, ThinkingBlock((start.thinking or "") + joined, signature))]
-        if block.kind == "redacted_thinking":
-            return [BlockStop(index, RedactedThinkingBlock(start.data))]
-        tool_input, problem = _tool_input(joined, start.input)
-        return [BlockStop(index, ToolUseBlock(start.id, start.name, tool_input), problem)]
+        if isinstance(start, TextBlock):
+            return [BlockStop(index, TextBlock(start.text + joined))]
+        if isinstance(start, ThinkingBlock):
+            signature = start.signature + "".join(block.signature)
+            return [BlockStop(index, ThinkingBlock(start.thinking + joined, signature))]
+        if isinstance(start, ToolUseBlock):
+            tool_input, problem = _tool_input(joined, start.input)
+            return [BlockStop(index, ToolUseBlock(start.id, start.name, tool_input), problem)]
+        return [BlockStop(index, start)]
 
 
 class AnthropicModel:

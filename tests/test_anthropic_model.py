@@ -47,6 +47,8 @@ from tests.messages_server import (
     JsonReply,
     MessagesServer,
     PageReply,
+    Sse,
+    StreamReply,
     error,
     message,
     message_events,
@@ -241,6 +243,64 @@ def test_a_tool_use_id_repeated_in_one_message_is_an_unreadable_response(
     assert exc.kind == "invalid_response"
     assert exc.message == "two tool_use blocks with the id 'call_0' in one message"
     assert stops(events) == [BlockStop(0, ToolUseBlock("call_0", "Read", {"file_path": "a.txt"}))]
+
+
+def _with_block(start: dict) -> StreamReply:
+    """A message whose first block starts as `start` (a compatible server's)."""
+    events = list(message_events([{"type": "text", "text": "x"}]))
+    events[1] = Sse(
+        "content_block_start",
+        {"type": "content_block_start", "index": 0, "content_block": start},
+    )
+    return StreamReply(tuple(e for e in events if e.event != "content_block_delta"))
+
+
+@pytest.mark.parametrize(
+    ("start", "problem"),
+    [
+        ({"type": "tool_use", "name": "Read", "input": {}}, "tool_use block 0 has no id"),
+        (
+            {"type": "tool_use", "id": None, "name": "Read", "input": {}},
+            "tool_use block 0 has no id",
+        ),
+        ({"type": "tool_use", "id": 5, "name": "Read", "input": {}}, "tool_use block 0 has no id"),
+        ({"type": "tool_use", "id": "t1", "input": {}}, "tool_use block 0 has no name"),
+        ({"type": "redacted_thinking"}, "redacted_thinking block 0 has no data"),
+        ({"type": "text", "text": 7}, "text block 0 has no text"),
+    ],
+)
+def test_a_block_without_a_field_it_needs_is_an_unreadable_response(
+    start: dict, problem: str, messages_server: MessagesServer
+) -> None:
+    """The SDK does not check a stream's fields: a call with no id or name could not be
+    answered (no name was a traceback), and one recorded as null made the log unreadable."""
+    messages_server.reply(_with_block(start))
+
+    events, exc = stream_fails(model_for(messages_server))
+
+    assert (exc.kind, exc.message) == ("invalid_response", problem)
+    assert not stops(events)
+
+
+def test_fields_a_compatible_server_leaves_out_are_empty(messages_server: MessagesServer) -> None:
+    """No message id or model, no text in a block's start, a null stop reason's type: each
+    is what the API would send for nothing, so the stream can be recorded and replayed."""
+    events = list(message_events([{"type": "thinking", "thinking": "hm"}]))
+    start = dict(events[0].data)
+    start["message"] = {k: v for k, v in start["message"].items() if k not in ("id", "model")}
+    events[0] = Sse("message_start", start)
+    events[1] = Sse(
+        "content_block_start",
+        {"type": "content_block_start", "index": 0, "content_block": {"type": "thinking"}},
+    )
+    messages_server.reply(StreamReply(tuple(events)))
+
+    got, exc = collect(model_for(messages_server))
+
+    assert exc is None
+    assert got[0] == MessageStart("", "", Usage(10, 1, 0, 0))
+    assert got[1] == BlockStart(0, ThinkingBlock("", ""))
+    assert stops(got) == [BlockStop(0, ThinkingBlock("hm", ""))]
 
 
 @pytest.mark.parametrize("cumulative", [True, False])

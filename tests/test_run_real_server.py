@@ -375,3 +375,35 @@ def test_a_base_url_that_is_not_an_http_url_is_a_usage_error(
         "(give one like https://api.anthropic.com or http://127.0.0.1:4000)"
     ]
     assert not (workspace / ".fsm-agent").exists()
+
+
+def test_a_stream_with_fields_left_out_ends_cleanly_and_replays(
+    messages_server: MessagesServer, workspace: Path, tmp_path: Path
+) -> None:
+    """A compatible server's message with no id or model, then a call with no name: the
+    first was a log no replay could read, the second a traceback."""
+    events = list(message_events([{"type": "text", "text": "Hello."}]))
+    start = dict(events[0].data)
+    start["message"] = {k: v for k, v in start["message"].items() if k not in ("id", "model")}
+    events[0] = Sse("message_start", start)
+    nameless = {"type": "tool_use", "id": "call_1", "input": {"pattern": "*"}}
+    called = list(message_events([{"type": "text", "text": "x"}], stop_reason="tool_use"))
+    called[1] = Sse(
+        "content_block_start",
+        {"type": "content_block_start", "index": 0, "content_block": nameless},
+    )
+    called = [e for e in called if e.event != "content_block_delta"]
+    messages_server.reply(StreamReply(tuple(events)), StreamReply(tuple(called)))
+    logs = [tmp_path / "first.jsonl", tmp_path / "second.jsonl"]
+
+    first = cli(messages_server, workspace, "hi", "--log", str(logs[0]), "--output-format", "json")
+    second = cli(messages_server, workspace, "go", "--log", str(logs[1]))
+
+    assert first.returncode == 0, first.stderr
+    assert json.loads(first.stdout)["result"] == "Hello."
+    assert second.returncode == 13, second.stderr
+    assert "invalid_response: tool_use block 0 has no name" in second.stdout
+    assert "Traceback" not in second.stderr
+    for log in logs:
+        check = fsm_cli("replay", "--check", str(log))
+        assert check.returncode == 0, check.stdout + check.stderr
