@@ -295,12 +295,14 @@ def _usage(raw: Any, base: Usage = Usage()) -> Usage:
     """Usage from an SDK usage object; fields it leaves out keep `base`'s values.
 
     `message_delta` usage is cumulative, and older API versions send only
-    `output_tokens` there.
+    `output_tokens` there. A count that is not one (a proxy's -1) is left out too.
     """
 
     def pick(name: str) -> int:
         value = getattr(raw, name, None)
-        return value if isinstance(value, int) else getattr(base, name)
+        if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
+            return value
+        return getattr(base, name)
 
     return Usage(
         pick("input_tokens"),

@@ -324,6 +324,21 @@ def test_usage_from_message_start_and_delta(
     assert delta.usage == Usage(1200, 77, 300, 4000)
 
 
+def test_a_negative_token_count_is_not_taken(messages_server: MessagesServer) -> None:
+    """A proxy's -1 for a count it does not know: taken, it made a negative cost and a
+    log no replay could read (counts are 0 or more)."""
+    usage = {"input_tokens": 500, "cache_read_input_tokens": -1, "output_tokens": -1}
+    messages_server.reply(text("ok", usage=usage))
+
+    events, exc = collect(model_for(messages_server))
+
+    assert exc is None
+    start = next(e for e in events if isinstance(e, MessageStart))
+    delta = next(e for e in events if isinstance(e, MessageDelta))
+    assert start.usage == Usage(500, 1, 0, 0)
+    assert delta.usage == Usage(500, 1, 0, 0)
+
+
 def test_request_body_shape(messages_server: MessagesServer) -> None:
     messages_server.reply(text("ok"))
 
