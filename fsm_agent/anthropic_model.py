@@ -369,7 +369,10 @@ class StreamAssembler:
     """Turns the SDK's raw stream events into ours, assembling each block.
 
     Block types this package does not model (server tools, their results)
-    are never requested; if one arrives anyway it is skipped whole.
+    are never requested; if one arrives anyway it is skipped whole. Blocks
+    still open at `message_stop` are stopped there: some compatible servers
+    never send `content_block_stop`, and the SDK's own message builder does
+    without it.
     """
 
     def __init__(self) -> None:
@@ -402,7 +405,7 @@ class StreamAssembler:
             return [MessageDelta(_text(event.delta, "stop_reason", kind) or None, usage)]
         if kind == "message_stop":
             self.finished = True
-            return [MessageStop()]
+            return [*(e for index in sorted(self.open) for e in self._stop(index)), MessageStop()]
         return []
 
     def _start(self, index: int, block: Any) -> list[StreamEvent]:

@@ -339,6 +339,28 @@ def test_a_negative_token_count_is_not_taken(messages_server: MessagesServer) ->
     assert delta.usage == Usage(500, 1, 0, 0)
 
 
+def test_blocks_a_compatible_server_never_stops_are_stopped_with_the_message(
+    messages_server: MessagesServer,
+) -> None:
+    """Some compatible servers leave out `content_block_stop`; the SDK's own message
+    builder does without it. The blocks were lost: the answer came out empty."""
+    content = [
+        {"type": "text", "text": "Reading."},
+        {"type": "tool_use", "id": "toolu_1", "name": "Read", "input": {"file_path": "a"}},
+    ]
+    events = message_events(content, stop_reason="tool_use")
+    messages_server.reply(StreamReply(tuple(e for e in events if e.event != "content_block_stop")))
+
+    got, exc = collect(model_for(messages_server))
+
+    assert exc is None
+    assert stops(got) == [
+        BlockStop(0, TextBlock("Reading.")),
+        BlockStop(1, ToolUseBlock("toolu_1", "Read", {"file_path": "a"})),
+    ]
+    assert isinstance(got[-1], MessageStop)
+
+
 def test_request_body_shape(messages_server: MessagesServer) -> None:
     messages_server.reply(text("ok"))
 

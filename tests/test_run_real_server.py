@@ -407,3 +407,20 @@ def test_a_stream_with_fields_left_out_ends_cleanly_and_replays(
     for log in logs:
         check = fsm_cli("replay", "--check", str(log))
         assert check.returncode == 0, check.stdout + check.stderr
+
+
+def test_an_answer_whose_blocks_are_never_stopped_is_kept(
+    messages_server: MessagesServer, workspace: Path
+) -> None:
+    """A compatible server that leaves out `content_block_stop`: the answer was streamed,
+    then the run ended with an empty result and an empty message in the transcript."""
+    events = message_events([{"type": "text", "text": "The answer is 42."}], model=MODEL)
+    messages_server.reply(StreamReply(tuple(e for e in events if e.event != "content_block_stop")))
+
+    proc = cli(messages_server, workspace, "go", "--output-format", "json")
+
+    assert proc.returncode == 0, proc.stderr
+    out = json.loads(proc.stdout)
+    assert out["result"] == "The answer is 42."
+    check = fsm_cli("replay", "--check", out["log"])
+    assert check.returncode == 0, check.stdout + check.stderr
