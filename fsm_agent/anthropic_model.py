@@ -119,7 +119,26 @@ def request_body(request: ModelRequest) -> dict[str, Any]:
         ]
         tools[-1]["cache_control"] = EPHEMERAL
         body["tools"] = tools
-    return body
+    return _utf8(body)
+
+
+def _utf8(value: Any) -> Any:
+    """`value` with every string one UTF-8 can encode, as a request must be. A compatible
+    server may split an emoji's JSON escape across two deltas, or send half of one: the
+    halves that pair up are joined, a lone one is U+FFFD. The history keeps what came."""
+    if isinstance(value, str):
+        if value.isascii():
+            return value
+        try:
+            value.encode()
+        except UnicodeEncodeError:
+            return value.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+        return value
+    if isinstance(value, dict):
+        return {_utf8(k): _utf8(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_utf8(v) for v in value]
+    return value
 
 
 NO_CONTENT = "(no content)"

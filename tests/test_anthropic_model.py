@@ -427,6 +427,31 @@ def test_an_empty_answer_is_sent_back_as_the_api_takes_it() -> None:
     assert sent[:1] == [message_to_api(history[0])]
 
 
+def test_surrogates_in_the_history_are_sent_as_utf_8() -> None:
+    """A compatible server may split an emoji's JSON escape (`\\ud83d\\ude00`) across two
+    deltas, or send half of one: the history then holds surrogates, which are no UTF-8,
+    and every later request could not be made, nor any resume of the session."""
+    history = [
+        user("hi"),
+        Message(
+            "assistant",
+            (
+                TextBlock("smile \ud83d\ude00, half \ud800."),
+                ToolUseBlock("toolu_1", "Bash", {"command": "echo \udc00"}),
+            ),
+        ),
+        Message("user", (ToolResultBlock("toolu_1", "ok"),)),
+    ]
+    body = request_body(ModelRequest("m", ("sys \ud83d",), Transcript.of(history), (), 100))
+
+    json.dumps(body, ensure_ascii=False).encode()
+    assistant = body["messages"][1]["content"]
+    assert assistant[0]["text"] == "smile \U0001f600, half \ufffd."
+    assert assistant[1]["input"] == {"command": "echo \ufffd"}
+    assert body["system"][0]["text"] == "sys \ufffd"
+    assert history[1].content[0] == TextBlock("smile \ud83d\ude00, half \ud800.")
+
+
 def test_cache_marker_skips_thinking_blocks() -> None:
     last = Message("assistant", (TextBlock("Let me think."), ThinkingBlock("hmm", "sig")))
     body = request_body(ModelRequest("m", (), Transcript.of([user("hi"), last]), (), 100))

@@ -424,3 +424,38 @@ def test_an_answer_whose_blocks_are_never_stopped_is_kept(
     assert out["result"] == "The answer is 42."
     check = fsm_cli("replay", "--check", out["log"])
     assert check.returncode == 0, check.stdout + check.stderr
+
+
+def test_an_emoji_split_across_deltas_does_not_stop_the_conversation(
+    messages_server: MessagesServer, workspace: Path
+) -> None:
+    """A compatible server that cuts an emoji's JSON escape in two deltas: the halves are
+    surrogates, no UTF-8, and the next request could not be made (`API Error: …
+    UnicodeEncodeError`, exit 20), nor could any resume of the session."""
+    events = list(
+        message_events(
+            [
+                {"type": "text", "text": "xx"},
+                {"type": "tool_use", "id": "toolu_1", "name": "Glob", "input": {"pattern": "*"}},
+            ],
+            stop_reason="tool_use",
+            model=MODEL,
+        )
+    )
+    halves = [
+        Sse(
+            "content_block_delta",
+            {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": t}},
+        )
+        for t in ("smile \ud83d", "\ude00")
+    ]
+    deltas = [i for i, e in enumerate(events) if e.data.get("index") == 0 and "delta" in e.data]
+    events[deltas[0] : deltas[-1] + 1] = halves
+    messages_server.reply(StreamReply(tuple(events)), text("Done.", model=MODEL))
+
+    proc = cli(messages_server, workspace, "go", "--output-format", "json")
+
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert json.loads(proc.stdout)["result"] == "Done."
+    sent = messages_server.bodies()[1]["messages"]
+    assert texts(sent[-2]) == ["smile \U0001f600"]
