@@ -112,13 +112,21 @@ def _load_scenario(path: Path) -> Any:
 
 
 def _real_model(base_url: str | None) -> Model:
-    key = os.environ.get("ANTHROPIC_API_KEY")
+    """The API's client, from what was typed and set. The key and the base URL are
+    trimmed, as Claude Code trims them: a key read from a file keeps its line break."""
+    key = (os.environ.get("ANTHROPIC_API_KEY") or "").strip()
     if not key:
         fail(
             "ANTHROPIC_API_KEY is not set. Set it to run against a real model, or run "
             "offline: `fsm-agent run --scripted SCENARIO.json` (a scripted model) or "
             "`fsm-agent replay LOG` (a recorded session)."
         )
+    if not key.isprintable():  # the transport's error would print it, and the log keep it
+        fail(
+            "ANTHROPIC_API_KEY holds a control character, which no HTTP header can carry: "
+            "check how it was set"
+        )
+    base_url = (base_url or "").strip() or None
     if base_url is not None and not _is_http_url(base_url):
         source = click.get_current_context().get_parameter_source("base_url")
         given_by = "ANTHROPIC_BASE_URL" if source == ParameterSource.ENVIRONMENT else "--base-url"
@@ -132,8 +140,11 @@ def _real_model(base_url: str | None) -> Model:
 
 
 def _is_http_url(url: str) -> bool:
-    """Whether the SDK can send a request to `url`: it would take `localhost:8080` or
-    `ftp://…`, then fail every attempt as if the connection were lost."""
+    """Whether the SDK can send a request to `url`: it would take `localhost:8080`,
+    `ftp://…` or a line break inside, then fail every attempt as if the connection
+    were lost."""
+    if not url.isprintable() or any(c.isspace() for c in url):
+        return False
     try:
         parts = urlsplit(url)
         _ = parts.port  # raises on a port that is not a number

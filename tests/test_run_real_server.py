@@ -459,3 +459,44 @@ def test_an_emoji_split_across_deltas_does_not_stop_the_conversation(
     assert json.loads(proc.stdout)["result"] == "Done."
     sent = messages_server.bodies()[1]["messages"]
     assert texts(sent[-2]) == ["smile \U0001f600"]
+
+
+def test_a_key_and_base_url_set_with_spaces_or_a_line_break_are_trimmed(
+    messages_server: MessagesServer, workspace: Path
+) -> None:
+    """`ANTHROPIC_API_KEY` read from a file with its line break (a CRLF .env): the header
+    could not be sent, each try was told as a lost connection, and the error that ended
+    the run printed the key and wrote it into the session log. Claude Code trims both."""
+    messages_server.reply(text("Hello.", model=MODEL))
+    env = {**os.environ, "ANTHROPIC_API_KEY": " test-key\r\n", "ANTHROPIC_BASE_URL": ""}
+    args = ["run", "hi", "--cwd", str(workspace), "--base-url", f" {messages_server.url}/ \n"]
+    proc = subprocess.run(
+        [sys.executable, "-m", "fsm_agent.cli", *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        timeout=60,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    (request,) = messages_server.requests
+    assert [v for v in request.headers.values() if v.endswith("test-key")]
+
+
+def test_a_key_with_a_control_character_is_refused_without_showing_it(workspace: Path) -> None:
+    env = {**os.environ, "ANTHROPIC_API_KEY": "sk-secret\x1bkey"}
+    args = ["run", "hi", "--cwd", str(workspace), "--base-url", "http://127.0.0.1:9"]
+    proc = subprocess.run(
+        [sys.executable, "-m", "fsm_agent.cli", *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        timeout=60,
+    )
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert proc.stderr.splitlines() == [
+        "fsm-agent: error: ANTHROPIC_API_KEY holds a control character, which no HTTP "
+        "header can carry: check how it was set"
+    ]
+    assert not (workspace / ".fsm-agent").exists()
