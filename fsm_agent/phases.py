@@ -212,6 +212,8 @@ async def api_call(run: Run, state: LoopState, it: Iteration) -> tuple[Iteration
     )
     if error is None and not assembler.stopped and not run.effects.aborted("streaming"):
         error = ModelCallError("incomplete_stream", "the stream ended without message_stop")
+    if error is None and assembler.stop_reason == "refusal" and not it.tool_use_blocks:
+        it = _refused(it)
     if error is not None:
         it, facts = _classify(run, it, error)
         dropped = facts.fallback_model is not None
@@ -230,6 +232,20 @@ async def api_call(run: Run, state: LoopState, it: Iteration) -> tuple[Iteration
         for complete in it.assistant_messages:
             run.emit(AssistantMessage(complete))
     return it, facts
+
+
+REFUSAL = (
+    "API Error: the model declined to answer (stop_reason refusal): the request appears "
+    "to violate Anthropic's Usage Policy (https://www.anthropic.com/legal/aup). Try "
+    "rephrasing the request or a different approach."
+)
+
+
+def _refused(it: Iteration) -> Iteration:
+    """The API's classifiers stopped the answer: as in Claude Code, an API error message
+    follows what was streamed, so the run ends completed with an error answer."""
+    note = Message("assistant", (TextBlock(REFUSAL),), model=it.model, stop_reason="refusal")
+    return evolve(it, api_error=REFUSAL, assistant_messages=(*it.assistant_messages, note))
 
 
 def _classify(run: Run, it: Iteration, error: ModelCallError) -> tuple[Iteration, Facts]:

@@ -500,3 +500,20 @@ def test_a_key_with_a_control_character_is_refused_without_showing_it(workspace:
         "header can carry: check how it was set"
     ]
     assert not (workspace / ".fsm-agent").exists()
+
+
+def test_a_refusal_is_an_api_error_answer(messages_server: MessagesServer, workspace: Path) -> None:
+    """`stop_reason: refusal` (the API's streaming classifiers stopped the answer): Claude
+    Code adds an `API Error: …` message and ends completed with an error; it ended as a
+    success, exit 0, with whatever was streamed before the cut as the result."""
+    messages_server.reply(text("Sure, here is how to", stop_reason="refusal", model=MODEL))
+
+    proc = cli(messages_server, workspace, "go", "--output-format", "json")
+
+    assert proc.returncode == 20, proc.stdout + proc.stderr
+    out = json.loads(proc.stdout)
+    assert (out["subtype"], out["is_error"], out["stop_reason"]) == ("success", True, "refusal")
+    assert out["terminal_reason"] == "completed"
+    assert out["result"].startswith("API Error: the model declined to answer")
+    check = fsm_cli("replay", "--check", out["log"])
+    assert check.returncode == 0, check.stdout + check.stderr
