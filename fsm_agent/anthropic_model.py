@@ -15,11 +15,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import contextvars
+import email.utils
 import html
 import importlib
 import json
 import os
 import re
+import time
 from collections.abc import AsyncGenerator, AsyncIterator, Callable
 from typing import Any
 
@@ -233,16 +235,20 @@ def will_retry(status: int, headers: Any) -> bool:
 
 
 def asked_delay(headers: Any) -> float | None:
-    """The wait a failed response asks for (`retry-after-ms`, or `retry-after` in seconds),
-    which the SDK honours; None when it asks for none (the SDK then backs off)."""
+    """The wait a failed response asks for, read as the SDK reads it to honour it: the
+    first of `retry-after-ms`, `retry-after` in seconds, `retry-after` as an HTTP date,
+    that is given; None when none asks for a wait (the SDK then backs off)."""
     for name, scale in (("retry-after-ms", 1000.0), ("retry-after", 1.0)):
         try:
             delay = float(headers.get(name)) / scale
         except (TypeError, ValueError):
             continue
-        if delay > 0:
-            return delay
-    return None
+        return delay if delay > 0 else None
+    date = email.utils.parsedate_tz(headers.get("retry-after") or "")
+    if date is None:
+        return None
+    delay = email.utils.mktime_tz(date) - time.time()
+    return delay if delay > 0 else None
 
 
 def _error_text(body: bytes, reason: str) -> str:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import email.utils
 import json
 import socket
 import time
@@ -681,11 +682,20 @@ def test_a_retry_after_a_timeout_is_told_as_it_goes_out(messages_server: Message
         ({"retry-after": "0.25"}, 0.25),
         ({"retry-after": "Wed, 21 Oct 2015 07:28:00 GMT"}, None),
         ({"retry-after": "0"}, None),
+        ({"retry-after-ms": "0", "retry-after": "9"}, None),
         ({}, None),
     ],
 )
 def test_the_wait_a_failed_response_asks_for(headers: dict[str, str], delay: float | None) -> None:
     assert asked_delay(headers) == delay
+
+
+def test_a_retry_after_date_to_come_is_the_wait_until_then() -> None:
+    """`Retry-After` may be an HTTP date, which the SDK waits for: the retry was told as
+    going out "after a backoff" while it waited an hour."""
+    in_an_hour = email.utils.formatdate(time.time() + 3600, usegmt=True)
+
+    assert asked_delay({"retry-after": in_an_hour}) == pytest.approx(3600, abs=60)
 
 
 @pytest.mark.parametrize(
