@@ -348,6 +348,8 @@ def _plan(
             escalated_max_output_tokens=escalated_tokens,
         )
         the_model = _real_model(base_url)
+    if fallback_model is not None and fallback_model == config.model:
+        fail(f"--fallback-model {fallback_model} is the main model: give another one")
     config = config_with(
         config,
         context_window=context_window,

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from fsm_agent.config import DEFAULT_MODEL
 from fsm_agent.messages import ToolResultBlock, Usage
 from fsm_agent.pricing import cost_usd
 from fsm_agent.session import replay
@@ -517,3 +518,28 @@ def test_a_refusal_is_an_api_error_answer(messages_server: MessagesServer, works
     assert out["result"].startswith("API Error: the model declined to answer")
     check = fsm_cli("replay", "--check", out["log"])
     assert check.returncode == 0, check.stdout + check.stderr
+
+
+@pytest.mark.parametrize("main", [["--model", MODEL], []])
+def test_a_fallback_model_that_is_the_main_model_is_a_usage_error(
+    main: list[str], workspace: Path
+) -> None:
+    """Claude Code refuses it at start; it ran, and an overload ended model_error with no
+    switch. The main model may be the default one."""
+    env = {**os.environ, "ANTHROPIC_API_KEY": "test-key"}
+    env.pop("FSM_AGENT_MODEL", None)
+    fallback = MODEL if main else DEFAULT_MODEL
+    args = ["run", "hi", "--cwd", str(workspace), "--fallback-model", fallback, *main]
+    proc = subprocess.run(
+        [sys.executable, "-m", "fsm_agent.cli", *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        timeout=60,
+    )
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert proc.stderr.splitlines() == [
+        f"fsm-agent: error: --fallback-model {fallback} is the main model: give another one"
+    ]
+    assert not (workspace / ".fsm-agent").exists()
