@@ -242,10 +242,14 @@ REFUSAL = (
 
 
 def _refused(it: Iteration) -> Iteration:
-    """The API's classifiers stopped the answer: as in Claude Code, an API error message
-    follows what was streamed, so the run ends completed with an error answer."""
+    """The API's classifiers stopped the answer: as in Claude Code, the run ends completed
+    with the refusal as its error. What was streamed stays the answer; with nothing
+    streamed, the refusal is the answer, as an API error's is. The conversation never
+    holds an empty answer, nor two in a row, which the API refuses when it goes on."""
+    if any(m.content for m in it.assistant_messages):
+        return evolve(it, api_error=REFUSAL)
     note = Message("assistant", (TextBlock(REFUSAL),), model=it.model, stop_reason="refusal")
-    return evolve(it, api_error=REFUSAL, assistant_messages=(*it.assistant_messages, note))
+    return evolve(it, api_error=REFUSAL, assistant_messages=(note,))
 
 
 def _classify(run: Run, it: Iteration, error: ModelCallError) -> tuple[Iteration, Facts]:

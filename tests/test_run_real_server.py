@@ -19,6 +19,7 @@ from tests.messages_server import (
     Sse,
     StreamReply,
     error,
+    message,
     message_events,
     messages_server_fixture,  # noqa: F401
     stream_error,
@@ -518,6 +519,25 @@ def test_a_refusal_is_an_api_error_answer(messages_server: MessagesServer, works
     assert out["result"].startswith("API Error: the model declined to answer")
     check = fsm_cli("replay", "--check", out["log"])
     assert check.returncode == 0, check.stdout + check.stderr
+    history = [(m.role, m.text) for m in replay(out["log"]).messages]
+    assert history[-1] == ("assistant", "Sure, here is how to")  # no second answer after it
+
+
+def test_a_refusal_before_any_text_answers_with_the_error(
+    messages_server: MessagesServer, workspace: Path
+) -> None:
+    """Nothing streamed before the classifiers stopped it: the error is the answer, as an
+    API error's is, so the conversation still ends on an assistant message with text."""
+    messages_server.reply(message([], stop_reason="refusal", model=MODEL))
+
+    proc = cli(messages_server, workspace, "go", "--output-format", "json")
+
+    assert proc.returncode == 20, proc.stdout + proc.stderr
+    out = json.loads(proc.stdout)
+    history = [(m.role, m.text) for m in replay(out["log"]).messages]
+    assert [role for role, _ in history] == ["user", "assistant"]
+    assert history[-1] == ("assistant", out["result"])
+    assert out["result"].startswith("API Error: the model declined to answer")
 
 
 @pytest.mark.parametrize("main", [["--model", MODEL], []])
