@@ -563,6 +563,7 @@ class AnthropicModel:
                     response.status_code,
                     _error_text(response.content, response.reason_phrase),
                     asked_delay(response.headers),
+                    self.max_retries,
                 )
                 retries.put_nowait(retry)
 
@@ -572,7 +573,7 @@ class AnthropicModel:
             nonlocal failures
             if retry > failures:
                 failures = retry
-                retries.put_nowait(ModelRetry(retry, 0, NO_ANSWER))
+                retries.put_nowait(ModelRetry(retry, 0, NO_ANSWER, None, self.max_retries))
 
         tokens = (_on_failure.set(failed), _on_attempt.set(attempt))
         try:

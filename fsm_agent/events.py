@@ -62,13 +62,15 @@ class ModelRetry:
     `attempt` is the retry about to go out (1 for the first); `delay_s` is the
     wait the server asked for, or None when the SDK backs off on its own.
     `status` is 0 when no response came (a timeout, a lost connection): that
-    retry is told as it goes out, the wait behind it.
+    retry is told as it goes out, the wait behind it. `max_retries` is how many
+    the SDK makes in all (None in logs written before it was recorded).
     """
 
     attempt: int
     status: int
     error: str
     delay_s: float | None = None
+    max_retries: int | None = None
 
     @property
     def text(self) -> str:

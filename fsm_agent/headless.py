@@ -406,6 +406,7 @@ class StreamJson:
                 "system",
                 subtype="api_retry",
                 attempt=retry.attempt,
+                max_retries=retry.max_retries,
                 retry_delay_ms=delay,
                 error_status=retry.status,
                 error=retry.error,

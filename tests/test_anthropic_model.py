@@ -558,8 +558,8 @@ def test_overloaded_529_after_retries(messages_server: MessagesServer) -> None:
     assert "Overloaded" in exc.message and "req_test_0001" in exc.message
     assert len(messages_server.bodies()) == 3
     assert retries(_) == [
-        ModelRetry(1, 529, "overloaded_error: Overloaded", 0.01),
-        ModelRetry(2, 529, "overloaded_error: Overloaded", 0.01),
+        ModelRetry(1, 529, "overloaded_error: Overloaded", 0.01, 2),
+        ModelRetry(2, 529, "overloaded_error: Overloaded", 0.01, 2),
     ], "the third failure is not retried, so it is not told as a retry"
 
 
@@ -604,7 +604,7 @@ def test_429_then_success_honours_retry_after(messages_server: MessagesServer) -
     assert exc is None
     assert stops(events) == [BlockStop(0, TextBlock("ok after waiting"))]
     assert waited >= 0.3
-    assert events[0] == ModelRetry(1, 429, "rate_limit_error: Rate limited", 0.3)
+    assert events[0] == ModelRetry(1, 429, "rate_limit_error: Rate limited", 0.3, 2)
     retry_counts = [r.headers.get("x-stainless-retry-count") for r in messages_server.requests]
     assert retry_counts == ["0", "1"]
 
@@ -644,7 +644,7 @@ def test_a_retry_waits_while_told_and_the_request_is_cancelled_with_the_stream(
 
     started = time.monotonic()
     first, left = asyncio.run(first_then_stop())
-    assert first == ModelRetry(1, 429, "rate_limit_error: slow down", 30.0)
+    assert first == ModelRetry(1, 429, "rate_limit_error: slow down", 30.0, 2)
     assert left == 0 and time.monotonic() - started < 10
     assert len(messages_server.bodies()) == 1
 
@@ -659,7 +659,7 @@ def test_a_retried_failure_that_is_not_the_api_s_json_is_told_readably(
     events, exc = collect(model_for(messages_server, max_retries=1))
 
     assert exc is None
-    assert retries(events) == [ModelRetry(1, 503, "Upstream overloaded Try again later.")]
+    assert retries(events) == [ModelRetry(1, 503, "Upstream overloaded Try again later.", None, 1)]
 
 
 def test_a_retry_after_a_timeout_is_told_as_it_goes_out(messages_server: MessagesServer) -> None:
@@ -669,7 +669,7 @@ def test_a_retry_after_a_timeout_is_told_as_it_goes_out(messages_server: Message
     events, exc = collect(model_for(messages_server, max_retries=2, timeout=0.3))
 
     assert exc is None
-    assert retries(events) == [ModelRetry(1, 0, NO_ANSWER)]
+    assert retries(events) == [ModelRetry(1, 0, NO_ANSWER, None, 2)]
     assert events[0].text == f"{NO_ANSWER}; retry 1 going out"
     assert stops(events) == [BlockStop(0, TextBlock("in time"))]
 

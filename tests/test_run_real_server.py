@@ -161,11 +161,11 @@ def test_a_retry_is_told_as_it_happens_and_again_on_replay(
     assert proc.returncode == 0, proc.stderr
     lines = [json.loads(line) for line in proc.stdout.splitlines()]
     told = [line for line in lines if line.get("subtype") == "api_retry"]
-    assert [
-        {k: t[k] for k in ("attempt", "retry_delay_ms", "error_status", "error")} for t in told
-    ] == [
+    keys = ("attempt", "max_retries", "retry_delay_ms", "error_status", "error")
+    assert [{k: t[k] for k in keys} for t in told] == [
         {
             "attempt": 1,
+            "max_retries": 2,
             "retry_delay_ms": 50,
             "error_status": 429,
             "error": "rate_limit_error: slow down",
