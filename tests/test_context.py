@@ -655,7 +655,7 @@ def test_an_oversized_result_is_stored_next_to_the_log_and_replayed(
     assert result.reason == "completed"
     stored = tmp_path / "logs" / "big" / "tool-results" / "toolu_big1.txt"
     whole = stored.read_text()
-    assert len(whole) > ctx.TOOL_RESULT_MAX_CHARS and whole.startswith("     1\t0000 zzz")
+    assert len(whole) > ctx.TOOL_RESULT_MAX_CHARS and whole.startswith("     1→0000 zzz")
     sent = results(result.messages)[-1].text
     assert f"Full output saved to: {stored}" in sent
     assert len(sent) < 3_000
@@ -677,7 +677,7 @@ def test_fsm_agent_run_shows_what_each_level_did(tmp_path: Path, workspace: Path
     log = str(tmp_path / "ac.jsonl")
     proc = fsm("run", "--scripted", scenario, "--cwd", str(workspace), "--log", log)
     assert proc.returncode == 0, proc.stderr
-    assert "↻ microcompact: cleared old tool results (26,058 → " in proc.stdout
+    assert "↻ microcompact: cleared old tool results (26,060 → " in proc.stdout
     assert "↻ autocompact: summarised 13 messages, kept 4 (30,0" in proc.stdout
 
 

@@ -60,7 +60,7 @@ def test_print_fields(dbg: Debugger) -> None:
     assert "    'cache_read_input_tokens': 0" in usage
     messages = dbg.text("p messages")
     assert messages.splitlines()[0].startswith("5 messages, digest ")
-    assert "   4 user: [tool_result      1 hello]" in messages
+    assert "   4 user: [tool_result      1→hello⏎     2→]" in messages
     assert dbg.text("p nope").startswith("*** no field 'nope' (LoopState fields: messages,")
     listing = dbg.text("p")
     assert "turn_count" in listing and "max_output_tokens_recovery_count" in listing
@@ -133,7 +133,7 @@ def test_msgs_effects_diff_where(dbg: Debugger) -> None:
     assert dbg.text("effects") == "step 11 has no effect records\n"
     dbg.onecmd("g 12")
     effects = streamed + dbg.text("effects").splitlines()
-    assert '#6   tool         Read {"file_path":"notes.txt"} →      1 hello' in effects
+    assert '#6   tool         Read {"file_path":"notes.txt"} →      1→hello⏎     2→' in effects
     # No hook is configured, so no hook is asked and none is recorded.
     assert not any(" hooks " in line for line in effects)
     dbg.onecmd("g 7")

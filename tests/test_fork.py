@@ -111,7 +111,7 @@ def test_forked_tools_run_live_in_the_new_workspace(
     assert result.reason == "completed"
     tools = [r for r in effects_of(tmp_path / "f.jsonl") if r["name"] == "tool"]
     assert [r["args"]["name"] for r in tools] == ["Write", "Write", "Read"]
-    assert tools[-1]["result"]["content"] == "     1\thello"
+    assert tools[-1]["result"]["content"] == "     1→hello\n     2→"
     assert str(elsewhere) in tools[1]["result"]["content"]
     assert (elsewhere / "notes.txt").read_text() == "hello\n"
     assert replay(tmp_path / "f.jsonl").edges == result.edges
@@ -267,7 +267,7 @@ def test_edited_model_turn_with_a_tool_call_runs_it_live(
     result = fork(parent, ForkPoint(effect=models[0], result=read_turn), elsewhere, new, scenario)
     tools = [r for r in effects_of(new) if r["name"] == "tool"]
     assert [r["args"]["name"] for r in tools][:1] == ["Read"]
-    assert tools[0]["result"]["content"] == "     1\thi there"
+    assert tools[0]["result"]["content"] == "     1→hi there\n     2→"
     assert "tool_execution -[tools_done]-> attachments" in [str(s) for s in result.path]
     assert replay(new).edges == result.edges
 

@@ -134,7 +134,7 @@ def test_parallel_reads_replay_with_check(workspace: Path, tmp_path: Path) -> No
     log = tmp_path / "par.jsonl"
     result = run_scenario(Scenario.parse(data), cwd=workspace, log=log)
     texts = [r.text for r in _results(result)]
-    assert [t.split("\t")[-1] for t in texts[:5]] == [f"file {n}" for n in range(5)]
+    assert [t.split("\n")[0].split("→")[-1] for t in texts[:5]] == [f"file {n}" for n in range(5)]
     assert "f4.txt" in texts[5]
     assert "x" in texts[7]
     proc = fsm("replay", "--check", str(log))
@@ -165,7 +165,7 @@ def test_safe_calls_start_while_the_model_still_streams(
     last_text = max(i for i, e in enumerate(seen[:streamed]) if isinstance(e, TextDelta))
     assert complete < started < last_text
     assert isinstance(seen[started], ToolStarted) and isinstance(seen[complete], ToolUseComplete)
-    assert _results(result)[0].text.endswith("a")
+    assert _results(result)[0].text.startswith("     1→a")
     assert fsm("replay", "--check", str(log)).returncode == 0
 
 
@@ -200,7 +200,7 @@ def test_model_error_after_an_early_start_gives_every_call_a_result(
     result = run_scenario(Scenario.parse(data), cwd=workspace, log=log, on_event=seen.append)
     assert result.reason == "model_error"
     read, bash = _results(result)
-    assert (read.tool_use_id, read.is_error) == ("r1", False) and read.text.endswith("a")
+    assert (read.tool_use_id, read.is_error) == ("r1", False) and read.text.startswith("     1→a")
     assert bash.tool_use_id == "b1" and bash.is_error
     assert bash.text.startswith("Tool not run: the model call failed (connection")
     refused = [e for e in seen if isinstance(e, ToolRefused)]
@@ -247,7 +247,7 @@ def test_interrupt_while_streaming_keeps_the_answer_of_a_call_that_finished(
     result = run_scenario(scenario, cwd=workspace, log=tmp_path / "k.jsonl")
     assert result.reason == "aborted_streaming"
     read, bash = _results(result)
-    assert not read.is_error and read.text.endswith("a")
+    assert not read.is_error and read.text.startswith("     1→a")
     assert bash.is_error and bash.text == INTERRUPTED
 
 
@@ -676,7 +676,7 @@ def test_a_call_queued_behind_the_cap_is_dropped_with_its_message_for_the_fallba
     result, calls, _, log = _hooked_reads(workspace, tmp_path, data)
     assert result.reason == "completed"
     assert calls == ["r1", "r1", "r2"]
-    assert [r.text.rsplit("\t", 1)[-1] for r in _results(result)] == ["a", "b"]
+    assert [r.text.split("\n")[0].split("→")[-1] for r in _results(result)] == ["a", "b"]
     discarded = [e["request"] for e in _effects(log) if e["name"] == "discarded"]
     assert discarded == ["1:r1:hooked", "2:r2"]
 

@@ -84,9 +84,10 @@ def test_each_tool_gives_a_post_tool_use_hook_claude_codes_tool_response(
     assert read["type"] == "text"
     assert read["file"]["filePath"] == path
     assert read["file"]["content"] == "one\ntwo\nthree\n"
-    assert read["file"]["numLines"] == 3
+    # the empty line after the final newline counts, as in Claude Code
+    assert read["file"]["numLines"] == 4
     assert read["file"]["startLine"] == 1
-    assert read["file"]["totalLines"] == 3
+    assert read["file"]["totalLines"] == 4
     assert set(read) == {"type", "file"}
 
     edit = sent["t3"]["tool_response"]

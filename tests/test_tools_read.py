@@ -3,6 +3,7 @@ import os
 from pathlib import Path
 
 import pytest
+from attrs import evolve
 
 from fsm_agent.messages import ImageBlock
 from fsm_agent.tools.base import ToolOutcome
@@ -24,12 +25,12 @@ def read(ws: Path, **input: object) -> ToolOutcome:
     return call(READ, dict(input), make_env(ws))
 
 
-def test_numbers_lines_like_cat_n_and_reports_the_read(ws: Path) -> None:
+def test_numbers_lines_and_reports_the_read(ws: Path) -> None:
     f = ws / "a.txt"
     f.write_text("alpha\n  beta\n")
     out = read(ws, file_path=str(f))
     assert not out.is_error
-    assert text(out) == "     1\talpha\n     2\t  beta"
+    assert text(out) == "     1→alpha\n     2→  beta\n     3→"
     assert out.read_files == {str(f): os.stat(f).st_mtime}
 
 
@@ -37,7 +38,7 @@ def test_relative_paths_start_at_cwd(ws: Path) -> None:
     (ws / "sub").mkdir()
     (ws / "sub" / "b.txt").write_text("x\n")
     out = read(ws, file_path="sub/b.txt")
-    assert text(out) == "     1\tx"
+    assert text(out) == "     1→x\n     2→"
     assert list(out.read_files) == [str(ws / "sub" / "b.txt")]
 
 
@@ -45,7 +46,7 @@ def test_offset_and_limit_select_lines_and_say_more_follows(ws: Path) -> None:
     f = ws / "ten.txt"
     f.write_text("".join(f"line {i}\n" for i in range(1, 11)))
     out = text(read(ws, file_path=str(f), offset=3, limit=2))
-    assert out.startswith("     3\tline 3\n     4\tline 4\n")
+    assert out.startswith("     3→line 3\n     4→line 4\n")
     assert "line 5" not in out
     assert "offset=5" in out
 
@@ -53,32 +54,33 @@ def test_offset_and_limit_select_lines_and_say_more_follows(ws: Path) -> None:
 def test_reading_to_the_end_has_no_continuation_note(ws: Path) -> None:
     f = ws / "ten.txt"
     f.write_text("".join(f"line {i}\n" for i in range(1, 11)))
-    assert text(read(ws, file_path=str(f), offset=9)) == "     9\tline 9\n    10\tline 10"
+    assert text(read(ws, file_path=str(f), offset=9)) == "     9→line 9\n    10→line 10\n    11→"
 
 
 def test_default_limit_is_2000_lines(ws: Path) -> None:
     f = ws / "long.txt"
     f.write_text("".join(f"{i}\n" for i in range(1, 2501)))
     out = text(read(ws, file_path=str(f)))
-    assert "  2000\t2000\n" in out
-    assert "\t2001" not in out
+    assert "  2000→2000\n" in out
+    assert "→2001" not in out
     assert "offset=2001" in out
 
 
 def test_long_lines_are_cut_at_2000_chars(ws: Path) -> None:
     f = ws / "wide.txt"
     f.write_text("x" * 2500 + "\nshort\n")
-    first, second = text(read(ws, file_path=str(f))).split("\n")
-    assert first.startswith("     1\t" + "x" * 2000)
+    first, second, last = text(read(ws, file_path=str(f))).split("\n")
+    assert first.startswith("     1→" + "x" * 2000)
     assert "x" * 2001 not in first
     assert "truncated" in first
-    assert second == "     2\tshort"
+    assert second == "     2→short"
+    assert last == "     3→"
 
 
 def test_crlf_lines_are_shown_without_carriage_returns(ws: Path) -> None:
     f = ws / "dos.txt"
     f.write_bytes(b"one\r\ntwo\r\n")
-    assert text(read(ws, file_path=str(f))) == "     1\tone\n     2\ttwo"
+    assert text(read(ws, file_path=str(f))) == "     1→one\n     2→two\n     3→"
 
 
 def test_empty_file_says_so_and_counts_as_read(ws: Path) -> None:
@@ -95,7 +97,7 @@ def test_offset_past_the_end_says_how_long_the_file_is(ws: Path) -> None:
     f.write_text("a\nb\nc\n")
     out = text(read(ws, file_path=str(f), offset=10))
     assert "shorter than the provided offset (10)" in out
-    assert "3 lines" in out
+    assert "4 lines" in out
 
 
 def test_missing_file(ws: Path) -> None:
@@ -124,7 +126,7 @@ def test_binary_file_is_an_error(ws: Path) -> None:
 def test_undecodable_text_is_shown_with_replacement_characters(ws: Path) -> None:
     f = ws / "latin1.txt"
     f.write_bytes("café\n".encode("latin-1"))
-    assert text(read(ws, file_path=str(f))) == "     1\tcaf\ufffd"
+    assert text(read(ws, file_path=str(f))) == "     1→caf\ufffd\n     2→"
 
 
 PNG = b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR" + b"\x00" * 20
@@ -161,7 +163,7 @@ def test_large_file_needs_offset_or_limit(ws: Path) -> None:
     assert "limit" in text(out)
     assert out.read_files == {}
     paged = read(ws, file_path=str(f), offset=2999, limit=5)
-    assert text(paged) == f"  2999\t{'y' * 99}\n  3000\t{'y' * 99}"
+    assert text(paged) == f"  2999→{'y' * 99}\n  3000→{'y' * 99}\n  3001→"
 
 
 def test_schema_is_checked_before_running(ws: Path) -> None:
@@ -202,7 +204,7 @@ def test_refuses_symlink_pointing_outside(ws: Path) -> None:
 def test_reads_in_additional_dirs(ws: Path) -> None:
     extra = ws.parent / "outside"
     out = call(READ, {"file_path": str(extra / "secret.txt")}, make_env(ws, extra=(extra,)))
-    assert text(out) == "     1\tTOP SECRET"
+    assert text(out) == "     1→TOP SECRET\n     2→"
 
 
 def test_integral_float_offset_and_limit_are_line_numbers(ws: Path) -> None:
@@ -211,7 +213,7 @@ def test_integral_float_offset_and_limit_are_line_numbers(ws: Path) -> None:
     f.write_text("one\ntwo\nthree\n")
     out = read(ws, file_path=str(f), offset=2.0, limit=1.0)
     assert not out.is_error, out.content
-    assert text(out).splitlines()[0] == "     2\ttwo"
+    assert text(out).splitlines()[0] == "     2→two"
 
 
 def test_a_file_whose_name_is_not_utf8_is_refused_by_name(ws: Path) -> None:
@@ -227,3 +229,24 @@ def test_a_file_whose_name_is_not_utf8_is_refused_by_name(ws: Path) -> None:
         "rename it (with Bash) to use it here.</tool_use_error>"
     )
     assert out.read_files == {}
+
+
+def test_lines_are_numbered_as_claude_code_shows_them(ws: Path) -> None:
+    """Claude Code numbers each line `{n:>6}→` and splits the text on newlines, so a
+    final newline shows as a last, empty line, counted in numLines and totalLines."""
+    f = ws / "a.txt"
+    f.write_text("alpha\n  beta\n")
+    env = evolve(make_env(ws), wants_response=True)
+    out = call(READ, {"file_path": str(f)}, env)
+    assert text(out) == "     1→alpha\n     2→  beta\n     3→"
+    assert out.response is not None
+    assert out.response["file"] == {
+        "filePath": str(f),
+        "content": "alpha\n  beta\n",
+        "numLines": 3,
+        "startLine": 1,
+        "totalLines": 3,
+    }
+    g = ws / "b.txt"
+    g.write_text("no newline")
+    assert text(read(ws, file_path=str(g))) == "     1→no newline"

@@ -21,8 +21,9 @@ LINE_TRUNCATED = "… [line truncated]"
 
 DESCRIPTION = """\
 Read a file from the workspace. `file_path` should be an absolute path.
-Text comes back numbered like `cat -n` (line number, tab, line); numbers are \
-not part of the file, so leave them out of Edit strings.
+Text comes back with each line numbered (`     1→first line`); the numbers and \
+the arrow are not part of the file, so leave them out of Edit strings. A file \
+that ends in a newline shows a last, empty line.
 By default up to 2000 lines from the start are shown; pass `offset` (1-based \
 first line) and `limit` to page through longer files. Files over 256 KB must \
 be read with offset/limit. Lines longer than 2000 characters are cut.
@@ -64,7 +65,8 @@ def image_media_type(head: bytes) -> str | None:
 
 
 def number_lines(lines: list[str], first: int) -> str:
-    return "\n".join(f"{n:>6}\t{line}" for n, line in enumerate(lines, start=first))
+    """Claude Code's numbering: the line number right-aligned in 6 columns, then `→`."""
+    return "\n".join(f"{n:>6}→{line}" for n, line in enumerate(lines, start=first))
 
 
 def _clip(line: str) -> str:
@@ -139,10 +141,13 @@ class ReadTool:
         return ToolOutcome((block,), read_files={path: mtime(path)}, response=response)
 
     def _text(self, path: str, first: int, limit: int, respond: bool = False) -> ToolOutcome:
+        """The lines are the text split on newlines, as Claude Code splits it: a final
+        newline is followed by one more, empty line."""
         lines: list[str] = []
         endings: list[str] = []
         total = 0
         more = False
+        raw = b""
         with open(path, "rb") as f:
             for total, raw in enumerate(f, start=1):
                 if total < first:
@@ -155,8 +160,14 @@ class ReadTool:
                 lines.append(_clip(line))
                 if respond:
                     endings.append(decoded[len(line) :])
-            if more and respond:
-                total += _count_lines(f)
+            if more:
+                if respond and raw.endswith(b"\n"):
+                    total += _count_lines(f)
+            elif raw.endswith(b"\n"):
+                total += 1
+                if total >= first and len(lines) < limit:
+                    lines.append("")
+                    endings.append("")
         read_files = {path: mtime(path)}
         response = None
         if respond:
@@ -195,10 +206,9 @@ class ReadTool:
 
 
 def _count_lines(f: BinaryIO) -> int:
-    """The lines left in `f` (a last one without a newline counts), read in blocks."""
-    count = 0
-    last = b"\n"
+    """The lines left in `f`, which follows a newline: one more than the newlines in it
+    (the last, after its final newline, may be empty), read in blocks."""
+    count = 1
     while block := f.read(1 << 20):
         count += block.count(b"\n")
-        last = block[-1:]
-    return count + (last != b"\n")
+    return count
