@@ -330,3 +330,23 @@ def test_a_file_too_large_to_search_is_never_passed_over_in_silence(
         f"Found 1 file\n{ws}/logs/small.txt\n\n"
         f"(Not searched, being over 20 bytes: {ws}/logs/big.txt)"
     )
+
+
+def test_only_matching_shows_each_match_on_a_line_of_its_own(ws: Path) -> None:
+    """Claude Code's `-o` (rg --only-matching): in content mode each match alone, with its
+    file and line; ignored in the other modes."""
+    only = {"-o": True}
+    out = ok(ws, pattern="foo|bar", output_mode="content", path="src/b.py", **only)
+    assert out == "1:bar\n5:foo\n5:bar"
+    bare = ok(
+        ws, pattern="foo|bar", output_mode="content", path="src/b.py", **{**only, "-n": False}
+    )
+    assert bare == "bar\nfoo\nbar"
+    many = ok(ws, pattern=r"os\.\w+", output_mode="content", type="py", **only)
+    assert many == f"{ws}/a.py:3:os.getcwd"
+    assert ok(ws, pattern="foo_bar", path="src/b.py", **only) == f"Found 1 file\n{ws}/src/b.py"
+    spans = ok(
+        ws, pattern=r"bar\(\):\n\s+pa", output_mode="content", path="src/b.py",
+        multiline=True, **only,
+    )  # fmt: skip
+    assert spans == "1:bar():\n2:    pa\n5:bar():\n6:    pa"

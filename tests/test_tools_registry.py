@@ -18,7 +18,7 @@ EXPECTED = {
     "Grep": (
         {"pattern"},
         {
-            "pattern", "path", "glob", "type", "output_mode", "-i", "-n", "-A", "-B", "-C",
+            "pattern", "path", "glob", "type", "output_mode", "-i", "-n", "-o", "-A", "-B", "-C",
             "context", "head_limit", "offset", "multiline",
         },
     ),

@@ -70,7 +70,8 @@ Filter files with `glob` (e.g. `*.py`, `src/**/*.{{ts,tsx}}`) or `type` \
 ({", ".join(FILE_TYPES)}).
 output_mode: `files_with_matches` (default; paths, newest first), `content` \
 (matching lines as path:line:text; `-n` line numbers default on; `-A`/`-B`/`-C` \
-context) or `count` (matching lines per file).
+context; `-o` only the matched parts, each on a line of its own) or `count` \
+(matching lines per file).
 `-i` ignores case; `multiline` lets a match span lines (`.` matches newlines). \
 `head_limit` and `offset` page through the output entries."""
 
@@ -86,6 +87,10 @@ SCHEMA: dict[str, Any] = {
         "output_mode": {"type": "string", "enum": list(MODES)},
         "-i": {"type": "boolean", "description": "Case-insensitive search"},
         "-n": {"type": "boolean", "description": "Show line numbers (content mode)"},
+        "-o": {
+            "type": "boolean",
+            "description": "Show only the matched parts, one per line (content mode)",
+        },
         "-A": {**_INT, "description": "Lines of context after each match (content mode)"},
         "-B": {**_INT, "description": "Lines of context before each match (content mode)"},
         "-C": {**_INT, "description": "Lines of context around each match (content mode)"},
@@ -109,6 +114,7 @@ class Query:
     after: int
     file_globs: tuple[re.Pattern[str], ...]
     excluded: tuple[re.Pattern[str], ...] = ()
+    only_matching: bool = False
 
     @classmethod
     def parse(cls, input: dict[str, Any]) -> Query:
@@ -131,6 +137,7 @@ class Query:
             after=integer(input, "-A", around),
             file_globs=file_globs,
             excluded=excluded,
+            only_matching=bool(input.get("-o")),
         )
 
     def wants(self, base: str, path: str) -> bool:
@@ -370,6 +377,8 @@ def _plural(n: int, noun: str) -> str:
 
 
 def _content_lines(query: Query, results: list[FileMatches], single: bool) -> list[str]:
+    if query.only_matching:
+        return _matched_parts(query, results, single)
     out: list[str] = []
     for r in results:
         hits = set(r.hits)
@@ -385,6 +394,31 @@ def _content_lines(query: Query, results: list[FileMatches], single: bool) -> li
             number = f"{i + 1}{sep}" if query.line_numbers else ""
             out.append(f"{prefix}{number}{_clip(r.lines[i])}")
             previous = i
+    return out
+
+
+def _matched_parts(query: Query, results: list[FileMatches], single: bool) -> list[str]:
+    """ripgrep's `-o`: each non-empty match on a line of its own (a match that spans lines,
+    one line per line it spans), without context."""
+    out: list[str] = []
+    for r in results:
+        prefix = "" if single else f"{printable(r.path)}:"
+        parts: list[tuple[int, str]] = []
+        if query.multiline:
+            text = "\n".join(r.lines)
+            starts = [0]
+            for line in r.lines[:-1]:
+                starts.append(starts[-1] + len(line) + 1)
+            for m in query.regex.finditer(text):
+                first = bisect.bisect_right(starts, m.start()) - 1
+                parts += [(first + k, piece) for k, piece in enumerate(m.group().split("\n"))]
+        else:
+            for i in r.hits:
+                parts += [(i, m.group()) for m in query.regex.finditer(r.lines[i])]
+        for i, part in parts:
+            if part:
+                number = f"{i + 1}:" if query.line_numbers else ""
+                out.append(f"{prefix}{number}{_clip(part)}")
     return out
 
 
