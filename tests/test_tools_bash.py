@@ -163,3 +163,13 @@ def test_job_control_background_jobs_are_stopped_too(tmp_path: Path) -> None:
     finally:
         if alive(pid):
             os.kill(pid, signal.SIGKILL)
+
+
+@pytest.mark.parametrize("flag", [False, True])
+def test_dangerously_disable_sandbox_is_part_of_the_schema(tmp_path: Path, flag: bool) -> None:
+    """Claude Code's Bash takes `dangerouslyDisableSandbox`; with no sandbox (as here)
+    it changes nothing, and a call that sets it runs like any other."""
+    out = bash(tmp_path, "touch ran && echo ok", dangerouslyDisableSandbox=flag)
+    assert not out.is_error, out.content
+    assert text(out) == "ok"
+    assert (tmp_path / "ran").exists()

@@ -13,7 +13,10 @@ EXPECTED = {
         {"file_path", "old_string", "new_string"},
         {"file_path", "old_string", "new_string", "replace_all"},
     ),
-    "Bash": ({"command"}, {"command", "timeout", "description", "run_in_background"}),
+    "Bash": (
+        {"command"},
+        {"command", "timeout", "description", "run_in_background", "dangerouslyDisableSandbox"},
+    ),
     "Glob": ({"pattern"}, {"pattern", "path"}),
     "Grep": (
         {"pattern"},

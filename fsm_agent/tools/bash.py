@@ -47,6 +47,10 @@ SCHEMA: dict[str, Any] = {
             "type": "boolean",
             "description": "Not supported here; must be false or omitted",
         },
+        "dangerouslyDisableSandbox": {
+            "type": "boolean",
+            "description": "Commands run without a sandbox here; accepted and ignored",
+        },
     },
     "required": ["command"],
     "additionalProperties": False,
