@@ -224,3 +224,83 @@ def test_text_utf8_cannot_hold_leaves_the_file_as_it_was(ws: Path) -> None:
     assert out.is_error
     assert "\\ud800" in text(out) and "lone surrogate" in text(out)
     assert f.read_text() == "hello world\n"
+
+
+VIEWS = [
+    "cat m.py",
+    "cat -n ./m.py",
+    "head -n 5 m.py",
+    "head -5 m.py",
+    "tail -n 3 m.py",
+    "sed -n '1,2p' m.py",
+    "grep -n 'return' m.py",
+    "grep -e return -- m.py",
+]
+NOT_VIEWS = [
+    "cat m.py other.py",
+    "cat m.py | wc -l",
+    "cat m.py > copy.py",
+    "sed 's/1/2/' m.py",
+    "sed -n -i 's/1/2/p' m.py",
+    "cat $(echo m.py)",
+    "cat m*.py",
+    "grep return",
+    "echo m.py",
+]
+
+
+@pytest.mark.parametrize("command", VIEWS)
+def test_viewing_the_file_with_bash_counts_as_reading_it(ws: Path, command: str) -> None:
+    """Claude Code: "Viewing a single file with cat, head, tail, sed -n, grep or rg in
+    Bash also counts" as the read an Edit needs."""
+    from fsm_agent.tools.bash import BashTool
+
+    f = ws / "m.py"
+    f.write_text("def f():\n    return 1\n")
+    (ws / "other.py").write_text("x\n")
+    env = make_env(ws)
+    viewed = call(BashTool(), {"command": command}, env)
+    assert not viewed.is_error, viewed.content
+    assert viewed.read_files == {str(f): os.stat(f).st_mtime}
+    out = edit(after(env, viewed), f, "return 1", "return 2")
+    assert not out.is_error, out.content
+    assert f.read_text() == "def f():\n    return 2\n"
+
+
+@pytest.mark.parametrize("command", NOT_VIEWS)
+def test_other_commands_do_not_count_as_reading_a_file(ws: Path, command: str) -> None:
+    from fsm_agent.tools.bash import BashTool
+
+    (ws / "m.py").write_text("def f():\n    return 1\n")
+    (ws / "other.py").write_text("x\n")
+    assert call(BashTool(), {"command": command}, make_env(ws)).read_files == {}
+
+
+def test_viewing_a_file_outside_the_workspace_with_bash_records_nothing(ws: Path) -> None:
+    from fsm_agent.tools.bash import BashTool
+
+    out = call(BashTool(), {"command": "cat ../outside/keep.txt"}, make_env(ws))
+    assert out.read_files == {}
+
+
+@pytest.mark.parametrize(
+    ("command", "file"),
+    [
+        ("rg return m.py", "m.py"),
+        ("rg -n -C 2 'def f' src/m.py", "src/m.py"),
+        ("rg -e x -e y m.py", "m.py"),
+        ("sed -n '10,$p' m.py", "m.py"),
+        ("tail -n 20 'my file.txt'", "my file.txt"),
+        ("rg return", None),
+        ("rg return src m.py", None),
+        ("sed -n 'w out' m.py", None),
+        ("head m.py; rm m.py", None),
+        ("cat ~/m.py", None),
+        ('cat "$HOME/m.py"', None),
+        ("less m.py", None),
+    ],
+)
+def test_which_file_a_command_views(command: str, file: str | None) -> None:
+    from fsm_agent.tools.viewed import viewed_file
+
+    assert viewed_file(command) == file

@@ -9,9 +9,12 @@ import signal
 import subprocess
 from typing import Any
 
-from attrs import define
+from attrs import define, evolve
 
 from fsm_agent.tools.base import ToolEnv, ToolInputError, ToolOutcome
+from fsm_agent.tools.files import mtime, printable
+from fsm_agent.tools.viewed import viewed_file
+from fsm_agent.tools.workspace import check_path
 
 DEFAULT_TIMEOUT_MS = 120_000
 MAX_TIMEOUT_MS = 600_000
@@ -205,13 +208,33 @@ class BashTool:
             raise
         finally:
             transport.close()
-        return _outcome(
+        outcome = _outcome(
             collector.buffer.text(),
             transport.get_returncode(),
             timed_out,
             timeout_ms,
             env.wants_response,
         )
+        if outcome.is_error:
+            return outcome
+        return evolve(outcome, read_files=_viewed(input["command"], env))
+
+
+def _viewed(command: str, env: ToolEnv) -> dict[str, float]:
+    """The file a successful command only showed (`cat f`, `sed -n '1,9p' f`…) as read,
+    as Claude Code counts it for Edit and Write; a file outside the workspace, none."""
+    path = viewed_file(command)
+    if path is None:
+        return {}
+    check = check_path(path, env)
+    if not check.inside or printable(check.resolved) != check.resolved:
+        return {}
+    try:
+        if not os.path.isfile(check.resolved):
+            return {}
+        return {check.resolved: mtime(check.resolved)}
+    except OSError:
+        return {}
 
 
 def _outcome(
