@@ -77,7 +77,6 @@ def test_glob_and_type_filters(ws: Path) -> None:
 
 def test_bad_filters_are_input_errors(ws: Path) -> None:
     assert "Unknown file type 'cobol'" in text(grep(ws, pattern="x", type="cobol"))
-    assert "either glob or type" in text(grep(ws, pattern="x", type="py", glob="*.py"))
     assert "InputValidationError" in text(grep(ws, pattern="x", output_mode="lines"))
 
 
@@ -350,3 +349,12 @@ def test_only_matching_shows_each_match_on_a_line_of_its_own(ws: Path) -> None:
         multiline=True, **only,
     )  # fmt: skip
     assert spans == "1:bar():\n2:    pa\n5:bar():\n6:    pa"
+
+
+def test_glob_and_type_together_filter_as_in_ripgrep(ws: Path) -> None:
+    """Claude Code hands both to rg, which searches: a file an include glob matches is
+    searched whatever its type, and the type filters what only `!` globs leave."""
+    assert ok(ws, pattern="foo", type="py", glob="*.log") == f"Found 1 file\n{ws}/keep.log"
+    assert ok(ws, pattern="foo", type="py", glob="!src") == "\n".join(
+        ["Found 2 files", f"{ws}/.hidden/h.py", f"{ws}/a.py"]
+    )

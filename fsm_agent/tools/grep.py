@@ -159,7 +159,11 @@ class Query:
 def _file_globs(
     glob: str | None, file_type: str | None
 ) -> tuple[tuple[re.Pattern[str], ...], tuple[re.Pattern[str], ...]]:
-    """The globs a file must match (one of), and the `!` globs it must not."""
+    """The globs a file must match (one of), and the `!` globs it must not.
+
+    As in ripgrep, where globs override file types: with an include glob, that glob
+    decides and `file_type` adds nothing; with only `!` globs, the type still filters.
+    """
     patterns = split_globs(glob) if glob else []
     excluded = tuple(compile_glob(p[1:]) for p in patterns if p.startswith("!") and p[1:])
     patterns = [p for p in patterns if not p.startswith("!")]
@@ -168,9 +172,8 @@ def _file_globs(
             raise ToolInputError(
                 f"Unknown file type {file_type!r}. Known types: {', '.join(FILE_TYPES)}."
             )
-        if glob:
-            raise ToolInputError("Give either glob or type, not both.")
-        patterns = list(FILE_TYPES[file_type])
+        if not patterns:
+            patterns = list(FILE_TYPES[file_type])
     return tuple(compile_glob(p) for p in patterns), excluded
 
 
