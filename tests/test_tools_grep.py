@@ -358,3 +358,14 @@ def test_glob_and_type_together_filter_as_in_ripgrep(ws: Path) -> None:
     assert ok(ws, pattern="foo", type="py", glob="!src") == "\n".join(
         ["Found 2 files", f"{ws}/.hidden/h.py", f"{ws}/a.py"]
     )
+
+
+@pytest.mark.parametrize(
+    ("file_type", "name"),
+    [("php", "x.php"), ("kotlin", "x.kt"), ("csharp", "x.cs"), ("make", "Makefile")],
+)
+def test_more_of_ripgreps_file_types(tmp_path: Path, file_type: str, name: str) -> None:
+    """Claude Code's `type` is rg --type: a model may name any of rg's common types."""
+    (tmp_path / name).write_text("needle\n")
+    (tmp_path / "other.txt").write_text("needle\n")
+    assert ok(tmp_path, pattern="needle", type=file_type) == f"Found 1 file\n{tmp_path / name}"

@@ -58,6 +58,23 @@ FILE_TYPES: dict[str, tuple[str, ...]] = {
     "ruby": ("*.rb",),
     "sql": ("*.sql",),
     "txt": ("*.txt",),
+    "php": ("*.php", "*.phtml"),
+    "kotlin": ("*.kt", "*.kts"),
+    "swift": ("*.swift",),
+    "scala": ("*.scala", "*.sbt", "*.sc"),
+    "csharp": ("*.cs", "*.csx"),
+    "lua": ("*.lua",),
+    "perl": ("*.pl", "*.pm", "*.t"),
+    "r": ("*.R", "*.r", "*.Rmd"),
+    "dart": ("*.dart",),
+    "elixir": ("*.ex", "*.exs"),
+    "haskell": ("*.hs", "*.lhs"),
+    "xml": ("*.xml", "*.xsd", "*.xsl", "*.xslt"),
+    "vue": ("*.vue",),
+    "svelte": ("*.svelte",),
+    "proto": ("*.proto",),
+    "make": ("Makefile", "makefile", "GNUmakefile", "*.mk", "*.mak"),
+    "docker": ("*Dockerfile*",),
 }
 
 MODES = ("files_with_matches", "content", "count")
