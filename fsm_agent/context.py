@@ -33,6 +33,9 @@ IMAGE_TOKENS = 2_000
 """Claude Code's estimate for an image: the API resizes it, so it costs at most about
 1,600 tokens however large the file."""
 TOOL_RESULT_MAX_CHARS = 100_000
+TOOL_RESULT_MAX_CHARS_BY_TOOL: dict[str | None, int] = {"Bash": 30_000}
+"""Tools whose results go to a file sooner, as in Claude Code: Bash's output past
+30,000 characters (`BASH_MAX_OUTPUT_LENGTH`)."""
 TOOL_RESULT_PREVIEW_CHARS = 2_000
 CLEARED = "[Old tool result content cleared]"
 COMPACTABLE_TOOLS = frozenset(
@@ -99,13 +102,17 @@ def token_count(messages: Sequence[Message]) -> int:
 
 
 def oversized_results(messages: Transcript, max_chars: int) -> tuple[ToolResultBlock, ...]:
-    """Tool results in the newest message too large to send whole."""
+    """Tool results in the newest message too large to send whole: over `max_chars`, or
+    over their tool's own size (`TOOL_RESULT_MAX_CHARS_BY_TOOL`), named by the call."""
     if not messages or messages[-1].role != "user":
         return ()
+    calls = messages[-2].tool_uses if len(messages) > 1 else ()
+    tool_of = {call.id: call.name for call in calls}
     return tuple(
         b
         for b in messages[-1].content
-        if isinstance(b, ToolResultBlock) and len(b.text) > max_chars
+        if isinstance(b, ToolResultBlock)
+        and len(b.text) > TOOL_RESULT_MAX_CHARS_BY_TOOL.get(tool_of.get(b.tool_use_id), max_chars)
     )
 
 

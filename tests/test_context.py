@@ -226,8 +226,10 @@ def test_replace_from_has_the_digest_of_building_the_whole_list() -> None:
 # --- level 1: tool-result budget ---------------------------------------------------
 
 
-def big_result_history(size: int = ctx.TOOL_RESULT_MAX_CHARS + 10) -> Transcript:
-    return Transcript.of([user("go"), *round_of(0, "Bash", result="x" * size)])
+def big_result_history(
+    size: int = ctx.TOOL_RESULT_MAX_CHARS + 10, tool: str = "Read"
+) -> Transcript:
+    return Transcript.of([user("go"), *round_of(0, tool, result="x" * size)])
 
 
 def test_budget_replaces_an_oversized_result_by_a_preview_and_its_path() -> None:
@@ -248,6 +250,18 @@ def test_budget_leaves_a_result_it_could_not_store_whole() -> None:
 def test_budget_ignores_results_within_the_limit() -> None:
     messages = big_result_history(ctx.TOOL_RESULT_MAX_CHARS)
     assert ctx.oversized_results(messages, ctx.TOOL_RESULT_MAX_CHARS) == ()
+
+
+def test_bash_output_is_stored_past_thirty_thousand_characters() -> None:
+    """Claude Code's Bash keeps 30,000 characters inline (BASH_MAX_OUTPUT_LENGTH), then
+    saves the output to a file; other tools keep the general 100,000."""
+    limit = ctx.TOOL_RESULT_MAX_CHARS
+    bash, read = (big_result_history(30_001, tool) for tool in ("Bash", "Read"))
+    assert [b.tool_use_id for b in ctx.oversized_results(bash, limit)] == ["toolu_0000"]
+    assert ctx.oversized_results(read, limit) == ()
+    assert ctx.oversized_results(big_result_history(30_000, "Bash"), limit) == ()
+    stored = apply_tool_result_budget(bash, limit, {"toolu_0000": "/s/r.txt"})
+    assert "Full output saved to: /s/r.txt" in results(stored)[0].text
 
 
 # --- level 2: snip -----------------------------------------------------------------
@@ -668,6 +682,28 @@ def test_an_oversized_result_is_stored_next_to_the_log_and_replayed(
     stored.unlink()
     assert replay(log).reason == "completed"
     assert not stored.exists()
+
+
+def test_long_bash_output_reaches_the_model_as_a_file_and_a_preview(
+    tmp_path: Path, workspace: Path
+) -> None:
+    """`seq 1 20000` prints 108,894 characters: the model is sent a preview and the path
+    of a file that holds all of it, as Claude Code does past 30,000, not a cut middle."""
+    call = {"type": "tool_use", "id": "toolu_seq", "name": "Bash"}
+    turns = [
+        {"content": [{**call, "input": {"command": "seq 1 20000"}}]},
+        {"content": [{"type": "text", "text": "Counted."}]},
+    ]
+    path = tmp_path / "seq.json"
+    config = {"permission_mode": "bypassPermissions"}
+    path.write_text(json.dumps({"prompt": "Count", "config": config, "turns": turns}))
+    log = tmp_path / "logs" / "seq.jsonl"
+    result = run_scenario(path, cwd=workspace, log=log)
+    stored = tmp_path / "logs" / "seq" / "tool-results" / "toolu_seq.txt"
+    assert stored.read_text() == "\n".join(str(n) for n in range(1, 20_001))
+    sent = results(result.messages)[-1].text
+    assert sent.startswith("<persisted-output>") and f"Full output saved to: {stored}" in sent
+    assert replay(log).reason == "completed"
 
 
 def test_fsm_agent_run_shows_what_each_level_did(tmp_path: Path, workspace: Path) -> None:

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from fsm_agent.tools.base import ToolOutcome
-from fsm_agent.tools.bash import BashTool, timeout_of
+from fsm_agent.tools.bash import KEEP_BYTES, BashTool, timeout_of
 from tests.tools_support import call, make_env, text
 
 BASH = BashTool()
@@ -109,27 +109,34 @@ def test_cancellation_kills_the_group_and_propagates(tmp_path: Path) -> None:
     assert wait_dead(int(pid_file.read_text()))
 
 
-def test_long_output_keeps_head_and_tail(tmp_path: Path) -> None:
+def test_long_output_comes_back_whole_for_the_context_to_store(tmp_path: Path) -> None:
+    """Claude Code keeps Bash output inline up to 30,000 characters, then saves it to a
+    file and shows a preview: the tool hands over all of it, and the tool-result budget
+    stores what is over Bash's 30,000 (tests/test_context.py)."""
     out = text(bash(tmp_path, "printf HEAD; head -c 100000 /dev/zero | tr '\\0' x; printf TAIL"))
-    assert out.startswith("HEAD" + "x" * 100)
-    assert out.endswith("x" * 100 + "TAIL")
-    assert "[70008 characters truncated]" in out
-    assert len(out.replace("\n\n... [70008 characters truncated] ...\n\n", "")) == 30_000
+    assert out == "HEAD" + "x" * 100_000 + "TAIL"
 
 
 def test_huge_output_is_bounded_and_counted(tmp_path: Path) -> None:
     out = text(bash(tmp_path, "printf HEAD; head -c 3000000 /dev/zero | tr '\\0' y; printf TAIL"))
     assert out.startswith("HEAD")
     assert out.endswith("TAIL")
-    assert f"[{3_000_008 - 30_000} characters truncated]" in out
-    assert len(out) < 30_100
+    kept = 2 * KEEP_BYTES
+    assert f"[{3_000_008 - kept} characters truncated]" in out
+    assert len(out) < kept + 100
 
 
-def test_failing_command_output_is_truncated_too(tmp_path: Path) -> None:
-    out = bash(tmp_path, "head -c 50000 /dev/zero | tr '\\0' z; exit 1")
+def test_failing_command_output_keeps_a_head_and_a_tail_of_ten_thousand(tmp_path: Path) -> None:
+    """As Claude Code's excerpt of a failing command: about 10,000 characters."""
+    out = bash(tmp_path, "printf HEAD; head -c 50000 /dev/zero | tr '\\0' z; printf TAIL; exit 1")
     assert out.is_error
-    assert text(out).startswith("Exit code 1\nzzz")
-    assert "[20000 characters truncated]" in text(out)
+    shown = text(out)
+    assert shown.startswith("Exit code 1\nHEADzzz") and shown.endswith("zzzTAIL")
+    assert "[40008 characters truncated]" in shown
+    assert (
+        len(shown.replace("\n\n... [40008 characters truncated] ...\n\n", ""))
+        == len("Exit code 1\n") + 10_000
+    )
 
 
 def test_timeout_is_clamped_not_refused(tmp_path: Path) -> None:

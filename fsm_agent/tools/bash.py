@@ -18,8 +18,12 @@ from fsm_agent.tools.workspace import check_path
 
 DEFAULT_TIMEOUT_MS = 120_000
 MAX_TIMEOUT_MS = 600_000
-MAX_OUTPUT_CHARS = 30_000
-KEEP_BYTES = 1024 * 1024  # per end; far more than MAX_OUTPUT_CHARS needs
+MAX_ERROR_OUTPUT_CHARS = 10_000
+"""What a failing command shows of its output: a head and a tail, as Claude Code's
+excerpt. A successful command's output is handed over whole; past 30,000 characters
+the tool-result budget saves it to a file and sends a preview (`fsm_agent.context`)."""
+KEEP_BYTES = 1024 * 1024
+"""What the output buffer keeps of each end; the middle of anything larger is dropped."""
 DRAIN_SECONDS = 2.0
 
 DESCRIPTION = """\
@@ -29,8 +33,9 @@ combined stdout and stderr. Each call starts fresh in the working directory: \
 leaves running in the background is stopped when it returns. stdin is empty, \
 so avoid interactive programs.
 `timeout` is in milliseconds (default 120000, at most 600000). Output over \
-30000 characters keeps its beginning and end. A non-zero exit status is reported \
-as an error together with the output.
+30000 characters is saved to a file: you get its path and a preview. A non-zero \
+exit status is reported as an error together with the output's first and last \
+5000 characters.
 Prefer Read, Edit, Write, Glob and Grep over cat, sed, echo >, find and grep."""
 
 SCHEMA: dict[str, Any] = {
@@ -83,20 +88,25 @@ class OutputBuffer:
             del self.tail[:excess]
             self.dropped += excess
 
-    def text(self) -> str:
-        text = (self.head + self.tail).decode("utf-8", errors="replace")
-        return clip_middle(text, self.dropped)
+    def text(self, keep: int | None = None) -> str:
+        """What was kept, with a marker where the middle was dropped; with `keep`, a head
+        and a tail of that many characters in all."""
+        if keep is not None:
+            joined = (self.head + self.tail).decode("utf-8", errors="replace")
+            return clip_middle(joined, keep, self.dropped)
+        head = self.head.decode("utf-8", errors="replace")
+        if not self.dropped:
+            return (self.head + self.tail).decode("utf-8", errors="replace")
+        return f"{head}{marker(self.dropped)}{self.tail.decode('utf-8', errors='replace')}"
 
 
-def clip_middle(text: str, dropped: int = 0) -> str:
-    """Keep a head and a tail of `text`, with a marker saying how much was cut.
-
-    `dropped` counts bytes the buffer already lost from the middle; they are
-    reported as characters, which is exact for ASCII output.
-    """
-    if not dropped and len(text) <= MAX_OUTPUT_CHARS:
+def clip_middle(text: str, keep: int, dropped: int = 0) -> str:
+    """A head and a tail of `text`, `keep` characters in all, with a marker saying how
+    much was cut. `dropped` counts bytes the buffer already lost from the middle; they
+    are reported as characters, which is exact for ASCII output."""
+    if not dropped and len(text) <= keep:
         return text
-    half = MAX_OUTPUT_CHARS // 2
+    half = keep // 2
     cut = len(text) - 2 * half + dropped
     return f"{text[:half]}{marker(cut)}{text[-half:]}"
 
@@ -209,7 +219,7 @@ class BashTool:
         finally:
             transport.close()
         outcome = _outcome(
-            collector.buffer.text(),
+            collector.buffer,
             transport.get_returncode(),
             timed_out,
             timeout_ms,
@@ -238,11 +248,17 @@ def _viewed(command: str, env: ToolEnv) -> dict[str, float]:
 
 
 def _outcome(
-    output: str, code: int | None, timed_out: bool, timeout_ms: float, respond: bool = False
+    buffer: OutputBuffer,
+    code: int | None,
+    timed_out: bool,
+    timeout_ms: float,
+    respond: bool = False,
 ) -> ToolOutcome:
     """The result; with `respond`, Claude Code's `{stdout, stderr, interrupted, isImage}`
-    too: stdout and stderr share one pipe here, so all the output is `stdout`."""
-    output = output.rstrip("\n")
+    too: stdout and stderr share one pipe here, so all the output is `stdout`. A
+    successful command's output is whole, a failing one's an excerpt."""
+    failed = timed_out or code != 0
+    output = buffer.text(MAX_ERROR_OUTPUT_CHARS if failed else None).rstrip("\n")
     if timed_out:
         return ToolOutcome.error(f"Command timed out after {timeout_ms:g} ms\n{output}".rstrip())
     if code is not None and code < 0:
