@@ -316,13 +316,16 @@ def test_usage_from_message_start_and_delta(
     }
     messages_server.reply(text("ok", usage=usage, cumulative_delta_usage=cumulative))
 
-    events, exc = collect(model_for(messages_server))
+    assert usages(messages_server) == (Usage(1200, 1, 300, 4000), Usage(1200, 77, 300, 4000))
 
+
+def usages(server: MessagesServer) -> tuple[Usage, Usage]:
+    """The usage of the reply's `message_start` and of its `message_delta`."""
+    events, exc = collect(model_for(server))
     assert exc is None
     start = next(e for e in events if isinstance(e, MessageStart))
     delta = next(e for e in events if isinstance(e, MessageDelta))
-    assert start.usage == Usage(1200, 1, 300, 4000)
-    assert delta.usage == Usage(1200, 77, 300, 4000)
+    return start.usage, delta.usage
 
 
 def test_a_negative_token_count_is_not_taken(messages_server: MessagesServer) -> None:
@@ -331,13 +334,7 @@ def test_a_negative_token_count_is_not_taken(messages_server: MessagesServer) ->
     usage = {"input_tokens": 500, "cache_read_input_tokens": -1, "output_tokens": -1}
     messages_server.reply(text("ok", usage=usage))
 
-    events, exc = collect(model_for(messages_server))
-
-    assert exc is None
-    start = next(e for e in events if isinstance(e, MessageStart))
-    delta = next(e for e in events if isinstance(e, MessageDelta))
-    assert start.usage == Usage(500, 1, 0, 0)
-    assert delta.usage == Usage(500, 1, 0, 0)
+    assert usages(messages_server) == (Usage(500, 1, 0, 0), Usage(500, 1, 0, 0))
 
 
 def test_blocks_a_compatible_server_never_stops_are_stopped_with_the_message(

@@ -30,17 +30,22 @@ from tests.test_cli import fsm as fsm_cli
 MODEL = "claude-sonnet-4-6"
 
 
-def cli(server: MessagesServer, workspace: Path, *args: str) -> subprocess.CompletedProcess:
-    env = {**os.environ, "ANTHROPIC_API_KEY": "test-key"}
-    where = ["--base-url", server.url, "--model", MODEL, "--cwd", str(workspace)]
+def fsm_with(env: dict[str, str], *args: str) -> subprocess.CompletedProcess:
+    """`fsm-agent ARGS` in a fresh interpreter with `env`, stdin empty."""
     return subprocess.run(
-        [sys.executable, "-m", "fsm_agent.cli", "run", *args, *where],
+        [sys.executable, "-m", "fsm_agent.cli", *args],
         capture_output=True,
         text=True,
         env=env,
         stdin=subprocess.DEVNULL,
         timeout=60,
     )
+
+
+def cli(server: MessagesServer, workspace: Path, *args: str) -> subprocess.CompletedProcess:
+    env = {**os.environ, "ANTHROPIC_API_KEY": "test-key"}
+    where = ["--base-url", server.url, "--model", MODEL, "--cwd", str(workspace)]
+    return fsm_with(env, "run", *args, *where)
 
 
 def texts(message: dict) -> list[str]:
@@ -303,14 +308,7 @@ def test_max_tokens_stay_within_the_models_output_limit(
     )
     env = {**os.environ, "ANTHROPIC_API_KEY": "test-key"}
     where = ["--base-url", messages_server.url, "--model", model, "--cwd", str(workspace)]
-    proc = subprocess.run(
-        [sys.executable, "-m", "fsm_agent.cli", "run", "say it", *where],
-        capture_output=True,
-        text=True,
-        env=env,
-        stdin=subprocess.DEVNULL,
-        timeout=60,
-    )
+    proc = fsm_with(env, "run", "say it", *where)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert [b["max_tokens"] for b in messages_server.bodies()] == asked
 
@@ -362,14 +360,12 @@ def test_a_base_url_that_is_not_an_http_url_is_a_usage_error(
     """A mistyped base URL is an error in what was typed: one line naming it, exit 2, and
     no run (it was a model_error after two retries told as lost connections)."""
     env = {**os.environ, "ANTHROPIC_API_KEY": "test-key"}
-    args = [sys.executable, "-m", "fsm_agent.cli", "run", "hi", "--cwd", str(workspace)]
+    args = ["run", "hi", "--cwd", str(workspace)]
     if given_by == "--base-url":
         args += ["--base-url", url]
     else:
         env["ANTHROPIC_BASE_URL"] = url
-    proc = subprocess.run(
-        args, capture_output=True, text=True, env=env, stdin=subprocess.DEVNULL, timeout=60
-    )
+    proc = fsm_with(env, *args)
     assert proc.returncode == 2, proc.stdout + proc.stderr
     assert proc.stdout == ""
     assert proc.stderr.splitlines() == [
@@ -472,14 +468,7 @@ def test_a_key_and_base_url_set_with_spaces_or_a_line_break_are_trimmed(
     messages_server.reply(text("Hello.", model=MODEL))
     env = {**os.environ, "ANTHROPIC_API_KEY": " test-key\r\n", "ANTHROPIC_BASE_URL": ""}
     args = ["run", "hi", "--cwd", str(workspace), "--base-url", f" {messages_server.url}/ \n"]
-    proc = subprocess.run(
-        [sys.executable, "-m", "fsm_agent.cli", *args],
-        capture_output=True,
-        text=True,
-        env=env,
-        stdin=subprocess.DEVNULL,
-        timeout=60,
-    )
+    proc = fsm_with(env, *args)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     (request,) = messages_server.requests
     assert [v for v in request.headers.values() if v.endswith("test-key")]
@@ -488,14 +477,7 @@ def test_a_key_and_base_url_set_with_spaces_or_a_line_break_are_trimmed(
 def test_a_key_with_a_control_character_is_refused_without_showing_it(workspace: Path) -> None:
     env = {**os.environ, "ANTHROPIC_API_KEY": "sk-secret\x1bkey"}
     args = ["run", "hi", "--cwd", str(workspace), "--base-url", "http://127.0.0.1:9"]
-    proc = subprocess.run(
-        [sys.executable, "-m", "fsm_agent.cli", *args],
-        capture_output=True,
-        text=True,
-        env=env,
-        stdin=subprocess.DEVNULL,
-        timeout=60,
-    )
+    proc = fsm_with(env, *args)
     assert proc.returncode == 2, proc.stdout + proc.stderr
     assert proc.stderr.splitlines() == [
         "fsm-agent: error: ANTHROPIC_API_KEY holds a control character, which no HTTP "
@@ -550,14 +532,7 @@ def test_a_fallback_model_that_is_the_main_model_is_a_usage_error(
     env.pop("FSM_AGENT_MODEL", None)
     fallback = MODEL if main else DEFAULT_MODEL
     args = ["run", "hi", "--cwd", str(workspace), "--fallback-model", fallback, *main]
-    proc = subprocess.run(
-        [sys.executable, "-m", "fsm_agent.cli", *args],
-        capture_output=True,
-        text=True,
-        env=env,
-        stdin=subprocess.DEVNULL,
-        timeout=60,
-    )
+    proc = fsm_with(env, *args)
     assert proc.returncode == 2, proc.stdout + proc.stderr
     assert proc.stderr.splitlines() == [
         f"fsm-agent: error: --fallback-model {fallback} is the main model: give another one"
