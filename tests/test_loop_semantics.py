@@ -238,29 +238,29 @@ def _results(messages: tuple[Message, ...]) -> dict[str, ToolResultBlock]:
     return {b.tool_use_id: b for m in messages for b in m.content if isinstance(b, ToolResultBlock)}
 
 
-def test_reactive_compaction_is_tried_once_per_run(tmp_path: Path, workspace: Path) -> None:
+def test_reactive_compaction_is_tried_again_after_a_tool_round(
+    tmp_path: Path, workspace: Path
+) -> None:
+    """As Claude Code's `next_turn` resets `hasAttemptedReactiveCompact`: a prompt-too-long
+    in a later turn is compacted again (once per run, a long session would end
+    `prompt_too_long` at its second without trying); twice in one turn still ends it."""
     too_long = {
         "error": {"kind": "prompt_too_long", "message": "prompt is too long", "status": 400}
     }
+    glob = {"type": "tool_use", "id": "toolu_1", "name": "Glob", "input": {"pattern": "*"}}
     data = {
         "prompt": "Go.",
-        "turns": [
-            too_long,
-            {
-                "content": [
-                    {"type": "tool_use", "id": "toolu_1", "name": "Glob", "input": {"pattern": "*"}}
-                ]
-            },
-            too_long,
-        ],
+        "turns": [too_long, {"content": [glob]}, too_long, too_long],
     }
     path = tmp_path / "twice.json"
     path.write_text(json.dumps(data))
     from fsm_agent.session import run_scenario
 
     result = run_scenario(path, cwd=workspace, keep_log=False)
-    assert result.edges.count("reactive_compact_retry") == 1
-    assert "next_turn" in result.edges
+    assert result.edges.count("reactive_compact_retry") == 2
+    assert result.edges.index("next_turn") < len(result.edges) - 1
+    after_the_round = result.edges[result.edges.index("next_turn") :]
+    assert after_the_round.count("reactive_compact_retry") == 1
     assert result.reason == "prompt_too_long"
 
 
