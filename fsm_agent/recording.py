@@ -355,6 +355,7 @@ class ReplayTape(Tape):
         self.cut_short = False
         """The file ran out with no `result` record: the recorded run was cut short."""
         self._records: Iterator[tuple[int, dict[str, Any]]] = log.records()
+        self._damage: LogError | None = None
         self._ahead: deque[dict[str, Any]] = deque()
         self._pending: dict[tuple[str, str], deque[dict[str, Any]]] = defaultdict(deque)
         self._taken: list[dict[str, Any]] = []
@@ -379,7 +380,21 @@ class ReplayTape(Tape):
         raise no_start(self.log.path)
 
     def _read(self) -> dict[str, Any] | None:
-        """The next record of the file; effects numbered in log order (for `edits`)."""
+        """The next record of the file; effects numbered in log order (for `edits`).
+
+        A damaged line ends the file's generator; the error is kept and raised to every
+        later read, or a call started early that met it (its task's error surfaces only
+        when collected) would leave the others an end of file: a log cut short, ✓.
+        """
+        if self._damage is not None:
+            raise self._damage
+        try:
+            return self._read_record()
+        except LogError as exc:
+            self._damage = exc
+            raise
+
+    def _read_record(self) -> dict[str, Any] | None:
         for lineno, record in self._records:
             if record["t"] == "effect":
                 record["_line"] = lineno

@@ -218,3 +218,14 @@ def test_an_edited_result_is_checked_like_a_recorded_one(tmp_path: Path) -> None
     number = next(i for i, r in enumerate(effects, 1) if r["name"] == "permission")
     with pytest.raises(ForkError, match="the edited permission result does not fit: not a valid"):
         check_point(SessionLog(SOURCE), ForkPoint(effect=number, result={"behavior": 7}))
+
+
+def test_a_corrupt_line_read_ahead_by_a_call_started_early_is_an_error(tmp_path: Path) -> None:
+    """A call started while the model streams reads ahead for its effects; a damaged line
+    it met must not be taken for the end of a log cut short (✓, exit 0), at any line."""
+    rows = SOURCE.read_text().splitlines(keepends=True)
+    for line in range(2, len(rows) + 1):
+        path = tmp_path / f"corrupt-{line}.jsonl"
+        path.write_text("".join([*rows[: line - 1], "{not json\n", *rows[line:]]))
+        with pytest.raises(LogError, match=rf"^{path}:{line}: corrupt record"):
+            replay(path)
