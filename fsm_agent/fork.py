@@ -72,6 +72,8 @@ def check_point(log: SessionLog, point: ForkPoint) -> None:
     index = LogIndex(log)
     if not index.started:
         raise no_start(log.path)
+    if index.damage is not None:  # effects are numbered and found by their steps
+        raise index.damage
     if point.effect is not None:
         total = sum(len(v) for v in index.effects.values())
         if not 1 <= point.effect <= total:

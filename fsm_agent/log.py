@@ -43,8 +43,21 @@ HEADER_TYPES: dict[str, tuple[type, str]] = {
 }
 """The JSON type of each header field the schema types, checked when the field is there."""
 _REQUIRED_KEYS = {kind: frozenset(fields) for kind, fields in REQUIRED.items()}
-_EDGE_KEYS = ("from", "edge", "to")
-"""A transition's names, strings in the schema: every reader counts, compares or prints them."""
+_STRING, _INTEGER = (str, "a string"), (int, "an integer")
+FIELD_TYPES: dict[str, dict[str, tuple[type, str]]] = {
+    "transition": {
+        "step": _INTEGER, "from": _STRING, "to": _STRING, "edge": _STRING,
+        "turn": _INTEGER, "state": _STRING,
+    },
+    "effect": {"step": _INTEGER, "name": _STRING, "request": _STRING},
+    "context": {
+        "step": _INTEGER, "level": _STRING, "before": _INTEGER, "after": _INTEGER, "text": _STRING,
+    },
+    "result": {"reason": _STRING, "turns": _INTEGER, "steps": _INTEGER},
+}  # fmt: skip
+"""The JSON type of each scalar field a reader keys, counts, compares or prints (the
+schema's `type`, or a string `enum`; all required): a list as an effect's `name` is no
+key, and `true` is no step."""
 
 
 class LogError(Exception):
@@ -87,6 +100,10 @@ def header_problem(header: Any) -> str | None:
         if key in header and not isinstance(header[key], kind):
             return f"the header's {key} is not {name}: {_shown(header[key])}"
     return None
+
+
+def _a(kind: str) -> str:
+    return f"an {kind}" if kind[0] in "aeiou" else f"a {kind}"
 
 
 def _shown(value: Any) -> str:
@@ -226,6 +243,7 @@ class SessionLog:
 
     def records(self) -> Iterator[tuple[int, dict[str, Any]]]:
         """Yield `(line number, record)` after the header, streaming from disk."""
+        order = RecordOrder(self.path)
         with self._open() as fh:
             fh.readline()
             lineno = 1
@@ -233,35 +251,35 @@ class SessionLog:
             for raw in fh:
                 lineno += 1
                 if pending is not None:
-                    yield lineno - 1, self._parse(pending, lineno - 1, last=False)
+                    yield lineno - 1, order(self.parse(pending, lineno - 1), lineno - 1)
                 pending = raw
             if pending is not None:
                 torn = not pending.endswith(b"\n")
                 try:
-                    yield lineno, self._parse(pending, lineno, last=True)
+                    record = order(self.parse(pending, lineno), lineno)
                 except LogError:
                     if not torn:
                         raise
                     self.torn = True
+                else:
+                    yield lineno, record
 
-    def _parse(self, raw: bytes, lineno: int, *, last: bool) -> dict[str, Any]:
+    def parse(self, raw: bytes, lineno: int) -> dict[str, Any]:
         try:
             record = jsontext.loads(raw)
         except (json.JSONDecodeError, UnicodeDecodeError) as exc:
             raise LogError(f"{self.path}:{lineno}: corrupt record ({exc})") from None
-        if not isinstance(record, dict) or record.get("t") not in RECORD_TYPES:
+        kind = record.get("t") if isinstance(record, dict) else None
+        if not isinstance(kind, str) or kind not in RECORD_TYPES:
             raise LogError(f"{self.path}:{lineno}: not a session record")
-        kind = record["t"]
         if not record.keys() >= _REQUIRED_KEYS[kind]:
             missing = ", ".join(repr(k) for k in REQUIRED[kind] if k not in record)
             raise LogError(f"{self.path}:{lineno}: a {kind} record without {missing}")
-        if kind == "transition":
-            for key in _EDGE_KEYS:
-                if not isinstance(record[key], str):
-                    shown = _shown(record[key])
-                    raise LogError(
-                        f"{self.path}:{lineno}: a transition's {key} is not a string: {shown}"
-                    )
+        for key, (cls, name) in FIELD_TYPES.get(kind, {}).items():
+            value = record[key]
+            if not isinstance(value, cls) or isinstance(value, bool):
+                shown = _shown(value)
+                raise LogError(f"{self.path}:{lineno}: {_a(kind)}'s {key} is not {name}: {shown}")
         return record
 
     def offsets(self) -> list[int]:
@@ -284,11 +302,51 @@ class SessionLog:
             fh.seek(offset)
             raw = fh.readline()
             try:
-                return self._parse(raw, 0, last=False)
+                return self.parse(raw, 0)
             except LogError:
                 fh.seek(0)
                 lineno = fh.read(offset).count(b"\n") + 1
-        return self._parse(raw, lineno, last=False)
+        return self.parse(raw, lineno)
+
+
+class RecordOrder:
+    """Checks that records come in the order a run writes them: `start` first, each
+    transition numbered one past the last, each effect and context record numbered
+    with the step it belongs to (one past the last transition), nothing after `result`.
+
+    Replay matches records by position; a step number out of place (a line moved,
+    repeated or lost, or edited) would otherwise pass unnoticed, and the debugger and
+    `--edit-effect`, which go by the numbers, would show and edit other records.
+    """
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.seen = 0
+        self.steps = 0
+        self.ended = False
+
+    def __call__(self, record: dict[str, Any], lineno: int) -> dict[str, Any]:
+        kind = record["t"]
+        where = f"{self.path}:{lineno}"
+        if self.ended:
+            raise LogError(f"{where}: {_a(kind)} record after the run's result")
+        if kind == "start" and self.seen:
+            raise LogError(f"{where}: a second start record")
+        if kind != "start" and not self.seen:
+            raise LogError(f"{where}: {_a(kind)} record before the run's start record")
+        self.seen += 1
+        self.ended = kind == "result"
+        if kind in ("start", "result"):
+            return record
+        step = self.steps + 1
+        if record["step"] != step:
+            raise LogError(
+                f"{where}: {_a(kind)} record of step {record['step']} where step {step} comes "
+                "(a record moved, repeated or lost)"
+            )
+        if kind == "transition":
+            self.steps = step
+        return record
 
 
 def default_log_path(cwd: str, session_id: str) -> Path:

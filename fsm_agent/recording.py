@@ -609,6 +609,7 @@ class ReplayTape(Tape):
             raise _not_asked(self.step, leftover[0], f"the run ended {record.get('reason')}")
         if not self._has_result:  # the step's records were read to the file's end
             raise LogEnded(self._recorded_steps + 1, "result", "end of log", ours)
+        self._read()  # to the file's end: a line after the result is a LogError
         recorded = {key: self._result.get(key) for key in ours}
         if recorded != ours:
             raise Divergence(self.step, "result", recorded, ours)

@@ -31,11 +31,12 @@ from typing import Any
 from fsm_agent.driver import Engine, LoopResult, StepInfo, initial_state
 from fsm_agent.effects import Effects
 from fsm_agent.events import StreamEvent
-from fsm_agent.log import SessionLog
+from fsm_agent.log import RECORD_TYPES, LogError, RecordOrder, SessionLog
 from fsm_agent.model import ModelRequest
 from fsm_agent.recording import ReplayEffects, ReplayTape
 
-_HEAD = re.compile(rb'^\{\s*"t"\s*:\s*"(\w+)"\s*(?:,\s*"step"\s*:\s*(\d+))?')
+_HEAD = re.compile(rb'^\{\s*"t"\s*:\s*"(\w+)"\s*(?:,\s*"step"\s*:\s*(\d+)\s*[,}])?')
+_UNNUMBERED = ("start", "result")
 CACHE = 256
 
 
@@ -49,24 +50,35 @@ class LogIndex:
         self.result_offset: int | None = None
         self.started = False
         """Whether the log has its `start` record: one without holds no run."""
+        self.damage: LogError | None = None
+        """The first line that is not a record in its place. It is left out of the index
+        (or indexed by the step it says), so the debugger still shows the steps before it;
+        the replay stops there with this error."""
         self._scan()
 
     def _scan(self) -> None:
+        order = RecordOrder(self.log.path)
         with self.log.path.open("rb") as fh:
             pos = len(fh.readline())
-            for raw in fh:
+            for lineno, raw in enumerate(fh, start=2):
                 offset, pos = pos, pos + len(raw)
                 if not raw.endswith(b"\n") and not _whole(raw):
                     break  # a torn last line (a killed run): read up to it, as replay does
-                match = _HEAD.match(raw)
-                if match is not None:
-                    kind, step = match.group(1).decode(), int(match.group(2) or 0)
-                else:
-                    try:
-                        record = json.loads(raw)
-                    except (json.JSONDecodeError, UnicodeDecodeError):
-                        continue
-                    kind, step = str(record.get("t")), int(record.get("step") or 0)
+                head = _HEAD.match(raw)
+                kind, number = (head.group(1).decode(), head.group(2)) if head else ("", None)
+                try:
+                    if kind in _UNNUMBERED or (kind in RECORD_TYPES and number is not None):
+                        step = int(number or 0)
+                    else:  # read whole, so a record of the wrong shape is named as replay does
+                        record = self.log.parse(raw, lineno)
+                        kind, step = record["t"], record.get("step", 0)
+                except LogError as exc:
+                    self.damage = self.damage or exc
+                    continue
+                try:
+                    order({"t": kind, "step": step}, lineno)
+                except LogError as exc:
+                    self.damage = self.damage or exc
                 if kind == "transition":
                     self.transitions.append(offset)
                 elif kind == "effect":

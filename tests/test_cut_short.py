@@ -79,9 +79,10 @@ def test_records_after_the_last_step_are_a_divergence(tmp_path: Path) -> None:
 def test_a_transition_after_the_terminal_one_is_a_divergence(tmp_path: Path) -> None:
     rows = (REPLAYS / "tool_round.jsonl").read_bytes().splitlines(keepends=True)
     last = rows[-2]
-    assert b'"t":"transition"' in last
+    assert b'"t":"transition","step":20,' in last
     longer = tmp_path / "longer.jsonl"
-    longer.write_bytes(b"".join([*rows[:-1], last, rows[-1]]))
+    again = last.replace(b'"step":20,', b'"step":21,')  # numbered in order: a longer run
+    longer.write_bytes(b"".join([*rows[:-1], again, rows[-1]]))
     with pytest.raises(Divergence) as info:
         replay(longer)
     assert info.value.what == "transition"

@@ -229,3 +229,138 @@ def test_a_corrupt_line_read_ahead_by_a_call_started_early_is_an_error(tmp_path:
         path.write_text("".join([*rows[: line - 1], "{not json\n", *rows[line:]]))
         with pytest.raises(LogError, match=rf"^{path}:{line}: corrupt record"):
             replay(path)
+
+
+def _nth(rows: Rows, kind: str, n: int = 0) -> int:
+    return [i for i, r in enumerate(rows) if r.get("t") == kind][n]
+
+
+def _set(kind: str, key: str, value: Any, n: int = 0) -> Callable[[Rows], int]:
+    def change(rows: Rows) -> int:
+        i = _nth(rows, kind, n)
+        rows[i][key] = value
+        return i
+
+    return change
+
+
+def _move(rows: Rows) -> int:
+    """Two transitions swapped: each keeps its number, so the first is out of place."""
+    i, j = _nth(rows, "transition", 3), _nth(rows, "transition", 4)
+    rows[i], rows[j] = rows[j], rows[i]
+    return i
+
+
+def _repeat(rows: Rows) -> int:
+    i = _nth(rows, "transition", 2)
+    rows.insert(i + 1, dict(rows[i]))
+    return i + 1
+
+
+def _lose(rows: Rows) -> int:
+    i = _nth(rows, "transition", 2)
+    del rows[i]
+    return i
+
+
+def _after_result(rows: Rows) -> int:
+    rows.append(dict(rows[_nth(rows, "transition")]))
+    return len(rows) - 1
+
+
+def _second_start(rows: Rows) -> int:
+    i = _nth(rows, "transition", 5)
+    rows.insert(i, dict(rows[1]))
+    return i
+
+
+def _before_start(rows: Rows) -> int:
+    rows[1], rows[2] = rows[2], rows[1]
+    return 1
+
+
+SHAPES = {
+    "t a list": (_set("effect", "t", ["effect"]), "not a session record"),
+    "t an object": (_set("result", "t", {}), "not a session record"),
+    "effect name a list": (_set("effect", "name", ["tool"]), "an effect's name is not a string"),
+    "effect request an object": (_set("effect", "request", {}), "an effect's request is not a"),
+    "transition step a string": (_set("transition", "step", "3"), "a transition's step is not an"),
+    "transition turn true": (_set("transition", "turn", True), "a transition's turn is not an"),
+    "effect step a number": (_set("effect", "step", 1.0), "an effect's step is not an integer"),
+    "effect step null": (_set("effect", "step", None), "an effect's step is not an integer"),
+    "result steps a string": (_set("result", "steps", "20"), "a result's steps is not an"),
+    "transition misnumbered": (_set("transition", "step", 9, 2), "a transition record of step 9"),
+    "effect misnumbered": (_set("effect", "step", 1, 3), "an effect record of step 1 where"),
+    "transitions swapped": (_move, "a transition record of step 5 where step 4 comes"),
+    "transition repeated": (_repeat, "a transition record of step 3 where step 4 comes"),
+    "transition lost": (_lose, "a transition record of step 4 where step 3 comes"),
+    "record after the result": (_after_result, "a transition record after the run's result"),
+    "second start": (_second_start, "a second start record"),
+    "transition before start": (_before_start, "a transition record before the run's start record"),
+}
+
+
+def shaped(tmp_path: Path, case: str) -> tuple[Path, str]:
+    rows = [json.loads(line) for line in SOURCE.read_text().splitlines()]
+    change, message = SHAPES[case]
+    line = change(rows) + 1
+    path = tmp_path / "shaped.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return path, f"{path}:{line}: {message}"
+
+
+@pytest.mark.parametrize("case", SHAPES)
+def test_a_record_of_the_wrong_shape_or_out_of_order_names_its_line(
+    case: str, tmp_path: Path
+) -> None:
+    """Not a traceback (a list as an effect's name is no dict key), and not a pass: replay
+    goes by position, so a step number out of place went unnoticed, and the debugger and
+    `--edit-effect`, which go by the numbers, showed and edited other records."""
+    path, message = shaped(tmp_path, case)
+    with pytest.raises(LogError) as info:
+        replay(path)
+    assert str(info.value).startswith(message)
+
+
+@pytest.mark.parametrize("case", ["t a list", "effect name a list", "transition misnumbered"])
+def test_check_path_and_coverage_say_a_wrong_shape_in_one_line(case: str, tmp_path: Path) -> None:
+    path, message = shaped(tmp_path, case)
+    for args in (["replay", "--check"], ["replay", "--path", "--json"], ["coverage"]):
+        done = fsm(*args, str(path))
+        assert done.returncode == 2, (args, done.stderr)
+        assert "Traceback" not in done.stderr
+        assert done.stderr.startswith(f"fsm-agent: error: {message}")
+        assert done.stderr.count("\n") == 1
+
+
+def _step_not_first(rows: Rows) -> int:
+    """A hand-edited line whose keys are in another order: the index reads it whole."""
+    i = _nth(rows, "effect", 1)
+    rows[i] = {"step": "x", **{k: v for k, v in rows[i].items() if k != "step"}}
+    return i
+
+
+SHAPES["effect step a string, not first"] = (_step_not_first, "an effect's step is not an")
+
+
+@pytest.mark.parametrize(
+    "case", ["effect step a string, not first", "effect misnumbered", "t a list"]
+)
+def test_the_debugger_stops_at_a_record_of_the_wrong_shape_and_a_fork_refuses_it(
+    case: str, tmp_path: Path
+) -> None:
+    path, message = shaped(tmp_path, case)
+    dbg = Debugger(path)
+    assert message in " ".join(dbg.text("g 20").split())  # rich wraps it
+    dbg.stepper.close()
+    scenario = tmp_path / "s.json"
+    scenario.write_text('{"turns": [{"content": "hi"}]}')
+    edit = tmp_path / "edit.json"
+    edit.write_text('{"content": "x"}')
+    live = ["--scripted", str(scenario), "--cwd", str(tmp_path), "--log", str(tmp_path / "f.jsonl")]
+    for fork in (["--fork-at", "1"], ["--edit-effect", "1", str(edit)]):
+        done = fsm("replay", str(path), *fork, *live)
+        assert done.returncode == 2
+        assert done.stderr.startswith(f"fsm-agent: error: {message}")
+        assert done.stderr.count("\n") == 1
+    assert not (tmp_path / "f.jsonl").exists()

@@ -139,3 +139,20 @@ def test_a_record_without_a_field_it_needs_names_the_line_and_the_field(
     path.write_text("".join(json.dumps(r) + "\n" for r in rows))
     with pytest.raises(LogError, match=rf":{i + 1}: a transition record without 'edge'$"):
         list(SessionLog(path).records())
+
+
+def test_the_record_field_types_checked_are_the_schema_s() -> None:
+    from fsm_agent.log import FIELD_TYPES
+    from tests.conftest import ROOT
+
+    schema = json.loads((ROOT / "docs" / "log-format.schema.json").read_text())
+    json_types = {str: "string", int: "integer"}
+    for variant in schema["oneOf"]:
+        kind = variant.get("properties", {}).get("t", {}).get("const")
+        if kind not in FIELD_TYPES:
+            continue
+        for key, (cls, _) in FIELD_TYPES[kind].items():
+            prop = variant["properties"][key]
+            strings = "enum" in prop and all(isinstance(v, str) for v in prop["enum"])
+            assert prop.get("type", "string" if strings else None) == json_types[cls], (kind, key)
+            assert key in variant["required"], (kind, key)
