@@ -223,8 +223,17 @@ def config_of(log: SessionLog) -> RunConfig:
 
 
 def tools_of(log: SessionLog) -> list[ToolSpec]:
-    """The tool definitions the recorded run sent the model."""
-    return _from_header(log, "tools", [], list[ToolSpec])
+    """The tool definitions the recorded run sent the model; a schema that does not
+    compile is a `LogError` now, not a traceback when the model first calls the tool."""
+    from fsm_agent.validation import check_schema
+
+    specs: list[ToolSpec] = _from_header(log, "tools", [], list[ToolSpec])
+    for spec in specs:
+        try:
+            check_schema(spec.name, spec.input_schema)
+        except ValueError as exc:
+            raise LogError(f"{log.path}:1: the header's tools: {exc}") from None
+    return specs
 
 
 def _from_header(log: SessionLog, key: str, default: Any, cls: Any) -> Any:
