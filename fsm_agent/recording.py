@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import itertools
 import json
+import os
 from collections import defaultdict, deque
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping
 from pathlib import Path
@@ -719,7 +720,12 @@ def read_result(name: str, recorded: Any) -> Any:
         return model_result(recorded)
     if name not in RESULTS:
         raise CodecError(f"no effect is called {name!r}")
-    return _structured(recorded, RESULTS[name])
+    value = _structured(recorded, RESULTS[name])
+    if name == "tool":
+        relative = next((p for p in value.read_files if not os.path.isabs(p)), None)
+        if relative is not None:  # every reader of read_files takes the path's directory
+            raise CodecError(f"read_files: not an absolute path: {json.dumps(relative)}")
+    return value
 
 
 class ReplayEffects:

@@ -91,6 +91,18 @@ def _tools(rows: Rows) -> int:
     return 0
 
 
+def _tool_schema(rows: Rows) -> int:
+    rows[0]["tools"][0]["input_schema"]["properties"]["extra"] = 1
+    return 0
+
+
+def _tool_read_path(rows: Rows) -> int:
+    """A path the run could not have read: the recording writes absolute ones."""
+    i = _first(rows, "tool")
+    rows[i]["result"]["read_files"]["notes.txt"] = 1.0
+    return i
+
+
 def _header(change: Callable[[dict[str, Any]], object]) -> Callable[[Rows], int]:
     def damage(rows: Rows) -> int:
         change(rows[0])
@@ -115,6 +127,11 @@ DAMAGE: dict[str, tuple[Callable[[Rows], int], str]] = {
     "config flag": (_config_flag, "the header's config: not a valid RunConfig"),
     "tool read time": (_tool_read_time, "the recorded tool is not valid: not a valid ToolOutcome"),
     "tools": (_tools, "the header's tools: not a valid list"),
+    "tool schema": (_tool_schema, "the header's tools: tool 'Read': input_schema is not a valid"),
+    "tool read path": (
+        _tool_read_path,
+        'the recorded tool is not valid: read_files: not an absolute path: "notes.txt"',
+    ),
     "config not an object": (
         _header(lambda h: h.update(config="x")),
         'the header\'s config is not an object: "x"',
