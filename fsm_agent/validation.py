@@ -33,9 +33,12 @@ def check_schema(name: str, schema: dict[str, Any]) -> None:
     try:
         validator(schema)
     except fastjsonschema.JsonSchemaDefinitionException as error:
-        raise ValueError(
-            f"tool {name!r}: input_schema is not a valid JSON Schema: {error}"
-        ) from None
+        problem = str(error)
+    except (TypeError, AttributeError, KeyError) as error:  # fastjsonschema, on a wrong type
+        problem = f"{type(error).__name__}: {error}"
+    else:
+        return
+    raise ValueError(f"tool {name!r}: input_schema is not a valid JSON Schema: {problem}")
 
 
 def input_problem(name: str, schema: dict[str, Any], tool_input: Any) -> str | None:

@@ -96,6 +96,17 @@ def _tool_schema(rows: Rows) -> int:
     return 0
 
 
+def _tool_schema_type(rows: Rows) -> int:
+    """fastjsonschema raises a TypeError for this one, not its own exception."""
+    rows[0]["tools"][0]["input_schema"]["type"] = {}
+    return 0
+
+
+def _tool_schema_properties(rows: Rows) -> int:
+    rows[0]["tools"][0]["input_schema"]["properties"] = None
+    return 0
+
+
 def _tool_read_path(rows: Rows) -> int:
     """A path the run could not have read: the recording writes absolute ones."""
     i = _first(rows, "tool")
@@ -128,6 +139,14 @@ DAMAGE: dict[str, tuple[Callable[[Rows], int], str]] = {
     "tool read time": (_tool_read_time, "the recorded tool is not valid: not a valid ToolOutcome"),
     "tools": (_tools, "the header's tools: not a valid list"),
     "tool schema": (_tool_schema, "the header's tools: tool 'Read': input_schema is not a valid"),
+    "tool schema type": (
+        _tool_schema_type,
+        "the header's tools: tool 'Read': input_schema is not a valid JSON Schema",
+    ),
+    "tool schema properties": (
+        _tool_schema_properties,
+        "the header's tools: tool 'Read': input_schema is not a valid JSON Schema",
+    ),
     "tool read path": (
         _tool_read_path,
         'the recorded tool is not valid: read_files: not an absolute path: "notes.txt"',
