@@ -707,7 +707,7 @@ def model_result(recorded: Any) -> tuple[list[StreamEvent], ModelCallError | Non
         raise CodecError('a model result is {"events": [...], "error": null}')
     events = _structured(recorded["events"], list[StreamEvent])
     error = recorded.get("error")
-    if not error:
+    if error is None:
         return events, None
     if not (isinstance(error, dict) and isinstance(error.get("kind"), str)):
         raise CodecError('its error is not {"kind", "message", "status"}')

@@ -47,6 +47,13 @@ def _model_error(rows: Rows) -> int:
     return i
 
 
+def _model_error_empty(rows: Rows) -> int:
+    """Not null: an error of no kind is no error to raise, nor the absence of one."""
+    i = _first(rows, "model")
+    rows[i]["result"]["error"] = {}
+    return i
+
+
 def _negative_usage(rows: Rows) -> int:
     i = _first(rows, "model")
     rows[i]["result"]["events"][0]["usage"]["input_tokens"] = -5
@@ -126,6 +133,10 @@ DAMAGE: dict[str, tuple[Callable[[Rows], int], str]] = {
     "tool result": (_tool_content, "the recorded tool is not valid: not a valid ToolOutcome"),
     "model result": (_model_result, 'the recorded model is not valid: a model result is {"events"'),
     "model error": (_model_error, 'the recorded model is not valid: its error is not {"kind"'),
+    "model error empty": (
+        _model_error_empty,
+        'the recorded model is not valid: its error is not {"kind"',
+    ),
     "negative usage": (
         _negative_usage,
         "the recorded model is not valid: not a valid list: invalid value "
