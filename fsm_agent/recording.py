@@ -433,8 +433,9 @@ class ReplayTape(Tape):
                 return
 
     def start(self, messages: list[Any], read_files: dict[str, float] | None = None) -> None:
-        if messages != self.start_messages:
-            raise Divergence(0, "initial messages", self.start_messages, messages)
+        recorded = [_plain(m) for m in self.messages()]  # as read: unknown fields left out
+        if messages != recorded:
+            raise Divergence(0, "initial messages", recorded, messages)
         if (read_files or {}) != self.start_read_files:
             raise Divergence(0, "initial read files", self.start_read_files, read_files)
 

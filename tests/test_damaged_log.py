@@ -411,3 +411,15 @@ def test_the_debugger_stops_at_a_record_of_the_wrong_shape_and_a_fork_refuses_it
         assert done.stderr.startswith(f"fsm-agent: error: {message}")
         assert done.stderr.count("\n") == 1
     assert not (tmp_path / "f.jsonl").exists()
+
+
+def test_unknown_fields_in_the_start_messages_are_ignored(tmp_path: Path) -> None:
+    """docs/log-format.md: unknown fields are ignored. A newer writer's field on a message
+    or a content block is not read, so it is no divergence at step 0."""
+    rows = [json.loads(line) for line in SOURCE.read_text().splitlines()]
+    message = rows[1]["messages"][0]
+    message["timestamp"] = "2026-11-30T00:00:00Z"
+    message["content"][0]["cache_control"] = {"type": "ephemeral"}
+    path = tmp_path / "newer.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    assert replay(path).reason == "completed"
