@@ -1075,10 +1075,28 @@ def _check(path: Path, name: str) -> int:
     except Divergence as exc:
         _warn_if_torn(path)
         click.echo(divergence_report(exc, name), err=True)
+        if (note := _other_machine(path)) is not None:
+            click.echo(note, err=True)
         return EXIT_DIVERGED
     _warn_if_torn(path)
     click.echo(f"✓ {name}{len(result.path)} steps match the log; ends {result.reason}")
     return 0
+
+
+def _other_machine(path: Path) -> str | None:
+    """A note when the log's edge table is not this machine's: a likely reason it diverged."""
+    from fsm_agent.log import LogError, SessionLog, machine_fingerprint
+
+    try:
+        recorded, ours = SessionLog(path).header["fingerprint"], machine_fingerprint()
+    except LogError:  # gone since it was replayed
+        return None
+    if recorded == ours:
+        return None
+    return (
+        "  note: the log was written by another machine: its edge table's fingerprint is "
+        f"{recorded}, this one's {ours}"
+    )
 
 
 @cli.command()

@@ -163,3 +163,28 @@ def test_a_same_name_effect_found_ahead_is_compared(scenario, tmp_path: Path) ->
     assert lines[0].endswith(": effect tool")
     assert lines[1].startswith('  log:  {"request": "0000000000000000", "args": {"id": ')
     assert lines[-1] == f"    request: 0000000000000000 → {asked}"
+
+
+def test_check_says_when_a_diverging_log_was_written_by_another_machine(tmp_path: Path) -> None:
+    """The header's fingerprint is there so a reader can tell (docs/log-format.md): a
+    divergence from a log of another edge table says so; a log that replays does not."""
+    from fsm_agent.log import machine_fingerprint
+    from tests.conftest import ROOT
+
+    rows = rows_of(ROOT / "replays" / "tool_round.jsonl")
+    rows[0]["fingerprint"] = "0123456789abcdef"
+    other = tmp_path / "other.jsonl"
+    write_rows(other, rows)
+    done = fsm("replay", "--check", str(other))
+    assert done.returncode == 0 and "machine" not in done.stdout + done.stderr
+    rows[3]["state"] = "0000000000000000"
+    write_rows(other, rows)
+    done = fsm("replay", "--check", str(other))
+    assert done.returncode == 1
+    assert done.stderr.endswith(
+        "  note: the log was written by another machine: its edge table's fingerprint is "
+        f"0123456789abcdef, this one's {machine_fingerprint()}\n"
+    )
+    rows[0]["fingerprint"] = machine_fingerprint()
+    write_rows(other, rows)
+    assert "note:" not in fsm("replay", "--check", str(other)).stderr
