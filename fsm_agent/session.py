@@ -222,18 +222,24 @@ def config_of(log: SessionLog) -> RunConfig:
     return _from_header(log, "config", {}, RunConfig)
 
 
-def tools_of(log: SessionLog) -> list[ToolSpec]:
-    """The tool definitions the recorded run sent the model; a schema that does not
-    compile is a `LogError` now, not a traceback when the model first calls the tool."""
-    from fsm_agent.validation import check_schema
+def tools_of(log: SessionLog, *, checked: bool = True) -> list[ToolSpec]:
+    """The tool definitions the recorded run sent the model. `checked`: a schema that
+    does not compile is a `LogError` now, not a traceback when the model first calls
+    the tool; unchecked, the caller turns a `SchemaError` into one (`header_tools_error`)."""
+    from fsm_agent.validation import SchemaError, check_schema
 
     specs: list[ToolSpec] = _from_header(log, "tools", [], list[ToolSpec])
-    for spec in specs:
-        try:
-            check_schema(spec.name, spec.input_schema)
-        except ValueError as exc:
-            raise LogError(f"{log.path}:1: the header's tools: {exc}") from None
+    if checked:
+        for spec in specs:
+            try:
+                check_schema(spec.name, spec.input_schema)
+            except SchemaError as exc:
+                raise header_tools_error(log, exc) from None
     return specs
+
+
+def header_tools_error(log: SessionLog, exc: Exception) -> LogError:
+    return LogError(f"{log.path}:1: the header's tools: {exc}")
 
 
 def _from_header(log: SessionLog, key: str, default: Any, cls: Any) -> Any:
@@ -250,11 +256,16 @@ async def areplay(
     tape_type: Callable[[SessionLog], ReplayTape] = ReplayTape,
 ) -> LoopResult:
     """Re-run a recorded session from its log; raises `Divergence` at the first difference."""
+    from fsm_agent.validation import SchemaError
+
     log = SessionLog(Path(path))
     tape = tape_type(log)
-    specs = tools_of(log)
+    specs = tools_of(log, checked=False)  # compiled as calls need them: a quicker start
     engine = Engine(config_of(log), tape, None, specs, log.header.get("session_id", ""), on_event)
-    return await engine.run(tape.messages(), tape.start_read_files)
+    try:
+        return await engine.run(tape.messages(), tape.start_read_files)
+    except SchemaError as exc:
+        raise header_tools_error(log, exc) from None
 
 
 def replay(path: str | Path, **kwargs: Any) -> LoopResult:

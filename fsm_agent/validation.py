@@ -18,12 +18,26 @@ Validate = Callable[[Any], Any]
 _compiled: dict[int, tuple[dict[str, Any], Validate]] = {}
 
 
+class SchemaError(ValueError):
+    """A tool's input_schema that does not compile."""
+
+
 def validator(schema: dict[str, Any]) -> Validate:
     """Compiled once per schema object (a tool's schema lives as long as the tool)."""
     found = _compiled.get(id(schema))
     if found is None or found[0] is not schema:
-        found = _compiled[id(schema)] = (schema, fastjsonschema.compile(schema, use_default=False))
+        found = _compiled[id(schema)] = (schema, _compile(schema))
     return found[1]
+
+
+def _compile(schema: dict[str, Any]) -> Validate:
+    try:
+        return fastjsonschema.compile(schema, use_default=False)
+    except fastjsonschema.JsonSchemaDefinitionException as error:
+        problem = str(error)
+    except (TypeError, AttributeError, KeyError) as error:  # fastjsonschema, on a wrong type
+        problem = f"{type(error).__name__}: {error}"
+    raise SchemaError(f"input_schema is not a valid JSON Schema: {problem}")
 
 
 def check_schema(name: str, schema: dict[str, Any]) -> None:
@@ -32,19 +46,20 @@ def check_schema(name: str, schema: dict[str, Any]) -> None:
     calls it, halfway through a log."""
     try:
         validator(schema)
-    except fastjsonschema.JsonSchemaDefinitionException as error:
-        problem = str(error)
-    except (TypeError, AttributeError, KeyError) as error:  # fastjsonschema, on a wrong type
-        problem = f"{type(error).__name__}: {error}"
-    else:
-        return
-    raise ValueError(f"tool {name!r}: input_schema is not a valid JSON Schema: {problem}")
+    except SchemaError as error:
+        raise SchemaError(f"tool {name!r}: {error}") from None
 
 
 def input_problem(name: str, schema: dict[str, Any], tool_input: Any) -> str | None:
-    """None when `tool_input` fits `schema`, else the `tool_use_error` text for the model."""
+    """None when `tool_input` fits `schema`, else the `tool_use_error` text for the model.
+    A schema that does not compile is a `SchemaError` naming the tool: a replay meets one
+    only in a damaged log's header, when the model first calls the tool."""
     try:
-        validator(schema)(tool_input)
+        validate = validator(schema)
+    except SchemaError as error:
+        raise SchemaError(f"tool {name!r}: {error}") from None
+    try:
+        validate(tool_input)
     except fastjsonschema.JsonSchemaValueException as error:
         return (
             f"<tool_use_error>InputValidationError: {name} failed due to the following "
