@@ -17,16 +17,18 @@ the same spans (user and system, so the log's writes count): what the code
 costs, without the time a shared machine gives to someone else. On a quiet
 machine the two agree; when they do not, the wall figure is the machine's.
 
-`--memory-log` keeps the log in memory (`keep_log=False`): every record is
-still made, only the write system calls are left out, so the difference
-from a normal run is what writing the log to disk costs.
+`--no-writes` runs the same with each log record made but not written (this
+process's `LogWriter.write` stops short of the system call), so the
+difference from a normal run is what writing the log costs. (Keeping the log
+in memory instead, `keep_log=False`, holds every line until the end, and at
+N = 1000 that costs about as much as the writes.)
 
 The last line times a plain two-state `transitions.Machine` trigger on this
 machine, the yardstick the issue gives (about 6 µs on the machine it was
 written on): an iteration fires seven such triggers, and the figure tells
 how fast this machine is when comparing results across machines.
 
-    python tools/bench_engine.py [N ...] [--repeat R] [--memory-log]
+    python tools/bench_engine.py [N ...] [--repeat R] [--no-writes]
 """
 
 from __future__ import annotations
@@ -41,8 +43,10 @@ from itertools import pairwise
 from pathlib import Path
 from typing import Any, ClassVar
 
+from fsm_agent import jsontext
 from fsm_agent.config import RunConfig
 from fsm_agent.events import DriverEvent, Transition
+from fsm_agent.log import LogWriter
 from fsm_agent.messages import ToolResultBlock
 from fsm_agent.permissions import PermissionSettings, RuleSource
 from fsm_agent.scripted import Scenario, ScriptedModel
@@ -88,7 +92,7 @@ def bench_config(cwd: Path) -> RunConfig:
     )
 
 
-async def measure(n: int, log: Path, keep_log: bool = True) -> list[tuple[float, float]]:
+async def measure(n: int, log: Path) -> list[tuple[float, float]]:
     """Wall-clock and CPU seconds of each iteration, `next_turn` to `next_turn`."""
     stamps: list[tuple[float, float]] = []
 
@@ -106,7 +110,6 @@ async def measure(n: int, log: Path, keep_log: bool = True) -> list[tuple[float,
             config=bench_config(log.parent),
             tools={"Noop": Noop()},
             log=log,
-            keep_log=keep_log,
             on_event=on_event,
         )
     finally:
@@ -144,34 +147,35 @@ def plain_trigger_us(n: int = 20_000) -> float:
     return best * 1e6
 
 
-def one_run(n: int, keep_log: bool = True) -> tuple[float, float, float, int]:
-    """µs per iteration (wall, CPU), the last-10%/first-10% ratio, and the log's size
-    (0 for a log kept in memory)."""
+def one_run(n: int) -> tuple[float, float, float, int]:
+    """µs per iteration (wall, CPU), the last-10%/first-10% ratio, and the log's size."""
     with tempfile.TemporaryDirectory() as tmp:
         log = Path(tmp) / "bench.jsonl"
-        spans = asyncio.run(measure(n, log, keep_log))
+        spans = asyncio.run(measure(n, log))
         times = [wall for wall, _ in spans]
         tenth = max(1, len(times) // 10)
         head = sum(times[:tenth]) / tenth
         tail = sum(times[-tenth:]) / tenth
         cpu = sum(c for _, c in spans) / len(spans)
-        size = log.stat().st_size if keep_log else 0
-        return 1e6 * sum(times) / len(times), 1e6 * cpu, tail / head, size
+        return 1e6 * sum(times) / len(times), 1e6 * cpu, tail / head, log.stat().st_size
 
 
-def main(sizes: list[int], repeat: int, keep_log: bool = True) -> None:
+def unwritten(self: LogWriter, record: dict[str, Any]) -> None:
+    """`LogWriter.write` up to the system call: the record is made, not written."""
+    jsontext.line(record)
+
+
+def main(sizes: list[int], repeat: int, note: str = "") -> None:
     """Each size runs `repeat` times and each column shows its median over the runs,
     so one hiccup of a shared machine does not make a figure. (At N = 10 the
     ratio compares one iteration with another, and a single hiccup moves it.)"""
     print(f"{'N':>6} {'µs/iter':>10} {'cpu µs/iter':>12} {'last10%/first10%':>18} {'log size':>10}")
     for n in sizes:
-        runs = [one_run(n, keep_log) for _ in range(repeat)]
+        runs = [one_run(n) for _ in range(repeat)]
         columns = zip(*runs, strict=True)
         mean_us, cpu_us, ratio, size = (statistics.median(column) for column in columns)
-        shown = f"{size / 1024:.0f}K" if keep_log else "memory"
-        print(f"{n:>6} {mean_us:>10.1f} {cpu_us:>12.1f} {ratio:>18.2f} {shown:>10}")
-    where = "" if keep_log else ", the log kept in memory"
-    print(f"(each the median of {repeat} runs{where})")
+        print(f"{n:>6} {mean_us:>10.1f} {cpu_us:>12.1f} {ratio:>18.2f} {size / 1024:>9.0f}K")
+    print(f"(each the median of {repeat} runs{note})")
     print(f"a plain transitions trigger here: {plain_trigger_us():.1f} µs (7 per iteration)")
 
 
@@ -180,7 +184,9 @@ if __name__ == "__main__":
     parser.add_argument("sizes", nargs="*", type=int, default=[10, 100, 1000])
     parser.add_argument("--repeat", type=int, default=3, help="runs per size (default 3)")
     parser.add_argument(
-        "--memory-log", action="store_true", help="keep the log in memory: no write system calls"
+        "--no-writes", action="store_true", help="make each log record but do not write it"
     )
     args = parser.parse_args()
-    main(args.sizes, max(1, args.repeat), keep_log=not args.memory_log)
+    if args.no_writes:
+        LogWriter.write = unwritten  # type: ignore[method-assign]
+    main(args.sizes, max(1, args.repeat), "; log records made, not written" * args.no_writes)
