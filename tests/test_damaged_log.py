@@ -178,9 +178,13 @@ DAMAGE: dict[str, tuple[Callable[[Rows], int], str]] = {
 }
 
 
-def damaged(tmp_path: Path, case: str) -> tuple[Path, str]:
+def damaged(
+    tmp_path: Path, case: str, table: dict[str, tuple[Callable[[Rows], int], str]] | None = None
+) -> tuple[Path, str]:
+    """SOURCE with the change `case` names in `table` (DAMAGE by default), and the error
+    line a reader must give for it."""
     rows = [json.loads(line) for line in SOURCE.read_text().splitlines()]
-    change, message = DAMAGE[case]
+    change, message = (DAMAGE if table is None else table)[case]
     line = change(rows) + 1
     path = tmp_path / "damaged.jsonl"
     path.write_text("".join(json.dumps(r) + "\n" for r in rows))
@@ -348,12 +352,7 @@ SHAPES = {
 
 
 def shaped(tmp_path: Path, case: str) -> tuple[Path, str]:
-    rows = [json.loads(line) for line in SOURCE.read_text().splitlines()]
-    change, message = SHAPES[case]
-    line = change(rows) + 1
-    path = tmp_path / "shaped.jsonl"
-    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
-    return path, f"{path}:{line}: {message}"
+    return damaged(tmp_path, case, SHAPES)
 
 
 @pytest.mark.parametrize("case", SHAPES)
