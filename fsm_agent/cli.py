@@ -162,12 +162,25 @@ def _context(cwd: str) -> tuple[dict[str, str], dict[str, str], tuple[str, ...]]
     return gather(Path(cwd), Path.home(), dt.date.today().isoformat())
 
 
+class FilePath(click.Path):
+    """A file's path. click takes an empty one (`--log ""`, an unset variable) as `.`,
+    the current directory, and it was refused for what `.` is, or not at all."""
+
+    def __init__(self) -> None:
+        super().__init__(dir_okay=False, path_type=Path)
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        if isinstance(value, str) and not value.strip():
+            self.fail("an empty path names no file", param, ctx)
+        return super().convert(value, param, ctx)
+
+
 def _run_options(fn: Any) -> Any:
     """The options `run` and `chat` share, in the order `--help` shows them."""
     options = [
         click.option(
             "--scripted",
-            type=click.Path(dir_okay=False, path_type=Path),
+            type=FilePath(),
             help="Drive the loop with a scenario file of model turns instead of a real model.",
         ),
         click.option(
@@ -178,7 +191,7 @@ def _run_options(fn: Any) -> Any:
         ),
         click.option(
             "--log",
-            type=click.Path(dir_okay=False, path_type=Path),
+            type=FilePath(),
             help="Where to write the session log (a new file: an existing one is never "
             "overwritten). Default: .fsm-agent/sessions/ in the workspace. In a chat, later "
             "runs go next to it as STEM.N.jsonl.",
@@ -186,7 +199,7 @@ def _run_options(fn: Any) -> Any:
         click.option(
             "--resume",
             metavar="LOG|ID",
-            type=click.Path(dir_okay=False, path_type=Path),
+            type=FilePath(),
             help="Continue the conversation a session ended with: its log's path, or its "
             "session id (a unique prefix will do) in the workspace.",
         ),
@@ -779,7 +792,7 @@ def _sessions_table(infos: list[Any]) -> None:
 )
 @click.option(
     "--highlight",
-    type=click.Path(dir_okay=False, path_type=Path),
+    type=FilePath(),
     help="Mark the path a recorded session took.",
 )
 def graph(fmt: str, highlight: Path | None) -> None:
@@ -834,7 +847,7 @@ def _warn_if_torn(path: Path) -> None:
 
 
 @cli.command()
-@click.argument("logs", nargs=-1, required=True, type=click.Path(dir_okay=False, path_type=Path))
+@click.argument("logs", nargs=-1, required=True, type=FilePath())
 @click.option(
     "--check",
     is_flag=True,
@@ -850,14 +863,14 @@ def _warn_if_torn(path: Path) -> None:
 )
 @click.option(
     "--edit-effect",
-    type=(int, click.Path(dir_okay=False, path_type=Path)),
+    type=(int, FilePath()),
     metavar="K FILE",
     help="Replay up to effect record K (1-based, in log order), answer it with the JSON "
     "result in FILE, then go on live.",
 )
 @click.option(
     "--scripted",
-    type=click.Path(dir_okay=False, path_type=Path),
+    type=FilePath(),
     help="Fork: go on with this scenario's model turns and hooks.",
 )
 @click.option("--model", help="Fork: go on with this real model.")
@@ -871,7 +884,7 @@ def _warn_if_torn(path: Path) -> None:
 @click.option(
     "--log",
     "fork_log",
-    type=click.Path(dir_okay=False, path_type=Path),
+    type=FilePath(),
     help="Fork: where to write the new log (a new file: an existing one is never "
     "overwritten). Default: .fsm-agent/sessions/ in the workspace.",
 )
@@ -1100,7 +1113,7 @@ def _other_machine(path: Path) -> str | None:
 
 
 @cli.command()
-@click.argument("logs", nargs=-1, required=True, type=click.Path(dir_okay=False, path_type=Path))
+@click.argument("logs", nargs=-1, required=True, type=FilePath())
 def coverage(logs: tuple[Path, ...]) -> None:
     """Which edges of the machine the LOGS take (with counts), and which none does.
 

@@ -350,3 +350,23 @@ def test_manual_mode_is_default_under_claude_code_s_newer_name(
     assert not (workspace / "notes.txt").exists()
     header = json.loads((tmp_path / "run.jsonl").read_text().splitlines()[0])
     assert header["config"].get("permission_mode", "default") == "default"
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["run", "--scripted", str(SCENARIOS / "tool_round.json"), "--log", "", "hi"],
+        ["run", "--scripted", "", "hi"],
+        ["replay", "--check", ""],
+        ["coverage", ""],
+    ],
+    ids=["--log", "--scripted", "replay", "coverage"],
+)
+def test_an_empty_path_is_named_as_one(args: list[str], tmp_path: Path) -> None:
+    """click takes "" as ".": `--log ""` said '.: already exists', `replay ""` '.: not a
+    file', `--scripted ""` 'cannot read: Is a directory'."""
+    proc = fsm(*args, cwd=tmp_path)
+    assert proc.returncode == 2
+    assert proc.stderr.endswith(": an empty path names no file\n"), proc.stderr
+    assert proc.stderr.count("\n") == 1
+    assert not (tmp_path / ".fsm-agent").exists()
