@@ -102,6 +102,14 @@ def header_problem(header: Any) -> str | None:
     return None
 
 
+def _is_utf8(raw: bytes) -> bool:
+    try:
+        raw.decode()
+    except UnicodeDecodeError:
+        return False
+    return True
+
+
 def _a(kind: str) -> str:
     return f"an {kind}" if kind[0] in "aeiou" else f"a {kind}"
 
@@ -233,8 +241,9 @@ class SessionLog:
         try:
             header = jsontext.loads(raw)
         except (json.JSONDecodeError, UnicodeDecodeError):
+            what = "JSON" if _is_utf8(raw) else "UTF-8 text (a compressed or binary file?)"
             raise LogError(
-                f"{self.path}:1: not a session log (the first line is not JSON)"
+                f"{self.path}:1: not a session log (the first line is not {what})"
             ) from None
         problem = header_problem(header)
         if problem is not None:

@@ -84,6 +84,20 @@ def test_not_a_log(tmp_path: Path, first: str, message: str) -> None:
         SessionLog(path)
 
 
+def test_a_first_line_that_is_not_utf_8_says_so(tmp_path: Path) -> None:
+    """A gzipped log (or any binary file) is not text at all, which "not JSON" did not say."""
+    import gzip
+
+    path = tmp_path / "x.jsonl.gz"
+    path.write_bytes(gzip.compress(b'{"format": "fsm-agent-session", "version": 2}\n'))
+    with pytest.raises(LogError, match=r":1: not a session log \(the first line is not UTF-8"):
+        SessionLog(path)
+    text = tmp_path / "x.jsonl"
+    text.write_text("hello world\n")
+    with pytest.raises(LogError, match=r"\(the first line is not JSON\)"):
+        SessionLog(text)
+
+
 def test_offsets_index_every_record(scenario, tmp_path: Path) -> None:
     path = _recorded(scenario, tmp_path)
     log = SessionLog(path)
