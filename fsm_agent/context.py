@@ -19,6 +19,7 @@ from attrs import evolve, frozen
 from fsm_agent import jsontext
 from fsm_agent.codec import block_to_api
 from fsm_agent.messages import (
+    ContentBlock,
     ImageBlock,
     Message,
     TextBlock,
@@ -403,6 +404,40 @@ def reactive_compact(messages: Transcript) -> Transcript:
     note = system_reminder(f"[{dropped} earlier messages were compacted to fit the context]")
     tail = tuple(evolve(m, usage=None) for m in messages.items[last:])
     return Transcript.of((*messages.items[:first], note, *tail))
+
+
+IMAGE_PLACEHOLDER = "[image]"
+
+
+def strip_images(messages: Transcript) -> Transcript:
+    """Every image, in a message or a tool result, as the text `[image]`, as Claude
+    Code's compaction strips them: after a media error, the image the API refused
+    would fail the retry again. The same transcript when there is none."""
+    items = messages.items
+    kept = tuple(_without_images(m) for m in items)
+    if all(a is b for a, b in zip(kept, items, strict=True)):
+        return messages
+    return Transcript.of(kept)
+
+
+def _without_images(message: Message) -> Message:
+    content = tuple(_block_without_images(b) for b in message.content)
+    if all(a is b for a, b in zip(content, message.content, strict=True)):
+        return message
+    return evolve(message, content=content)
+
+
+def _block_without_images(block: ContentBlock) -> ContentBlock:
+    if isinstance(block, ImageBlock):
+        return TextBlock(IMAGE_PLACEHOLDER)
+    if not isinstance(block, ToolResultBlock) or isinstance(block.content, str):
+        return block
+    if not any(isinstance(b, ImageBlock) for b in block.content):
+        return block
+    shown = tuple(
+        TextBlock(IMAGE_PLACEHOLDER) if isinstance(b, ImageBlock) else b for b in block.content
+    )
+    return evolve(block, content=shown)
 
 
 @frozen

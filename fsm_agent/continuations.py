@@ -15,10 +15,12 @@ from attrs import evolve, fields
 
 from fsm_agent.config import RunConfig
 from fsm_agent.context import (
+    IMAGE_PLACEHOLDER,
     MAX_OUTPUT_RECOVERY_MESSAGE,
     drain_collapses,
     meta,
     reactive_compact,
+    strip_images,
 )
 from fsm_agent.effects import INTERRUPTED, model_failed
 from fsm_agent.events import Notice
@@ -166,6 +168,10 @@ async def reactive_compact_retry(
         done = "nothing older than the last round to compact; retrying once"
     else:
         done = f"compacted {len(messages)} messages to {len(compacted)}, retrying"
+    if not blocked and it.withheld == "media":
+        unseen = strip_images(compacted)
+        if unseen is not compacted:
+            compacted, done = unseen, f"{done}; images sent as {IMAGE_PLACEHOLDER}"
     if not blocked:
         await compact_hook(run, "PostCompact", {"compact_summary": None})
     why = "an image was refused" if it.withheld == "media" else "context too long"

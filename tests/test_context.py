@@ -619,6 +619,41 @@ def test_autocompact_lets_a_run_past_the_blocking_limit(tmp_path: Path, workspac
     assert "blocking_limit" not in result.edges
 
 
+def test_a_media_error_retries_without_the_images(tmp_path: Path, workspace: Path) -> None:
+    """The API refused an image: the retry sends `[image]` in its place, as Claude Code's
+    compaction strips images, so it can succeed; it sent the same image again, wasting
+    a request before `image_error`."""
+    png = b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR" + b"\x00" * 20
+    (workspace / "shot.png").write_bytes(png)
+    read = {"type": "tool_use", "id": "toolu_png", "name": "Read"}
+    refused = "messages.2.content.0.content.0.image.source.base64: image exceeds 5 MB maximum"
+    turns = [
+        {"content": [{**read, "input": {"file_path": "shot.png"}}]},
+        {"error": {"kind": "media", "message": refused, "status": 400}},
+        {"content": [{"type": "text", "text": "I could not see it."}]},
+    ]
+    model = CountingModel(turns)
+    result = asyncio.run(
+        arun("Look at shot.png.", model=model, config=RunConfig(cwd=str(workspace)), keep_log=False)
+    )
+
+    def images(request: ModelRequest) -> list[object]:
+        blocks = [b for m in request.messages for b in m.content]
+        inner = [
+            c
+            for b in blocks
+            if isinstance(b, ToolResultBlock) and not isinstance(b.content, str)
+            for c in b.content
+        ]
+        return [b for b in (*blocks, *inner) if isinstance(b, ImageBlock)]
+
+    assert result.edges.count("reactive_compact_retry") == 1
+    assert result.reason == "completed"
+    failed, retried = model.requests[1], model.requests[2]
+    assert len(images(failed)) == 1 and images(retried) == []
+    assert "[image]" in [r.text for r in results(retried.messages)]
+
+
 def test_prompt_too_long_after_rounds_compacts_reactively_and_retries(
     tmp_path: Path, workspace: Path
 ) -> None:
