@@ -34,7 +34,7 @@ IMAGE_TOKENS = 2_000
 """Claude Code's estimate for an image: the API resizes it, so it costs at most about
 1,600 tokens however large the file."""
 TOOL_RESULT_MAX_CHARS = 100_000
-TOOL_RESULT_MAX_CHARS_BY_TOOL: dict[str | None, int] = {"Bash": 30_000}
+TOOL_RESULT_MAX_CHARS_BY_TOOL: dict[str, int] = {"Bash": 30_000}
 """Tools whose results go to a file sooner, as in Claude Code: Bash's output past
 30,000 characters (`BASH_MAX_OUTPUT_LENGTH`)."""
 TOOL_RESULT_PREVIEW_CHARS = 2_000
@@ -108,12 +108,11 @@ def oversized_results(messages: Transcript, max_chars: int) -> tuple[ToolResultB
     if not messages or messages[-1].role != "user":
         return ()
     calls = messages[-2].tool_uses if len(messages) > 1 else ()
-    tool_of = {call.id: call.name for call in calls}
+    limit = {c.id: TOOL_RESULT_MAX_CHARS_BY_TOOL.get(c.name, max_chars) for c in calls}
     return tuple(
         b
         for b in messages[-1].content
-        if isinstance(b, ToolResultBlock)
-        and len(b.text) > TOOL_RESULT_MAX_CHARS_BY_TOOL.get(tool_of.get(b.tool_use_id), max_chars)
+        if isinstance(b, ToolResultBlock) and len(b.text) > limit.get(b.tool_use_id, max_chars)
     )
 
 

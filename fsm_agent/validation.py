@@ -40,12 +40,12 @@ def _compile(schema: dict[str, Any]) -> Validate:
     raise SchemaError(f"input_schema is not a valid JSON Schema: {problem}")
 
 
-def check_schema(name: str, schema: dict[str, Any]) -> None:
+def check_schema(name: str, schema: dict[str, Any]) -> Validate:
     """Compile a tool's schema before a run, so that a broken one (a tool of the
     caller's) is refused up front, naming the tool, and not when the model first
-    calls it, halfway through a log."""
+    calls it, halfway through a log. Returns the compiled validator."""
     try:
-        validator(schema)
+        return validator(schema)
     except SchemaError as error:
         raise SchemaError(f"tool {name!r}: {error}") from None
 
@@ -54,10 +54,7 @@ def input_problem(name: str, schema: dict[str, Any], tool_input: Any) -> str | N
     """None when `tool_input` fits `schema`, else the `tool_use_error` text for the model.
     A schema that does not compile is a `SchemaError` naming the tool: a replay meets one
     only in a damaged log's header, when the model first calls the tool."""
-    try:
-        validate = validator(schema)
-    except SchemaError as error:
-        raise SchemaError(f"tool {name!r}: {error}") from None
+    validate = check_schema(name, schema)
     try:
         validate(tool_input)
     except fastjsonschema.JsonSchemaValueException as error:

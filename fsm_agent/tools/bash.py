@@ -91,13 +91,11 @@ class OutputBuffer:
     def text(self, keep: int | None = None) -> str:
         """What was kept, with a marker where the middle was dropped; with `keep`, a head
         and a tail of that many characters in all."""
-        if keep is not None:
+        if keep is not None or not self.dropped:
             joined = (self.head + self.tail).decode("utf-8", errors="replace")
-            return clip_middle(joined, keep, self.dropped)
-        head = self.head.decode("utf-8", errors="replace")
-        if not self.dropped:
-            return (self.head + self.tail).decode("utf-8", errors="replace")
-        return f"{head}{marker(self.dropped)}{self.tail.decode('utf-8', errors='replace')}"
+            return joined if keep is None else clip_middle(joined, keep, self.dropped)
+        head, tail = (part.decode("utf-8", errors="replace") for part in (self.head, self.tail))
+        return f"{head}{marker(self.dropped)}{tail}"
 
 
 def clip_middle(text: str, keep: int, dropped: int = 0) -> str:
