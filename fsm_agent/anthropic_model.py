@@ -22,7 +22,7 @@ import json
 import os
 import re
 import time
-from collections.abc import AsyncGenerator, AsyncIterator, Callable
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Mapping
 from typing import Any
 
 import anthropic
@@ -224,6 +224,28 @@ _on_attempt: contextvars.ContextVar[Callable[[int], None] | None] = contextvars.
 )
 """Where the request hook reports each attempt's retry count (the SDK's own header)."""
 NO_ANSWER = "no answer: a timeout or a lost connection"
+
+STREAM_IDLE_TIMEOUT_S = 90.0
+"""How long a stream may go without an event before it is given up, as in Claude Code."""
+MIN_STREAM_IDLE_TIMEOUT_S = 15.0
+IDLE_TIMEOUT_VARIABLE = "CLAUDE_STREAM_IDLE_TIMEOUT_MS"
+WATCHDOG_VARIABLE = "CLAUDE_ENABLE_STREAM_WATCHDOG"
+
+
+def stream_idle_timeout(env: Mapping[str, str]) -> float | None:
+    """The stream watchdog's limit in seconds from Claude Code's variables, None if it
+    is turned off (`CLAUDE_ENABLE_STREAM_WATCHDOG=0`); ValueError for a limit that is
+    not a number of milliseconds. A limit under 15 s is 15 s, as in Claude Code."""
+    if env.get(WATCHDOG_VARIABLE, "").strip().lower() in ("0", "false"):
+        return None
+    value = env.get(IDLE_TIMEOUT_VARIABLE, "").strip()
+    if not value:
+        return STREAM_IDLE_TIMEOUT_S
+    if not value.isdigit():
+        raise ValueError(
+            f"{IDLE_TIMEOUT_VARIABLE} must be a whole number of milliseconds, not {value!r}"
+        )
+    return max(MIN_STREAM_IDLE_TIMEOUT_S, int(value) / 1000)
 
 
 def will_retry(status: int, headers: Any) -> bool:
@@ -518,11 +540,15 @@ class AnthropicModel:
         base_url: str | None = None,
         max_retries: int = 2,
         timeout: float = 600.0,
+        stream_idle_timeout: float | None = STREAM_IDLE_TIMEOUT_S,
     ) -> None:
         self.api_key = api_key
         self.base_url = base_url
         self.max_retries = max_retries
         self.timeout = timeout
+        self.stream_idle_timeout = stream_idle_timeout
+        """Seconds an open stream may go without an event (pings do not count: a
+        server that only pings is stalled, and the read timeout never fires)."""
         self._client: anthropic.AsyncAnthropic | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
 
@@ -614,10 +640,17 @@ class AnthropicModel:
         events = aiter(response)
         try:
             while not assembler.finished:
+                watchdog = asyncio.timeout(self.stream_idle_timeout)
                 try:
-                    translated = assembler.feed(await anext(events))
+                    async with watchdog:
+                        event = await anext(events)
+                    translated = assembler.feed(event)
                 except StopAsyncIteration:
                     break
+                except TimeoutError as exc:
+                    if not watchdog.expired():
+                        raise to_model_error(exc, reading=True) from exc
+                    raise ModelCallError("connection", self._stalled(assembler)) from None
                 except ModelCallError:
                     raise
                 except Exception as exc:
@@ -639,6 +672,14 @@ class AnthropicModel:
                 "incomplete_stream",
                 f"the stream ended without message_stop (last event: {assembler.last_event})",
             )
+
+    def _stalled(self, assembler: StreamAssembler) -> str:
+        """Claude Code's words for the watchdog's timeout, and the limit that was passed."""
+        got = "no chunks" if assembler.last_event == "nothing" else "partial response"
+        return (
+            f"Stream idle timeout - {got} received (no event for "
+            f"{self.stream_idle_timeout:g} s; {IDLE_TIMEOUT_VARIABLE} sets the limit)"
+        )
 
     async def count_tokens(self, request: ModelRequest) -> int | None:
         """The request's input tokens, or None when the server cannot say.

@@ -134,9 +134,13 @@ def _real_model(base_url: str | None) -> Model:
             f"{given_by} {base_url!r} is not an http(s) URL "
             "(give one like https://api.anthropic.com or http://127.0.0.1:4000)"
         )
-    from fsm_agent.anthropic_model import AnthropicModel
+    from fsm_agent.anthropic_model import AnthropicModel, stream_idle_timeout
 
-    return AnthropicModel(api_key=key, base_url=base_url)
+    try:
+        idle = stream_idle_timeout(os.environ)
+    except ValueError as exc:
+        fail(str(exc))
+    return AnthropicModel(api_key=key, base_url=base_url, stream_idle_timeout=idle)
 
 
 def _is_http_url(url: str) -> bool:

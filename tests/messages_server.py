@@ -45,7 +45,9 @@ class StreamReply:
     `cut_after` closes the socket mid-body after that many events (the client
     sees a dropped connection); `end_after` ends the body cleanly after that
     many events (a well-formed response that lacks the rest of the stream).
-    `stall_at` events in, the server waits `stall_for` seconds. `message` is
+    `stall_at` events in, the server waits `stall_for` seconds, sending a `ping`
+    every `ping_every` seconds meanwhile if that is set (the API's keep-alive,
+    which the SDK does not pass on: only the bytes flow). `message` is
     the same message as one JSON body, sent when the request did not ask to
     stream.
     """
@@ -56,6 +58,7 @@ class StreamReply:
     stall_before: float = 0.0
     stall_at: int | None = None
     stall_for: float = 0.0
+    ping_every: float = 0.0
     message: Mapping[str, Any] | None = None
     headers: tuple[tuple[str, str], ...] = ()
 
@@ -334,6 +337,16 @@ class _Handler(BaseHTTPRequestHandler):
         if self.server.owner.stopping.is_set():
             raise _Stop
 
+    def _stall_pinging(self, seconds: float, every: float) -> None:
+        if every <= 0:
+            self._stall(seconds)
+            return
+        left = min(seconds, MAX_STALL_S)
+        while left > 0:
+            self._stall(min(every, left))
+            left -= every
+            self._chunk(Sse("ping", {"type": "ping"}).encode())
+
     def _json(self, reply: JsonReply) -> None:
         self._stall(reply.stall_before)
         data = json.dumps(reply.body).encode()
@@ -377,7 +390,7 @@ class _Handler(BaseHTTPRequestHandler):
             if sent == reply.end_after:
                 break
             if sent == reply.stall_at:
-                self._stall(reply.stall_for)
+                self._stall_pinging(reply.stall_for, reply.ping_every)
             self._chunk(event.encode())
         if reply.cut_after is not None and reply.cut_after >= len(reply.events):
             self._cut()

@@ -13,9 +13,11 @@ import pytest
 
 from fsm_agent.anthropic_model import (
     NO_ANSWER,
+    STREAM_IDLE_TIMEOUT_S,
     AnthropicModel,
     asked_delay,
     request_body,
+    stream_idle_timeout,
     will_retry,
 )
 from fsm_agent.codec import message_to_api
@@ -89,10 +91,18 @@ FAST = "0.01"
 
 
 def model_for(
-    server: MessagesServer, *, max_retries: int = 2, timeout: float = 5.0
+    server: MessagesServer,
+    *,
+    max_retries: int = 2,
+    timeout: float = 5.0,
+    stream_idle_timeout: float | None = STREAM_IDLE_TIMEOUT_S,
 ) -> AnthropicModel:
     return AnthropicModel(
-        api_key="test-key", base_url=server.url, max_retries=max_retries, timeout=timeout
+        api_key="test-key",
+        base_url=server.url,
+        max_retries=max_retries,
+        timeout=timeout,
+        stream_idle_timeout=stream_idle_timeout,
     )
 
 
@@ -840,6 +850,65 @@ def test_stall_mid_stream_times_out(messages_server: MessagesServer) -> None:
 
     assert exc.kind == "connection" and "timed out" in exc.message
     assert [type(e) for e in events] == [MessageStart, BlockStart, BlockDelta]
+
+
+def test_a_stream_that_only_pings_is_given_up_by_the_watchdog(
+    messages_server: MessagesServer,
+) -> None:
+    """Pings keep the bytes flowing, so the read timeout never fires; the SDK drops
+    them, so the stream would wait for ever. Claude Code's watchdog gives it up."""
+    messages_server.reply(text("slow answer", stall_at=4, stall_for=3.0, ping_every=0.1))
+
+    events, exc = stream_fails(model_for(messages_server, max_retries=0, stream_idle_timeout=0.5))
+
+    assert exc.kind == "connection"
+    assert exc.message.startswith("Stream idle timeout - partial response received")
+    assert "no event for 0.5 s" in exc.message
+    assert [type(e) for e in events] == [MessageStart, BlockStart, BlockDelta]
+
+
+def test_the_watchdog_waits_for_the_first_event_too(messages_server: MessagesServer) -> None:
+    messages_server.reply(text("slow answer", stall_at=0, stall_for=3.0, ping_every=0.1))
+
+    events, exc = stream_fails(model_for(messages_server, max_retries=0, stream_idle_timeout=0.5))
+
+    assert exc.message.startswith("Stream idle timeout - no chunks received")
+    assert events == []
+
+
+@pytest.mark.parametrize(("idle", "stall"), [(2.0, 0.3), (None, 1.0)])
+def test_a_pause_within_the_limit_or_with_no_watchdog_is_waited_out(
+    messages_server: MessagesServer, idle: float | None, stall: float
+) -> None:
+    messages_server.reply(text("slow answer", stall_at=4, stall_for=stall, ping_every=0.1))
+
+    events, exc = collect(model_for(messages_server, max_retries=0, stream_idle_timeout=idle))
+
+    assert exc is None
+    assert stops(events) == [BlockStop(0, TextBlock("slow answer"))]
+
+
+@pytest.mark.parametrize(
+    ("env", "limit"),
+    [
+        ({}, STREAM_IDLE_TIMEOUT_S),
+        ({"CLAUDE_STREAM_IDLE_TIMEOUT_MS": "120000"}, 120.0),
+        ({"CLAUDE_STREAM_IDLE_TIMEOUT_MS": " 5000 "}, 15.0),
+        ({"CLAUDE_STREAM_IDLE_TIMEOUT_MS": ""}, STREAM_IDLE_TIMEOUT_S),
+        ({"CLAUDE_ENABLE_STREAM_WATCHDOG": "0", "CLAUDE_STREAM_IDLE_TIMEOUT_MS": "60000"}, None),
+        ({"CLAUDE_ENABLE_STREAM_WATCHDOG": "1"}, STREAM_IDLE_TIMEOUT_S),
+    ],
+)
+def test_the_watchdog_s_limit_comes_from_claude_code_s_variables(
+    env: dict[str, str], limit: float | None
+) -> None:
+    assert stream_idle_timeout(env) == limit
+
+
+@pytest.mark.parametrize("value", ["90s", "-1", "1.5e3"])
+def test_a_watchdog_limit_that_is_not_milliseconds_is_refused(value: str) -> None:
+    with pytest.raises(ValueError, match="CLAUDE_STREAM_IDLE_TIMEOUT_MS must be a whole number"):
+        stream_idle_timeout({"CLAUDE_STREAM_IDLE_TIMEOUT_MS": value})
 
 
 @pytest.mark.parametrize("sent", [4, 7, 8])

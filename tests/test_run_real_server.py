@@ -538,3 +538,15 @@ def test_a_fallback_model_that_is_the_main_model_is_a_usage_error(
         f"fsm-agent: error: --fallback-model {fallback} is the main model: give another one"
     ]
     assert not (workspace / ".fsm-agent").exists()
+
+
+def test_a_stream_idle_limit_that_is_not_milliseconds_is_a_usage_error(workspace: Path) -> None:
+    env = {**os.environ, "ANTHROPIC_API_KEY": "k", "CLAUDE_STREAM_IDLE_TIMEOUT_MS": "90s"}
+    args = ["run", "hi", "--cwd", str(workspace), "--base-url", "http://127.0.0.1:9"]
+    proc = fsm_with(env, *args)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert proc.stderr.splitlines() == [
+        "fsm-agent: error: CLAUDE_STREAM_IDLE_TIMEOUT_MS must be a whole number of "
+        "milliseconds, not '90s'"
+    ]
+    assert not (workspace / ".fsm-agent").exists()
