@@ -24,6 +24,7 @@ from fsm_agent.messages import (
     Message,
     TextBlock,
     ToolResultBlock,
+    Usage,
     system_reminder,
     user,
 )
@@ -86,13 +87,21 @@ def count_tokens(messages: Sequence[Message]) -> TokenCount:
 
     Walks back only to the last assistant message that carries usage, so the
     cost is that of what was added since the last response, not the history.
+    A usage that counts no input anchors nothing: every request has input, so
+    it is missing (a compatible server that reports zeros, or no usage), not
+    small, and the messages before it are estimated.
     """
     extra = 0
     for message in reversed(messages):
-        if message.role == "assistant" and message.usage is not None:
-            return TokenCount(message.usage.context_tokens + extra, True)
+        usage = message.usage
+        if message.role == "assistant" and usage is not None and _input_tokens(usage) > 0:
+            return TokenCount(usage.context_tokens + extra, True)
         extra += estimate_tokens(message)
     return TokenCount(extra, False)
+
+
+def _input_tokens(usage: Usage) -> int:
+    return usage.input_tokens + usage.cache_creation_input_tokens + usage.cache_read_input_tokens
 
 
 def token_count(messages: Sequence[Message]) -> int:

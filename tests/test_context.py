@@ -152,6 +152,31 @@ def test_count_without_usage_is_an_estimate() -> None:
     assert count.tokens == estimate_all(messages)
 
 
+def test_a_response_that_reports_no_input_anchors_nothing(tmp_path: Path) -> None:
+    """A compatible server that reports zero usage (or none: the stream's usage stays at
+    zero) counted every response as an empty context, so a long session never reached
+    autocompact or the blocking limit. Every request has input: such usage is missing,
+    and the messages are estimated instead."""
+    zero = Usage(output_tokens=20)
+    messages = history(12, usage=None)
+    messages = Transcript.of(
+        [evolve(m, usage=zero) if m.role == "assistant" else m for m in messages]
+    )
+    count = count_tokens(messages)
+    assert not count.exact
+    assert count.tokens == estimate_all(messages)
+    big = Transcript.of(
+        [user("go"), *(m for n in range(12) for m in round_of(n, "Task", "r" * 8_000))]
+    )
+    big = Transcript.of([evolve(m, usage=Usage()) if m.role == "assistant" else m for m in big])
+    assert estimate_all(big) > SMALL.autocompact_threshold
+    model = CountingModel([SUMMARY_TURN])
+    it, reports = pipeline(big, SMALL, model, tmp_path)
+    assert [r.purpose for r in model.requests] == ["compact"]
+    assert reports[-1].level == "autocompact"
+    assert is_compact_summary(it.messages_for_query[0])
+
+
 def test_thresholds_are_claude_codes() -> None:
     """20k reserved for the summary whatever max_tokens a request asks: Claude Code
     autocompacts at 167k on a 200k window and at about 967k on a 1M one."""
