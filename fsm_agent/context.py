@@ -56,18 +56,21 @@ def estimate_tokens(message: Message) -> int:
     """A rough count, as Claude Code makes for messages the API has not counted yet:
     the length of each block's compact JSON (`JSON.stringify`'s) over four, and
     `IMAGE_TOKENS` for an image, whose base64 says nothing of what it costs."""
-    size = 0
+    return max(1, sum(_size(block) for block in message.content) // CHARS_PER_TOKEN)
+
+
+def _size(block: ContentBlock) -> int:
+    """A block's length in characters, an image as `IMAGE_TOKENS` tokens' worth."""
+    if isinstance(block, ImageBlock):
+        return IMAGE_TOKENS * CHARS_PER_TOKEN
     images = 0
-    for block in message.content:
-        if isinstance(block, ImageBlock):
-            images += 1
-            continue
-        if isinstance(block, ToolResultBlock) and not isinstance(block.content, str):
-            shown = tuple(b for b in block.content if not isinstance(b, ImageBlock))
-            images += len(block.content) - len(shown)
-            block = evolve(block, content=shown)
-        size += len(jsontext.dumps(block_to_api(block)).decode())
-    return max(1, size // CHARS_PER_TOKEN + images * IMAGE_TOKENS)
+    if isinstance(block, ToolResultBlock) and not isinstance(block.content, str):
+        shown = tuple(b for b in block.content if not isinstance(b, ImageBlock))
+        images = len(block.content) - len(shown)
+        block = evolve(block, content=shown)
+    return (
+        len(jsontext.dumps(block_to_api(block)).decode()) + images * IMAGE_TOKENS * CHARS_PER_TOKEN
+    )
 
 
 def estimate_all(messages: Iterable[Message]) -> int:
@@ -212,8 +215,10 @@ def microcompact(
 ) -> tuple[Transcript, int]:
     """Clear the content of old results of `tools`, keeping the newest `keep`.
 
-    Walks back from the end and stops at the first result already cleared:
-    every older one was cleared with it, so a run costs what was added since.
+    A result no longer than the marker stays: clearing it would make the
+    history longer. Walks back from the end and stops at the first result
+    already cleared: every older one was cleared with it, so a run costs what
+    was added since.
     """
     items = messages.items
     names: dict[str, str] = {}
@@ -240,7 +245,9 @@ def microcompact(
             if kept < keep:
                 kept += 1
                 continue
-            content[j] = evolve(block, content=CLEARED)
+            cleared = evolve(block, content=CLEARED)
+            if _size(cleared) < _size(block):
+                content[j] = cleared
         if tuple(content) != message.content:
             changed[i] = evolve(message, content=tuple(content))
         if done:

@@ -352,6 +352,43 @@ def test_microcompact_stops_at_the_first_cleared_result() -> None:
     assert freed > 0
 
 
+def test_microcompact_leaves_a_result_shorter_than_its_marker() -> None:
+    """Clearing "ok" with the 33-character marker made the history longer: the report
+    showed the count going up (446 → 481 tokens). Only what clearing shrinks is
+    cleared, so what it frees is never negative."""
+    items = [user("go")]
+    for n in range(10):
+        items += round_of(n, result="ok" if n % 2 else "long result " * 40)
+    messages = Transcript.of(items)
+    out, freed = microcompact(messages)
+    texts = [r.content for r in results(out)]
+    assert texts[:5] == [CLEARED, "ok", CLEARED, "ok", CLEARED]
+    assert texts[5:] == [r.content for r in results(messages)][5:]
+    assert freed == estimate_all(messages) - estimate_all(out) > 0
+    short = history(10, usage=None)
+    short = Transcript.of(
+        [
+            evolve(m, content=(evolve(m.content[0], content="ok"),))
+            if m.role == "user" and i
+            else m
+            for i, m in enumerate(short)
+        ]
+    )
+    assert microcompact(short) == (short, 0)
+    later = out.extend(round_of(10)).extend(round_of(11))
+    again, freed = microcompact(later)
+    assert [r.content for r in results(again)][:7] == [
+        CLEARED,
+        "ok",
+        CLEARED,
+        "ok",
+        CLEARED,
+        "ok",
+        CLEARED,
+    ]
+    assert freed == estimate_all(later) - estimate_all(again) > 0
+
+
 # --- level 4: context collapse ---------------------------------------------------
 
 
