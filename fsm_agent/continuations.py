@@ -27,7 +27,7 @@ from fsm_agent.events import Notice
 from fsm_agent.machine import MODEL_FALLBACK, Continue, Terminal
 from fsm_agent.messages import Message, TextBlock, ToolResultBlock, ToolUseBlock, tool_results
 from fsm_agent.models import held_to_limit
-from fsm_agent.phases import Run
+from fsm_agent.phases import Run, max_tokens
 from fsm_agent.prelude import reminders
 from fsm_agent.preprocess import compact_hook
 from fsm_agent.state import (
@@ -106,13 +106,9 @@ async def next_turn(run: Run, state: LoopState, it: Iteration, facts: Facts) -> 
 async def max_output_tokens_escalate(
     run: Run, state: LoopState, it: Iteration, facts: Facts
 ) -> LoopState:
-    run.emit(
-        Notice(
-            "retry",
-            f"output cut at {run.config.max_output_tokens} tokens; retrying "
-            f"with {run.config.escalated_max_output_tokens}",
-        )
-    )
+    asked = max_tokens(run.config, state, it.model)
+    escalated = held_to_limit(it.model, run.config.escalated_max_output_tokens)
+    run.emit(Notice("retry", f"output cut at {asked} tokens; retrying with {escalated}"))
     return _whole(
         messages=it.messages_for_query,
         tool_context=_tool_context(state, it),
@@ -315,8 +311,7 @@ def surface_cut_output(run: Run, state: LoopState, it: Iteration, facts: Facts) 
     conversation goes on). Any other `completed` is left as it is."""
     if not facts.truncated or facts.api_error is not None:
         return it
-    asked = state.max_output_tokens_override or run.config.max_output_tokens
-    limit = held_to_limit(it.model, asked)
+    limit = max_tokens(run.config, state, it.model)
     return evolve(
         it, api_error=f"API Error: Claude's response exceeded the {limit} output token maximum."
     )

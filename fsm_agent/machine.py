@@ -134,8 +134,9 @@ EDGES: tuple[Edge, ...] = (
     _edge(P.RECOVERY, T.IMAGE_ERROR, T.IMAGE_ERROR,
           "media error withheld, nothing left", lambda s, f: f.withheld == "media"),
     _edge(P.RECOVERY, C.MAX_OUTPUT_TOKENS_ESCALATE, P.PREPROCESS,
-          "output truncated, no override yet",
-          lambda s, f: f.truncated and s.max_output_tokens_override is None),
+          "output truncated, no override yet, a higher limit to ask for",
+          lambda s, f: f.truncated and s.max_output_tokens_override is None
+          and not f.at_output_limit),
     _edge(P.RECOVERY, C.MAX_OUTPUT_TOKENS_RECOVERY, P.PREPROCESS,
           f"output truncated, fewer than {MAX_OUTPUT_RECOVERY_LIMIT} recoveries",
           lambda s, f: f.truncated

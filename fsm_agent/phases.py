@@ -154,6 +154,12 @@ class _Assembler:
         )
 
 
+def max_tokens(config: RunConfig, state: LoopState, model: str) -> int:
+    """What a request to `model` asks for: the override after an escalation, else the
+    capped default, held to the model's output limit."""
+    return held_to_limit(model, state.max_output_tokens_override or config.max_output_tokens)
+
+
 def build_request(run: Run, state: LoopState, it: Iteration) -> ModelRequest:
     config = run.config
     return ModelRequest(
@@ -161,9 +167,7 @@ def build_request(run: Run, state: LoopState, it: Iteration) -> ModelRequest:
         system=run.system,
         messages=prepend_user_context(it.messages_for_query, config.user_context),
         tools=run.tool_specs,
-        max_tokens=held_to_limit(
-            it.model, state.max_output_tokens_override or config.max_output_tokens
-        ),
+        max_tokens=max_tokens(config, state, it.model),
     )
 
 
@@ -277,10 +281,12 @@ async def abort_check(run: Run, state: LoopState, it: Iteration) -> tuple[Iterat
 
 
 async def recovery(run: Run, state: LoopState, it: Iteration) -> tuple[Iteration, Facts]:
+    escalated = held_to_limit(it.model, run.config.escalated_max_output_tokens)
     return it, facts(
         withheld=it.withheld,
         collapses_staged=it.collapse.staged_count,
         truncated=it.stop_reason == "max_tokens",
+        at_output_limit=escalated <= max_tokens(run.config, state, it.model),
         api_error=it.api_error,
     )
 

@@ -303,6 +303,9 @@ class Facts:
     withheld: Withheld | None = None
     collapses_staged: int = 0
     truncated: bool = False
+    at_output_limit: bool = False
+    """The cut request already asked for as many tokens as the escalated retry would:
+    escalating would send the same request again."""
     api_error: str | None = None
     hook_prevented: bool = False
     stop_reason: str | None = None

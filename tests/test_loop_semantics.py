@@ -9,9 +9,9 @@ from pathlib import Path
 
 from fsm_agent.config import RunConfig
 from fsm_agent.context import MAX_OUTPUT_RECOVERY_MESSAGE
-from fsm_agent.driver import fresh_iteration, initial_state
+from fsm_agent.driver import LoopResult, fresh_iteration, initial_state
 from fsm_agent.effects import LiveEffects
-from fsm_agent.events import StreamEvent
+from fsm_agent.events import DriverEvent, Notice, StreamEvent
 from fsm_agent.hooks import HookOutcome
 from fsm_agent.messages import Message, ToolResultBlock, ToolUseBlock, user
 from fsm_agent.model import ModelRequest
@@ -109,6 +109,40 @@ def test_max_output_tokens_escalates_then_recovers_three_times(workspace: Path) 
     assert not any(m.text == MAX_OUTPUT_RECOVERY_MESSAGE for m in escalated)
     last = model.requests[4].messages.items
     assert sum(m.text == MAX_OUTPUT_RECOVERY_MESSAGE and m.is_meta for m in last) == 3
+
+
+def _cut_output(model_id: str, workspace: Path) -> tuple[SpyModel, LoopResult, list[str]]:
+    """The max_output_tokens scenario against `model_id`'s output limit."""
+    model = SpyModel(Scenario.load(SCENARIOS / "max_output_tokens.json"))
+    events: list[DriverEvent] = []
+    config = RunConfig(cwd=str(workspace), model=model_id)
+    result = asyncio.run(
+        arun("go", model=model, config=config, on_event=events.append, keep_log=False)
+    )
+    retries = [e.text for e in events if isinstance(e, Notice) and e.kind == "retry"]
+    return model, result, retries
+
+
+def test_no_escalation_when_the_escalated_limit_is_no_higher(workspace: Path) -> None:
+    """Claude 3 Haiku writes at most 4,096 tokens: the request already asks for them, so
+    the "escalated" retry was the same request again. Output cut at the model's own
+    limit goes straight to the recovery turns, as Claude Code's does when the limit
+    is fixed."""
+    model, result, _ = _cut_output("claude-3-haiku-20240307", workspace)
+    assert "max_output_tokens_escalate" not in result.edges
+    assert result.edges.count("max_output_tokens_recovery") == 3
+    assert [r.max_tokens for r in model.requests] == [4_096] * 4
+    second = model.requests[1].messages.items
+    assert second[-1].text == MAX_OUTPUT_RECOVERY_MESSAGE and second[-1].is_meta
+    assert len({r.messages.digest for r in model.requests}) == 4
+
+
+def test_the_escalation_notice_names_the_limits_sent(workspace: Path) -> None:
+    """3.5 Haiku's limit is 8,192: the notice said "retrying with 64000" while the
+    request asked for 8,192."""
+    model, _, retries = _cut_output("claude-3-5-haiku-20241022", workspace)
+    assert [r.max_tokens for r in model.requests[:2]] == [8_000, 8_192]
+    assert retries[0] == "output cut at 8000 tokens; retrying with 8192"
 
 
 def test_tool_use_cut_by_max_tokens_is_never_run(scenario, workspace: Path) -> None:

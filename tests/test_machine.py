@@ -80,6 +80,7 @@ def test_recovery_priority_is_table_order() -> None:
             "image_error",
         ),
         (STATE, Facts(truncated=True), "max_output_tokens_escalate"),
+        (STATE, Facts(truncated=True, at_output_limit=True), "max_output_tokens_recovery"),
         (
             evolve(STATE, max_output_tokens_override=64000),
             Facts(truncated=True),
