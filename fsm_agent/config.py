@@ -7,9 +7,15 @@ the configuration the recording had.
 from __future__ import annotations
 
 from attrs import field, frozen
+from attrs.validators import ge, optional
 
 from fsm_agent.command_hooks import HookMatcher
-from fsm_agent.models import CAPPED_DEFAULT_MAX_TOKENS, DEFAULT_CONTEXT_WINDOW, ESCALATED_MAX_TOKENS
+from fsm_agent.models import (
+    CAPPED_DEFAULT_MAX_TOKENS,
+    DEFAULT_CONTEXT_WINDOW,
+    ESCALATED_MAX_TOKENS,
+    MIN_CONTEXT_WINDOW,
+)
 from fsm_agent.permission_types import PermissionSettings
 
 DEFAULT_MODEL = "claude-sonnet-4-6"
@@ -36,9 +42,11 @@ class RunConfig:
     fallback_model: str | None = None
     max_turns: int | None = None
     token_budget: int | None = None
-    context_window: int = DEFAULT_CONTEXT_WINDOW
-    max_output_tokens: int = CAPPED_DEFAULT_MAX_TOKENS
-    escalated_max_output_tokens: int = ESCALATED_MAX_TOKENS
+    context_window: int = field(default=DEFAULT_CONTEXT_WINDOW, validator=ge(MIN_CONTEXT_WINDOW))
+    """At least `MIN_CONTEXT_WINDOW`, as the command line and a scenario hold it: a smaller
+    window has thresholds at or below zero."""
+    max_output_tokens: int = field(default=CAPPED_DEFAULT_MAX_TOKENS, validator=ge(1))
+    escalated_max_output_tokens: int = field(default=ESCALATED_MAX_TOKENS, validator=ge(1))
     system_prompt: str = DEFAULT_SYSTEM_PROMPT
     user_context: dict[str, str] = field(factory=dict)
     system_context: dict[str, str] = field(factory=dict)
@@ -54,7 +62,7 @@ class RunConfig:
     for stream-json's `tool_use_result`, as they do for a PostToolUse hook."""
     session_source: str = "startup"
     autocompact: bool = True
-    snip_threshold: int | None = None
+    snip_threshold: int | None = field(default=None, validator=optional(ge(0)))
     path_rules: tuple[PathRule, ...] = ()
     memory_paths: tuple[str, ...] = ()
     """The memory files `user_context["claudeMd"]` holds: a nested CLAUDE.md's

@@ -217,6 +217,43 @@ def test_the_smallest_window_a_run_takes_has_every_threshold_above_zero(
     assert refused.returncode == 2 and "--context-window" in refused.stderr
 
 
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [
+        ("context_window", 1_000),
+        ("context_window", 0),
+        ("context_window", -5),
+        ("max_output_tokens", 0),
+        ("escalated_max_output_tokens", -1),
+        ("snip_threshold", -1),
+    ],
+)
+def test_a_run_config_with_limits_no_run_can_keep_is_refused(
+    field: str, value: int, tmp_path: Path
+) -> None:
+    """The command line and a scenario refuse a window under 40,000; a `RunConfig` took
+    one from Python as given: the run asked the model to summarise the prompt before its
+    first request, then ended "over the blocking limit of -22,000". A zero or negative
+    output limit is refused by the API; a negative snip threshold snips every turn."""
+    with pytest.raises(ValueError, match=field):
+        RunConfig(**{field: value})
+    log = tmp_path / "l.jsonl"
+    run_scenario(SCENARIOS / "tool_round.json", cwd=tmp_path, log=log)
+    lines = log.read_text().splitlines()
+    header = json.loads(lines[0])
+    header["config"][field] = value
+    log.write_text("\n".join([json.dumps(header), *lines[1:]]) + "\n")
+    proc = subprocess.run(
+        [sys.executable, "-m", "fsm_agent.cli", "replay", "--check", str(log)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert proc.returncode == 2
+    assert proc.stderr.startswith("fsm-agent: error: ") and field in proc.stderr
+    assert len(proc.stderr.splitlines()) == 1 and "Traceback" not in proc.stderr
+
+
 def test_output_limits_table() -> None:
     """A dated id is its family's; a minor version the table lacks is not its family's
     oldest (Opus 4's 32k would cap a newer Opus), it keeps the defaults."""
