@@ -38,6 +38,11 @@ TOOL_RESULT_MAX_CHARS = 100_000
 TOOL_RESULT_MAX_CHARS_BY_TOOL: dict[str, int] = {"Bash": 30_000}
 """Tools whose results go to a file sooner, as in Claude Code: Bash's output past
 30,000 characters (`BASH_MAX_OUTPUT_LENGTH`)."""
+TOOL_RESULTS_PER_MESSAGE_CHARS = 200_000
+"""Claude Code's `MAX_TOOL_RESULTS_PER_MESSAGE_CHARS`: the results of one message together."""
+UNSTORED_TOOLS = frozenset({"Read"})
+"""Tools whose results the per-message budget never stores, as Claude Code's Read
+(`maxResultSizeChars: Infinity`): the model would read the stored file back."""
 TOOL_RESULT_PREVIEW_CHARS = 2_000
 CLEARED = "[Old tool result content cleared]"
 COMPACTABLE_TOOLS = frozenset(
@@ -116,16 +121,28 @@ def token_count(messages: Sequence[Message]) -> int:
 
 def oversized_results(messages: Transcript, max_chars: int) -> tuple[ToolResultBlock, ...]:
     """Tool results in the newest message too large to send whole: over `max_chars`, or
-    over their tool's own size (`TOOL_RESULT_MAX_CHARS_BY_TOOL`), named by the call."""
+    over their tool's own size (`TOOL_RESULT_MAX_CHARS_BY_TOOL`), named by the call;
+    then, while the others pass `TOOL_RESULTS_PER_MESSAGE_CHARS` together, the largest
+    of them (not Read's), as Claude Code holds parallel calls to one budget."""
     if not messages or messages[-1].role != "user":
         return ()
     calls = messages[-2].tool_uses if len(messages) > 1 else ()
-    limit = {c.id: TOOL_RESULT_MAX_CHARS_BY_TOOL.get(c.name, max_chars) for c in calls}
-    return tuple(
-        b
-        for b in messages[-1].content
-        if isinstance(b, ToolResultBlock) and len(b.text) > limit.get(b.tool_use_id, max_chars)
-    )
+    names = {c.id: c.name for c in calls}
+    results = [b for b in messages[-1].content if isinstance(b, ToolResultBlock)]
+    sizes = [len(b.text) for b in results]
+    big = {
+        i
+        for i, b in enumerate(results)
+        if sizes[i] > TOOL_RESULT_MAX_CHARS_BY_TOOL.get(names.get(b.tool_use_id, ""), max_chars)
+    }
+    total = sum(size for i, size in enumerate(sizes) if i not in big)
+    for i in sorted(range(len(results)), key=lambda i: sizes[i], reverse=True):
+        if total <= TOOL_RESULTS_PER_MESSAGE_CHARS:
+            break
+        if i not in big and names.get(results[i].tool_use_id) not in UNSTORED_TOOLS:
+            big.add(i)
+            total -= sizes[i]
+    return tuple(results[i] for i in sorted(big))
 
 
 def blob_name(block: ToolResultBlock) -> str:

@@ -326,6 +326,38 @@ def test_bash_output_is_stored_past_thirty_thousand_characters() -> None:
     assert "Full output saved to: /s/r.txt" in results(stored)[0].text
 
 
+def parallel_results(*calls: tuple[str, int]) -> Transcript:
+    """One round of parallel calls: (tool, result size) each."""
+    uses = tuple(ToolUseBlock(f"toolu_p{i}", tool, {}) for i, (tool, _) in enumerate(calls))
+    answers = tuple(
+        ToolResultBlock(f"toolu_p{i}", str(i) * size) for i, (_, size) in enumerate(calls)
+    )
+    return Transcript.of([user("go"), Message("assistant", uses), Message("user", answers)])
+
+
+def test_parallel_results_are_held_to_a_budget_for_the_whole_message(tmp_path: Path) -> None:
+    """Claude Code's applyToolResultBudget holds the results of one message to 200,000
+    characters together (MAX_TOOL_RESULTS_PER_MESSAGE_CHARS), storing the largest first:
+    five Greps of 60,000 characters each went to the model whole, 300,000 characters."""
+    limit = ctx.TOOL_RESULT_MAX_CHARS
+
+    def stored(messages: Transcript) -> list[str]:
+        return [b.tool_use_id for b in ctx.oversized_results(messages, limit)]
+
+    assert stored(parallel_results(*[("Grep", 60_000)] * 5)) == ["toolu_p0", "toolu_p1"]
+    mixed = parallel_results(("Grep", 10_000), ("Glob", 90_000), ("Bash", 25_000), ("Grep", 80_000))
+    assert stored(mixed) == ["toolu_p1"]
+    assert stored(parallel_results(*[("Grep", 50_000)] * 4)) == []
+    reads = parallel_results(("Read", 90_000), ("Read", 90_000), ("Grep", 30_000))
+    assert stored(reads) == ["toolu_p2"], "Read's results are not stored, as in Claude Code"
+    messages = parallel_results(*[("Grep", 60_000)] * 5)
+    it, reports = pipeline(messages, RunConfig(), CountingModel([]), tmp_path)
+    sent = results(it.messages_for_query)
+    assert sum(len(r.text) for r in sent) <= ctx.TOOL_RESULTS_PER_MESSAGE_CHARS
+    assert (tmp_path / "blobs" / "toolu_p0.txt").read_text() == "0" * 60_000
+    assert [r.level for r in reports] == ["tool_result_budget"]
+
+
 # --- level 2: snip -----------------------------------------------------------------
 
 
