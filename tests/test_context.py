@@ -57,6 +57,7 @@ from fsm_agent.state import AutoCompactTracking, CollapseStore, Iteration, LoopS
 from tests.conftest import SCENARIOS
 from tests.messages_server import (
     MessagesServer,
+    StreamReply,
     message,
     messages_server_fixture,  # noqa: F401
     text,
@@ -921,3 +922,51 @@ def test_the_request_after_a_compaction_is_the_context_the_summary_and_the_kept_
     assert "Read a.txt: it says alpha." in sent[1]["content"][0]["text"]
     assert [m["role"] for m in sent[2:]] == ["assistant", "user"]
     assert "Conversation compacted" not in json.dumps(sent)
+
+
+def test_a_server_that_reports_no_usage_still_compacts_a_long_session(
+    messages_server: MessagesServer, workspace: Path, tmp_path: Path
+) -> None:
+    """A compatible server that sends zero usage: each Read adds about 5,000 tokens
+    behind the last response, which counted as 0, so the count never passed the
+    7,000-token threshold of a 40,000 window and the session grew until the server
+    refused it. The estimate of the history stands in, and the third request is the
+    summary's."""
+    for n in range(3):
+        (workspace / f"part{n}.txt").write_text(f"part {n} line of text\n" * 900)
+    config = RunConfig(model="claude-test-1", cwd=str(workspace), context_window=40_000)
+    zero = {
+        "input_tokens": 0,
+        "output_tokens": 0,
+        "cache_creation_input_tokens": 0,
+        "cache_read_input_tokens": 0,
+    }
+
+    def read(n: int) -> StreamReply:
+        use = {"type": "tool_use", "id": f"toolu_{n}", "name": "Read",
+               "input": {"file_path": f"part{n}.txt"}}  # fmt: skip
+        return message([use], stop_reason="tool_use", usage=zero)
+
+    messages_server.reply(
+        read(0),
+        read(1),
+        text("<summary>Read part0 and part1.</summary>", usage=zero),
+        read(2),
+        text("Done.", usage=zero),
+    )
+
+    async def go() -> str:
+        model = AnthropicModel(api_key="test-key", base_url=messages_server.url, max_retries=0)
+        try:
+            result = await arun("Read the parts.", model=model, config=config,
+                                log=tmp_path / "s.jsonl")  # fmt: skip
+        finally:
+            await model.aclose()
+        return result.reason
+
+    assert asyncio.run(go()) == "completed"
+    bodies = messages_server.bodies()
+    asked = [b["messages"][-1]["content"][0].get("text", "")[:20] for b in bodies]
+    assert asked[2] == "Your task is to crea", asked
+    assert bodies[3]["messages"][0]["content"][0]["text"].startswith("This session is being")
+    assert replay(tmp_path / "s.jsonl").reason == "completed"
