@@ -335,16 +335,26 @@ class LiveEffects:
         return cancel.is_set()
 
     async def store_blob(self, name: str, text: str) -> str | None:
-        """Write an oversized tool result next to the session log; None if that failed."""
+        """Write an oversized tool result next to the session log; None if that failed.
+
+        A file already there is another result's (a tool_use id used twice): the
+        new one gets a name of its own (`-2`, `-3`, …), so no result is lost."""
         if self.blob_dir is None:
             return None
-        path = self.blob_dir / name
+        stem, suffix = Path(name).stem, Path(name).suffix
+        n = 1
         try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(text, encoding="utf-8")
+            self.blob_dir.mkdir(parents=True, exist_ok=True)
+            while True:
+                path = self.blob_dir / (name if n == 1 else f"{stem}-{n}{suffix}")
+                try:
+                    with path.open("x", encoding="utf-8") as file:
+                        file.write(text)
+                    return str(path)
+                except FileExistsError:
+                    n += 1
         except OSError:
             return None
-        return str(path)
 
     async def nested_memory(self, paths: tuple[str, ...]) -> dict[str, str]:
         from fsm_agent.claude_md import read_nested

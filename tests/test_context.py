@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import json
+import re
 import subprocess
 import sys
 from collections.abc import AsyncIterator
@@ -870,6 +871,31 @@ def test_long_bash_output_reaches_the_model_as_a_file_and_a_preview(
     assert stored.read_text() == "\n".join(str(n) for n in range(1, 20_001))
     sent = results(result.messages)[-1].text
     assert sent.startswith("<persisted-output>") and f"Full output saved to: {stored}" in sent
+    assert replay(log).reason == "completed"
+
+
+def test_a_stored_result_is_never_overwritten_by_one_with_the_same_id(
+    tmp_path: Path, workspace: Path
+) -> None:
+    """A server (or a scenario) may use a tool_use id twice: the second oversized result
+    overwrote the first's file, so the preview the model had of the first named a file
+    that held the second, and the first output was lost."""
+    call = {"type": "tool_use", "id": "toolu_same", "name": "Bash"}
+    turns = [
+        {"content": [{**call, "input": {"command": "printf 'A%.0s' $(seq 1 40000)"}}]},
+        {"content": [{**call, "input": {"command": "printf 'B%.0s' $(seq 1 40000)"}}]},
+        {"content": [{"type": "text", "text": "Both."}]},
+    ]
+    path = tmp_path / "same.json"
+    config = {"permission_mode": "bypassPermissions"}
+    path.write_text(json.dumps({"prompt": "Print", "config": config, "turns": turns}))
+    log = tmp_path / "logs" / "same.jsonl"
+    result = run_scenario(path, cwd=workspace, log=log)
+    sent = [r.text for r in results(result.messages)]
+    named = [re.search(r"Full output saved to: (\S+)", text) for text in sent]
+    files = [Path(m.group(1)) for m in named if m]
+    assert len(set(files)) == 2
+    assert [f.read_text() for f in files] == ["A" * 40_000, "B" * 40_000]
     assert replay(log).reason == "completed"
 
 
