@@ -97,8 +97,10 @@ class RunConfig:
 
     @property
     def collapse_threshold(self) -> int:
-        """Past this count, context collapse stages old rounds for a later drain."""
-        return int(0.75 * self.effective_window)
+        """Past this count, context collapse stages old rounds for a later drain: 75 % of
+        the effective window, at most autocompact's, so that on a small window the
+        lighter level still comes first (autocompact's is a fixed margin below it)."""
+        return min(int(0.75 * self.effective_window), self.autocompact_threshold)
 
     @property
     def autocompact_threshold(self) -> int:
@@ -107,5 +109,6 @@ class RunConfig:
 
     @property
     def microcompact_threshold(self) -> int:
-        """Past this count, old tool results are cleared (a token trigger, not every turn)."""
-        return int(0.6 * self.effective_window)
+        """Past this count, old tool results are cleared (a token trigger, not every turn):
+        60 % of the effective window, at most the collapse threshold."""
+        return min(int(0.6 * self.effective_window), self.collapse_threshold)
