@@ -97,10 +97,11 @@ class RunConfig:
 
     @property
     def collapse_threshold(self) -> int:
-        """Past this count, context collapse stages old rounds for a later drain: 75 % of
-        the effective window, at most autocompact's, so that on a small window the
-        lighter level still comes first (autocompact's is a fixed margin below it)."""
-        return min(int(0.75 * self.effective_window), self.autocompact_threshold)
+        """Past this count, context collapse stages old rounds for a later drain. On a
+        window under 72,000 it lies past autocompact's, which then comes first: a
+        staged collapse frees nothing until a prompt-too-long, and autocompact's
+        summary would drop it at once."""
+        return int(0.75 * self.effective_window)
 
     @property
     def autocompact_threshold(self) -> int:
@@ -110,5 +111,6 @@ class RunConfig:
     @property
     def microcompact_threshold(self) -> int:
         """Past this count, old tool results are cleared (a token trigger, not every turn):
-        60 % of the effective window, at most the collapse threshold."""
-        return min(int(0.6 * self.effective_window), self.collapse_threshold)
+        60 % of the effective window, at most autocompact's threshold, so that on a
+        small window clearing still comes first and may make the summary needless."""
+        return min(int(0.6 * self.effective_window), self.autocompact_threshold)

@@ -191,12 +191,12 @@ def test_thresholds_are_claude_codes() -> None:
 
 @pytest.mark.parametrize("window", [MIN_CONTEXT_WINDOW, 50_000, 62_000, 72_000, 200_000])
 def test_the_lighter_levels_come_first_on_every_window(window: int) -> None:
-    """Autocompact's threshold is a fixed margin, the others a share of the window: below
-    a 72,000 window autocompact came before collapse (50k: 17,000 against 22,500), and
-    the seed's lighter levels, which make it a no-op when they free enough, never ran."""
+    """Autocompact's threshold is a fixed margin, microcompact's a share of the window:
+    below a 52,500 window autocompact came first (50k: 17,000 against 18,000), and
+    the seed's lighter level, which makes it a no-op when it frees enough, never ran."""
     config = RunConfig(context_window=window)
     assert config.microcompact_threshold <= config.collapse_threshold
-    assert config.collapse_threshold <= config.autocompact_threshold
+    assert config.microcompact_threshold <= config.autocompact_threshold
 
 
 def test_the_smallest_window_a_run_takes_has_every_threshold_above_zero(
@@ -205,8 +205,8 @@ def test_the_smallest_window_a_run_takes_has_every_threshold_above_zero(
     """A window under the summary reserve and the margins made negative thresholds: the
     run autocompacted before its first request and ended over a limit of -13,000."""
     config = RunConfig(context_window=MIN_CONTEXT_WINDOW)
-    assert 0 < config.microcompact_threshold <= config.collapse_threshold
-    assert config.collapse_threshold <= config.autocompact_threshold < config.blocking_limit
+    assert 0 < config.microcompact_threshold <= config.autocompact_threshold
+    assert config.autocompact_threshold < config.blocking_limit
     scenario = str(SCENARIOS / "tool_round.json")
     log = tmp_path / "l.jsonl"
     args = ["--scripted", scenario, "--cwd", str(workspace), "--log", str(log)]
