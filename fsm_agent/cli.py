@@ -1101,19 +1101,12 @@ def _check(path: Path, name: str) -> int:
 
 
 def _other_machine(path: Path) -> str | None:
-    """A note when the log's edge table is not this machine's: a likely reason it diverged."""
-    from fsm_agent.log import LogError, SessionLog, machine_fingerprint
+    from fsm_agent.log import LogError, SessionLog, other_machine_note
 
     try:
-        recorded, ours = SessionLog(path).header["fingerprint"], machine_fingerprint()
+        return other_machine_note(SessionLog(path))
     except LogError:  # gone since it was replayed
         return None
-    if recorded == ours:
-        return None
-    return (
-        "  note: the log was written by another machine: its edge table's fingerprint is "
-        f"{recorded}, this one's {ours}"
-    )
 
 
 @cli.command()

@@ -29,7 +29,7 @@ from rich.text import Text
 
 from fsm_agent.codec import block_to_api, dumps, unstructure
 from fsm_agent.driver import StepInfo
-from fsm_agent.log import LogError
+from fsm_agent.log import LogError, other_machine_note
 from fsm_agent.machine import (
     CONTINUE_REASONS,
     STATES,
@@ -421,7 +421,8 @@ class Debugger(cmd.Cmd):
                     f"{stopped.step}; the replay learns of it when the calls are collected, "
                     f"after step {reached}, so steps {stopped.step}..{reached} were shown)"
                 )
-            return report
+            note = other_machine_note(self.stepper.log)
+            return report if note is None else f"{report}\n{note}"
         if stopped is not None:
             return f"the replay stopped after step {self.stepper.reached}: {stopped}"
         return f"{lead}: the log has steps 0..{self.stepper.index.steps}"

@@ -732,3 +732,20 @@ def test_a_breakpoint_on_a_file_read_names_the_file_by_its_path(dbg: Debugger) -
     dbg.onecmd("g 0")
     assert dbg.text(f"b tool_context.read_files.{path}>0").startswith("breakpoint 1: ")
     assert dbg.text("c").startswith(f"step {first}/")
+
+
+def test_a_divergence_from_another_machine_s_log_says_so_as_check_does(
+    tool_round: Path,
+) -> None:
+    """The debugger's report is --check's (docs/replay.md), its note on the fingerprint too:
+    the likeliest reason a log from another version stops replaying."""
+    rows = [json.loads(line) for line in tool_round.read_text().splitlines()]
+    rows[0]["fingerprint"] = "0123456789abcdef"
+    next(r for r in rows if r.get("edge") == "next_turn")["state"] = "0" * 16
+    tool_round.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    report = fsm("replay", "--check", str(tool_round)).stderr
+    assert "  note: the log was written by another machine" in report
+    dbg = Debugger(tool_round, width=200)
+    assert dbg.text("c") == "*** stopped at step 6: the code no longer replays the log\n" + report
+    assert dbg.text("n") == "*** no step 7: the code no longer replays the log\n" + report
+    dbg.stepper.close()
