@@ -220,7 +220,7 @@ class Breakpoint:
             return cls(spec, "tool", rest.strip())
         turn = re.fullmatch(r"turn\s*(?:=|==|\s)\s*(.*)", spec)
         if turn:
-            if not turn.group(1).isdigit():
+            if not turn.group(1).isdecimal():
                 raise CommandError(f"cannot read breakpoint {spec!r}: turn=N takes a turn number")
             return cls(spec, "condition", "turn_count", "==", int(turn.group(1)))
         match = _CONDITION.match(spec)
@@ -291,7 +291,7 @@ def _count(arg: str, command: str) -> int:
     arg = arg.strip()
     if not arg:
         return 1
-    if not arg.isdigit() or int(arg) == 0:
+    if not arg.isdecimal() or int(arg) == 0:
         raise CommandError(f"usage: {command} [COUNT] (a number of steps, 1 or more)")
     return int(arg)
 

@@ -749,3 +749,20 @@ def test_a_divergence_from_another_machine_s_log_says_so_as_check_does(
     assert dbg.text("c") == "*** stopped at step 6: the code no longer replays the log\n" + report
     assert dbg.text("n") == "*** no step 7: the code no longer replays the log\n" + report
     dbg.stepper.close()
+
+
+@pytest.mark.parametrize(
+    ("command", "usage"),
+    [
+        ("n ²", "*** usage: n [COUNT] (a number of steps, 1 or more)"),
+        ("back ¹", "*** usage: back [COUNT] (a number of steps, 1 or more)"),
+        ("b turn=²", "*** cannot read breakpoint 'turn=²': turn=N takes a turn number"),
+        ("tbreak turn=³", "*** cannot read breakpoint 'turn=³': turn=N takes a turn number"),
+    ],
+)
+def test_a_digit_that_is_no_number_is_a_usage_line(dbg: Debugger, command: str, usage: str) -> None:
+    """`str.isdigit` takes superscripts, which `int` refuses: that ValueError was no
+    usage line (the terminal loop showed `*** ValueError: invalid literal for int()`)."""
+    dbg.onecmd("g 3")
+    assert dbg.text(command) == usage + "\n"
+    assert dbg.pos == 3 and not dbg.breakpoints
