@@ -88,6 +88,19 @@ HELP = (
 )
 
 
+_ANOTHER_STEP = ": this step's; g N first for step N's"
+NO_ARGUMENT = {
+    "do_continue": "",
+    "do_return": "",
+    "do_where": "",
+    "do_list": "",
+    "do_msgs": _ANOTHER_STEP,
+    "do_effects": _ANOTHER_STEP,
+}
+"""The commands that take no argument, by handler: one given is refused, not ignored
+(`effects 3` would show this step's effects as if they were step 3's)."""
+
+
 class CommandError(ValueError):
     """A command the debugger cannot carry out; shown as one line."""
 
@@ -352,6 +365,8 @@ class Debugger(cmd.Cmd):
         if handler is None:
             return Text(f"*** unknown command {line.split()[0]!r}; type help", style="red")
         try:
+            if arg and handler.__name__ in NO_ARGUMENT:
+                raise CommandError(f"usage: {name} (no argument{NO_ARGUMENT[handler.__name__]})")
             return handler(arg or "")
         except (CommandError, LogError) as exc:
             return Text(f"*** {exc}", style="red")
@@ -640,8 +655,10 @@ class Debugger(cmd.Cmd):
     def do_diff(self, arg: str) -> RenderableType:
         parts = arg.split()
         try:
+            if len(parts) not in (0, 2):
+                raise ValueError
             a, b = (int(parts[0]), int(parts[1])) if parts else (max(self.pos - 1, 0), self.pos)
-        except (ValueError, IndexError):
+        except ValueError:
             raise CommandError("usage: diff [A B] (two step numbers)") from None
         first, second = self._state(a), self._state(b)
         lines: list[RenderableType] = [Text(f"LoopState, step {a} → step {b}:", style="bold")]

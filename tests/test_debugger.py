@@ -766,3 +766,27 @@ def test_a_digit_that_is_no_number_is_a_usage_line(dbg: Debugger, command: str, 
     dbg.onecmd("g 3")
     assert dbg.text(command) == usage + "\n"
     assert dbg.pos == 3 and not dbg.breakpoints
+
+
+@pytest.mark.parametrize(
+    ("command", "usage"),
+    [
+        ("effects 3", "effects (no argument: this step's; g N first for step N's)"),
+        ("msgs 3", "msgs (no argument: this step's; g N first for step N's)"),
+        ("w 3", "w (no argument)"),
+        ("bt 3", "bt (no argument)"),
+        ("l 3", "l (no argument)"),
+        ("c 2", "c (no argument)"),
+        ("cont 2", "cont (no argument)"),
+        ("r x", "r (no argument)"),
+        ("diff 1 2 3", "diff [A B] (two step numbers)"),
+    ],
+)
+def test_a_command_given_an_argument_it_does_not_take_refuses_it(
+    dbg: Debugger, command: str, usage: str
+) -> None:
+    """`effects 3` showed step 10's effects as if they were step 3's, and `c 2` ran on
+    as if 2 meant something: a usage line instead, and the position stays."""
+    dbg.onecmd("g 10")
+    assert dbg.text(command) == f"*** usage: {usage}\n"
+    assert dbg.pos == 10
