@@ -29,7 +29,7 @@ from rich.text import Text
 
 from fsm_agent.codec import block_to_api, dumps, unstructure
 from fsm_agent.driver import StepInfo
-from fsm_agent.log import LogError, other_machine_note
+from fsm_agent.log import LogError, edge_text, other_machine_note
 from fsm_agent.machine import (
     CONTINUE_REASONS,
     STATES,
@@ -40,6 +40,7 @@ from fsm_agent.machine import (
 )
 from fsm_agent.messages import ContentBlock, Message, TextBlock, ToolResultBlock, ToolUseBlock
 from fsm_agent.recording import Divergence, LogEnded, divergence_report, short_diff
+from fsm_agent.render import printable
 from fsm_agent.state import Iteration, LoopState, Transcript
 from fsm_agent.stepper import Stepper
 
@@ -310,8 +311,9 @@ def _count(arg: str, command: str) -> int:
 
 
 def _short(value: Any, limit: int = 100) -> str:
+    """One line of what the log holds: its escapes are shown, not obeyed (`printable`)."""
     text = value if isinstance(value, str) else dumps(value)
-    text = text.replace("\n", "⏎").replace("\t", " ")
+    text = printable(text.replace("\n", "⏎").replace("\t", " "))
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
@@ -548,7 +550,8 @@ class Debugger(cmd.Cmd):
                 return Text("no breakpoints")
             table = Table("num", "breakpoint", box=None)
             for n, bp in self.breakpoints.items():
-                table.add_row(str(n), f"{bp.spec} (temporary)" if bp.temporary else bp.spec)
+                spec = f"{bp.spec} (temporary)" if bp.temporary else bp.spec
+                table.add_row(str(n), Text(spec))
             return table
         return self._add(self._checked(Breakpoint.parse(arg)))
 
@@ -597,7 +600,7 @@ class Debugger(cmd.Cmd):
             source: Any = state if not name else field_value(state, "it", iteration)
             table = Table("field", "value", box=None)
             for f in FIELDS if not name else ITERATION_FIELDS:
-                table.add_row(f, self._show_value(getattr(source, f), 70))
+                table.add_row(f, Text(self._show_value(getattr(source, f), 70)))
             return table
         value = field_value(state, name, iteration)
         if isinstance(value, Transcript):
@@ -686,12 +689,8 @@ class Debugger(cmd.Cmd):
         for step in range(first, self.pos + 1):
             record = index.transition(step)
             mark = "→" if step == self.pos else " "
-            lines.append(
-                Text(
-                    f"{mark} {step:>4} {record['from']} -[{record['edge']}]-> {record['to']}"
-                    f"  turn {record['turn']}"
-                )
-            )
+            edge = edge_text((record["from"], record["edge"], record["to"]))
+            lines.append(Text(f"{mark} {step:>4} {edge}  turn {record['turn']}"))
         if self.pos == 0:
             lines.append(Text("→    0 start"))
         return Group(*lines, *self._here())

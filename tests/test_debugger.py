@@ -790,3 +790,59 @@ def test_a_command_given_an_argument_it_does_not_take_refuses_it(
     dbg.onecmd("g 10")
     assert dbg.text(command) == f"*** usage: {usage}\n"
     assert dbg.pos == 10
+
+
+def test_what_the_model_and_tools_wrote_is_shown_not_obeyed(
+    workspace: Path, tmp_path: Path
+) -> None:
+    """Text from the log is data: rich markup in it (`[/x]`, `[bold]`) was read as markup
+    in `p`'s and `b`'s tables (`p it` failed with a MarkupError, `[bold]` vanished), and
+    a terminal escape a tool printed (ESC [2J clears the screen) reached the terminal.
+    Both are shown as written, the escapes left out, as the live renderer does."""
+    from fsm_agent.session import run_scenario
+
+    marked = "[/x] [bold]it[/bold]"
+    write = {"file_path": "a.txt", "content": f"\x1b[2J{marked}\n"}
+    scenario = tmp_path / "marked.json"
+    scenario.write_text(
+        json.dumps(
+            {
+                "config": {"permission_mode": "acceptEdits"},
+                "prompt": f"go {marked}",
+                "turns": [
+                    {
+                        "content": [
+                            {"type": "text", "text": f"Writing {marked}"},
+                            {"type": "tool_use", "id": "t1", "name": "Write", "input": write},
+                        ]
+                    },
+                    {
+                        "content": [
+                            {"type": "tool_use", "id": "t2", "name": "Read",
+                             "input": {"file_path": "a.txt"}}
+                        ]
+                    },
+                    {"content": "done"},
+                ],
+            }
+        )
+    )  # fmt: skip
+    log = tmp_path / "marked.jsonl"
+    assert run_scenario(scenario, cwd=workspace, log=log).reason == "completed"
+    dbg = Debugger(log, width=400)
+    shown = []
+    try:
+        for step in range(dbg.stepper.index.steps + 1):
+            dbg.onecmd(f"g {step}")
+            for command in ("p", "p it", "msgs", "effects", "diff", "p messages"):
+                out = dbg.text(command)
+                assert "\x1b" not in out and "MarkupError" not in out, (step, command)
+                shown.append(out)
+        path = marked.replace(" ", "")
+        assert dbg.text(f"b tool_context.read_files./{path}>0").endswith(f"/{path}>0\n")
+        assert f"/{path}>0" in dbg.text("b")
+    finally:
+        dbg.stepper.close()
+    everything = "".join(shown)
+    assert f"Writing {marked}" in everything
+    assert f"1→[2J{marked}" in everything
