@@ -913,10 +913,22 @@ def replay(
     debugger (type help there); otherwise it prints the recorded path.
     """
     forking = fork_at is not None or edit_effect is not None
-    given = {"--scripted": scripted, "--model": model, "--log": fork_log}
+    typed = click.get_current_context().get_parameter_source
+    given = {
+        "--scripted": scripted is not None,
+        "--model": model is not None,
+        "--log": fork_log is not None,
+        "--cwd": typed("cwd") == ParameterSource.COMMANDLINE,
+        "--base-url": typed("base_url") == ParameterSource.COMMANDLINE,
+        "--verbose": verbose,
+    }
     for option, value in given.items():
-        if value is not None and not forking:
+        if value and not forking:
             fail(f"{option} is for a fork: give --fork-at N or --edit-effect K FILE")
+    for option, value in {"--path": show_path, "--json": as_json}.items():
+        if value and (check or forking):
+            what = "--check replays the log" if check else "a fork goes on live"
+            fail(f"{option} prints the recorded path; {what}: give one or the other")
     if check:
         if forking:
             fail("--check replays a log to its end; a fork (--fork-at, --edit-effect) goes on live")
