@@ -477,8 +477,12 @@ class Debugger(cmd.Cmd):
         return line
 
     def do_next(self, arg: str) -> RenderableType:
-        """Like `back`, a count past the end stops at the last step (and says so)."""
+        """Like `back`, a count past the end stops at the last step (and says so); one
+        past where the replay stops (a divergence) stops there, as `c` does."""
         target, last = self.pos + _count(arg, "n"), self.stepper.index.steps
+        if self._info(min(target, last)) is None and self.stepper.reached > self.pos:
+            self.pos = self.stepper.reached
+            raise CommandError(self._beyond(self.pos + 1, f"stopped at step {self.pos}"))
         if target <= last or self.pos >= last:
             return self._go(target)
         self._go(last)

@@ -846,3 +846,23 @@ def test_what_the_model_and_tools_wrote_is_shown_not_obeyed(
     everything = "".join(shown)
     assert f"Writing {marked}" in everything
     assert f"1→[2J{marked}" in everything
+
+
+def test_a_count_past_a_divergence_stops_where_the_replay_stopped(tool_round: Path) -> None:
+    """`n 10` from step 3 of a log that stops replaying at step 7 went nowhere; like `c`
+    (and gdb's `next 10` into a crash), it goes as far as the replay went and says why."""
+    rows = [json.loads(line) for line in tool_round.read_text().splitlines()]
+    next(r for r in rows if r.get("edge") == "next_turn")["state"] = "0" * 16
+    tool_round.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    report = fsm("replay", "--check", str(tool_round)).stderr
+    dbg = Debugger(tool_round, width=200)
+    try:
+        dbg.onecmd("g 3")
+        stopped = "*** stopped at step 6: the code no longer replays the log\n" + report
+        assert dbg.text("n 10") == stopped
+        assert dbg.pos == 6
+        assert dbg.text("n") == "*** no step 7: the code no longer replays the log\n" + report
+        dbg.onecmd("g 3")
+        assert dbg.text("n 3").startswith("step 6/20: attachments -[attached]-> continuation")
+    finally:
+        dbg.stepper.close()
