@@ -729,18 +729,29 @@ class Debugger(cmd.Cmd):
         if self.pos == 0 and index.steps:
             raise CommandError("no effects at the start: step 1 has those asked before it")
         # A run that ended before step 1 (a blocked prompt) has its effects under step 1.
-        records = index.effects_of(self.pos or 1)
-        if not records:
-            return Text(f"step {self.pos} has no effect records")
-        lines = []
-        first = index.first_effect(self.pos or 1)
-        for number, record in enumerate(records, first):
+        step = self.pos or 1
+        lines = self._effect_lines(step)
+        if not lines:
+            lines.append(Text(f"step {self.pos} has no effect records"))
+        if self.pos == index.steps and index.result_offset is None and index.effects_of(step + 1):
+            # A run killed mid-step: the step has no transition, only these.
+            lines.append(
+                Text(f"step {step + 1}, where the log ends (the run was killed in it), asked for:")
+            )
+            lines.extend(self._effect_lines(step + 1))
+        return Group(*lines)
+
+    def _effect_lines(self, step: int) -> list[RenderableType]:
+        index = self.stepper.index
+        lines: list[RenderableType] = []
+        first = index.first_effect(step)
+        for number, record in enumerate(index.effects_of(step), first):
             # The number is the K of `replay --edit-effect K FILE`.
             line = Text(f"#{number:<3} ", style="dim", no_wrap=True, overflow="ellipsis")
             line.append(f"{record['name']:<12} ", style="bold")
             line.append(effect_summary(record))
             lines.append(line)
-        return Group(*lines)
+        return lines
 
     def do_help(self, arg: str) -> RenderableType:  # type: ignore[override]
         """The whole list, or (pdb's `help CMD`) the line of the command named."""

@@ -866,3 +866,29 @@ def test_a_count_past_a_divergence_stops_where_the_replay_stopped(tool_round: Pa
         assert dbg.text("n 3").startswith("step 6/20: attachments -[attached]-> continuation")
     finally:
         dbg.stepper.close()
+
+
+def test_effects_at_the_end_of_a_log_cut_short_shows_the_unfinished_step_s(
+    tool_round: Path,
+) -> None:
+    """A run killed while a tool ran leaves that step's first effects (the permission
+    granted) and no transition for it: `effects` at the last step shows them, the
+    only place the debugger can, numbered as --edit-effect counts them."""
+    rows = tool_round.read_text().splitlines(keepends=True)
+    killed = next(i for i, r in enumerate(rows) if '"name":"tool"' in r)
+    tool_round.write_text("".join(rows[:killed]))
+    dbg = Debugger(tool_round, width=200)
+    try:
+        assert dbg.text("g 4").startswith("step 4/4: abort_check -[tool_use]-> tool_execution")
+        lines = dbg.text("effects").splitlines()
+        assert lines[:2] == [
+            "step 4 has no effect records",
+            "step 5, where the log ends (the run was killed in it), asked for:",
+        ]
+        assert lines[2].startswith("#2   permission   ")
+        assert '"behavior":"allow"' in lines[2] and len(lines) == 3
+        assert dbg.text("g 3").splitlines()[0].startswith("step 3/4")
+        assert dbg.text("effects").startswith("#1   model ")
+        assert "where the log ends" not in dbg.text("effects")
+    finally:
+        dbg.stepper.close()
