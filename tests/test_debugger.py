@@ -13,6 +13,7 @@ import pytest
 
 from fsm_agent.debugger import Breakpoint, CommandError, Debugger
 from fsm_agent.driver import StepInfo
+from fsm_agent.recording import LogEnded
 from fsm_agent.stepper import CACHE, LogIndex, Stepper
 from tests.conftest import ROOT
 from tests.test_cli import fsm
@@ -892,3 +893,25 @@ def test_effects_at_the_end_of_a_log_cut_short_shows_the_unfinished_step_s(
         assert "where the log ends" not in dbg.text("effects")
     finally:
         dbg.stepper.close()
+
+
+def test_a_log_still_written_is_debugged_as_it_was_when_opened(tool_round: Path) -> None:
+    """The index is of the log as opened; the replay read on as the run wrote more and
+    went past it (`step 20/7`, then `w` failed with an IndexError). Both see the same
+    records now: the steps there were, cut short after the last."""
+    whole = tool_round.read_bytes()
+    rows = whole.splitlines(keepends=True)
+    seventh = next(i for i, r in enumerate(rows) if b'"step":7,"from"' in r)
+    tool_round.write_bytes(b"".join(rows[: seventh + 1]) + rows[seventh + 1][:10])
+    dbg = Debugger(tool_round, width=200)
+    try:
+        tool_round.write_bytes(whole)  # the run goes on writing
+        ended = "the log ends after step 7 without a result"
+        assert dbg.text("c") == f"*** stopped at step 7: {ended}: {LogEnded.WHY}\n"
+        assert dbg.pos == 7
+        assert "→    7 continuation -[next_turn]-> preprocess  turn 2" in dbg.text("w")
+        assert dbg.text("g 8").startswith(f"*** no step 8: {ended}")
+        assert dbg.text("effects") == "step 7 has no effect records\n"
+    finally:
+        dbg.stepper.close()
+    assert Debugger(tool_round).stepper.index.steps == 20
