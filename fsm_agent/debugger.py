@@ -577,6 +577,12 @@ class Debugger(cmd.Cmd):
         self._next_bp += 1
         self.breakpoints[n] = bp
         kind = "temporary breakpoint" if bp.temporary else "breakpoint"
+        tools = [spec.name for spec in self.stepper.specs]
+        if bp.kind == "tool" and bp.name not in tools:
+            return Text(
+                f"{kind} {n}: {bp.spec} (this session has no tool {bp.name!r}: "
+                f"{', '.join(tools)}; it fires only if the model asks for one anyway)"
+            )
         return Text(f"{kind} {n}: {bp.spec}")
 
     def do_clear(self, arg: str) -> RenderableType:

@@ -915,3 +915,18 @@ def test_a_log_still_written_is_debugged_as_it_was_when_opened(tool_round: Path)
     finally:
         dbg.stepper.close()
     assert Debugger(tool_round).stepper.index.steps == 20
+
+
+def test_a_tool_breakpoint_on_a_tool_the_session_lacks_says_so(tool_round: Path) -> None:
+    """`b tool=read` (Read's name mistyped) was set without a word and never fired; it
+    is still set (a model may ask for a tool it was not given), with a note saying so."""
+    dbg = Debugger(tool_round, width=200)
+    tools = ", ".join(spec.name for spec in dbg.stepper.specs)
+    assert dbg.text("b tool=read") == (
+        f"breakpoint 1: tool=read (this session has no tool 'read': {tools}; "
+        "it fires only if the model asks for one anyway)\n"
+    )
+    assert dbg.text("tbreak tool=read").startswith("temporary breakpoint 2: tool=read (this")
+    assert dbg.text("b tool=Read") == "breakpoint 3: tool=Read\n"
+    assert "tool=read" in dbg.text("b")
+    dbg.stepper.close()
