@@ -18,7 +18,7 @@ import re
 from collections.abc import Callable
 from enum import Enum
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeGuard
 
 import attrs
 from attrs import fields, frozen
@@ -818,10 +818,20 @@ def _plain(value: Any) -> Any:
     return unstructure(value)
 
 
+def _model_result(result: Any) -> TypeGuard[dict[str, Any]]:
+    """Whether a recorded model result has the shape a summary reads. The replay checks
+    each as it answers it; one it never reached (a step the run was killed in) may not."""
+    if not isinstance(result, dict):
+        return False
+    events, error = result.get("events") or [], result.get("error")
+    listed = isinstance(events, list) and all(isinstance(e, dict) for e in events)
+    return listed and (error is None or isinstance(error, dict))
+
+
 def effect_summary(record: dict[str, Any]) -> str:
     """One line for an effect record: what was asked, and what came back."""
     name, args, result = record["name"], record.get("args"), record.get("result")
-    if name == "model" and isinstance(args, dict) and isinstance(result, dict):
+    if name == "model" and isinstance(args, dict) and _model_result(result):
         events = result.get("events") or []
         stops = [e.get("stop_reason") for e in events if e.get("event") == "MessageDelta"]
         error = result.get("error")

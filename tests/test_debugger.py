@@ -930,3 +930,23 @@ def test_a_tool_breakpoint_on_a_tool_the_session_lacks_says_so(tool_round: Path)
     assert dbg.text("b tool=Read") == "breakpoint 3: tool=Read\n"
     assert "tool=read" in dbg.text("b")
     dbg.stepper.close()
+
+
+@pytest.mark.parametrize("result", [{"events": 5}, {"events": [3]}, {"error": "lost"}, [1]])
+def test_a_damaged_effect_of_the_step_a_run_was_killed_in_is_shown_as_recorded(
+    tool_round: Path, result: object
+) -> None:
+    """The replay never reaches (so never checks) the effects of the step the run was
+    killed in; `effects` shows them, a model result of the wrong shape as it is."""
+    rows = [json.loads(line) for line in tool_round.read_text().splitlines()]
+    model = next(i for i, r in enumerate(rows) if r.get("name") == "model")
+    rows[model]["result"] = result
+    tool_round.write_text("".join(json.dumps(r) + "\n" for r in rows[: model + 1]))
+    dbg = Debugger(tool_round, width=200)
+    try:
+        assert dbg.text("g 2").startswith("step 2/2:")
+        lines = dbg.text("effects").splitlines()
+        assert lines[1] == "step 3, where the log ends (the run was killed in it), asked for:"
+        assert lines[2].startswith("#1   model ") and json.dumps(result)[:5] in lines[2]
+    finally:
+        dbg.stepper.close()
