@@ -913,10 +913,22 @@ def replay(
     debugger (type help there); otherwise it prints the recorded path.
     """
     forking = fork_at is not None or edit_effect is not None
-    given = {"--scripted": scripted, "--model": model, "--log": fork_log}
+    typed = click.get_current_context().get_parameter_source
+    given = {
+        "--scripted": scripted is not None,
+        "--model": model is not None,
+        "--log": fork_log is not None,
+        "--cwd": typed("cwd") == ParameterSource.COMMANDLINE,
+        "--base-url": typed("base_url") == ParameterSource.COMMANDLINE,
+        "--verbose": verbose,
+    }
     for option, value in given.items():
-        if value is not None and not forking:
+        if value and not forking:
             fail(f"{option} is for a fork: give --fork-at N or --edit-effect K FILE")
+    for option, value in {"--path": show_path, "--json": as_json}.items():
+        if value and (check or forking):
+            what = "--check replays the log" if check else "a fork goes on live"
+            fail(f"{option} prints the recorded path; {what}: give one or the other")
     if check:
         if forking:
             fail("--check replays a log to its end; a fork (--fork-at, --edit-effect) goes on live")
@@ -1101,19 +1113,12 @@ def _check(path: Path, name: str) -> int:
 
 
 def _other_machine(path: Path) -> str | None:
-    """A note when the log's edge table is not this machine's: a likely reason it diverged."""
-    from fsm_agent.log import LogError, SessionLog, machine_fingerprint
+    from fsm_agent.log import LogError, SessionLog, other_machine_note
 
     try:
-        recorded, ours = SessionLog(path).header["fingerprint"], machine_fingerprint()
+        return other_machine_note(SessionLog(path))
     except LogError:  # gone since it was replayed
         return None
-    if recorded == ours:
-        return None
-    return (
-        "  note: the log was written by another machine: its edge table's fingerprint is "
-        f"{recorded}, this one's {ours}"
-    )
 
 
 @cli.command()

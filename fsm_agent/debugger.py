@@ -18,7 +18,7 @@ import re
 from collections.abc import Callable
 from enum import Enum
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeGuard
 
 import attrs
 from attrs import fields, frozen
@@ -29,7 +29,7 @@ from rich.text import Text
 
 from fsm_agent.codec import block_to_api, dumps, unstructure
 from fsm_agent.driver import StepInfo
-from fsm_agent.log import LogError
+from fsm_agent.log import LogError, edge_text, other_machine_note
 from fsm_agent.machine import (
     CONTINUE_REASONS,
     STATES,
@@ -40,6 +40,7 @@ from fsm_agent.machine import (
 )
 from fsm_agent.messages import ContentBlock, Message, TextBlock, ToolResultBlock, ToolUseBlock
 from fsm_agent.recording import Divergence, LogEnded, divergence_report, short_diff
+from fsm_agent.render import printable
 from fsm_agent.state import Iteration, LoopState, Transcript
 from fsm_agent.stepper import Stepper
 
@@ -86,6 +87,19 @@ HELP = (
     ("h, help [COMMAND]", "this list, or one command's line"),
     ("q, quit, exit", "leave"),
 )
+
+
+_ANOTHER_STEP = ": this step's; g N first for step N's"
+NO_ARGUMENT = {
+    "do_continue": "",
+    "do_return": "",
+    "do_where": "",
+    "do_list": "",
+    "do_msgs": _ANOTHER_STEP,
+    "do_effects": _ANOTHER_STEP,
+}
+"""The commands that take no argument, by handler: one given is refused, not ignored
+(`effects 3` would show this step's effects as if they were step 3's)."""
 
 
 class CommandError(ValueError):
@@ -220,7 +234,7 @@ class Breakpoint:
             return cls(spec, "tool", rest.strip())
         turn = re.fullmatch(r"turn\s*(?:=|==|\s)\s*(.*)", spec)
         if turn:
-            if not turn.group(1).isdigit():
+            if not turn.group(1).isdecimal():
                 raise CommandError(f"cannot read breakpoint {spec!r}: turn=N takes a turn number")
             return cls(spec, "condition", "turn_count", "==", int(turn.group(1)))
         match = _CONDITION.match(spec)
@@ -291,14 +305,15 @@ def _count(arg: str, command: str) -> int:
     arg = arg.strip()
     if not arg:
         return 1
-    if not arg.isdigit() or int(arg) == 0:
+    if not arg.isdecimal() or int(arg) == 0:
         raise CommandError(f"usage: {command} [COUNT] (a number of steps, 1 or more)")
     return int(arg)
 
 
 def _short(value: Any, limit: int = 100) -> str:
+    """One line of what the log holds: its escapes are shown, not obeyed (`printable`)."""
     text = value if isinstance(value, str) else dumps(value)
-    text = text.replace("\n", "⏎").replace("\t", " ")
+    text = printable(text.replace("\n", "⏎").replace("\t", " "))
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
@@ -352,6 +367,8 @@ class Debugger(cmd.Cmd):
         if handler is None:
             return Text(f"*** unknown command {line.split()[0]!r}; type help", style="red")
         try:
+            if arg and handler.__name__ in NO_ARGUMENT:
+                raise CommandError(f"usage: {name} (no argument{NO_ARGUMENT[handler.__name__]})")
             return handler(arg or "")
         except (CommandError, LogError) as exc:
             return Text(f"*** {exc}", style="red")
@@ -421,7 +438,8 @@ class Debugger(cmd.Cmd):
                     f"{stopped.step}; the replay learns of it when the calls are collected, "
                     f"after step {reached}, so steps {stopped.step}..{reached} were shown)"
                 )
-            return report
+            note = other_machine_note(self.stepper.log)
+            return report if note is None else f"{report}\n{note}"
         if stopped is not None:
             return f"the replay stopped after step {self.stepper.reached}: {stopped}"
         return f"{lead}: the log has steps 0..{self.stepper.index.steps}"
@@ -459,8 +477,12 @@ class Debugger(cmd.Cmd):
         return line
 
     def do_next(self, arg: str) -> RenderableType:
-        """Like `back`, a count past the end stops at the last step (and says so)."""
+        """Like `back`, a count past the end stops at the last step (and says so); one
+        past where the replay stops (a divergence) stops there, as `c` does."""
         target, last = self.pos + _count(arg, "n"), self.stepper.index.steps
+        if self._info(min(target, last)) is None and self.stepper.reached > self.pos:
+            self.pos = self.stepper.reached
+            raise CommandError(self._beyond(self.pos + 1, f"stopped at step {self.pos}"))
         if target <= last or self.pos >= last:
             return self._go(target)
         self._go(last)
@@ -532,7 +554,8 @@ class Debugger(cmd.Cmd):
                 return Text("no breakpoints")
             table = Table("num", "breakpoint", box=None)
             for n, bp in self.breakpoints.items():
-                table.add_row(str(n), f"{bp.spec} (temporary)" if bp.temporary else bp.spec)
+                spec = f"{bp.spec} (temporary)" if bp.temporary else bp.spec
+                table.add_row(str(n), Text(spec))
             return table
         return self._add(self._checked(Breakpoint.parse(arg)))
 
@@ -554,6 +577,12 @@ class Debugger(cmd.Cmd):
         self._next_bp += 1
         self.breakpoints[n] = bp
         kind = "temporary breakpoint" if bp.temporary else "breakpoint"
+        tools = [spec.name for spec in self.stepper.specs]
+        if bp.kind == "tool" and bp.name not in tools:
+            return Text(
+                f"{kind} {n}: {bp.spec} (this session has no tool {bp.name!r}: "
+                f"{', '.join(tools)}; it fires only if the model asks for one anyway)"
+            )
         return Text(f"{kind} {n}: {bp.spec}")
 
     def do_clear(self, arg: str) -> RenderableType:
@@ -581,7 +610,7 @@ class Debugger(cmd.Cmd):
             source: Any = state if not name else field_value(state, "it", iteration)
             table = Table("field", "value", box=None)
             for f in FIELDS if not name else ITERATION_FIELDS:
-                table.add_row(f, self._show_value(getattr(source, f), 70))
+                table.add_row(f, Text(self._show_value(getattr(source, f), 70)))
             return table
         value = field_value(state, name, iteration)
         if isinstance(value, Transcript):
@@ -639,8 +668,10 @@ class Debugger(cmd.Cmd):
     def do_diff(self, arg: str) -> RenderableType:
         parts = arg.split()
         try:
+            if len(parts) not in (0, 2):
+                raise ValueError
             a, b = (int(parts[0]), int(parts[1])) if parts else (max(self.pos - 1, 0), self.pos)
-        except (ValueError, IndexError):
+        except ValueError:
             raise CommandError("usage: diff [A B] (two step numbers)") from None
         first, second = self._state(a), self._state(b)
         lines: list[RenderableType] = [Text(f"LoopState, step {a} → step {b}:", style="bold")]
@@ -668,12 +699,8 @@ class Debugger(cmd.Cmd):
         for step in range(first, self.pos + 1):
             record = index.transition(step)
             mark = "→" if step == self.pos else " "
-            lines.append(
-                Text(
-                    f"{mark} {step:>4} {record['from']} -[{record['edge']}]-> {record['to']}"
-                    f"  turn {record['turn']}"
-                )
-            )
+            edge = edge_text((record["from"], record["edge"], record["to"]))
+            lines.append(Text(f"{mark} {step:>4} {edge}  turn {record['turn']}"))
         if self.pos == 0:
             lines.append(Text("→    0 start"))
         return Group(*lines, *self._here())
@@ -708,18 +735,29 @@ class Debugger(cmd.Cmd):
         if self.pos == 0 and index.steps:
             raise CommandError("no effects at the start: step 1 has those asked before it")
         # A run that ended before step 1 (a blocked prompt) has its effects under step 1.
-        records = index.effects_of(self.pos or 1)
-        if not records:
-            return Text(f"step {self.pos} has no effect records")
-        lines = []
-        first = index.first_effect(self.pos or 1)
-        for number, record in enumerate(records, first):
+        step = self.pos or 1
+        lines = self._effect_lines(step)
+        if not lines:
+            lines.append(Text(f"step {self.pos} has no effect records"))
+        if self.pos == index.steps and index.result_offset is None and index.effects_of(step + 1):
+            # A run killed mid-step: the step has no transition, only these.
+            lines.append(
+                Text(f"step {step + 1}, where the log ends (the run was killed in it), asked for:")
+            )
+            lines.extend(self._effect_lines(step + 1))
+        return Group(*lines)
+
+    def _effect_lines(self, step: int) -> list[RenderableType]:
+        index = self.stepper.index
+        lines: list[RenderableType] = []
+        first = index.first_effect(step)
+        for number, record in enumerate(index.effects_of(step), first):
             # The number is the K of `replay --edit-effect K FILE`.
             line = Text(f"#{number:<3} ", style="dim", no_wrap=True, overflow="ellipsis")
             line.append(f"{record['name']:<12} ", style="bold")
             line.append(effect_summary(record))
             lines.append(line)
-        return Group(*lines)
+        return lines
 
     def do_help(self, arg: str) -> RenderableType:  # type: ignore[override]
         """The whole list, or (pdb's `help CMD`) the line of the command named."""
@@ -780,10 +818,20 @@ def _plain(value: Any) -> Any:
     return unstructure(value)
 
 
+def _model_result(result: Any) -> TypeGuard[dict[str, Any]]:
+    """Whether a recorded model result has the shape a summary reads. The replay checks
+    each as it answers it; one it never reached (a step the run was killed in) may not."""
+    if not isinstance(result, dict):
+        return False
+    events, error = result.get("events") or [], result.get("error")
+    listed = isinstance(events, list) and all(isinstance(e, dict) for e in events)
+    return listed and (error is None or isinstance(error, dict))
+
+
 def effect_summary(record: dict[str, Any]) -> str:
     """One line for an effect record: what was asked, and what came back."""
     name, args, result = record["name"], record.get("args"), record.get("result")
-    if name == "model" and isinstance(args, dict) and isinstance(result, dict):
+    if name == "model" and isinstance(args, dict) and _model_result(result):
         events = result.get("events") or []
         stops = [e.get("stop_reason") for e in events if e.get("event") == "MessageDelta"]
         error = result.get("error")

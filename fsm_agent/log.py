@@ -130,6 +130,18 @@ def machine_fingerprint() -> str:
     return hashlib.sha256(rows.encode()).hexdigest()[:16]
 
 
+def other_machine_note(log: SessionLog) -> str | None:
+    """A note when the log's edge table is not this machine's: a likely reason it diverged.
+    `replay --check` and the debugger end a divergence report with it."""
+    recorded, ours = log.header["fingerprint"], machine_fingerprint()
+    if recorded == ours:
+        return None
+    return (
+        "  note: the log was written by another machine: its edge table's fingerprint is "
+        f"{recorded}, this one's {ours}"
+    )
+
+
 def refuse_existing(path: Path) -> None:
     """A `LogError` if something is at `path`: a new log never replaces a file, which
     may be the very log being resumed or forked."""
@@ -217,12 +229,15 @@ class SessionLog:
     record of a long log without holding the others in memory.
     """
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, *, as_now: bool = False) -> None:
         self.path = Path(path)
         self.torn = False
         if not self.path.is_file():
             what = "not a file" if self.path.exists() else "no such log file"
             raise LogError(f"{self.path}: {what}")
+        self.end = self.path.stat().st_size if as_now else None
+        """With `as_now`, the log is read as it is now: the lines a run still writing it
+        adds later are not, so an index of it and a replay of it see the same records."""
         with self._open() as fh:
             first = fh.readline()
         self.header = self._parse_header(first)
@@ -250,6 +265,18 @@ class SessionLog:
             raise LogError(f"{self.path}:1: {problem}")
         return header
 
+    def lines(self, fh: IO[bytes]) -> Iterator[bytes]:
+        """The lines after the header (`fh` is just past it), up to `end`: a line
+        written past it is cut there, so it reads as torn."""
+        pos = fh.tell()
+        for raw in fh:
+            if self.end is not None:
+                if pos >= self.end:
+                    return
+                raw = raw[: self.end - pos]
+            pos += len(raw)
+            yield raw
+
     def records(self) -> Iterator[tuple[int, dict[str, Any]]]:
         """Yield `(line number, record)` after the header, streaming from disk."""
         order = RecordOrder(self.path)
@@ -257,7 +284,7 @@ class SessionLog:
             fh.readline()
             lineno = 1
             pending: bytes | None = None
-            for raw in fh:
+            for raw in self.lines(fh):
                 lineno += 1
                 if pending is not None:
                     yield lineno - 1, order(self.parse(pending, lineno - 1), lineno - 1)

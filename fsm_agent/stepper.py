@@ -60,7 +60,7 @@ class LogIndex:
         order = RecordOrder(self.log.path)
         with self.log.path.open("rb") as fh:
             pos = len(fh.readline())
-            for lineno, raw in enumerate(fh, start=2):
+            for lineno, raw in enumerate(self.log.lines(fh), start=2):
                 offset, pos = pos, pos + len(raw)
                 if not raw.endswith(b"\n") and not _whole(raw):
                     break  # a torn last line (a killed run): read up to it, as replay does
@@ -145,7 +145,7 @@ class Stepper:
     """Replays a log lazily, pausing after the step asked for; see the module docstring."""
 
     def __init__(self, path: Path) -> None:
-        self.log = SessionLog(path)
+        self.log = SessionLog(path, as_now=True)  # a run may still be writing it
         self.index = LogIndex(self.log)
         from fsm_agent.session import config_of, tools_of
 

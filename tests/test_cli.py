@@ -370,3 +370,28 @@ def test_an_empty_path_is_named_as_one(args: list[str], tmp_path: Path) -> None:
     assert proc.stderr.endswith(": an empty path names no file\n"), proc.stderr
     assert proc.stderr.count("\n") == 1
     assert not (tmp_path / ".fsm-agent").exists()
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--check", "--path"], "--path prints the recorded path; --check replays the log"),
+        (["--check", "--json"], "--json prints the recorded path; --check replays the log"),
+        (["--path", "--fork-at", "3", "--scripted", "S"], "--path prints the recorded path; a"),
+        (["--json", "--edit-effect", "1", "S", "--scripted", "S"], "--json prints the recorded"),
+        (["--path", "-v"], "--verbose is for a fork: give --fork-at N or --edit-effect K FILE"),
+        (["--check", "--cwd", "."], "--cwd is for a fork: give --fork-at N or --edit-effect"),
+        (["--base-url", "http://127.0.0.1:9"], "--base-url is for a fork"),
+    ],
+)
+def test_a_replay_option_that_would_do_nothing_is_refused(
+    tmp_path: Path, args: list[str], message: str
+) -> None:
+    """`--check --json` printed no JSON, `--path -v` nothing more, `--path --fork-at 3`
+    ran a fork: each option was dropped without a word. Refused before anything runs."""
+    log = str(ROOT / "replays" / "tool_round.jsonl")
+    scenario = str(ROOT / "replays" / "scenarios" / "tool_round.json")
+    args = [scenario if a == "S" else a for a in args]
+    proc = fsm("replay", log, *args, cwd=tmp_path)
+    _one_error_line(proc, message)
+    assert not list(tmp_path.iterdir())

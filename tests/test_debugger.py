@@ -13,6 +13,7 @@ import pytest
 
 from fsm_agent.debugger import Breakpoint, CommandError, Debugger
 from fsm_agent.driver import StepInfo
+from fsm_agent.recording import LogEnded
 from fsm_agent.stepper import CACHE, LogIndex, Stepper
 from tests.conftest import ROOT
 from tests.test_cli import fsm
@@ -732,3 +733,220 @@ def test_a_breakpoint_on_a_file_read_names_the_file_by_its_path(dbg: Debugger) -
     dbg.onecmd("g 0")
     assert dbg.text(f"b tool_context.read_files.{path}>0").startswith("breakpoint 1: ")
     assert dbg.text("c").startswith(f"step {first}/")
+
+
+def test_a_divergence_from_another_machine_s_log_says_so_as_check_does(
+    tool_round: Path,
+) -> None:
+    """The debugger's report is --check's (docs/replay.md), its note on the fingerprint too:
+    the likeliest reason a log from another version stops replaying."""
+    rows = [json.loads(line) for line in tool_round.read_text().splitlines()]
+    rows[0]["fingerprint"] = "0123456789abcdef"
+    next(r for r in rows if r.get("edge") == "next_turn")["state"] = "0" * 16
+    tool_round.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    report = fsm("replay", "--check", str(tool_round)).stderr
+    assert "  note: the log was written by another machine" in report
+    dbg = Debugger(tool_round, width=200)
+    assert dbg.text("c") == "*** stopped at step 6: the code no longer replays the log\n" + report
+    assert dbg.text("n") == "*** no step 7: the code no longer replays the log\n" + report
+    dbg.stepper.close()
+
+
+@pytest.mark.parametrize(
+    ("command", "usage"),
+    [
+        ("n ²", "*** usage: n [COUNT] (a number of steps, 1 or more)"),
+        ("back ¹", "*** usage: back [COUNT] (a number of steps, 1 or more)"),
+        ("b turn=²", "*** cannot read breakpoint 'turn=²': turn=N takes a turn number"),
+        ("tbreak turn=³", "*** cannot read breakpoint 'turn=³': turn=N takes a turn number"),
+    ],
+)
+def test_a_digit_that_is_no_number_is_a_usage_line(dbg: Debugger, command: str, usage: str) -> None:
+    """`str.isdigit` takes superscripts, which `int` refuses: that ValueError was no
+    usage line (the terminal loop showed `*** ValueError: invalid literal for int()`)."""
+    dbg.onecmd("g 3")
+    assert dbg.text(command) == usage + "\n"
+    assert dbg.pos == 3 and not dbg.breakpoints
+
+
+@pytest.mark.parametrize(
+    ("command", "usage"),
+    [
+        ("effects 3", "effects (no argument: this step's; g N first for step N's)"),
+        ("msgs 3", "msgs (no argument: this step's; g N first for step N's)"),
+        ("w 3", "w (no argument)"),
+        ("bt 3", "bt (no argument)"),
+        ("l 3", "l (no argument)"),
+        ("c 2", "c (no argument)"),
+        ("cont 2", "cont (no argument)"),
+        ("r x", "r (no argument)"),
+        ("diff 1 2 3", "diff [A B] (two step numbers)"),
+    ],
+)
+def test_a_command_given_an_argument_it_does_not_take_refuses_it(
+    dbg: Debugger, command: str, usage: str
+) -> None:
+    """`effects 3` showed step 10's effects as if they were step 3's, and `c 2` ran on
+    as if 2 meant something: a usage line instead, and the position stays."""
+    dbg.onecmd("g 10")
+    assert dbg.text(command) == f"*** usage: {usage}\n"
+    assert dbg.pos == 10
+
+
+def test_what_the_model_and_tools_wrote_is_shown_not_obeyed(
+    workspace: Path, tmp_path: Path
+) -> None:
+    """Text from the log is data: rich markup in it (`[/x]`, `[bold]`) was read as markup
+    in `p`'s and `b`'s tables (`p it` failed with a MarkupError, `[bold]` vanished), and
+    a terminal escape a tool printed (ESC [2J clears the screen) reached the terminal.
+    Both are shown as written, the escapes left out, as the live renderer does."""
+    from fsm_agent.session import run_scenario
+
+    marked = "[/x] [bold]it[/bold]"
+    write = {"file_path": "a.txt", "content": f"\x1b[2J{marked}\n"}
+    scenario = tmp_path / "marked.json"
+    scenario.write_text(
+        json.dumps(
+            {
+                "config": {"permission_mode": "acceptEdits"},
+                "prompt": f"go {marked}",
+                "turns": [
+                    {
+                        "content": [
+                            {"type": "text", "text": f"Writing {marked}"},
+                            {"type": "tool_use", "id": "t1", "name": "Write", "input": write},
+                        ]
+                    },
+                    {
+                        "content": [
+                            {"type": "tool_use", "id": "t2", "name": "Read",
+                             "input": {"file_path": "a.txt"}}
+                        ]
+                    },
+                    {"content": "done"},
+                ],
+            }
+        )
+    )  # fmt: skip
+    log = tmp_path / "marked.jsonl"
+    assert run_scenario(scenario, cwd=workspace, log=log).reason == "completed"
+    dbg = Debugger(log, width=400)
+    shown = []
+    try:
+        for step in range(dbg.stepper.index.steps + 1):
+            dbg.onecmd(f"g {step}")
+            for command in ("p", "p it", "msgs", "effects", "diff", "p messages"):
+                out = dbg.text(command)
+                assert "\x1b" not in out and "MarkupError" not in out, (step, command)
+                shown.append(out)
+        path = marked.replace(" ", "")
+        assert dbg.text(f"b tool_context.read_files./{path}>0").endswith(f"/{path}>0\n")
+        assert f"/{path}>0" in dbg.text("b")
+    finally:
+        dbg.stepper.close()
+    everything = "".join(shown)
+    assert f"Writing {marked}" in everything
+    assert f"1→[2J{marked}" in everything
+
+
+def test_a_count_past_a_divergence_stops_where_the_replay_stopped(tool_round: Path) -> None:
+    """`n 10` from step 3 of a log that stops replaying at step 7 went nowhere; like `c`
+    (and gdb's `next 10` into a crash), it goes as far as the replay went and says why."""
+    rows = [json.loads(line) for line in tool_round.read_text().splitlines()]
+    next(r for r in rows if r.get("edge") == "next_turn")["state"] = "0" * 16
+    tool_round.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    report = fsm("replay", "--check", str(tool_round)).stderr
+    dbg = Debugger(tool_round, width=200)
+    try:
+        dbg.onecmd("g 3")
+        stopped = "*** stopped at step 6: the code no longer replays the log\n" + report
+        assert dbg.text("n 10") == stopped
+        assert dbg.pos == 6
+        assert dbg.text("n") == "*** no step 7: the code no longer replays the log\n" + report
+        dbg.onecmd("g 3")
+        assert dbg.text("n 3").startswith("step 6/20: attachments -[attached]-> continuation")
+    finally:
+        dbg.stepper.close()
+
+
+def test_effects_at_the_end_of_a_log_cut_short_shows_the_unfinished_step_s(
+    tool_round: Path,
+) -> None:
+    """A run killed while a tool ran leaves that step's first effects (the permission
+    granted) and no transition for it: `effects` at the last step shows them, the
+    only place the debugger can, numbered as --edit-effect counts them."""
+    rows = tool_round.read_text().splitlines(keepends=True)
+    killed = next(i for i, r in enumerate(rows) if '"name":"tool"' in r)
+    tool_round.write_text("".join(rows[:killed]))
+    dbg = Debugger(tool_round, width=200)
+    try:
+        assert dbg.text("g 4").startswith("step 4/4: abort_check -[tool_use]-> tool_execution")
+        lines = dbg.text("effects").splitlines()
+        assert lines[:2] == [
+            "step 4 has no effect records",
+            "step 5, where the log ends (the run was killed in it), asked for:",
+        ]
+        assert lines[2].startswith("#2   permission   ")
+        assert '"behavior":"allow"' in lines[2] and len(lines) == 3
+        assert dbg.text("g 3").splitlines()[0].startswith("step 3/4")
+        assert dbg.text("effects").startswith("#1   model ")
+        assert "where the log ends" not in dbg.text("effects")
+    finally:
+        dbg.stepper.close()
+
+
+def test_a_log_still_written_is_debugged_as_it_was_when_opened(tool_round: Path) -> None:
+    """The index is of the log as opened; the replay read on as the run wrote more and
+    went past it (`step 20/7`, then `w` failed with an IndexError). Both see the same
+    records now: the steps there were, cut short after the last."""
+    whole = tool_round.read_bytes()
+    rows = whole.splitlines(keepends=True)
+    seventh = next(i for i, r in enumerate(rows) if b'"step":7,"from"' in r)
+    tool_round.write_bytes(b"".join(rows[: seventh + 1]) + rows[seventh + 1][:10])
+    dbg = Debugger(tool_round, width=200)
+    try:
+        tool_round.write_bytes(whole)  # the run goes on writing
+        ended = "the log ends after step 7 without a result"
+        assert dbg.text("c") == f"*** stopped at step 7: {ended}: {LogEnded.WHY}\n"
+        assert dbg.pos == 7
+        assert "→    7 continuation -[next_turn]-> preprocess  turn 2" in dbg.text("w")
+        assert dbg.text("g 8").startswith(f"*** no step 8: {ended}")
+        assert dbg.text("effects") == "step 7 has no effect records\n"
+    finally:
+        dbg.stepper.close()
+    assert Debugger(tool_round).stepper.index.steps == 20
+
+
+def test_a_tool_breakpoint_on_a_tool_the_session_lacks_says_so(tool_round: Path) -> None:
+    """`b tool=read` (Read's name mistyped) was set without a word and never fired; it
+    is still set (a model may ask for a tool it was not given), with a note saying so."""
+    dbg = Debugger(tool_round, width=200)
+    tools = ", ".join(spec.name for spec in dbg.stepper.specs)
+    assert dbg.text("b tool=read") == (
+        f"breakpoint 1: tool=read (this session has no tool 'read': {tools}; "
+        "it fires only if the model asks for one anyway)\n"
+    )
+    assert dbg.text("tbreak tool=read").startswith("temporary breakpoint 2: tool=read (this")
+    assert dbg.text("b tool=Read") == "breakpoint 3: tool=Read\n"
+    assert "tool=read" in dbg.text("b")
+    dbg.stepper.close()
+
+
+@pytest.mark.parametrize("result", [{"events": 5}, {"events": [3]}, {"error": "lost"}, [1]])
+def test_a_damaged_effect_of_the_step_a_run_was_killed_in_is_shown_as_recorded(
+    tool_round: Path, result: object
+) -> None:
+    """The replay never reaches (so never checks) the effects of the step the run was
+    killed in; `effects` shows them, a model result of the wrong shape as it is."""
+    rows = [json.loads(line) for line in tool_round.read_text().splitlines()]
+    model = next(i for i, r in enumerate(rows) if r.get("name") == "model")
+    rows[model]["result"] = result
+    tool_round.write_text("".join(json.dumps(r) + "\n" for r in rows[: model + 1]))
+    dbg = Debugger(tool_round, width=200)
+    try:
+        assert dbg.text("g 2").startswith("step 2/2:")
+        lines = dbg.text("effects").splitlines()
+        assert lines[1] == "step 3, where the log ends (the run was killed in it), asked for:"
+        assert lines[2].startswith("#1   model ") and json.dumps(result)[:5] in lines[2]
+    finally:
+        dbg.stepper.close()
