@@ -65,7 +65,7 @@ def fsm_run(tmp_path: Path) -> Callable[..., FsmRun]:
             name = "scenario"
         else:
             source = Path(source)
-            if source.suffix == ".jsonl":
+            if source.suffix.lower() == ".jsonl":
                 return FsmRun(replay(source, **kwargs), source)
             name = source.stem
         runs += 1

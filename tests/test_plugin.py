@@ -30,6 +30,15 @@ def test_fsm_run_replays_a_log(fsm_run, snapshot) -> None:
     assert "reactive_compact_retry" in run.edges
 
 
+def test_a_log_named_in_capitals_is_replayed_too(fsm_run, tmp_path: Path) -> None:
+    """`RUN.JSONL` (a log copied from a case-insensitive file system) was taken for a
+    scenario and failed as 'line 2: not valid JSON: Extra data'."""
+    log = tmp_path / "RUN.JSONL"
+    log.write_bytes((REPLAYS / "tool_round.jsonl").read_bytes())
+    run = fsm_run(log)
+    assert (run.reason, run.log) == ("completed", log)
+
+
 def test_fsm_run_fails_on_a_divergent_log(fsm_run, tmp_path: Path) -> None:
     rows = (REPLAYS / "tool_round.jsonl").read_text().splitlines()
     changed = [json.loads(r) for r in rows]
