@@ -115,7 +115,8 @@ def key_input(tool_input: dict[str, Any]) -> str:
 
 
 def tool_label(name: str, tool_input: dict[str, Any]) -> str:
-    return f"{name}({key_input(tool_input)[:80]})"
+    """`Name(key input)`; the model names the tool, so the name is shown, not obeyed."""
+    return f"{printable(name)}({key_input(tool_input)[:80]})"
 
 
 def tokens(n: int) -> str:
@@ -258,7 +259,7 @@ class LiveRenderer:
     def _tool_call(self, block: ToolUseBlock) -> None:
         self._flush_text()
         line = Text("● ", style="cyan")
-        line.append(block.name, style="bold")
+        line.append(printable(block.name), style="bold")
         line.append(f"({key_input(block.input)[:80]})", style="dim")
         self.console.print(line, no_wrap=True, overflow="ellipsis")
         self._last_call = block.id

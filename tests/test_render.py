@@ -193,3 +193,25 @@ def test_escape_sequences_from_the_model_or_a_tool_never_reach_the_terminal() ->
         assert CLEAR not in shown and "\x1b]" not in shown and "\x1b[" + "2J" not in shown
         assert terminal or "\x1b" not in shown, repr(shown)
         assert "ok" in output(c) and "Here" in output(c) and "said so" in output(c)
+
+
+def test_a_tool_name_the_model_made_up_never_reaches_the_terminal_as_escapes() -> None:
+    """The model names the tool: an unknown name with escapes in it was printed raw in
+    the `●` line, the refusal's line and the spinner's label."""
+    from fsm_agent.events import ToolFinished, ToolRefused, ToolStarted
+    from fsm_agent.messages import ToolResultBlock, ToolUseBlock
+
+    for terminal in (False, True):
+        c = console(terminal=terminal)
+        renderer = LiveRenderer(c)
+        renderer.start()
+        evil = ToolUseBlock("t1", f"Evil{CLEAR}{CLIPBOARD}", {"x": 1})
+        renderer(ToolRefused(evil, ToolResultBlock("t1", "No such tool", is_error=True)))
+        renderer(ToolStarted(evil))
+        assert CLEAR not in renderer._label and "\x1b" not in renderer._label
+        renderer(ToolFinished(ToolResultBlock("t1", "ok"), "Evil", 0.1))
+        renderer.stop()
+        shown = output(c)
+        assert CLEAR not in shown and "\x1b]" not in shown, repr(shown)
+        assert terminal or "\x1b" not in shown, repr(shown)
+        assert "● Evil[2J]52;c;aGk=(" in shown
