@@ -154,12 +154,20 @@ def _safely(prompter: Prompter, question: PermissionAsk) -> str:
         return DENY
 
 
-def _question(question: PermissionAsk) -> tuple[str, str]:
-    from fsm_agent.render import key_input
+def _shown(question: PermissionAsk) -> tuple[str, str, str, str | None]:
+    """The question's tool, call, reason and suggested rule as text to show: they quote
+    what the model wrote, whose escapes are shown, never obeyed."""
+    from fsm_agent.render import key_input, printable
 
-    head = f"? {question.tool}({key_input(question.input)[:120]}): {question.reason}"
-    always = f"always ({question.suggestion})" if question.suggestion else "always"
-    return head, f"Allow? [y] once  [a] {always}  [n] deny"
+    suggestion = None if question.suggestion is None else printable(question.suggestion)
+    call = f"({key_input(question.input)[:120]})"
+    return printable(question.tool), call, printable(question.reason), suggestion
+
+
+def _question(question: PermissionAsk) -> tuple[str, str]:
+    tool, call, reason, suggestion = _shown(question)
+    always = f"always ({suggestion})" if suggestion else "always"
+    return f"? {tool}{call}: {reason}", f"Allow? [y] once  [a] {always}  [n] deny"
 
 
 def _choice(answer: str | None) -> str:
@@ -211,13 +219,11 @@ def terminal_prompter(
 
     def ask(question: PermissionAsk) -> str:
         """The call as the model wrote it: its text is escaped, never read as markup."""
-        from fsm_agent.render import key_input
-
+        tool, call, reason, suggestion = _shown(question)
         with pause() if pause is not None else contextlib.nullcontext():
-            call = escape(f"({key_input(question.input)[:120]})")
-            console.print(f"\n[bold yellow]? {escape(question.tool)}[/]{call}")
-            console.print(f"  [dim]{escape(question.reason)}[/]")
-            always = f"always ({escape(question.suggestion)})" if question.suggestion else "always"
+            console.print(f"\n[bold yellow]? {escape(tool)}[/]{escape(call)}")
+            console.print(f"  [dim]{escape(reason)}[/]")
+            always = f"always ({escape(suggestion)})" if suggestion else "always"
             options = escape("  Allow? [y] once  [a] ") + always + escape("  [n] deny")
             while True:
                 console.print(f"{options} [bold magenta]\\[y/a/n][/] [bold cyan](n)[/]: ", end="")

@@ -140,6 +140,28 @@ def test_the_terminal_shows_the_call_as_written_whatever_brackets_it_holds(
     assert "Allow? [y] once  [a] always (Bash(echo [/] *))  [n] deny" in shown
 
 
+def test_a_question_never_sends_the_call_s_escapes_to_the_terminal(
+    monkeypatch: Any, capsys: Any
+) -> None:
+    """The reason and the suggested rule quote the command as the model wrote it: their
+    escapes reached the terminal (cleared the screen, set the clipboard) while the user
+    was asked, in a terminal and in a chat alike."""
+    from fsm_agent import approvals
+    from fsm_agent.approvals import line_prompter, terminal_prompter
+
+    clear, clipboard = "\x1b[2J", "\x1b]52;c;cm0gLXJmIH4=\x07"
+    command = f"echo hi{clear}{clipboard}"
+    question = PermissionAsk("Bash", {"command": command}, reason=f"Running `{command}`",
+                             suggestion=f"Bash({command} *)")  # fmt: skip
+    monkeypatch.setattr(approvals, "_read_line", lambda abort: "y\n")
+    assert terminal_prompter()(question) == ALLOW_ONCE
+    asked: list[str] = []
+    assert line_prompter(lambda text: asked.append(text) or "y")(question) == ALLOW_ONCE
+    for shown in (capsys.readouterr().err, *asked):
+        assert "\x1b" not in shown and "\x07" not in shown, repr(shown)
+        assert "Running `echo hi[2J]52;c;cm0gLXJmIH4=`" in shown
+
+
 def _run_in_a_terminal(scenario: Path, workspace: Path, tmp_path: Path) -> Any:
     """`fsm-agent run` of `scenario` in a pseudo-terminal, stopped at its first question."""
     import sys
