@@ -753,20 +753,23 @@ def _sessions_table(infos: list[Any]) -> None:
     from rich.table import Table
     from rich.text import Text
 
+    from fsm_agent.render import printable
+
     rows = []
     for info in infos:
-        when = (info.created or "?").replace("T", " ").split("+")[0]
-        prompt = " ".join((info.prompt or "").split())
+        when = printable((info.created or "?").replace("T", " ").split("+")[0])
+        prompt = printable(" ".join((info.prompt or "").split()))
         if info.parent:
             prompt = "↳ " + prompt
         if info.status == "complete":
-            ended = info.reason or "?"
+            ended = printable(info.reason or "?")
             style = "green" if info.reason == "completed" else "red"
         else:
-            ended = info.status.replace("_", " ") + (f" ({info.problem})" if info.problem else "")
+            problem = f" ({printable(info.problem)})" if info.problem else ""
+            ended = info.status.replace("_", " ") + problem
             style = "yellow"
         turns = "" if info.turns is None else str(info.turns)
-        session = (info.session_id or info.path.stem)[:8]
+        session = printable(info.session_id or info.path.stem)[:8]
         rows.append((session, when[:16], turns, Text(ended, style=style), Text(prompt)))
     console = Console()
     widths = [8, 16, 5, min(24, max(cell_len("ended"), *(r[3].cell_len for r in rows)))]

@@ -299,6 +299,17 @@ def test_sessions_table_keeps_its_columns_in_a_narrow_terminal(
     assert row.split()[3:5] == ["3", "completed"]
 
 
+def test_sessions_table_shows_a_prompt_s_escapes_without_obeying_them(workspace: Path) -> None:
+    """A prompt with a colored log piped in (`pytest | fsm-agent run "why?"`) holds escape
+    sequences: the listing sent them to the terminal, which cleared it or set its colors."""
+    clear, red = "\x1b[2J", "\x1b[31m"
+    scripted_run(workspace, "tool_round", f"why?\n{red}FAILED{clear} test_x")
+    table = fsm("sessions", "--cwd", str(workspace), env={"COLUMNS": "120"})
+    assert table.returncode == 0, table.stderr
+    assert "\x1b" not in table.stdout, repr(table.stdout)
+    assert "why? [31mFAILED[2J test_x" in table.stdout
+
+
 def test_sessions_of_an_empty_workspace(workspace: Path) -> None:
     proc = fsm("sessions", "--cwd", str(workspace))
     assert proc.returncode == 0
