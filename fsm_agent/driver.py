@@ -87,6 +87,12 @@ class LoopResult:
         return ""
 
     @property
+    def answer(self) -> str:
+        """What `claude -p` answers a run that completed with: the `API Error: …` it
+        ended on (a refusal after some text, say), else the final text."""
+        return self.error or self.text if self.reason == "completed" else self.text
+
+    @property
     def edges(self) -> tuple[str, ...]:
         return tuple(step.edge for step in self.path)
 

@@ -150,7 +150,7 @@ def result_object(result: LoopResult, *, duration_ms: int, tally: RunTally) -> d
     subtype = subtype_of(result.reason)
     outcome: dict[str, Any]
     if subtype == "success":  # an API error answer is what `claude -p` prints last
-        outcome = {"result": result.error or result.text}
+        outcome = {"result": result.answer}
         if result.api_error_status is not None:
             outcome["api_error_status"] = result.api_error_status
     else:

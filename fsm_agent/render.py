@@ -336,5 +336,5 @@ class QuietRenderer:
         self.cost(event)
 
     def summary(self, result: LoopResult) -> None:
-        if result.text:
-            self.console.print(result.text, markup=False, highlight=False, soft_wrap=True)
+        if result.answer:
+            self.console.print(result.answer, markup=False, highlight=False, soft_wrap=True)

@@ -189,6 +189,24 @@ def test_quiet_prints_only_the_answer(workspace: Path, tmp_path: Path) -> None:
     assert proc.stdout == "notes.txt now says hello.\n"
 
 
+def test_quiet_prints_the_json_result_when_the_answer_is_an_api_error(
+    workspace: Path, tmp_path: Path
+) -> None:
+    """A refusal after some text ends `completed` with `API Error: …` as the JSON
+    `result`, exit 20; `--quiet` printed the cut text alone, and nothing said the answer
+    was refused (the stderr line is only for runs that did not complete)."""
+    scenario = tmp_path / "refused.json"
+    turn = {"content": "Sure, here is how to", "stop_reason": "refusal"}
+    scenario.write_text(json.dumps({"prompt": "p", "turns": [turn]}))
+    where = ("--scripted", str(scenario), "--cwd", str(workspace))
+    as_json = fsm("run", *where, "--output-format", "json", "--log", str(tmp_path / "j.jsonl"))
+    answer = json.loads(as_json.stdout)["result"]
+    assert answer.startswith("API Error: the model declined")
+    quiet = fsm("run", *where, "--quiet", "--log", str(tmp_path / "q.jsonl"))
+    assert quiet.returncode == as_json.returncode == EXIT_ERROR_ANSWER
+    assert quiet.stdout == answer + "\n"
+
+
 def test_piped_text_output_is_plain(workspace: Path, tmp_path: Path) -> None:
     proc = run_scripted("tool_round", workspace, tmp_path / "p.jsonl")
     assert "\x1b[" not in proc.stdout
