@@ -6,6 +6,7 @@ fast, and only a run against a real model pays for the `anthropic` SDK.
 
 from __future__ import annotations
 
+import errno
 import io
 import json
 import os
@@ -80,16 +81,32 @@ def _refuse_undecodable(options: dict[str, Any]) -> None:
 
 class _Group(click.Group):
     """Ends quietly (exit 0) when the reader goes away (`| head`): click would exit 1,
-    which `replay` uses for a divergence."""
+    which `replay` uses for a divergence. A standard output that cannot be written for
+    another reason (a full disk) is one error line, exit 2, not a traceback."""
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)
         except BrokenPipeError:
-            from fsm_agent.render import silence
-
-            silence(sys.stdout)
+            _silence_stdout()
             raise click.exceptions.Exit(0) from None
+        except OSError as exc:
+            if exc.errno not in FULL or exc.filename is not None:
+                raise
+            _silence_stdout()
+            fail(f"cannot write to standard output ({exc.strerror or exc})")
+
+
+def _silence_stdout() -> None:
+    from fsm_agent.render import silence  # here: `render` brings in the engine
+
+    silence(sys.stdout)
+
+
+FULL = {errno.ENOSPC, errno.EDQUOT, errno.EFBIG}
+"""Errors only a write raises. A command writes its own files under its own guard (a
+run's log, a fork's), so one of these that reaches the group, naming no file, is the
+standard output's."""
 
 
 @click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})

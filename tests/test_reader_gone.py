@@ -196,3 +196,21 @@ def test_a_fork_whose_stdout_cannot_be_written_says_so(scenario, tmp_path: Path)
     argv += ["--scripted", str(SCENARIOS / "tool_round.json"), "--log", str(fork_log)]
     line = _full_disk_error(argv, stdin=subprocess.DEVNULL, cwd=tmp_path)
     assert f"the fork ended completed; its log: {fork_log}" in line
+
+
+@pytest.mark.skipif(not Path("/dev/full").exists(), reason="needs /dev/full")
+@pytest.mark.parametrize(
+    "args",
+    [["sessions"], ["sessions", "--json"], ["replay", "LOG", "--path"], ["replay", "--check",
+     "LOG"], ["graph"], ["coverage", "LOG"]],
+    ids=" ".join,
+)  # fmt: skip
+def test_a_listing_whose_stdout_cannot_be_written_says_so(
+    scenario, tmp_path: Path, args: list[str]
+) -> None:
+    """`fsm-agent sessions > out` (or `replay --path`, `graph`…) on a full disk ended
+    in a traceback and exit 1, which for `replay --check` means a divergence."""
+    scenario("tool_round")
+    log = str(tmp_path / "tool_round.jsonl")
+    argv = [*fsm_argv(), *(log if a == "LOG" else a for a in args)]
+    _full_disk_error(argv, stdin=subprocess.DEVNULL, cwd=tmp_path)
