@@ -192,7 +192,7 @@ class Engine:
     ) -> LoopResult:
         prelude = await session_prelude(run, messages)
         if prelude.blocked is not None:
-            return self._blocked(messages, prelude.blocked)
+            return self._blocked(prelude.messages, prelude.blocked)
         messages = prelude.messages
         state = initial_state(messages, self.config, read_files)
         it = fresh_iteration(state)

@@ -17,11 +17,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from attrs import frozen
+from attrs import evolve, frozen
 
 from fsm_agent.context import meta
 from fsm_agent.hooks import NO_OPINION, HookOutcome, consult
-from fsm_agent.messages import Message, reminder_text
+from fsm_agent.messages import Message, TextBlock, reminder_text
 
 if TYPE_CHECKING:
     from fsm_agent.phases import Run
@@ -33,6 +33,19 @@ PROMPT_BLOCKED = "prompt_blocked"
 class Prelude:
     messages: tuple[Message, ...]
     blocked: str | None = None
+
+
+def without_prompt(messages: Sequence[Message]) -> tuple[Message, ...]:
+    """The conversation as it was before the prompt a hook blocked, which is erased, never
+    sent (the next message of a chat, a resume): the prompt is the last text of the last
+    user message (`history.follow_up` may have joined it to tool results), and a message
+    left with nothing goes."""
+    if not messages or messages[-1].role != "user":
+        return tuple(messages)
+    *history, last = messages
+    texts = [i for i, block in enumerate(last.content) if isinstance(block, TextBlock)]
+    kept = tuple(b for i, b in enumerate(last.content) if not texts or i != texts[-1])
+    return (*history, evolve(last, content=kept)) if kept else tuple(history)
 
 
 def reminders(texts: Sequence[str]) -> tuple[Message, ...]:
@@ -77,7 +90,8 @@ async def session_prelude(run: Run, messages: Sequence[Message]) -> Prelude:
         )
     if submit.blocking_errors or submit.prevent_continuation:
         why = "; ".join(submit.blocking_errors) or submit.stop_reason or "no reason given"
-        return Prelude(tuple(messages), f"The prompt was blocked by a UserPromptSubmit hook: {why}")
+        blocked = f"The prompt was blocked by a UserPromptSubmit hook: {why}"
+        return Prelude(without_prompt(messages), blocked)
     return Prelude(
         (
             *reminders(start.additional_context),

@@ -155,6 +155,49 @@ def test_resume_of_an_unreadable_log_is_one_error_line(
     ]
 
 
+BLOCK = {"hooks": {"UserPromptSubmit": [{"blocking_errors": ["it holds a secret"]}]}}
+
+
+def _sent(log: Path) -> str:
+    """Every text of the conversation a log's run started with."""
+    return json.dumps(lines_of(log)[1]["messages"])
+
+
+def test_a_blocked_prompt_is_erased_not_sent_with_the_next_message(
+    workspace: Path, tmp_path: Path
+) -> None:
+    """A UserPromptSubmit hook erases the prompt it blocks (Claude Code never sends it):
+    the blocked run's conversation kept it, so a chat's next message, or a --resume of the
+    blocked run, sent it to the model all the same."""
+    scenario = tmp_path / "block.json"
+    scenario.write_text(json.dumps({**BLOCK, "turns": [{"content": "hello"}]}))
+    where = ("--cwd", str(workspace))
+    typed = "my password is hunter2\nhi\n"
+    chat = fsm("chat", "--scripted", str(scenario), "--log", str(tmp_path / "chat.jsonl"),
+               *where, input=typed)  # fmt: skip
+    assert chat.returncode == 0, chat.stderr
+    assert "hunter2" in _sent(tmp_path / "chat.jsonl")
+    assert "hunter2" not in _sent(tmp_path / "chat.2.jsonl")
+    assert lines_of(tmp_path / "chat.2.jsonl")[1]["messages"] == [
+        {"role": "user", "content": [{"type": "text", "text": "hi"}]}
+    ]
+
+    scripted_run(workspace, "max_turns", "--log", str(tmp_path / "first.jsonl"))
+    blocked = fsm("run", "--resume", str(tmp_path / "first.jsonl"), "the key is 1234",
+                  "--scripted", str(scenario), "--log", str(tmp_path / "b.jsonl"),
+                  *where)  # fmt: skip
+    assert blocked.returncode == 19, blocked.stderr
+    answer = tmp_path / "answer.json"
+    answer.write_text(json.dumps(ANSWER))
+    after = fsm("run", "--resume", str(tmp_path / "b.jsonl"), "go on", "--scripted",
+                str(answer), "--log", str(tmp_path / "after.jsonl"), *where)  # fmt: skip
+    assert after.returncode == 0, after.stderr
+    first = replay(tmp_path / "first.jsonl").messages.items
+    expected = [unstructure(m, Message) for m in follow_up(first, "go on")]
+    assert lines_of(tmp_path / "after.jsonl")[1]["messages"] == expected
+    assert "1234" not in _sent(tmp_path / "after.jsonl")
+
+
 def test_follow_up_keeps_roles_alternating() -> None:
     assistant = Message("assistant", (TextBlock("hi"),))
     assert follow_up([user("a"), assistant], "b")[-1] == user("b")
