@@ -787,7 +787,7 @@ def _sessions_table(infos: list[Any]) -> None:
             style = "yellow"
         turns = "" if info.turns is None else str(info.turns)
         session = printable(info.session_id or info.path.stem)[:8]
-        rows.append((session, when[:16], turns, Text(ended, style=style), Text(prompt)))
+        rows.append((Text(session), Text(when[:16]), turns, Text(ended, style=style), Text(prompt)))
     console = Console()
     widths = [8, 16, 5, min(24, max(cell_len("ended"), *(r[3].cell_len for r in rows)))]
     gutter = 2 * len(widths)  # a space either side of each inner edge

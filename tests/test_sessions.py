@@ -353,6 +353,22 @@ def test_sessions_table_shows_a_prompt_s_escapes_without_obeying_them(workspace:
     assert "why? [31mFAILED[2J test_x" in table.stdout
 
 
+def test_sessions_table_shows_brackets_as_written(workspace: Path) -> None:
+    """A session id, a date or a file name holding `[/]` was read as rich markup: the
+    listing ended in a MarkupError traceback."""
+    scripted_run(workspace, "tool_round")
+    folder = workspace / ".fsm-agent" / "sessions"
+    (source,) = folder.glob("*.jsonl")
+    rows = lines_of(source)
+    rows[0] = {**rows[0], "session_id": "[/]abc", "created": "[bold]2026"}
+    (folder / "edited.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    (folder / "[b]broken.jsonl").write_text("not a log\n")
+    table = fsm("sessions", "--cwd", str(workspace), env={"COLUMNS": "120"})
+    assert table.returncode == 0, table.stderr
+    assert "[/]abc" in table.stdout and "[bold]2026" in table.stdout
+    assert "\n[b]broke  " in table.stdout
+
+
 def test_sessions_of_an_empty_workspace(workspace: Path) -> None:
     proc = fsm("sessions", "--cwd", str(workspace))
     assert proc.returncode == 0
