@@ -607,7 +607,8 @@ def _chat(plan: Plan, history: list[Any], *, quiet: bool, verbose: bool) -> None
         plan, console, LineReader(sys.stdin), messages=history, quiet=quiet, verbose=verbose
     )
     if history and plan.parent is not None:
-        session.console.print(f"resuming {plan.parent} ({len(history)} messages)", style="dim")
+        resuming = f"resuming {plan.parent} ({len(history)} messages)"
+        session.console.print(resuming, style="dim", markup=False, highlight=False)
     try:
         session.loop()
     except LogError as exc:
@@ -1025,7 +1026,8 @@ def _fork(
     except (LogError, ForkError) as exc:
         fail(str(exc))
     _warn_if_torn(parent)
-    console.print(f"[dim]replaying {parent} up to step {replayed}, then live[/dim]")
+    replaying = f"replaying {parent} up to step {replayed}, then live"
+    console.print(replaying, style="dim", markup=False, highlight=False)
     if replayed == 0:
         console.rule("live from step 1", style="yellow")
 

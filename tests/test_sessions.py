@@ -369,6 +369,25 @@ def test_sessions_table_shows_brackets_as_written(workspace: Path) -> None:
     assert "\n[b]broke  " in table.stdout
 
 
+def test_a_log_path_with_brackets_is_shown_as_written(tmp_path: Path) -> None:
+    """`chat --resume` and a fork name the parent log: a path through a `[draft]` folder
+    was read as rich markup, and the folder vanished from the line (`[/]` would raise)."""
+    workspace = tmp_path / "[draft]"
+    workspace.mkdir()
+    scripted_run(workspace, "tool_round", "--log", str(workspace / "first.jsonl"))
+    log = str(workspace / "first.jsonl")
+    answer = tmp_path / "answer.json"
+    answer.write_text(json.dumps(ANSWER))
+    chat = fsm("chat", "--resume", log, "--scripted", str(answer), input="more\n",
+               env={"COLUMNS": "300"})  # fmt: skip
+    assert chat.returncode == 0, chat.stderr
+    assert f"resuming {log} (" in chat.stdout
+    fork = fsm("replay", log, "--fork-at", "1", "--scripted", str(answer), "--cwd",
+               str(workspace), env={"COLUMNS": "300"})  # fmt: skip
+    assert fork.returncode == 0, fork.stderr
+    assert f"replaying {log} up to step 1" in fork.stdout
+
+
 def test_sessions_of_an_empty_workspace(workspace: Path) -> None:
     proc = fsm("sessions", "--cwd", str(workspace))
     assert proc.returncode == 0
