@@ -99,6 +99,16 @@ class ReaderInbox(Inbox):
     def drain(self) -> tuple[str, ...]:
         return (*super().drain(), *self.reader.drain())
 
+    def keep_typed(self) -> None:
+        """Lines typed so far are the run's, taken out of the reader before a question,
+        whose answer must be typed after it."""
+        for line in self.reader.drain():
+            self.put(line)
+
+    def left(self) -> tuple[str, ...]:
+        """What `keep_typed` kept and the run never took: the user's next messages."""
+        return super().drain()
+
 
 class ChatSession:
     """The prompt loop. `ask` is the seam for questions asked mid-run (permissions)."""
@@ -121,6 +131,10 @@ class ChatSession:
             QuietRenderer(console) if quiet else LiveRenderer(console, verbose=verbose)
         )
         self.results: list[LoopResult] = []
+        self._typed_ahead: list[str] = []
+        """Lines typed during a run that it never took, in order: the next prompts."""
+        self._inbox: ReaderInbox | None = None
+        """The inbox of the run under way: where lines typed before a question go."""
         reader.on_line = self._queued
         plan.ask = self.ask
 
@@ -134,8 +148,11 @@ class ChatSession:
         that started its call failed).
 
         The live region is paused so the question and the typed answer stay
-        readable; lines typed earlier and still queued come first.
+        readable. The answer is a line typed after the question: lines typed
+        before it were queued for the model (`⧗ queued`) and stay its messages.
         """
+        if self._inbox is not None:
+            self._inbox.keep_typed()
         with self.renderer.paused():
             self.console.print(Text(question, style="bold yellow"), end=" ")
             self.reader.busy.clear()
@@ -150,8 +167,8 @@ class ChatSession:
         while True:
             try:  # drawing the prompt included: a Ctrl-C may land at any point of it
                 self.console.print(Text(PROMPT, style="bold cyan"), end="")
-                typed_ahead = self.reader.pending()
-                line = self.reader.get()
+                typed_ahead = bool(self._typed_ahead) or self.reader.pending()
+                line = self._typed_ahead.pop(0) if self._typed_ahead else self.reader.get()
             except KeyboardInterrupt:
                 if armed:
                     self.console.print()
@@ -172,11 +189,14 @@ class ChatSession:
         self.plan.abort.clear()
         self.renderer.start()
         self.reader.busy.set()
+        self._inbox = ReaderInbox(self.reader)
         try:
             result = self.plan.run_interruptibly(
-                follow_up(self.messages, prompt), self.renderer, inbox=ReaderInbox(self.reader)
+                follow_up(self.messages, prompt), self.renderer, inbox=self._inbox
             )
         finally:
+            self._typed_ahead.extend(self._inbox.left())
+            self._inbox = None
             self.reader.busy.clear()
             self.renderer.stop()
         self.renderer.summary(result)

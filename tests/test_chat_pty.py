@@ -213,6 +213,57 @@ def test_chat_asks_before_a_write_and_always_adds_a_rule(workspace: Path, tmp_pa
     assert (workspace / "b.txt").read_text() == "b"
 
 
+def test_a_line_queued_before_a_question_is_not_its_answer(workspace: Path, tmp_path: Path) -> None:
+    """A line typed while the model was slow (`⧗ queued: also …`) was taken as the answer
+    to the permission question that came next: "also" read as [a] always, the command
+    ran, a rule was added, and the message never reached the model."""
+    call = {"type": "tool_use", "id": "t", "name": "Bash", "input": {"command": "touch asked"}}
+    scenario = {"turns": [{"delay": 3, "content": [call]}, {"content": "Noted."}]}
+    path = tmp_path / "ask.json"
+    path.write_text(json.dumps(scenario))
+    child = spawn(["chat", "--scripted", str(path), "--cwd", str(workspace)], workspace)
+    child.expect("› ")
+    child.sendline("touch it")
+    child.expect("Waiting for the model")
+    child.sendline("also update the docs")
+    child.expect("queued: also update the docs")
+    child.expect(r"Allow\? \[y\] once")
+    child.sendline("n")
+    child.expect("Noted.")
+    child.expect("› ")
+    leave(child)
+    assert not (workspace / "asked").exists()
+    (run,) = logs(workspace)
+    effects = [r for r in run["records"] if r["t"] == "effect"]
+    assert [r["result"] for r in effects if r["name"] == "ask_permission"] == ["deny"]
+    queued = [r["result"] for r in effects if r["name"] == "queued_input"]
+    assert queued == [["also update the docs"]]
+
+
+def test_a_line_queued_before_a_question_survives_the_run_s_interruption(
+    workspace: Path, tmp_path: Path
+) -> None:
+    """Kept out of the question's answer, the queued line is still the user's: if the run
+    ends before taking it (Ctrl-C at the question), it becomes the next message."""
+    call = {"type": "tool_use", "id": "t", "name": "Bash", "input": {"command": "touch asked"}}
+    scenario = {"turns": [{"delay": 3, "content": [call]}, {"content": "Docs updated."}]}
+    path = tmp_path / "ask.json"
+    path.write_text(json.dumps(scenario))
+    child = spawn(["chat", "--scripted", str(path), "--cwd", str(workspace)], workspace)
+    child.expect("› ")
+    child.sendline("touch it")
+    child.expect("Waiting for the model")
+    child.sendline("also update the docs")
+    child.expect(r"Allow\? \[y\] once")
+    child.sendintr()
+    child.expect("aborted_tools")
+    child.expect("Docs updated.")
+    child.expect("› ")
+    leave(child)
+    _, second = logs(workspace)
+    assert second["records"][0]["messages"][-1]["content"][-1]["text"] == "also update the docs"
+
+
 def test_ctrl_c_at_a_question_denies_and_the_session_goes_on(
     workspace: Path, tmp_path: Path
 ) -> None:
