@@ -83,13 +83,6 @@ def _compacted(event: ContextReport) -> bool:
     return event.level == "autocompact" and event.after < event.before
 
 
-def _last_stop_reason(result: LoopResult) -> str | None:
-    for message in reversed(result.messages.items):
-        if message.role == "assistant":
-            return message.stop_reason
-    return None
-
-
 class RunTally:
     """What the result reports beyond the loop's own result, gathered from driver events:
     the cost (in total and per model), the time spent in model calls (the `api_call`
@@ -105,6 +98,8 @@ class RunTally:
         """The edges taken so far: a run that breaks off has no `LoopResult` to tell them."""
         self.turns = 0
         self.stop_reason: str | None = None
+        """The last assistant message's of this run (a resumed conversation ends with the
+        previous run's, which this run never received)."""
 
     def __call__(self, event: DriverEvent) -> None:
         self.meter(event)
@@ -162,7 +157,7 @@ def result_object(result: LoopResult, *, duration_ms: int, tally: RunTally) -> d
         is_error=result.is_error,
         num_turns=result.turns,
         outcome=outcome,
-        stop_reason=_last_stop_reason(result),
+        stop_reason=tally.stop_reason,
         terminal_reason=result.reason,
         session_id=result.session_id,
         usage=result.usage,

@@ -322,9 +322,12 @@ class QuietRenderer:
     def __init__(self, console: Console) -> None:
         self.console = console
         self.cost = CostMeter()
+        self._text = ""
+        """The last text this run's model wrote: a resumed conversation ends with the
+        previous run's answer, which is no answer of this run."""
 
     def start(self) -> None:
-        pass
+        self._text = ""
 
     def stop(self) -> None:
         pass
@@ -334,7 +337,10 @@ class QuietRenderer:
 
     def __call__(self, event: DriverEvent) -> None:
         self.cost(event)
+        if isinstance(event, AssistantMessage):
+            self._text = event.message.text
 
     def summary(self, result: LoopResult) -> None:
-        if result.answer:
-            self.console.print(result.answer, markup=False, highlight=False, soft_wrap=True)
+        answer = result.answer if result.reason == "completed" else self._text
+        if answer:
+            self.console.print(answer, markup=False, highlight=False, soft_wrap=True)

@@ -207,6 +207,26 @@ def test_quiet_prints_the_json_result_when_the_answer_is_an_api_error(
     assert quiet.stdout == answer + "\n"
 
 
+def test_a_resumed_run_never_reports_the_previous_run_s_answer(
+    workspace: Path, tmp_path: Path
+) -> None:
+    """A resumed run blocked before any model call printed, with --quiet, the answer the
+    previous run ended with, as if it were its own; its JSON `stop_reason` was that
+    answer's."""
+    first = tmp_path / "first.jsonl"
+    assert run_scripted("tool_round", workspace, first, "--quiet").returncode == 0
+    blocked = tmp_path / "blocked.json"
+    hooks = {"UserPromptSubmit": [{"blocking_errors": ["not now"]}]}
+    blocked.write_text(json.dumps({"hooks": hooks, "turns": []}))
+    where = ("--resume", str(first), "and then?", "--scripted", str(blocked))
+    quiet = fsm("run", *where, "--quiet", "--log", str(tmp_path / "q.jsonl"))
+    assert quiet.returncode == EXIT_CODES["prompt_blocked"]
+    assert quiet.stdout == ""
+    assert "prompt_blocked" in quiet.stderr
+    as_json = fsm("run", *where, "--output-format", "json", "--log", str(tmp_path / "j.jsonl"))
+    assert json.loads(as_json.stdout)["stop_reason"] is None
+
+
 def test_piped_text_output_is_plain(workspace: Path, tmp_path: Path) -> None:
     proc = run_scripted("tool_round", workspace, tmp_path / "p.jsonl")
     assert "\x1b[" not in proc.stdout
