@@ -350,6 +350,7 @@ def _plan(
         permissions=settings.permissions,
         hooks=settings.hooks,
         max_tool_concurrency=_concurrency_cap(),
+        session_source="resume" if resumed is not None else None,
     )
     abort = AbortSignal()
     hooks = None

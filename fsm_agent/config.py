@@ -60,7 +60,9 @@ class RunConfig:
     structured_results: bool = False
     """Tools build Claude Code's structured result of each call (`ToolOutcome.response`)
     for stream-json's `tool_use_result`, as they do for a PostToolUse hook."""
-    session_source: str = "startup"
+    session_source: str | None = "startup"
+    """SessionStart's `source` (`startup`, `resume`, `clear`); None when the session
+    started in an earlier run (a chat's later message): no SessionStart then."""
     autocompact: bool = True
     snip_threshold: int | None = field(default=None, validator=optional(ge(0)))
     path_rules: tuple[PathRule, ...] = ()

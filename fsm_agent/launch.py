@@ -142,6 +142,7 @@ class Plan:
         )
         self.runs += 1
         self._open = True
+        self.config = evolve(self.config, session_source=None)  # the session has started
         self.read_files = dict(result.read_files)
         if result.log_path:
             self.parent = Path(result.log_path)

@@ -74,7 +74,8 @@ async def session_start(run: Run, source: str) -> HookOutcome:
 async def session_prelude(run: Run, messages: Sequence[Message]) -> Prelude:
     common = {"session_id": run.session_id, "cwd": run.config.cwd}
     submit = NO_OPINION
-    start = await session_start(run, run.config.session_source)
+    source = run.config.session_source
+    start = NO_OPINION if source is None else await session_start(run, source)
     prompt = messages[-1].text if messages and messages[-1].role == "user" else ""
     if run.config.has_hooks("UserPromptSubmit"):
         submit = await consult(

@@ -198,6 +198,34 @@ def test_a_blocked_prompt_is_erased_not_sent_with_the_next_message(
     assert "1234" not in _sent(tmp_path / "after.jsonl")
 
 
+def test_session_start_fires_once_a_session_and_resume_says_so(
+    workspace: Path, tmp_path: Path
+) -> None:
+    """SessionStart hooks ran before every message of a chat, each time as `startup`, and
+    the context they added piled up in the conversation (one reminder more a message);
+    Claude Code runs them when a session starts: `startup`, or `resume` for --resume."""
+    hook = tmp_path / "start.sh"
+    hook.write_text(
+        f"#!/bin/sh\ncat >> {tmp_path / 'starts.jsonl'}\necho >> {tmp_path / 'starts.jsonl'}\n"
+        "echo 'the build is green'\n"
+    )
+    hook.chmod(0o755)
+    settings = {"hooks": {"SessionStart": [{"hooks": [{"type": "command", "command": str(hook)}]}]}}
+    scenario = tmp_path / "chat.json"
+    turns = [{"content": "one"}, {"content": "two"}, {"content": "three"}]
+    scenario.write_text(json.dumps({"settings": settings, "turns": turns}))
+    where = ("--scripted", str(scenario), "--cwd", str(workspace))
+    chat = fsm("chat", *where, "--log", str(tmp_path / "c.jsonl"), input="a\nb\n")
+    assert chat.returncode == 0, chat.stderr
+    resumed = fsm("run", "--resume", str(tmp_path / "c.2.jsonl"), "c", *where,
+                  "--log", str(tmp_path / "r.jsonl"))  # fmt: skip
+    assert resumed.returncode == 0, resumed.stderr
+    starts = [json.loads(x) for x in (tmp_path / "starts.jsonl").read_text().split("\n") if x]
+    assert [s["source"] for s in starts] == ["startup", "resume"]
+    second = replay(tmp_path / "c.2.jsonl").messages.items
+    assert sum("the build is green" in m.text for m in second) == 1
+
+
 def test_follow_up_keeps_roles_alternating() -> None:
     assistant = Message("assistant", (TextBlock("hi"),))
     assert follow_up([user("a"), assistant], "b")[-1] == user("b")
