@@ -202,6 +202,17 @@ def _read_line(abort: AbortSignal | None) -> str | None:
     return None
 
 
+def _discard_typed_ahead() -> None:
+    """Keys typed before the question (an Enter pressed while the model was slow) wait
+    in the terminal's buffer; they are no answer to a question not yet asked."""
+    try:
+        import termios
+    except ImportError:
+        return
+    with contextlib.suppress(termios.error, OSError, ValueError):
+        termios.tcflush(sys.stdin.fileno(), termios.TCIFLUSH)
+
+
 def terminal_prompter(
     abort: AbortSignal | None = None,
     pause: Callable[[], AbstractContextManager[None]] | None = None,
@@ -220,6 +231,7 @@ def terminal_prompter(
     def ask(question: PermissionAsk) -> str:
         """The call as the model wrote it: its text is escaped, never read as markup."""
         tool, call, reason, suggestion = _shown(question)
+        _discard_typed_ahead()
         with pause() if pause is not None else contextlib.nullcontext():
             console.print(f"\n[bold yellow]? {escape(tool)}[/]{escape(call)}")
             console.print(f"  [dim]{escape(reason)}[/]")

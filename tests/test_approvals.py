@@ -191,6 +191,38 @@ def _asking(workspace: Path, tmp_path: Path) -> Any:
     return child
 
 
+def test_keys_typed_before_the_question_are_no_answer_to_it(
+    workspace: Path, tmp_path: Path
+) -> None:
+    """A line typed while the model was slow (`a`, an Enter to see if it is alive) sat in
+    the terminal's buffer and was read as the answer to the question that came next:
+    `a` allowed the command, and every later one like it, unasked."""
+    import json
+    import sys
+
+    import pexpect
+
+    scenario = tmp_path / "s.json"
+    call = {"type": "tool_use", "id": "t1", "name": "Bash", "input": {"command": "touch asked"}}
+    scenario.write_text(json.dumps({"prompt": "p", "turns": [{"delay": 3, "content": [call]},
+                                                             {"content": "done"}]}))  # fmt: skip
+    child = pexpect.spawn(
+        sys.executable,
+        ["-m", "fsm_agent.cli", "run", "--scripted", str(scenario), "--cwd", str(workspace),
+         "--log", str(tmp_path / "l.jsonl")],
+        timeout=30,
+        encoding="utf-8",
+    )  # fmt: skip
+    child.expect("Waiting for the model")
+    child.sendline("a")
+    child.expect("Allow\\?")
+    child.sendline("n")
+    child.expect(pexpect.EOF)
+    child.close()
+    assert child.exitstatus == 0
+    assert not (workspace / "asked").exists()
+
+
 def test_the_question_stays_on_screen_while_the_user_answers(
     workspace: Path, tmp_path: Path
 ) -> None:
