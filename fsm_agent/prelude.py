@@ -35,6 +35,15 @@ class Prelude:
     blocked: str | None = None
 
 
+def typed_prompt(messages: Sequence[Message]) -> str:
+    """The prompt of this run, as UserPromptSubmit gets it: the last text of the last user
+    message, never the text of an unanswered prompt `history.follow_up` joined it to."""
+    if not messages or messages[-1].role != "user":
+        return ""
+    texts = [block.text for block in messages[-1].content if isinstance(block, TextBlock)]
+    return texts[-1] if texts else ""
+
+
 def without_prompt(messages: Sequence[Message]) -> tuple[Message, ...]:
     """The conversation as it was before the prompt a hook blocked, which is erased, never
     sent (the next message of a chat, a resume): the prompt is the last text of the last
@@ -76,7 +85,7 @@ async def session_prelude(run: Run, messages: Sequence[Message]) -> Prelude:
     submit = NO_OPINION
     source = run.config.session_source
     start = NO_OPINION if source is None else await session_start(run, source)
-    prompt = messages[-1].text if messages and messages[-1].role == "user" else ""
+    prompt = typed_prompt(messages)
     if run.config.has_hooks("UserPromptSubmit"):
         submit = await consult(
             run.effects.run_hooks,

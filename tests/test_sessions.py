@@ -226,6 +226,31 @@ def test_session_start_fires_once_a_session_and_resume_says_so(
     assert sum("the build is green" in m.text for m in second) == 1
 
 
+def test_user_prompt_submit_gets_the_prompt_typed_not_the_unanswered_one_before(
+    workspace: Path, tmp_path: Path
+) -> None:
+    """A run that failed before any answer leaves its prompt last; the next prompt joins
+    that message (roles alternate), and UserPromptSubmit got both texts run together
+    ("fix itfix it, then stop") as the prompt typed."""
+    failed = tmp_path / "failed.json"
+    failed.write_text(json.dumps({"turns": [{"error": {"kind": "connection", "message": "x"}}]}))
+    where = ("--cwd", str(workspace))
+    first = fsm("run", "fix it", "--scripted", str(failed), "--log", str(tmp_path / "a.jsonl"),
+                *where)  # fmt: skip
+    assert first.returncode == 13, first.stderr
+    hook = tmp_path / "hook.sh"
+    hook.write_text(f"#!/bin/sh\ncat > {tmp_path / 'payload.json'}\n")
+    hook.chmod(0o755)
+    command = [{"type": "command", "command": str(hook)}]
+    settings = {"hooks": {"UserPromptSubmit": [{"hooks": command}]}}
+    answer = tmp_path / "answer.json"
+    answer.write_text(json.dumps({**ANSWER, "settings": settings}))
+    second = fsm("run", "--resume", str(tmp_path / "a.jsonl"), "fix it, then stop",
+                 "--scripted", str(answer), "--log", str(tmp_path / "b.jsonl"), *where)  # fmt: skip
+    assert second.returncode == 0, second.stderr
+    assert json.loads((tmp_path / "payload.json").read_text())["prompt"] == "fix it, then stop"
+
+
 def test_follow_up_keeps_roles_alternating() -> None:
     assistant = Message("assistant", (TextBlock("hi"),))
     assert follow_up([user("a"), assistant], "b")[-1] == user("b")
