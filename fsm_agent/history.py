@@ -73,16 +73,18 @@ def last_line(path: Path) -> tuple[bytes, bool]:
         fh.seek(size - 1)
         whole = fh.read(1) == b"\n"
         pos = size - 1 if whole else size
-        tail = b""
+        pieces: list[bytes] = []
         while pos > 0:
             step = min(TAIL_CHUNK, pos)
             pos -= step
             fh.seek(pos)
-            tail = fh.read(step) + tail
-            cut = tail.rfind(b"\n")
+            piece = fh.read(step)
+            cut = piece.rfind(b"\n")
             if cut != -1:
-                return tail[cut + 1 :], whole
-        return tail, whole
+                pieces.append(piece[cut + 1 :])
+                break
+            pieces.append(piece)
+        return b"".join(reversed(pieces)), whole
 
 
 def last_turn(path: Path) -> int | None:

@@ -268,6 +268,11 @@ def test_last_line_reads_backwards_across_chunks(tmp_path: Path) -> None:
     assert last_line(path) == (long.encode(), False)
     path.write_text("")
     assert last_line(path) == (b"", True)
+    path.write_text(long)
+    assert last_line(path) == (long.encode(), False)
+    edge = "y" * (TAIL_CHUNK - 1)
+    path.write_text(f"{long}\n{edge}\n")
+    assert last_line(path) == (edge.encode(), True)
 
 
 def test_a_log_killed_during_a_tool_shows_its_turn(tmp_path: Path) -> None:
