@@ -452,6 +452,25 @@ def strip_images(messages: Transcript) -> Transcript:
     return Transcript.of(kept)
 
 
+NOTHING_OLDER = "nothing older than the last round to compact"
+
+
+def reactive_compaction(messages: Transcript, images: bool) -> tuple[Transcript, str | None]:
+    """What reactive compaction makes of `messages` (after a media error, `images`: the
+    images go too), and what it did, in words; None when it leaves them as they are,
+    so that a retry would be the refused request again."""
+    compacted = reactive_compact(messages)
+    done = (
+        [] if compacted is messages else [f"compacted {len(messages)} messages to {len(compacted)}"]
+    )
+    if images:
+        unseen = strip_images(compacted)
+        if unseen is not compacted:
+            compacted = unseen
+            done.append(f"images sent as {IMAGE_PLACEHOLDER}")
+    return compacted, "; ".join(done) or None
+
+
 def _without_images(message: Message) -> Message:
     content = tuple(_block_without_images(b) for b in message.content)
     if all(a is b for a, b in zip(content, message.content, strict=True)):

@@ -15,12 +15,10 @@ from attrs import evolve, fields
 
 from fsm_agent.config import RunConfig
 from fsm_agent.context import (
-    IMAGE_PLACEHOLDER,
     MAX_OUTPUT_RECOVERY_MESSAGE,
     drain_collapses,
     meta,
-    reactive_compact,
-    strip_images,
+    reactive_compaction,
 )
 from fsm_agent.effects import INTERRUPTED, model_failed
 from fsm_agent.events import Notice
@@ -155,26 +153,15 @@ async def max_output_tokens_recovery(
 async def reactive_compact_retry(
     run: Run, state: LoopState, it: Iteration, facts: Facts
 ) -> LoopState:
-    messages = it.messages_for_query
-    blocked = await compact_hook(run, "PreCompact", {"custom_instructions": None})
-    compacted = messages if blocked else reactive_compact(messages)
-    if blocked:
-        done = f"compaction blocked by a PreCompact hook: {blocked}"
-    elif compacted is messages:
-        done = "nothing older than the last round to compact; retrying once"
-    else:
-        done = f"compacted {len(messages)} messages to {len(compacted)}, retrying"
-    if not blocked and it.withheld == "media":
-        unseen = strip_images(compacted)
-        if unseen is not compacted:
-            compacted, done = unseen, f"{done}; images sent as {IMAGE_PLACEHOLDER}"
-    if not blocked:
-        await compact_hook(run, "PostCompact", {"compact_summary": None})
+    """The compaction `recovery` found would change the request (its PreCompact hooks
+    did not block it): made, then PostCompact, then the retry."""
+    compacted, done = reactive_compaction(it.messages_for_query, images=it.withheld == "media")
+    await compact_hook(run, "PostCompact", {"compact_summary": None})
     why = "an image was refused" if it.withheld == "media" else "context too long"
-    run.emit(Notice("compact", f"{why}: {done}"))
+    run.emit(Notice("compact", f"{why}: {done}, retrying"))
     return _whole(
         messages=compacted,
-        tool_context=_tool_context(state, evolve(it, memory_forgotten=not blocked)),
+        tool_context=_tool_context(state, evolve(it, memory_forgotten=True)),
         auto_compact_tracking=it.auto_compact_tracking,
         max_output_tokens_recovery_count=state.max_output_tokens_recovery_count,
         has_attempted_reactive_compact=True,
@@ -362,9 +349,13 @@ def terminal_error(reason: str, it: Iteration, config: RunConfig) -> str | None:
     """Why a run that ended short of `completed` ended, in words for the user (the
     summary line, the JSON result's `errors`), when no error text says so already."""
     if reason == Terminal.PROMPT_TOO_LONG:
-        return f"still too long after compaction: {it.withheld_message or 'prompt is too long'}"
+        said = it.withheld_message or "prompt is too long"
+        if it.not_compacted is not None:
+            return f"{said} ({it.not_compacted})"
+        return f"still too long after compaction: {said}"
     if reason == Terminal.IMAGE_ERROR:
-        return f"an image was refused: {it.withheld_message or 'image error'}"
+        said = f"an image was refused: {it.withheld_message or 'image error'}"
+        return said if it.not_compacted is None else f"{said} ({it.not_compacted})"
     if reason == Terminal.BLOCKING_LIMIT:
         return (
             f"the context is {it.token_count:,} tokens, over the blocking limit of "

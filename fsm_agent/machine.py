@@ -127,8 +127,10 @@ EDGES: tuple[Edge, ...] = (
           "prompt-too-long withheld and collapses staged",
           lambda s, f: f.withheld == "prompt_too_long" and f.collapses_staged > 0),
     _edge(P.RECOVERY, C.REACTIVE_COMPACT_RETRY, P.PREPROCESS,
-          "prompt-too-long or media error withheld, reactive compact not tried",
-          lambda s, f: f.withheld is not None and not s.has_attempted_reactive_compact),
+          "prompt-too-long or media error withheld, reactive compact not tried "
+          "and it changes the request",
+          lambda s, f: f.withheld is not None and not s.has_attempted_reactive_compact
+          and not f.nothing_to_compact),
     _edge(P.RECOVERY, T.PROMPT_TOO_LONG, T.PROMPT_TOO_LONG,
           "prompt-too-long withheld, nothing left", lambda s, f: f.withheld == "prompt_too_long"),
     _edge(P.RECOVERY, T.IMAGE_ERROR, T.IMAGE_ERROR,
@@ -307,16 +309,23 @@ class LoopMachine:
     def fire(self, state: LoopState, facts: Facts) -> Edge:
         """Take the first edge out of the current state whose guard holds."""
         source = self.state
-        for edge in _OUT.get(source, ()):
-            if edge.guard(state, facts):
-                try:
-                    moved = self._events[edge.name].trigger(self)
-                except MachineError as exc:
-                    raise NoEdge(f"no edge {edge.name!r} out of {source!r}: {exc.value}") from None
-                if not moved:
-                    raise NoEdge(f"edge {edge.name!r} out of {source!r} was refused by a condition")
-                return edge
-        raise NoEdge(f"no edge out of {source!r} has a guard that holds")
+        edge = first_edge(source, state, facts)
+        try:
+            moved = self._events[edge.name].trigger(self)
+        except MachineError as exc:
+            raise NoEdge(f"no edge {edge.name!r} out of {source!r}: {exc.value}") from None
+        if not moved:
+            raise NoEdge(f"edge {edge.name!r} out of {source!r} was refused by a condition")
+        return edge
+
+
+def first_edge(source: str, state: LoopState, facts: Facts) -> Edge:
+    """The edge `fire` takes out of `source` on these facts, without taking it: a phase
+    asks the table before an effect meant for one edge only (`recovery`'s PreCompact)."""
+    for edge in _OUT.get(source, ()):
+        if edge.guard(state, facts):
+            return edge
+    raise NoEdge(f"no edge out of {source!r} has a guard that holds")
 
 
 def edges_from(source: str) -> tuple[Edge, ...]:

@@ -15,9 +15,11 @@ from attrs import evolve, field, frozen
 from fsm_agent.claude_md import matching_rules, nested_candidates
 from fsm_agent.config import RunConfig
 from fsm_agent.context import (
+    NOTHING_OLDER,
     append_system_context,
     budget_nudge,
     prepend_user_context,
+    reactive_compaction,
 )
 from fsm_agent.effects import Effects, model_failed
 from fsm_agent.events import (
@@ -38,7 +40,7 @@ from fsm_agent.events import (
     ToolUseComplete,
 )
 from fsm_agent.hooks import NO_OPINION, consult
-from fsm_agent.machine import Phase
+from fsm_agent.machine import Continue, Phase, first_edge
 from fsm_agent.messages import (
     ContentBlock,
     Message,
@@ -281,14 +283,37 @@ async def abort_check(run: Run, state: LoopState, it: Iteration) -> tuple[Iterat
 
 
 async def recovery(run: Run, state: LoopState, it: Iteration) -> tuple[Iteration, Facts]:
+    """What the call withheld; and, when the table would compact next, whether the
+    compaction can change the request, PreCompact hooks asked then and only then."""
     escalated = held_to_limit(it.model, run.config.escalated_max_output_tokens)
-    return it, facts(
-        withheld=it.withheld,
-        collapses_staged=it.collapse.staged_count,
-        truncated=it.stop_reason == "max_tokens",
-        at_output_limit=escalated <= max_tokens(run.config, state, it.model),
-        api_error=it.api_error,
-    )
+    found = {
+        "withheld": it.withheld,
+        "collapses_staged": it.collapse.staged_count,
+        "truncated": it.stop_reason == "max_tokens",
+        "at_output_limit": escalated <= max_tokens(run.config, state, it.model),
+        "api_error": it.api_error,
+    }
+    edge = first_edge(Phase.RECOVERY, state, facts(**found))
+    if edge.name != Continue.REACTIVE_COMPACT_RETRY:
+        return it, facts(**found)
+    why = await _why_not_compacted(run, it)
+    if why is None:
+        return it, facts(**found)
+    return evolve(it, not_compacted=why), facts(**found, nothing_to_compact=True)
+
+
+async def _why_not_compacted(run: Run, it: Iteration) -> str | None:
+    """Why reactive compaction would leave the refused request as it is, or None.
+
+    A compaction that changes nothing runs no PreCompact hook: there is no
+    compaction for it to allow or block.
+    """
+    media = it.withheld == "media"
+    _, done = reactive_compaction(it.messages_for_query, images=media)
+    if done is None:
+        return f"{NOTHING_OLDER}, no image to strip" if media else NOTHING_OLDER
+    blocked = await compact_hook(run, "PreCompact", {"custom_instructions": None})
+    return None if blocked is None else f"compaction blocked by a PreCompact hook: {blocked}"
 
 
 async def stop_hooks(run: Run, state: LoopState, it: Iteration) -> tuple[Iteration, Facts]:
@@ -380,7 +405,7 @@ async def continuation(run: Run, state: LoopState, it: Iteration) -> tuple[Itera
     return it, facts(max_turns=run.config.max_turns)
 
 
-from fsm_agent.preprocess import preprocess  # noqa: E402  (it needs `Run`, defined above)
+from fsm_agent.preprocess import compact_hook, preprocess  # noqa: E402  (they need `Run`, above)
 
 PHASES: dict[str, PhaseFn] = {
     Phase.PREPROCESS: preprocess,

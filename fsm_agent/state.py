@@ -276,6 +276,9 @@ class Iteration:
     withheld: Withheld | None = None
     withheld_message: str | None = None
     """The API's words for the withheld error: what the user is told if recovery fails."""
+    not_compacted: str | None = None
+    """Why reactive compaction could not change the refused request (nothing older than
+    the last round, a PreCompact hook's block): the user is told with the error."""
     api_error: str | None = None
     api_error_status: int | None = None
     """The HTTP status of the error `api_error` tells, when a response carried one."""
@@ -302,6 +305,10 @@ class Facts:
     needs_follow_up: bool = False
     withheld: Withheld | None = None
     collapses_staged: int = 0
+    nothing_to_compact: bool = False
+    """Reactive compaction would leave the refused request as it is (nothing older than
+    the last round, no image to strip, or a PreCompact hook blocked it): its retry
+    would be refused the same way."""
     truncated: bool = False
     at_output_limit: bool = False
     """The cut request already asked for as many tokens as the escalated retry would:

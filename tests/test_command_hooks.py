@@ -679,24 +679,43 @@ def test_leaving_a_chat_ends_the_session_with_prompt_input_exit(tmp_path: Path) 
 
 
 def test_pre_compact_can_block_the_reactive_compaction_too(workspace: Path, tmp_path: Path) -> None:
+    """Blocked, the compaction leaves the messages as they are: the run ends
+    `prompt_too_long` with what the hook said, rather than sending the request that was
+    just refused again; PostCompact does not run, as nothing was compacted."""
     from tests.conftest import SCENARIOS
 
     block = capture(tmp_path, "pre", 'echo "no compaction" >&2; exit 2')
     post = capture(tmp_path, "post")
     data = json.loads((SCENARIOS / "reactive_compact.json").read_text())
-    data["turns"].insert(1, data["turns"][0])
     hooks = {
         "PreCompact": [{"hooks": [{"type": "command", "command": block}]}],
         "PostCompact": [{"hooks": [{"type": "command", "command": post}]}],
     }
-    seen: list[Any] = []
-    result = _run(workspace, {**data, "settings": {"hooks": hooks}}, tmp_path, on_event=seen.append)
-    assert "reactive_compact_retry" in result.edges
+    result = _run(workspace, {**data, "settings": {"hooks": hooks}}, tmp_path)
+    assert "reactive_compact_retry" not in result.edges
     assert result.reason == "prompt_too_long"
-    notices = [e.text for e in seen if type(e).__name__ == "Notice"]
-    assert "context too long: compaction blocked by a PreCompact hook: no compaction" in notices
+    assert result.edges.count("streamed") == 3, "two rounds and the refused request"
+    assert result.error.endswith("(compaction blocked by a PreCompact hook: no compaction)")
     assert json.loads((workspace / "pre.json").read_text())["trigger"] == "auto"
     assert not (workspace / "post.json").exists()
+
+
+def test_pre_compact_is_asked_only_about_a_compaction_that_happens(
+    workspace: Path, tmp_path: Path
+) -> None:
+    """Not when staged collapses drain first, not when there is nothing older than the
+    last round to compact: the hook was told of a compaction that never came."""
+    from tests.conftest import SCENARIOS
+
+    pre = capture(tmp_path, "pre")
+    hooks = {"PreCompact": [{"hooks": [{"type": "command", "command": pre}]}]}
+    alone = {"turns": [{"error": {"kind": "prompt_too_long", "message": "too long"}}]}
+    drain = json.loads((SCENARIOS / "collapse_drain.json").read_text())
+    for n, data in enumerate((alone, drain)):
+        (tmp_path / str(n)).mkdir()
+        result = _run(workspace, {**data, "settings": {"hooks": hooks}}, tmp_path / str(n))
+        assert "reactive_compact_retry" not in result.edges
+        assert not (workspace / "pre.json").exists()
 
 
 def test_post_compact_follows_the_reactive_compaction(workspace: Path, tmp_path: Path) -> None:

@@ -36,7 +36,7 @@ from fsm_agent.context import (
 )
 from fsm_agent.driver import fresh_iteration, initial_state
 from fsm_agent.effects import LiveEffects
-from fsm_agent.events import ContextReport, DriverEvent, StreamEvent
+from fsm_agent.events import ContextReport, DriverEvent, Notice, StreamEvent
 from fsm_agent.log import SessionLog
 from fsm_agent.messages import (
     ImageBlock,
@@ -776,8 +776,10 @@ def test_a_media_error_retries_without_the_images(tmp_path: Path, workspace: Pat
         {"content": [{"type": "text", "text": "I could not see it."}]},
     ]
     model = CountingModel(turns)
+    seen: list[object] = []
+    config = RunConfig(cwd=str(workspace))
     result = asyncio.run(
-        arun("Look at shot.png.", model=model, config=RunConfig(cwd=str(workspace)), keep_log=False)
+        arun("Look at shot.png.", model=model, config=config, on_event=seen.append, keep_log=False)
     )
 
     def images(request: ModelRequest) -> list[object]:
@@ -795,6 +797,8 @@ def test_a_media_error_retries_without_the_images(tmp_path: Path, workspace: Pat
     failed, retried = model.requests[1], model.requests[2]
     assert len(images(failed)) == 1 and images(retried) == []
     assert "[image]" in [r.text for r in results(retried.messages)]
+    notices = [e.text for e in seen if isinstance(e, Notice)]
+    assert notices == ["an image was refused: images sent as [image], retrying"]
 
 
 def test_prompt_too_long_after_rounds_compacts_reactively_and_retries(

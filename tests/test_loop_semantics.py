@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 
 from fsm_agent.config import RunConfig
@@ -33,7 +33,12 @@ class SpyModel(ScriptedModel):
         return super().stream(request)
 
 
-def spy_run(name: str, workspace: Path, **config: object) -> tuple[SpyModel, object]:
+def spy_run(
+    name: str,
+    workspace: Path,
+    on_event: Callable[[DriverEvent], None] | None = None,
+    **config: object,
+) -> tuple[SpyModel, LoopResult]:
     scenario = Scenario.load(SCENARIOS / f"{name}.json")
     model = SpyModel(scenario)
     run_config = scenario.run_config(RunConfig(cwd=str(workspace), **config))  # type: ignore[arg-type]
@@ -44,6 +49,7 @@ def spy_run(name: str, workspace: Path, **config: object) -> tuple[SpyModel, obj
             config=run_config,
             hooks=ScriptedHooks(scenario.hooks),
             abort=model.abort,
+            on_event=on_event,
             keep_log=False,
         )
     )
@@ -249,17 +255,105 @@ def test_api_error_completes_with_the_error(scenario) -> None:
     assert result.text.startswith("API Error: 401")
 
 
-def test_image_error(scenario) -> None:
-    from fsm_agent.events import Notice
-
-    seen: list[object] = []
-    result = scenario("image_error", on_event=seen.append)
+def test_image_error(workspace: Path) -> None:
+    """No older round to drop and no image to strip: the retry would be the request that
+    was just refused, so the run ends `image_error` after it, as Claude Code's does when
+    reactive compaction yields nothing."""
+    seen: list[DriverEvent] = []
+    model, result = spy_run("image_error", workspace, on_event=seen.append)
     assert result.edges[-1] == "image_error"
-    assert "reactive_compact_retry" in result.edges
-    notices = [e.text for e in seen if isinstance(e, Notice)]
-    assert notices == [
-        "an image was refused: nothing older than the last round to compact; retrying once"
-    ], "a media error is not a context too long, and one message was not compacted"
+    assert "reactive_compact_retry" not in result.edges
+    assert len(model.requests) == 1
+    assert [e for e in seen if isinstance(e, Notice)] == []
+    assert result.error == (
+        "an image was refused: messages.0.content.1.image.source.base64: image exceeds "
+        "5 MB maximum (nothing older than the last round to compact, no image to strip)"
+    )
+
+
+def _too_long_at(
+    tmp_path: Path,
+    workspace: Path,
+    rounds: int,
+    on_event: Callable[[DriverEvent], None] | None = None,
+    **extra: object,
+) -> tuple[SpyModel, LoopResult]:
+    """`rounds` Glob rounds, then a prompt-too-long; a retry, if one is sent, fits."""
+    glob = {"type": "tool_use", "name": "Glob", "input": {"pattern": "*"}}
+    turns: list[object] = [{"content": [{**glob, "id": f"toolu_g{n}"}]} for n in range(rounds)]
+    turns += [
+        {"error": {"kind": "prompt_too_long", "message": TOO_LONG, "status": 400}},
+        {"content": "Fits now."},
+    ]
+    path = tmp_path / "too_long.json"
+    path.write_text(json.dumps({"prompt": "Go.", "turns": turns, **extra}))
+    scenario = Scenario.load(path)
+    model = SpyModel(scenario)
+    result = asyncio.run(
+        arun(
+            "Go.",
+            model=model,
+            config=scenario.run_config(RunConfig(cwd=str(workspace))),
+            hooks=ScriptedHooks(scenario.hooks),
+            on_event=on_event,
+            keep_log=False,
+        )
+    )
+    return model, result
+
+
+TOO_LONG = "prompt is too long: 219898 tokens > 200000 maximum"
+
+
+def test_prompt_too_long_with_nothing_older_ends_without_resending_the_request(
+    tmp_path: Path, workspace: Path
+) -> None:
+    """The prompt alone is too long: reactive compaction keeps the last round, so it
+    leaves the messages as they are, and the "retry" was the same request again (a
+    wasted request against the API). The run ends `prompt_too_long` after the one
+    request and says why."""
+    model, result = _too_long_at(tmp_path, workspace, rounds=0)
+    assert result.reason == "prompt_too_long"
+    assert "reactive_compact_retry" not in result.edges
+    assert len(model.requests) == 1
+    assert result.error == f"{TOO_LONG} (nothing older than the last round to compact)"
+
+
+def test_prompt_too_long_after_one_round_has_nothing_older_either(
+    tmp_path: Path, workspace: Path
+) -> None:
+    model, result = _too_long_at(tmp_path, workspace, rounds=1)
+    assert result.reason == "prompt_too_long"
+    assert len(model.requests) == 2
+
+
+def test_a_blocking_pre_compact_hook_ends_the_run_instead_of_resending_the_request(
+    tmp_path: Path, workspace: Path
+) -> None:
+    """A PreCompact hook that blocks the reactive compaction left the messages as they
+    were, and the same request went out again. The run ends `prompt_too_long`, saying
+    what the hook said."""
+    hooks = {"PreCompact": [{"blocking_errors": ["keep it all"]}]}
+    model, result = _too_long_at(tmp_path, workspace, rounds=2, hooks=hooks)
+    assert result.reason == "prompt_too_long"
+    assert "reactive_compact_retry" not in result.edges
+    assert len(model.requests) == 3
+    assert result.error == f"{TOO_LONG} (compaction blocked by a PreCompact hook: keep it all)"
+
+
+def test_prompt_too_long_after_two_rounds_compacts_and_the_retry_differs(
+    tmp_path: Path, workspace: Path
+) -> None:
+    seen: list[DriverEvent] = []
+    model, result = _too_long_at(tmp_path, workspace, rounds=2, on_event=seen.append)
+    assert [e.text for e in seen if isinstance(e, Notice)] == [
+        "context too long: compacted 5 messages to 4, retrying"
+    ]
+    assert result.reason == "completed"
+    assert result.edges.count("reactive_compact_retry") == 1
+    failed, retried = model.requests[2], model.requests[3]
+    assert failed.messages.digest != retried.messages.digest
+    assert len(retried.messages) < len(failed.messages)
 
 
 def test_blocking_limit_stops_before_the_next_request(workspace: Path) -> None:
@@ -281,10 +375,11 @@ def test_reactive_compaction_is_tried_again_after_a_tool_round(
     too_long = {
         "error": {"kind": "prompt_too_long", "message": "prompt is too long", "status": 400}
     }
-    glob = {"type": "tool_use", "id": "toolu_1", "name": "Glob", "input": {"pattern": "*"}}
+    glob = {"type": "tool_use", "name": "Glob", "input": {"pattern": "*"}}
+    rounds = [{"content": [{**glob, "id": f"toolu_{n}"}]} for n in range(3)]
     data = {
         "prompt": "Go.",
-        "turns": [too_long, {"content": [glob]}, too_long, too_long],
+        "turns": [*rounds[:2], too_long, rounds[2], too_long, too_long],
     }
     path = tmp_path / "twice.json"
     path.write_text(json.dumps(data))
@@ -292,10 +387,10 @@ def test_reactive_compaction_is_tried_again_after_a_tool_round(
 
     result = run_scenario(path, cwd=workspace, keep_log=False)
     assert result.edges.count("reactive_compact_retry") == 2
-    assert result.edges.index("next_turn") < len(result.edges) - 1
-    after_the_round = result.edges[result.edges.index("next_turn") :]
-    assert after_the_round.count("reactive_compact_retry") == 1
+    last_turn = result.edges[len(result.edges) - result.edges[::-1].index("next_turn") :]
+    assert last_turn.count("reactive_compact_retry") == 1
     assert result.reason == "prompt_too_long"
+    assert result.error == "still too long after compaction: prompt is too long"
 
 
 def test_an_in_process_stop_hook_may_give_its_blocking_errors_as_a_list() -> None:

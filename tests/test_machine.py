@@ -69,6 +69,8 @@ def test_recovery_priority_is_table_order() -> None:
     [
         (STATE, Facts(withheld="prompt_too_long"), "reactive_compact_retry"),
         (STATE, Facts(withheld="prompt_too_long", collapses_staged=1), "collapse_drain_retry"),
+        (STATE, Facts(withheld="prompt_too_long", nothing_to_compact=True), "prompt_too_long"),
+        (STATE, Facts(withheld="media", nothing_to_compact=True), "image_error"),
         (
             evolve(STATE, has_attempted_reactive_compact=True),
             Facts(withheld="prompt_too_long"),

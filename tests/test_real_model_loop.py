@@ -20,6 +20,7 @@ from fsm_agent.messages import ToolResultBlock
 from fsm_agent.session import arun, replay
 from tests.messages_server import (
     MessagesServer,
+    StreamReply,
     error,
     message,
     messages_server_fixture,  # noqa: F401
@@ -91,28 +92,56 @@ def test_task_end_to_end_with_real_tools_then_replay_offline(
     assert not (workspace / "hi.txt").exists()
 
 
+TOO_LONG = "prompt is too long: 219898 tokens > 200000 maximum"
+
+
+def two_rounds() -> list[StreamReply]:
+    """Two Write rounds: something older than the last round for compaction to drop."""
+    return [
+        message([write_call(f"{n}.txt", n, f"toolu_0{n}")], stop_reason="tool_use")
+        for n in ("1", "2")
+    ]
+
+
+def test_prompt_too_long_with_nothing_to_compact_is_not_sent_again(
+    messages_server: MessagesServer, workspace: Path, tmp_path: Path
+) -> None:
+    """The prompt alone is too long: compaction leaves it as it is, and the retry was the
+    same request, refused the same way. One request, then `prompt_too_long`."""
+    too_long = error(400, "invalid_request_error", TOO_LONG)
+    messages_server.reply(too_long, too_long)
+    result = run_loop(messages_server, workspace, tmp_path)
+    assert "reactive_compact_retry" not in result.edges
+    assert result.reason == "prompt_too_long"
+    assert len(messages_server.bodies()) == 1
+    assert result.error is not None and result.error.startswith(TOO_LONG)
+    assert result.error.endswith("(nothing older than the last round to compact)")
+
+
 def test_prompt_too_long_compacts_then_ends_prompt_too_long(
     messages_server: MessagesServer, workspace: Path, tmp_path: Path
 ) -> None:
-    too_long = error(
-        400, "invalid_request_error", "prompt is too long: 219898 tokens > 200000 maximum"
-    )
-    messages_server.reply(too_long, too_long)
+    too_long = error(400, "invalid_request_error", TOO_LONG)
+    messages_server.reply(*two_rounds(), too_long, too_long)
     result = run_loop(messages_server, workspace, tmp_path)
-    assert "reactive_compact_retry" in result.edges
+    assert result.edges.count("reactive_compact_retry") == 1
     assert result.reason == "prompt_too_long"
+    assert result.error is not None
+    assert result.error.startswith(f"still too long after compaction: {TOO_LONG}")
 
 
 def test_prompt_too_long_then_success(
     messages_server: MessagesServer, workspace: Path, tmp_path: Path
 ) -> None:
     messages_server.reply(
-        error(400, "invalid_request_error", "prompt is too long: 219898 tokens > 200000 maximum"),
-        text("Fits now."),
+        *two_rounds(), error(400, "invalid_request_error", TOO_LONG), text("Fits now.")
     )
     result = run_loop(messages_server, workspace, tmp_path)
     assert result.edges.count("reactive_compact_retry") == 1
     assert result.reason == "completed"
+    failed, retried = messages_server.bodies()[2:]
+    assert len(retried["messages"]) < len(failed["messages"])
+    assert (workspace / "1.txt").read_text() == "1"
 
 
 def test_image_error(messages_server: MessagesServer, workspace: Path, tmp_path: Path) -> None:
@@ -123,6 +152,7 @@ def test_image_error(messages_server: MessagesServer, workspace: Path, tmp_path:
     )
     messages_server.reply(media, media)
     assert run_loop(messages_server, workspace, tmp_path).reason == "image_error"
+    assert len(messages_server.bodies()) == 1, "no image to strip, nothing older to compact"
 
 
 def test_overloaded_switches_to_the_fallback_model(
