@@ -32,6 +32,9 @@ DEFAULT_TIMEOUT_S = 600.0
 PROMPT_TIMEOUT_S = 30.0
 SESSION_END_TIMEOUT_S = 1.5
 MAX_OUTPUT_CHARS = 10_000
+MAX_CAPTURE_BYTES = 4 * 1024 * 1024
+"""What is kept of each of a hook's streams: room for a JSON answer whose `updatedInput`
+is large, while a hook that prints without end cannot fill the memory until its timeout."""
 _SIMPLE_MATCHER = r"[A-Za-z0-9_ ,|-]*"
 """Compiled by `re` on first use (and cached there), not at import: replay runs no hooks."""
 
@@ -279,7 +282,7 @@ async def run_command(
             await asyncio.wait_for(started.wait(), 1.0)
         raise
     try:
-        out, err = await asyncio.wait_for(proc.communicate(stdin), hook.timeout or default_timeout)
+        out, err = await asyncio.wait_for(_exchange(proc, stdin), hook.timeout or default_timeout)
     except TimeoutError:
         _kill(proc.pid)
         await proc.wait()
@@ -289,12 +292,38 @@ async def run_command(
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(proc.wait(), 1.0)
         raise
-    return HookRun(
-        hook.command,
-        proc.returncode,
-        out.decode("utf-8", errors="replace"),
-        err.decode("utf-8", errors="replace"),
+    return HookRun(hook.command, proc.returncode, out, err)
+
+
+async def _exchange(proc: asyncio.subprocess.Process, stdin: bytes) -> tuple[str, str]:
+    """`communicate`, keeping at most `MAX_CAPTURE_BYTES` of each stream (and saying
+    how much was cut); the rest is read and dropped so the hook can run to its end."""
+    assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
+    _, out, err = await asyncio.gather(
+        _feed(proc.stdin, stdin), _capture(proc.stdout), _capture(proc.stderr)
     )
+    await proc.wait()
+    return out, err
+
+
+async def _feed(pipe: asyncio.StreamWriter, data: bytes) -> None:
+    """The event's JSON; a hook that exits without reading it is no error."""
+    with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+        pipe.write(data)
+        await pipe.drain()
+    with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+        pipe.close()
+
+
+async def _capture(stream: asyncio.StreamReader) -> str:
+    kept = bytearray()
+    cut = 0
+    while chunk := await stream.read(65536):
+        room = MAX_CAPTURE_BYTES - len(kept)
+        kept += chunk[:room]
+        cut += max(0, len(chunk) - room)
+    text = kept.decode("utf-8", errors="replace")
+    return f"{text}\n… [{cut} bytes cut]" if cut else text
 
 
 class CommandHooks:

@@ -810,3 +810,18 @@ def test_ctrl_c_kills_a_running_hook_and_ends_the_run_interrupted(
     assert not done.exists()
     replayed = replay(log)
     assert (replayed.path, replayed.reason) == (result.path, result.reason)
+
+
+def test_a_hook_that_writes_without_end_is_held_to_a_bounded_buffer(tmp_path: Path) -> None:
+    """A hook printing 24 MiB (or `yes` until its timeout: 1.6 GB in five seconds)
+    was read whole into memory; what is kept of each stream is now bounded, the
+    rest drained, and the hook still finishes with its own exit code."""
+    from fsm_agent.command_hooks import MAX_CAPTURE_BYTES, run_command
+
+    hook = CommandHook("head -c 25165824 /dev/zero | tr '\\0' a; head -c 25165824 /dev/zero >&2")
+    run = asyncio.run(run_command(hook, b"{}", str(tmp_path), {"PATH": "/usr/bin:/bin"}, 60.0))
+    assert run.code == 0
+    for text in (run.stdout, run.stderr):
+        assert MAX_CAPTURE_BYTES <= len(text) < MAX_CAPTURE_BYTES + 100
+        assert text.endswith(f"[{25165824 - MAX_CAPTURE_BYTES} bytes cut]")
+    assert run.stdout.startswith("a" * 1000)
