@@ -27,6 +27,8 @@ if TYPE_CHECKING:
     from fsm_agent.config import RunConfig
     from fsm_agent.permissions import Place
 
+OTHER_HANDLER_TYPES = frozenset({"http", "prompt", "agent", "mcp_tool"})
+"""Claude Code's handler types that fsm-agent does not run: skipped, as the docs say."""
 TOOL_EVENTS = frozenset({"PreToolUse", "PostToolUse", "PostToolUseFailure", "PermissionRequest"})
 DEFAULT_TIMEOUT_S = 600.0
 PROMPT_TIMEOUT_S = 30.0
@@ -84,8 +86,16 @@ def parse_hooks(section: Any, origin: str) -> tuple[HookMatcher, ...]:
                 raise HookSettingsError(f"{where}.matcher must be a string")
             commands: list[CommandHook] = []
             for h in entry["hooks"]:
-                if not isinstance(h, dict) or h.get("type", "command") != "command":
+                if not isinstance(h, dict):
+                    raise HookSettingsError(f"{where}: a hook must be an object with a 'type'")
+                kind = h.get("type", "command")
+                if isinstance(kind, str) and kind in OTHER_HANDLER_TYPES:
                     continue
+                if kind != "command":
+                    raise HookSettingsError(
+                        f"{where}: unknown hook type {kind!r} (command, "
+                        f"{', '.join(sorted(OTHER_HANDLER_TYPES))})"
+                    )
                 if not isinstance(h.get("command"), str) or not h["command"].strip():
                     raise HookSettingsError(f"{where}: a command hook needs a 'command' string")
                 timeout = h.get("timeout")

@@ -825,3 +825,30 @@ def test_a_hook_that_writes_without_end_is_held_to_a_bounded_buffer(tmp_path: Pa
         assert MAX_CAPTURE_BYTES <= len(text) < MAX_CAPTURE_BYTES + 100
         assert text.endswith(f"[{25165824 - MAX_CAPTURE_BYTES} bytes cut]")
     assert run.stdout.startswith("a" * 1000)
+
+
+@pytest.mark.parametrize(
+    ("handler", "message"),
+    [
+        ('"./guard.sh"', r"hooks.PreToolUse\[0\]: a hook must be an object"),
+        ('{"type": "comand", "command": "./guard.sh"}', r"unknown hook type 'comand'"),
+        ('{"type": 1, "command": "./guard.sh"}', r"unknown hook type 1"),
+        ('{"type": ["command"], "command": "./guard.sh"}', r"unknown hook type \['command'\]"),
+    ],
+)
+def test_a_hook_that_is_not_a_handler_is_refused_not_skipped(
+    tmp_path: Path, handler: str, message: str
+) -> None:
+    """A guard written as a bare string, or with its type misspelt, was skipped without
+    a word, so it never ran; handler types Claude Code has and fsm-agent does not run
+    (http, prompt, agent, mcp_tool) are still left out quietly, as the docs say."""
+    from fsm_agent.settings import SettingsError, load_settings
+
+    (tmp_path / ".claude").mkdir()
+    path = tmp_path / ".claude" / "settings.json"
+    path.write_text(f'{{"hooks": {{"PreToolUse": [{{"matcher": "Bash", "hooks": [{handler}]}}]}}}}')
+    with pytest.raises(SettingsError, match=message):
+        load_settings(str(tmp_path), str(tmp_path / "home"))
+    others = [{"type": t, "url": "x", "prompt": "x"} for t in ("http", "prompt", "agent")]
+    path.write_text(json.dumps({"hooks": {"Stop": [{"hooks": [*others, {"type": "mcp_tool"}]}]}}))
+    assert load_settings(str(tmp_path), str(tmp_path / "home")).hooks == ()
