@@ -96,8 +96,14 @@ def parse_hooks(section: Any, origin: str) -> tuple[HookMatcher, ...]:
                         f"{where}: unknown hook type {kind!r} (command, "
                         f"{', '.join(sorted(OTHER_HANDLER_TYPES))})"
                     )
-                if not isinstance(h.get("command"), str) or not h["command"].strip():
+                command = h.get("command")
+                if not isinstance(command, str) or not command.strip():
                     raise HookSettingsError(f"{where}: a command hook needs a 'command' string")
+                if not os_string(command):
+                    raise HookSettingsError(
+                        f"{where}: a command hook's 'command' holds a null byte or a lone "
+                        "surrogate, which no shell can be given"
+                    )
                 timeout = h.get("timeout")
                 if timeout is not None and (
                     not isinstance(timeout, int | float)
@@ -124,6 +130,18 @@ def parse_hooks(section: Any, origin: str) -> tuple[HookMatcher, ...]:
             if commands:
                 out.append(HookMatcher(event, tuple(commands), matcher, origin))
     return tuple(out)
+
+
+def os_string(text: str) -> bool:
+    """Whether an OS call takes `text` (a command, a path): no null byte, and nothing
+    the file-system encoding cannot hold (JSON's `"\\ud800"`); else subprocess raises."""
+    if "\0" in text:
+        return False
+    try:
+        os.fsencode(text)
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def matcher_matches(matcher: str, value: str) -> bool:

@@ -16,7 +16,7 @@ from typing import Any
 
 from attrs import frozen
 
-from fsm_agent.command_hooks import HookMatcher, HookSettingsError, parse_hooks
+from fsm_agent.command_hooks import HookMatcher, HookSettingsError, os_string, parse_hooks
 from fsm_agent.permissions import (
     UNSUPPORTED_MODES,
     PermissionError_,
@@ -71,7 +71,7 @@ def parse_settings(data: Any, origin: str, root: str, cwd: str) -> Settings:
     if not isinstance(perms, dict):
         raise SettingsError(f"{origin}: 'permissions' must be an object")
     dirs = perms.get("additionalDirectories") or []
-    if not isinstance(dirs, list) or not all(isinstance(d, str) and "\0" not in d for d in dirs):
+    if not isinstance(dirs, list) or not all(isinstance(d, str) and os_string(d) for d in dirs):
         raise SettingsError(f"{origin}: permissions.additionalDirectories must be a list of paths")
     mode = perms.get("defaultMode")
     warnings: tuple[str, ...] = ()

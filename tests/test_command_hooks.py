@@ -852,3 +852,19 @@ def test_a_hook_that_is_not_a_handler_is_refused_not_skipped(
     others = [{"type": t, "url": "x", "prompt": "x"} for t in ("http", "prompt", "agent")]
     path.write_text(json.dumps({"hooks": {"Stop": [{"hooks": [*others, {"type": "mcp_tool"}]}]}}))
     assert load_settings(str(tmp_path), str(tmp_path / "home")).hooks == ()
+
+
+@pytest.mark.parametrize("command", ["echo a\\u0000b", "echo \\ud800"])
+def test_a_command_no_os_call_takes_is_refused_naming_the_file(
+    tmp_path: Path, command: str
+) -> None:
+    """A null byte or a lone surrogate (JSON's `"\\ud800"`) in a hook's command ended the
+    run with a traceback from subprocess when the hook first ran."""
+    from fsm_agent.settings import SettingsError, load_settings
+
+    (tmp_path / ".claude").mkdir()
+    (tmp_path / ".claude" / "settings.json").write_text(
+        '{"hooks": {"Stop": [{"hooks": [{"type": "command", "command": "' + command + '"}]}]}}'
+    )
+    with pytest.raises(SettingsError, match=r"settings.json: hooks.Stop\[0\]: a command hook"):
+        load_settings(str(tmp_path), str(tmp_path / "home"))

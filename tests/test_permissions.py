@@ -323,10 +323,12 @@ def test_a_settings_file_nested_too_deeply_is_one_clear_error(tmp_path: Path) ->
         load_settings(str(tmp_path), str(tmp_path / "nohome"))
 
 
-def test_a_directory_no_os_call_takes_is_one_clear_error(tmp_path: Path) -> None:
+@pytest.mark.parametrize("name", ["lib\\u0000x", "lib\\ud800x"])
+def test_a_directory_no_os_call_takes_is_one_clear_error(tmp_path: Path, name: str) -> None:
+    """A null byte, or a lone surrogate (JSON's `"\\ud800"`, which realpath raised on)."""
     (tmp_path / ".claude").mkdir()
     (tmp_path / ".claude" / "settings.json").write_text(
-        json.dumps({"permissions": {"additionalDirectories": ["lib\u0000x"]}})
+        '{"permissions": {"additionalDirectories": ["' + name + '"]}}'
     )
     with pytest.raises(SettingsError, match=r"settings.json: permissions.additionalDirectories"):
         load_settings(str(tmp_path), str(tmp_path / "nohome"))
