@@ -116,7 +116,7 @@ def _load(
     repository's CLAUDE.md cannot put `~/.ssh/id_rsa` in the model's context.
     """
     real = path.resolve()
-    if real in seen:
+    if real in seen or _links_out(path, real, inside):
         return []
     text = _read(path)
     if text is None:
@@ -130,6 +130,16 @@ def _load(
                 continue
             out += _load(child, kind, home, seen, hops + 1, inside)
     return out
+
+
+def _links_out(path: Path, real: Path, inside: Path | None) -> bool:
+    """A file in the workspace that is a link to one outside it: external, as an import
+    of its target would be (a cloned `CLAUDE.md -> ~/.ssh/id_rsa`)."""
+    return (
+        inside is not None
+        and Path(os.path.normpath(path)).is_relative_to(inside)
+        and not real.is_relative_to(inside)
+    )
 
 
 def memory_files(cwd: Path, home: Path, managed: Path | None = MANAGED_PATH) -> list[MemoryFile]:
@@ -151,19 +161,24 @@ def memory_files(cwd: Path, home: Path, managed: Path | None = MANAGED_PATH) -> 
         out += _load(directory / "CLAUDE.md", "project", home, seen, inside=cwd)
         out += _load(directory / ".claude" / "CLAUDE.md", "project", home, seen, inside=cwd)
         if directory == cwd:
-            out += [MemoryFile(f, "project", t) for f, globs, t in rules(cwd) if globs is None]
+            out += [MemoryFile(f, "project", t) for f, globs, t in rules(cwd, cwd) if globs is None]
         out += _load(directory / "CLAUDE.local.md", "local", home, seen, inside=cwd)
     return out
 
 
-def rules(directory: Path) -> list[tuple[Path, tuple[str, ...] | None, str]]:
+def rules(
+    directory: Path, inside: Path | None = None
+) -> list[tuple[Path, tuple[str, ...] | None, str]]:
     """`.claude/rules/**/*.md` under `directory`, sorted: each file's `paths:` globs
-    (None when it has none: it always applies) and its text, comments stripped."""
+    (None when it has none: it always applies) and its text, comments stripped. With
+    `inside` (the workspace), a link to a file outside it is left out."""
     root = directory / ".claude" / "rules"
     if not root.is_dir():
         return []
     out: list[tuple[Path, tuple[str, ...] | None, str]] = []
     for path in sorted(root.rglob("*.md")):
+        if _links_out(path, path.resolve(), inside):
+            continue
         text = _read(path)
         if text is None:
             continue
@@ -247,9 +262,10 @@ def matching_rules(
 
 def path_rules(cwd: Path) -> tuple[PathRule, ...]:
     """The workspace's rules scoped by `paths:`, for `RunConfig.path_rules`."""
+    cwd = cwd.resolve()
     return tuple(
         PathRule(str(f), globs, f"Contents of {f} ({DESCRIPTIONS['project']}):\n\n{text}")
-        for f, globs, text in rules(cwd.resolve())
+        for f, globs, text in rules(cwd, cwd)
         if globs is not None
     )
 

@@ -418,3 +418,34 @@ def test_a_scoped_rule_is_shown_once_when_a_matching_file_is_read(
     tail = "ts.md (project instructions, checked into the codebase):\n\nUse strict mode."
     assert shown.endswith(f"{tail}\n</system-reminder>")
     assert replay(log).messages.digest == result.messages.digest
+
+
+def test_a_workspace_memory_file_that_links_outside_it_is_not_loaded(tmp_path: Path) -> None:
+    """A cloned repository's `CLAUDE.md -> ~/.ssh/id_rsa` (or such a `.claude/rules/` file,
+    scoped or not, or a subdirectory's CLAUDE.md) put the file in the model's context,
+    though an `@import` of the same file is refused: each is external, as Claude Code
+    drops a rule file whose link leads outside the working directory. Links that stay
+    inside, and the user's own files, still load."""
+    from fsm_agent.claude_md import path_rules, read_nested
+
+    home, ws = tmp_path / "home", tmp_path / "ws"
+    key = write(home / ".ssh" / "id_rsa", "PRIVATE KEY")
+    write(ws / "docs" / "real.md", "inside rules")
+    for link in ("CLAUDE.md", ".claude/CLAUDE.md", "CLAUDE.local.md", ".claude/rules/a.md"):
+        (ws / link).parent.mkdir(parents=True, exist_ok=True)
+        (ws / link).symlink_to(key)
+    write(home / "scoped.md", "---\npaths: src/**\n---\nPRIVATE scoped")
+    (ws / ".claude" / "rules" / "scoped.md").symlink_to(home / "scoped.md")
+    (ws / ".claude" / "rules" / "ok.md").symlink_to(ws / "docs" / "real.md")
+    (ws / "sub").mkdir()
+    (ws / "sub" / "CLAUDE.md").symlink_to(key)
+    write(home / "shared.md", "user shared")
+    (home / ".claude").mkdir()
+    (home / ".claude" / "CLAUDE.md").symlink_to(home / "shared.md")
+
+    user_context, _, _ = gather(ws, home, "2026-01-01", managed=None, git=False)
+    assert "PRIVATE" not in json.dumps(user_context)
+    assert "inside rules" in user_context["claudeMd"]
+    assert "user shared" in user_context["claudeMd"]
+    assert path_rules(ws) == ()
+    assert read_nested([str(ws / "sub" / "CLAUDE.md")], home, ws) == {}
