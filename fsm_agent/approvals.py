@@ -37,6 +37,7 @@ from fsm_agent.permissions import (
     default_expand,
     default_resolve,
     evaluate,
+    path_rule,
     read_denied,
 )
 
@@ -131,7 +132,7 @@ class Approvals:
         if answer == ALLOW_ALWAYS:
             rules = [question.suggestion] if question.suggestion else []
             kind = _path_rule_kind(question.tool)
-            rules += [f"{kind}(/{p})" for p in question.outside] if kind else []
+            rules += [path_rule(kind, p) for p in question.outside] if kind else []
             extra = tuple(RuleSource(r, self.cwd, "this session") for r in rules)
             self.settings = evolve(self.settings, allow=self.settings.allow + extra)
         return answer if answer in (ALLOW_ONCE, ALLOW_ALWAYS) else DENY

@@ -542,14 +542,21 @@ def _outside(name: str, outside: tuple[str, ...], ws: Workspace, mode: str) -> D
     verb = "Reading" if name in READ_TOOLS else "Writing" if name in EDIT_TOOLS else "Running"
     kind = "Read" if name in READ_TOOLS else "Edit"
     shown = ", ".join(outside)
+    suggestion = None if name == "Bash" else path_rule(kind, outside[0])
     reason = (
         f"{shown} is outside the workspace ({', '.join(ws.roots)}). "
-        f"{verb} it needs an allow rule such as {kind}(/{outside[0]})"
+        f"{verb} it needs an allow rule such as {suggestion}"
         if name != "Bash"
         else f"The command touches {shown}, outside the workspace ({', '.join(ws.roots)})"
     )
-    suggestion = None if name == "Bash" else f"{kind}(/{outside[0]})"
     return _ask_or_deny(reason, mode, suggestion, outside)
+
+
+def path_rule(kind: str, path: str) -> str:
+    """The rule naming one absolute path and nothing else: `Read(//tmp/data\\[1\\].csv)`,
+    its pattern characters escaped, since a rule's path is a gitignore-style pattern."""
+    escaped = re.sub(r"([][*?{}\\])", r"\\\1", path)
+    return f"{kind}(/{escaped})"
 
 
 def _ask_or_deny(

@@ -335,3 +335,37 @@ def test_a_withdrawn_question_is_given_up_and_its_late_answer_ignored(tmp_path: 
     assert asyncio.run(go()) == (CANCELLED, ALLOW_ONCE)
     assert said == ["asked Bash", "gave up", "asked Read"]
     assert approvals.settings.allow == ()
+
+
+def test_always_for_an_outside_path_with_glob_characters_names_that_path_alone(
+    tmp_path: Path,
+) -> None:
+    """`Read(//…/data[1].csv)` is a pattern: its class matched `data1.csv` and not the
+    file the user let the model read, which asked again. The rule "always" adds, and
+    the one the reason suggests, escape the pattern characters of the path."""
+    from fsm_agent.approvals import Approvals
+    from fsm_agent.permissions import PermissionRequest, PermissionSettings
+
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    outside = tmp_path / "out{a,b}"
+    outside.mkdir()
+    asked = outside / "data[1]*?.csv"
+    other = outside / "data1xy.csv"
+    for f in (asked, other, outside / "a"):
+        f.write_text("x")
+    approvals = Approvals(PermissionSettings(), str(ws), home=str(tmp_path / "home"),
+                          prompter=lambda q: ALLOW_ALWAYS)  # fmt: skip
+
+    def check(path: Path) -> Any:
+        return approvals.check(PermissionRequest("Read", {"file_path": str(path)}))
+
+    first = check(asked)
+    assert first.behavior == "ask"
+    assert first.suggestion == f"Read(/{tmp_path}/out\\{{a,b\\}}/data\\[1\\]\\*\\?.csv)"
+    asyncio.run(approvals.ask(PermissionAsk("Read", {"file_path": str(asked)},
+                                            suggestion=first.suggestion,
+                                            outside=first.outside)))  # fmt: skip
+    assert check(asked).behavior == "allow"
+    assert check(other).behavior == "ask"
+    assert check(outside / "a").behavior == "ask"
