@@ -19,7 +19,7 @@ import signal
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from attrs import frozen
+from attrs import evolve, frozen
 
 from fsm_agent.hooks import NO_OPINION, HookOutcome, merge
 
@@ -33,6 +33,9 @@ TOOL_EVENTS = frozenset({"PreToolUse", "PostToolUse", "PostToolUseFailure", "Per
 DEFAULT_TIMEOUT_S = 600.0
 PROMPT_TIMEOUT_S = 30.0
 SESSION_END_TIMEOUT_S = 1.5
+SESSION_END_MAX_S = 60.0
+"""SessionEnd hooks share one budget: 1.5 s, raised to the largest timeout one of them
+sets, up to a minute (Claude Code's), so a hook cannot hold the exit for ten."""
 MAX_OUTPUT_CHARS = 10_000
 MAX_CAPTURE_BYTES = 4 * 1024 * 1024
 """What is kept of each of a hook's streams: room for a JSON answer whose `updatedInput`
@@ -403,6 +406,9 @@ class CommandHooks:
         timeout = {"UserPromptSubmit": PROMPT_TIMEOUT_S, "SessionEnd": SESSION_END_TIMEOUT_S}.get(
             event, DEFAULT_TIMEOUT_S
         )
+        if event == "SessionEnd":
+            budget = max([SESSION_END_TIMEOUT_S, *(h.timeout or 0 for h in hooks)])
+            hooks = [evolve(h, timeout=min(budget, SESSION_END_MAX_S)) for h in hooks]
         runs = await asyncio.gather(
             *(run_command(h, stdin, self.project_dir, env, timeout) for h in hooks)
         )

@@ -868,3 +868,22 @@ def test_a_command_no_os_call_takes_is_refused_naming_the_file(
     )
     with pytest.raises(SettingsError, match=r"settings.json: hooks.Stop\[0\]: a command hook"):
         load_settings(str(tmp_path), str(tmp_path / "home"))
+
+
+def test_session_end_hooks_share_one_budget_of_at_most_a_minute(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Claude Code's SessionEnd budget: 1.5 s, raised to the largest timeout a hook
+    sets, up to 60 s, for every hook. A hook set to 600 s held the exit for ten
+    minutes, and one with no timeout was cut at 1.5 s beside it. (The cap is 4 s here.)"""
+    import fsm_agent.command_hooks as command_hooks
+
+    monkeypatch.setattr(command_hooks, "SESSION_END_MAX_S", 4.0)
+    slow = CommandHook("cat >/dev/null; sleep 10; echo late", 600)
+    quick = CommandHook("""cat >/dev/null; sleep 1.6; echo '{"systemMessage": "saved"}'""")
+    hooks = CommandHooks((HookMatcher("SessionEnd", (slow, quick)),), project_dir=str(tmp_path))
+    outcome = asyncio.run(hooks.run("SessionEnd", {"reason": "other"}))
+    assert sorted(outcome.messages) == [
+        "SessionEnd hook `cat >/dev/null; sleep 10; echo late` timed out; its output is ignored",
+        "saved",
+    ]
