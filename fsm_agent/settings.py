@@ -41,11 +41,13 @@ class Settings:
 
 
 def settings_files(cwd: str, home: str) -> list[tuple[Path, str]]:
-    """Each settings file, lowest precedence first, with the root its `/path` rules use."""
+    """Each settings file, lowest precedence first, with the root its `/path` rules use:
+    resolved, as the paths they are matched against are (HOME may be a link)."""
+    user, project = os.path.realpath(Path(home) / ".claude"), os.path.realpath(cwd)
     return [
-        (Path(home) / ".claude" / "settings.json", str(Path(home) / ".claude")),
-        (Path(cwd) / ".claude" / "settings.json", cwd),
-        (Path(cwd) / ".claude" / "settings.local.json", cwd),
+        (Path(home) / ".claude" / "settings.json", user),
+        (Path(cwd) / ".claude" / "settings.json", project),
+        (Path(cwd) / ".claude" / "settings.local.json", project),
     ]
 
 
@@ -128,9 +130,10 @@ def load_settings(
             merged.hooks + one.hooks,
             merged.warnings + one.warnings,
         )
+    root = os.path.realpath(cwd)
     cli = PermissionSettings(
-        allow=_rules(_split_flags(allowed_tools), "--allowed-tools: rule", cwd),
-        deny=_rules(_split_flags(disallowed_tools), "--disallowed-tools: rule", cwd),
+        allow=_rules(_split_flags(allowed_tools), "--allowed-tools: rule", root),
+        deny=_rules(_split_flags(disallowed_tools), "--disallowed-tools: rule", root),
         additional_directories=tuple(os.path.realpath(os.path.join(cwd, d)) for d in add_dirs),
     )
     return Settings(merged.permissions.merged(cli), merged.hooks, merged.warnings)

@@ -406,3 +406,24 @@ def test_a_scenarios_settings_default_mode_is_the_mode_unless_its_config_names_o
     assert "Plan mode is on" in touched({}, "a.jsonl")
     assert "Plan mode" not in touched({"permission_mode": "acceptEdits"}, "b.jsonl")
     assert (workspace / "x").exists()
+
+
+def test_a_user_rules_slash_path_holds_when_home_is_a_link(tmp_path: Path) -> None:
+    """`/path` in ~/.claude/settings.json is anchored at ~/.claude; paths are judged
+    resolved, so with HOME a link (/home -> /usr/home) the anchor, left unresolved,
+    matched nothing and a deny rule let the read through."""
+    from fsm_agent.approvals import Approvals
+    from fsm_agent.permissions import PermissionRequest
+
+    real = tmp_path / "real-home"
+    (real / ".claude").mkdir(parents=True)
+    (real / ".claude" / "secret.txt").write_text("s")
+    home = tmp_path / "home"
+    home.symlink_to(real)
+    (real / ".claude" / "settings.json").write_text(
+        json.dumps({"permissions": {"deny": ["Read(/secret.txt)"]}})
+    )
+    settings = load_settings(str(real), str(home)).permissions
+    approvals = Approvals(settings, str(real), home=str(home))
+    request = PermissionRequest("Read", {"file_path": str(home / ".claude" / "secret.txt")})
+    assert approvals.check(request).behavior == "deny"
