@@ -397,7 +397,8 @@ class CommandHooks:
     async def run(self, event: str, payload: dict[str, Any]) -> HookOutcome:
         from fsm_agent.permissions import Place
 
-        place = Place(str(payload.get("cwd", self.project_dir)), os.path.expanduser("~"))
+        home = os.path.realpath(os.path.expanduser("~"))
+        place = Place(str(payload.get("cwd", self.project_dir)), home)
         hooks = selected(self.matchers, event, payload, place)
         if not hooks:
             return NO_OPINION

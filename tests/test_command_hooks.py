@@ -887,3 +887,21 @@ def test_session_end_hooks_share_one_budget_of_at_most_a_minute(
         "SessionEnd hook `cat >/dev/null; sleep 10; echo late` timed out; its output is ignored",
         "saved",
     ]
+
+
+def test_a_hooks_if_rule_under_home_holds_when_home_is_a_link(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`"if": "Read(~/notes/**)"` judged a resolved path against an unresolved HOME, so
+    with HOME a link the hook never ran."""
+    real = tmp_path / "real-home"
+    (real / "notes").mkdir(parents=True)
+    (real / "notes" / "a.md").write_text("x")
+    home = tmp_path / "home"
+    home.symlink_to(real)
+    monkeypatch.setenv("HOME", str(home))
+    hook = CommandHook("cat >/dev/null; echo noted >&2; exit 2", condition="Read(~/notes/**)")
+    hooks = CommandHooks((HookMatcher("PreToolUse", (hook,)),), project_dir=str(tmp_path))
+    payload = {"tool_name": "Read", "tool_input": {"file_path": str(home / "notes" / "a.md")}}
+    outcome = asyncio.run(hooks.run("PreToolUse", payload))
+    assert (outcome.permission_decision, outcome.permission_reason) == ("deny", "noted")
