@@ -69,10 +69,12 @@ def _rules(value: Any, where: str, root: str) -> tuple[RuleSource, ...]:
 def parse_settings(data: Any, origin: str, root: str, cwd: str) -> Settings:
     if not isinstance(data, dict):
         raise SettingsError(f"{origin}: settings must be a JSON object")
-    perms = data.get("permissions") or {}
-    if not isinstance(perms, dict):
+    perms = data.get("permissions", {})
+    if not isinstance(perms, dict | None):
         raise SettingsError(f"{origin}: 'permissions' must be an object")
-    dirs = perms.get("additionalDirectories") or []
+    perms = perms or {}
+    dirs = perms.get("additionalDirectories")
+    dirs = [] if dirs is None else dirs
     if not isinstance(dirs, list) or not all(isinstance(d, str) and os_string(d) for d in dirs):
         raise SettingsError(f"{origin}: permissions.additionalDirectories must be a list of paths")
     mode = perms.get("defaultMode")

@@ -427,3 +427,23 @@ def test_a_user_rules_slash_path_holds_when_home_is_a_link(tmp_path: Path) -> No
     approvals = Approvals(settings, str(real), home=str(home))
     request = PermissionRequest("Read", {"file_path": str(home / ".claude" / "secret.txt")})
     assert approvals.check(request).behavior == "deny"
+
+
+@pytest.mark.parametrize(
+    ("settings", "message"),
+    [
+        ('{"permissions": []}', "'permissions' must be an object"),
+        ('{"permissions": false}', "'permissions' must be an object"),
+        ('{"permissions": {"additionalDirectories": {}}}', "additionalDirectories must be a list"),
+        ('{"permissions": {"additionalDirectories": ""}}', "additionalDirectories must be a list"),
+    ],
+)
+def test_an_empty_value_of_the_wrong_type_is_refused_like_any_other(
+    tmp_path: Path, settings: str, message: str
+) -> None:
+    """`[]`, `false`, `{}` and `""` were taken for "nothing" (they are falsy), where
+    `["x"]` or `"x"` in the same place is refused."""
+    (tmp_path / ".claude").mkdir()
+    (tmp_path / ".claude" / "settings.json").write_text(settings)
+    with pytest.raises(SettingsError, match=message):
+        load_settings(str(tmp_path), str(tmp_path / "nohome"))
