@@ -84,7 +84,8 @@ def parse_hooks(section: Any, origin: str) -> tuple[HookMatcher, ...]:
             where = f"{origin}: hooks.{event}[{n}]"
             if not isinstance(entry, dict) or not isinstance(entry.get("hooks"), list):
                 raise HookSettingsError(f"{where} must be an object with a 'hooks' list")
-            matcher = entry.get("matcher") or ""
+            matcher = entry.get("matcher")
+            matcher = "" if matcher is None else matcher
             if not isinstance(matcher, str):
                 raise HookSettingsError(f"{where}.matcher must be a string")
             commands: list[CommandHook] = []

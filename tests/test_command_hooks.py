@@ -398,6 +398,9 @@ def test_bad_hooks_section_is_a_clear_error() -> None:
 
     with pytest.raises(HookSettingsError, match=r"f.json: hooks.Stop\[0\] must be an object"):
         parse_hooks({"Stop": ["echo"]}, "f.json")
+    for matcher in ([], ["Bash"], False, 0):
+        with pytest.raises(HookSettingsError, match=r"hooks.Stop\[0\].matcher must be a string"):
+            parse_hooks({"Stop": [{"matcher": matcher, "hooks": []}]}, "f.json")
     with pytest.raises(HookSettingsError, match="timeout"):
         parse_hooks(
             {"Stop": [{"hooks": [{"type": "command", "command": "x", "timeout": -1}]}]}, "f.json"
