@@ -196,12 +196,14 @@ def selected(
 
 @frozen
 class HookRun:
-    """What one command did: its exit code (None on timeout), stdout and stderr."""
+    """What one command did: its exit code (None on timeout), stdout and stderr; or
+    why the OS would not start it (`unstarted`)."""
 
     command: str
     code: int | None
     stdout: str
     stderr: str
+    unstarted: str | None = None
 
 
 def _cap(text: str) -> str:
@@ -226,6 +228,10 @@ def interpret(event: str, run: HookRun) -> HookOutcome:
     A Stop hook's block names its command, as Claude Code's feedback to the model
     does (`Stop hook feedback:\n[cmd]: reason`, in its transcripts)."""
     name = f"{event} hook"
+    if run.unstarted is not None:
+        return HookOutcome(
+            messages=(f"{name} `{run.command}` could not be started: {run.unstarted}",)
+        )
     if run.code is None:
         return HookOutcome(messages=(f"{name} `{run.command}` timed out; its output is ignored",))
     data = _json_output(run.stdout)
@@ -290,6 +296,8 @@ async def run_command(
 ) -> HookRun:
     """One hook command through `sh -c`, its stdin the event's JSON; killed on timeout.
 
+    A command the OS will not start (its directory gone, no process left to fork)
+    is reported, not raised: a hook that fails has no say, the run goes on.
     Ctrl-C as the command starts lets the start finish, then kills its group:
     cancelled mid-start, asyncio's own clean-up waits for the child to exit,
     which it may never see (CPython 3.11), and the run hung for good.
@@ -313,6 +321,8 @@ async def run_command(
             _kill(started.pid)
             await asyncio.wait_for(started.wait(), 1.0)
         raise
+    except OSError as exc:
+        return HookRun(hook.command, None, "", "", unstarted=str(exc))
     try:
         out, err = await asyncio.wait_for(_exchange(proc, stdin), hook.timeout or default_timeout)
     except TimeoutError:

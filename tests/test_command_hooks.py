@@ -908,3 +908,19 @@ def test_a_hooks_if_rule_under_home_holds_when_home_is_a_link(
     payload = {"tool_name": "Read", "tool_input": {"file_path": str(home / "notes" / "a.md")}}
     outcome = asyncio.run(hooks.run("PreToolUse", payload))
     assert (outcome.permission_decision, outcome.permission_reason) == ("deny", "noted")
+
+
+def test_a_hook_that_cannot_be_started_is_a_non_blocking_error(tmp_path: Path) -> None:
+    """The OS refusing to start a hook (its directory gone, a command too long for
+    execve, no process left to fork) raised out of the run, which then ended with
+    'cannot write the session log'; the hook now has no say and the user is told."""
+    gone = tmp_path / "gone"
+    hooks = CommandHooks(
+        (HookMatcher("PreToolUse", (CommandHook("exit 2"),)),), project_dir=str(gone)
+    )
+    outcome = asyncio.run(hooks.run("PreToolUse", {"tool_name": "Bash"}))
+    assert outcome.permission_decision is None
+    assert outcome.messages == (
+        f"PreToolUse hook `exit 2` could not be started: [Errno 2] No such file or "
+        f"directory: '{gone}'",
+    )
