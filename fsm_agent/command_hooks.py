@@ -25,7 +25,7 @@ from fsm_agent.hooks import NO_OPINION, HookOutcome, merge
 
 if TYPE_CHECKING:
     from fsm_agent.config import RunConfig
-    from fsm_agent.permissions import Place
+    from fsm_agent.permissions import Place, Rule
 
 OTHER_HANDLER_TYPES = frozenset({"http", "prompt", "agent", "mcp_tool"})
 """Claude Code's handler types that fsm-agent does not run: skipped, as the docs say."""
@@ -175,7 +175,7 @@ def match_target(event: str, payload: Mapping[str, Any]) -> str | None:
 def selected(
     matchers: Sequence[HookMatcher], event: str, payload: Mapping[str, Any], place: Place
 ) -> list[CommandHook]:
-    from fsm_agent.permissions import Rule, rule_covers_call
+    from fsm_agent.permissions import Rule
 
     target = match_target(event, payload)
     chosen: dict[str, CommandHook] = {}
@@ -188,10 +188,21 @@ def selected(
             if hook.condition is not None and event in TOOL_EVENTS:
                 tool_input = payload.get("tool_input") or {}
                 rule = Rule.parse(hook.condition, place.cwd)
-                if not rule_covers_call(rule, str(payload.get("tool_name", "")), tool_input, place):
+                if not _covers(rule, str(payload.get("tool_name", "")), tool_input, place):
                     continue
             chosen.setdefault(hook.command, hook)
     return list(chosen.values())
+
+
+def _covers(rule: Rule, tool: str, tool_input: Mapping[str, Any], place: Place) -> bool:
+    """A hook's `if` against a call; a path no OS call takes (a model's lone surrogate)
+    cannot be judged, so the hook runs: its guard sees the call, which is then denied."""
+    from fsm_agent.permissions import rule_covers_call
+
+    try:
+        return rule_covers_call(rule, tool, tool_input, place)
+    except ValueError:
+        return True
 
 
 @frozen

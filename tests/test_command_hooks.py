@@ -924,3 +924,17 @@ def test_a_hook_that_cannot_be_started_is_a_non_blocking_error(tmp_path: Path) -
         f"PreToolUse hook `exit 2` could not be started: [Errno 2] No such file or "
         f"directory: '{gone}'",
     )
+
+
+def test_a_path_no_os_call_takes_does_not_crash_a_hooks_if(tmp_path: Path) -> None:
+    """A model's `file_path` or command holding a lone surrogate (JSON's `"\\ud800"`)
+    raised out of the run while an `if` rule resolved it; the rule cannot judge it,
+    so the hook runs (its guard sees the call), and the permission check denies it."""
+    guard = CommandHook("cat >/dev/null; echo seen >&2; exit 2", condition="Edit(src/**)")
+    bash = CommandHook("cat >/dev/null; echo seen >&2; exit 2", condition="Bash(ls *)")
+    hooks = CommandHooks((HookMatcher("PreToolUse", (guard, bash)),), project_dir=str(tmp_path))
+    for name, tool_input in (("Write", {"file_path": "a\ud800.txt"}),
+                             ("Bash", {"command": "ls \ud800"})):  # fmt: skip
+        payload = {"tool_name": name, "tool_input": tool_input}
+        outcome = asyncio.run(hooks.run("PreToolUse", payload))
+        assert (outcome.permission_decision, outcome.permission_reason) == ("deny", "seen")
