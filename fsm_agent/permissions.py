@@ -14,12 +14,12 @@ rule whose path pattern matches them, or by the user at a prompt.
 
 from __future__ import annotations
 
+import fnmatch
 import functools
 import glob
-import itertools
 import os
 import re
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
 from attrs import evolve, field, frozen
@@ -453,21 +453,68 @@ def default_resolve(cwd: str) -> Resolve:
 
 
 MAX_GLOB_MATCHES = 1000
+MAX_GLOB_SCAN = 50_000
+"""Directory entries one glob word may look at: `/*/*/*/*/*/*/*/*/zz` matches
+nothing but would walk the whole file system, in the event loop, past Ctrl-C."""
+
+
+class _TooWide(Exception):
+    """A glob that would look at more than `MAX_GLOB_SCAN` entries."""
 
 
 def default_expand(cwd: str) -> Expand:
     """What the shell would expand a glob word to (dotfiles only when the word asks).
 
-    Past `MAX_GLOB_MATCHES` matches the answer includes `/`, which lies
-    outside any workspace, so such a command is asked about, not assumed safe.
+    Past `MAX_GLOB_MATCHES` matches, or `MAX_GLOB_SCAN` entries looked at, the
+    answer includes `/`, which lies outside any workspace, so such a command is
+    asked about, not assumed safe.
     """
 
     def expand(word: str) -> list[str]:
         pattern = os.path.join(cwd, os.path.expanduser(word))
-        found = list(itertools.islice(glob.iglob(pattern), MAX_GLOB_MATCHES + 1))
-        return found if len(found) <= MAX_GLOB_MATCHES else [*found, "/"]
+        found: list[str] = []
+        try:
+            for path in _glob(pattern, [MAX_GLOB_SCAN]):
+                found.append(path)
+                if len(found) > MAX_GLOB_MATCHES:
+                    raise _TooWide
+        except _TooWide:
+            return [*found, "/"]
+        return found
 
     return expand
+
+
+def _glob(pattern: str, budget: list[int]) -> Iterator[str]:
+    """`glob.iglob(pattern)`, counting each directory entry it looks at against
+    `budget` (raising `_TooWide` past it)."""
+    if not glob.has_magic(pattern):
+        if os.path.lexists(pattern):
+            yield pattern
+        return
+    dirname, base = os.path.split(pattern)
+    parents = _glob(dirname, budget) if glob.has_magic(dirname) else iter([dirname])
+    for parent in parents:
+        if not glob.has_magic(base):
+            path = os.path.join(parent, base)
+            if os.path.isdir(parent) if not base else os.path.lexists(path):
+                yield path
+            continue
+        try:
+            with os.scandir(parent) as entries:
+                names = []
+                for entry in entries:
+                    budget[0] -= 1
+                    if budget[0] < 0:
+                        raise _TooWide
+                    names.append(entry.name)
+        except OSError:
+            continue
+        for name in sorted(names):
+            if (base.startswith(".") or not name.startswith(".")) and fnmatch.fnmatchcase(
+                name, base
+            ):
+                yield os.path.join(parent, name)
 
 
 def _matching(rules: Iterable[Rule], call: CallFacts, place: Place, kind: Behavior) -> Rule | None:

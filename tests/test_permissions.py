@@ -363,6 +363,30 @@ def test_a_glob_with_too_many_matches_counts_as_outside(tmp_path, monkeypatch) -
     assert evaluate(facts, PermissionSettings(), "default", ws).behavior == "ask"
 
 
+def test_a_glob_that_looks_at_too_many_entries_counts_as_outside(tmp_path, monkeypatch) -> None:
+    """`cat /*/*/*/*/*/*/*/*/*/zz` matches nothing, but expanding it walks the whole
+    file system: the permission check ran for more than ten minutes in the event
+    loop, where neither Ctrl-C nor SIGTERM could stop it. The directory entries a
+    word may look at are bounded; past them the word counts as reaching outside."""
+    import fsm_agent.permissions as perms
+
+    for i in range(8):
+        for j in range(8):
+            (tmp_path / f"d{i}" / f"e{j}").mkdir(parents=True)
+    (tmp_path / "d3" / "e5" / "zz").write_text("x")
+    expand = default_expand(str(tmp_path))
+    assert expand("d*/e*/zz") == [str(tmp_path / "d3" / "e5" / "zz")]
+    assert expand("d*/e*/z?") == [str(tmp_path / "d3" / "e5" / "zz")]
+    assert expand("d*/nothing/*") == []
+    monkeypatch.setattr(perms, "MAX_GLOB_SCAN", 50)
+    assert expand("d*/e*/nothing") == ["/"]
+    assert expand("d1/e*/nothing") == []
+    ws = Workspace(str(tmp_path), "/home/u")
+    command = {"command": "cat d*/e*/nothing"}
+    facts = call_facts("Bash", command, ws, default_resolve(str(tmp_path)), expand)
+    assert evaluate(facts, PermissionSettings(), "default", ws).behavior == "ask"
+
+
 def test_auto_mode_from_a_settings_file_runs_as_default_with_a_warning(tmp_path: Path) -> None:
     (tmp_path / ".claude").mkdir()
     (tmp_path / ".claude" / "settings.json").write_text('{"permissions": {"defaultMode": "auto"}}')
