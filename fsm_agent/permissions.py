@@ -301,12 +301,19 @@ def bash_pattern(content: str) -> re.Pattern[str]:
 
     A trailing ` *` also matches the bare command, keeping the word boundary:
     `ls *` matches `ls` and `ls -la` but not `lsof`; `ls*` matches `lsof`.
+    A piece between two `*` takes its first occurrence, in an atomic group (the
+    next `*` takes up whatever lies between): with plain `.*` around each,
+    `Bash(a*b*c*d)` took nine seconds on a 6,000-character command, as `re`
+    tried every split.
     """
     if content.endswith(":*"):
         content = content[:-2] + " *"
     trailing = content.endswith(" *")
     body = content[:-2] if trailing else content
-    regex = ".*".join(re.escape(piece) for piece in body.split("*"))
+    pieces = [re.escape(piece) for piece in body.split("*")]
+    regex = pieces[0]
+    if len(pieces) > 1:
+        regex += "".join(f"(?>.*?{piece})" for piece in pieces[1:-1]) + ".*" + pieces[-1]
     if trailing:
         regex += r"(?: .*)?"
     return re.compile(regex, re.DOTALL)

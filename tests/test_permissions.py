@@ -15,6 +15,7 @@ from fsm_agent.permissions import (
     Rule,
     RuleSource,
     Workspace,
+    bash_pattern,
     bash_rule_matches,
     call_facts,
     check_mode,
@@ -471,3 +472,29 @@ def test_an_empty_value_of_the_wrong_type_is_refused_like_any_other(
     (tmp_path / ".claude" / "settings.json").write_text(settings)
     with pytest.raises(SettingsError, match=message):
         load_settings(str(tmp_path), str(tmp_path / "nohome"))
+
+
+def test_a_bash_rule_with_many_stars_does_not_backtrack_without_end() -> None:
+    """`re` backtracks while holding the GIL: `Bash(a*b*c*d)` took nine seconds on a
+    6,000-character command, and more stars take forever, with Ctrl-C deaf. Tried in a
+    child, which a hang leaves to the timeout; the matches are what they were."""
+    import subprocess
+    import sys
+
+    code = (
+        "from fsm_agent.permissions import bash_pattern\n"
+        "assert bash_pattern('*a*a*a*a*a*a*a*a*a*a*b').fullmatch('a' * 80) is None\n"
+        "assert bash_pattern('a*b*c*d *').fullmatch('a' + 'b' * 3000 + 'c' * 3000) is None\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    for rule, command, hit in [
+        ("git * main *", "git push main --force", True),
+        ("git * main *", "git a mainx main", True),
+        ("a*b*b", "abb", True),
+        ("a*b*b", "ab", False),
+        ("* x * y", "x x y y", True),
+        ("* x * y", "x y x", False),
+        ("npm test:*", "npm test", True),
+    ]:
+        assert (bash_pattern(rule).fullmatch(command) is not None) is hit, (rule, command)
