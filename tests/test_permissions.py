@@ -27,6 +27,7 @@ from fsm_agent.permissions import (
     removed_tools,
     split_command,
     strip_wrappers,
+    words,
 )
 from fsm_agent.settings import SettingsError, load_settings
 
@@ -498,3 +499,32 @@ def test_a_bash_rule_with_many_stars_does_not_backtrack_without_end() -> None:
         ("npm test:*", "npm test", True),
     ]:
         assert (bash_pattern(rule).fullmatch(command) is not None) is hit, (rule, command)
+
+
+def test_a_long_quoted_argument_is_split_in_linear_time() -> None:
+    """shlex builds a word a character at a time, quadratic in its length: judging
+    `echo "<1 MB>"` held the event loop for 53 seconds. `words` splits as shlex's
+    POSIX mode does (checked on random commands), in one pass."""
+    import random
+    import shlex
+    import subprocess
+    import sys
+
+    code = (
+        "from fsm_agent.approvals import Approvals\n"
+        "from fsm_agent.permissions import PermissionRequest, PermissionSettings\n"
+        "approvals = Approvals(PermissionSettings(), '.')\n"
+        "command = 'echo \"' + 'x' * 2_000_000 + '\" > out.txt'\n"
+        "decision = approvals.check(PermissionRequest('Bash', {'command': command}))\n"
+        "assert decision.behavior == 'ask'\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    rng = random.Random(7)
+    for _ in range(20_000):
+        command = "".join(rng.choice("ab '\"\\\t\n$") for _ in range(rng.randint(0, 12)))
+        try:
+            expected = shlex.split(command, comments=False, posix=True)
+        except ValueError:
+            expected = command.split()
+        assert words(command) == expected, repr(command)
