@@ -115,7 +115,7 @@ def _load(
     after the user approved them, and `claude -p` never asks, so a cloned
     repository's CLAUDE.md cannot put `~/.ssh/id_rsa` in the model's context.
     """
-    real = path.resolve()
+    real = _real(path)
     if real in seen or _links_out(path, real, inside):
         return []
     text = _read(path)
@@ -126,10 +126,16 @@ def _load(
     if hops < MAX_IMPORT_HOPS:
         for target in imports(text):
             child = _resolve(target, path, home)
-            if inside is not None and not child.resolve().is_relative_to(inside):
+            if inside is not None and not _real(child).is_relative_to(inside):
                 continue
             out += _load(child, kind, home, seen, hops + 1, inside)
     return out
+
+
+def _real(path: Path) -> Path:
+    """Where `path` leads; a symlink loop is left as it stands, where `Path.resolve`
+    raises (and `_read` then finds no file there)."""
+    return Path(os.path.realpath(path))
 
 
 def _links_out(path: Path, real: Path, inside: Path | None) -> bool:
@@ -177,7 +183,7 @@ def rules(
         return []
     out: list[tuple[Path, tuple[str, ...] | None, str]] = []
     for path in sorted(root.rglob("*.md")):
-        if _links_out(path, path.resolve(), inside):
+        if _links_out(path, _real(path), inside):
             continue
         text = _read(path)
         if text is None:

@@ -449,3 +449,24 @@ def test_a_workspace_memory_file_that_links_outside_it_is_not_loaded(tmp_path: P
     assert "user shared" in user_context["claudeMd"]
     assert path_rules(ws) == ()
     assert read_nested([str(ws / "sub" / "CLAUDE.md")], home, ws) == {}
+
+
+def test_a_symlink_loop_among_memory_files_is_skipped_not_a_crash(tmp_path: Path) -> None:
+    """`Path.resolve` raises RuntimeError on a symlink loop (Python 3.11): an import
+    through a looping directory, or a CLAUDE.local.md, rule or subdirectory CLAUDE.md
+    that is a looping link, ended the run with a traceback."""
+    from fsm_agent.claude_md import path_rules, read_nested
+
+    home, ws = tmp_path / "home", tmp_path / "ws"
+    write(ws / "CLAUDE.md", "top @loop/x.md @loop")
+    (ws / "loop").symlink_to("loop")
+    (ws / "CLAUDE.local.md").symlink_to("CLAUDE.local.md")
+    (ws / ".claude" / "rules").mkdir(parents=True)
+    (ws / ".claude" / "rules" / "r.md").symlink_to("r.md")
+    (ws / "sub").mkdir()
+    (ws / "sub" / "CLAUDE.md").symlink_to("CLAUDE.md")
+    user_context, _, paths = gather(ws, home, "2026-01-01", managed=None, git=False)
+    assert paths == (str(ws / "CLAUDE.md"),)
+    assert "top @loop/x.md @loop" in user_context["claudeMd"]
+    assert path_rules(ws) == ()
+    assert read_nested([str(ws / "sub" / "CLAUDE.md")], home, ws) == {}
