@@ -298,6 +298,8 @@ def test_viewing_a_file_outside_the_workspace_with_bash_records_nothing(ws: Path
         ("cat ~/m.py", None),
         ('cat "$HOME/m.py"', None),
         ("less m.py", None),
+        ("cat " + "d/" * 2000 + "m.py", "d/" * 2000 + "m.py"),
+        ('cat "' + "x" * 100_000 + '"', None),
     ],
 )
 def test_which_file_a_command_views(command: str, file: str | None) -> None:

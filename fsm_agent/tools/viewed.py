@@ -25,10 +25,16 @@ _PATTERN_OPTIONS = frozenset({"-e", "-f", "--regexp", "--file", "--expression"})
 _SED_FLAGS = frozenset("nEr")
 _SED_PRINT = re.compile(r"\s*(?:(?:\d+|\$)(?:\s*,\s*(?:\d+|\$))?)?\s*p\s*")
 _OPERATOR = re.compile(r"[();<>|&]+")
+MAX_VIEW_COMMAND = 8_192
+"""Longer than any command that names one file (a path is at most 4,096 bytes): such
+a command views nothing, and shlex, quadratic in a word's length, would hold the
+loop for seconds on it (25 s for a quoted megabyte)."""
 
 
 def viewed_file(command: str) -> str | None:
     """The file operand `command` shows, as written; None when it is not such a view."""
+    if len(command) > MAX_VIEW_COMMAND:
+        return None
     outside_quotes = re.sub(r"'[^']*'", "''", command)
     if any(c in outside_quotes for c in "$`\n"):
         return None
