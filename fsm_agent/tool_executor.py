@@ -390,8 +390,11 @@ class ToolExecutor:
             why = pre.permission_reason or "no reason given"
             return f"<tool_use_error>A PreToolUse hook denied {name}: {why}</tool_use_error>"
         mode = self.config.permission_mode
+        # dontAsk is default with every question denied; a hook's allow skips the question
+        # (deny and ask rules still hold), so the rules are asked as in default mode.
+        judged = "default" if mode == "dontAsk" and pre.permission_decision == "allow" else mode
         decision: Decision = await self.effects.check_permission(
-            PermissionRequest(name, tool_input, mode)
+            PermissionRequest(name, tool_input, judged)
         )
         if decision.behavior == "deny":
             return f"<tool_use_error>{decision.reason}</tool_use_error>"

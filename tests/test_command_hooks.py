@@ -192,6 +192,41 @@ echo '{"hookSpecificOutput":{"hookEventName":"PreToolUse","permissionDecision":"
     assert (workspace / "made").exists()
 
 
+def test_hook_allow_runs_a_call_dont_ask_mode_would_deny_but_not_past_ask_rules(
+    workspace: Path, tmp_path: Path
+) -> None:
+    """dontAsk denies what would be asked; a hook's allow skips the asking, so the call
+    runs (it was denied), while an ask rule, which the allow does not skip, still denies."""
+    allow = script(
+        tmp_path / "allow.sh",
+        """cat > /dev/null
+echo '{"hookSpecificOutput":{"hookEventName":"PreToolUse","permissionDecision":"allow"}}'
+""",
+    )
+    settings = {
+        "permissions": {"defaultMode": "dontAsk", "ask": ["Bash(rm *)"]},
+        "hooks": {"PreToolUse": [{"hooks": [{"type": "command", "command": allow}]}]},
+    }
+    result = _run(
+        workspace,
+        {
+            "settings": settings,
+            "turns": [
+                _tool_turn(
+                    ("t1", "Bash", {"command": "touch made"}),
+                    ("t2", "Bash", {"command": "rm made"}),
+                ),
+                {"content": [{"type": "text", "text": "done"}]},
+            ],
+        },
+        tmp_path,
+    )
+    r = _results(result)
+    assert not r["t1"].is_error, r["t1"].text
+    assert r["t2"].is_error and "dontAsk" in r["t2"].text
+    assert (workspace / "made").exists()
+
+
 def test_post_tool_use_feedback_and_continue_false_stops_the_run(
     workspace: Path, tmp_path: Path
 ) -> None:
