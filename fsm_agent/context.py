@@ -136,12 +136,13 @@ def oversized_results(messages: Transcript, max_chars: int) -> tuple[ToolResultB
         if sizes[i] > TOOL_RESULT_MAX_CHARS_BY_TOOL.get(names.get(b.tool_use_id, ""), max_chars)
     }
     total = sum(size for i, size in enumerate(sizes) if i not in big)
-    for i in sorted(range(len(results)), key=lambda i: sizes[i], reverse=True):
-        if total <= TOOL_RESULTS_PER_MESSAGE_CHARS:
-            break
-        if i not in big and names.get(results[i].tool_use_id) not in UNSTORED_TOOLS:
-            big.add(i)
-            total -= sizes[i]
+    if total > TOOL_RESULTS_PER_MESSAGE_CHARS:  # rare: the sort is not paid every iteration
+        for i in sorted(range(len(results)), key=lambda i: sizes[i], reverse=True):
+            if total <= TOOL_RESULTS_PER_MESSAGE_CHARS:
+                break
+            if i not in big and names.get(results[i].tool_use_id) not in UNSTORED_TOOLS:
+                big.add(i)
+                total -= sizes[i]
     return tuple(results[i] for i in sorted(big))
 
 
