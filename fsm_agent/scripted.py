@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import asyncio
 import json
+import math
 from collections.abc import AsyncIterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal, NewType
 
 from attrs import Attribute, evolve, field, fields, frozen
-from attrs.validators import ge, optional
+from attrs.validators import ge, lt, optional
 
 from fsm_agent.codec import CodecError, forbid_unknown_keys, structure
 from fsm_agent.config import RunConfig
@@ -31,7 +32,7 @@ from fsm_agent.events import (
     ModelCallError,
     StreamEvent,
 )
-from fsm_agent.hooks import NO_OPINION, HookOutcome
+from fsm_agent.hooks import NO_OPINION, PERMISSION_PRECEDENCE, HookOutcome
 from fsm_agent.messages import (
     ContentBlock,
     RedactedThinkingBlock,
@@ -94,8 +95,8 @@ class ScriptedTurn:
     stop_reason: StopReason | None = None
     usage: ScriptedUsage = ScriptedUsage(Usage(input_tokens=100, output_tokens=20))
     error: ScriptedError | None = None
-    delay: float = field(default=0.0, validator=ge(0))
-    event_delay: float = field(default=0.0, validator=ge(0))
+    delay: float = field(default=0.0, validator=[ge(0), lt(math.inf)])
+    event_delay: float = field(default=0.0, validator=[ge(0), lt(math.inf)])
     cut_after: int | None = field(default=None, validator=optional(ge(0)))
     cut_tool_input: bool = False
     interrupt: Literal["streaming", "tools"] | None = None
@@ -186,7 +187,7 @@ class Scenario:
     def load(cls, path: str | Path) -> Scenario:
         path = Path(path)
         try:
-            data = json.loads(path.read_text(encoding="utf-8"))
+            data = json.loads(path.read_text(encoding="utf-8"), parse_constant=_no_constant)
         except FileNotFoundError:
             raise ScenarioError(f"{path}: no such scenario file") from None
         except (OSError, UnicodeDecodeError) as exc:
@@ -195,6 +196,8 @@ class Scenario:
             raise ScenarioError(f"{path}:{exc.lineno}: not valid JSON: {exc.msg}") from None
         except RecursionError:
             raise ScenarioError(f"{path}: not valid JSON: nested too deeply") from None
+        except ValueError as exc:
+            raise ScenarioError(f"{path}: not valid JSON: {exc}") from None
         return cls.parse(data, str(path))
 
     @classmethod
@@ -203,9 +206,13 @@ class Scenario:
             raise ScenarioError(f"{where}: a scenario is an object with a 'turns' list")
         turns = [_text_shorthand(turn) for turn in data["turns"]]
         try:
-            return structure({**data, "turns": turns}, cls)
+            scenario: Scenario = structure({**data, "turns": turns}, cls)
         except CodecError as exc:
             raise ScenarioError(f"{where}: {exc}") from None
+        misfit = _misfit(scenario)
+        if misfit is not None:
+            raise ScenarioError(f"{where}: not a valid Scenario: {misfit}")
+        return scenario
 
 
 SCENARIO_OPTIONS = tuple(a.name for a in fields(ScenarioConfig))
@@ -231,6 +238,44 @@ forbid_unknown_keys(HookOutcome, ScriptedOutcome)
 forbid_unknown_keys(Usage, ScriptedUsage)
 for _cls in (ScriptedError, ScriptedTurn, ScenarioConfig, Scenario):
     forbid_unknown_keys(_cls)
+
+
+def _no_constant(name: str) -> Any:
+    """Python's JSON reads `NaN` and `Infinity`, which JSON has not: an endless delay."""
+    raise ValueError(f"{name} is not a JSON number")
+
+
+ANSWER_BLOCKS = (TextBlock, ThinkingBlock, RedactedThinkingBlock, ToolUseBlock)
+"""The blocks a model's answer holds; images and tool results come from the user's side."""
+
+
+def _misfit(scenario: Scenario) -> str | None:
+    """What the types let through but no API answer holds, placed as a type error is:
+    a block from the user's side, a tool_use id used again (the engine tells calls
+    apart by id: the second call got the first's result), a misspelt decision."""
+    first: dict[str, str] = {}
+    for t, turn in enumerate(scenario.turns):
+        for b, block in enumerate(turn.content):
+            at = f"$.turns[{t}].content[{b}]"
+            if not isinstance(block, ANSWER_BLOCKS):
+                known = ", ".join(cls.type for cls in ANSWER_BLOCKS)
+                return f"a model's answer has no '{block.type}' block (its blocks: {known}) @ {at}"
+            if isinstance(block, ToolUseBlock):
+                if block.id in first:
+                    return (
+                        f"tool_use id {block.id!r} is used again (first @ {first[block.id]}; "
+                        f"the API never repeats one) @ {at}"
+                    )
+                first[block.id] = at
+    for event, outcomes in scenario.hooks.items():
+        for n, outcome in enumerate(outcomes):
+            if outcome.permission_decision not in (None, *PERMISSION_PRECEDENCE):
+                known = ", ".join(repr(d) for d in PERMISSION_PRECEDENCE)
+                return (
+                    f"invalid value, expected one of {known} or null "
+                    f"@ $.hooks['{event}'][{n}].permission_decision"
+                )
+    return None
 
 
 def _text_shorthand(turn: Any) -> Any:

@@ -391,3 +391,62 @@ def test_a_scenarios_manual_mode_runs_and_is_reported_as_default(
     header = json.loads(log.read_text().splitlines()[0])
     assert header["config"].get("permission_mode", "default") == "default"
     assert not (workspace / "notes.txt").exists()
+
+
+def _read(name: str, path: str) -> dict[str, Any]:
+    return {"type": "tool_use", "id": name, "name": "Read", "input": {"file_path": path}}
+
+
+def test_a_tool_use_id_used_twice_is_refused(tmp_path: Path, workspace: Path) -> None:
+    """Two calls sharing an id ran as one (the second got the first's result, and the
+    log did not replay); the API never repeats an id, so the file is refused."""
+    both = {"turns": [{"content": [_read("t1", "a.txt"), _read("t1", "b.txt")]}, {"content": "ok"}]}
+    assert _error(both) == (
+        "s.json: not a valid Scenario: tool_use id 't1' is used again (first "
+        "@ $.turns[0].content[0]; the API never repeats one) @ $.turns[0].content[1]"
+    )
+    later = {"turns": [{"content": [_read("t1", "a.txt")]}, {"content": [_read("t1", "b.txt")]}]}
+    assert _error(later).endswith(
+        "(first @ $.turns[0].content[0]; the API never repeats one) @ $.turns[1].content[0]"
+    )
+    bad = tmp_path / "dup.json"
+    bad.write_text(json.dumps(later))
+    proc = fsm("run", "--scripted", str(bad), "--cwd", str(workspace), "go")
+    assert proc.returncode == 2
+    assert proc.stderr.startswith(f"fsm-agent: error: {bad}: not a valid Scenario: tool_use id")
+    assert "Traceback" not in proc.stderr and not (workspace / ".fsm-agent").exists()
+
+
+@pytest.mark.parametrize(
+    "block",
+    [
+        {"type": "tool_result", "tool_use_id": "t1", "content": "x"},
+        {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "AA=="}},
+    ],
+)
+def test_a_block_a_model_never_answers_with_is_refused(block: dict[str, Any]) -> None:
+    assert _error({"turns": [{"content": [{"type": "text", "text": "x"}, block]}]}) == (
+        f"s.json: not a valid Scenario: a model's answer has no '{block['type']}' block "
+        "(its blocks: text, thinking, redacted_thinking, tool_use) @ $.turns[0].content[1]"
+    )
+
+
+def test_a_hooks_permission_decision_is_one_claude_code_knows() -> None:
+    """A misspelt decision was taken as no decision: the call ran as if no hook spoke."""
+    hooks = {"PreToolUse": [{}, {"permission_decision": "Deny"}]}
+    assert _error({"turns": [], "hooks": hooks}) == (
+        "s.json: not a valid Scenario: invalid value, expected one of 'deny', 'defer', 'ask', "
+        "'allow' or null @ $.hooks['PreToolUse'][1].permission_decision"
+    )
+
+
+@pytest.mark.parametrize("key", ["delay", "event_delay"])
+def test_an_endless_delay_is_refused(tmp_path: Path, key: str) -> None:
+    """`1e999` reads as infinity (and Python's JSON takes `Infinity`): the run waited forever."""
+    assert _error({"turns": [{key: float("inf")}]}) == (
+        f"s.json: not a valid Scenario: invalid value ('{key}' must be < inf: inf) @ $.turns[0]"
+    )
+    endless = tmp_path / "endless.json"
+    endless.write_text(json.dumps({"turns": [{"content": "x", key: float("inf")}]}))
+    with pytest.raises(ScenarioError, match=r"endless\.json: not valid JSON: Infinity is not a"):
+        Scenario.load(endless)
