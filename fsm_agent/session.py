@@ -115,6 +115,7 @@ async def arun(
 
     live_effects = live_effects or LiveEffects
     config = config or RunConfig()
+    _check_workspace(config.cwd)
     tools = default_tools() if tools is None else dict(tools)
     removed = removed_tools(config.permissions)
     tools = {name: tool for name, tool in tools.items() if name not in removed}
@@ -149,6 +150,15 @@ async def arun(
     finally:
         close_tools(tools.values())
         writer.close()
+
+
+def _check_workspace(cwd: str) -> None:
+    """A workspace that is there, as `--cwd` must be: the log and the tools would
+    otherwise make a misspelt path a new, empty workspace and run in it."""
+    if not os.path.exists(cwd):
+        raise FileNotFoundError(f"the workspace {cwd} does not exist")
+    if not os.path.isdir(cwd):
+        raise NotADirectoryError(f"the workspace {cwd} is not a directory")
 
 
 def _own_loop(name: str) -> None:

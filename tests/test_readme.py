@@ -21,10 +21,12 @@ def test_quick_start_runs_a_shipped_scenario() -> None:
 
 
 def test_python_example_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    example = re.search(r"```python\n(from fsm_agent.config import .*?)```", README, re.S)
+    """Run as written, in a fresh place: the example makes its workspace itself."""
+    example = re.search(
+        r"```python\n(import os\n\nfrom fsm_agent.config import .*?)```", README, re.S
+    )
     assert example is not None
     work = tmp_path / "work"
-    work.mkdir()
     monkeypatch.chdir(ROOT)
     exec(compile(example.group(1).replace("/tmp/work", str(work)), "README", "exec"), {})
     assert (work / "notes.txt").read_text() == "hello\n"
