@@ -116,7 +116,7 @@ async def arun(
     live_effects = live_effects or LiveEffects
     config = config or RunConfig()
     _check_workspace(config.cwd)
-    tools = default_tools() if tools is None else dict(tools)
+    tools = default_tools() if tools is None else _checked_tools(tools)
     removed = removed_tools(config.permissions)
     tools = {name: tool for name, tool in tools.items() if name not in removed}
     specs = tool_specs(tools)
@@ -159,6 +159,34 @@ def _check_workspace(cwd: str) -> None:
         raise FileNotFoundError(f"the workspace {cwd} does not exist")
     if not os.path.isdir(cwd):
         raise NotADirectoryError(f"the workspace {cwd} is not a directory")
+
+
+def _checked_tools(tools: Mapping[str, Tool]) -> dict[str, Tool]:
+    """`tools` as the engine needs them: each under the name the model calls it by,
+    and each a tool, not its class. Checked here, as a mistake would otherwise show
+    only when the model first calls the tool ('No such tool available')."""
+    if not isinstance(tools, Mapping):
+        raise TypeError(f"tools is a mapping of names to tools, not {type(tools).__name__}")
+    for key, tool in tools.items():
+        if isinstance(tool, type):
+            raise TypeError(f"tools[{key!r}] is the class {tool.__name__}, not a tool")
+        name = getattr(tool, "name", None)
+        if not (
+            isinstance(name, str)
+            and isinstance(getattr(tool, "description", None), str)
+            and isinstance(getattr(tool, "input_schema", None), Mapping)
+            and callable(getattr(tool, "run", None))
+        ):
+            raise TypeError(
+                f"tools[{key!r}] is not a tool: a tool has a str 'name', a 'description', "
+                "an 'input_schema' and an async 'run' (fsm_agent.tools.base.Tool)"
+            )
+        if name != key:
+            raise ValueError(
+                f"tools[{key!r}] is the tool {name!r}: the model calls a tool by its name, "
+                "so it must be its key"
+            )
+    return dict(tools)
 
 
 def _own_loop(name: str) -> None:

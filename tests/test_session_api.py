@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any, ClassVar
 
 import pytest
 
 from fsm_agent.config import RunConfig
 from fsm_agent.scripted import Scenario, ScriptedModel
 from fsm_agent.session import run, run_scenario
+from fsm_agent.tools.base import ToolEnv, ToolOutcome
+from fsm_agent.tools.read import ReadTool
 
 WRITES = Scenario.parse(
     {
@@ -41,3 +44,54 @@ def test_a_workspace_that_is_a_file_is_refused(tmp_path: Path) -> None:
     with pytest.raises(NotADirectoryError, match=r"the workspace .*/f is not a directory"):
         run_scenario(WRITES, cwd=afile, keep_log=False)
     assert afile.read_text() == "keep"
+
+
+class Echo:
+    name = "Echo"
+    description = "Says its input back."
+    input_schema: ClassVar[dict[str, Any]] = {
+        "type": "object",
+        "properties": {"x": {"type": "string"}},
+    }
+
+    async def run(self, input: dict[str, Any], env: ToolEnv) -> ToolOutcome:
+        return ToolOutcome(f"echo {input.get('x')}")
+
+
+def test_a_tool_of_ones_own_runs() -> None:
+    scenario = Scenario.parse(
+        {
+            "config": {"permission_mode": "bypassPermissions"},
+            "turns": [
+                {
+                    "content": [
+                        {"type": "tool_use", "id": "t1", "name": "Echo", "input": {"x": "hi"}}
+                    ]
+                },
+                {"content": "done"},
+            ],
+        }
+    )
+    result = run_scenario(scenario, cwd=".", prompt="go", keep_log=False, tools={"Echo": Echo()})
+    assert result.reason == "completed"
+    assert result.messages[-2].content[0].content == "echo hi"  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize(
+    ("tools", "error", "message"),
+    [
+        ({"Other": Echo()}, ValueError, r"tools\['Other'\] is the tool 'Echo'"),
+        ({"Read": object()}, TypeError, r"tools\['Read'\] is not a tool: a tool has a str 'name'"),
+        ({"Read": ReadTool}, TypeError, r"tools\['Read'\] is the class ReadTool, not a tool"),
+        (["Read"], TypeError, r"tools is a mapping of names to tools, not list"),
+    ],
+)
+def test_a_tools_argument_that_cannot_work_is_refused(
+    tmp_path: Path, tools: Any, error: type[Exception], message: str
+) -> None:
+    """A key other than the tool's name offered the model a tool no call could reach
+    ('No such tool available'); an object that is not a tool failed with an
+    AttributeError from inside the API, or at the model's first call."""
+    with pytest.raises(error, match=message):
+        run_scenario(WRITES, cwd=tmp_path, tools=tools)
+    assert list(tmp_path.iterdir()) == []
