@@ -20,6 +20,7 @@ from attrs import evolve
 
 from fsm_agent.events import StreamEvent
 from fsm_agent.hooks import INTERRUPTED_HOOKS, HookOutcome, Hooks, NoHooks
+from fsm_agent.messages import ImageBlock, TextBlock
 from fsm_agent.model import Model, ModelRequest
 from fsm_agent.permission_types import (
     CANCELLED,
@@ -183,6 +184,22 @@ class Inbox:
 INTERRUPTED = "[Request interrupted by user for tool use]"
 
 
+def _wrong_outcome(outcome: object) -> str | None:
+    """What is wrong with a tool's answer (a caller's own tool, say), which the log
+    could not hold: a tool that answers wrongly fails its call, as one that raises."""
+    if not isinstance(outcome, ToolOutcome):
+        return f"it returned {type(outcome).__name__}, not a ToolOutcome"
+    content = outcome.content
+    if isinstance(content, str) or (
+        isinstance(content, tuple) and all(isinstance(b, TextBlock | ImageBlock) for b in content)
+    ):
+        return None
+    return (
+        f"its ToolOutcome's content is {type(content).__name__}, "
+        "not a str or a tuple of TextBlock and ImageBlock"
+    )
+
+
 def tool_error(text: str) -> ToolOutcome:
     return ToolOutcome.error(f"<tool_use_error>{text}</tool_use_error>")
 
@@ -283,13 +300,15 @@ class LiveEffects:
         if problem is not None:
             return ToolOutcome.error(problem)
         try:
-            return await tool.run(call.input, env)
+            outcome = await tool.run(call.input, env)
         except ToolInputError as exc:
             return tool_error(str(exc))
         except asyncio.CancelledError:
             raise
         except Exception as exc:
             return tool_error(f"{call.name} failed: {type(exc).__name__}: {exc}")
+        wrong = _wrong_outcome(outcome)
+        return outcome if wrong is None else tool_error(f"{call.name} failed: {wrong}")
 
     async def run_hooks(self, event: str, payload: dict[str, Any]) -> HookOutcome:
         """Run the hooks of `event`; Ctrl-C cancels them at once.

@@ -8,8 +8,9 @@ from typing import Any, ClassVar
 import pytest
 
 from fsm_agent.config import RunConfig
+from fsm_agent.messages import ToolResultBlock
 from fsm_agent.scripted import Scenario, ScriptedModel
-from fsm_agent.session import run, run_scenario
+from fsm_agent.session import replay, run, run_scenario
 from fsm_agent.tools.base import ToolEnv, ToolOutcome
 from fsm_agent.tools.read import ReadTool
 
@@ -95,3 +96,51 @@ def test_a_tools_argument_that_cannot_work_is_refused(
     with pytest.raises(error, match=message):
         run_scenario(WRITES, cwd=tmp_path, tools=tools)
     assert list(tmp_path.iterdir()) == []
+
+
+class Careless(Echo):
+    """Returns what it should have put in a `ToolOutcome`, or a content that is none."""
+
+    name = "Careless"
+
+    def __init__(self, answer: Any) -> None:
+        self.answer = answer
+
+    async def run(self, input: dict[str, Any], env: ToolEnv) -> ToolOutcome:
+        return self.answer  # type: ignore[no-any-return]
+
+
+@pytest.mark.parametrize(
+    ("answer", "said"),
+    [
+        ("echo hi", "it returned str, not a ToolOutcome"),
+        (None, "it returned NoneType, not a ToolOutcome"),
+        (
+            ToolOutcome(123),
+            "its ToolOutcome's content is int, not a str or a tuple of TextBlock and ImageBlock",
+        ),  # type: ignore[arg-type]
+    ],
+)
+def test_a_tool_that_answers_wrongly_fails_its_call_not_the_run(
+    tmp_path: Path, answer: Any, said: str
+) -> None:
+    """A tool that raises fails its call (`is_error`); one that returned the wrong thing
+    ended the run with a TypeError from deep in the log's codec."""
+    scenario = Scenario.parse(
+        {
+            "config": {"permission_mode": "bypassPermissions"},
+            "turns": [
+                {"content": [{"type": "tool_use", "id": "t1", "name": "Careless", "input": {}}]},
+                {"content": "done"},
+            ],
+        }
+    )
+    log = tmp_path / "l.jsonl"
+    result = run_scenario(
+        scenario, cwd=tmp_path, prompt="go", log=log, tools={"Careless": Careless(answer)}
+    )
+    assert result.reason == "completed"
+    block = result.messages[-2].content[0]
+    assert isinstance(block, ToolResultBlock) and block.is_error
+    assert block.content == f"<tool_use_error>Careless failed: {said}</tool_use_error>"
+    assert replay(log).path == result.path
