@@ -40,8 +40,8 @@ class RunConfig:
     model: str = DEFAULT_MODEL
     cwd: str = "."
     fallback_model: str | None = None
-    max_turns: int | None = None
-    token_budget: int | None = None
+    max_turns: int | None = field(default=None, validator=optional(ge(1)))
+    token_budget: int | None = field(default=None, validator=optional(ge(1)))
     context_window: int = field(default=DEFAULT_CONTEXT_WINDOW, validator=ge(MIN_CONTEXT_WINDOW))
     """At least `MIN_CONTEXT_WINDOW`, as the command line and a scenario hold it: a smaller
     window has thresholds at or below zero."""

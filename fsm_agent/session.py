@@ -109,13 +109,14 @@ async def arun(
     from fsm_agent.command_hooks import CommandHooks
     from fsm_agent.effects import LiveEffects
     from fsm_agent.hooks import events_of, hooked_events, joined
-    from fsm_agent.permissions import removed_tools
+    from fsm_agent.permissions import check_mode, removed_tools
     from fsm_agent.tools.base import close_tools
     from fsm_agent.validation import check_schema
 
     live_effects = live_effects or LiveEffects
     config = config or RunConfig()
     _check_workspace(config.cwd)
+    check_mode(config.permission_mode)
     tools = default_tools() if tools is None else _checked_tools(tools)
     removed = removed_tools(config.permissions)
     tools = {name: tool for name, tool in tools.items() if name not in removed}

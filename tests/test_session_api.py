@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -144,3 +145,29 @@ def test_a_tool_that_answers_wrongly_fails_its_call_not_the_run(
     assert isinstance(block, ToolResultBlock) and block.is_error
     assert block.content == f"<tool_use_error>Careless failed: {said}</tool_use_error>"
     assert replay(log).path == result.path
+
+
+@pytest.mark.parametrize(
+    ("option", "value", "message"),
+    [
+        ("max_turns", 0, "'max_turns' must be >= 1: 0"),
+        ("max_turns", -1, "'max_turns' must be >= 1: -1"),
+        ("token_budget", 0, "'token_budget' must be >= 1: 0"),
+    ],
+)
+def test_a_limit_the_command_line_refuses_is_refused_by_runconfig(
+    option: str, value: int, message: str
+) -> None:
+    """`max_turns=0` ran a whole turn, tools and all, then ended `max_turns` ('the
+    maximum number of turns (0)'); `--max-turns` and a scenario take 1 or more."""
+    with pytest.raises(ValueError, match=re.escape(message)):
+        RunConfig(**{option: value})
+
+
+def test_an_unknown_permission_mode_is_refused(tmp_path: Path) -> None:
+    """A misspelt mode ran as `default` without a word, where `--permission-mode` and a
+    scenario refuse it: `acceptedits` denied the writes it was meant to allow."""
+    config = RunConfig(permission_mode="acceptedits")
+    with pytest.raises(ValueError, match="unknown permission mode 'acceptedits'; choose one of"):
+        run_scenario(WRITES, cwd=tmp_path, config=config)
+    assert list(tmp_path.iterdir()) == []
