@@ -251,10 +251,11 @@ ANSWER_BLOCKS = (TextBlock, ThinkingBlock, RedactedThinkingBlock, ToolUseBlock)
 
 def _misfit(scenario: Scenario) -> str | None:
     """What the types let through but no API answer holds, placed as a type error is:
-    a block from the user's side, a tool_use id used again (the engine tells calls
-    apart by id: the second call got the first's result), a misspelt decision."""
-    first: dict[str, str] = {}
+    a block from the user's side, a tool_use id used again in one turn (the engine
+    tells a turn's calls apart by id: the second call got the first's result; a later
+    turn may use it again, as a server may), a misspelt decision."""
     for t, turn in enumerate(scenario.turns):
+        first: dict[str, str] = {}
         for b, block in enumerate(turn.content):
             at = f"$.turns[{t}].content[{b}]"
             if not isinstance(block, ANSWER_BLOCKS):
@@ -263,8 +264,8 @@ def _misfit(scenario: Scenario) -> str | None:
             if isinstance(block, ToolUseBlock):
                 if block.id in first:
                     return (
-                        f"tool_use id {block.id!r} is used again (first @ {first[block.id]}; "
-                        f"the API never repeats one) @ {at}"
+                        f"tool_use id {block.id!r} is used again in the turn (first "
+                        f"@ {first[block.id]}; its calls are told apart by id) @ {at}"
                     )
                 first[block.id] = at
     for event, outcomes in scenario.hooks.items():
