@@ -116,7 +116,9 @@ async def arun(
     live_effects = live_effects or LiveEffects
     config = config or RunConfig()
     _check_workspace(config.cwd)
-    check_mode(config.permission_mode)
+    mode = check_mode(config.permission_mode)
+    if mode != config.permission_mode:  # `manual`, Claude Code's newer name, as the CLI has it
+        config = evolve(config, permission_mode=mode)
     tools = default_tools() if tools is None else _checked_tools(tools)
     removed = removed_tools(config.permissions)
     tools = {name: tool for name, tool in tools.items() if name not in removed}

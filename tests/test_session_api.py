@@ -171,3 +171,27 @@ def test_an_unknown_permission_mode_is_refused(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="unknown permission mode 'acceptedits'; choose one of"):
         run_scenario(WRITES, cwd=tmp_path, config=config)
     assert list(tmp_path.iterdir()) == []
+
+
+def test_manual_is_default_in_the_log_as_on_the_command_line(tmp_path: Path) -> None:
+    """`manual`, Claude Code's newer name for `default`, ran as default but the log's
+    header and the denial the model read said `manual`, where the command line says
+    `default`."""
+    scenario = Scenario.parse(
+        {
+            "turns": [
+                {"content": [{"type": "tool_use", "id": "t1", "name": "Write",
+                              "input": {"file_path": "a.txt", "content": "x"}}]},
+                {"content": "done"},
+            ]
+        }
+    )  # fmt: skip
+    log = tmp_path / "run.jsonl"
+    config = RunConfig(model="scripted", cwd=str(tmp_path), permission_mode="manual")
+    result = run("go", model=ScriptedModel(scenario), config=config, log=log)
+    assert result.reason == "completed"
+    assert '"permission_mode":"manual"' not in log.read_text()
+    (denial,) = [
+        b.text for m in result.messages for b in m.content if isinstance(b, ToolResultBlock)
+    ]
+    assert "(permission mode default)" in denial
