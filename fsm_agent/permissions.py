@@ -308,6 +308,8 @@ def is_read_only(command: str) -> bool:
         return sub in READ_ONLY_GIT and not any(a.startswith("--output") for a in args)
     if name == "find":
         return not any(a in FIND_ACTIONS for a in args)
+    if name == "cd":
+        return cd_target(command) != "-"
     return name in READ_ONLY_COMMANDS
 
 
@@ -488,16 +490,53 @@ def call_facts(
         paths.append(resolve(where if isinstance(where, str) and where else "."))
     elif tool == "Bash" and isinstance(input.get("command"), str):
         subcommands = tuple(split_command(input["command"]))
+        heres = [ws.cwd]
         for sub in subcommands:
-            paths += [resolve(p) for p in command_paths(sub)]
-            for word in command_words(sub):
-                real = resolve(word)
-                if real != os.path.normpath(os.path.join(ws.cwd, word)):
-                    paths.append(real)
-                if expand is not None and any(c in word for c in "*?["):
-                    paths += [resolve(p) for p in expand(word)]
+            for here in heres:
+                paths += _bash_paths(sub, here, resolve, expand)
+            target = cd_target(sub)
+            if target not in (None, "-"):
+                gone = [resolve(_at(here, target)) for here in heres]
+                paths += gone
+                heres = list(dict.fromkeys(heres + gone))
         paths = [p for p in dict.fromkeys(paths) if p != os.devnull]
     return CallFacts(tool, input, tuple(paths), subcommands)
+
+
+def _at(here: str, word: str) -> str:
+    """`word` as a path from the directory `here` (a `~` path stays the home's)."""
+    return word if word.startswith("~") else os.path.join(here, word)
+
+
+def _bash_paths(sub: str, here: str, resolve: Resolve, expand: Expand | None) -> list[str]:
+    """The real paths one part of a command names, run in the directory `here`."""
+    paths = [resolve(_at(here, p)) for p in command_paths(sub)]
+    for word in command_words(sub):
+        real = resolve(_at(here, word))
+        if real != os.path.normpath(os.path.join(here, word)):
+            paths.append(real)
+        if expand is not None and any(c in word for c in "*?["):
+            paths += [resolve(p) for p in expand(_at(here, word))]
+    return paths
+
+
+def cd_target(command: str) -> str | None:
+    """Where a `cd` takes the parts of a command after it, as written: `~` for a bare
+    `cd` (home), `-` for `cd -` (the shell's previous directory); None if not a `cd`.
+    Redirections are not the operand (`cd - >/dev/null`)."""
+    ws = words(strip_wrappers(command))
+    if not ws or ws[0] != "cd":
+        return None
+    rest = iter(ws[1:])
+    for word in rest:
+        if (op := re.match(_REDIRECTION, word)) is not None:
+            if op.end() == len(word):
+                next(rest, None)
+            continue
+        if word == "--" or (word.startswith("-") and word != "-"):
+            continue
+        return word
+    return "~"
 
 
 def default_resolve(cwd: str) -> Resolve:

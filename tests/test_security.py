@@ -260,3 +260,43 @@ def test_a_glob_that_stays_inside_runs(world, tmp_path: Path) -> None:
     [res] = _results(_run(world, scenario, tmp_path))
     assert not res.is_error
     assert res.text.split() == ["one", "two"]
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "cd && cat secret.txt",
+        "cd; cat secret.txt",
+        "cd -P && cat secret.txt",
+        "cd - && cat secret.txt",
+        "cd - >/dev/null; cat secret.txt",
+        "cd sub && cat link2",
+        "cd sub && cat < link2",
+        "cd sub && cat l*2",
+        "cd sub; cd inner && cat ../link2",
+        "cd sub | cat link",
+    ],
+)
+def test_bash_that_changes_directory_is_judged_from_where_it_goes(
+    world, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, command: str
+) -> None:
+    """A later part of a compound command runs where a `cd` took it: its paths are
+    judged from there, and a bare `cd` (home) or `cd -` (the shell's previous
+    directory) goes outside."""
+    monkeypatch.setenv("HOME", str(world["outside"]))
+    monkeypatch.setenv("OLDPWD", str(world["outside"]))
+    (world["ws"] / "sub" / "inner").mkdir(parents=True)
+    (world["ws"] / "sub" / "link2").symlink_to(world["outside"] / "secret.txt")
+    result = _run(world, _scenario({"name": "Bash", "input": {"command": command}}), tmp_path)
+    [res] = _results(result)
+    assert res.is_error
+    assert "TOP SECRET" not in res.text
+
+
+def test_bash_paths_after_a_cd_inside_are_judged_from_there(world, tmp_path: Path) -> None:
+    (world["ws"] / "sub").mkdir()
+    (world["ws"] / "sub" / "a.txt").write_text("hello\n")
+    scenario = _scenario({"name": "Bash", "input": {"command": "cd sub && cat a.txt"}})
+    [res] = _results(_run(world, scenario, tmp_path))
+    assert not res.is_error
+    assert res.text.strip() == "hello"
