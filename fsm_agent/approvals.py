@@ -35,6 +35,7 @@ from fsm_agent.permissions import (
     Workspace,
     call_facts,
     default_expand,
+    default_links,
     default_resolve,
     evaluate,
     path_rule,
@@ -78,6 +79,7 @@ class Approvals:
         self._lock = asyncio.Lock()
         self._resolve = default_resolve(self.cwd)
         self._expand = default_expand(self.cwd)
+        self._links = default_links(self.cwd)
         self.settings = settings
 
     @property
@@ -99,7 +101,9 @@ class Approvals:
         """
         ws = self.workspace
         try:
-            facts = call_facts(request.tool, request.input, ws, self._resolve, self._expand)
+            facts = call_facts(
+                request.tool, request.input, ws, self._resolve, self._expand, self._links
+            )
         except (ValueError, OSError) as exc:
             return Decision(
                 "deny",

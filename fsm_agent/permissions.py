@@ -61,6 +61,7 @@ SEARCH_TOOLS = frozenset({"Glob", "Grep"})
 
 Resolve = Callable[[str], str]
 Expand = Callable[[str], list[str]]
+Links = Callable[[str], "list[str] | None"]
 
 
 class PermissionError_(ValueError):
@@ -476,9 +477,11 @@ def call_facts(
     ws: Workspace,
     resolve: Resolve,
     expand: Expand | None = None,
+    links: Links | None = None,
 ) -> CallFacts:
     """`resolve` turns a path as written into a real path; `expand` gives the paths a
-    shell glob in a Bash word matches, so `cat l*/x` is judged by what it reads.
+    shell glob in a Bash word matches, so `cat l*/x` is judged by what it reads;
+    `links` the targets of the symlinks under a directory, which `grep -R` follows.
     A command's paths are each listed once, without /dev/null (`ls > /dev/null`
     reaches nothing outside)."""
     paths: list[str] = []
@@ -494,6 +497,8 @@ def call_facts(
         for sub in subcommands:
             for here in heres:
                 paths += _bash_paths(sub, here, resolve, expand)
+                if links is not None and follows_links(sub):
+                    paths += _followed(sub, here, links)
             target = cd_target(sub)
             if target not in (None, "-"):
                 gone = [resolve(_at(here, target)) for here in heres]
@@ -518,6 +523,40 @@ def _bash_paths(sub: str, here: str, resolve: Resolve, expand: Expand | None) ->
         if expand is not None and any(c in word for c in "*?["):
             paths += [resolve(p) for p in expand(_at(here, word))]
     return paths
+
+
+def _followed(sub: str, here: str, links: Links) -> list[str]:
+    """Where the links lead that a command following them while recursing meets under
+    its directory operands, or under `here` when none is a directory (`grep -R x`)."""
+    found = [links(_at(here, w)) for w in command_words(sub)]
+    if all(f is None for f in found):
+        found = [links(here)]
+    return [p for f in found if f is not None for p in f]
+
+
+def follows_links(command: str) -> bool:
+    """Whether a read-only command recurses through directories following the symlinks
+    it meets there, not only those it is given: `grep -R`, `find -L`/`-follow`,
+    `diff -r` (GNU diff follows them unless `--no-dereference`), `du -L`, `ls -RL`."""
+    ws = words(strip_wrappers(command))
+    if not ws:
+        return False
+    name, args = ws[0], ws[1:]
+    shorts = "".join(a[1:] for a in args if a.startswith("-") and not a.startswith("--"))
+    longs = {a.split("=", 1)[0] for a in args if a.startswith("--")}
+    recursive = "R" in shorts or "--recursive" in longs
+    dereference = "L" in shorts or "--dereference" in longs
+    if name == "grep":
+        return "R" in shorts or "--dereference-recursive" in longs
+    if name == "find":
+        return "-L" in args or "-follow" in args
+    if name == "diff":
+        return ("r" in shorts or "--recursive" in longs) and "--no-dereference" not in longs
+    if name == "du":
+        return dereference
+    if name == "ls":
+        return recursive and dereference
+    return False
 
 
 def cd_target(command: str) -> str | None:
@@ -577,6 +616,46 @@ def default_expand(cwd: str) -> Expand:
         return found
 
     return expand
+
+
+def default_links(cwd: str) -> Links:
+    """The real targets of the symlinks under a directory (None for what is not one),
+    the directories they lead to searched in turn, as a command following them would.
+
+    Past `MAX_GLOB_SCAN` entries looked at, the answer includes `/`, outside any
+    workspace: such a command is asked about, not assumed to stay inside.
+    """
+
+    def links(top: str) -> list[str] | None:
+        start = os.path.realpath(os.path.join(cwd, os.path.expanduser(top)))
+        if not os.path.isdir(start):
+            return None
+        found: list[str] = []
+        budget = MAX_GLOB_SCAN
+        todo, seen = [start], set()
+        while todo:
+            directory = todo.pop()
+            if directory in seen:
+                continue
+            seen.add(directory)
+            try:
+                with os.scandir(directory) as entries:
+                    for entry in entries:
+                        budget -= 1
+                        if budget < 0:
+                            return [*found, "/"]
+                        if entry.is_symlink():
+                            real = os.path.realpath(entry.path)
+                            found.append(real)
+                            if os.path.isdir(real):
+                                todo.append(real)
+                        elif entry.is_dir(follow_symlinks=False):
+                            todo.append(entry.path)
+            except OSError:
+                continue
+        return found
+
+    return links
 
 
 def _glob(pattern: str, budget: list[int]) -> Iterator[str]:

@@ -300,3 +300,70 @@ def test_bash_paths_after_a_cd_inside_are_judged_from_there(world, tmp_path: Pat
     [res] = _results(_run(world, scenario, tmp_path))
     assert not res.is_error
     assert res.text.strip() == "hello"
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "grep -R SECRET .",
+        "grep -nR SECRET",
+        "grep --dereference-recursive SECRET sub",
+        "find -L . -name secret.txt",
+        "find . -follow -name '*.txt'",
+        "diff -r sub other",
+        "du -L -a",
+        "ls -RL sub",
+        "cd sub && grep -R SECRET",
+    ],
+)
+def test_bash_that_follows_links_while_recursing_is_judged_by_them(
+    world, tmp_path: Path, command: str
+) -> None:
+    """grep -R, find -L, diff -r… follow the symlinks they meet in the directories they
+    walk: a link to the outside there reaches outside, as if it were an operand."""
+    sub = world["ws"] / "sub"
+    (sub / "deep").mkdir(parents=True)
+    (sub / "deep" / "up").symlink_to(world["outside"])
+    (sub / "secret.txt").write_text("x\n")
+    (world["ws"] / "other").mkdir()
+    (world["ws"] / "other" / "deep").mkdir()
+    (world["ws"] / "other" / "deep" / "up").mkdir()
+    (world["ws"] / "other" / "deep" / "up" / "secret.txt").write_text("y\n")
+    (world["ws"] / "link").unlink()
+    (world["ws"] / "linkdir").unlink()
+    result = _run(world, _scenario({"name": "Bash", "input": {"command": command}}), tmp_path)
+    [res] = _results(result)
+    assert res.is_error
+    assert "no terminal to ask" in res.text
+    assert "TOP SECRET" not in res.text
+
+
+def test_bash_that_follows_links_inside_the_workspace_runs(world, tmp_path: Path) -> None:
+    (world["ws"] / "link").unlink()
+    (world["ws"] / "linkdir").unlink()
+    (world["ws"] / "real").mkdir()
+    (world["ws"] / "real" / "a.txt").write_text("needle\n")
+    (world["ws"] / "sub").mkdir()
+    (world["ws"] / "sub" / "to_real").symlink_to(world["ws"] / "real")
+    scenario = _scenario({"name": "Bash", "input": {"command": "grep -R needle sub"}})
+    [res] = _results(_run(world, scenario, tmp_path))
+    assert not res.is_error
+    assert res.text.strip() == "sub/to_real/a.txt:needle"
+
+
+def test_the_links_a_recursive_command_follows_are_found_once_through_loops(
+    tmp_path: Path,
+) -> None:
+    from fsm_agent.permissions import default_links
+
+    (tmp_path / "d").mkdir()
+    (tmp_path / "d" / "loop").symlink_to(tmp_path / "d")
+    (tmp_path / "elsewhere").mkdir()
+    (tmp_path / "elsewhere" / "back").symlink_to(tmp_path / "d")
+    (tmp_path / "d" / "out").symlink_to(tmp_path / "elsewhere")
+    (tmp_path / "f").write_text("x")
+    links = default_links(str(tmp_path))
+    assert links("f") is None
+    found = links("d")
+    assert found is not None
+    assert sorted(found) == sorted([str(tmp_path / "d")] * 2 + [str(tmp_path / "elsewhere")])
