@@ -585,6 +585,46 @@ def default_resolve(cwd: str) -> Resolve:
     return resolve
 
 
+MAX_LINK_HOPS = 40
+
+
+def command_resolve(cwd: str) -> Resolve:
+    """`default_resolve` for the paths a command names. A path that leads through
+    /proc (`/proc/self/cwd/..`, `/dev/fd/..`, a link to them) names the command's own
+    process there, which `realpath` in this process cannot resolve for it: such a path
+    is given as it leads into /proc, outside any workspace."""
+    resolve = default_resolve(cwd)
+
+    def resolve_command(path: str) -> str:
+        return _into_proc(os.path.join(cwd, os.path.expanduser(path))) or resolve(path)
+
+    return resolve_command
+
+
+def _into_proc(path: str) -> str | None:
+    """The path as it enters /proc, following links one at a time, or None if it does not."""
+    todo = list(reversed(path.split("/")))
+    resolved, hops = "/", 0
+    while todo:
+        part = todo.pop()
+        if part in ("", "."):
+            continue
+        if part == "..":
+            resolved = os.path.dirname(resolved)
+            continue
+        candidate = os.path.join(resolved, part)
+        if candidate == "/proc":
+            return "/".join([candidate, *reversed(todo)])
+        if hops < MAX_LINK_HOPS and os.path.islink(candidate):
+            hops += 1
+            target = os.readlink(candidate)
+            resolved = "/" if target.startswith("/") else resolved
+            todo += reversed(target.split("/"))
+        else:
+            resolved = candidate
+    return None
+
+
 MAX_GLOB_MATCHES = 1000
 MAX_GLOB_SCAN = 50_000
 """Directory entries one glob word may look at: `/*/*/*/*/*/*/*/*/zz` matches

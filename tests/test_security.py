@@ -367,3 +367,21 @@ def test_the_links_a_recursive_command_follows_are_found_once_through_loops(
     found = links("d")
     assert found is not None
     assert sorted(found) == sorted([str(tmp_path / "d")] * 2 + [str(tmp_path / "elsewhere")])
+
+
+@pytest.mark.parametrize(
+    "command",
+    ["cat /proc/self/cwd/../outside/secret.txt", "ls /proc/self/cwd/..", "cat /dev/fd/../cwd/x"],
+)
+def test_bash_paths_through_the_process_own_proc_entries_are_outside(
+    world, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, command: str
+) -> None:
+    """/proc/self is the command's own process, not fsm-agent's: the check cannot resolve
+    it as the command will (here fsm-agent runs in a directory below the workspace's)."""
+    (world["ws"] / "sub").mkdir()
+    monkeypatch.chdir(world["ws"] / "sub")
+    result = _run(world, _scenario({"name": "Bash", "input": {"command": command}}), tmp_path)
+    [res] = _results(result)
+    assert res.is_error
+    assert "no terminal to ask" in res.text
+    assert "TOP SECRET" not in res.text
