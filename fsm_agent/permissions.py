@@ -537,14 +537,15 @@ def _followed(sub: str, here: str, links: Links) -> list[str]:
 def follows_links(command: str) -> bool:
     """Whether a read-only command recurses through directories following the symlinks
     it meets there, not only those it is given: `grep -R`, `find -L`/`-follow`,
-    `diff -r` (GNU diff follows them unless `--no-dereference`), `du -L`, `ls -RL`."""
+    `diff -r` (GNU diff follows them unless `--no-dereference`), `du -L`, `ls -RL`,
+    and `cp -rL`, which copies what they lead to into the workspace."""
     ws = words(strip_wrappers(command))
     if not ws:
         return False
     name, args = ws[0], ws[1:]
     shorts = "".join(a[1:] for a in args if a.startswith("-") and not a.startswith("--"))
     longs = {a.split("=", 1)[0] for a in args if a.startswith("--")}
-    recursive = "R" in shorts or "--recursive" in longs
+    recursive = "R" in shorts or "--recursive" in longs or (name == "cp" and "r" in shorts)
     dereference = "L" in shorts or "--dereference" in longs
     if name == "grep":
         return "R" in shorts or "--dereference-recursive" in longs
@@ -554,7 +555,7 @@ def follows_links(command: str) -> bool:
         return ("r" in shorts or "--recursive" in longs) and "--no-dereference" not in longs
     if name == "du":
         return dereference
-    if name == "ls":
+    if name in ("ls", "cp"):
         return recursive and dereference
     return False
 

@@ -338,6 +338,23 @@ def test_bash_that_follows_links_while_recursing_is_judged_by_them(
     assert "TOP SECRET" not in res.text
 
 
+@pytest.mark.parametrize("command", ["cp -rL sub copy", "cp -R --dereference sub copy"])
+def test_accept_edits_copies_that_follow_links_out_are_refused(
+    world, tmp_path: Path, command: str
+) -> None:
+    """`cp -rL` would copy what a link under the directory leads to into the workspace,
+    for a later Read to show."""
+    (world["ws"] / "sub").mkdir()
+    (world["ws"] / "sub" / "up").symlink_to(world["outside"])
+    scenario = _scenario(
+        {"name": "Bash", "input": {"command": command}}, permission_mode="acceptEdits"
+    )
+    [res] = _results(_run(world, scenario, tmp_path))
+    assert res.is_error
+    assert "no terminal to ask" in res.text
+    assert not (world["ws"] / "copy").exists()
+
+
 def test_bash_that_follows_links_inside_the_workspace_runs(world, tmp_path: Path) -> None:
     (world["ws"] / "link").unlink()
     (world["ws"] / "linkdir").unlink()
