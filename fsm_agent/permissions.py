@@ -37,6 +37,7 @@ from fsm_agent.permission_types import (  # noqa: F401
     PermissionSettings,
     RuleSource,
 )
+from fsm_agent.tools.glob import split_literal
 from fsm_agent.tools.globs import translate
 
 MODES = ("default", "acceptEdits", "plan", "dontAsk", "bypassPermissions")
@@ -490,7 +491,11 @@ def call_facts(
         paths.append(resolve(input[PATH_KEYS[tool]]))
     elif tool in SEARCH_TOOLS:
         where = input.get("path")
-        paths.append(resolve(where if isinstance(where, str) and where else "."))
+        where = where if isinstance(where, str) and where else "."
+        pattern = input.get("pattern")
+        if tool == "Glob" and isinstance(pattern, str):
+            where = os.path.join(where, split_literal(pattern)[0])
+        paths.append(resolve(where))
     elif tool == "Bash" and isinstance(input.get("command"), str):
         subcommands = tuple(split_command(input["command"]))
         heres = [ws.cwd]

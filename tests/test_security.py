@@ -402,3 +402,22 @@ def test_bash_paths_through_the_process_own_proc_entries_are_outside(
     assert res.is_error
     assert "no terminal to ask" in res.text
     assert "TOP SECRET" not in res.text
+
+
+@pytest.mark.parametrize("pattern", ["{out}/*.txt", "../outside/*.txt", "linkdir/*.txt"])
+def test_a_glob_pattern_leading_outside_is_judged_as_its_path(
+    world, tmp_path: Path, pattern: str
+) -> None:
+    """A Glob pattern that starts with directories (`/x/*.txt`, `../x/*`) searches from
+    them: the permission check judges them as it judges `path`, so an allow rule (or
+    the user) can open them, and without one the denial names the rule to add."""
+    pattern = pattern.format(out=world["outside"])
+    call = {"name": "Glob", "input": {"pattern": pattern}}
+    [denied] = _results(_run(world, _scenario(call), tmp_path))
+    assert denied.is_error
+    assert f"Read(/{world['outside']})" in denied.text
+    rule = {"permissions": {"allow": [f"Read(/{world['outside']}/**)"]}}
+    (tmp_path / "log.jsonl").unlink()
+    [listed] = _results(_run(world, _scenario(call, settings=rule), tmp_path))
+    assert not listed.is_error
+    assert listed.text == str(world["outside"] / "secret.txt")
