@@ -143,6 +143,13 @@ READ_ONLY_GIT = frozenset(
 FIND_ACTIONS = frozenset({"-exec", "-execdir", "-ok", "-okdir", "-delete", "-fprint", "-fprintf",
                           "-fls", "-fprint0"})  # fmt: skip
 ACCEPT_EDITS_COMMANDS = frozenset({"mkdir", "touch", "mv", "cp"})
+PROTECTED_DIRS = frozenset({".git", ".claude", ".vscode", ".idea"})
+PROTECTED_FILES = frozenset(
+    {".gitconfig", ".gitmodules", ".bashrc", ".bash_profile", ".zshrc", ".zprofile", ".profile",
+     ".ripgreprc", ".mcp.json", ".claude.json"}
+)  # fmt: skip
+"""Claude Code's protected paths: what other programs read and run (git's fsmonitor and
+hooks, settings and their hooks, shell start-up files). No mode writes them unasked."""
 
 
 def split_command(command: str) -> list[str]:
@@ -470,6 +477,9 @@ class CallFacts:
     input: Mapping[str, Any] = field(factory=dict)
     paths: tuple[str, ...] = ()
     subcommands: tuple[str, ...] = ()
+    protected: tuple[str, ...] = ()
+    """The protected paths (`PROTECTED_DIRS`, `PROTECTED_FILES`) the call would write:
+    an edit's file, or any a command names."""
 
 
 def call_facts(
@@ -487,6 +497,7 @@ def call_facts(
     reaches nothing outside)."""
     paths: list[str] = []
     subcommands: tuple[str, ...] = ()
+    protected: tuple[str, ...] = ()
     if tool in PATH_KEYS and isinstance(input.get(PATH_KEYS[tool]), str):
         paths.append(resolve(input[PATH_KEYS[tool]]))
     elif tool in SEARCH_TOOLS:
@@ -510,7 +521,29 @@ def call_facts(
                 paths += gone
                 heres = list(dict.fromkeys(heres + gone))
         paths = [p for p in dict.fromkeys(paths) if p != os.devnull]
-    return CallFacts(tool, input, tuple(paths), subcommands)
+        named = [resolve(_at(here, w)) for sub in subcommands for here in heres
+                 for w in command_words(sub)]  # fmt: skip
+        protected = tuple(p for p in dict.fromkeys(paths + named) if is_protected(p, ws))
+    if tool in EDIT_TOOLS:
+        protected = tuple(p for p in paths if is_protected(p, ws))
+    return CallFacts(tool, input, tuple(paths), subcommands, protected)
+
+
+def is_protected(path: str, ws: Workspace) -> bool:
+    """Whether `path`, inside the workspace, lies in a protected directory or is a
+    protected file (case aside: a case-insensitive file system opens .GIT as .git)."""
+    root = next((r for r in ws.roots if within(path, (r,))), None)
+    if root is None:
+        return False
+    parts = os.path.relpath(path, root).lower().split(os.sep)
+    return not PROTECTED_DIRS.isdisjoint(parts) or parts[-1] in PROTECTED_FILES
+
+
+def names_protected(rule: Rule) -> bool:
+    """Whether a rule's pattern names a protected directory or file: only such a rule
+    opens one (`Edit(.claude/**)` does, `Edit(./**)` does not)."""
+    parts = set((rule.content or "").lower().replace("\\", "").split("/"))
+    return not (PROTECTED_DIRS | PROTECTED_FILES).isdisjoint(parts)
 
 
 def _at(here: str, word: str) -> str:
@@ -789,6 +822,12 @@ def evaluate(
         if rule is not None:
             return Decision("allow", f"allowed by {rule}", str(rule), grant=outside)
         return _outside(name, outside, ws, mode)
+    if call.protected and name in EDIT_TOOLS and mode != "plan":
+        guarded = [r for r in allow_rules if names_protected(r)]
+        rule = _matching(guarded, call, place, "allow")
+        if rule is not None:
+            return Decision("allow", f"allowed by {rule}", str(rule))
+        return _protected(name, call.protected, mode)
     if mode == "bypassPermissions":
         return Decision("allow", "bypassPermissions mode")
     allowed = _matching(allow_rules, call, place, "allow")
@@ -818,6 +857,17 @@ def _outside(name: str, outside: tuple[str, ...], ws: Workspace, mode: str) -> D
     return _ask_or_deny(reason, mode, suggestion, outside)
 
 
+def _protected(name: str, protected: tuple[str, ...], mode: str) -> Decision:
+    suggestion = path_rule("Edit", protected[0])
+    reason = (
+        f"{', '.join(protected)} is a protected path (in {', '.join(sorted(PROTECTED_DIRS))}, "
+        "or a shell or git configuration file: other programs run what it says), which no "
+        f"permission mode writes unasked. {name} on it needs an allow rule naming it, such "
+        f"as {suggestion}"
+    )
+    return _ask_or_deny(reason, mode, suggestion)
+
+
 def path_rule(kind: str, path: str) -> str:
     """The rule naming one absolute path and nothing else: `Read(//tmp/data\\[1\\].csv)`,
     its pattern characters escaped, since a rule's path is a gitignore-style pattern."""
@@ -844,11 +894,15 @@ def _by_mode(call: CallFacts, mode: str, ws: Workspace) -> Decision:
     if name == "Bash":
         if all(is_read_only(s) for s in call.subcommands):
             return Decision("allow", "read-only command")
-        if mode == "acceptEdits" and all(
-            (words(strip_wrappers(s)) or [""])[0] in ACCEPT_EDITS_COMMANDS
-            and not _has_write_syntax(s)
-            and not _has_expansion(s)
-            for s in call.subcommands
+        if (
+            mode == "acceptEdits"
+            and not call.protected
+            and all(
+                (words(strip_wrappers(s)) or [""])[0] in ACCEPT_EDITS_COMMANDS
+                and not _has_write_syntax(s)
+                and not _has_expansion(s)
+                for s in call.subcommands
+            )
         ):
             return Decision("allow", "acceptEdits mode: file commands inside the workspace")
         if mode == "plan":

@@ -421,3 +421,70 @@ def test_a_glob_pattern_leading_outside_is_judged_as_its_path(
     [listed] = _results(_run(world, _scenario(call, settings=rule), tmp_path))
     assert not listed.is_error
     assert listed.text == str(world["outside"] / "secret.txt")
+
+
+GIT_CONFIG = '[core]\n\tfsmonitor = "cat ../outside/secret.txt >&2; echo"\n'
+
+
+@pytest.mark.parametrize("mode", ["acceptEdits", "bypassPermissions"])
+@pytest.mark.parametrize(
+    "call",
+    [
+        {"name": "Write", "input": {"file_path": ".git/config", "content": GIT_CONFIG}},
+        {"name": "Write", "input": {"file_path": ".GIT/hooks/pre-commit", "content": "x"}},
+        {"name": "Write", "input": {"file_path": ".claude/settings.json", "content": "{}"}},
+        {"name": "Edit", "input": {"file_path": "sub/.vscode/tasks.json", "old_string": "",
+                                   "new_string": "{}"}},
+        {"name": "Write", "input": {"file_path": ".bashrc", "content": "x"}},
+        {"name": "Write", "input": {"file_path": "cfg", "content": GIT_CONFIG}},
+    ],
+)  # fmt: skip
+def test_no_mode_writes_a_protected_path_without_asking(
+    world, tmp_path: Path, mode: str, call: dict[str, Any]
+) -> None:
+    """.git, .claude, .vscode, .idea and the shell's and git's configuration files hold
+    what other programs run (a .git/config fsmonitor runs on the read-only `git status`):
+    as in Claude Code, no mode writes them without the user (or a rule naming them)."""
+    ws = world["ws"]
+    (ws / ".git").mkdir()
+    (ws / ".git" / "config").write_text("[core]\n")
+    (ws / "cfg").symlink_to(ws / ".git" / "config")
+    before = _snapshot(ws)
+    [res] = _results(_run(world, _scenario(call, permission_mode=mode), tmp_path))
+    assert res.is_error
+    assert "protected" in res.text
+    assert _snapshot(ws) == before
+
+
+@pytest.mark.parametrize(
+    "command", ["cp x .git/config", "cd .git && cp ../x config", "mv x .claude", "touch .idea"]
+)
+def test_accept_edits_file_commands_do_not_write_a_protected_path(
+    world, tmp_path: Path, command: str
+) -> None:
+    ws = world["ws"]
+    (ws / ".git").mkdir()
+    (ws / ".git" / "config").write_text("[core]\n")
+    (ws / "x").write_text(GIT_CONFIG)
+    before = _snapshot(ws)
+    call = {"name": "Bash", "input": {"command": command}}
+    [res] = _results(_run(world, _scenario(call, permission_mode="acceptEdits"), tmp_path))
+    assert res.is_error
+    assert _snapshot(ws) == before
+
+
+def test_a_rule_naming_a_protected_path_opens_it(world, tmp_path: Path) -> None:
+    """`Edit(.claude/**)` opens .claude to writes; `Edit(./**)`, which does not name it,
+    does not; other writes in acceptEdits run as before."""
+    calls = (
+        {"name": "Write", "input": {"file_path": ".claude/agents/a.md", "content": "a"}},
+        {"name": "Write", "input": {"file_path": ".git/config", "content": GIT_CONFIG}},
+        {"name": "Write", "input": {"file_path": "src/.gitignore", "content": "x"}},
+    )
+    rules = {"permissions": {"allow": ["Edit(.claude/**)", "Edit(./**)"]}}
+    scenario = _scenario(*calls, settings=rules)
+    agents, git, ignore = _results(_run(world, scenario, tmp_path))
+    assert not agents.is_error and (world["ws"] / ".claude" / "agents" / "a.md").exists()
+    assert git.is_error and not (world["ws"] / ".git").exists()
+    assert "Edit(/" in git.text and ".git/config)" in git.text
+    assert not ignore.is_error
