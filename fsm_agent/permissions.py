@@ -140,6 +140,11 @@ READ_ONLY_COMMANDS = frozenset(
 READ_ONLY_GIT = frozenset(
     {"status", "diff", "log", "show", "rev-parse", "ls-files", "blame", "describe", "shortlog"}
 )
+GIT_SAFE_OPTIONS = frozenset(
+    {"--no-pager", "-P", "--no-optional-locks", "--literal-pathspecs", "--no-replace-objects"}
+)
+"""git's options before the subcommand a read-only command may have: the others choose its
+configuration, repository or programs (`--config-env=core.fsmonitor=SHELL` runs a shell)."""
 FIND_ACTIONS = frozenset({"-exec", "-execdir", "-ok", "-okdir", "-delete", "-fprint", "-fprintf",
                           "-fls", "-fprint0"})  # fmt: skip
 ACCEPT_EDITS_COMMANDS = frozenset({"mkdir", "touch", "mv", "cp"})
@@ -311,9 +316,12 @@ def is_read_only(command: str) -> bool:
         return True
     name, args = ws[0], ws[1:]
     if name == "git":
-        sub = next((a for a in args if not a.startswith("-")), "")
+        at = next((i for i, a in enumerate(args) if not a.startswith("-")), len(args))
+        if not GIT_SAFE_OPTIONS.issuperset(args[:at]):
+            return False
+        sub, rest = (args[at], args[at + 1 :]) if at < len(args) else ("", [])
         if sub == "branch":
-            return all(a in ("-a", "-r", "--list", "-v", "-vv", "--all") for a in args[1:])
+            return all(a in ("-a", "-r", "--list", "-v", "-vv", "--all") for a in rest)
         return sub in READ_ONLY_GIT and not any(a.startswith("--output") for a in args)
     if name == "find":
         return not any(a in FIND_ACTIONS for a in args)

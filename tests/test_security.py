@@ -488,3 +488,27 @@ def test_a_rule_naming_a_protected_path_opens_it(world, tmp_path: Path) -> None:
     assert git.is_error and not (world["ws"] / ".git").exists()
     assert "Edit(/" in git.text and ".git/config)" in git.text
     assert not ignore.is_error
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "git --config-env=core.fsmonitor=SHELL status",
+        "git --exec-path=. status",
+        "git --git-dir=repo status",
+        "git --work-tree=. --git-dir=repo log",
+        "git -c core.fsmonitor=x status",
+    ],
+)
+def test_git_options_that_choose_what_git_runs_are_not_read_only(
+    world, tmp_path: Path, command: str
+) -> None:
+    """`--config-env=core.fsmonitor=SHELL` runs the shell on a script named `2` in the
+    workspace (acceptEdits writes one): git's options before the subcommand that choose
+    its configuration or programs make the command ask."""
+    (world["ws"] / "2").write_text("cat ../outside/secret.txt >&2\n")
+    call = {"name": "Bash", "input": {"command": command}}
+    [res] = _results(_run(world, _scenario(call, permission_mode="acceptEdits"), tmp_path))
+    assert res.is_error
+    assert "no terminal to ask" in res.text
+    assert "TOP SECRET" not in res.text
