@@ -490,6 +490,28 @@ def test_a_rule_naming_a_protected_path_opens_it(world, tmp_path: Path) -> None:
     assert not ignore.is_error
 
 
+def test_a_workspace_made_a_bare_repository_runs_nothing_on_read_only_git(
+    world, tmp_path: Path
+) -> None:
+    """HEAD, config, objects/ and refs/ written in acceptEdits make the workspace a
+    repository git finds without a .git: its core.fsmonitor would run on `git status`.
+    The commands run with git's safe.bareRepository=explicit, which refuses it."""
+    config = (
+        "[core]\n\tbare = false\n\tworktree = .\n"
+        '\tfsmonitor = "cat ../outside/secret.txt >&2; echo"\n'
+    )
+    calls = (
+        {"name": "Write", "input": {"file_path": "HEAD", "content": "ref: refs/heads/main\n"}},
+        {"name": "Write", "input": {"file_path": "config", "content": config}},
+        {"name": "Bash", "input": {"command": "mkdir -p objects refs"}},
+        {"name": "Bash", "input": {"command": "git status"}},
+    )
+    results = _results(_run(world, _scenario(*calls, permission_mode="acceptEdits"), tmp_path))
+    assert [r.is_error for r in results[:3]] == [False] * 3
+    assert "TOP SECRET" not in results[3].text
+    assert "safe.bareRepository" in results[3].text
+
+
 @pytest.mark.parametrize(
     "command",
     [
