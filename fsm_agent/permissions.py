@@ -315,6 +315,8 @@ def is_read_only(command: str) -> bool:
     if not ws:
         return True
     name, args = ws[0], ws[1:]
+    if any(a.lstrip("-").startswith("files0-from") for a in args if a.startswith("-")):
+        return False
     if name == "git":
         at = next((i for i, a in enumerate(args) if not a.startswith("-")), len(args))
         if not GIT_SAFE_OPTIONS.issuperset(args[:at]):

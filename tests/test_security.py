@@ -534,3 +534,19 @@ def test_git_options_that_choose_what_git_runs_are_not_read_only(
     assert res.is_error
     assert "no terminal to ask" in res.text
     assert "TOP SECRET" not in res.text
+
+
+@pytest.mark.parametrize(
+    "command", ["find -files0-from list", "du -a --files0-from=list", "wc --files0-from list"]
+)
+def test_commands_taking_their_files_from_a_file_are_not_read_only(
+    world, tmp_path: Path, command: str
+) -> None:
+    """`--files0-from` reads the paths to work on from a file (acceptEdits writes one):
+    they are not in the command for the check to judge."""
+    (world["ws"] / "list").write_bytes(str(world["outside"]).encode() + b"\0")
+    call = {"name": "Bash", "input": {"command": command}}
+    [res] = _results(_run(world, _scenario(call), tmp_path))
+    assert res.is_error
+    assert "no terminal to ask" in res.text
+    assert "secret.txt" not in res.text
