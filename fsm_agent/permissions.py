@@ -520,9 +520,13 @@ def call_facts(
     elif tool == "Bash" and isinstance(input.get("command"), str):
         subcommands = tuple(split_command(input["command"]))
         heres = [ws.cwd]
+        named: list[str] = []
         for sub in subcommands:
+            said = (command_words(sub), command_paths(sub))
             for here in heres:
-                paths += _bash_paths(sub, here, resolve, expand)
+                reached, real = _bash_paths(*said, here, resolve, expand)
+                paths += reached
+                named += real
                 if links is not None and follows_links(sub):
                     paths += _followed(sub, here, links)
             target = cd_target(sub)
@@ -530,9 +534,10 @@ def call_facts(
                 gone = [resolve(_at(here, target)) for here in heres]
                 paths += gone
                 heres = list(dict.fromkeys(heres + gone))
+                if len(heres) > MAX_PLACES:
+                    paths.append(os.sep)
+                    break
         paths = [p for p in dict.fromkeys(paths) if p != os.devnull]
-        named = [resolve(_at(here, w)) for sub in subcommands for here in heres
-                 for w in command_words(sub)]  # fmt: skip
         protected = tuple(p for p in dict.fromkeys(paths + named) if is_protected(p, ws))
     if tool in EDIT_TOOLS:
         protected = tuple(p for p in paths if is_protected(p, ws))
@@ -561,16 +566,24 @@ def _at(here: str, word: str) -> str:
     return word if word.startswith("~") else os.path.join(here, word)
 
 
-def _bash_paths(sub: str, here: str, resolve: Resolve, expand: Expand | None) -> list[str]:
-    """The real paths one part of a command names, run in the directory `here`."""
-    paths = [resolve(_at(here, p)) for p in command_paths(sub)]
-    for word in command_words(sub):
-        real = resolve(_at(here, word))
-        if real != os.path.normpath(os.path.join(here, word)):
-            paths.append(real)
+MAX_PLACES = 32
+"""Directories the parts of one command are judged from (each part from each): a command
+whose `cd`s lead to more counts as reaching outside, and is judged no further."""
+
+
+def _bash_paths(
+    words: list[str], paths: list[str], here: str, resolve: Resolve, expand: Expand | None
+) -> tuple[list[str], list[str]]:
+    """What one part of a command reaches, run in the directory `here` (its `paths`, the
+    links and globs among its `words`), and where each of its words leads."""
+    real = {w: resolve(_at(here, w)) for w in dict.fromkeys([*words, *paths])}
+    reached = [real[p] for p in paths]
+    for word in words:
+        if real[word] != os.path.normpath(os.path.join(here, word)):
+            reached.append(real[word])
         if expand is not None and any(c in word for c in "*?["):
-            paths += [resolve(p) for p in expand(_at(here, word))]
-    return paths
+            reached += [resolve(p) for p in expand(_at(here, word))]
+    return reached, [real[w] for w in words]
 
 
 def _followed(sub: str, here: str, links: Links) -> list[str]:
@@ -645,7 +658,11 @@ def command_resolve(cwd: str) -> Resolve:
     resolve = default_resolve(cwd)
 
     def resolve_command(path: str) -> str:
-        return _into_proc(os.path.join(cwd, os.path.expanduser(path))) or resolve(path)
+        full = os.path.join(cwd, os.path.expanduser(path))
+        real = resolve(path)
+        if real == os.path.normpath(full) and not real.startswith("/proc"):
+            return real  # no link on the way: nothing led through /proc
+        return _into_proc(full) or real
 
     return resolve_command
 

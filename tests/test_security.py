@@ -550,3 +550,21 @@ def test_commands_taking_their_files_from_a_file_are_not_read_only(
     assert res.is_error
     assert "no terminal to ask" in res.text
     assert "secret.txt" not in res.text
+
+
+def test_a_command_that_changes_directory_past_count_asks(tmp_path: Path) -> None:
+    """Each part of a command is judged from every directory a `cd` may have left it in;
+    a command with `cd`s to more than 32 places counts as reaching outside (thousands of
+    them would otherwise cost seconds of checks in the event loop)."""
+    from fsm_agent.approvals import Approvals
+    from fsm_agent.permissions import PermissionRequest, PermissionSettings
+
+    approvals = Approvals(PermissionSettings(), str(tmp_path))
+    many = " ; ".join(f"cd d{i}" for i in range(40))
+    decision = approvals.check(PermissionRequest("Bash", {"command": many}, "default"))
+    assert decision.behavior == "ask"
+    assert decision.outside == ("/",)
+    few = " ; ".join(f"cd d{i}" for i in range(4))  # 16 places: each cd may fail
+    assert approvals.check(PermissionRequest("Bash", {"command": few}, "default")).behavior == (
+        "allow"
+    )
