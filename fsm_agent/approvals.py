@@ -34,7 +34,9 @@ from fsm_agent.permissions import (
     RuleSource,
     Workspace,
     call_facts,
+    command_resolve,
     default_expand,
+    default_links,
     default_resolve,
     evaluate,
     path_rule,
@@ -77,7 +79,9 @@ class Approvals:
         self.prompter = prompter
         self._lock = asyncio.Lock()
         self._resolve = default_resolve(self.cwd)
+        self._command_resolve = command_resolve(self.cwd)
         self._expand = default_expand(self.cwd)
+        self._links = default_links(self.cwd)
         self.settings = settings
 
     @property
@@ -99,7 +103,8 @@ class Approvals:
         """
         ws = self.workspace
         try:
-            facts = call_facts(request.tool, request.input, ws, self._resolve, self._expand)
+            resolve = self._command_resolve if request.tool == "Bash" else self._resolve
+            facts = call_facts(request.tool, request.input, ws, resolve, self._expand, self._links)
         except (ValueError, OSError) as exc:
             return Decision(
                 "deny",

@@ -37,6 +37,7 @@ from fsm_agent.permission_types import (  # noqa: F401
     PermissionSettings,
     RuleSource,
 )
+from fsm_agent.tools.glob import split_literal
 from fsm_agent.tools.globs import translate
 
 MODES = ("default", "acceptEdits", "plan", "dontAsk", "bypassPermissions")
@@ -61,6 +62,7 @@ SEARCH_TOOLS = frozenset({"Glob", "Grep"})
 
 Resolve = Callable[[str], str]
 Expand = Callable[[str], list[str]]
+Links = Callable[[str], "list[str] | None"]
 
 
 class PermissionError_(ValueError):
@@ -138,9 +140,21 @@ READ_ONLY_COMMANDS = frozenset(
 READ_ONLY_GIT = frozenset(
     {"status", "diff", "log", "show", "rev-parse", "ls-files", "blame", "describe", "shortlog"}
 )
+GIT_SAFE_OPTIONS = frozenset(
+    {"--no-pager", "-P", "--no-optional-locks", "--literal-pathspecs", "--no-replace-objects"}
+)
+"""git's options before the subcommand a read-only command may have: the others choose its
+configuration, repository or programs (`--config-env=core.fsmonitor=SHELL` runs a shell)."""
 FIND_ACTIONS = frozenset({"-exec", "-execdir", "-ok", "-okdir", "-delete", "-fprint", "-fprintf",
                           "-fls", "-fprint0"})  # fmt: skip
 ACCEPT_EDITS_COMMANDS = frozenset({"mkdir", "touch", "mv", "cp"})
+PROTECTED_DIRS = frozenset({".git", ".claude", ".vscode", ".idea"})
+PROTECTED_FILES = frozenset(
+    {".gitconfig", ".gitmodules", ".bashrc", ".bash_profile", ".zshrc", ".zprofile", ".profile",
+     ".ripgreprc", ".mcp.json", ".claude.json"}
+)  # fmt: skip
+"""Claude Code's protected paths: what other programs read and run (git's fsmonitor and
+hooks, settings and their hooks, shell start-up files). No mode writes them unasked."""
 
 
 def split_command(command: str) -> list[str]:
@@ -301,13 +315,20 @@ def is_read_only(command: str) -> bool:
     if not ws:
         return True
     name, args = ws[0], ws[1:]
+    if any(a.lstrip("-").startswith("files0-from") for a in args if a.startswith("-")):
+        return False
     if name == "git":
-        sub = next((a for a in args if not a.startswith("-")), "")
+        at = next((i for i, a in enumerate(args) if not a.startswith("-")), len(args))
+        if not GIT_SAFE_OPTIONS.issuperset(args[:at]):
+            return False
+        sub, rest = (args[at], args[at + 1 :]) if at < len(args) else ("", [])
         if sub == "branch":
-            return all(a in ("-a", "-r", "--list", "-v", "-vv", "--all") for a in args[1:])
+            return all(a in ("-a", "-r", "--list", "-v", "-vv", "--all") for a in rest)
         return sub in READ_ONLY_GIT and not any(a.startswith("--output") for a in args)
     if name == "find":
         return not any(a in FIND_ACTIONS for a in args)
+    if name == "cd":
+        return cd_target(command) != "-"
     return name in READ_ONLY_COMMANDS
 
 
@@ -466,6 +487,9 @@ class CallFacts:
     input: Mapping[str, Any] = field(factory=dict)
     paths: tuple[str, ...] = ()
     subcommands: tuple[str, ...] = ()
+    protected: tuple[str, ...] = ()
+    """The protected paths (`PROTECTED_DIRS`, `PROTECTED_FILES`) the call would write:
+    an edit's file, or any a command names."""
 
 
 def call_facts(
@@ -474,30 +498,146 @@ def call_facts(
     ws: Workspace,
     resolve: Resolve,
     expand: Expand | None = None,
+    links: Links | None = None,
 ) -> CallFacts:
     """`resolve` turns a path as written into a real path; `expand` gives the paths a
-    shell glob in a Bash word matches, so `cat l*/x` is judged by what it reads.
+    shell glob in a Bash word matches, so `cat l*/x` is judged by what it reads;
+    `links` the targets of the symlinks under a directory, which `grep -R` follows.
     A command's paths are each listed once, without /dev/null (`ls > /dev/null`
     reaches nothing outside)."""
     paths: list[str] = []
     subcommands: tuple[str, ...] = ()
+    protected: tuple[str, ...] = ()
     if tool in PATH_KEYS and isinstance(input.get(PATH_KEYS[tool]), str):
         paths.append(resolve(input[PATH_KEYS[tool]]))
     elif tool in SEARCH_TOOLS:
         where = input.get("path")
-        paths.append(resolve(where if isinstance(where, str) and where else "."))
+        where = where if isinstance(where, str) and where else "."
+        pattern = input.get("pattern")
+        if tool == "Glob" and isinstance(pattern, str):
+            where = os.path.join(where, split_literal(pattern)[0])
+        paths.append(resolve(where))
     elif tool == "Bash" and isinstance(input.get("command"), str):
         subcommands = tuple(split_command(input["command"]))
+        heres = [ws.cwd]
+        named: list[str] = []
         for sub in subcommands:
-            paths += [resolve(p) for p in command_paths(sub)]
-            for word in command_words(sub):
-                real = resolve(word)
-                if real != os.path.normpath(os.path.join(ws.cwd, word)):
-                    paths.append(real)
-                if expand is not None and any(c in word for c in "*?["):
-                    paths += [resolve(p) for p in expand(word)]
+            said = (command_words(sub), command_paths(sub))
+            for here in heres:
+                reached, real = _bash_paths(*said, here, resolve, expand)
+                paths += reached
+                named += real
+                if links is not None and follows_links(sub):
+                    paths += _followed(sub, here, links)
+            target = cd_target(sub)
+            if target not in (None, "-"):
+                gone = [resolve(_at(here, target)) for here in heres]
+                paths += gone
+                heres = list(dict.fromkeys(heres + gone))
+                if len(heres) > MAX_PLACES:
+                    paths.append(os.sep)
+                    break
         paths = [p for p in dict.fromkeys(paths) if p != os.devnull]
-    return CallFacts(tool, input, tuple(paths), subcommands)
+        protected = tuple(p for p in dict.fromkeys(paths + named) if is_protected(p, ws))
+    if tool in EDIT_TOOLS:
+        protected = tuple(p for p in paths if is_protected(p, ws))
+    return CallFacts(tool, input, tuple(paths), subcommands, protected)
+
+
+def is_protected(path: str, ws: Workspace) -> bool:
+    """Whether `path`, inside the workspace, lies in a protected directory or is a
+    protected file (case aside: a case-insensitive file system opens .GIT as .git)."""
+    root = next((r for r in ws.roots if within(path, (r,))), None)
+    if root is None:
+        return False
+    parts = os.path.relpath(path, root).lower().split(os.sep)
+    return not PROTECTED_DIRS.isdisjoint(parts) or parts[-1] in PROTECTED_FILES
+
+
+def names_protected(rule: Rule) -> bool:
+    """Whether a rule's pattern names a protected directory or file: only such a rule
+    opens one (`Edit(.claude/**)` does, `Edit(./**)` does not)."""
+    parts = set((rule.content or "").lower().replace("\\", "").split("/"))
+    return not (PROTECTED_DIRS | PROTECTED_FILES).isdisjoint(parts)
+
+
+def _at(here: str, word: str) -> str:
+    """`word` as a path from the directory `here` (a `~` path stays the home's)."""
+    return word if word.startswith("~") else os.path.join(here, word)
+
+
+MAX_PLACES = 32
+"""Directories the parts of one command are judged from (each part from each): a command
+whose `cd`s lead to more counts as reaching outside, and is judged no further."""
+
+
+def _bash_paths(
+    words: list[str], paths: list[str], here: str, resolve: Resolve, expand: Expand | None
+) -> tuple[list[str], list[str]]:
+    """What one part of a command reaches, run in the directory `here` (its `paths`, the
+    links and globs among its `words`), and where each of its words leads."""
+    real = {w: resolve(_at(here, w)) for w in dict.fromkeys([*words, *paths])}
+    reached = [real[p] for p in paths]
+    for word in words:
+        if real[word] != os.path.normpath(os.path.join(here, word)):
+            reached.append(real[word])
+        if expand is not None and any(c in word for c in "*?["):
+            reached += [resolve(p) for p in expand(_at(here, word))]
+    return reached, [real[w] for w in words]
+
+
+def _followed(sub: str, here: str, links: Links) -> list[str]:
+    """Where the links lead that a command following them while recursing meets under
+    its directory operands, or under `here` when none is a directory (`grep -R x`)."""
+    found = [links(_at(here, w)) for w in command_words(sub)]
+    if all(f is None for f in found):
+        found = [links(here)]
+    return [p for f in found if f is not None for p in f]
+
+
+def follows_links(command: str) -> bool:
+    """Whether a read-only command recurses through directories following the symlinks
+    it meets there, not only those it is given: `grep -R`, `find -L`/`-follow`,
+    `diff -r` (GNU diff follows them unless `--no-dereference`), `du -L`, `ls -RL`,
+    and `cp -rL`, which copies what they lead to into the workspace."""
+    ws = words(strip_wrappers(command))
+    if not ws:
+        return False
+    name, args = ws[0], ws[1:]
+    shorts = "".join(a[1:] for a in args if a.startswith("-") and not a.startswith("--"))
+    longs = {a.split("=", 1)[0] for a in args if a.startswith("--")}
+    recursive = "R" in shorts or "--recursive" in longs or (name == "cp" and "r" in shorts)
+    dereference = "L" in shorts or "--dereference" in longs
+    if name == "grep":
+        return "R" in shorts or "--dereference-recursive" in longs
+    if name == "find":
+        return "-L" in args or "-follow" in args
+    if name == "diff":
+        return ("r" in shorts or "--recursive" in longs) and "--no-dereference" not in longs
+    if name == "du":
+        return dereference
+    if name in ("ls", "cp"):
+        return recursive and dereference
+    return False
+
+
+def cd_target(command: str) -> str | None:
+    """Where a `cd` takes the parts of a command after it, as written: `~` for a bare
+    `cd` (home), `-` for `cd -` (the shell's previous directory); None if not a `cd`.
+    Redirections are not the operand (`cd - >/dev/null`)."""
+    ws = words(strip_wrappers(command))
+    if not ws or ws[0] != "cd":
+        return None
+    rest = iter(ws[1:])
+    for word in rest:
+        if (op := re.match(_REDIRECTION, word)) is not None:
+            if op.end() == len(word):
+                next(rest, None)
+            continue
+        if word == "--" or (word.startswith("-") and word != "-"):
+            continue
+        return word
+    return "~"
 
 
 def default_resolve(cwd: str) -> Resolve:
@@ -505,6 +645,50 @@ def default_resolve(cwd: str) -> Resolve:
         return os.path.realpath(os.path.join(cwd, os.path.expanduser(path)))
 
     return resolve
+
+
+MAX_LINK_HOPS = 40
+
+
+def command_resolve(cwd: str) -> Resolve:
+    """`default_resolve` for the paths a command names. A path that leads through
+    /proc (`/proc/self/cwd/..`, `/dev/fd/..`, a link to them) names the command's own
+    process there, which `realpath` in this process cannot resolve for it: such a path
+    is given as it leads into /proc, outside any workspace."""
+    resolve = default_resolve(cwd)
+
+    def resolve_command(path: str) -> str:
+        full = os.path.join(cwd, os.path.expanduser(path))
+        real = resolve(path)
+        if real == os.path.normpath(full) and not real.startswith("/proc"):
+            return real  # no link on the way: nothing led through /proc
+        return _into_proc(full) or real
+
+    return resolve_command
+
+
+def _into_proc(path: str) -> str | None:
+    """The path as it enters /proc, following links one at a time, or None if it does not."""
+    todo = list(reversed(path.split("/")))
+    resolved, hops = "/", 0
+    while todo:
+        part = todo.pop()
+        if part in ("", "."):
+            continue
+        if part == "..":
+            resolved = os.path.dirname(resolved)
+            continue
+        candidate = os.path.join(resolved, part)
+        if candidate == "/proc":
+            return "/".join([candidate, *reversed(todo)])
+        if hops < MAX_LINK_HOPS and os.path.islink(candidate):
+            hops += 1
+            target = os.readlink(candidate)
+            resolved = "/" if target.startswith("/") else resolved
+            todo += reversed(target.split("/"))
+        else:
+            resolved = candidate
+    return None
 
 
 MAX_GLOB_MATCHES = 1000
@@ -538,6 +722,46 @@ def default_expand(cwd: str) -> Expand:
         return found
 
     return expand
+
+
+def default_links(cwd: str) -> Links:
+    """The real targets of the symlinks under a directory (None for what is not one),
+    the directories they lead to searched in turn, as a command following them would.
+
+    Past `MAX_GLOB_SCAN` entries looked at, the answer includes `/`, outside any
+    workspace: such a command is asked about, not assumed to stay inside.
+    """
+
+    def links(top: str) -> list[str] | None:
+        start = os.path.realpath(os.path.join(cwd, os.path.expanduser(top)))
+        if not os.path.isdir(start):
+            return None
+        found: list[str] = []
+        budget = MAX_GLOB_SCAN
+        todo, seen = [start], set()
+        while todo:
+            directory = todo.pop()
+            if directory in seen:
+                continue
+            seen.add(directory)
+            try:
+                with os.scandir(directory) as entries:
+                    for entry in entries:
+                        budget -= 1
+                        if budget < 0:
+                            return [*found, "/"]
+                        if entry.is_symlink():
+                            real = os.path.realpath(entry.path)
+                            found.append(real)
+                            if os.path.isdir(real):
+                                todo.append(real)
+                        elif entry.is_dir(follow_symlinks=False):
+                            todo.append(entry.path)
+            except OSError:
+                continue
+        return found
+
+    return links
 
 
 def _glob(pattern: str, budget: list[int]) -> Iterator[str]:
@@ -625,6 +849,12 @@ def evaluate(
         if rule is not None:
             return Decision("allow", f"allowed by {rule}", str(rule), grant=outside)
         return _outside(name, outside, ws, mode)
+    if call.protected and name in EDIT_TOOLS and mode != "plan":
+        guarded = [r for r in allow_rules if names_protected(r)]
+        rule = _matching(guarded, call, place, "allow")
+        if rule is not None:
+            return Decision("allow", f"allowed by {rule}", str(rule))
+        return _protected(name, call.protected, mode)
     if mode == "bypassPermissions":
         return Decision("allow", "bypassPermissions mode")
     allowed = _matching(allow_rules, call, place, "allow")
@@ -654,6 +884,17 @@ def _outside(name: str, outside: tuple[str, ...], ws: Workspace, mode: str) -> D
     return _ask_or_deny(reason, mode, suggestion, outside)
 
 
+def _protected(name: str, protected: tuple[str, ...], mode: str) -> Decision:
+    suggestion = path_rule("Edit", protected[0])
+    reason = (
+        f"{', '.join(protected)} is a protected path (in {', '.join(sorted(PROTECTED_DIRS))}, "
+        "or a shell or git configuration file: other programs run what it says), which no "
+        f"permission mode writes unasked. {name} on it needs an allow rule naming it, such "
+        f"as {suggestion}"
+    )
+    return _ask_or_deny(reason, mode, suggestion)
+
+
 def path_rule(kind: str, path: str) -> str:
     """The rule naming one absolute path and nothing else: `Read(//tmp/data\\[1\\].csv)`,
     its pattern characters escaped, since a rule's path is a gitignore-style pattern."""
@@ -680,11 +921,15 @@ def _by_mode(call: CallFacts, mode: str, ws: Workspace) -> Decision:
     if name == "Bash":
         if all(is_read_only(s) for s in call.subcommands):
             return Decision("allow", "read-only command")
-        if mode == "acceptEdits" and all(
-            (words(strip_wrappers(s)) or [""])[0] in ACCEPT_EDITS_COMMANDS
-            and not _has_write_syntax(s)
-            and not _has_expansion(s)
-            for s in call.subcommands
+        if (
+            mode == "acceptEdits"
+            and not call.protected
+            and all(
+                (words(strip_wrappers(s)) or [""])[0] in ACCEPT_EDITS_COMMANDS
+                and not _has_write_syntax(s)
+                and not _has_expansion(s)
+                for s in call.subcommands
+            )
         ):
             return Decision("allow", "acceptEdits mode: file commands inside the workspace")
         if mode == "plan":

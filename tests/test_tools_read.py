@@ -250,3 +250,32 @@ def test_lines_are_numbered_as_claude_code_shows_them(ws: Path) -> None:
     g = ws / "b.txt"
     g.write_text("no newline")
     assert text(read(ws, file_path=str(g))) == "     1→no newline"
+
+
+def test_a_huge_line_is_read_past_not_into_memory(ws: Path) -> None:
+    """A paged read of a file with one line of 64 MB (minified, a log without
+    newlines) holds the part it shows, not the line: a line of gigabytes must not
+    take the memory with it."""
+    import tracemalloc
+
+    f = ws / "big.txt"
+    with open(f, "wb") as out:
+        out.write(b"first\r\n")
+        for _ in range(64):
+            out.write(b"b" * (1 << 20))
+        out.write(b"\r\nlast\r\n")
+    tracemalloc.start()
+    try:
+        outcome = READ._read(str(f), 1, 3, respond=True)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 8 * (1 << 20)
+    lines = text(outcome).split("\n")
+    assert lines[0] == "     1→first"
+    assert lines[1] == "     2→" + "b" * 2000 + "… [line truncated]"
+    assert lines[2] == "     3→last"
+    assert outcome.response is not None
+    file = outcome.response["file"]
+    assert file["content"] == "first\r\n" + "b" * 2000 + "… [line truncated]\r\nlast\r\n"
+    assert file["totalLines"] == 4

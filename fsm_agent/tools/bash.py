@@ -200,6 +200,7 @@ class BashTool:
             "-c",
             input["command"],
             cwd=env.cwd,
+            env=command_env(),
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
@@ -226,6 +227,24 @@ class BashTool:
         if outcome.is_error:
             return outcome
         return evolve(outcome, read_files=_viewed(input["command"], env))
+
+
+def command_env() -> dict[str, str]:
+    """The environment a command runs in: this one, with git told to use a bare repository
+    only when named (`safe.bareRepository=explicit`). Files written in the workspace
+    (HEAD, config, objects/, refs/) would otherwise make it one git finds on its own,
+    whose core.fsmonitor runs on the read-only `git status`."""
+    env = dict(os.environ)
+    try:
+        count = int(env.get("GIT_CONFIG_COUNT", "0"))
+    except ValueError:
+        count = 0
+    env |= {
+        "GIT_CONFIG_COUNT": str(count + 1),
+        f"GIT_CONFIG_KEY_{count}": "safe.bareRepository",
+        f"GIT_CONFIG_VALUE_{count}": "explicit",
+    }
+    return env
 
 
 def _viewed(command: str, env: ToolEnv) -> dict[str, float]:

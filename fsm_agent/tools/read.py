@@ -6,6 +6,7 @@ import asyncio
 import base64
 import os
 import stat
+from collections.abc import Iterator
 from typing import Any, BinaryIO
 
 from fsm_agent.messages import ImageBlock, ImageSource
@@ -18,6 +19,8 @@ MAX_LINE_CHARS = 2000
 MAX_TEXT_BYTES = 256 * 1024
 MAX_IMAGE_BYTES = 3_750_000  # base64 grows it to the API's 5 MB per-image limit
 LINE_TRUNCATED = "… [line truncated]"
+LINE_BYTES = 4 * MAX_LINE_CHARS + 4
+"""What is read of a line: more than `MAX_LINE_CHARS` characters, however they are encoded."""
 
 DESCRIPTION = """\
 Read a file from the workspace. `file_path` should be an absolute path.
@@ -149,7 +152,7 @@ class ReadTool:
         more = False
         raw = b""
         with open(path, "rb") as f:
-            for total, raw in enumerate(f, start=1):
+            for total, raw in enumerate(_lines(f), start=1):
                 if total < first:
                     continue
                 if len(lines) == limit:
@@ -203,6 +206,22 @@ class ReadTool:
                 f"Use offset={last + 1} to read more.)"
             )
         return ToolOutcome(text, read_files=read_files, response=response)
+
+
+def _lines(f: BinaryIO) -> Iterator[bytes]:
+    """The lines of `f` as iterating over it gives them, each cut to its first
+    `LINE_BYTES` bytes and its line ending: the rest of a longer line is read past in
+    blocks, so a line of gigabytes (a minified file, a log without newlines) is not
+    held in memory to show its first 2,000 characters."""
+    while raw := f.readline(LINE_BYTES):
+        if len(raw) == LINE_BYTES and not raw.endswith(b"\n"):
+            end = raw[-1:]
+            while rest := f.readline(1 << 20):
+                end = (end + rest)[-2:]
+                if rest.endswith(b"\n"):
+                    break
+            raw += b"\r\n" if end == b"\r\n" else b"\n" if end.endswith(b"\n") else b""
+        yield raw
 
 
 def _count_lines(f: BinaryIO) -> int:
