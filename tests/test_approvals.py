@@ -162,8 +162,11 @@ def test_a_question_never_sends_the_call_s_escapes_to_the_terminal(
         assert "Running `echo hi[2J]52;c;cm0gLXJmIH4=`" in shown
 
 
-def _run_in_a_terminal(scenario: Path, workspace: Path, tmp_path: Path) -> Any:
-    """`fsm-agent run` of `scenario` in a pseudo-terminal, stopped at its first question."""
+def _run_in_a_terminal(
+    scenario: Path, workspace: Path, tmp_path: Path, until: str = "Allow\\?"
+) -> Any:
+    """`fsm-agent run` of `scenario` in a pseudo-terminal, stopped where it prints `until`
+    (by default its first question)."""
     import sys
 
     import pexpect
@@ -175,7 +178,7 @@ def _run_in_a_terminal(scenario: Path, workspace: Path, tmp_path: Path) -> Any:
         timeout=30,
         encoding="utf-8",
     )  # fmt: skip
-    child.expect("Allow\\?")
+    child.expect(until)
     return child
 
 
@@ -198,7 +201,6 @@ def test_keys_typed_before_the_question_are_no_answer_to_it(
     the terminal's buffer and was read as the answer to the question that came next:
     `a` allowed the command, and every later one like it, unasked."""
     import json
-    import sys
 
     import pexpect
 
@@ -206,14 +208,7 @@ def test_keys_typed_before_the_question_are_no_answer_to_it(
     call = {"type": "tool_use", "id": "t1", "name": "Bash", "input": {"command": "touch asked"}}
     scenario.write_text(json.dumps({"prompt": "p", "turns": [{"delay": 3, "content": [call]},
                                                              {"content": "done"}]}))  # fmt: skip
-    child = pexpect.spawn(
-        sys.executable,
-        ["-m", "fsm_agent.cli", "run", "--scripted", str(scenario), "--cwd", str(workspace),
-         "--log", str(tmp_path / "l.jsonl")],
-        timeout=30,
-        encoding="utf-8",
-    )  # fmt: skip
-    child.expect("Waiting for the model")
+    child = _run_in_a_terminal(scenario, workspace, tmp_path, until="Waiting for the model")
     child.sendline("a")
     child.expect("Allow\\?")
     child.sendline("n")

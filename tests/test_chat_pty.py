@@ -213,12 +213,11 @@ def test_chat_asks_before_a_write_and_always_adds_a_rule(workspace: Path, tmp_pa
     assert (workspace / "b.txt").read_text() == "b"
 
 
-def test_a_line_queued_before_a_question_is_not_its_answer(workspace: Path, tmp_path: Path) -> None:
-    """A line typed while the model was slow (`⧗ queued: also …`) was taken as the answer
-    to the permission question that came next: "also" read as [a] always, the command
-    ran, a rule was added, and the message never reached the model."""
+def _asked_after_a_queued_line(workspace: Path, tmp_path: Path, answer: str) -> pexpect.spawn:
+    """A chat whose model is slow to ask about a command: the user types a line while it
+    waits (queued), and the question comes; the model's next answer is `answer`."""
     call = {"type": "tool_use", "id": "t", "name": "Bash", "input": {"command": "touch asked"}}
-    scenario = {"turns": [{"delay": 3, "content": [call]}, {"content": "Noted."}]}
+    scenario = {"turns": [{"delay": 3, "content": [call]}, {"content": answer}]}
     path = tmp_path / "ask.json"
     path.write_text(json.dumps(scenario))
     child = spawn(["chat", "--scripted", str(path), "--cwd", str(workspace)], workspace)
@@ -228,6 +227,14 @@ def test_a_line_queued_before_a_question_is_not_its_answer(workspace: Path, tmp_
     child.sendline("also update the docs")
     child.expect("queued: also update the docs")
     child.expect(r"Allow\? \[y\] once")
+    return child
+
+
+def test_a_line_queued_before_a_question_is_not_its_answer(workspace: Path, tmp_path: Path) -> None:
+    """A line typed while the model was slow (`⧗ queued: also …`) was taken as the answer
+    to the permission question that came next: "also" read as [a] always, the command
+    ran, a rule was added, and the message never reached the model."""
+    child = _asked_after_a_queued_line(workspace, tmp_path, "Noted.")
     child.sendline("n")
     child.expect("Noted.")
     child.expect("› ")
@@ -245,16 +252,7 @@ def test_a_line_queued_before_a_question_survives_the_run_s_interruption(
 ) -> None:
     """Kept out of the question's answer, the queued line is still the user's: if the run
     ends before taking it (Ctrl-C at the question), it becomes the next message."""
-    call = {"type": "tool_use", "id": "t", "name": "Bash", "input": {"command": "touch asked"}}
-    scenario = {"turns": [{"delay": 3, "content": [call]}, {"content": "Docs updated."}]}
-    path = tmp_path / "ask.json"
-    path.write_text(json.dumps(scenario))
-    child = spawn(["chat", "--scripted", str(path), "--cwd", str(workspace)], workspace)
-    child.expect("› ")
-    child.sendline("touch it")
-    child.expect("Waiting for the model")
-    child.sendline("also update the docs")
-    child.expect(r"Allow\? \[y\] once")
+    child = _asked_after_a_queued_line(workspace, tmp_path, "Docs updated.")
     child.sendintr()
     child.expect("aborted_tools")
     child.expect("Docs updated.")

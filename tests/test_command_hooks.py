@@ -161,42 +161,18 @@ esac
     assert "<system-reminder>\nredirected to b\n</system-reminder>" in r["t2"].text
 
 
-def test_hook_allow_skips_the_prompt_but_not_deny_rules(workspace: Path, tmp_path: Path) -> None:
-    allow = script(
-        tmp_path / "allow.sh",
-        """cat > /dev/null
-echo '{"hookSpecificOutput":{"hookEventName":"PreToolUse","permissionDecision":"allow"}}'
-""",
-    )
-    settings = {
-        "permissions": {"deny": ["Bash(rm *)"]},
-        "hooks": {"PreToolUse": [{"hooks": [{"type": "command", "command": allow}]}]},
-    }
-    result = _run(
-        workspace,
-        {
-            "settings": settings,
-            "turns": [
-                _tool_turn(
-                    ("t1", "Bash", {"command": "touch made"}),
-                    ("t2", "Bash", {"command": "rm made"}),
-                ),
-                {"content": [{"type": "text", "text": "done"}]},
-            ],
-        },
-        tmp_path,
-    )
-    r = _results(result)
-    assert not r["t1"].is_error
-    assert r["t2"].is_error and "Bash(rm *)" in r["t2"].text
-    assert (workspace / "made").exists()
-
-
-def test_hook_allow_runs_a_call_dont_ask_mode_would_deny_but_not_past_ask_rules(
-    workspace: Path, tmp_path: Path
+@pytest.mark.parametrize(
+    ("permissions", "refused_by"),
+    [
+        ({"deny": ["Bash(rm *)"]}, "Bash(rm *)"),
+        # dontAsk denies what would be asked; the hook's allow skips the asking, so the
+        # call runs (it was denied), while an ask rule, which allow does not skip, holds.
+        ({"defaultMode": "dontAsk", "ask": ["Bash(rm *)"]}, "dontAsk"),
+    ],
+)
+def test_hook_allow_skips_the_prompt_but_not_deny_or_ask_rules(
+    workspace: Path, tmp_path: Path, permissions: dict[str, Any], refused_by: str
 ) -> None:
-    """dontAsk denies what would be asked; a hook's allow skips the asking, so the call
-    runs (it was denied), while an ask rule, which the allow does not skip, still denies."""
     allow = script(
         tmp_path / "allow.sh",
         """cat > /dev/null
@@ -204,7 +180,7 @@ echo '{"hookSpecificOutput":{"hookEventName":"PreToolUse","permissionDecision":"
 """,
     )
     settings = {
-        "permissions": {"defaultMode": "dontAsk", "ask": ["Bash(rm *)"]},
+        "permissions": permissions,
         "hooks": {"PreToolUse": [{"hooks": [{"type": "command", "command": allow}]}]},
     }
     result = _run(
@@ -223,7 +199,7 @@ echo '{"hookSpecificOutput":{"hookEventName":"PreToolUse","permissionDecision":"
     )
     r = _results(result)
     assert not r["t1"].is_error, r["t1"].text
-    assert r["t2"].is_error and "dontAsk" in r["t2"].text
+    assert r["t2"].is_error and refused_by in r["t2"].text
     assert (workspace / "made").exists()
 
 

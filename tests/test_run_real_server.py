@@ -474,15 +474,28 @@ def test_a_key_and_base_url_set_with_spaces_or_a_line_break_are_trimmed(
     assert [v for v in request.headers.values() if v.endswith("test-key")]
 
 
-def test_a_key_with_a_control_character_is_refused_without_showing_it(workspace: Path) -> None:
-    env = {**os.environ, "ANTHROPIC_API_KEY": "sk-secret\x1bkey"}
+@pytest.mark.parametrize(
+    ("variables", "error"),
+    [
+        (  # refused without showing the key
+            {"ANTHROPIC_API_KEY": "sk-secret\x1bkey"},
+            "ANTHROPIC_API_KEY holds a control character, which no HTTP header can carry: "
+            "check how it was set",
+        ),
+        (
+            {"ANTHROPIC_API_KEY": "k", "CLAUDE_STREAM_IDLE_TIMEOUT_MS": "90s"},
+            "CLAUDE_STREAM_IDLE_TIMEOUT_MS must be a whole number of milliseconds, not '90s'",
+        ),
+    ],
+)
+def test_a_variable_no_request_can_use_is_a_usage_error(
+    workspace: Path, variables: dict[str, str], error: str
+) -> None:
+    env = {**os.environ, **variables}
     args = ["run", "hi", "--cwd", str(workspace), "--base-url", "http://127.0.0.1:9"]
     proc = fsm_with(env, *args)
     assert proc.returncode == 2, proc.stdout + proc.stderr
-    assert proc.stderr.splitlines() == [
-        "fsm-agent: error: ANTHROPIC_API_KEY holds a control character, which no HTTP "
-        "header can carry: check how it was set"
-    ]
+    assert proc.stderr.splitlines() == [f"fsm-agent: error: {error}"]
     assert not (workspace / ".fsm-agent").exists()
 
 
@@ -536,17 +549,5 @@ def test_a_fallback_model_that_is_the_main_model_is_a_usage_error(
     assert proc.returncode == 2, proc.stdout + proc.stderr
     assert proc.stderr.splitlines() == [
         f"fsm-agent: error: --fallback-model {fallback} is the main model: give another one"
-    ]
-    assert not (workspace / ".fsm-agent").exists()
-
-
-def test_a_stream_idle_limit_that_is_not_milliseconds_is_a_usage_error(workspace: Path) -> None:
-    env = {**os.environ, "ANTHROPIC_API_KEY": "k", "CLAUDE_STREAM_IDLE_TIMEOUT_MS": "90s"}
-    args = ["run", "hi", "--cwd", str(workspace), "--base-url", "http://127.0.0.1:9"]
-    proc = fsm_with(env, *args)
-    assert proc.returncode == 2, proc.stdout + proc.stderr
-    assert proc.stderr.splitlines() == [
-        "fsm-agent: error: CLAUDE_STREAM_IDLE_TIMEOUT_MS must be a whole number of "
-        "milliseconds, not '90s'"
     ]
     assert not (workspace / ".fsm-agent").exists()
