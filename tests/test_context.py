@@ -913,6 +913,20 @@ def test_a_stored_result_is_never_overwritten_by_one_with_the_same_id(
     assert replay(log).reason == "completed"
 
 
+def reason_against(server: MessagesServer, prompt: str, config: RunConfig, log: Path) -> str:
+    """How a run of `prompt` against the loopback server ends, through the real SDK."""
+
+    async def go() -> str:
+        model = AnthropicModel(api_key="test-key", base_url=server.url, max_retries=0)
+        try:
+            result = await arun(prompt, model=model, config=config, log=log)
+        finally:
+            await model.aclose()
+        return result.reason
+
+    return asyncio.run(go())
+
+
 def test_fsm_agent_run_shows_what_each_level_did(tmp_path: Path, workspace: Path) -> None:
     from tests.test_cli import fsm
 
@@ -944,16 +958,10 @@ def test_the_request_after_a_compaction_is_the_context_the_summary_and_the_kept_
         text("It says alpha."),
     )
 
-    async def go() -> str:
-        model = AnthropicModel(api_key="test-key", base_url=messages_server.url, max_retries=0)
-        try:
-            result = await arun("What does a.txt say?", model=model, config=config,
-                                log=tmp_path / "s.jsonl")  # fmt: skip
-        finally:
-            await model.aclose()
-        return result.reason
-
-    assert asyncio.run(go()) == "completed"
+    assert (
+        reason_against(messages_server, "What does a.txt say?", config, tmp_path / "s.jsonl")
+        == "completed"
+    )
     _, compact, after = messages_server.bodies()
     assert compact["messages"][-1]["content"][0]["text"].startswith("Your task is to create")
     sent = after["messages"]
@@ -995,16 +1003,10 @@ def test_a_server_that_reports_no_usage_still_compacts_a_long_session(
         text("Done.", usage=zero),
     )
 
-    async def go() -> str:
-        model = AnthropicModel(api_key="test-key", base_url=messages_server.url, max_retries=0)
-        try:
-            result = await arun("Read the parts.", model=model, config=config,
-                                log=tmp_path / "s.jsonl")  # fmt: skip
-        finally:
-            await model.aclose()
-        return result.reason
-
-    assert asyncio.run(go()) == "completed"
+    assert (
+        reason_against(messages_server, "Read the parts.", config, tmp_path / "s.jsonl")
+        == "completed"
+    )
     bodies = messages_server.bodies()
     asked = [b["messages"][-1]["content"][0].get("text", "")[:20] for b in bodies]
     assert asked[2] == "Your task is to crea", asked
