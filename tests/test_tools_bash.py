@@ -180,3 +180,17 @@ def test_dangerously_disable_sandbox_is_part_of_the_schema(tmp_path: Path, flag:
     assert not out.is_error, out.content
     assert text(out) == "ok"
     assert (tmp_path / "ran").exists()
+
+
+def test_cdpath_does_not_send_cd_outside_the_workspace(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The permission check follows `cd sub` to the workspace's `sub`; with the user's
+    CDPATH the shell went to another `sub`, outside, and the check judged the wrong place."""
+    outside = tmp_path / "outside"
+    (outside / "sub").mkdir(parents=True)
+    workspace = tmp_path / "ws"
+    (workspace / "sub").mkdir(parents=True)
+    monkeypatch.setenv("CDPATH", str(outside))
+    out = bash(workspace, "cd sub && pwd")
+    assert text(out).strip() == str(workspace / "sub")

@@ -279,3 +279,39 @@ def test_a_huge_line_is_read_past_not_into_memory(ws: Path) -> None:
     file = outcome.response["file"]
     assert file["content"] == "first\r\n" + "b" * 2000 + "… [line truncated]\r\nlast\r\n"
     assert file["totalLines"] == 4
+
+
+@pytest.mark.parametrize("part", ["_text", "_image"])
+def test_a_fifo_put_in_a_file_s_place_after_the_check_is_refused_not_waited_on(
+    tmp_path: Path, part: str
+) -> None:
+    """Read checks that the path is a regular file, then opens it; a command still running
+    could put a FIFO there in between, and the open waited for a writer for ever, in a
+    thread no Ctrl-C reaches. The read past the check now meets the FIFO."""
+    import threading
+
+    from fsm_agent.tools.base import ToolInputError
+
+    fifo = tmp_path / "swapped"
+    os.mkfifo(fifo)
+    tool = ReadTool()
+    outcome: list[BaseException | ToolOutcome] = []
+
+    def read() -> None:
+        try:
+            if part == "_text":
+                outcome.append(tool._text(str(fifo), 1, 10))
+            else:
+                outcome.append(tool._image(str(fifo), "image/png", 10, False))
+        except BaseException as exc:
+            outcome.append(exc)
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    reader.join(timeout=20)
+    if reader.is_alive():  # the old open: let it go, so the test ends
+        with open(fifo, "wb"):
+            pass
+        reader.join()
+    assert len(outcome) == 1 and isinstance(outcome[0], ToolInputError), outcome
+    assert "is not a regular file" in str(outcome[0])

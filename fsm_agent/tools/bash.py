@@ -233,8 +233,11 @@ def command_env() -> dict[str, str]:
     """The environment a command runs in: this one, with git told to use a bare repository
     only when named (`safe.bareRepository=explicit`). Files written in the workspace
     (HEAD, config, objects/, refs/) would otherwise make it one git finds on its own,
-    whose core.fsmonitor runs on the read-only `git status`."""
+    whose core.fsmonitor runs on the read-only `git status`. And without `CDPATH`, which
+    would send `cd sub` to a `sub` outside the workspace, while the permission check
+    judges what follows from the workspace's own."""
     env = dict(os.environ)
+    env.pop("CDPATH", None)
     try:
         count = int(env.get("GIT_CONFIG_COUNT", "0"))
     except ValueError:

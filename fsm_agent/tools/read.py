@@ -76,6 +76,22 @@ def _clip(line: str) -> str:
     return line if len(line) <= MAX_LINE_CHARS else line[:MAX_LINE_CHARS] + LINE_TRUNCATED
 
 
+def _open_regular(path: str) -> BinaryIO:
+    """`path` opened for reading if it is still a regular file. Opened without waiting,
+    so that a FIFO put in its place since it was checked (by a command still running)
+    is refused, not waited on for ever by a read that cannot be cancelled."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    try:
+        regular = stat.S_ISREG(os.fstat(fd).st_mode)
+    except OSError:
+        os.close(fd)
+        raise
+    if not regular:
+        os.close(fd)
+        raise ToolInputError(f"{path} is not a regular file.")
+    return os.fdopen(fd, "rb")
+
+
 class ReadTool:
     """The model's way to look at files; every read is reported so edits can follow."""
 
@@ -109,7 +125,7 @@ class ReadTool:
             )
         if not stat.S_ISREG(info.st_mode):
             raise ToolInputError(f"{path} is not a regular file.")
-        with open(path, "rb") as f:
+        with _open_regular(path) as f:
             head = f.read(SNIFF_BYTES)
         media_type = image_media_type(head)
         if media_type is not None:
@@ -132,7 +148,7 @@ class ReadTool:
             raise ToolInputError(
                 f"Image is too large to send ({size} bytes; at most {MAX_IMAGE_BYTES})."
             )
-        with open(path, "rb") as f:
+        with _open_regular(path) as f:
             data = base64.b64encode(f.read()).decode("ascii")
         block = ImageBlock(ImageSource(media_type=media_type, data=data))
         response = None
@@ -151,7 +167,7 @@ class ReadTool:
         total = 0
         more = False
         raw = b""
-        with open(path, "rb") as f:
+        with _open_regular(path) as f:
             for total, raw in enumerate(_lines(f), start=1):
                 if total < first:
                     continue
