@@ -1150,10 +1150,15 @@ def coverage(logs: tuple[Path, ...]) -> None:
     """Which edges of the machine the LOGS take (with counts), and which none does.
 
     A log that cannot be read is named on stderr and left out, as `replay --check` does
-    with several; the others are counted, and the exit code is then 2."""
+    with several; the others are counted, and the exit code is then 2. A log named twice
+    (by two globs that overlap) is counted once."""
     from fsm_agent.coverage import REASONS, Coverage
     from fsm_agent.log import LogError, edge_text
 
+    named: dict[Path, Path] = {}
+    for log in logs:
+        named.setdefault(log.resolve(), log)
+    logs = tuple(named.values())
     paths: list[list[dict[str, Any]]] = []
     for log in logs:
         try:

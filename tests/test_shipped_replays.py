@@ -90,6 +90,17 @@ def test_coverage_of_one_log_lists_what_it_misses() -> None:
     assert row.split()[-1] == "-"
 
 
+def test_a_log_named_twice_is_counted_once() -> None:
+    """Two globs that overlap (`replays/*.jsonl replays/tool_*.jsonl`) named a log twice,
+    and its edges and the log count were doubled."""
+    log = REPLAYS / "tool_round.jsonl"
+    proc = fsm("coverage", str(log), str(REPLAYS / ".." / "replays" / log.name))
+    assert proc.returncode == 0, proc.stderr
+    assert "10 of 27 edges taken by 1 log(s)" in proc.stdout
+    once = fsm("coverage", str(log))
+    assert proc.stdout == once.stdout
+
+
 def test_coverage_refuses_a_non_log(tmp_path: Path) -> None:
     bad = tmp_path / "x.jsonl"
     bad.write_text("hello\n")
