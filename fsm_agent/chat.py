@@ -33,7 +33,12 @@ COMMANDS = {
     "/exit": "leave (also /quit, Ctrl-D)",
 }
 """Read at the prompt, as Claude Code's slash commands are; any other line,
-one starting with `/` included (a path), goes to the model."""
+one starting with `/` included (a path), goes to the model. One typed while a
+run goes is carried out at the prompt after it, never sent to the model."""
+
+
+def is_command(line: str) -> bool:
+    return line.strip() in (*COMMANDS, "/quit")
 
 
 class LineReader:
@@ -97,7 +102,13 @@ class ReaderInbox(Inbox):
         self.reader = reader
 
     def drain(self) -> tuple[str, ...]:
-        return (*super().drain(), *self.reader.drain())
+        """What was typed for the model; slash commands stay, in order, for the prompt."""
+        self.keep_typed()
+        lines = super().drain()
+        for line in lines:
+            if is_command(line):
+                self.put(line)
+        return tuple(line for line in lines if not is_command(line))
 
     def keep_typed(self) -> None:
         """Lines typed so far are the run's, taken out of the reader before a question,
@@ -106,7 +117,7 @@ class ReaderInbox(Inbox):
             self.put(line)
 
     def left(self) -> tuple[str, ...]:
-        """What `keep_typed` kept and the run never took: the user's next messages."""
+        """What the run never took (kept lines, slash commands): the user's next prompts."""
         return super().drain()
 
 
@@ -139,7 +150,9 @@ class ChatSession:
         plan.ask = self.ask
 
     def _queued(self, text: str) -> None:
-        if text.strip():
+        if is_command(text):
+            self.console.print(Text(f"  ⧗ after this run: {text}", style="yellow"))
+        elif text.strip():
             self.console.print(Text(f"  ⧗ queued: {text}", style="yellow"))
 
     def ask(self, question: str) -> str | None:

@@ -45,6 +45,21 @@ def test_inbox_drains_what_was_typed_and_ask_reads_an_answer() -> None:
     assert reader.get() is None
 
 
+def test_a_slash_command_typed_during_a_run_waits_for_the_prompt() -> None:
+    """`/exit` typed while a run went was queued as a message, sent to the model."""
+    reader, fd = pipe_reader()
+    os.write(fd, b"first\n")
+    assert reader.get() == "first"
+    os.write(fd, b"also this\n/exit\n/etc/hosts too\n")
+    inbox = ReaderInbox(reader)
+    drained: list[str] = []
+    while len(drained) < 2:
+        drained.extend(inbox.drain())
+    assert drained == ["also this", "/etc/hosts too"]
+    assert inbox.left() == ("/exit",)
+    os.close(fd)
+
+
 def test_slash_commands_at_the_prompt(tmp_path: Path) -> None:
     """`/clear` ends the conversation as Claude Code does (SessionEnd `clear`) and the
     next run starts a new one; `/exit` leaves; a path is a message, not a command."""
