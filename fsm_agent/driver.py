@@ -271,13 +271,19 @@ class Engine:
         self.tape.result({"reason": PROMPT_BLOCKED, "turns": 0, "usage": {}, "steps": 0})
         return result
 
-    async def events(self, messages: Sequence[Message]) -> AsyncIterator[DriverEvent | LoopResult]:
-        """The run as an async stream of events, ending with the `LoopResult`."""
+    async def events(
+        self, messages: Sequence[Message], read_files: Mapping[str, float] | None = None
+    ) -> AsyncIterator[DriverEvent | LoopResult]:
+        """The run as an async stream of events, ending with the `LoopResult`; `read_files`
+        as `run` takes it. If the run is cancelled from elsewhere, the stream raises
+        `CancelledError` rather than wait for an end that will not come."""
         queue: asyncio.Queue[DriverEvent | LoopResult | BaseException] = asyncio.Queue()
         self.on_event = queue.put_nowait
-        task = asyncio.create_task(self.run(messages))
+        task = asyncio.create_task(self.run(messages, read_files))
         task.add_done_callback(
-            lambda t: queue.put_nowait(t.exception() or t.result()) if not t.cancelled() else None
+            lambda t: queue.put_nowait(
+                asyncio.CancelledError() if t.cancelled() else t.exception() or t.result()
+            )
         )
         try:
             while True:

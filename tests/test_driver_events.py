@@ -10,7 +10,7 @@ import pytest
 
 from fsm_agent.config import RunConfig
 from fsm_agent.cost import CostMeter
-from fsm_agent.driver import LoopResult
+from fsm_agent.driver import Engine, LoopResult
 from fsm_agent.effects import AbortSignal
 from fsm_agent.events import AssistantMessage, DriverEvent, MessageStop, ModelEvent, StreamEvent
 from fsm_agent.launch import Plan
@@ -162,3 +162,64 @@ def test_an_event_callback_that_raises_ends_the_run_with_its_error_and_a_log_cut
     assert '"name":"model"' in log.read_text()
     with pytest.raises(LogEnded):
         replay(log)
+
+
+def _engine(tmp_path: Path, turns: list[dict[str, object]]) -> Engine:
+    """An engine over a scripted model, its log kept in memory."""
+    from fsm_agent.effects import LiveEffects
+    from fsm_agent.log import MemoryWriter
+    from fsm_agent.recording import RecordingTape
+    from fsm_agent.scripted import Scenario, ScriptedModel
+    from fsm_agent.session import session_header
+
+    config = RunConfig(model="scripted", cwd=str(tmp_path))
+    model = ScriptedModel(Scenario.parse({"turns": turns}))
+    tape = RecordingTape(MemoryWriter(session_header("s", config, ())))
+    return Engine(config, tape, LiveEffects(model, {}), (), "s")
+
+
+def test_engine_events_streams_a_run_and_ends_with_its_result(tmp_path: Path) -> None:
+    """`Engine.events()` (README): the driver's events as an async iterator, then the
+    result; the files an earlier run read are taken as `run` takes them."""
+    from fsm_agent.events import Transition
+    from fsm_agent.messages import user
+
+    engine = _engine(tmp_path, [{"content": "hello"}])
+    read = {str(tmp_path / "a.txt"): 1.0}
+
+    async def go() -> list[object]:
+        return [item async for item in engine.events([user("hi")], read)]
+
+    items = asyncio.run(go())
+    result = items[-1]
+    assert isinstance(result, LoopResult) and result.reason == "completed"
+    assert result.read_files == read
+    edges = [i.edge for i in items if isinstance(i, Transition)]
+    assert edges == [step.edge for step in result.path]
+    assert any(isinstance(i, AssistantMessage) for i in items)
+
+
+def test_engine_events_raises_when_its_run_is_cancelled_from_elsewhere(tmp_path: Path) -> None:
+    """The run's task cancelled by someone else put nothing in the stream, which then
+    waited for ever for the result."""
+    from fsm_agent.messages import user
+
+    engine = _engine(tmp_path, [{"delay": 30, "content": "too late"}])
+
+    async def go() -> str:
+        seen = 0
+        try:
+            async for _ in engine.events([user("hi")]):
+                seen += 1
+                if seen == 2:
+                    tasks = asyncio.all_tasks()
+                    (run,) = [t for t in tasks if t.get_coro().__qualname__ == "Engine.run"]
+                    asyncio.get_running_loop().call_later(0.2, run.cancel)
+        except asyncio.CancelledError:
+            task = asyncio.current_task()
+            if task is not None and task.cancelling():  # wait_for's: the stream never ended
+                raise
+            return "cancelled"
+        return "ended"
+
+    assert asyncio.run(asyncio.wait_for(go(), 20)) == "cancelled"
