@@ -82,6 +82,9 @@ class Approvals:
         self._command_resolve = command_resolve(self.cwd)
         self._expand = default_expand(self.cwd)
         self._links = default_links(self.cwd)
+        self._granted: set[str] = set()
+        """The rules "always" added this run: a question waiting while one was added may
+        be answered already."""
         self.settings = settings
 
     @property
@@ -123,6 +126,11 @@ class Approvals:
         if self.prompter is None:
             return NO_TERMINAL
         await self._lock.acquire()
+        wanted = self._always_rules(question)
+        if wanted and self._granted.issuperset(wanted):
+            # Asked while another call's question was up, whose "always" added just this.
+            self._lock.release()
+            return ALLOW_ONCE
         token = _QUESTION_CANCEL.set(cancel)
         try:
             thread = asyncio.ensure_future(asyncio.to_thread(_safely, self.prompter, question))
@@ -135,12 +143,18 @@ class Approvals:
             raise
         self._lock.release()
         if answer == ALLOW_ALWAYS:
-            rules = [question.suggestion] if question.suggestion else []
-            kind = _path_rule_kind(question.tool)
-            rules += [path_rule(kind, p) for p in question.outside] if kind else []
+            rules = self._always_rules(question)
+            self._granted.update(rules)
             extra = tuple(RuleSource(r, self.cwd, "this session") for r in rules)
             self.settings = evolve(self.settings, allow=self.settings.allow + extra)
         return answer if answer in (ALLOW_ONCE, ALLOW_ALWAYS) else DENY
+
+    @staticmethod
+    def _always_rules(question: PermissionAsk) -> list[str]:
+        """The rules an "always" answer to `question` adds."""
+        rules = [question.suggestion] if question.suggestion else []
+        kind = _path_rule_kind(question.tool)
+        return rules + ([path_rule(kind, p) for p in question.outside] if kind else [])
 
 
 def _path_rule_kind(tool: str) -> str | None:

@@ -364,3 +364,42 @@ def test_always_for_an_outside_path_with_glob_characters_names_that_path_alone(
     assert check(asked).behavior == "allow"
     assert check(other).behavior == "ask"
     assert check(outside / "a").behavior == "ask"
+
+
+def test_calls_in_flight_asking_what_always_just_granted_are_not_asked_again(
+    workspace: Path, tmp_path: Path
+) -> None:
+    """Grep and Glob run together on the same outside directory: both ask, one at a
+    time. "Always" on the first adds the very rule the second would add, so the second
+    runs without putting the same question again."""
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "notes.txt").write_text("hello\n")
+    asked: list[PermissionAsk] = []
+
+    def prompter(question: PermissionAsk) -> str:
+        asked.append(question)
+        return ALLOW_ALWAYS
+
+    calls = [
+        {"type": "tool_use", "id": "t1", "name": "Grep",
+         "input": {"pattern": "hello", "path": str(outside)}},
+        {"type": "tool_use", "id": "t2", "name": "Glob",
+         "input": {"pattern": "*.txt", "path": str(outside)}},
+    ]  # fmt: skip
+    scenario = Scenario.parse({"prompt": "p", "turns": [{"content": calls}, {"content": "ok"}]})
+    log = tmp_path / "ask.jsonl"
+    result = asyncio.run(
+        arun(
+            "p",
+            model=ScriptedModel(scenario),
+            config=RunConfig(cwd=str(workspace), model="scripted"),
+            log=log,
+            prompter=prompter,
+        )
+    )
+    assert [q.tool for q in asked] == ["Grep"]
+    r = _results(result)
+    assert [x.is_error for x in r] == [False, False]
+    assert str(outside / "notes.txt") in r[1].text
+    assert replay(log).path == result.path
