@@ -222,18 +222,20 @@ async def api_call(run: Run, state: LoopState, it: Iteration) -> tuple[Iteration
         it = _refused(it)
     if error is not None:
         it, facts = _classify(run, it, error)
-        dropped = facts.fallback_model is not None
+    else:
+        facts = NO_FACTS
+    if error is not None and it.withheld is None:  # a withheld error keeps the calls going
+        # The fallback's answer, or an API error's, replaces this message and its calls.
+        dropped = facts.fallback_model is not None or error.kind == "api"
         cut = await run.executor.cancel(
             reason=model_failed(f"{error.kind}: {error.message}"), report=not dropped
         )
         it = evolve(it, tool_results=tuple(c.result for c in cut))
         if facts.model_error is not None:  # the transcript keeps their answers
             it = evolve(it, read_files=reads_of(cut))
-        if dropped:  # the fallback's answer replaces this message and its calls
+        if dropped:
             asked = [b.id for b in assembler.blocks.values() if isinstance(b, ToolUseBlock)]
             run.emit(CallsDiscarded(tuple(asked)))
-    else:
-        facts = NO_FACTS
     if facts.fallback_model is None:
         for complete in it.assistant_messages:
             run.emit(AssistantMessage(complete))

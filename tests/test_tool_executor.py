@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import os
 import time
 from pathlib import Path
@@ -14,6 +15,7 @@ import pytest
 from fsm_agent.config import RunConfig
 from fsm_agent.effects import INTERRUPTED, AbortSignal, model_failed
 from fsm_agent.events import (
+    CallsDiscarded,
     DriverEvent,
     TextDelta,
     ToolFinished,
@@ -799,3 +801,44 @@ def test_a_question_still_waiting_for_the_user_is_withdrawn_when_the_stream_fail
     assert not [e for e in effects if e["name"] == "tool"]
     proc = fsm("replay", "--check", str(log))
     assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def _tool_effects(log: Path) -> list[str]:
+    records = [json.loads(line) for line in log.read_text().splitlines()]
+    return [r["args"]["id"] for r in records if r.get("t") == "effect" and r["name"] == "tool"]
+
+
+@pytest.mark.parametrize("kind", ["prompt_too_long", "media"])
+def test_a_call_started_early_runs_once_when_the_stream_ends_withheld(
+    workspace: Path, tmp_path: Path, kind: str
+) -> None:
+    """A withheld error after the calls streamed keeps the message and its calls, which
+    go on to run: the call started early is collected there, not cut and run again."""
+    (workspace / "a.txt").write_text("a\n")
+    data = _turns(_use("r1", "Read", file_path="a.txt"))
+    data["turns"][0].update(event_delay=0.01, error={"kind": kind, "message": "too long"})
+    log = tmp_path / "withheld.jsonl"
+    seen: list[DriverEvent] = []
+    result = run_scenario(Scenario.parse(data), cwd=workspace, log=log, on_event=seen.append)
+    assert result.reason == "completed"
+    assert _tool_effects(log) == ["r1"]
+    assert [e.result.tool_use_id for e in seen if isinstance(e, ToolFinished)] == ["r1"]
+    assert _results(result)[0].text.startswith("     1→a")
+    assert fsm("replay", "--check", str(log)).returncode == 0
+
+
+def test_calls_started_early_go_with_their_message_when_an_api_error_replaces_it(
+    workspace: Path, tmp_path: Path
+) -> None:
+    """An `api` error answer replaces the streamed message, calls and all: a call started
+    early is dropped as for a fallback, its result never shown for a call the
+    conversation does not hold."""
+    (workspace / "a.txt").write_text("a\n")
+    data = _turns(_use("r1", "Read", file_path="a.txt"))
+    data["turns"][0].update(event_delay=0.01, error={"kind": "api", "message": "bad"})
+    log = tmp_path / "api.jsonl"
+    seen: list[DriverEvent] = []
+    result = run_scenario(Scenario.parse(data), cwd=workspace, log=log, on_event=seen.append)
+    assert result.reason == "completed" and _results(result) == []
+    assert [e.ids for e in seen if isinstance(e, CallsDiscarded)] == [("r1",)]
+    assert fsm("replay", "--check", str(log)).returncode == 0
