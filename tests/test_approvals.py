@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +24,21 @@ def _bash_turns(*commands: str) -> Scenario:
     return Scenario.parse({"prompt": "p", "turns": turns})
 
 
+def _asked_run(
+    scenario: Scenario, workspace: Path, log: Path, prompter: Callable[[PermissionAsk], str]
+) -> Any:
+    """A scripted run in default mode whose questions `prompter` answers."""
+    return asyncio.run(
+        arun(
+            "p",
+            model=ScriptedModel(scenario),
+            config=RunConfig(cwd=str(workspace), model="scripted"),
+            log=log,
+            prompter=prompter,
+        )
+    )
+
+
 def _results(result: Any) -> list[ToolResultBlock]:
     return [b for m in result.messages for b in m.content if isinstance(b, ToolResultBlock)]
 
@@ -39,15 +55,7 @@ def test_once_always_and_deny(workspace: Path, tmp_path: Path) -> None:
         "touch one", "touch two", "touch three && touch four", "touch five", "mkdir six"
     )
     log = tmp_path / "ask.jsonl"
-    result = asyncio.run(
-        arun(
-            "p",
-            model=ScriptedModel(scenario),
-            config=RunConfig(cwd=str(workspace), model="scripted"),
-            log=log,
-            prompter=prompter,
-        )
-    )
+    result = _asked_run(scenario, workspace, log, prompter)
     r = _results(result)
     assert [q.input["command"] for q in asked] == ["touch one", "touch two", "mkdir six"]
     assert asked[1].suggestion == "Bash(touch *)"
@@ -389,15 +397,7 @@ def test_calls_in_flight_asking_what_always_just_granted_are_not_asked_again(
     ]  # fmt: skip
     scenario = Scenario.parse({"prompt": "p", "turns": [{"content": calls}, {"content": "ok"}]})
     log = tmp_path / "ask.jsonl"
-    result = asyncio.run(
-        arun(
-            "p",
-            model=ScriptedModel(scenario),
-            config=RunConfig(cwd=str(workspace), model="scripted"),
-            log=log,
-            prompter=prompter,
-        )
-    )
+    result = _asked_run(scenario, workspace, log, prompter)
     assert [q.tool for q in asked] == ["Grep"]
     r = _results(result)
     assert [x.is_error for x in r] == [False, False]
