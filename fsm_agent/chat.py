@@ -37,8 +37,11 @@ one starting with `/` included (a path), goes to the model. One typed while a
 run goes is carried out at the prompt after it, never sent to the model."""
 
 
+LEAVE = ("/exit", "/quit")
+
+
 def is_command(line: str) -> bool:
-    return line.strip() in (*COMMANDS, "/quit")
+    return line.strip() in (*COMMANDS, *LEAVE)
 
 
 class LineReader:
@@ -221,7 +224,7 @@ class ChatSession:
         """Carry out a slash command: True to go on, False to leave; None when
         the line is not one (it goes to the model)."""
         name = line.strip()
-        if name in ("/exit", "/quit"):
+        if name in LEAVE:
             return False
         if name == "/clear":
             self.messages = []

@@ -90,7 +90,9 @@ class LoopResult:
     def answer(self) -> str:
         """What `claude -p` answers a run that completed with: the `API Error: …` it
         ended on (a refusal after some text, say), else the final text."""
-        return self.error or self.text if self.reason == "completed" else self.text
+        if self.reason == "completed":
+            return self.error or self.text
+        return self.text
 
     @property
     def edges(self) -> tuple[str, ...]:

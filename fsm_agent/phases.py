@@ -220,26 +220,34 @@ async def api_call(run: Run, state: LoopState, it: Iteration) -> tuple[Iteration
         error = ModelCallError("incomplete_stream", "the stream ended without message_stop")
     if error is None and assembler.stop_reason == "refusal" and not it.tool_use_blocks:
         it = _refused(it)
+    facts = NO_FACTS
     if error is not None:
         it, facts = _classify(run, it, error)
-    else:
-        facts = NO_FACTS
-    if error is not None and it.withheld is None:  # a withheld error keeps the calls going
-        # The fallback's answer, or an API error's, replaces this message and its calls.
-        dropped = facts.fallback_model is not None or error.kind == "api"
-        cut = await run.executor.cancel(
-            reason=model_failed(f"{error.kind}: {error.message}"), report=not dropped
-        )
-        it = evolve(it, tool_results=tuple(c.result for c in cut))
-        if facts.model_error is not None:  # the transcript keeps their answers
-            it = evolve(it, read_files=reads_of(cut))
-        if dropped:
-            asked = [b.id for b in assembler.blocks.values() if isinstance(b, ToolUseBlock)]
-            run.emit(CallsDiscarded(tuple(asked)))
+        if it.withheld is None:  # a withheld error keeps the calls going
+            it = await _drop_calls(run, it, facts, error, assembler)
     if facts.fallback_model is None:
         for complete in it.assistant_messages:
             run.emit(AssistantMessage(complete))
     return it, facts
+
+
+async def _drop_calls(
+    run: Run, it: Iteration, facts: Facts, error: ModelCallError, assembler: _Assembler
+) -> Iteration:
+    """Cut the calls the failed stream started. The fallback's answer, or an API error's,
+    replaces this message and its calls; after a model error the transcript keeps their
+    answers, and what they read."""
+    dropped = facts.fallback_model is not None or error.kind == "api"
+    cut = await run.executor.cancel(
+        reason=model_failed(f"{error.kind}: {error.message}"), report=not dropped
+    )
+    it = evolve(it, tool_results=tuple(c.result for c in cut))
+    if facts.model_error is not None:
+        it = evolve(it, read_files=reads_of(cut))
+    if dropped:
+        asked = [b.id for b in assembler.blocks.values() if isinstance(b, ToolUseBlock)]
+        run.emit(CallsDiscarded(tuple(asked)))
+    return it
 
 
 REFUSAL = (
