@@ -17,7 +17,6 @@ from typing import IO, Any
 
 from rich.console import Console, Group, RenderableType
 from rich.live import Live
-from rich.markdown import Markdown
 from rich.spinner import Spinner
 from rich.text import Text
 
@@ -211,6 +210,10 @@ class LiveRenderer:
 
     def _flush_text(self) -> None:
         if self._text:
+            # Imported here: rich's Markdown brings markdown-it and Pygments (about 20 ms),
+            # which the debugger, which imports this module for `printable`, never needs.
+            from rich.markdown import Markdown
+
             self.console.print(Markdown(self._text.strip()))
             self._text = ""
             self._last_call = None

@@ -103,3 +103,16 @@ def test_help_graph_and_path_import_none_of_the_engine() -> None:
         )
         proc = _python(code)
         assert proc.returncode == 0, (argv, proc.stderr)
+
+
+def test_the_debugger_does_not_load_markdown() -> None:
+    """rich's Markdown brings markdown-it and Pygments, about 20 ms of the debugger's
+    start: only a live run's finished text is shown as Markdown."""
+    code = (
+        "import sys\n"
+        "import fsm_agent.debugger\n"
+        "loaded = [m for m in ('rich.markdown', 'markdown_it', 'pygments') if m in sys.modules]\n"
+        "assert not loaded, loaded\n"
+    )
+    proc = _python(code)
+    assert proc.returncode == 0, proc.stderr

@@ -2,6 +2,8 @@
 
 Target: within 100 ms of bare Python for every subcommand that needs no
 model (`--help`, `graph`, `replay`). `run --scripted` is shown for scale.
+The debugger (`replay` in a terminal) is timed to its first prompt and out
+again (`q`), in a pseudo-terminal (pexpect, from the test extras).
 
 Timed as a user starts it: with the package's bytecode compiled, as
 `pip install` leaves it (or as Python writes it on the first run). The
@@ -45,6 +47,24 @@ def timed(argv: list[str], repeats: int) -> float:
     return statistics.median(samples)
 
 
+def to_prompt(argv: list[str], repeats: int) -> float | None:
+    """Median seconds from starting the debugger in a terminal to its first prompt and
+    out again; None without pexpect (a test extra)."""
+    try:
+        import pexpect
+    except ImportError:
+        return None
+    samples = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        child = pexpect.spawn(argv[0], argv[1:], timeout=30, dimensions=(40, 120))
+        child.expect_exact("(fsm) ")
+        child.sendline("q")
+        child.expect(pexpect.EOF)
+        samples.append(time.perf_counter() - start)
+    return statistics.median(samples)
+
+
 def main(repeats: int, split: bool = False) -> None:
     py = sys.executable
     fsm = [py, "-m", "fsm_agent.cli"]
@@ -78,6 +98,13 @@ def main(repeats: int, split: bool = False) -> None:
             ms = 1000 * timed(argv, repeats)
             base = ms if base is None else base
             print(f"{name:<40} {ms:>10.0f} {ms - base:>+14.0f}")
+        assert base is not None
+        debugger = to_prompt([*fsm, "replay", str(log)], repeats)
+        if debugger is None:
+            print("fsm-agent replay (debugger): pexpect is not installed (pip install pexpect)")
+        else:
+            ms = 1000 * debugger
+            print(f"{'fsm-agent replay (debugger, to q)':<40} {ms:>10.0f} {ms - base:>+14.0f}")
         if split:
             breakdown(log, repeats)
 
