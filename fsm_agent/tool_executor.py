@@ -440,9 +440,10 @@ class ToolExecutor:
                 f"<tool_use_error>Permission to use {name} was denied: {reason}; permission "
                 "mode dontAsk denies what is not allowed.</tool_use_error>"
             )
-        answer = await self.effects.ask_permission(
-            PermissionAsk(name, tool_input, reason, decision.suggestion, decision.outside), cancel
-        )
+        question = PermissionAsk(name, tool_input, reason, decision.suggestion, decision.outside)
+        hooked = pre.permission_decision in ("ask", "defer")
+        recheck = None if hooked else PermissionRequest(name, tool_input, judged)
+        answer = await self.effects.ask_permission(question, cancel, recheck)
         if answer == CANCELLED and cancel is not None:
             return None
         if answer in (ALLOW_ONCE, ALLOW_ALWAYS):
