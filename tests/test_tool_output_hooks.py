@@ -179,3 +179,44 @@ def test_a_replacement_renders_as_its_tool_renders(name: str, value: Any, text: 
 )  # fmt: skip
 def test_a_replacement_out_of_shape_is_refused(name: str, structured: bool, value: Any) -> None:
     assert replacement_problem(name, structured, value) is not None
+
+
+def test_a_projects_settings_hook_redacts_bash_output_in_a_cli_run(
+    workspace: Path, tmp_path: Path
+) -> None:
+    """`.claude/settings.json` as a Claude Code project has it; stream-json's `user` line
+    carries the replaced result and, as `tool_use_result`, the replacement."""
+    hooks = workspace / ".claude" / "hooks"
+    hooks.mkdir(parents=True)
+    redact = hooks / "redact.py"
+    redact.write_text(
+        "import json, sys\n"
+        "response = json.load(sys.stdin)['tool_response']\n"
+        "response['stdout'] = response['stdout'].replace('SECRET', '[redacted]')\n"
+        "print(json.dumps({'hookSpecificOutput': {'hookEventName': 'PostToolUse',\n"
+        "                                         'updatedToolOutput': response}}))\n"
+    )
+    hook = {"type": "command", "command": 'python3 "$CLAUDE_PROJECT_DIR"/.claude/hooks/redact.py'}
+    settings = {
+        "permissions": {"allow": ["Bash(echo *)"]},
+        "hooks": {"PostToolUse": [{"matcher": "Bash", "hooks": [hook]}]},
+    }
+    (workspace / ".claude" / "settings.json").write_text(json.dumps(settings))
+    call = {"type": "tool_use", "id": "t1", "name": "Bash", "input": {"command": 'echo a SEC""RET'}}
+    scenario = tmp_path / "s.json"
+    scenario.write_text(
+        json.dumps({"prompt": "p", "turns": [{"content": [call]}, {"content": "ok"}]})
+    )
+    log = tmp_path / "run.jsonl"
+    proc = fsm(
+        "run", "--scripted", str(scenario), "--cwd", str(workspace), "--log", str(log),
+        "--output-format", "stream-json",
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    (user,) = [x for x in map(json.loads, proc.stdout.splitlines()) if x["type"] == "user"]
+    (block,) = user["message"]["content"]
+    assert block["content"] == "a [redacted]"
+    assert user["tool_use_result"]["stdout"] == "a [redacted]"
+    assert "SECRET" not in proc.stdout
+    check = fsm("replay", str(log), "--check")
+    assert check.returncode == 0, check.stderr
