@@ -173,12 +173,22 @@ def test_a_replacement_renders_as_its_tool_renders(name: str, value: Any, text: 
         ("Read", True, {"type": "text", "file": {"filePath": "/w/a", "content": "x"}}),
         ("Write", True, {"type": "overwrite", "filePath": "/a", "content": "",
                          "structuredPatch": [], "originalFile": None}),
+        ("Read", True, {"type": "image", "file": {"base64": "eA==", "type": "image/bmp",
+                                                  "originalSize": 1}}),
         ("MyTool", False, {"text": "x"}),
         ("MyTool", True, {"text": "x"}),
     ],
 )  # fmt: skip
 def test_a_replacement_out_of_shape_is_refused(name: str, structured: bool, value: Any) -> None:
     assert replacement_problem(name, structured, value) is not None
+
+
+def test_a_read_replaced_by_an_image_is_sent_as_one() -> None:
+    from fsm_agent.messages import ImageBlock, ImageSource
+
+    value = {"type": "image", "file": {"base64": "eA==", "type": "image/png", "originalSize": 1}}
+    assert replacement_problem("Read", True, value) is None
+    assert rendered("Read", True, value) == (ImageBlock(ImageSource("image/png", "eA==")),)
 
 
 def test_a_projects_settings_hook_redacts_bash_output_in_a_cli_run(

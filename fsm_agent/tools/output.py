@@ -24,6 +24,8 @@ _STRING = {"type": "string"}
 _INT = {"type": "integer"}
 _BOOL = {"type": "boolean"}
 _STRINGS = {"type": "array", "items": _STRING}
+IMAGE_MEDIA_TYPES = ("image/jpeg", "image/png", "image/gif", "image/webp")
+"""The images the Messages API takes: a replacement's image is sent to it as it is."""
 
 
 def _shape(required: dict[str, Any], optional: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -60,7 +62,11 @@ SCHEMAS: dict[str, dict[str, Any]] = {
                 {
                     "type": {"const": "image"},
                     "file": _shape(
-                        {"base64": _STRING, "type": _STRING, "originalSize": {"type": "number"}}
+                        {
+                            "base64": _STRING,
+                            "type": {"enum": list(IMAGE_MEDIA_TYPES)},
+                            "originalSize": {"type": "number"},
+                        }
                     ),
                 }
             ),
