@@ -115,8 +115,17 @@ class Approvals:
             )
         return evaluate(facts, self._settings, request.mode, ws)
 
-    async def ask(self, question: PermissionAsk, cancel: AbortSignal | None = None) -> str:
+    async def ask(
+        self,
+        question: PermissionAsk,
+        cancel: AbortSignal | None = None,
+        recheck: PermissionRequest | None = None,
+    ) -> str:
         """The user's answer, one question at a time.
+
+        A question whose turn comes after "always" answers added rules is not put if
+        they cover it: the rules it would add, or the call (`recheck`) judged again
+        by them, as Claude Code resolves the requests waiting behind the one answered.
 
         Cancelling this wait (the question is withdrawn) leaves the prompter's
         thread to finish: its answer is dropped, and the next question waits
@@ -127,8 +136,9 @@ class Approvals:
             return NO_TERMINAL
         await self._lock.acquire()
         wanted = self._always_rules(question)
-        if wanted and self._granted.issuperset(wanted):
-            # Asked while another call's question was up, whose "always" added just this.
+        if (wanted and self._granted.issuperset(wanted)) or (
+            recheck is not None and self._granted and self.check(recheck).behavior == "allow"
+        ):
             self._lock.release()
             return ALLOW_ONCE
         token = _QUESTION_CANCEL.set(cancel)

@@ -281,6 +281,7 @@ def interpret(event: str, run: HookRun) -> HookOutcome:
         context.append(_cap(run.stdout.strip()))
     stop = data is not None and data.get("continue") is False
     updated = specific.get("updatedInput")
+    output = specific.get("updatedToolOutput") if event == "PostToolUse" else None
     if event == "Stop":
         blocking = [f"[{run.command}]: {b}" for b in blocking]
     return HookOutcome(
@@ -293,6 +294,7 @@ def interpret(event: str, run: HookRun) -> HookOutcome:
         permission_decision=decision if decision in ("allow", "deny", "ask", "defer") else None,
         permission_reason=_cap(str(reason)) if reason and decision else None,
         updated_input=updated if isinstance(updated, dict) and event == "PreToolUse" else None,
+        updated_outputs=() if output is None else (output,),
         messages=tuple(messages),
     )
 

@@ -49,9 +49,17 @@ class Effects(Protocol):
     async def check_permission(self, request: PermissionRequest) -> Decision: ...
 
     async def ask_permission(
-        self, question: PermissionAsk, cancel: AbortSignal | None = None
+        self,
+        question: PermissionAsk,
+        cancel: AbortSignal | None = None,
+        recheck: PermissionRequest | None = None,
     ) -> str:
-        """The user's answer; `CANCELLED` if `cancel` (the call's own signal) is set first."""
+        """The user's answer; `CANCELLED` if `cancel` (the call's own signal) is set first.
+
+        `recheck` is the call as the rules judged it: a question that waits for another
+        to be answered is judged again once its turn comes if "always" answers added
+        rules meanwhile, and not put when they allow the call (`ALLOW_ONCE`, recorded as
+        any answer). None when the question is not the rules' (a PreToolUse hook's ask)."""
         ...
 
     def discarded(self, key: str, cancel: AbortSignal) -> bool:
@@ -331,7 +339,10 @@ class LiveEffects:
         return self.approvals.check(request)
 
     async def ask_permission(
-        self, question: PermissionAsk, cancel: AbortSignal | None = None
+        self,
+        question: PermissionAsk,
+        cancel: AbortSignal | None = None,
+        recheck: PermissionRequest | None = None,
     ) -> str:
         """The user's answer. A question whose call is cancelled (its stream failed) is
         withdrawn at once, waiting or not: the answer `CANCELLED`, and the prompter is
@@ -339,12 +350,12 @@ class LiveEffects:
         if self.abort.is_set():
             return NO_TERMINAL
         if cancel is None:
-            return await self.approvals.ask(question)
+            return await self.approvals.ask(question, recheck=recheck)
         if cancel.is_set():
             return CANCELLED
         try:
             with AbortGuard(cancel):
-                return await self.approvals.ask(question, cancel)
+                return await self.approvals.ask(question, cancel, recheck)
         except TimeoutError:
             if not cancel.is_set():
                 raise

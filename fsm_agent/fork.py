@@ -196,9 +196,12 @@ class SwitchEffects:
         return await self._source().check_permission(request)
 
     async def ask_permission(
-        self, question: PermissionAsk, cancel: AbortSignal | None = None
+        self,
+        question: PermissionAsk,
+        cancel: AbortSignal | None = None,
+        recheck: PermissionRequest | None = None,
     ) -> str:
-        return await self._source().ask_permission(question, cancel)
+        return await self._source().ask_permission(question, cancel, recheck)
 
     def discarded(self, key: str, cancel: AbortSignal) -> bool:
         return self._source().discarded(key, cancel)

@@ -22,7 +22,10 @@ class HookOutcome:
     UserPromptSubmit: the prompt is blocked); `prevent_continuation` ends the
     run (`stop_hook_prevented`, or `hook_stopped` during tools).
     `permission_decision` is a PreToolUse hook's allow/deny/ask/defer;
-    `updated_input` replaces the tool's whole input; `additional_context`
+    `updated_input` replaces the tool's whole input; `updated_outputs` are the
+    replacements of a tool's output PostToolUse hooks gave (`updatedToolOutput`), in
+    the hooks' order: the last that fits the tool's output shape is what the model
+    reads (the executor checks, as Claude Code does); `additional_context`
     goes to the model in a `<system-reminder>`; `messages` are for the user only.
     `interrupted`: Ctrl-C cut the hooks short (or came before they started), so
     they have no say and the loop ends as interrupted; recorded, so replay agrees.
@@ -35,6 +38,7 @@ class HookOutcome:
     permission_decision: str | None = None
     permission_reason: str | None = None
     updated_input: dict[str, Any] | None = None
+    updated_outputs: tuple[Any, ...] = ()
     messages: tuple[str, ...] = ()
     interrupted: bool = False
 
@@ -71,6 +75,7 @@ def merge(outcomes: Sequence[HookOutcome]) -> HookOutcome:
         permission_decision=decision,
         permission_reason="; ".join(reasons) or None,
         updated_input=updated[-1] if updated else None,
+        updated_outputs=tuple(u for o in outcomes for u in o.updated_outputs),
         messages=tuple(m for o in outcomes for m in o.messages),
         interrupted=any(o.interrupted for o in outcomes),
     )

@@ -270,9 +270,12 @@ class RecordingEffects:
         return decision
 
     async def ask_permission(
-        self, question: PermissionAsk, cancel: AbortSignal | None = None
+        self,
+        question: PermissionAsk,
+        cancel: AbortSignal | None = None,
+        recheck: PermissionRequest | None = None,
     ) -> str:
-        answer = await self.inner.ask_permission(question, cancel)
+        answer = await self.inner.ask_permission(question, cancel, recheck)
         data = _plain(question)
         self.tape.effect("ask_permission", digest_of(data), answer, data)
         return answer
@@ -770,7 +773,10 @@ class ReplayEffects:
         return self._take("permission", digest_of(data), data)
 
     async def ask_permission(
-        self, question: PermissionAsk, cancel: AbortSignal | None = None
+        self,
+        question: PermissionAsk,
+        cancel: AbortSignal | None = None,
+        recheck: PermissionRequest | None = None,
     ) -> str:
         data = _plain(question)
         return self._take("ask_permission", digest_of(data), data)

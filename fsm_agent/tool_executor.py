@@ -28,7 +28,7 @@ from attrs import evolve, frozen
 
 from fsm_agent.config import RunConfig
 from fsm_agent.effects import INTERRUPTED, AbortSignal, Effects
-from fsm_agent.events import DriverEvent, ToolFinished, ToolRefused, ToolStarted
+from fsm_agent.events import DriverEvent, Notice, ToolFinished, ToolRefused, ToolStarted
 from fsm_agent.hooks import NO_OPINION, HookOutcome, consult
 from fsm_agent.messages import (
     TextBlock,
@@ -47,7 +47,7 @@ from fsm_agent.permission_types import (
     PermissionAsk,
     PermissionRequest,
 )
-from fsm_agent.tools.base import ToolCall, ToolEnv
+from fsm_agent.tools.base import ToolCall, ToolEnv, ToolOutcome
 from fsm_agent.validation import input_problem, os_string_problem
 
 FILE_PATH_TOOLS = frozenset({"Read", "Write", "Edit"})
@@ -350,6 +350,7 @@ class ToolExecutor:
         extra = _reminders(pre)
         stop = outcome.stop_reason
         interrupted = outcome.interrupted
+        content, response = outcome.content, outcome.response
         event = "PostToolUseFailure" if outcome.is_error else "PostToolUse"
         if self.config.has_hooks(event):
             payload = self._payload(event, block, tool_input)
@@ -362,19 +363,45 @@ class ToolExecutor:
             else:
                 payload["tool_response"] = _response_text(outcome.content)
             post = await consult(effects.run_hooks, self.emit, event, payload)
+            if post.updated_outputs:
+                content, response = self._replaced(block.name, outcome, post.updated_outputs)
             extra += [f"{event} hook feedback:\n{e}" for e in post.blocking_errors]
             extra += _reminders(post)
             if post.prevent_continuation:
                 stop = stop or post.stop_reason or f"stopped by a {event} hook"
             interrupted = interrupted or post.interrupted
-        result = ToolResultBlock(block.id, with_text(outcome.content, extra), outcome.is_error)
+        result = ToolResultBlock(block.id, with_text(content, extra), outcome.is_error)
         reported = not (outcome.interrupted and cancel is not None)
         if reported:
-            self.emit(ToolFinished(result, block.name, outcome.duration_s, outcome.response))
+            self.emit(ToolFinished(result, block.name, outcome.duration_s, response))
         return CallResult(
             result, block.name, dict(outcome.read_files), stop, interrupted, outcome.duration_s,
             reported,
         )  # fmt: skip
+
+    def _replaced(
+        self, name: str, outcome: ToolOutcome, replacements: Sequence[Any]
+    ) -> tuple[ToolResultContent, dict[str, Any] | None]:
+        """The output the model reads after PostToolUse hooks replaced it: the last
+        replacement that fits the tool's output shape, rendered as the tool renders its
+        own; one that does not fit is ignored with a note, as Claude Code ignores it."""
+        from fsm_agent.tools.output import rendered, replacement_problem
+
+        structured = outcome.response is not None
+        problems = [replacement_problem(name, structured, value) for value in replacements]
+        fitting = [v for v, p in zip(replacements, problems, strict=True) if p is None]
+        kept = "another hook's replacement" if fitting else "the original output"
+        for problem in filter(None, problems):
+            self.emit(
+                Notice(
+                    "hook",
+                    f"PostToolUse hook returned updatedToolOutput that {problem}; using {kept}",
+                )
+            )
+        if not fitting:
+            return outcome.content, outcome.response
+        content = rendered(name, structured, fitting[-1])
+        return content, fitting[-1] if structured else None
 
     async def _permission(
         self,
@@ -413,9 +440,10 @@ class ToolExecutor:
                 f"<tool_use_error>Permission to use {name} was denied: {reason}; permission "
                 "mode dontAsk denies what is not allowed.</tool_use_error>"
             )
-        answer = await self.effects.ask_permission(
-            PermissionAsk(name, tool_input, reason, decision.suggestion, decision.outside), cancel
-        )
+        question = PermissionAsk(name, tool_input, reason, decision.suggestion, decision.outside)
+        hooked = pre.permission_decision in ("ask", "defer")
+        recheck = None if hooked else PermissionRequest(name, tool_input, judged)
+        answer = await self.effects.ask_permission(question, cancel, recheck)
         if answer == CANCELLED and cancel is not None:
             return None
         if answer in (ALLOW_ONCE, ALLOW_ALWAYS):

@@ -403,3 +403,98 @@ def test_calls_in_flight_asking_what_always_just_granted_are_not_asked_again(
     assert [x.is_error for x in r] == [False, False]
     assert str(outside / "notes.txt") in r[1].text
     assert replay(log).path == result.path
+
+
+def _outside_batch(tmp_path: Path) -> Scenario:
+    """Grep over an outside directory and a Read of a file in it, in one batch."""
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "notes.txt").write_text("hello\n")
+    calls = [
+        {"type": "tool_use", "id": "t1", "name": "Grep",
+         "input": {"pattern": "hello", "path": str(outside)}},
+        {"type": "tool_use", "id": "t2", "name": "Read",
+         "input": {"file_path": str(outside / "notes.txt")}},
+    ]  # fmt: skip
+    return Scenario.parse({"prompt": "p", "turns": [{"content": calls}, {"content": "ok"}]})
+
+
+def test_a_call_waiting_to_ask_that_a_rule_granted_meanwhile_covers_is_not_asked(
+    workspace: Path, tmp_path: Path
+) -> None:
+    """The Read waits while the Grep's question is up; "always" on it adds
+    `Read(//…/outside)`, which covers the Read's file although it is not the rule the
+    Read would add. Claude Code resolves such a waiting request with the new rule: the
+    Read runs unasked, and the log answers it on replay."""
+    import json
+
+    scenario = _outside_batch(tmp_path)
+    asked: list[PermissionAsk] = []
+
+    def prompter(question: PermissionAsk) -> str:
+        asked.append(question)
+        return ALLOW_ALWAYS
+
+    log = tmp_path / "ask.jsonl"
+    result = _asked_run(scenario, workspace, log, prompter)
+    assert [q.tool for q in asked] == ["Grep"]
+    r = _results(result)
+    assert [x.is_error for x in r] == [False, False]
+    assert "hello" in r[1].text
+    records = [json.loads(line) for line in log.read_text().splitlines()]
+    answers = [
+        (x["args"]["tool"], x["result"]) for x in records if x.get("name") == "ask_permission"
+    ]
+    assert answers == [("Grep", ALLOW_ALWAYS), ("Read", ALLOW_ONCE)]
+    assert replay(log).path == result.path
+
+
+def test_a_deny_answer_leaves_the_waiting_call_asked(workspace: Path, tmp_path: Path) -> None:
+    scenario = _outside_batch(tmp_path)
+    asked: list[PermissionAsk] = []
+
+    def prompter(question: PermissionAsk) -> str:
+        asked.append(question)
+        return DENY if question.tool == "Grep" else ALLOW_ONCE
+
+    log = tmp_path / "ask.jsonl"
+    result = _asked_run(scenario, workspace, log, prompter)
+    assert [q.tool for q in asked] == ["Grep", "Read"]
+    assert [x.is_error for x in _results(result)] == [True, False]
+    assert replay(log).path == result.path
+
+
+def test_a_waiting_question_a_pre_tool_use_hook_asked_for_is_still_put(
+    workspace: Path, tmp_path: Path
+) -> None:
+    """A hook's `ask` asks whatever the rules say: a rule granted while the question
+    waited does not answer it."""
+    from fsm_agent.hooks import NO_OPINION, HookOutcome
+
+    class AskForReads:
+        events = frozenset({"PreToolUse"})
+
+        async def run(self, event: str, payload: dict[str, Any]) -> HookOutcome:
+            if payload["tool_name"] == "Read":
+                return HookOutcome(permission_decision="ask", permission_reason="hook asks")
+            return NO_OPINION
+
+    asked: list[PermissionAsk] = []
+
+    def prompter(question: PermissionAsk) -> str:
+        asked.append(question)
+        return ALLOW_ALWAYS
+
+    log = tmp_path / "ask.jsonl"
+    result = asyncio.run(
+        arun(
+            "p",
+            model=ScriptedModel(_outside_batch(tmp_path)),
+            config=RunConfig(cwd=str(workspace), model="scripted"),
+            hooks=AskForReads(),
+            log=log,
+            prompter=prompter,
+        )
+    )
+    assert [(q.tool, q.reason) for q in asked][1:] == [("Read", "hook asks")]
+    assert replay(log).path == result.path

@@ -72,6 +72,25 @@ def number_lines(lines: list[str], first: int) -> str:
     return "\n".join(f"{n:>6}→{line}" for n, line in enumerate(lines, start=first))
 
 
+def shown_lines(lines: list[str], first: int, total: int, more: bool) -> str:
+    """What the model reads of `lines` of a file of `total` lines, shown from line `first`."""
+    if total == 0:
+        return "<system-reminder>Warning: the file exists but is empty.</system-reminder>"
+    if not lines:
+        return (
+            f"<system-reminder>Warning: the file exists but is shorter than the provided "
+            f"offset ({first}). The file has {total} lines.</system-reminder>"
+        )
+    text = number_lines(lines, first)
+    if more:
+        last = first + len(lines) - 1
+        text += (
+            f"\n\n(Showing lines {first}-{last}; the file continues. "
+            f"Use offset={last + 1} to read more.)"
+        )
+    return text
+
+
 def _clip(line: str) -> str:
     return line if len(line) <= MAX_LINE_CHARS else line[:MAX_LINE_CHARS] + LINE_TRUNCATED
 
@@ -201,27 +220,9 @@ class ReadTool:
                     "totalLines": total,
                 },
             }
-        if total == 0:
-            return ToolOutcome(
-                "<system-reminder>Warning: the file exists but is empty.</system-reminder>",
-                read_files=read_files,
-                response=response,
-            )
-        if not lines:
-            return ToolOutcome(
-                f"<system-reminder>Warning: the file exists but is shorter than the provided "
-                f"offset ({first}). The file has {total} lines.</system-reminder>",
-                read_files=read_files,
-                response=response,
-            )
-        text = number_lines(lines, first)
-        if more:
-            last = first + len(lines) - 1
-            text += (
-                f"\n\n(Showing lines {first}-{last}; the file continues. "
-                f"Use offset={last + 1} to read more.)"
-            )
-        return ToolOutcome(text, read_files=read_files, response=response)
+        return ToolOutcome(
+            shown_lines(lines, first, total, more), read_files=read_files, response=response
+        )
 
 
 def _lines(f: BinaryIO) -> Iterator[bytes]:

@@ -1,0 +1,232 @@
+"""PostToolUse hooks replacing a tool's output (`updatedToolOutput`), as Claude Code does."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from fsm_agent.codec import unstructure
+from fsm_agent.command_hooks import HookRun, interpret
+from fsm_agent.events import Notice
+from fsm_agent.messages import ToolResultBlock
+from fsm_agent.scripted import Scenario
+from fsm_agent.session import replay, run_scenario
+from fsm_agent.tools.output import rendered, replacement_problem
+from tests.test_cli import fsm
+from tests.test_command_hooks import script
+from tests.test_tool_response import CALLS, _hooked_run
+
+REDACTED = {"stdout": "REDACTED", "stderr": "", "interrupted": False}
+
+
+def _answering(tmp_path: Path, name: str, output: Any) -> str:
+    """A hook command that answers PostToolUse with `output` as its updatedToolOutput."""
+    answer = {"hookSpecificOutput": {"hookEventName": "PostToolUse", "updatedToolOutput": output}}
+    (tmp_path / f"{name}.json").write_text(json.dumps(answer))
+    return script(tmp_path / f"{name}.sh", f'cat > /dev/null\ncat "{tmp_path / name}.json"\n')
+
+
+def _bash_run(
+    workspace: Path, tmp_path: Path, *outputs: Any
+) -> tuple[Any, list[dict[str, Any]], list[Notice]]:
+    """`echo SECRET` through Bash, one hook per output, in that order; the result, the
+    log's records and the notices shown."""
+    hooks = [
+        {"type": "command", "command": _answering(tmp_path, f"h{n}", out)}
+        for n, out in enumerate(outputs)
+    ]
+    settings = {
+        "permissions": {"allow": ["Bash"]},
+        "hooks": {"PostToolUse": [{"matcher": "Bash", "hooks": hooks}]},
+    }
+    call = {"type": "tool_use", "id": "t1", "name": "Bash", "input": {"command": "echo SECRET"}}
+    data = {
+        "prompt": "go",
+        "settings": settings,
+        "turns": [{"content": [call]}, {"content": "Done."}],
+    }
+    log = tmp_path / "run.jsonl"
+    seen: list[Any] = []
+    result = run_scenario(Scenario.parse(data), cwd=workspace, log=log, on_event=seen.append)
+    assert result.reason == "completed"
+    records = [json.loads(line) for line in log.read_text().splitlines()]
+    return result, records, [e for e in seen if type(e) is Notice]
+
+
+def _sent_after_the_tool(result: Any, records: list[dict[str, Any]]) -> str:
+    """The Bash call's tool_result in the request that followed it (its third message)."""
+    requests = [r for r in records if r.get("name") == "model"]
+    assert [r["args"]["messages"] for r in requests] == [1, 3]
+    (block,) = [b for b in result.messages[2].content if isinstance(b, ToolResultBlock)]
+    return json.dumps(unstructure(block))
+
+
+def test_a_hooks_updated_tool_output_is_what_the_next_request_holds(
+    workspace: Path, tmp_path: Path
+) -> None:
+    result, records, notices = _bash_run(workspace, tmp_path, REDACTED)
+    sent = _sent_after_the_tool(result, records)
+    assert "REDACTED" in sent
+    assert "SECRET" not in sent
+    tool = next(r for r in records if r.get("name") == "tool")
+    assert tool["result"]["content"] == "SECRET"  # the tool's own outcome stays recorded
+    assert notices == []
+    again: list[Any] = []
+    assert replay(tmp_path / "run.jsonl", on_event=again.append).path == result.path
+    check = fsm("replay", str(tmp_path / "run.jsonl"), "--check")
+    assert check.returncode == 0, check.stderr
+    assert "steps match" in check.stdout
+
+
+def test_a_replacement_not_in_the_tools_shape_is_ignored_with_a_note(
+    workspace: Path, tmp_path: Path
+) -> None:
+    """Claude Code checks the replacement against the tool's output schema: a bare
+    string for Bash is dropped, the original output kept, a warning noted."""
+    result, records, notices = _bash_run(workspace, tmp_path, "REDACTED")
+    sent = _sent_after_the_tool(result, records)
+    assert "SECRET" in sent
+    assert "REDACTED" not in sent
+    assert [(n.kind, n.text) for n in notices] == [
+        (
+            "hook",
+            "PostToolUse hook returned updatedToolOutput that does not match Bash's output "
+            "shape (data must be object); using the original output",
+        )
+    ]
+    again: list[Any] = []
+    replay(tmp_path / "run.jsonl", on_event=again.append)
+    assert [n for n in again if type(n) is Notice] == notices
+
+
+def test_several_hooks_the_last_fitting_replacement_wins(workspace: Path, tmp_path: Path) -> None:
+    """Hooks answer in the order they are listed; one that does not fit is skipped."""
+    later = {**REDACTED, "stdout": "LATER"}
+    missing = {"stdout": "BROKEN"}
+    result, records, notices = _bash_run(workspace, tmp_path, REDACTED, later, missing)
+    sent = _sent_after_the_tool(result, records)
+    assert "LATER" in sent
+    assert "REDACTED" not in sent and "BROKEN" not in sent and "SECRET" not in sent
+    (note,) = [n.text for n in notices]
+    assert note.startswith(
+        "PostToolUse hook returned updatedToolOutput that does not match Bash's output shape"
+    )
+    assert "'interrupted'" in note
+    assert note.endswith("; using another hook's replacement")
+    check = fsm("replay", str(tmp_path / "run.jsonl"), "--check")
+    assert check.returncode == 0, check.stderr
+
+
+def test_updated_tool_output_is_taken_from_post_tool_use_only() -> None:
+    out = json.dumps({"hookSpecificOutput": {"updatedToolOutput": REDACTED}})
+    assert interpret("PostToolUse", HookRun("c", 0, out, "")).updated_outputs == (REDACTED,)
+    for event in ("PreToolUse", "PostToolUseFailure", "Stop"):
+        assert interpret(event, HookRun("c", 0, out, "")).updated_outputs == ()
+    mcp = json.dumps({"hookSpecificOutput": {"updatedMCPToolOutput": REDACTED}})
+    assert interpret("PostToolUse", HookRun("c", 0, mcp, "")).updated_outputs == ()
+
+
+def test_each_tools_own_response_renders_as_the_tool_rendered_it(
+    workspace: Path, tmp_path: Path
+) -> None:
+    """A hook that hands back the `tool_response` it got unchanged changes nothing the
+    model reads: each tool's response fits its shape and renders to its own text."""
+    _, _, log = _hooked_run(workspace, tmp_path)
+    tools = [json.loads(line) for line in log.read_text().splitlines() if '"name":"tool"' in line]
+    assert [t["args"]["name"] for t in tools] == [name for name, _ in CALLS]
+    for tool in tools:
+        name, outcome = tool["args"]["name"], tool["result"]
+        assert replacement_problem(name, True, outcome["response"]) is None, name
+        assert rendered(name, True, outcome["response"]) == outcome["content"], name
+
+
+@pytest.mark.parametrize(
+    ("name", "value", "text"),
+    [
+        ("Bash", {**REDACTED, "stderr": "warn\n", "interrupted": True},
+         "REDACTED\nwarn\n<error>Command was aborted before completion</error>"),
+        ("Bash", {"stdout": "", "stderr": "", "interrupted": False, "isImage": False},
+         "(no output)"),
+        ("Read", {"type": "text", "file": {"filePath": "/w/a", "content": "x\ny\n",
+                                           "numLines": 3, "startLine": 4, "totalLines": 9}},
+         "     4→x\n     5→y\n     6→\n\n(Showing lines 4-6; the file continues. "
+         "Use offset=7 to read more.)"),
+        ("Glob", {"filenames": [], "durationMs": 1, "numFiles": 0, "truncated": False},
+         "No files found"),
+        ("Grep", {"mode": "count", "numFiles": 2, "filenames": [], "content": "a:1\nb:2",
+                  "numMatches": 3}, "a:1\nb:2\n\nFound 3 matching lines in 2 files."),
+        ("MyTool", "plain text", "plain text"),
+    ],
+)  # fmt: skip
+def test_a_replacement_renders_as_its_tool_renders(name: str, value: Any, text: str) -> None:
+    structured = not isinstance(value, str)
+    assert replacement_problem(name, structured, value) is None
+    assert rendered(name, structured, value) == text
+
+
+@pytest.mark.parametrize(
+    ("name", "structured", "value"),
+    [
+        ("Read", True, {"type": "text", "file": {"filePath": "/w/a", "content": "x"}}),
+        ("Write", True, {"type": "overwrite", "filePath": "/a", "content": "",
+                         "structuredPatch": [], "originalFile": None}),
+        ("Read", True, {"type": "image", "file": {"base64": "eA==", "type": "image/bmp",
+                                                  "originalSize": 1}}),
+        ("MyTool", False, {"text": "x"}),
+        ("MyTool", True, {"text": "x"}),
+    ],
+)  # fmt: skip
+def test_a_replacement_out_of_shape_is_refused(name: str, structured: bool, value: Any) -> None:
+    assert replacement_problem(name, structured, value) is not None
+
+
+def test_a_read_replaced_by_an_image_is_sent_as_one() -> None:
+    from fsm_agent.messages import ImageBlock, ImageSource
+
+    value = {"type": "image", "file": {"base64": "eA==", "type": "image/png", "originalSize": 1}}
+    assert replacement_problem("Read", True, value) is None
+    assert rendered("Read", True, value) == (ImageBlock(ImageSource("image/png", "eA==")),)
+
+
+def test_a_projects_settings_hook_redacts_bash_output_in_a_cli_run(
+    workspace: Path, tmp_path: Path
+) -> None:
+    """`.claude/settings.json` as a Claude Code project has it; stream-json's `user` line
+    carries the replaced result and, as `tool_use_result`, the replacement."""
+    hooks = workspace / ".claude" / "hooks"
+    hooks.mkdir(parents=True)
+    redact = hooks / "redact.py"
+    redact.write_text(
+        "import json, sys\n"
+        "response = json.load(sys.stdin)['tool_response']\n"
+        "response['stdout'] = response['stdout'].replace('SECRET', '[redacted]')\n"
+        "print(json.dumps({'hookSpecificOutput': {'hookEventName': 'PostToolUse',\n"
+        "                                         'updatedToolOutput': response}}))\n"
+    )
+    hook = {"type": "command", "command": 'python3 "$CLAUDE_PROJECT_DIR"/.claude/hooks/redact.py'}
+    settings = {
+        "permissions": {"allow": ["Bash(echo *)"]},
+        "hooks": {"PostToolUse": [{"matcher": "Bash", "hooks": [hook]}]},
+    }
+    (workspace / ".claude" / "settings.json").write_text(json.dumps(settings))
+    call = {"type": "tool_use", "id": "t1", "name": "Bash", "input": {"command": 'echo a SEC""RET'}}
+    scenario = tmp_path / "s.json"
+    scenario.write_text(
+        json.dumps({"prompt": "p", "turns": [{"content": [call]}, {"content": "ok"}]})
+    )
+    log = tmp_path / "run.jsonl"
+    proc = fsm(
+        "run", "--scripted", str(scenario), "--cwd", str(workspace), "--log", str(log),
+        "--output-format", "stream-json",
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    (user,) = [x for x in map(json.loads, proc.stdout.splitlines()) if x["type"] == "user"]
+    (block,) = user["message"]["content"]
+    assert block["content"] == "a [redacted]"
+    assert user["tool_use_result"]["stdout"] == "a [redacted]"
+    assert "SECRET" not in proc.stdout
+    check = fsm("replay", str(log), "--check")
+    assert check.returncode == 0, check.stderr
