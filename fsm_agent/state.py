@@ -231,6 +231,7 @@ class LoopState:
     has_attempted_reactive_compact: bool = False
     max_output_tokens_override: int | None = None
     pending_tool_use_summary: str | None = None
+    """The tool round just run (names), taken up by the next round: only `next_turn` sets it."""
     stop_hook_active: bool = False
     stop_hook_blocks: int = 0
     turn_count: int = 1

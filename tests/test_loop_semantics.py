@@ -13,6 +13,7 @@ from fsm_agent.driver import LoopResult, fresh_iteration, initial_state
 from fsm_agent.effects import LiveEffects
 from fsm_agent.events import DriverEvent, Notice, StreamEvent
 from fsm_agent.hooks import HookOutcome
+from fsm_agent.machine import CONTINUE_REASONS
 from fsm_agent.messages import Message, ToolResultBlock, ToolUseBlock, user
 from fsm_agent.model import ModelRequest
 from fsm_agent.phases import Run, stop_hooks
@@ -503,3 +504,68 @@ def test_a_stop_hook_is_told_when_it_already_blocked(workspace: Path) -> None:
     assert result.edges.count("stop_hook_blocking") == 1
     assert "next_turn" in result.edges
     assert hooks.active == [False, True]
+
+
+def test_only_next_turn_carries_a_tool_summary(workspace: Path, tmp_path: Path) -> None:
+    """The seed's pendingToolUseSummary is the previous round's tool summary, taken up
+    while the next round streams: a retry or a hook's continue after that round has
+    none, as the debugger shows (`p pending_tool_use_summary`)."""
+    from fsm_agent.session import run_scenario
+
+    glob = {"type": "tool_use", "id": "toolu_1", "name": "Glob", "input": {"pattern": "*"}}
+    path = tmp_path / "summary.json"
+    path.write_text(
+        json.dumps(
+            {
+                "hooks": {"Stop": [{"blocking_errors": ["Run the tests."]}]},
+                "config": {"token_budget": 10_000},
+                "turns": [
+                    {"content": [glob]},
+                    {"content": "Cut", "stop_reason": "max_tokens"},
+                    {"content": "Cut again", "stop_reason": "max_tokens"},
+                    {"content": "Done."},
+                    {"content": "Tested."},
+                    {
+                        "content": "Still going.",
+                        "usage": {"input_tokens": 1, "output_tokens": 9_000},
+                    },
+                ],
+            }
+        )
+    )
+    log = tmp_path / "summary.jsonl"
+    run_scenario(path, cwd=workspace, log=log, prompt="Go.")
+    assert _summaries(log) == {
+        "next_turn": "Glob",
+        "max_output_tokens_escalate": None,
+        "max_output_tokens_recovery": None,
+        "stop_hook_blocking": None,
+        "token_budget_continuation": None,
+    }
+    for name, retry in (
+        ("collapse_drain", "collapse_drain_retry"),
+        ("reactive_compact", "reactive_compact_retry"),
+    ):
+        log = tmp_path / f"{name}.jsonl"
+        run_scenario(SCENARIOS / f"{name}.json", cwd=workspace, log=log)
+        summaries = _summaries(log)
+        assert summaries["next_turn"] is not None
+        assert summaries[retry] is None
+
+
+def _summaries(log: Path) -> dict[str, str | None]:
+    """The pending tool summary the debugger shows after the first step of each
+    Continue edge the log takes."""
+    from fsm_agent.stepper import Stepper
+
+    stepper = Stepper(log)
+    summaries: dict[str, str | None] = {}
+    try:
+        step = 1
+        while (info := stepper.at(step)) is not None:
+            if info.edge in CONTINUE_REASONS:
+                summaries.setdefault(info.edge, info.state.pending_tool_use_summary)
+            step += 1
+    finally:
+        stepper.close()
+    return summaries
