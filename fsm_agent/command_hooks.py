@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from attrs import evolve, frozen
 
+from fsm_agent import session_env
 from fsm_agent.hooks import NO_OPINION, HookOutcome, merge
 
 if TYPE_CHECKING:
@@ -391,12 +392,14 @@ class CommandHooks:
         project_dir: str,
         transcript_path: str = "",
         permission_mode: str = "default",
+        session_env: str | None = None,
     ) -> None:
         self.matchers = tuple(matchers)
         self.events = frozenset(m.event for m in self.matchers)
         self.project_dir = project_dir
         self.transcript_path = transcript_path
         self.permission_mode = permission_mode
+        self.session_env = session_env
 
     @classmethod
     def for_run(cls, config: RunConfig, transcript_path: str) -> CommandHooks:
@@ -406,6 +409,7 @@ class CommandHooks:
             project_dir=config.cwd,
             transcript_path=transcript_path,
             permission_mode=config.permission_mode,
+            session_env=config.session_env,
         )
 
     def payload(self, event: str, payload: Mapping[str, Any]) -> dict[str, Any]:
@@ -434,7 +438,19 @@ class CommandHooks:
         if event == "SessionEnd":
             budget = max([SESSION_END_TIMEOUT_S, *(h.timeout or 0 for h in hooks)])
             hooks = [evolve(h, timeout=min(budget, SESSION_END_MAX_S)) for h in hooks]
-        runs = await asyncio.gather(
-            *(run_command(h, stdin, self.project_dir, env, timeout) for h in hooks)
-        )
+        envs = [env] * len(hooks)
+        directory = self.session_env if event == session_env.EVENT else None
+        made = session_env.prepare(directory) if directory is not None else None
+        if directory is not None and made is not None:
+            envs = [
+                {**env, "CLAUDE_ENV_FILE": session_env.hook_file(directory, n)}
+                for n in range(len(hooks))
+            ]
+        pairs = zip(hooks, envs, strict=True)
+        try:
+            runs = await asyncio.gather(
+                *(run_command(h, stdin, self.project_dir, e, timeout) for h, e in pairs)
+            )
+        finally:
+            session_env.tidy(made or [])
         return merge([interpret(event, r) for r in runs])

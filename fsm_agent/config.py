@@ -63,6 +63,10 @@ class RunConfig:
     session_source: str | None = "startup"
     """SessionStart's `source` (`startup`, `resume`, `clear`); None when the session
     started in an earlier run (a chat's later message): no SessionStart then."""
+    session_env: str | None = None
+    """The directory of the session's `CLAUDE_ENV_FILE`s, which its Bash commands source
+    (`fsm_agent.session_env`): the conversation's first run sets it when a SessionStart
+    command hook may write there; its later runs and a `--resume` keep it."""
     autocompact: bool = True
     snip_threshold: int | None = field(default=None, validator=optional(ge(0)))
     path_rules: tuple[PathRule, ...] = ()

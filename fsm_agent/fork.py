@@ -233,6 +233,7 @@ async def afork(
 ) -> LoopResult:
     """Replay `parent` up to `point`, then run live; the new log's header names both."""
     from fsm_agent.session import config_of, default_tools, session_header, tools_of
+    from fsm_agent.session_env import with_session_env
 
     parent_log = SessionLog(Path(parent))
     check_point(parent_log, point)
@@ -243,6 +244,7 @@ async def afork(
     config = evolve(config, hooked_events=hooked_events(config.hooked_events, events_of(hooks)))
     specs = tools_of(parent_log)
     session_id = str(uuid.uuid4())
+    config = with_session_env(config, session_id)
     header = session_header(
         session_id, config, specs, parent={"log": str(Path(parent).resolve()), **point.describe()}
     )

@@ -25,6 +25,7 @@ from fsm_agent.events import DriverEvent
 from fsm_agent.hooks import Hooks
 from fsm_agent.messages import Message
 from fsm_agent.model import Model
+from fsm_agent.session_env import with_session_env
 
 INTERRUPTS = (signal.SIGINT, signal.SIGTERM)
 
@@ -99,13 +100,13 @@ class Plan:
     def clear(self) -> None:
         """A chat's `/clear`: the conversation so far ends (SessionEnd `clear`, as in
         Claude Code) and the next run starts a new one: no parent log, no files read,
-        SessionStart `clear`."""
+        SessionStart `clear`, and its own `CLAUDE_ENV_FILE`s."""
         self.end("clear")
         self.parent = None
         self.parent_session_id = None
         self.parent_cut_short = None
         self.read_files = {}
-        self.config = evolve(self.config, session_source="clear")
+        self.config = evolve(self.config, session_source="clear", session_env=None)
 
     def header_extra(self) -> dict[str, Any]:
         if self.parent is None:
@@ -143,6 +144,7 @@ class Plan:
         self.runs += 1
         self._open = True
         self.config = evolve(self.config, session_source=None)  # the session has started
+        self.config = with_session_env(self.config, result.session_id)  # as the run chose it
         self.read_files = dict(result.read_files)
         if result.log_path:
             self.parent = Path(result.log_path)

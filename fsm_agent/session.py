@@ -110,6 +110,7 @@ async def arun(
     from fsm_agent.effects import LiveEffects
     from fsm_agent.hooks import events_of, hooked_events, joined
     from fsm_agent.permissions import check_mode, removed_tools
+    from fsm_agent.session_env import with_session_env
     from fsm_agent.tools.base import close_tools
     from fsm_agent.validation import check_schema
 
@@ -130,6 +131,7 @@ async def arun(
         hooked_events=hooked_events(events_of(hooks), frozenset(m.event for m in config.hooks)),
     )
     session_id = session_id or new_session_id()
+    config = with_session_env(config, session_id)
     header = session_header(session_id, config, specs, **(header_extra or {}))
     path: Path | None = None
     if keep_log:

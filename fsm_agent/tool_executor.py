@@ -345,6 +345,7 @@ class ToolExecutor:
             permission_mode=self.config.permission_mode,
             cancel=cancel,
             wants_response=self.wants_response,
+            session_env=self.config.session_env,
         )
         outcome = await effects.run_tool(ToolCall(block.id, block.name, tool_input), env)
         extra = _reminders(pre)

@@ -61,6 +61,9 @@ class ToolEnv:
     wants_response: bool = False
     """Set when a PostToolUse hook will read the call's `ToolOutcome.response`: only
     then is it built (a diff, a copy of the file) and written to the log."""
+    session_env: str | None = None
+    """The directory of the session's `CLAUDE_ENV_FILE`s, which a Bash command sources
+    first (`fsm_agent.session_env`)."""
 
 
 class Tool(Protocol):

@@ -5,12 +5,14 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import shlex
 import signal
 import subprocess
 from typing import Any
 
 from attrs import define, evolve
 
+from fsm_agent.session_env import source_chain
 from fsm_agent.tools.base import ToolEnv, ToolInputError, ToolOutcome
 from fsm_agent.tools.files import mtime, printable
 from fsm_agent.tools.viewed import viewed_file
@@ -198,7 +200,7 @@ class BashTool:
             lambda: _Collector(loop),
             "bash",
             "-c",
-            input["command"],
+            with_session_env(input["command"], env.session_env, env.cwd),
             cwd=env.cwd,
             env=command_env(),
             stdin=subprocess.DEVNULL,
@@ -248,6 +250,27 @@ def command_env() -> dict[str, str]:
         f"GIT_CONFIG_VALUE_{count}": "explicit",
     }
     return env
+
+
+REASSERT = (
+    "unset CDPATH; case ${GIT_CONFIG_COUNT-} in ''|*[!0-9]*) GIT_CONFIG_COUNT=0;; esac; "
+    "export GIT_CONFIG_KEY_$((10#$GIT_CONFIG_COUNT))=safe.bareRepository "
+    "GIT_CONFIG_VALUE_$((10#$GIT_CONFIG_COUNT))=explicit "
+    "GIT_CONFIG_COUNT=$((10#$GIT_CONFIG_COUNT + 1));"
+)
+"""What `command_env` sets, set again after the session's files are sourced: a variable
+a SessionStart hook exported (`CDPATH`, `GIT_CONFIG_COUNT`) does not undo it."""
+
+
+def with_session_env(command: str, directory: str | None, cwd: str) -> str:
+    """`command` after the session's `CLAUDE_ENV_FILE`s (`fsm_agent.session_env`), all on
+    its first line, so what the shell says of the command keeps its line numbers; and
+    in the workspace still, where the permission check judged it from, whatever the
+    files did (a `cd`, `CDPATH`)."""
+    chain = source_chain(directory)
+    if chain is None:
+        return command
+    return f"{chain}; {REASSERT} cd -- {shlex.quote(cwd)} || exit; {command}"
 
 
 def _viewed(command: str, env: ToolEnv) -> dict[str, float]:
