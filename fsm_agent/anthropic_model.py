@@ -26,6 +26,7 @@ from collections.abc import AsyncGenerator, AsyncIterator, Callable, Mapping
 from typing import Any
 
 import anthropic
+import attrs
 
 from fsm_agent.codec import message_to_api
 from fsm_agent.events import (
@@ -308,6 +309,25 @@ async def _report_attempt(request: Any) -> None:
 
 def _content_type(stream: anthropic.AsyncStream[Any]) -> str:
     return stream.response.headers.get("content-type", "").split(";")[0].strip().lower()
+
+
+_OVERFLOW = re.compile(r"input length and `max_tokens` exceed context limit: (\d+) \+ \d+ > (\d+)")
+FLOOR_OUTPUT_TOKENS = 3_000
+OVERFLOW_MARGIN_TOKENS = 1_000
+
+
+def fitted_max_tokens(error: ModelCallError, asked: int) -> int | None:
+    """The `max_tokens` to send again with, as Claude Code's retry computes it, when the
+    API refused the request because its input and `max_tokens` overflow the window
+    (models before Sonnet 4.5 refuse it; later ones stop with
+    `model_context_window_exceeded`): what the window has left, less a margin. None
+    for any other error, or when under 3,000 tokens would be left for the answer."""
+    found = _OVERFLOW.search(error.message) if error.status == 400 else None
+    if found is None:
+        return None
+    input_tokens, window = int(found[1]), int(found[2])
+    left = window - input_tokens - OVERFLOW_MARGIN_TOKENS
+    return left if FLOOR_OUTPUT_TOKENS <= left < asked else None
 
 
 def to_model_error(exc: Exception, *, reading: bool) -> ModelCallError:
@@ -627,15 +647,20 @@ class AnthropicModel:
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
         response: Any = None
-        try:
-            async with contextlib.aclosing(self._open(request)) as opening:
-                async for opened in opening:
-                    if isinstance(opened, ModelRetry):
-                        yield opened
-                    else:
-                        response = opened
-        except Exception as exc:
-            raise to_model_error(exc, reading=False) from exc
+        while response is None:
+            try:
+                async with contextlib.aclosing(self._open(request)) as opening:
+                    async for opened in opening:
+                        if isinstance(opened, ModelRetry):
+                            yield opened
+                        else:
+                            response = opened
+            except Exception as exc:
+                error = to_model_error(exc, reading=False)
+                fitted = fitted_max_tokens(error, request.max_tokens)
+                if fitted is None:
+                    raise error from exc
+                request = attrs.evolve(request, max_tokens=fitted)
         assembler = StreamAssembler()
         events = aiter(response)
         try:

@@ -9,6 +9,7 @@ import socket
 import time
 from contextlib import aclosing
 
+import attrs
 import pytest
 
 from fsm_agent.anthropic_model import (
@@ -529,6 +530,42 @@ def test_prompt_too_long(messages_server: MessagesServer) -> None:
     assert (exc.kind, exc.status) == ("prompt_too_long", 400)
     assert "219898 tokens > 200000" in exc.message
     assert events == []
+    assert len(messages_server.bodies()) == 1
+
+
+OVERFLOW = (
+    "input length and `max_tokens` exceed context limit: {} + {} > 200000, "
+    "decrease input length or `max_tokens` and try again"
+)
+
+
+def test_a_request_whose_max_tokens_overflow_the_window_is_sent_again_fitted(
+    messages_server: MessagesServer,
+) -> None:
+    """As Claude Code's retry does: the output limit is lowered to what the window has
+    left, less 1,000 tokens, and the request goes out once more."""
+    messages_server.reply(
+        error(400, "invalid_request_error", OVERFLOW.format(150_000, 64_000)), text("Fits.")
+    )
+    request = attrs.evolve(REQUEST, max_tokens=64_000)
+
+    events, exc = collect(model_for(messages_server), request)
+
+    assert exc is None
+    assert [b["max_tokens"] for b in messages_server.bodies()] == [64_000, 49_000]
+    assert [s.block for s in stops(events)] == [TextBlock("Fits.")]
+
+
+def test_an_overflow_that_leaves_too_little_room_is_an_api_error(
+    messages_server: MessagesServer,
+) -> None:
+    """Under 3,000 tokens left for the answer (Claude Code's floor): not sent again."""
+    messages_server.reply(error(400, "invalid_request_error", OVERFLOW.format(197_500, 8_000)))
+
+    _, exc = stream_fails(model_for(messages_server))
+
+    assert (exc.kind, exc.status) == ("api", 400)
+    assert "exceed context limit" in exc.message
     assert len(messages_server.bodies()) == 1
 
 

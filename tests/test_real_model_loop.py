@@ -402,3 +402,27 @@ def test_an_answer_cut_by_the_context_window_every_time_ends_with_the_api_s_word
     assert result.error == "API Error: The model has reached its context window limit."
     assert result.is_error
     assert len(messages_server.bodies()) == 5
+
+
+def test_an_escalated_request_that_overflows_the_window_is_fitted_to_it(
+    messages_server: MessagesServer, workspace: Path, tmp_path: Path
+) -> None:
+    """A model before Sonnet 4.5 refuses an input plus `max_tokens` over its window (the
+    64k escalation after a long conversation): the request goes out again asking for what
+    the window has left, as Claude Code's retry does, and the run goes on; a replay
+    answers the same without the server."""
+    overflow = (
+        "input length and `max_tokens` exceed context limit: 150000 + 64000 > 200000, "
+        "decrease input length or `max_tokens` and try again"
+    )
+    messages_server.reply(
+        text("Cut", stop_reason="max_tokens"),
+        error(400, "invalid_request_error", overflow),
+        text("Whole."),
+    )
+    result = run_loop(messages_server, workspace, tmp_path)
+    assert result.reason == "completed"
+    assert result.text == "Whole."
+    assert [b["max_tokens"] for b in messages_server.bodies()] == [8_000, 64_000, 49_000]
+    assert result.log_path is not None
+    assert replay(result.log_path).text == "Whole."
