@@ -542,6 +542,14 @@ class StreamAssembler:
         return [BlockStop(index, start)]
 
 
+def _timeout(seconds: float) -> anthropic.Timeout:
+    """`seconds` to wait for an answer, with the SDK's own limit for connecting (5 s). A
+    bare number would set both: a host that drops the attempt would hold each try for
+    the whole of it."""
+    connect = anthropic.DEFAULT_TIMEOUT.connect
+    return anthropic.Timeout(seconds, connect=seconds if connect is None else min(connect, seconds))
+
+
 class AnthropicModel:
     """A `Model` backed by the Messages API.
 
@@ -575,13 +583,14 @@ class AnthropicModel:
     def client(self) -> anthropic.AsyncAnthropic:
         loop = asyncio.get_running_loop()
         if self._client is None or self._loop is not loop:
+            timeout = _timeout(self.timeout)
             self._client = anthropic.AsyncAnthropic(
                 api_key=self.api_key,
                 base_url=_base_url(self.base_url),
                 max_retries=self.max_retries,
-                timeout=self.timeout,
+                timeout=timeout,
                 http_client=anthropic.DefaultAsyncHttpxClient(
-                    timeout=self.timeout,
+                    timeout=timeout,
                     event_hooks={"request": [_report_attempt], "response": [_report_failure]},
                 ),
             )

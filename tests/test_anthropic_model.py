@@ -9,6 +9,7 @@ import socket
 import time
 from contextlib import aclosing
 
+import anthropic
 import attrs
 import pytest
 
@@ -842,6 +843,29 @@ def test_nothing_listening_is_a_connection_error() -> None:
     _, exc = stream_fails(model)
 
     assert exc.kind == "connection"
+
+
+@pytest.mark.parametrize(
+    ("given", "connect", "read"), [({}, 5.0, 600.0), ({"timeout": 2.0}, 2.0, 2.0)]
+)
+def test_connecting_gives_up_as_soon_as_the_sdk_s_does(
+    given: dict[str, float], connect: float, read: float
+) -> None:
+    """The SDK waits 5 s for a connection and 10 minutes for an answer. A host that drops
+    the connection attempt (a firewall, a wrong address) must not hold each try for the
+    whole read timeout: 30 minutes over the SDK's retries."""
+
+    async def timeouts() -> list[object]:
+        model = AnthropicModel(api_key="k", base_url="http://127.0.0.1:9", **given)
+        client = model.client()
+        try:
+            return [client.timeout, client._client.timeout]
+        finally:
+            await model.aclose()
+
+    for timeout in asyncio.run(timeouts()):
+        assert isinstance(timeout, anthropic.Timeout)
+        assert (timeout.connect, timeout.read, timeout.write) == (connect, read, read)
 
 
 @pytest.mark.parametrize(
