@@ -358,6 +358,13 @@ def to_model_error(exc: Exception, *, reading: bool) -> ModelCallError:
 # --- the stream ---------------------------------------------------------------------
 
 
+def _count(value: object) -> int | None:
+    """`value` if it is a count of tokens (a server's -1 or `true` is not), else None."""
+    if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
+        return value
+    return None
+
+
 def _usage(raw: Any, base: Usage = Usage()) -> Usage:
     """Usage from an SDK usage object; fields it leaves out keep `base`'s values.
 
@@ -366,10 +373,8 @@ def _usage(raw: Any, base: Usage = Usage()) -> Usage:
     """
 
     def pick(name: str) -> int:
-        value = getattr(raw, name, None)
-        if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
-            return value
-        return getattr(base, name)
+        value = _count(getattr(raw, name, None))
+        return getattr(base, name) if value is None else value
 
     return Usage(
         pick("input_tokens"),
@@ -728,5 +733,4 @@ class AnthropicModel:
             result = await client.messages.count_tokens(**body)
         except Exception:
             return None
-        tokens = getattr(result, "input_tokens", None)
-        return tokens if isinstance(tokens, int) else None
+        return _count(getattr(result, "input_tokens", None))

@@ -1023,6 +1023,17 @@ def test_count_tokens_server_error_is_none_without_retrying(
     assert len(messages_server.bodies(COUNT_TOKENS)) == 1
 
 
+@pytest.mark.parametrize("answer", [True, -1, 12.5, "1234", None])
+def test_a_count_that_is_not_a_count_of_tokens_is_none(
+    messages_server: MessagesServer, answer: object
+) -> None:
+    """What a compatible server answers is the run's log: a count the log cannot hold
+    (`true`, -1) would make the session refuse to replay."""
+    messages_server.reply_count_tokens(JsonReply(200, {"input_tokens": answer}))
+
+    assert count(model_for(messages_server)) is None
+
+
 BAD_GATEWAY = (
     """<!DOCTYPE html>
 <html>
