@@ -26,6 +26,7 @@ from collections.abc import AsyncGenerator, AsyncIterator, Callable, Mapping
 from typing import Any
 
 import anthropic
+import attrs
 
 from fsm_agent.codec import message_to_api
 from fsm_agent.events import (
@@ -310,6 +311,25 @@ def _content_type(stream: anthropic.AsyncStream[Any]) -> str:
     return stream.response.headers.get("content-type", "").split(";")[0].strip().lower()
 
 
+_OVERFLOW = re.compile(r"input length and `max_tokens` exceed context limit: (\d+) \+ \d+ > (\d+)")
+FLOOR_OUTPUT_TOKENS = 3_000
+OVERFLOW_MARGIN_TOKENS = 1_000
+
+
+def fitted_max_tokens(error: ModelCallError, asked: int) -> int | None:
+    """The `max_tokens` to send again with, as Claude Code's retry computes it, when the
+    API refused the request because its input and `max_tokens` overflow the window
+    (models before Sonnet 4.5 refuse it; later ones stop with
+    `model_context_window_exceeded`): what the window has left, less a margin. None
+    for any other error, or when under 3,000 tokens would be left for the answer."""
+    found = _OVERFLOW.search(error.message) if error.status == 400 else None
+    if found is None:
+        return None
+    input_tokens, window = int(found[1]), int(found[2])
+    left = window - input_tokens - OVERFLOW_MARGIN_TOKENS
+    return left if FLOOR_OUTPUT_TOKENS <= left < asked else None
+
+
 def to_model_error(exc: Exception, *, reading: bool) -> ModelCallError:
     """What the loop needs to know about `exc`.
 
@@ -338,6 +358,13 @@ def to_model_error(exc: Exception, *, reading: bool) -> ModelCallError:
 # --- the stream ---------------------------------------------------------------------
 
 
+def _count(value: object) -> int | None:
+    """`value` if it is a count of tokens (a server's -1 or `true` is not), else None."""
+    if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
+        return value
+    return None
+
+
 def _usage(raw: Any, base: Usage = Usage()) -> Usage:
     """Usage from an SDK usage object; fields it leaves out keep `base`'s values.
 
@@ -346,10 +373,8 @@ def _usage(raw: Any, base: Usage = Usage()) -> Usage:
     """
 
     def pick(name: str) -> int:
-        value = getattr(raw, name, None)
-        if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
-            return value
-        return getattr(base, name)
+        value = _count(getattr(raw, name, None))
+        return getattr(base, name) if value is None else value
 
     return Usage(
         pick("input_tokens"),
@@ -522,6 +547,14 @@ class StreamAssembler:
         return [BlockStop(index, start)]
 
 
+def _timeout(seconds: float) -> anthropic.Timeout:
+    """`seconds` to wait for an answer, with the SDK's own limit for connecting (5 s). A
+    bare number would set both: a host that drops the attempt would hold each try for
+    the whole of it."""
+    connect = anthropic.DEFAULT_TIMEOUT.connect
+    return anthropic.Timeout(seconds, connect=seconds if connect is None else min(connect, seconds))
+
+
 class AnthropicModel:
     """A `Model` backed by the Messages API.
 
@@ -555,13 +588,14 @@ class AnthropicModel:
     def client(self) -> anthropic.AsyncAnthropic:
         loop = asyncio.get_running_loop()
         if self._client is None or self._loop is not loop:
+            timeout = _timeout(self.timeout)
             self._client = anthropic.AsyncAnthropic(
                 api_key=self.api_key,
                 base_url=_base_url(self.base_url),
                 max_retries=self.max_retries,
-                timeout=self.timeout,
+                timeout=timeout,
                 http_client=anthropic.DefaultAsyncHttpxClient(
-                    timeout=self.timeout,
+                    timeout=timeout,
                     event_hooks={"request": [_report_attempt], "response": [_report_failure]},
                 ),
             )
@@ -627,15 +661,20 @@ class AnthropicModel:
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
         response: Any = None
-        try:
-            async with contextlib.aclosing(self._open(request)) as opening:
-                async for opened in opening:
-                    if isinstance(opened, ModelRetry):
-                        yield opened
-                    else:
-                        response = opened
-        except Exception as exc:
-            raise to_model_error(exc, reading=False) from exc
+        while response is None:
+            try:
+                async with contextlib.aclosing(self._open(request)) as opening:
+                    async for opened in opening:
+                        if isinstance(opened, ModelRetry):
+                            yield opened
+                        else:
+                            response = opened
+            except Exception as exc:
+                error = to_model_error(exc, reading=False)
+                fitted = fitted_max_tokens(error, request.max_tokens)
+                if fitted is None:
+                    raise error from exc
+                request = attrs.evolve(request, max_tokens=fitted)
         assembler = StreamAssembler()
         events = aiter(response)
         try:
@@ -694,5 +733,4 @@ class AnthropicModel:
             result = await client.messages.count_tokens(**body)
         except Exception:
             return None
-        tokens = getattr(result, "input_tokens", None)
-        return tokens if isinstance(tokens, int) else None
+        return _count(getattr(result, "input_tokens", None))

@@ -25,7 +25,7 @@ from fsm_agent.events import Notice
 from fsm_agent.machine import MODEL_FALLBACK, Continue, Terminal
 from fsm_agent.messages import Message, TextBlock, ToolResultBlock, ToolUseBlock, tool_results
 from fsm_agent.models import held_to_limit
-from fsm_agent.phases import Run, max_tokens
+from fsm_agent.phases import CONTEXT_WINDOW_EXCEEDED, Run, max_tokens
 from fsm_agent.prelude import reminders
 from fsm_agent.preprocess import compact_hook
 from fsm_agent.state import (
@@ -292,12 +292,14 @@ def switch_model(run: Run, state: LoopState, it: Iteration, facts: Facts) -> Ite
 
 def surface_cut_output(run: Run, state: LoopState, it: Iteration, facts: Facts) -> Iteration:
     """`completed` with the output still cut after every recovery: Claude Code then shows
-    the max-output-tokens error it withheld, naming the last request's limit, and the run
+    the error it withheld (the last request's output limit, or the context window's), and the run
     is an error. The cut answer stays the conversation's last message (an error note
     after it would make two assistant messages in a row, which the API refuses when the
     conversation goes on). Any other `completed` is left as it is."""
     if not facts.truncated or facts.api_error is not None:
         return it
+    if it.stop_reason == CONTEXT_WINDOW_EXCEEDED:
+        return evolve(it, api_error="API Error: The model has reached its context window limit.")
     limit = max_tokens(run.config, state, it.model)
     return evolve(
         it, api_error=f"API Error: Claude's response exceeded the {limit} output token maximum."

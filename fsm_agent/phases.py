@@ -96,6 +96,13 @@ async def blocking_limit_check(
     return it, OVER_LIMIT if it.token_count >= run.config.blocking_limit else NO_FACTS
 
 
+CONTEXT_WINDOW_EXCEEDED = "model_context_window_exceeded"
+CUT_STOP_REASONS = ("max_tokens", CONTEXT_WINDOW_EXCEEDED)
+"""Stop reasons that cut the answer short. Claude Code recovers from a cut at the
+model's context window as from one at `max_tokens`: either way the answer stopped
+mid-way and the model is asked to go on."""
+
+
 class _Assembler:
     """Builds the assistant message from stream events, and says what it saw."""
 
@@ -140,7 +147,7 @@ class _Assembler:
 
     def message(self) -> Message | None:
         content = tuple(self.blocks[i] for i in sorted(self.blocks))
-        if self.stop_reason == "max_tokens":
+        if self.stop_reason in CUT_STOP_REASONS:
             content = tuple(
                 b for b in content if not (isinstance(b, ToolUseBlock) and b.id in self.invalid)
             )
@@ -299,7 +306,7 @@ async def recovery(run: Run, state: LoopState, it: Iteration) -> tuple[Iteration
     found = {
         "withheld": it.withheld,
         "collapses_staged": it.collapse.staged_count,
-        "truncated": it.stop_reason == "max_tokens",
+        "truncated": it.stop_reason in CUT_STOP_REASONS,
         "at_output_limit": escalated <= max_tokens(run.config, state, it.model),
         "api_error": it.api_error,
     }

@@ -9,6 +9,8 @@ import socket
 import time
 from contextlib import aclosing
 
+import anthropic
+import attrs
 import pytest
 
 from fsm_agent.anthropic_model import (
@@ -532,6 +534,42 @@ def test_prompt_too_long(messages_server: MessagesServer) -> None:
     assert len(messages_server.bodies()) == 1
 
 
+OVERFLOW = (
+    "input length and `max_tokens` exceed context limit: {} + {} > 200000, "
+    "decrease input length or `max_tokens` and try again"
+)
+
+
+def test_a_request_whose_max_tokens_overflow_the_window_is_sent_again_fitted(
+    messages_server: MessagesServer,
+) -> None:
+    """As Claude Code's retry does: the output limit is lowered to what the window has
+    left, less 1,000 tokens, and the request goes out once more."""
+    messages_server.reply(
+        error(400, "invalid_request_error", OVERFLOW.format(150_000, 64_000)), text("Fits.")
+    )
+    request = attrs.evolve(REQUEST, max_tokens=64_000)
+
+    events, exc = collect(model_for(messages_server), request)
+
+    assert exc is None
+    assert [b["max_tokens"] for b in messages_server.bodies()] == [64_000, 49_000]
+    assert [s.block for s in stops(events)] == [TextBlock("Fits.")]
+
+
+def test_an_overflow_that_leaves_too_little_room_is_an_api_error(
+    messages_server: MessagesServer,
+) -> None:
+    """Under 3,000 tokens left for the answer (Claude Code's floor): not sent again."""
+    messages_server.reply(error(400, "invalid_request_error", OVERFLOW.format(197_500, 8_000)))
+
+    _, exc = stream_fails(model_for(messages_server))
+
+    assert (exc.kind, exc.status) == ("api", 400)
+    assert "exceed context limit" in exc.message
+    assert len(messages_server.bodies()) == 1
+
+
 @pytest.mark.parametrize(
     "text_",
     [
@@ -808,6 +846,29 @@ def test_nothing_listening_is_a_connection_error() -> None:
 
 
 @pytest.mark.parametrize(
+    ("given", "connect", "read"), [({}, 5.0, 600.0), ({"timeout": 2.0}, 2.0, 2.0)]
+)
+def test_connecting_gives_up_as_soon_as_the_sdk_s_does(
+    given: dict[str, float], connect: float, read: float
+) -> None:
+    """The SDK waits 5 s for a connection and 10 minutes for an answer. A host that drops
+    the connection attempt (a firewall, a wrong address) must not hold each try for the
+    whole read timeout: 30 minutes over the SDK's retries."""
+
+    async def timeouts() -> list[object]:
+        model = AnthropicModel(api_key="k", base_url="http://127.0.0.1:9", **given)
+        client = model.client()
+        try:
+            return [client.timeout, client._client.timeout]
+        finally:
+            await model.aclose()
+
+    for timeout in asyncio.run(timeouts()):
+        assert isinstance(timeout, anthropic.Timeout)
+        assert (timeout.connect, timeout.read, timeout.write) == (connect, read, read)
+
+
+@pytest.mark.parametrize(
     ("env", "used"),
     [
         ("", "https://api.anthropic.com"),
@@ -960,6 +1021,17 @@ def test_count_tokens_server_error_is_none_without_retrying(
 
     assert count(model_for(messages_server)) is None
     assert len(messages_server.bodies(COUNT_TOKENS)) == 1
+
+
+@pytest.mark.parametrize("answer", [True, -1, 12.5, "1234", None])
+def test_a_count_that_is_not_a_count_of_tokens_is_none(
+    messages_server: MessagesServer, answer: object
+) -> None:
+    """What a compatible server answers is the run's log: a count the log cannot hold
+    (`true`, -1) would make the session refuse to replay."""
+    messages_server.reply_count_tokens(JsonReply(200, {"input_tokens": answer}))
+
+    assert count(model_for(messages_server)) is None
 
 
 BAD_GATEWAY = (

@@ -358,3 +358,71 @@ def test_requests_to_a_fallback_model_are_held_to_its_output_limit(
         (fallback, 8_000),
         (fallback, 8_192),
     ]
+
+
+def test_a_context_window_cut_takes_the_max_output_tokens_path(
+    messages_server: MessagesServer, workspace: Path, tmp_path: Path
+) -> None:
+    """`stop_reason: model_context_window_exceeded` (Sonnet 4.5 and later) means the
+    answer was cut, as `max_tokens` does: Claude Code reuses the max-output-tokens
+    recovery for it, so the cut call is never run and the request is retried."""
+    cut = {
+        "type": "tool_use",
+        "id": "toolu_cut",
+        "name": "Write",
+        "input_json": '{"file_path": "cut.txt", "content": "abc',
+    }
+    messages_server.reply(
+        message(
+            [{"type": "text", "text": "Writing"}, cut],
+            stop_reason="model_context_window_exceeded",
+        ),
+        text("Done in smaller pieces."),
+    )
+    result = run_loop(messages_server, workspace, tmp_path)
+    assert result.reason == "completed"
+    assert result.edges.count("max_output_tokens_escalate") == 1
+    assert not (workspace / "cut.txt").exists()
+    assert "toolu_cut" not in results(result)
+    assert result.text == "Done in smaller pieces."
+    assert not result.is_error
+
+
+def test_an_answer_cut_by_the_context_window_every_time_ends_with_the_api_s_words(
+    messages_server: MessagesServer, workspace: Path, tmp_path: Path
+) -> None:
+    """After the escalation and three recoveries, Claude Code surfaces the error it
+    withheld: for this stop reason, that the model reached its context window."""
+    messages_server.reply(
+        *(text(f"Part {n}", stop_reason="model_context_window_exceeded") for n in range(5))
+    )
+    result = run_loop(messages_server, workspace, tmp_path)
+    assert result.reason == "completed"
+    assert result.edges.count("max_output_tokens_recovery") == 3
+    assert result.error == "API Error: The model has reached its context window limit."
+    assert result.is_error
+    assert len(messages_server.bodies()) == 5
+
+
+def test_an_escalated_request_that_overflows_the_window_is_fitted_to_it(
+    messages_server: MessagesServer, workspace: Path, tmp_path: Path
+) -> None:
+    """A model before Sonnet 4.5 refuses an input plus `max_tokens` over its window (the
+    64k escalation after a long conversation): the request goes out again asking for what
+    the window has left, as Claude Code's retry does, and the run goes on; a replay
+    answers the same without the server."""
+    overflow = (
+        "input length and `max_tokens` exceed context limit: 150000 + 64000 > 200000, "
+        "decrease input length or `max_tokens` and try again"
+    )
+    messages_server.reply(
+        text("Cut", stop_reason="max_tokens"),
+        error(400, "invalid_request_error", overflow),
+        text("Whole."),
+    )
+    result = run_loop(messages_server, workspace, tmp_path)
+    assert result.reason == "completed"
+    assert result.text == "Whole."
+    assert [b["max_tokens"] for b in messages_server.bodies()] == [8_000, 64_000, 49_000]
+    assert result.log_path is not None
+    assert replay(result.log_path).text == "Whole."
