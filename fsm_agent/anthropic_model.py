@@ -674,6 +674,13 @@ class AnthropicModel:
                 fitted = fitted_max_tokens(error, request.max_tokens)
                 if fitted is None:
                     raise error from exc
+                yield ModelRetry(
+                    1,
+                    error.status or 400,
+                    f"input and max_tokens {request.max_tokens} overflow the context window; "
+                    f"sent again asking for {fitted}",
+                    0.0,
+                )
                 request = attrs.evolve(request, max_tokens=fitted)
         assembler = StreamAssembler()
         events = aiter(response)

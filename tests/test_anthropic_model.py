@@ -555,6 +555,12 @@ def test_a_request_whose_max_tokens_overflow_the_window_is_sent_again_fitted(
     assert exc is None
     assert [b["max_tokens"] for b in messages_server.bodies()] == [64_000, 49_000]
     assert [s.block for s in stops(events)] == [TextBlock("Fits.")]
+    (retry,) = [e for e in events if isinstance(e, ModelRetry)]
+    assert retry.status == 400
+    assert retry.text == (
+        "the API answered 400 (input and max_tokens 64000 overflow the context window; "
+        "sent again asking for 49000); retry 1 in 0 s"
+    )
 
 
 def test_an_overflow_that_leaves_too_little_room_is_an_api_error(
