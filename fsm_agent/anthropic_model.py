@@ -426,6 +426,8 @@ class _OpenBlock:
         self.start = start
         self.parts: list[str] = []
         self.signature: list[str] = []
+        """A thinking block's signature deltas: the last is the signature (as the SDK
+        keeps it), a whole value rather than pieces of text."""
 
 
 _DELTA_FIELDS: dict[str, tuple[DeltaKind, str, str]] = {
@@ -539,7 +541,7 @@ class StreamAssembler:
         if isinstance(start, TextBlock):
             return [BlockStop(index, TextBlock(start.text + joined))]
         if isinstance(start, ThinkingBlock):
-            signature = start.signature + "".join(block.signature)
+            signature = block.signature[-1] if block.signature else start.signature
             return [BlockStop(index, ThinkingBlock(start.thinking + joined, signature))]
         if isinstance(start, ToolUseBlock):
             tool_input, problem = _tool_input(joined, start.input)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import email.utils
 import json
 import socket
@@ -220,6 +221,25 @@ def test_thinking_and_signature(messages_server: MessagesServer) -> None:
         BlockStop(1, RedactedThinkingBlock("EmwKAhgBEgy3redacted")),
         BlockStop(2, TextBlock("Done.")),
     ]
+
+
+def test_a_later_signature_delta_replaces_the_earlier(messages_server: MessagesServer) -> None:
+    """As the SDK's own accumulator does: a signature is a whole value, not text pieces
+    (the API sends one; a compatible server sending two must not make a third)."""
+    reply = message([{"type": "thinking", "thinking": "Hm.", "signature": "first=="}])
+    at = next(i for i, e in enumerate(reply.events) if e.data.get("delta", {}).get("signature"))
+    second = Sse(
+        "content_block_delta",
+        {"type": "content_block_delta", "index": 0,
+         "delta": {"type": "signature_delta", "signature": "second=="}},
+    )  # fmt: skip
+    events = (*reply.events[: at + 1], second, *reply.events[at + 1 :])
+    messages_server.reply(dataclasses.replace(reply, events=events))
+
+    got, exc = collect(model_for(messages_server))
+
+    assert exc is None
+    assert stops(got) == [BlockStop(0, ThinkingBlock("Hm.", "second=="))]
 
 
 def test_block_types_we_do_not_model_are_skipped(messages_server: MessagesServer) -> None:
