@@ -13,6 +13,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from fsm_agent.anthropic_model import AnthropicModel
 from fsm_agent.config import RunConfig
 from fsm_agent.driver import LoopResult
@@ -222,9 +224,13 @@ def test_stream_without_message_stop_is_model_error(
     assert "incomplete_stream" in (result.error or "")
 
 
-def test_max_tokens_cut_tool_input_is_never_run(
-    messages_server: MessagesServer, workspace: Path, tmp_path: Path
+@pytest.mark.parametrize("stop_reason", ["max_tokens", "model_context_window_exceeded"])
+def test_a_cut_tool_input_is_never_run(
+    messages_server: MessagesServer, workspace: Path, tmp_path: Path, stop_reason: str
 ) -> None:
+    """`model_context_window_exceeded` (Sonnet 4.5 and later) cuts the answer as
+    `max_tokens` does: Claude Code reuses the max-output-tokens recovery for it, so the
+    cut call is never run and the request is retried, escalated."""
     cut = {
         "type": "tool_use",
         "id": "toolu_cut",
@@ -232,7 +238,7 @@ def test_max_tokens_cut_tool_input_is_never_run(
         "input_json": '{"file_path": "cut.txt", "content": "abc',
     }
     messages_server.reply(
-        message([{"type": "text", "text": "Writing"}, cut], stop_reason="max_tokens"),
+        message([{"type": "text", "text": "Writing"}, cut], stop_reason=stop_reason),
         text("Done in smaller pieces."),
     )
     result = run_loop(messages_server, workspace, tmp_path)
@@ -240,6 +246,9 @@ def test_max_tokens_cut_tool_input_is_never_run(
     assert result.reason == "completed"
     assert not (workspace / "cut.txt").exists()
     assert messages_server.bodies()[1]["max_tokens"] == 64000
+    assert "toolu_cut" not in results(result)
+    assert result.text == "Done in smaller pieces."
+    assert not result.is_error
 
 
 def test_invalid_tool_json_gets_an_error_result_and_the_loop_goes_on(
@@ -358,34 +367,6 @@ def test_requests_to_a_fallback_model_are_held_to_its_output_limit(
         (fallback, 8_000),
         (fallback, 8_192),
     ]
-
-
-def test_a_context_window_cut_takes_the_max_output_tokens_path(
-    messages_server: MessagesServer, workspace: Path, tmp_path: Path
-) -> None:
-    """`stop_reason: model_context_window_exceeded` (Sonnet 4.5 and later) means the
-    answer was cut, as `max_tokens` does: Claude Code reuses the max-output-tokens
-    recovery for it, so the cut call is never run and the request is retried."""
-    cut = {
-        "type": "tool_use",
-        "id": "toolu_cut",
-        "name": "Write",
-        "input_json": '{"file_path": "cut.txt", "content": "abc',
-    }
-    messages_server.reply(
-        message(
-            [{"type": "text", "text": "Writing"}, cut],
-            stop_reason="model_context_window_exceeded",
-        ),
-        text("Done in smaller pieces."),
-    )
-    result = run_loop(messages_server, workspace, tmp_path)
-    assert result.reason == "completed"
-    assert result.edges.count("max_output_tokens_escalate") == 1
-    assert not (workspace / "cut.txt").exists()
-    assert "toolu_cut" not in results(result)
-    assert result.text == "Done in smaller pieces."
-    assert not result.is_error
 
 
 def test_an_answer_cut_by_the_context_window_every_time_ends_with_the_api_s_words(
