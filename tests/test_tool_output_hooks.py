@@ -2,22 +2,29 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
+import os
 from pathlib import Path
 from typing import Any
 
 import pytest
+from attrs import evolve
 
 from fsm_agent.codec import unstructure
 from fsm_agent.command_hooks import HookRun, interpret
+from fsm_agent.effects import LiveEffects
 from fsm_agent.events import Notice
 from fsm_agent.messages import ToolResultBlock
 from fsm_agent.scripted import Scenario
 from fsm_agent.session import replay, run_scenario
+from fsm_agent.tools import default_tools
+from fsm_agent.tools.base import ToolCall, ToolEnv, ToolOutcome, close_tools
 from fsm_agent.tools.output import rendered, replacement_problem
 from tests.test_cli import fsm
 from tests.test_command_hooks import script
-from tests.test_tool_response import CALLS, _hooked_run
+from tests.test_tool_response import CALLS, PNG, _hooked_run
+from tests.tools_support import NoModel
 
 REDACTED = {"stdout": "REDACTED", "stderr": "", "interrupted": False}
 
@@ -230,3 +237,109 @@ def test_a_projects_settings_hook_redacts_bash_output_in_a_cli_run(
     assert "SECRET" not in proc.stdout
     check = fsm("replay", str(log), "--check")
     assert check.returncode == 0, check.stderr
+
+
+def _own_runs(ws: Path, calls: list[tuple[str, dict[str, Any]]]) -> list[ToolOutcome]:
+    """Each of `calls` run by the built-in tool as the engine runs it, building its
+    response, in one workspace (what a call reads, a later one may change)."""
+    tools = default_tools()
+    env = ToolEnv(cwd=str(ws), wants_response=True)
+    outcomes = []
+    try:
+        for n, (name, tool_input) in enumerate(calls):
+            effects = LiveEffects(NoModel(), tools)
+            outcome = asyncio.run(effects.run_tool(ToolCall(f"t{n}", name, tool_input), env))
+            assert not outcome.is_error, (name, tool_input, outcome.content)
+            assert outcome.response is not None, (name, tool_input)
+            env = evolve(env, read_files={**env.read_files, **outcome.read_files})
+            outcomes.append(outcome)
+    finally:
+        close_tools(tools.values())
+    return outcomes
+
+
+def _files(ws: Path) -> None:
+    (ws / "three.txt").write_text("a\nb\nc\n")
+    (ws / "nl.txt").write_text("a\n")
+    (ws / "empty.txt").write_text("")
+    (ws / "crlf.txt").write_bytes(b"x\r\ny\r\n")
+    (ws / "bare.txt").write_text("no newline")
+    (ws / "long.txt").write_text("b" * 2500 + "\nend\n")
+    (ws / "img.png").write_bytes(PNG)
+
+
+OWN_CALLS: list[tuple[str, dict[str, Any]]] = [
+    ("Read", {"file_path": "three.txt"}),
+    ("Read", {"file_path": "three.txt", "limit": 1}),
+    ("Read", {"file_path": "three.txt", "offset": 2, "limit": 1}),
+    ("Read", {"file_path": "three.txt", "offset": 4}),
+    ("Read", {"file_path": "three.txt", "offset": 9}),
+    ("Read", {"file_path": "nl.txt", "offset": 2}),
+    ("Read", {"file_path": "empty.txt"}),
+    ("Read", {"file_path": "crlf.txt"}),
+    ("Read", {"file_path": "bare.txt"}),
+    ("Read", {"file_path": "long.txt"}),
+    ("Read", {"file_path": "img.png"}),
+    ("Write", {"file_path": "new.txt", "content": "n\n"}),
+    ("Write", {"file_path": "three.txt", "content": "A\n"}),
+    ("Edit", {"file_path": "crlf.txt", "old_string": "x", "new_string": "X"}),
+    ("Edit", {"file_path": "made.txt", "old_string": "", "new_string": "m\n"}),
+    ("Bash", {"command": "echo out; echo err >&2"}),
+    ("Bash", {"command": "printf 'x\\n\\n\\n'"}),
+    ("Bash", {"command": "true"}),
+    ("Glob", {"pattern": "*.txt"}),
+    ("Glob", {"pattern": "*.rs"}),
+    ("Grep", {"pattern": "n"}),
+    ("Grep", {"pattern": "zebra"}),
+    ("Grep", {"pattern": "n", "output_mode": "content"}),
+    ("Grep", {"pattern": "n", "output_mode": "content", "-C": 1, "path": "long.txt"}),
+    ("Grep", {"pattern": "zebra", "output_mode": "content"}),
+    ("Grep", {"pattern": "n", "output_mode": "count"}),
+    ("Grep", {"pattern": "n", "output_mode": "count", "path": "new.txt"}),
+    ("Grep", {"pattern": "zebra", "output_mode": "count"}),
+]
+
+
+def test_each_tools_response_renders_to_its_own_text_for_every_layout(workspace: Path) -> None:
+    """The renderer a replacement goes through is the tools' own: a hook that hands back
+    the `tool_response` unchanged changes nothing, whichever way the text is laid out
+    (paged and clipped reads, CRLF, images, a file Edit created, empty results…)."""
+    _files(workspace)
+    for (name, tool_input), outcome in zip(OWN_CALLS, _own_runs(workspace, OWN_CALLS), strict=True):
+        assert replacement_problem(name, True, outcome.response) is None, (name, tool_input)
+        assert rendered(name, True, outcome.response) == outcome.content, (name, tool_input)
+
+
+def test_what_a_replacement_cannot_carry_is_left_out(workspace: Path) -> None:
+    """What the response shape does not hold: a truncated Glob's total, Grep's paging,
+    whether a read that filled its limit stopped at the file's end, whether an Edit
+    with an empty `old_string` of an empty file created it."""
+    _files(workspace)
+    for n in range(101):
+        (workspace / f"f{n}.py").write_text("n\n")
+    calls: list[tuple[str, dict[str, Any]]] = [
+        ("Glob", {"pattern": "*.py"}),
+        ("Grep", {"pattern": "n", "glob": "*.py", "head_limit": 2}),
+        ("Read", {"file_path": "three.txt", "limit": 3}),
+        ("Read", {"file_path": "empty.txt"}),
+        ("Edit", {"file_path": "empty.txt", "old_string": "", "new_string": "e\n"}),
+    ]
+    glob, grep, read, _, edit = _own_runs(workspace, calls)
+    assert isinstance(glob.content, str) and isinstance(grep.content, str)
+    assert glob.content.endswith(
+        "\n(Results are truncated: showing 100 of 101 files. Use a more specific path or pattern.)"
+    )
+    assert rendered("Glob", True, glob.response) == glob.content.replace(
+        ": showing 100 of 101 files", ""
+    )
+    shown = grep.content.splitlines()[1:3]
+    assert grep.content.startswith("Found 101 files\n")
+    assert grep.content.endswith("\n\n(Showing entries 1-2 of 101; use offset=2 to see more.)")
+    assert rendered("Grep", True, grep.response) == "\n".join(["Found 2 files", *shown])
+    assert read.content == "     1→a\n     2→b\n     3→c"
+    assert rendered("Read", True, read.response) == (
+        f"{read.content}\n\n(Showing lines 1-3; the file continues. Use offset=4 to read more.)"
+    )
+    path = os.path.join(os.path.realpath(workspace), "empty.txt")
+    assert edit.content == f"The file {path} has been updated successfully."
+    assert rendered("Edit", True, edit.response) == f"File created successfully at: {path}"

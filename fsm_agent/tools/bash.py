@@ -290,6 +290,16 @@ def _viewed(command: str, env: ToolEnv) -> dict[str, float]:
         return {}
 
 
+def shown(stdout: str, stderr: str = "", interrupted: bool = False) -> str:
+    """What the model reads of a command that did not fail, from the parts of its
+    `{stdout, stderr, interrupted}`: the one text of the tool and of a PostToolUse
+    hook's replacement (`fsm_agent.tools.output`)."""
+    parts = [stdout.rstrip("\n"), stderr.rstrip("\n")]
+    if interrupted:
+        parts.append("<error>Command was aborted before completion</error>")
+    return "\n".join(p for p in parts if p) or "(no output)"
+
+
 def _outcome(
     buffer: OutputBuffer,
     code: int | None,
@@ -311,4 +321,4 @@ def _outcome(
     response = None
     if respond:
         response = {"stdout": output, "stderr": "", "interrupted": False, "isImage": False}
-    return ToolOutcome(output or "(no output)", response=response)
+    return ToolOutcome(shown(output), response=response)

@@ -14,6 +14,7 @@ from fsm_agent.tools.files import (
 )
 from fsm_agent.tools.patch import structured_patch
 from fsm_agent.tools.workspace import check_path
+from fsm_agent.tools.write import written
 
 DESCRIPTION = """\
 Replace an exact string in a file. `old_string` must match the file \
@@ -101,7 +102,7 @@ class EditTool:
             if old:
                 raise ToolInputError("File does not exist.")
             return ToolOutcome(
-                f"File created successfully at: {path}",
+                written(path, created=True),
                 read_files={path: write_text(path, new)},
                 response=_response(path, old, new, "", new, replace_all, env),
             )
@@ -117,7 +118,7 @@ class EditTool:
             updated = replace(content, old, new, replace_all)
         new_mtime = write_text(path, updated)
         return ToolOutcome(
-            f"The file {path} has been updated successfully.",
+            written(path, created=False),
             read_files={path: new_mtime},
             response=_response(path, old, new, content, updated, replace_all, env),
         )

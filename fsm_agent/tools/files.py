@@ -7,6 +7,8 @@ import os
 from fsm_agent.tools.base import ToolEnv, ToolInputError
 
 SNIFF_BYTES = 8192
+MAX_LINE_CHARS = 2000
+"""What Read and Grep show of a line; the rest is cut, with a note."""
 
 NOT_READ = "File has not been read yet. Read it first before writing to it."
 MODIFIED = (
@@ -17,6 +19,12 @@ MODIFIED = (
 
 def looks_binary(sample: bytes) -> bool:
     return b"\0" in sample[:SNIFF_BYTES]
+
+
+def clip_line(line: str) -> str:
+    if len(line) <= MAX_LINE_CHARS:
+        return line
+    return line[:MAX_LINE_CHARS] + "… [line truncated]"
 
 
 def printable(path: str) -> str:

@@ -6,7 +6,7 @@ import asyncio
 import contextlib
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from fsm_agent.tools.base import ToolEnv, ToolInputError, ToolOutcome
@@ -16,7 +16,6 @@ from fsm_agent.tools.walk import walk_files
 from fsm_agent.tools.workspace import check_path
 
 MAX_RESULTS = 100
-NO_FILES = "No files found"
 
 DESCRIPTION = """\
 Find files whose path matches a glob pattern, e.g. `**/*.py` or `src/**/*.{ts,tsx}`. \
@@ -116,12 +115,17 @@ def _found(names: list[str], total: int, started: float | None) -> ToolOutcome:
             "numFiles": len(names),
             "truncated": total > len(names),
         }
+    return ToolOutcome(listing(names, total > len(names), total), response=response)
+
+
+def listing(names: Sequence[str], truncated: bool, total: int | None = None) -> str:
+    """What the model reads of a search that found `names`, the first of `total` matches
+    (when known) if `truncated`: the tool's one text, and a PostToolUse hook's
+    replacement's (`fsm_agent.tools.output`), whose shape holds no total."""
     if not names:
-        return ToolOutcome(NO_FILES, response=response)
+        return "No files found"
     lines = list(names)
-    if total > len(names):
-        lines.append(
-            f"(Results are truncated: showing {len(names)} of {total} files. "
-            "Use a more specific path or pattern.)"
-        )
-    return ToolOutcome("\n".join(lines), response=response)
+    if truncated:
+        shown = "" if total is None else f": showing {len(names)} of {total} files"
+        lines.append(f"(Results are truncated{shown}. Use a more specific path or pattern.)")
+    return "\n".join(lines)

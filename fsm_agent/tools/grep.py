@@ -27,14 +27,13 @@ from typing import Any
 from attrs import frozen
 
 from fsm_agent.tools.base import ToolEnv, ToolInputError, ToolOutcome, integer
-from fsm_agent.tools.files import SNIFF_BYTES, looks_binary, printable
+from fsm_agent.tools.files import SNIFF_BYTES, clip_line, looks_binary, printable
 from fsm_agent.tools.globs import compile_glob, split_globs
 from fsm_agent.tools.walk import GitIgnore, walk_files
 from fsm_agent.tools.worker import Workers, serve
 from fsm_agent.tools.workspace import check_path, is_within
 
 MAX_OUTPUT_CHARS = 30_000
-MAX_LINE_CHARS = 2000
 MAX_FILE_BYTES = 20 * 1024 * 1024
 GREP_TIMEOUT_S = 60.0
 
@@ -338,16 +337,13 @@ def _render(
     """The result's text, and with `respond` Claude Code's `{mode, numFiles, filenames, …}`."""
     if query.mode == "content":
         entries = _content_lines(query, results, single)
-        empty = "No matches found"
     elif query.mode == "count":
         entries = [
             f"{printable(r.path)}:{len(r.hits)}" if not single else str(len(r.hits))
             for r in results
         ]
-        empty = "No matches found"
     else:
         entries = [printable(p) for p in _newest_first([r.path for r in results])]
-        empty = "No files found"
     shown = entries[offset : offset + head_limit] if head_limit else entries[offset:]
     total = sum(len(r.hits) for r in results)
     response = None
@@ -355,23 +351,34 @@ def _render(
         kept = shown[: _kept(shown)]
         response = _response(query.mode, kept, len(results), total, head_limit, offset)
     if not entries:
-        return empty, response
-    parts: list[str] = []
-    if query.mode == "files_with_matches":
-        parts.append(f"Found {_plural(len(entries), 'file')}")
-    parts.append(_cap("\n".join(shown)))
-    if query.mode == "count":
-        parts.append(
-            f"\nFound {_plural(total, 'matching line')} in {_plural(len(results), 'file')}."
-        )
+        return found(query.mode, None, 0, 0), response
+    note = ""
     if offset + len(shown) < len(entries):
-        parts.append(
+        note = (
             f"\n(Showing entries {offset + 1}-{offset + len(shown)} of {len(entries)}; "
             f"use offset={offset + len(shown)} to see more.)"
         )
     elif not shown:
-        parts.append(f"\n(offset {offset} is past the last of {len(entries)} entries.)")
-    return "\n".join(parts), response
+        note = f"\n(offset {offset} is past the last of {len(entries)} entries.)"
+    return found(query.mode, _cap("\n".join(shown)), len(results), total, note), response
+
+
+def found(mode: str, shown: str | None, files: int, lines: int, note: str = "") -> str:
+    """What the model reads of a search in `mode` that showed the entries `shown` (None:
+    nothing matched) of `files` files and `lines` matching lines, with a paging `note`:
+    the tool's one text, and a PostToolUse hook's replacement's
+    (`fsm_agent.tools.output`), whose shape holds no paging."""
+    if shown is None:
+        return "No files found" if mode == "files_with_matches" else "No matches found"
+    parts: list[str] = []
+    if mode == "files_with_matches":
+        parts.append(f"Found {_plural(files, 'file')}")
+    parts.append(shown)
+    if mode == "count":
+        parts.append(f"\nFound {_plural(lines, 'matching line')} in {_plural(files, 'file')}.")
+    if note:
+        parts.append(note)
+    return "\n".join(parts)
 
 
 def _response(
@@ -412,7 +419,7 @@ def _content_lines(query: Query, results: list[FileMatches], single: bool) -> li
             sep = ":" if i in hits else "-"
             prefix = "" if single else f"{printable(r.path)}{sep}"
             number = f"{i + 1}{sep}" if query.line_numbers else ""
-            out.append(f"{prefix}{number}{_clip(r.lines[i])}")
+            out.append(f"{prefix}{number}{clip_line(r.lines[i])}")
             previous = i
     return out
 
@@ -438,12 +445,8 @@ def _matched_parts(query: Query, results: list[FileMatches], single: bool) -> li
         for i, part in parts:
             if part:
                 number = f"{i + 1}:" if query.line_numbers else ""
-                out.append(f"{prefix}{number}{_clip(part)}")
+                out.append(f"{prefix}{number}{clip_line(part)}")
     return out
-
-
-def _clip(line: str) -> str:
-    return line if len(line) <= MAX_LINE_CHARS else line[:MAX_LINE_CHARS] + "… [line truncated]"
 
 
 def _newest_first(paths: list[str]) -> list[str]:

@@ -7,6 +7,17 @@ renders it for the model as the tool renders its own. The shapes are the
 tool without one (a tool of the caller's) gives hooks its result's text, so
 its output shape is a string, read as it is.
 
+A replacement is rendered by the tool's own function for its text (`bash.shown`,
+`read.shown_lines`, `write.written`, `glob.listing`, `grep.found`), fed from the
+shape. What the shape does not hold, a replacement cannot carry: the paging notes
+(Grep's "Showing entries", Read's "the file continues", judged here from
+`totalLines`, so a read that filled its limit at the file's end reads as if it
+continued), a truncated Glob's total, how many files a paged Grep found (its
+"Found N files" counts the paths shown), the notes Grep adds past its
+30,000-character cap or for files too big to search, and whether an Edit created
+its file (taken to be so when `oldString` and `originalFile` are both empty, as
+they are for an Edit of an empty file too).
+
 Pure functions of the replacement: a replay renders the recorded one alike.
 """
 
@@ -17,7 +28,8 @@ from typing import Any
 
 import fastjsonschema
 
-from fsm_agent.messages import ImageBlock, ImageSource, ToolResultContent
+from fsm_agent.messages import ToolResultContent
+from fsm_agent.tools import bash, glob, grep, read, write
 from fsm_agent.validation import validator
 
 _STRING = {"type": "string"}
@@ -136,61 +148,38 @@ def rendered(name: str, structured: bool, value: Any) -> ToolResultContent:
 
 
 def _bash(out: dict[str, Any]) -> ToolResultContent:
-    parts = [out["stdout"].rstrip("\n"), out["stderr"].rstrip("\n")]
-    if out["interrupted"]:
-        parts.append("<error>Command was aborted before completion</error>")
-    return "\n".join(p for p in parts if p) or "(no output)"
+    return bash.shown(out["stdout"], out["stderr"], out["interrupted"])
 
 
 def _read(out: dict[str, Any]) -> ToolResultContent:
-    from fsm_agent.tools.read import shown_lines
-
     file = out["file"]
     if out["type"] == "image":
-        return (ImageBlock(ImageSource(media_type=file["type"], data=file["base64"])),)
-    content, first, total = file["content"], file["startLine"], file["totalLines"]
-    lines = [line.removesuffix("\r") for line in content.split("\n")] if content else []
-    return shown_lines(lines, first, total, first + len(lines) - 1 < total)
+        return read.shown_image(file["type"], file["base64"])
+    first, total = file["startLine"], file["totalLines"]
+    lines = read.content_lines(file["content"], file["numLines"])
+    return read.shown_lines(lines, first, total, first + len(lines) - 1 < total)
 
 
 def _write(out: dict[str, Any]) -> ToolResultContent:
-    if out["type"] == "create":
-        return f"File created successfully at: {out['filePath']}"
-    return f"The file {out['filePath']} has been updated successfully."
+    return write.written(out["filePath"], out["type"] == "create")
 
 
 def _edit(out: dict[str, Any]) -> ToolResultContent:
-    return f"The file {out['filePath']} has been updated successfully."
+    created = not out["oldString"] and not out["originalFile"]
+    return write.written(out["filePath"], created)
 
 
 def _glob(out: dict[str, Any]) -> ToolResultContent:
-    from fsm_agent.tools.glob import NO_FILES
-
-    lines = list(out["filenames"])
-    if not lines:
-        return NO_FILES
-    if out["truncated"]:
-        lines.append("(Results are truncated. Use a more specific path or pattern.)")
-    return "\n".join(lines)
+    return glob.listing(out["filenames"], out["truncated"])
 
 
 def _grep(out: dict[str, Any]) -> ToolResultContent:
     mode = out.get("mode", "files_with_matches")
     if mode == "files_with_matches":
-        if not out["filenames"]:
-            return "No files found"
-        return "\n".join([f"Found {_plural(out['numFiles'], 'file')}", *out["filenames"]])
-    content = out.get("content") or ""
-    if not content:
-        return "No matches found"
-    if mode == "count":
-        lines = _plural(out.get("numMatches", 0), "matching line")
-        return f"{content}\n\nFound {lines} in {_plural(out['numFiles'], 'file')}."
-    return content
-
-
-def _plural(n: int, noun: str) -> str:
-    return f"{n} {noun}{'' if n == 1 else 's'}"
+        shown = "\n".join(out["filenames"]) if out["filenames"] else None
+    else:
+        shown = out.get("content") or None
+    return grep.found(mode, shown, out["numFiles"], out.get("numMatches", 0))
 
 
 _RENDER: dict[str, Callable[[dict[str, Any]], ToolResultContent]] = {

@@ -9,16 +9,21 @@ import stat
 from collections.abc import Iterator
 from typing import Any, BinaryIO
 
-from fsm_agent.messages import ImageBlock, ImageSource
+from fsm_agent.messages import ImageBlock, ImageSource, ToolResultContent
 from fsm_agent.tools.base import ToolEnv, ToolInputError, ToolOutcome, integer
-from fsm_agent.tools.files import SNIFF_BYTES, looks_binary, mtime, require_text_path
+from fsm_agent.tools.files import (
+    MAX_LINE_CHARS,
+    SNIFF_BYTES,
+    clip_line,
+    looks_binary,
+    mtime,
+    require_text_path,
+)
 from fsm_agent.tools.workspace import check_path
 
 DEFAULT_LIMIT = 2000
-MAX_LINE_CHARS = 2000
 MAX_TEXT_BYTES = 256 * 1024
 MAX_IMAGE_BYTES = 3_750_000  # base64 grows it to the API's 5 MB per-image limit
-LINE_TRUNCATED = "… [line truncated]"
 LINE_BYTES = 4 * MAX_LINE_CHARS + 4
 """What is read of a line: more than `MAX_LINE_CHARS` characters, however they are encoded."""
 
@@ -73,7 +78,9 @@ def number_lines(lines: list[str], first: int) -> str:
 
 
 def shown_lines(lines: list[str], first: int, total: int, more: bool) -> str:
-    """What the model reads of `lines` of a file of `total` lines, shown from line `first`."""
+    """What the model reads of `lines` of a file of `total` lines, shown from line `first`,
+    with a paging note if there are `more`: the tool's one text, and a PostToolUse hook's
+    replacement's (`fsm_agent.tools.output`)."""
     if total == 0:
         return "<system-reminder>Warning: the file exists but is empty.</system-reminder>"
     if not lines:
@@ -91,8 +98,17 @@ def shown_lines(lines: list[str], first: int, total: int, more: bool) -> str:
     return text
 
 
-def _clip(line: str) -> str:
-    return line if len(line) <= MAX_LINE_CHARS else line[:MAX_LINE_CHARS] + LINE_TRUNCATED
+def shown_image(media_type: str, data: str) -> ToolResultContent:
+    """What the model reads of an image file (`data` its base64): the image itself."""
+    return (ImageBlock(ImageSource(media_type=media_type, data=data)),)
+
+
+def content_lines(content: str, count: int) -> list[str]:
+    """The lines a response's `content` holds, the `count` lines shown each followed by
+    its line ending, split again. A last line shown may be the empty one after a final
+    newline, so `count` says whether the piece after the last newline is a line."""
+    lines = [line.removesuffix("\r") for line in content.split("\n")]
+    return lines[:-1] if len(lines) == count + 1 and not lines[-1] else lines
 
 
 def _open_regular(path: str) -> BinaryIO:
@@ -169,14 +185,15 @@ class ReadTool:
             )
         with _open_regular(path) as f:
             data = base64.b64encode(f.read()).decode("ascii")
-        block = ImageBlock(ImageSource(media_type=media_type, data=data))
         response = None
         if respond:
             response = {
                 "type": "image",
                 "file": {"base64": data, "type": media_type, "originalSize": size},
             }
-        return ToolOutcome((block,), read_files={path: mtime(path)}, response=response)
+        return ToolOutcome(
+            shown_image(media_type, data), read_files={path: mtime(path)}, response=response
+        )
 
     def _text(self, path: str, first: int, limit: int, respond: bool = False) -> ToolOutcome:
         """The lines are the text split on newlines, as Claude Code splits it: a final
@@ -195,7 +212,7 @@ class ReadTool:
                     break
                 decoded = raw.decode("utf-8", errors="replace")
                 line = decoded.removesuffix("\n").removesuffix("\r")
-                lines.append(_clip(line))
+                lines.append(clip_line(line))
                 if respond:
                     endings.append(decoded[len(line) :])
             if more:

@@ -33,6 +33,14 @@ SCHEMA: dict[str, Any] = {
 }
 
 
+def written(path: str, created: bool) -> str:
+    """What the model reads of a Write or an Edit of `path`: the tools' one text, and a
+    PostToolUse hook's replacement's (`fsm_agent.tools.output`)."""
+    if created:
+        return f"File created successfully at: {path}"
+    return f"The file {path} has been updated successfully."
+
+
 class WriteTool:
     """Whole-file writes, guarded so the model never overwrites what it has not seen."""
 
@@ -54,11 +62,6 @@ class WriteTool:
             require_fresh_read(path, env)
         original = read_text(path) if existed and env.wants_response else None
         new_mtime = write_text(path, input["content"])
-        text = (
-            f"The file {path} has been updated successfully."
-            if existed
-            else f"File created successfully at: {path}"
-        )
         response = None
         if env.wants_response:
             response = {
@@ -70,4 +73,6 @@ class WriteTool:
                 ),
                 "originalFile": original,
             }
-        return ToolOutcome(text, read_files={path: new_mtime}, response=response)
+        return ToolOutcome(
+            written(path, created=not existed), read_files={path: new_mtime}, response=response
+        )
