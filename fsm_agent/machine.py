@@ -153,11 +153,12 @@ EDGES: tuple[Edge, ...] = (
     _edge(P.STOP_HOOKS, C.STOP_HOOK_BLOCKING, P.PREPROCESS,
           "stop hooks returned blocking errors or context to go on with, "
           f"fewer than {MAX_STOP_HOOK_BLOCKS} in a row",
-          lambda s, f: bool(f.blocking_errors or f.stop_context)
-          and s.stop_hook_blocks < MAX_STOP_HOOK_BLOCKS),
+          lambda s, f: f.stop_blocked and s.stop_hook_blocks < MAX_STOP_HOOK_BLOCKS),
     _edge(P.STOP_HOOKS, C.TOKEN_BUDGET_CONTINUATION, P.PREPROCESS,
-          "token budget not spent", lambda s, f: f.budget_nudge is not None),
-    _edge(P.STOP_HOOKS, T.COMPLETED, T.COMPLETED, "otherwise"),
+          "token budget not spent, no stop hook blocked",
+          lambda s, f: f.budget_nudge is not None and not f.stop_blocked),
+    _edge(P.STOP_HOOKS, T.COMPLETED, T.COMPLETED,
+          f"otherwise (a block past {MAX_STOP_HOOK_BLOCKS} in a row is overridden)"),
 
     _edge(P.TOOL_EXECUTION, T.ABORTED_TOOLS, T.ABORTED_TOOLS,
           "interrupted while tools ran", lambda s, f: f.aborted),

@@ -322,6 +322,11 @@ class Facts:
     budget_nudge: str | None = None
     max_turns: int | None = None
 
+    @property
+    def stop_blocked(self) -> bool:
+        """A Stop hook asked the model to go on (a block, or context to go on with)."""
+        return bool(self.blocking_errors or self.stop_context)
+
 
 NO_FACTS = Facts()
 """A phase that found nothing out: every guard takes its edge's usual way."""

@@ -1,0 +1,57 @@
+"""Stop-hook loop protection as Claude Code has it (`stopHookBlockingCount`).
+
+Claude Code counts Stop-hook blocks with nothing else in between: the
+`stop_hook_blocking` continue adds one, every other continue (a tool round's
+`next_turn`, a retry, a budget nudge) sets the count back to 0. The ninth block
+in a row is overridden: the turn ends `completed`, the hook's feedback does not
+reach the model, and the user is warned.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from fsm_agent.driver import LoopResult
+from fsm_agent.events import DriverEvent, Notice
+from fsm_agent.session import run_scenario
+
+ALWAYS_BLOCKS = {"Stop": [{"blocking_errors": ["Keep going."]}] * 40}
+GLOB = {"name": "Glob", "input": {"pattern": "*"}}
+OVERRIDDEN = (
+    "Stop hook blocked the turn from ending 9 consecutive times: overriding it and "
+    "ending the turn (a Stop hook should check stop_hook_active in its input and let "
+    "the turn end while it is true)"
+)
+
+
+def _scenario(tmp_path: Path, turns: list[dict], **config: Any) -> Path:
+    path = tmp_path / "scenario.json"
+    data = {"prompt": "Go.", "hooks": ALWAYS_BLOCKS, "turns": turns, "config": config}
+    path.write_text(json.dumps(data))
+    return path
+
+
+def _run(path: Path, workspace: Path, log: Path) -> tuple[LoopResult, list[str]]:
+    seen: list[DriverEvent] = []
+    result = run_scenario(path, cwd=workspace, log=log, on_event=seen.append)
+    notices = [e.text for e in seen if isinstance(e, Notice) and "consecutive" in e.text]
+    return result, notices
+
+
+def _texts(n: int, start: int = 0) -> list[dict]:
+    return [{"content": f"done {i}"} for i in range(start, start + n)]
+
+
+def test_a_block_past_the_cap_ends_the_turn_with_token_budget_left(
+    workspace: Path, tmp_path: Path
+) -> None:
+    """Claude Code ends the turn at the cap; its budget nudge is only for a stop no hook
+    blocked, so it does not send the model on in the hook's place."""
+    path = _scenario(tmp_path, _texts(14), token_budget=100_000)
+    result, _ = _run(path, workspace, tmp_path / "run.jsonl")
+    assert result.reason == "completed"
+    assert result.edges.count("stop_hook_blocking") == 8
+    assert "token_budget_continuation" not in result.edges
+    assert result.text == "done 8"
