@@ -306,11 +306,32 @@ def surface_cut_output(run: Run, state: LoopState, it: Iteration, facts: Facts) 
     )
 
 
+def override_stop_block(run: Run, state: LoopState, it: Iteration, facts: Facts) -> Iteration:
+    """`completed` although a Stop hook blocked: the table ended the turn because the
+    hook blocked once too often in a row. Claude Code tells the user, as a warning,
+    and its feedback does not reach the model."""
+    if facts.stop_blocked:
+        run.emit(
+            Notice(
+                "hook",
+                f"Stop hook blocked the turn from ending {state.stop_hook_blocks + 1} "
+                "consecutive times: overriding it and ending the turn (a Stop hook "
+                "should check stop_hook_active in its input and let the turn end "
+                "while it is true)",
+            )
+        )
+    return it
+
+
+def completed(run: Run, state: LoopState, it: Iteration, facts: Facts) -> Iteration:
+    return surface_cut_output(run, state, override_stop_block(run, state, it, facts), facts)
+
+
 OnEdgeFn = Callable[[Run, LoopState, Iteration, Facts], Iteration]
 
 ON_EDGE: dict[str, OnEdgeFn] = {
     MODEL_FALLBACK: switch_model,
-    Terminal.COMPLETED: surface_cut_output,
+    Terminal.COMPLETED: completed,
 }
 """What taking an edge does to the iteration, for edges that end it or retry it in place."""
 

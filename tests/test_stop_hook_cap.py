@@ -16,6 +16,7 @@ from typing import Any
 from fsm_agent.driver import LoopResult
 from fsm_agent.events import DriverEvent, Notice
 from fsm_agent.session import run_scenario
+from tests.test_cli import fsm
 
 ALWAYS_BLOCKS = {"Stop": [{"blocking_errors": ["Keep going."]}] * 40}
 GLOB = {"name": "Glob", "input": {"pattern": "*"}}
@@ -44,14 +45,43 @@ def _texts(n: int, start: int = 0) -> list[dict]:
     return [{"content": f"done {i}"} for i in range(start, start + n)]
 
 
+def test_an_always_blocking_stop_hook_is_overridden_after_8_blocks_and_the_user_told(
+    workspace: Path, tmp_path: Path
+) -> None:
+    log = tmp_path / "run.jsonl"
+    result, notices = _run(_scenario(tmp_path, _texts(12)), workspace, log)
+    assert result.reason == "completed"
+    assert result.edges.count("stop_hook_blocking") == 8
+    assert notices == [OVERRIDDEN]
+    assert result.text == "done 8"
+    assert result.messages[-1].role == "assistant"
+    check = fsm("replay", str(log), "--check")
+    assert check.returncode == 0, check.stderr
+
+
+def test_the_override_is_a_system_line_in_stream_json(workspace: Path, tmp_path: Path) -> None:
+    path = _scenario(tmp_path, _texts(12))
+    proc = fsm(
+        "run", "--scripted", str(path), "--cwd", str(workspace),
+        "--log", str(tmp_path / "run.jsonl"), "--output-format", "stream-json",
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    lines = [json.loads(line) for line in proc.stdout.splitlines()]
+    warned = [i for i, d in enumerate(lines) if d.get("text") == OVERRIDDEN]
+    assert len(warned) == 1
+    assert lines[warned[0]]["type"] == "system" and lines[warned[0]]["subtype"] == "hook"
+    assert lines[-1]["type"] == "result" and lines[-1]["terminal_reason"] == "completed"
+
+
 def test_a_block_past_the_cap_ends_the_turn_with_token_budget_left(
     workspace: Path, tmp_path: Path
 ) -> None:
     """Claude Code ends the turn at the cap; its budget nudge is only for a stop no hook
     blocked, so it does not send the model on in the hook's place."""
     path = _scenario(tmp_path, _texts(14), token_budget=100_000)
-    result, _ = _run(path, workspace, tmp_path / "run.jsonl")
+    result, notices = _run(path, workspace, tmp_path / "run.jsonl")
     assert result.reason == "completed"
     assert result.edges.count("stop_hook_blocking") == 8
     assert "token_budget_continuation" not in result.edges
+    assert notices == [OVERRIDDEN]
     assert result.text == "done 8"
