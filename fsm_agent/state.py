@@ -221,7 +221,8 @@ class LoopState:
     `collapse`, `budget` and `usage` live in mutable module or closure state
     in Claude Code; here they are fields so that a state is whole and a
     replay can rebuild it step by step. `stop_hook_blocks` counts consecutive
-    `stop_hook_blocking` continues: after 8 the turn ends anyway.
+    `stop_hook_blocking` continues, as Claude Code's `stopHookBlockingCount`:
+    every other continue resets it, and the ninth block in a row is overridden.
     """
 
     messages: Transcript

@@ -73,6 +73,23 @@ def test_the_override_is_a_system_line_in_stream_json(workspace: Path, tmp_path:
     assert lines[-1]["type"] == "result" and lines[-1]["terminal_reason"] == "completed"
 
 
+def test_a_tool_round_between_blocks_restarts_the_count_as_in_claude_code(
+    workspace: Path, tmp_path: Path
+) -> None:
+    """Claude Code's `next_turn` writes `stopHookBlockingCount: 0`: a hook that blocks
+    every stop while the model calls a tool before each never reaches the cap; only
+    `max_turns` (or the hook reading `stop_hook_active`) ends such a run."""
+    turns: list[dict] = []
+    for i in range(12):
+        turns += [{"content": [{"type": "tool_use", "id": f"toolu_{i}", **GLOB}]}]
+        turns += [{"content": f"done {i}"}]
+    path = _scenario(tmp_path, turns, max_turns=12)
+    result, notices = _run(path, workspace, tmp_path / "run.jsonl")
+    assert result.reason == "max_turns"
+    assert result.edges.count("stop_hook_blocking") == 11
+    assert notices == []
+
+
 def test_a_block_past_the_cap_ends_the_turn_with_token_budget_left(
     workspace: Path, tmp_path: Path
 ) -> None:
@@ -85,3 +102,15 @@ def test_a_block_past_the_cap_ends_the_turn_with_token_budget_left(
     assert "token_budget_continuation" not in result.edges
     assert notices == [OVERRIDDEN]
     assert result.text == "done 8"
+
+
+def test_a_retry_between_blocks_restarts_the_count(workspace: Path, tmp_path: Path) -> None:
+    """Every Claude Code continue but the block's sets the count to 0: after a cut
+    answer's retry, the hook may block 8 more times in a row before it is overridden."""
+    cut = {"content": "Cut", "stop_reason": "max_tokens"}
+    path = _scenario(tmp_path, [*_texts(5), cut, *_texts(10, start=5)])
+    result, notices = _run(path, workspace, tmp_path / "run.jsonl")
+    assert "max_output_tokens_escalate" in result.edges
+    assert result.edges.count("stop_hook_blocking") == 5 + 8
+    assert notices == [OVERRIDDEN]
+    assert result.reason == "completed"
