@@ -320,7 +320,7 @@ def override_stop_block(run: Run, state: LoopState, it: Iteration, facts: Facts)
                 f"Stop hook blocked the turn from ending {state.stop_hook_blocks + 1} "
                 "consecutive times: overriding it and ending the turn (a Stop hook "
                 "should check stop_hook_active in its input and let the turn end "
-                "while it is true)",
+                "while it is true; CLAUDE_CODE_STOP_HOOK_BLOCK_CAP raises the limit)",
             )
         )
     return it

@@ -13,17 +13,19 @@ import json
 from pathlib import Path
 from typing import Any
 
+from fsm_agent.config import RunConfig
 from fsm_agent.driver import LoopResult
 from fsm_agent.events import DriverEvent, Notice
 from fsm_agent.session import run_scenario
 from tests.test_cli import fsm
 
+CAP = "CLAUDE_CODE_STOP_HOOK_BLOCK_CAP"
 ALWAYS_BLOCKS = {"Stop": [{"blocking_errors": ["Keep going."]}] * 40}
 GLOB = {"name": "Glob", "input": {"pattern": "*"}}
 OVERRIDDEN = (
     "Stop hook blocked the turn from ending 9 consecutive times: overriding it and "
     "ending the turn (a Stop hook should check stop_hook_active in its input and let "
-    "the turn end while it is true)"
+    "the turn end while it is true; CLAUDE_CODE_STOP_HOOK_BLOCK_CAP raises the limit)"
 )
 
 
@@ -34,9 +36,9 @@ def _scenario(tmp_path: Path, turns: list[dict], **config: Any) -> Path:
     return path
 
 
-def _run(path: Path, workspace: Path, log: Path) -> tuple[LoopResult, list[str]]:
+def _run(path: Path, workspace: Path, log: Path, **kwargs: Any) -> tuple[LoopResult, list[str]]:
     seen: list[DriverEvent] = []
-    result = run_scenario(path, cwd=workspace, log=log, on_event=seen.append)
+    result = run_scenario(path, cwd=workspace, log=log, on_event=seen.append, **kwargs)
     notices = [e.text for e in seen if isinstance(e, Notice) and "consecutive" in e.text]
     return result, notices
 
@@ -114,3 +116,40 @@ def test_a_retry_between_blocks_restarts_the_count(workspace: Path, tmp_path: Pa
     assert result.edges.count("stop_hook_blocking") == 5 + 8
     assert notices == [OVERRIDDEN]
     assert result.reason == "completed"
+
+
+def test_the_cap_is_the_run_configs_and_0_is_none(workspace: Path, tmp_path: Path) -> None:
+    """Claude Code's `CLAUDE_CODE_STOP_HOOK_BLOCK_CAP`: `RunConfig.stop_hook_block_cap`,
+    kept in the log's header so a replay overrides where the run did."""
+    path = _scenario(tmp_path, _texts(16))
+    log = tmp_path / "two.jsonl"
+    result, notices = _run(path, workspace, log, config=RunConfig(stop_hook_block_cap=2))
+    assert result.edges.count("stop_hook_blocking") == 2
+    assert notices == [OVERRIDDEN.replace("9 consecutive", "3 consecutive")]
+    assert fsm("replay", str(log), "--check").returncode == 0
+    result, notices = _run(
+        path, workspace, tmp_path / "none.jsonl", config=RunConfig(stop_hook_block_cap=0)
+    )
+    assert result.reason == "model_error"
+    assert result.edges.count("stop_hook_blocking") == 16
+    assert notices == []
+
+
+def test_the_cap_comes_from_claude_codes_variable(workspace: Path, tmp_path: Path) -> None:
+    path = _scenario(tmp_path, _texts(12))
+    args = ("run", "--scripted", str(path), "--cwd", str(workspace), "--output-format", "json")
+    proc = fsm(*args, "--log", str(tmp_path / "a.jsonl"), env={CAP: "3"})
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["num_turns"] == 1
+    path_of = fsm("replay", str(tmp_path / "a.jsonl"), "--path", "--json")
+    assert (
+        json.loads(path_of.stdout).count(
+            {"from": "stop_hooks", "to": "preprocess", "edge": "stop_hook_blocking"}
+        )
+        == 3
+    )
+    bad = fsm(*args, "--log", str(tmp_path / "b.jsonl"), env={CAP: "lots"})
+    assert bad.returncode == 2
+    assert bad.stderr.strip() == (
+        f"fsm-agent: error: {CAP} must be a whole number (0 or less: no cap), not 'lots'"
+    )
