@@ -10,6 +10,7 @@ import errno
 import io
 import json
 import os
+import re
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO, NoReturn
@@ -350,6 +351,7 @@ def _plan(
         permissions=settings.permissions,
         hooks=settings.hooks,
         max_tool_concurrency=_concurrency_cap(),
+        stop_hook_block_cap=_stop_hook_block_cap(),
         session_source="resume" if resumed is not None else None,
     )
     abort = AbortSignal()
@@ -587,6 +589,20 @@ def _concurrency_cap() -> int | None:
         return None
     if not (value.isdigit() and int(value) >= 1):
         fail(f"{CONCURRENCY_VARIABLE} must be a whole number of 1 or more, not {value!r}")
+    return int(value)
+
+
+STOP_HOOK_CAP_VARIABLE = "CLAUDE_CODE_STOP_HOOK_BLOCK_CAP"
+
+
+def _stop_hook_block_cap() -> int | None:
+    """How many Stop-hook blocks in a row send the model on, if Claude Code's variable
+    says (0 or less: no cap)."""
+    value = os.environ.get(STOP_HOOK_CAP_VARIABLE, "").strip()
+    if not value:
+        return None
+    if not re.fullmatch(r"-?[0-9]+", value):
+        fail(f"{STOP_HOOK_CAP_VARIABLE} must be a whole number (0 or less: no cap), not {value!r}")
     return int(value)
 
 

@@ -10,6 +10,7 @@ from attrs import field, frozen
 from attrs.validators import ge, optional
 
 from fsm_agent.command_hooks import HookMatcher
+from fsm_agent.machine import MAX_STOP_HOOK_BLOCKS
 from fsm_agent.models import (
     CAPPED_DEFAULT_MAX_TOKENS,
     DEFAULT_CONTEXT_WINDOW,
@@ -56,6 +57,9 @@ class RunConfig:
     hooks: tuple[HookMatcher, ...] = ()
     concurrency_safe_tools: tuple[str, ...] = ("Read", "Glob", "Grep")
     max_tool_concurrency: int = 10
+    stop_hook_block_cap: int = MAX_STOP_HOOK_BLOCKS
+    """How many Stop-hook blocks in a row send the model on before the next is
+    overridden (Claude Code's `CLAUDE_CODE_STOP_HOOK_BLOCK_CAP`); 0 or less: no cap."""
     streaming_tools: bool = True
     structured_results: bool = False
     """Tools build Claude Code's structured result of each call (`ToolOutcome.response`)

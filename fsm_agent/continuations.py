@@ -2,8 +2,11 @@
 
 Every Continue builder writes all of `LoopState`'s fields, as Claude Code's
 continue sites write `state = { ... }` whole, so no edge can forget to reset
-one. Terminal edges build the final messages, filling in an error
-`tool_result` for every `tool_use` left unanswered.
+one. Only `stop_hook_blocking` counts up `stop_hook_blocks`; every other
+continue sets it to 0, as each of Claude Code's sets `stopHookBlockingCount`,
+so the cap is on Stop-hook blocks with nothing else in between. Terminal edges
+build the final messages, filling in an error `tool_result` for every
+`tool_use` left unanswered.
 """
 
 from __future__ import annotations
@@ -116,7 +119,7 @@ async def max_output_tokens_escalate(
         max_output_tokens_override=run.config.escalated_max_output_tokens,
         pending_tool_use_summary=None,
         stop_hook_active=state.stop_hook_active,
-        stop_hook_blocks=state.stop_hook_blocks,
+        stop_hook_blocks=0,
         turn_count=state.turn_count,
         transition=Continue.MAX_OUTPUT_TOKENS_ESCALATE,
         collapse=it.collapse,
@@ -141,7 +144,7 @@ async def max_output_tokens_recovery(
         max_output_tokens_override=state.max_output_tokens_override,
         pending_tool_use_summary=None,
         stop_hook_active=state.stop_hook_active,
-        stop_hook_blocks=state.stop_hook_blocks,
+        stop_hook_blocks=0,
         turn_count=state.turn_count,
         transition=Continue.MAX_OUTPUT_TOKENS_RECOVERY,
         collapse=it.collapse,
@@ -168,7 +171,7 @@ async def reactive_compact_retry(
         max_output_tokens_override=state.max_output_tokens_override,
         pending_tool_use_summary=None,
         stop_hook_active=state.stop_hook_active,
-        stop_hook_blocks=state.stop_hook_blocks,
+        stop_hook_blocks=0,
         turn_count=state.turn_count,
         transition=Continue.REACTIVE_COMPACT_RETRY,
         collapse=CollapseStore(committed=it.collapse.committed),
@@ -197,7 +200,7 @@ async def collapse_drain_retry(
         max_output_tokens_override=state.max_output_tokens_override,
         pending_tool_use_summary=None,
         stop_hook_active=state.stop_hook_active,
-        stop_hook_blocks=state.stop_hook_blocks,
+        stop_hook_blocks=0,
         turn_count=state.turn_count,
         transition=Continue.COLLAPSE_DRAIN_RETRY,
         collapse=drained,
@@ -250,7 +253,7 @@ async def token_budget_continuation(
         max_output_tokens_override=None,
         pending_tool_use_summary=None,
         stop_hook_active=state.stop_hook_active,
-        stop_hook_blocks=state.stop_hook_blocks,
+        stop_hook_blocks=0,
         turn_count=state.turn_count,
         transition=Continue.TOKEN_BUDGET_CONTINUATION,
         collapse=it.collapse,
@@ -306,11 +309,32 @@ def surface_cut_output(run: Run, state: LoopState, it: Iteration, facts: Facts) 
     )
 
 
+def override_stop_block(run: Run, state: LoopState, it: Iteration, facts: Facts) -> Iteration:
+    """`completed` although a Stop hook blocked: the table ended the turn because the
+    hook blocked once too often in a row. Claude Code tells the user, as a warning,
+    and its feedback does not reach the model."""
+    if facts.stop_blocked:
+        run.emit(
+            Notice(
+                "hook",
+                f"Stop hook blocked the turn from ending {state.stop_hook_blocks + 1} "
+                "consecutive times: overriding it and ending the turn (a Stop hook "
+                "should check stop_hook_active in its input and let the turn end "
+                "while it is true; CLAUDE_CODE_STOP_HOOK_BLOCK_CAP raises the limit)",
+            )
+        )
+    return it
+
+
+def completed(run: Run, state: LoopState, it: Iteration, facts: Facts) -> Iteration:
+    return surface_cut_output(run, state, override_stop_block(run, state, it, facts), facts)
+
+
 OnEdgeFn = Callable[[Run, LoopState, Iteration, Facts], Iteration]
 
 ON_EDGE: dict[str, OnEdgeFn] = {
     MODEL_FALLBACK: switch_model,
-    Terminal.COMPLETED: surface_cut_output,
+    Terminal.COMPLETED: completed,
 }
 """What taking an edge does to the iteration, for edges that end it or retry it in place."""
 

@@ -67,6 +67,7 @@ TERMINAL_REASONS = frozenset(t.value for t in Terminal)
 MODEL_FALLBACK = "model_fallback"
 MAX_OUTPUT_RECOVERY_LIMIT = 3
 MAX_STOP_HOOK_BLOCKS = 8
+"""Claude Code's default cap on Stop-hook blocks in a row (`RunConfig.stop_hook_block_cap`)."""
 
 Guard = Callable[["LoopState", "Facts"], bool]
 
@@ -151,13 +152,15 @@ EDGES: tuple[Edge, ...] = (
     _edge(P.STOP_HOOKS, T.STOP_HOOK_PREVENTED, T.STOP_HOOK_PREVENTED,
           "a stop hook prevents continuing", lambda s, f: f.hook_prevented),
     _edge(P.STOP_HOOKS, C.STOP_HOOK_BLOCKING, P.PREPROCESS,
-          "stop hooks returned blocking errors or context to go on with, "
-          f"fewer than {MAX_STOP_HOOK_BLOCKS} in a row",
-          lambda s, f: bool(f.blocking_errors or f.stop_context)
-          and s.stop_hook_blocks < MAX_STOP_HOOK_BLOCKS),
+          "stop hooks returned blocking errors or context to go on with, fewer than the "
+          f"block cap in a row ({MAX_STOP_HOOK_BLOCKS} by default; none if 0 or less)",
+          lambda s, f: f.stop_blocked
+          and (f.block_cap <= 0 or s.stop_hook_blocks < f.block_cap)),
     _edge(P.STOP_HOOKS, C.TOKEN_BUDGET_CONTINUATION, P.PREPROCESS,
-          "token budget not spent", lambda s, f: f.budget_nudge is not None),
-    _edge(P.STOP_HOOKS, T.COMPLETED, T.COMPLETED, "otherwise"),
+          "token budget not spent, no stop hook blocked",
+          lambda s, f: f.budget_nudge is not None and not f.stop_blocked),
+    _edge(P.STOP_HOOKS, T.COMPLETED, T.COMPLETED,
+          "otherwise (a block past the cap is overridden)"),
 
     _edge(P.TOOL_EXECUTION, T.ABORTED_TOOLS, T.ABORTED_TOOLS,
           "interrupted while tools ran", lambda s, f: f.aborted),

@@ -356,6 +356,7 @@ async def stop_hooks(run: Run, state: LoopState, it: Iteration) -> tuple[Iterati
         blocking_errors=tuple(outcome.blocking_errors),
         stop_context=tuple(outcome.additional_context),
         budget_nudge=token_budget_nudge(run.config, state, it),
+        block_cap=run.config.stop_hook_block_cap,
     )
 
 

@@ -18,7 +18,7 @@ from cattrs.gen import make_dict_unstructure_fn, override
 
 from fsm_agent.codec import converter, unstructure_hook
 from fsm_agent.jsontext import canonical
-from fsm_agent.machine import Continue
+from fsm_agent.machine import MAX_STOP_HOOK_BLOCKS, Continue
 from fsm_agent.messages import Message, ToolResultBlock, ToolUseBlock, Usage
 
 _EMPTY_DIGEST = hashlib.sha256(b"transcript").hexdigest()
@@ -221,7 +221,8 @@ class LoopState:
     `collapse`, `budget` and `usage` live in mutable module or closure state
     in Claude Code; here they are fields so that a state is whole and a
     replay can rebuild it step by step. `stop_hook_blocks` counts consecutive
-    `stop_hook_blocking` continues: after 8 the turn ends anyway.
+    `stop_hook_blocking` continues, as Claude Code's `stopHookBlockingCount`:
+    every other continue resets it, and a block past the cap (8) is overridden.
     """
 
     messages: Transcript
@@ -320,7 +321,14 @@ class Facts:
     blocking_errors: tuple[str, ...] = ()
     stop_context: tuple[str, ...] = ()
     budget_nudge: str | None = None
+    block_cap: int = MAX_STOP_HOOK_BLOCKS
+    """The run's `stop_hook_block_cap`: 0 or less, no cap."""
     max_turns: int | None = None
+
+    @property
+    def stop_blocked(self) -> bool:
+        """A Stop hook asked the model to go on (a block, or context to go on with)."""
+        return bool(self.blocking_errors or self.stop_context)
 
 
 NO_FACTS = Facts()
