@@ -1,8 +1,9 @@
 """Running one turn's tool calls: each through its pipeline, safe ones together.
 
 A call's pipeline is Claude Code's: input validation against the tool's
-schema, PreToolUse hooks, the permission check (and the user's answer if it
-asks), the tool itself, PostToolUse hooks. Every step that touches the world
+schema, PreToolUse hooks, the permission check (and if it asks, the
+PermissionRequest hooks, then the user's answer), the tool itself,
+PostToolUse hooks. Every step that touches the world
 is an effect, so a replay answers it from the log.
 
 Consecutive concurrency-safe calls (Read, Glob, Grep) run together, at most
@@ -316,8 +317,8 @@ class ToolExecutor:
         key: str = "",
     ) -> CallResult:
         """One call's pipeline. A call started early (`cancel`, `key`) whose stream fails
-        before its tool starts is discarded: after its PreToolUse hooks if they were
-        running, or while the user is asked."""
+        before its tool starts is discarded: after its PreToolUse or PermissionRequest
+        hooks if they were running, or while the user is asked."""
 
         def refused(
             text: ToolResultContent,

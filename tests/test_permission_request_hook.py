@@ -379,3 +379,31 @@ def test_a_log_that_does_not_say_what_it_listened_to_replays_without_the_event(
     (tmp_path / "older.jsonl").write_text("\n".join(older) + "\n")
     assert replay(log).messages == result.messages
     assert replay(tmp_path / "older.jsonl").messages == result.messages
+
+
+def test_ctrl_c_while_the_hooks_run_ends_the_run_interrupted(
+    workspace: Path, tmp_path: Path
+) -> None:
+    from fsm_agent.effects import AbortSignal
+    from fsm_agent.session import arun_scenario
+
+    hook = script(tmp_path / "slow.sh", f"sleep 8\necho '{json.dumps(decision('allow'))}'\n")
+    turns = [_tool_turn(("t1", "Bash", {"command": ASKED})), {"content": "done"}]
+    scenario = Scenario.parse({"prompt": "go", "settings": settings_with(hook), "turns": turns})
+    log = tmp_path / "run.jsonl"
+    abort = AbortSignal()
+
+    async def main() -> Any:
+        asyncio.get_running_loop().call_later(0.5, abort.set)
+        return await arun_scenario(scenario, cwd=workspace, log=log, abort=abort)
+
+    result = asyncio.run(main())
+    assert result.reason == "aborted_tools"
+    assert _results(result)["t1"].text == "[Request interrupted by user for tool use]"
+    assert not (workspace / "made").exists()
+    again = replay(log)
+    assert (again.path, again.reason, again.messages) == (
+        result.path,
+        result.reason,
+        result.messages,
+    )
