@@ -407,3 +407,36 @@ def test_ctrl_c_while_the_hooks_run_ends_the_run_interrupted(
         result.reason,
         result.messages,
     )
+
+
+def test_a_call_started_early_whose_stream_fails_while_the_hooks_run_goes_no_further(
+    workspace: Path, tmp_path: Path
+) -> None:
+    """A Read started while the model streamed, asked about (its file is outside): the
+    stream fails while its PermissionRequest hook runs, so, allowed or not, it is
+    discarded after the hook (a `discarded` effect says so) and never reads."""
+    from fsm_agent.effects import model_failed
+    from tests.test_tool_executor import _effects
+
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "notes.txt").write_text("outside notes\n")
+    hook = answering(tmp_path, decision("allow"))
+    settings = settings_with(hook)
+    settings["hooks"]["PermissionRequest"][0]["matcher"] = "Read"
+    call = {"type": "tool_use", "id": "r1", "name": "Read",
+            "input": {"file_path": str(outside / "notes.txt")}}  # fmt: skip
+    turn = {"content": [call], "error": {"kind": "connection", "message": "connection reset"}}
+    data = {"prompt": "go", "settings": settings, "turns": [turn]}
+    log = tmp_path / "run.jsonl"
+    result = run_scenario(Scenario.parse(data), cwd=workspace, log=log)
+    assert result.reason == "model_error"
+    assert _results(result)["r1"].text == model_failed("connection: connection reset")
+    assert len(requests(tmp_path)) == 1
+    pipeline = ("hooks", "permission", "ask_permission", "tool", "discarded")
+    ran = [(e["name"], e["request"]) for e in _effects(log) if e["name"] in pipeline]
+    assert [r if n == "discarded" else n for n, r in ran] == [
+        "permission", "hooks", "1:r1:requested"
+    ]  # fmt: skip
+    proc = fsm("replay", "--check", str(log))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
