@@ -251,6 +251,8 @@ def interpret(event: str, run: HookRun) -> HookOutcome:
     specific = (data or {}).get("hookSpecificOutput") or {}
     if not isinstance(specific, dict):
         specific = {}
+    if event == "PermissionRequest":
+        return _requested(run, data, specific, stderr)
     reason = (data or {}).get("reason") or specific.get("permissionDecisionReason")
     messages: list[str] = []
     blocking: list[str] = []
@@ -297,6 +299,49 @@ def interpret(event: str, run: HookRun) -> HookOutcome:
         updated_input=updated if isinstance(updated, dict) and event == "PreToolUse" else None,
         updated_outputs=() if output is None else (output,),
         messages=tuple(messages),
+    )
+
+
+def _requested(
+    run: HookRun, data: dict[str, Any] | None, specific: dict[str, Any], stderr: str
+) -> HookOutcome:
+    """A PermissionRequest hook's answer: `hookSpecificOutput.decision`, whose `behavior`
+    is allow or deny; an allow may carry `updatedInput`, a deny a `message` for the model
+    and `interrupt`. Claude Code reads nothing else as a decision: exit 2 decides
+    nothing (a non-blocking error, as any other failing code), and the JSON is honoured
+    whatever the exit code."""
+    name = "PermissionRequest hook"
+    messages: list[str] = []
+    if run.code != 0 and data is None:
+        first = stderr.splitlines()[0] if stderr else ""
+        messages.append(f"{name} error: Failed with non-blocking status code {run.code}: {first}")
+    if data is None:
+        return HookOutcome(messages=tuple(messages))
+    if isinstance(data.get("systemMessage"), str):
+        messages.append(_cap(data["systemMessage"]))
+    decision = specific.get("decision")
+    if not isinstance(decision, dict):
+        decision = {}
+    behavior = decision.get("behavior")
+    behavior = behavior if behavior in ("allow", "deny") else None
+    message = decision.get("message")
+    updated = decision.get("updatedInput")
+    if behavior == "allow" and decision.get("updatedPermissions"):
+        messages.append(
+            f"{name} `{run.command}` returned updatedPermissions, which fsm-agent does not "
+            "apply: only this call is allowed"
+        )
+    stop = data.get("continue") is False
+    return HookOutcome(
+        prevent_continuation=stop,
+        stop_reason=_cap(str(data.get("stopReason") or f"stopped by {name}")) if stop else None,
+        permission_decision=behavior,
+        permission_reason=(
+            _cap(message) if behavior == "deny" and isinstance(message, str) and message else None
+        ),
+        updated_input=updated if behavior == "allow" and isinstance(updated, dict) else None,
+        messages=tuple(messages),
+        interrupt=behavior == "deny" and decision.get("interrupt") is True,
     )
 
 

@@ -186,8 +186,8 @@ class ToolFinished:
 class ToolRefused:
     """A call answered without running: a bad input, a hook, a permission, a stop.
 
-    `denied` when a permission (a rule, the user, a PreToolUse hook) said no:
-    `claude -p` lists those as `permission_denials`.
+    `denied` when a permission (a rule, the user, a PreToolUse or PermissionRequest
+    hook) said no: `claude -p` lists those as `permission_denials`.
     """
 
     block: ToolUseBlock

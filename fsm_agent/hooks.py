@@ -21,8 +21,10 @@ class HookOutcome:
     PreToolUse: the call is refused; PostToolUse: shown next to the result;
     UserPromptSubmit: the prompt is blocked); `prevent_continuation` ends the
     run (`stop_hook_prevented`, or `hook_stopped` during tools).
-    `permission_decision` is a PreToolUse hook's allow/deny/ask/defer;
-    `updated_input` replaces the tool's whole input; `updated_outputs` are the
+    `permission_decision` is a PreToolUse hook's allow/deny/ask/defer, or a
+    PermissionRequest hook's allow/deny (`decision.behavior`; its `message` is the
+    `permission_reason`, its `interrupt` is `interrupt`: the run ends as if the user
+    had pressed Ctrl-C); `updated_input` replaces the tool's whole input; `updated_outputs` are the
     replacements of a tool's output PostToolUse hooks gave (`updatedToolOutput`), in
     the hooks' order: the last that fits the tool's output shape is what the model
     reads (the executor checks, as Claude Code does); `additional_context`
@@ -41,6 +43,7 @@ class HookOutcome:
     updated_outputs: tuple[Any, ...] = ()
     messages: tuple[str, ...] = ()
     interrupted: bool = False
+    interrupt: bool = False
 
 
 NO_OPINION = HookOutcome()
@@ -78,6 +81,7 @@ def merge(outcomes: Sequence[HookOutcome]) -> HookOutcome:
         updated_outputs=tuple(u for o in outcomes for u in o.updated_outputs),
         messages=tuple(m for o in outcomes for m in o.messages),
         interrupted=any(o.interrupted for o in outcomes),
+        interrupt=any(o.interrupt for o in outcomes if o.permission_decision == "deny"),
     )
 
 

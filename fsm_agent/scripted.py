@@ -71,6 +71,7 @@ ScriptedEvent = Literal[
     "PreToolUse",
     "PostToolUse",
     "PostToolUseFailure",
+    "PermissionRequest",
     "Stop",
     "PreCompact",
     "PostCompact",
@@ -269,9 +270,10 @@ def _misfit(scenario: Scenario) -> str | None:
                     )
                 first[block.id] = at
     for event, outcomes in scenario.hooks.items():
+        decisions = ("allow", "deny") if event == "PermissionRequest" else PERMISSION_PRECEDENCE
         for n, outcome in enumerate(outcomes):
-            if outcome.permission_decision not in (None, *PERMISSION_PRECEDENCE):
-                known = ", ".join(repr(d) for d in PERMISSION_PRECEDENCE)
+            if outcome.permission_decision not in (None, *decisions):
+                known = ", ".join(repr(d) for d in decisions)
                 return (
                     f"invalid value, expected one of {known} or null "
                     f"@ $.hooks['{event}'][{n}].permission_decision"

@@ -1,8 +1,9 @@
 """Running one turn's tool calls: each through its pipeline, safe ones together.
 
 A call's pipeline is Claude Code's: input validation against the tool's
-schema, PreToolUse hooks, the permission check (and the user's answer if it
-asks), the tool itself, PostToolUse hooks. Every step that touches the world
+schema, PreToolUse hooks, the permission check (and if it asks, the
+PermissionRequest hooks, then the user's answer), the tool itself,
+PostToolUse hooks. Every step that touches the world
 is an effect, so a replay answers it from the log.
 
 Consecutive concurrency-safe calls (Read, Glob, Grep) run together, at most
@@ -19,6 +20,7 @@ it ends unanswered.
 from __future__ import annotations
 
 import asyncio
+import enum
 import itertools
 import os
 from collections.abc import Callable, Coroutine, Iterable, Mapping, Sequence
@@ -69,6 +71,26 @@ class CallResult:
     discarded: bool = False
     """A call started early whose stream failed before its tool began: it went no
     further, and has no result of its own."""
+
+
+@frozen
+class Refusal:
+    """Why a call does not run, for the model: denied (`denied`: `claude -p` lists it),
+    stopped by a hook (`stop`), or cut by the user or a hook's interrupt (`interrupted`)."""
+
+    text: str
+    stop: str | None = None
+    interrupted: bool = False
+    denied: bool = True
+
+
+@frozen
+class Grant:
+    """A call may run: with `tool_input` (a PermissionRequest hook may have replaced it),
+    reaching the paths outside the workspace in `paths`."""
+
+    paths: tuple[str, ...]
+    tool_input: dict[str, Any]
 
 
 @frozen
@@ -295,13 +317,18 @@ class ToolExecutor:
         key: str = "",
     ) -> CallResult:
         """One call's pipeline. A call started early (`cancel`, `key`) whose stream fails
-        before its tool starts is discarded: after its PreToolUse hooks if they were
-        running, or while the user is asked."""
+        before its tool starts is discarded: after its PreToolUse or PermissionRequest
+        hooks if they were running, or while the user is asked."""
 
-        def refused(text: str, stop: str | None = None, denied: bool = False) -> CallResult:
+        def refused(
+            text: ToolResultContent,
+            stop: str | None = None,
+            denied: bool = False,
+            interrupted: bool = False,
+        ) -> CallResult:
             result = ToolResultBlock(block.id, text, True)
             self.emit(ToolRefused(block, result, denied))
-            return CallResult(result, block.name, {}, stop)
+            return CallResult(result, block.name, {}, stop, interrupted)
 
         if invalid is not None:
             return refused(f"<tool_use_error>{invalid}</tool_use_error>")
@@ -332,16 +359,22 @@ class ToolExecutor:
             problem = self._validate(block.name, tool_input)
             if problem is not None:
                 return refused(problem)
-        verdict = await self._permission(block, tool_input, pre, cancel)
+        verdict = await self._permission(block, tool_input, pre, cancel, key)
         if verdict is None:
             return _discarded(block)
-        if isinstance(verdict, str):
-            return refused(with_text(verdict, _reminders(pre)), denied=True)  # type: ignore[arg-type]
+        if isinstance(verdict, Refusal):
+            return refused(
+                with_text(verdict.text, _reminders(pre)),
+                verdict.stop,
+                verdict.denied,
+                verdict.interrupted,
+            )
+        tool_input = verdict.tool_input
         self.emit(ToolStarted(block))
         env = ToolEnv(
             cwd=self.config.cwd,
             read_files=read_files,
-            additional_dirs=self.config.permissions.additional_directories + verdict,
+            additional_dirs=self.config.permissions.additional_directories + verdict.paths,
             permission_mode=self.config.permission_mode,
             cancel=cancel,
             wants_response=self.wants_response,
@@ -410,13 +443,16 @@ class ToolExecutor:
         tool_input: dict[str, Any],
         pre: HookOutcome,
         cancel: AbortSignal | None,
-    ) -> tuple[str, ...] | str | None:
-        """The paths granted outside the workspace, or the denial the model should read;
-        None if the question to the user was withdrawn (`cancel`: the stream failed)."""
+        key: str = "",
+    ) -> Grant | Refusal | None:
+        """Whether the call may run, and with what; None if it was discarded while it
+        waited for PermissionRequest hooks or the user (`cancel`: the stream failed)."""
         name = block.name
         if pre.permission_decision == "deny":
             why = pre.permission_reason or "no reason given"
-            return f"<tool_use_error>A PreToolUse hook denied {name}: {why}</tool_use_error>"
+            return Refusal(
+                f"<tool_use_error>A PreToolUse hook denied {name}: {why}</tool_use_error>"
+            )
         mode = self.config.permission_mode
         # dontAsk is default with every question denied; a hook's allow skips the question
         # (deny and ask rules still hold), so the rules are asked as in default mode.
@@ -425,22 +461,26 @@ class ToolExecutor:
             PermissionRequest(name, tool_input, judged)
         )
         if decision.behavior == "deny":
-            return f"<tool_use_error>{decision.reason}</tool_use_error>"
+            return Refusal(f"<tool_use_error>{decision.reason}</tool_use_error>")
         behavior = decision.behavior
         if pre.permission_decision in ("ask", "defer"):
             behavior = "ask"
         elif pre.permission_decision == "allow" and decision.rule is None and not decision.outside:
             behavior = "allow"
         if behavior == "allow":
-            return decision.grant
+            return Grant(decision.grant, tool_input)
         reason = decision.reason
         if pre.permission_decision in ("ask", "defer") and pre.permission_reason:
             reason = pre.permission_reason
         if mode == "dontAsk":
-            return (
+            return Refusal(
                 f"<tool_use_error>Permission to use {name} was denied: {reason}; permission "
                 "mode dontAsk denies what is not allowed.</tool_use_error>"
             )
+        if self.config.has_hooks("PermissionRequest"):
+            settled = await self._requested(block, tool_input, decision, judged, cancel, key)
+            if not isinstance(settled, Undecided):
+                return settled
         question = PermissionAsk(name, tool_input, reason, decision.suggestion, decision.outside)
         hooked = pre.permission_decision in ("ask", "defer")
         recheck = None if hooked else PermissionRequest(name, tool_input, judged)
@@ -448,22 +488,92 @@ class ToolExecutor:
         if answer == CANCELLED and cancel is not None:
             return None
         if answer in (ALLOW_ONCE, ALLOW_ALWAYS):
-            return decision.outside or decision.grant
+            return Grant(decision.outside or decision.grant, tool_input)
         if answer == NO_TERMINAL:
             hint = (
                 f" To allow it, add a rule such as `{decision.suggestion}` to permissions.allow."
                 if decision.suggestion
                 else ""
             )
-            return (
+            return Refusal(
                 f"<tool_use_error>Permission to use {name} was denied: {reason}, and there is "
                 f"no terminal to ask the user (permission mode {mode}).{hint} Do not retry "
                 "this call; do the task another way or say what is needed.</tool_use_error>"
             )
-        return (
+        return Refusal(
             f"<tool_use_error>The user denied permission to use {name} ({reason}). "
             "Do not retry this call; ask the user how to proceed.</tool_use_error>"
         )
+
+    async def _requested(
+        self,
+        block: ToolUseBlock,
+        tool_input: dict[str, Any],
+        decision: Decision,
+        mode: str,
+        cancel: AbortSignal | None,
+        key: str,
+    ) -> Grant | Refusal | Undecided | None:
+        """The PermissionRequest hooks' answer to a call that would be asked, as Claude
+        Code asks them where its permission dialog would show (and in `-p`, where
+        none can): an allow stands for the user's yes, a deny for their no; with no
+        opinion (`UNDECIDED`) the user is asked, or without a terminal the call is
+        denied. An allow's `updatedInput` is validated and judged again: a deny rule
+        still holds for what would actually run."""
+        name = block.name
+        payload = self._payload("PermissionRequest", block, tool_input)
+        del payload["tool_use_id"]  # Claude Code's PermissionRequest input has none
+        if decision.suggestion:
+            payload["permission_suggestions"] = [_suggested(decision.suggestion)]
+        outcome = await consult(self.effects.run_hooks, self.emit, "PermissionRequest", payload)
+        if outcome.interrupted:
+            return Refusal(INTERRUPTED, interrupted=True, denied=False)
+        if outcome.prevent_continuation:
+            reason = outcome.stop_reason or "stopped by a PermissionRequest hook"
+            return Refusal(
+                f"Execution stopped by PermissionRequest hook: {reason}", reason, denied=False
+            )
+        if cancel is not None and self.effects.discarded(f"{key}:requested", cancel):
+            return None
+        if outcome.permission_decision == "deny":
+            why = outcome.permission_reason or "no reason given"
+            return Refusal(
+                f"<tool_use_error>A PermissionRequest hook denied {name}: {why}</tool_use_error>",
+                interrupted=outcome.interrupt,
+            )
+        if outcome.permission_decision != "allow":
+            return UNDECIDED
+        if outcome.updated_input is None:
+            return Grant(decision.outside or decision.grant, tool_input)
+        updated = outcome.updated_input
+        problem = self._validate(name, updated)
+        if problem is not None:
+            return Refusal(problem, denied=False)
+        again: Decision = await self.effects.check_permission(
+            PermissionRequest(name, updated, mode)
+        )
+        if again.behavior == "deny":
+            return Refusal(f"<tool_use_error>{again.reason}</tool_use_error>")
+        return Grant(again.outside or again.grant, updated)
+
+
+class Undecided(enum.Enum):
+    """The PermissionRequest hooks did not decide: the question goes to the user."""
+
+    UNDECIDED = "undecided"
+
+
+UNDECIDED = Undecided.UNDECIDED
+
+
+def _suggested(rule: str) -> dict[str, Any]:
+    """The rule an "always" answer would add, as Claude Code suggests it to the hook: a
+    `PermissionUpdate` adding it for the rest of the session (the run, here)."""
+    tool, _, content = rule.partition("(")
+    value: dict[str, Any] = {"toolName": tool}
+    if content.endswith(")"):
+        value["ruleContent"] = content[:-1]
+    return {"type": "addRules", "rules": [value], "behavior": "allow", "destination": "session"}
 
 
 def reads_of(calls: Iterable[CallResult]) -> dict[str, float]:

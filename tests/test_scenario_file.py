@@ -192,7 +192,8 @@ TURN_KEYS = (
 )
 OUTCOME_KEYS = (
     "blocking_errors, prevent_continuation, stop_reason, additional_context, "
-    "permission_decision, permission_reason, updated_input, updated_outputs, messages, interrupted"
+    "permission_decision, permission_reason, updated_input, updated_outputs, messages, "
+    "interrupted, interrupt"
 )
 
 
@@ -233,7 +234,8 @@ OUTCOME_KEYS = (
         (
             {"turns": [], "hooks": {"Stpo": [{"blocking_errors": ["Run the tests first."]}]}},
             "invalid value, expected one of 'SessionStart', 'UserPromptSubmit', 'PreToolUse', "
-            "'PostToolUse', 'PostToolUseFailure', 'Stop', 'PreCompact', 'PostCompact' "
+            "'PostToolUse', 'PostToolUseFailure', 'PermissionRequest', 'Stop', 'PreCompact', "
+            "'PostCompact' "
             "@ $.hooks['Stpo']",
         ),
     ],
