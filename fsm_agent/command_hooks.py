@@ -39,6 +39,9 @@ SESSION_END_MAX_S = 60.0
 sets, up to a minute (Claude Code's), so a hook cannot hold the exit for ten."""
 MAX_OUTPUT_CHARS = 10_000
 MAX_CAPTURE_BYTES = 4 * 1024 * 1024
+MAX_JSON_DEPTH = 100
+"""A hook's JSON answer nested deeper is not taken: no log line could hold it (the log's
+converter recurses per level, orjson stops at 255), and no hook's answer needs it."""
 """What is kept of each of a hook's streams: room for a JSON answer whose `updatedInput`
 is large, while a hook that prints without end cannot fill the memory until its timeout."""
 _SIMPLE_MATCHER = r"[A-Za-z0-9_ ,|-]*"
@@ -224,14 +227,35 @@ def _cap(text: str) -> str:
     return text[:MAX_OUTPUT_CHARS] + f"\n… [{len(text) - MAX_OUTPUT_CHARS} characters cut]"
 
 
-def _json_output(stdout: str) -> dict[str, Any] | None:
+def _json_output(stdout: str) -> tuple[dict[str, Any] | None, bool]:
+    """The hook's JSON answer, if it gave one; and whether it was nested too deeply to
+    be taken (then None, as an answer that does not parse)."""
     if not stdout.lstrip().startswith("{"):
-        return None
+        return None, False
     try:
         value = json.loads(stdout)
-    except (json.JSONDecodeError, RecursionError):
-        return None
-    return value if isinstance(value, dict) else None
+    except RecursionError:
+        return None, True
+    except json.JSONDecodeError:
+        return None, False
+    if not isinstance(value, dict):
+        return None, False
+    if _deeper_than(value, MAX_JSON_DEPTH):
+        return None, True
+    return value, False
+
+
+def _deeper_than(value: Any, limit: int) -> bool:
+    stack = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if depth > limit:
+            return True
+        if isinstance(item, dict):
+            stack.extend((v, depth + 1) for v in item.values())
+        elif isinstance(item, list):
+            stack.extend((v, depth + 1) for v in item)
+    return False
 
 
 def interpret(event: str, run: HookRun) -> HookOutcome:
@@ -246,7 +270,7 @@ def interpret(event: str, run: HookRun) -> HookOutcome:
         )
     if run.code is None:
         return HookOutcome(messages=(f"{name} `{run.command}` timed out; its output is ignored",))
-    data = _json_output(run.stdout)
+    data, too_deep = _json_output(run.stdout)
     stderr = _cap(run.stderr.strip())
     specific = (data or {}).get("hookSpecificOutput") or {}
     if not isinstance(specific, dict):
@@ -255,6 +279,11 @@ def interpret(event: str, run: HookRun) -> HookOutcome:
         return _requested(run, data, specific, stderr)
     reason = (data or {}).get("reason") or specific.get("permissionDecisionReason")
     messages: list[str] = []
+    if too_deep:
+        messages.append(
+            f"{name} `{run.command}`: its JSON output is nested more than {MAX_JSON_DEPTH} "
+            "levels deep, too deeply to be recorded; ignored"
+        )
     blocking: list[str] = []
     context: list[str] = []
     decision = specific.get("permissionDecision")

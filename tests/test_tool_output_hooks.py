@@ -343,3 +343,31 @@ def test_what_a_replacement_cannot_carry_is_left_out(workspace: Path) -> None:
     path = os.path.join(os.path.realpath(workspace), "empty.txt")
     assert edit.content == f"The file {path} has been updated successfully."
     assert rendered("Edit", True, edit.response) == f"File created successfully at: {path}"
+
+
+def test_a_hook_answer_nested_too_deeply_for_the_log_is_ignored_with_a_note(
+    workspace: Path, tmp_path: Path
+) -> None:
+    """JSON nested hundreds deep parses, but no log line can hold it: the run once died
+    with a RecursionError writing the hooks effect. Now the answer is not taken as JSON
+    (as one that does not parse), a note says why, and the run goes on and replays."""
+    junk: list[Any] = []
+    for _ in range(900):
+        junk = [junk]
+    result, records, notices = _bash_run(workspace, tmp_path, {**REDACTED, "junk": junk})
+    sent = _sent_after_the_tool(result, records)
+    assert "SECRET" in sent and "REDACTED" not in sent
+    (note,) = [n.text for n in notices]
+    assert "nested more than 100 levels deep" in note
+    check = fsm("replay", str(tmp_path / "run.jsonl"), "--check")
+    assert check.returncode == 0, check.stderr
+
+
+def test_a_pre_tool_use_answer_nested_too_deeply_is_not_taken() -> None:
+    deep: Any = "x"
+    for _ in range(300):
+        deep = {"k": deep}
+    answer = {"hookSpecificOutput": {"permissionDecision": "allow", "updatedInput": deep}}
+    outcome = interpret("PreToolUse", HookRun("c", 0, json.dumps(answer), ""))
+    assert outcome.updated_input is None and outcome.permission_decision is None
+    assert outcome.messages and "nested more than 100 levels" in outcome.messages[0]
