@@ -25,7 +25,6 @@ import contextlib
 import os
 import re
 import shlex
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from attrs import evolve
@@ -37,9 +36,15 @@ EVENT = "SessionStart"
 _FILE = re.compile(r"sessionstart-hook-(\d+)\.sh")
 
 
+def _root() -> str:
+    """`~/.claude/session-env`, absolute: hooks and commands run in the workspace, not
+    where the process started, so a relative `HOME` must not be read from there."""
+    return os.path.join(os.path.abspath(os.path.expanduser("~")), ".claude", "session-env")
+
+
 def directory_for(session_id: str) -> str:
     """Where a session's files go, Claude Code's place: per session, out of the workspace."""
-    return str(Path(os.path.expanduser("~")) / ".claude" / "session-env" / session_id)
+    return os.path.join(_root(), session_id)
 
 
 def with_session_env(config: RunConfig, session_id: str) -> RunConfig:

@@ -277,3 +277,17 @@ def test_a_home_where_no_directory_can_be_made_runs_the_hooks_without_the_variab
     assert results(result)[0].content == "[unset]"
     assert seen.read_text() == "unset\n"
     assert home.read_text() == "a file, not a directory"
+
+
+def test_a_relative_home_still_gives_the_hook_and_the_commands_one_file(
+    tmp_path: Path, workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The hook runs in the workspace, the process elsewhere: a relative `HOME` once named
+    a directory made under the one and a file written under the other."""
+    (tmp_path / "rel").mkdir()
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("HOME", "rel")
+    monkeypatch.delenv("CLAUDE_ENV_FILE", raising=False)
+    result = run(workspace, tmp_path / "run.jsonl", session_start(APPEND), SHOW)
+    assert results(result)[0].content == "[hello there]"
+    assert list((tmp_path / "rel" / ".claude" / "session-env").iterdir())
