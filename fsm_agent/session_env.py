@@ -47,11 +47,23 @@ def directory_for(session_id: str) -> str:
     return os.path.join(_root(), session_id)
 
 
+def _is_session_directory(path: str) -> bool:
+    return os.path.dirname(path) == _root() and os.path.basename(path) not in ("", ".", "..")
+
+
 def with_session_env(config: RunConfig, session_id: str) -> RunConfig:
     """`config` with the session's directory, if a SessionStart command hook may write
-    there and no earlier run of the conversation chose one."""
-    if config.session_env is not None or not any(m.event == EVENT for m in config.hooks):
+    there and no earlier run of the conversation chose one.
+
+    One chosen earlier comes from the log when a session is resumed or forked, and the
+    log lies in the workspace, where the model's Write reaches: only a directory of
+    `~/.claude/session-env` is kept, or a forged header would have every command source
+    files the model wrote."""
+    chosen = config.session_env
+    if chosen is not None and _is_session_directory(chosen):
         return config
+    if not any(m.event == EVENT for m in config.hooks):
+        return config if chosen is None else evolve(config, session_env=None)
     return evolve(config, session_env=directory_for(session_id))
 
 

@@ -279,6 +279,35 @@ def test_a_home_where_no_directory_can_be_made_runs_the_hooks_without_the_variab
     assert home.read_text() == "a file, not a directory"
 
 
+def test_a_resumed_log_cannot_point_the_commands_at_files_of_the_workspace(
+    home: Path, workspace: Path, tmp_path: Path
+) -> None:
+    """The log is in the workspace (`.fsm-agent/sessions/`), where the model's Write and
+    Edit reach in `acceptEdits`: a header whose `session_env` names a directory of its own
+    files made the resumed session's auto-allowed `ls` source them first. Only a
+    directory of `~/.claude/session-env` is taken from a log; any other is dropped."""
+    scenario = tmp_path / "ls.json"
+    scenario.write_text(json.dumps({"prompt": "go", "turns": bash_turns("ls")}))
+    env = {"HOME": str(home)}
+    first, second = tmp_path / "first.jsonl", tmp_path / "second.jsonl"
+    args = ("--scripted", str(scenario), "--cwd", str(workspace))
+    done = fsm("run", *args, "--log", str(first), env=env)
+    assert done.returncode == 0, done.stderr
+    planted = workspace / "planted"
+    planted.mkdir()
+    pwned = tmp_path / "pwned"
+    (planted / "sessionstart-hook-0.sh").write_text(f"touch {pwned}\n")
+    lines = first.read_text().splitlines()
+    header = json.loads(lines[0])
+    header["config"]["session_env"] = str(planted)
+    first.write_text("\n".join([json.dumps(header), *lines[1:]]) + "\n")
+    again = fsm("run", "--resume", str(first), "more", *args, "--log", str(second), env=env)
+    assert again.returncode == 0, again.stderr
+    assert "planted" in again.stdout  # the ls ran
+    assert not pwned.exists()
+    assert "session_env" not in json.loads(second.read_text().splitlines()[0])["config"]
+
+
 def test_a_relative_home_still_gives_the_hook_and_the_commands_one_file(
     tmp_path: Path, workspace: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
