@@ -177,6 +177,22 @@ def test_the_variables_do_not_undo_what_keeps_commands_in_the_workspace(
     assert bare.content == "explicit"
 
 
+@pytest.mark.parametrize("body", ['cd() { builtin cd "$@" && ls; }', "cd {outside}; cd() { :; }"])
+def test_a_cd_function_of_the_files_neither_speaks_nor_stays_elsewhere(
+    body: str, home: Path, workspace: Path, tmp_path: Path
+) -> None:
+    """Dotfiles define `cd` as a function (`cd and list`, nvm's, rvm's): the return to
+    the workspace is the shell's own `cd`, so the function neither adds its listing to
+    every command's output nor, doing nothing, leaves the command where the file went."""
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (workspace / "marker").write_text("")
+    hook = f"echo '{body.replace('{outside}', str(outside))}' >> \"$CLAUDE_ENV_FILE\""
+    result = run(workspace, tmp_path / "run.jsonl", session_start(hook), "pwd")
+    (here,) = results(result)
+    assert here.content == str(workspace)
+
+
 def test_the_file_is_protected_where_the_workspace_holds_it(home: Path, tmp_path: Path) -> None:
     """With the home as workspace, `~/.claude` is a protected directory: a Write there is
     asked about in every mode (denied without a terminal), so the model cannot put code
