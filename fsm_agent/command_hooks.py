@@ -23,6 +23,7 @@ from attrs import evolve, frozen
 
 from fsm_agent import session_env
 from fsm_agent.hooks import NO_OPINION, HookOutcome, merge
+from fsm_agent.jsontext import MAX_DEPTH, deeper_than
 
 if TYPE_CHECKING:
     from fsm_agent.config import RunConfig
@@ -39,9 +40,8 @@ SESSION_END_MAX_S = 60.0
 sets, up to a minute (Claude Code's), so a hook cannot hold the exit for ten."""
 MAX_OUTPUT_CHARS = 10_000
 MAX_CAPTURE_BYTES = 4 * 1024 * 1024
-MAX_JSON_DEPTH = 100
-"""A hook's JSON answer nested deeper is not taken: no log line could hold it (the log's
-converter recurses per level, orjson stops at 255), and no hook's answer needs it."""
+MAX_JSON_DEPTH = MAX_DEPTH
+"""A hook's JSON answer nested deeper is not taken: no log line could hold it."""
 """What is kept of each of a hook's streams: room for a JSON answer whose `updatedInput`
 is large, while a hook that prints without end cannot fill the memory until its timeout."""
 _SIMPLE_MATCHER = r"[A-Za-z0-9_ ,|-]*"
@@ -240,22 +240,9 @@ def _json_output(stdout: str) -> tuple[dict[str, Any] | None, bool]:
         return None, False
     if not isinstance(value, dict):
         return None, False
-    if _deeper_than(value, MAX_JSON_DEPTH):
+    if deeper_than(value, MAX_JSON_DEPTH):
         return None, True
     return value, False
-
-
-def _deeper_than(value: Any, limit: int) -> bool:
-    stack = [(value, 1)]
-    while stack:
-        item, depth = stack.pop()
-        if depth > limit:
-            return True
-        if isinstance(item, dict):
-            stack.extend((v, depth + 1) for v in item.values())
-        elif isinstance(item, list):
-            stack.extend((v, depth + 1) for v in item)
-    return False
 
 
 def interpret(event: str, run: HookRun) -> HookOutcome:
