@@ -112,8 +112,18 @@ def files(directory: str | None) -> list[str]:
 
 def source_chain(directory: str | None) -> str | None:
     """The shell that sources the session's files, each if the one before sourced, and
-    leaves the shell with the failure's status (the command then does not run)."""
+    leaves the shell with the failure's status (the command then does not run), saying
+    which file failed: the status alone would read as the command's own failure."""
     paths = files(directory)
     if not paths:
         return None
-    return "{ " + " && ".join(f". {shlex.quote(p)}" for p in paths) + "; } || exit"
+    return "; ".join(_source(p) for p in paths)
+
+
+def _source(path: str) -> str:
+    why = (
+        "fsm-agent: the command did not run: sourcing %s (the CLAUDE_ENV_FILE of a "
+        "SessionStart hook) returned %s\\n"
+    )
+    quoted = shlex.quote(path)
+    return f'. {quoted} || {{ s=$?; printf {shlex.quote(why)} {quoted} "$s" >&2; exit "$s"; }}'

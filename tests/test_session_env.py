@@ -122,7 +122,14 @@ def test_a_file_that_does_not_source_keeps_the_command_from_running(
         session_start('echo false >> "$CLAUDE_ENV_FILE"'),
         "touch ran",
     )
-    assert results(failing)[0].content == "Exit code 1"
+    (block,) = results(failing)
+    assert isinstance(block.content, str)
+    first, why = block.content.splitlines()
+    assert first == "Exit code 1"
+    assert why.startswith("fsm-agent: the command did not run: sourcing ")
+    assert why.endswith(
+        "/sessionstart-hook-0.sh (the CLAUDE_ENV_FILE of a SessionStart hook) returned 1"
+    )
     assert not (workspace / "ran").exists()
 
 
