@@ -233,16 +233,22 @@ def _json_output(stdout: str) -> tuple[dict[str, Any] | None, bool]:
     if not stdout.lstrip().startswith("{"):
         return None, False
     try:
-        value = json.loads(stdout)
+        value = json.loads(stdout, parse_constant=_no_constant)
     except RecursionError:
         return None, True
-    except json.JSONDecodeError:
+    except ValueError:  # JSONDecodeError, or NaN/Infinity
         return None, False
     if not isinstance(value, dict):
         return None, False
     if deeper_than(value, MAX_JSON_DEPTH):
         return None, True
     return value, False
+
+
+def _no_constant(name: str) -> Any:
+    """Python's json reads `NaN` and `Infinity`, which JSON (Claude Code's JSON.parse)
+    does not, and which the log would write as null: a replay would judge another value."""
+    raise ValueError(f"{name} is not a JSON number")
 
 
 def interpret(event: str, run: HookRun) -> HookOutcome:

@@ -371,3 +371,31 @@ def test_a_pre_tool_use_answer_nested_too_deeply_is_not_taken() -> None:
     outcome = interpret("PreToolUse", HookRun("c", 0, json.dumps(answer), ""))
     assert outcome.updated_input is None and outcome.permission_decision is None
     assert outcome.messages and "nested more than 100 levels" in outcome.messages[0]
+
+
+def test_a_replacement_with_nan_or_infinity_is_not_json_and_the_run_replays(
+    workspace: Path, tmp_path: Path
+) -> None:
+    """Python's json takes `NaN` and `Infinity`, which JSON (and Claude Code's
+    JSON.parse) does not, and which the log writes as null: a Glob replacement with
+    `"durationMs": Infinity` fitted live, not on replay, so the replay diverged. Such
+    output is not JSON, as in Claude Code: no replacement, and the replay agrees."""
+    (workspace / "a.txt").write_text("")
+    out = '{"filenames": ["FAKE"], "durationMs": Infinity, "numFiles": 1, "truncated": false}'
+    answer = '{"hookSpecificOutput": {"hookEventName": "PostToolUse", "updatedToolOutput": %s}}'
+    (tmp_path / "answer.json").write_text(answer % out)
+    hook = script(tmp_path / "h.sh", f'cat > /dev/null\ncat "{tmp_path / "answer.json"}"\n')
+    settings = {"hooks": {"PostToolUse": [{"matcher": "Glob", "hooks": [
+        {"type": "command", "command": hook}]}]}}  # fmt: skip
+    call = {"type": "tool_use", "id": "t1", "name": "Glob", "input": {"pattern": "*.txt"}}
+    data = {
+        "prompt": "go",
+        "settings": settings,
+        "turns": [{"content": [call]}, {"content": "Done."}],
+    }
+    log = tmp_path / "run.jsonl"
+    result = run_scenario(Scenario.parse(data), cwd=workspace, log=log)
+    (block,) = [b for b in result.messages[2].content if isinstance(b, ToolResultBlock)]
+    assert block.content == str(workspace / "a.txt")
+    check = fsm("replay", str(log), "--check")
+    assert check.returncode == 0, check.stdout + check.stderr
