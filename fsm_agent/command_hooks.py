@@ -219,6 +219,8 @@ class HookRun:
     stdout: str
     stderr: str
     unstarted: str | None = None
+    stdout_cut: int = 0
+    """Bytes of stdout past `MAX_CAPTURE_BYTES`, dropped."""
 
 
 def _cap(text: str) -> str:
@@ -272,6 +274,11 @@ def interpret(event: str, run: HookRun) -> HookOutcome:
         return _requested(run, data, specific, stderr)
     reason = (data or {}).get("reason") or specific.get("permissionDecisionReason")
     messages: list[str] = []
+    if data is None and run.stdout_cut and run.stdout.lstrip().startswith("{"):
+        messages.append(
+            f"{name} `{run.command}`: its output passed {MAX_CAPTURE_BYTES // 2**20} MB and "
+            f"was cut ({run.stdout_cut} bytes), so its JSON answer is not read"
+        )
     if too_deep:
         messages.append(
             f"{name} `{run.command}`: its JSON output is nested more than {MAX_JSON_DEPTH} "
@@ -405,7 +412,9 @@ async def run_command(
     except OSError as exc:
         return HookRun(hook.command, None, "", "", unstarted=str(exc))
     try:
-        out, err = await asyncio.wait_for(_exchange(proc, stdin), hook.timeout or default_timeout)
+        (out, cut), (err, _) = await asyncio.wait_for(
+            _exchange(proc, stdin), hook.timeout or default_timeout
+        )
     except TimeoutError:
         _kill(proc.pid)
         await proc.wait()
@@ -415,10 +424,12 @@ async def run_command(
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(proc.wait(), 1.0)
         raise
-    return HookRun(hook.command, proc.returncode, out, err)
+    return HookRun(hook.command, proc.returncode, out, err, stdout_cut=cut)
 
 
-async def _exchange(proc: asyncio.subprocess.Process, stdin: bytes) -> tuple[str, str]:
+async def _exchange(
+    proc: asyncio.subprocess.Process, stdin: bytes
+) -> tuple[tuple[str, int], tuple[str, int]]:
     """`communicate`, keeping at most `MAX_CAPTURE_BYTES` of each stream (and saying
     how much was cut); the rest is read and dropped so the hook can run to its end."""
     assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
@@ -438,7 +449,7 @@ async def _feed(pipe: asyncio.StreamWriter, data: bytes) -> None:
         pipe.close()
 
 
-async def _capture(stream: asyncio.StreamReader) -> str:
+async def _capture(stream: asyncio.StreamReader) -> tuple[str, int]:
     kept = bytearray()
     cut = 0
     while chunk := await stream.read(65536):
@@ -446,7 +457,7 @@ async def _capture(stream: asyncio.StreamReader) -> str:
         kept += chunk[:room]
         cut += max(0, len(chunk) - room)
     text = kept.decode("utf-8", errors="replace")
-    return f"{text}\n… [{cut} bytes cut]" if cut else text
+    return (f"{text}\n… [{cut} bytes cut]" if cut else text), cut
 
 
 class CommandHooks:

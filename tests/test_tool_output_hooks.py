@@ -399,3 +399,18 @@ def test_a_replacement_with_nan_or_infinity_is_not_json_and_the_run_replays(
     assert block.content == str(workspace / "a.txt")
     check = fsm("replay", str(log), "--check")
     assert check.returncode == 0, check.stdout + check.stderr
+
+
+def test_a_replacement_past_the_capture_limit_is_not_taken_silently(
+    workspace: Path, tmp_path: Path
+) -> None:
+    """A hook's stdout is kept up to 4 MB; a longer JSON answer, cut, no longer parses.
+    It was dropped without a word, so a redacting hook's failure went unseen and the
+    model read what it was to hide: a ⚠ line now says the answer was cut."""
+    huge = {**REDACTED, "stdout": "R" * (5 * 1024 * 1024)}
+    result, records, notices = _bash_run(workspace, tmp_path, huge)
+    assert "SECRET" in _sent_after_the_tool(result, records)
+    (note,) = [n.text for n in notices]
+    assert note.startswith("PostToolUse hook `")
+    assert "`: its output passed 4 MB and was cut (" in note
+    assert note.endswith(" bytes), so its JSON answer is not read")
