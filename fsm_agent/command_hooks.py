@@ -40,10 +40,10 @@ SESSION_END_MAX_S = 60.0
 sets, up to a minute (Claude Code's), so a hook cannot hold the exit for ten."""
 MAX_OUTPUT_CHARS = 10_000
 MAX_CAPTURE_BYTES = 4 * 1024 * 1024
-MAX_JSON_DEPTH = MAX_DEPTH
-"""A hook's JSON answer nested deeper is not taken: no log line could hold it."""
 """What is kept of each of a hook's streams: room for a JSON answer whose `updatedInput`
 is large, while a hook that prints without end cannot fill the memory until its timeout."""
+MAX_JSON_DEPTH = MAX_DEPTH
+"""A hook's JSON answer nested deeper is not taken: no log line could hold it."""
 _SIMPLE_MATCHER = r"[A-Za-z0-9_ ,|-]*"
 """Compiled by `re` on first use (and cached there), not at import: replay runs no hooks."""
 
