@@ -1020,10 +1020,17 @@ def _fork(
     point = ForkPoint(step=fork_at)
     if edit_effect is not None:
         number, file = edit_effect
+        from fsm_agent.jsontext import MAX_DEPTH, deeper_than
+
+        deep = f"{file}: cannot read the edited result: nested more than {MAX_DEPTH} levels deep"
         try:
             result = json.loads(file.read_text(encoding="utf-8"))
         except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
             fail(f"{file}: cannot read the edited result: {exc}")
+        except RecursionError:
+            fail(deep)
+        if deeper_than(result):
+            fail(deep)
         point = ForkPoint(effect=number, result=result)
     abort = AbortSignal()
     changes: dict[str, Any] = {"cwd": _workspace(cwd)}

@@ -23,6 +23,7 @@ from attrs import evolve, frozen
 
 from fsm_agent import session_env
 from fsm_agent.hooks import NO_OPINION, HookOutcome, merge
+from fsm_agent.jsontext import MAX_DEPTH, deeper_than
 
 if TYPE_CHECKING:
     from fsm_agent.config import RunConfig
@@ -41,6 +42,8 @@ MAX_OUTPUT_CHARS = 10_000
 MAX_CAPTURE_BYTES = 4 * 1024 * 1024
 """What is kept of each of a hook's streams: room for a JSON answer whose `updatedInput`
 is large, while a hook that prints without end cannot fill the memory until its timeout."""
+MAX_JSON_DEPTH = MAX_DEPTH
+"""A hook's JSON answer nested deeper is not taken: no log line could hold it."""
 _SIMPLE_MATCHER = r"[A-Za-z0-9_ ,|-]*"
 """Compiled by `re` on first use (and cached there), not at import: replay runs no hooks."""
 
@@ -216,6 +219,8 @@ class HookRun:
     stdout: str
     stderr: str
     unstarted: str | None = None
+    stdout_cut: int = 0
+    """Bytes of stdout past `MAX_CAPTURE_BYTES`, dropped."""
 
 
 def _cap(text: str) -> str:
@@ -224,14 +229,28 @@ def _cap(text: str) -> str:
     return text[:MAX_OUTPUT_CHARS] + f"\n… [{len(text) - MAX_OUTPUT_CHARS} characters cut]"
 
 
-def _json_output(stdout: str) -> dict[str, Any] | None:
+def _json_output(stdout: str) -> tuple[dict[str, Any] | None, bool]:
+    """The hook's JSON answer, if it gave one; and whether it was nested too deeply to
+    be taken (then None, as an answer that does not parse)."""
     if not stdout.lstrip().startswith("{"):
-        return None
+        return None, False
     try:
-        value = json.loads(stdout)
-    except (json.JSONDecodeError, RecursionError):
-        return None
-    return value if isinstance(value, dict) else None
+        value = json.loads(stdout, parse_constant=_no_constant)
+    except RecursionError:
+        return None, True
+    except ValueError:  # JSONDecodeError, or NaN/Infinity
+        return None, False
+    if not isinstance(value, dict):
+        return None, False
+    if deeper_than(value, MAX_JSON_DEPTH):
+        return None, True
+    return value, False
+
+
+def _no_constant(name: str) -> Any:
+    """Python's json reads `NaN` and `Infinity`, which JSON (Claude Code's JSON.parse)
+    does not, and which the log would write as null: a replay would judge another value."""
+    raise ValueError(f"{name} is not a JSON number")
 
 
 def interpret(event: str, run: HookRun) -> HookOutcome:
@@ -246,7 +265,7 @@ def interpret(event: str, run: HookRun) -> HookOutcome:
         )
     if run.code is None:
         return HookOutcome(messages=(f"{name} `{run.command}` timed out; its output is ignored",))
-    data = _json_output(run.stdout)
+    data, too_deep = _json_output(run.stdout)
     stderr = _cap(run.stderr.strip())
     specific = (data or {}).get("hookSpecificOutput") or {}
     if not isinstance(specific, dict):
@@ -255,6 +274,16 @@ def interpret(event: str, run: HookRun) -> HookOutcome:
         return _requested(run, data, specific, stderr)
     reason = (data or {}).get("reason") or specific.get("permissionDecisionReason")
     messages: list[str] = []
+    if data is None and run.stdout_cut and run.stdout.lstrip().startswith("{"):
+        messages.append(
+            f"{name} `{run.command}`: its output passed {MAX_CAPTURE_BYTES // 2**20} MB and "
+            f"was cut ({run.stdout_cut} bytes), so its JSON answer is not read"
+        )
+    if too_deep:
+        messages.append(
+            f"{name} `{run.command}`: its JSON output is nested more than {MAX_JSON_DEPTH} "
+            "levels deep, too deeply to be recorded; ignored"
+        )
     blocking: list[str] = []
     context: list[str] = []
     decision = specific.get("permissionDecision")
@@ -383,7 +412,9 @@ async def run_command(
     except OSError as exc:
         return HookRun(hook.command, None, "", "", unstarted=str(exc))
     try:
-        out, err = await asyncio.wait_for(_exchange(proc, stdin), hook.timeout or default_timeout)
+        (out, cut), (err, _) = await asyncio.wait_for(
+            _exchange(proc, stdin), hook.timeout or default_timeout
+        )
     except TimeoutError:
         _kill(proc.pid)
         await proc.wait()
@@ -393,10 +424,12 @@ async def run_command(
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(proc.wait(), 1.0)
         raise
-    return HookRun(hook.command, proc.returncode, out, err)
+    return HookRun(hook.command, proc.returncode, out, err, stdout_cut=cut)
 
 
-async def _exchange(proc: asyncio.subprocess.Process, stdin: bytes) -> tuple[str, str]:
+async def _exchange(
+    proc: asyncio.subprocess.Process, stdin: bytes
+) -> tuple[tuple[str, int], tuple[str, int]]:
     """`communicate`, keeping at most `MAX_CAPTURE_BYTES` of each stream (and saying
     how much was cut); the rest is read and dropped so the hook can run to its end."""
     assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
@@ -416,7 +449,7 @@ async def _feed(pipe: asyncio.StreamWriter, data: bytes) -> None:
         pipe.close()
 
 
-async def _capture(stream: asyncio.StreamReader) -> str:
+async def _capture(stream: asyncio.StreamReader) -> tuple[str, int]:
     kept = bytearray()
     cut = 0
     while chunk := await stream.read(65536):
@@ -424,7 +457,7 @@ async def _capture(stream: asyncio.StreamReader) -> str:
         kept += chunk[:room]
         cut += max(0, len(chunk) - room)
     text = kept.decode("utf-8", errors="replace")
-    return f"{text}\n… [{cut} bytes cut]" if cut else text
+    return (f"{text}\n… [{cut} bytes cut]" if cut else text), cut
 
 
 class CommandHooks:

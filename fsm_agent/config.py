@@ -70,7 +70,8 @@ class RunConfig:
     session_env: str | None = None
     """The directory of the session's `CLAUDE_ENV_FILE`s, which its Bash commands source
     (`fsm_agent.session_env`): the conversation's first run sets it when a SessionStart
-    command hook may write there; its later runs and a `--resume` keep it."""
+    command hook may write there; its later runs and a `--resume` keep it (a directory
+    that is not one of `~/.claude/session-env` is dropped: it may come from a log)."""
     autocompact: bool = True
     snip_threshold: int | None = field(default=None, validator=optional(ge(0)))
     path_rules: tuple[PathRule, ...] = ()

@@ -19,6 +19,9 @@ from typing import Any
 
 import orjson
 
+MAX_DEPTH = 100
+"""JSON from outside (a hook's answer, a scenario) nested deeper is refused: writing it
+to the log recurses per level (cattrs; orjson stops at 255), and nothing needs it."""
 _LONG_NUMBER = re.compile(rb"\d{20}")
 _SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
 
@@ -58,3 +61,17 @@ def loads(data: bytes | str) -> Any:
         if _SURROGATE_ESCAPE.search(raw):
             return json.loads(raw)
         raise
+
+
+def deeper_than(value: Any, limit: int = MAX_DEPTH) -> bool:
+    """Whether `value` nests objects and arrays more than `limit` levels deep."""
+    stack = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if depth > limit:
+            return True
+        if isinstance(item, dict):
+            stack.extend((v, depth + 1) for v in item.values())
+        elif isinstance(item, list):
+            stack.extend((v, depth + 1) for v in item)
+    return False

@@ -33,6 +33,7 @@ from fsm_agent.events import (
     StreamEvent,
 )
 from fsm_agent.hooks import NO_OPINION, PERMISSION_PRECEDENCE, HookOutcome
+from fsm_agent.jsontext import MAX_DEPTH, deeper_than
 from fsm_agent.messages import (
     ContentBlock,
     RedactedThinkingBlock,
@@ -205,6 +206,10 @@ class Scenario:
     def parse(cls, data: Any, where: str = "scenario") -> Scenario:
         if not isinstance(data, dict) or not isinstance(data.get("turns"), list):
             raise ScenarioError(f"{where}: a scenario is an object with a 'turns' list")
+        if deeper_than(data):
+            raise ScenarioError(
+                f"{where}: not a valid Scenario: nested more than {MAX_DEPTH} levels deep"
+            )
         turns = [_text_shorthand(turn) for turn in data["turns"]]
         try:
             scenario: Scenario = structure({**data, "turns": turns}, cls)

@@ -25,7 +25,6 @@ import contextlib
 import os
 import re
 import shlex
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from attrs import evolve
@@ -37,16 +36,34 @@ EVENT = "SessionStart"
 _FILE = re.compile(r"sessionstart-hook-(\d+)\.sh")
 
 
+def _root() -> str:
+    """`~/.claude/session-env`, absolute: hooks and commands run in the workspace, not
+    where the process started, so a relative `HOME` must not be read from there."""
+    return os.path.join(os.path.abspath(os.path.expanduser("~")), ".claude", "session-env")
+
+
 def directory_for(session_id: str) -> str:
     """Where a session's files go, Claude Code's place: per session, out of the workspace."""
-    return str(Path(os.path.expanduser("~")) / ".claude" / "session-env" / session_id)
+    return os.path.join(_root(), session_id)
+
+
+def _is_session_directory(path: str) -> bool:
+    return os.path.dirname(path) == _root() and os.path.basename(path) not in ("", ".", "..")
 
 
 def with_session_env(config: RunConfig, session_id: str) -> RunConfig:
     """`config` with the session's directory, if a SessionStart command hook may write
-    there and no earlier run of the conversation chose one."""
-    if config.session_env is not None or not any(m.event == EVENT for m in config.hooks):
+    there and no earlier run of the conversation chose one.
+
+    One chosen earlier comes from the log when a session is resumed or forked, and the
+    log lies in the workspace, where the model's Write reaches: only a directory of
+    `~/.claude/session-env` is kept, or a forged header would have every command source
+    files the model wrote."""
+    chosen = config.session_env
+    if chosen is not None and _is_session_directory(chosen):
         return config
+    if not any(m.event == EVENT for m in config.hooks):
+        return config if chosen is None else evolve(config, session_env=None)
     return evolve(config, session_env=directory_for(session_id))
 
 
@@ -95,8 +112,18 @@ def files(directory: str | None) -> list[str]:
 
 def source_chain(directory: str | None) -> str | None:
     """The shell that sources the session's files, each if the one before sourced, and
-    leaves the shell with the failure's status (the command then does not run)."""
+    leaves the shell with the failure's status (the command then does not run), saying
+    which file failed: the status alone would read as the command's own failure."""
     paths = files(directory)
     if not paths:
         return None
-    return "{ " + " && ".join(f". {shlex.quote(p)}" for p in paths) + "; } || exit"
+    return "; ".join(_source(p) for p in paths)
+
+
+def _source(path: str) -> str:
+    why = (
+        "fsm-agent: the command did not run: sourcing %s (the CLAUDE_ENV_FILE of a "
+        "SessionStart hook) returned %s\\n"
+    )
+    quoted = shlex.quote(path)
+    return f'. {quoted} || {{ s=$?; printf {shlex.quote(why)} {quoted} "$s" >&2; exit "$s"; }}'

@@ -377,7 +377,12 @@ def test_interpretation_of_exit_codes_and_json() -> None:
 
 def test_output_nested_too_deeply_for_json_is_plain_text_not_a_crash() -> None:
     deep = '{"a": ' + "[" * 100_000 + "]" * 100_000 + "}"
-    assert interpret("PreToolUse", HookRun("c", 0, deep, "")) == HookOutcome()
+    outcome = interpret("PreToolUse", HookRun("c", 0, deep, ""))
+    assert outcome.permission_decision is None and outcome.updated_input is None
+    assert outcome.messages == (
+        "PreToolUse hook `c`: its JSON output is nested more than 100 levels deep, too "
+        "deeply to be recorded; ignored",
+    )
     assert interpret("Stop", HookRun("c", 2, deep, "no")).blocking_errors == ("[c]: no",)
 
 

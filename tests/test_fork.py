@@ -187,6 +187,26 @@ def test_bad_fork_requests_are_one_line_errors(
     assert len(proc.stderr.splitlines()) == 1
 
 
+@pytest.mark.parametrize("depth", [400, 100_000])
+def test_an_edited_result_nested_too_deeply_is_a_one_line_error(
+    parent: Path, alt: Path, elsewhere: Path, tmp_path: Path, depth: int
+) -> None:
+    """400 levels parse but no log line holds them; 100,000 do not even parse: both
+    once ended the fork in a RecursionError."""
+    edited = tmp_path / "deep.json"
+    edited.write_text('{"content": ' + "[" * depth + "]" * depth + "}")
+    proc = fsm(
+        "replay", str(parent), "--edit-effect", "1", str(edited), "--scripted", str(alt),
+        "--cwd", str(elsewhere), "--log", str(tmp_path / "f.jsonl"),
+    )  # fmt: skip
+    assert proc.returncode == 2
+    assert proc.stderr == (
+        f"fsm-agent: error: {edited}: cannot read the edited result: nested more than "
+        "100 levels deep\n"
+    )
+    assert not (tmp_path / "f.jsonl").exists()
+
+
 def test_fork_point_is_checked_before_anything_runs(parent: Path, elsewhere: Path) -> None:
     with pytest.raises(ForkError, match="no step -1"):
         fork(parent, ForkPoint(step=-1), elsewhere, elsewhere / "f.jsonl")

@@ -374,6 +374,32 @@ def test_a_file_nested_too_deeply_for_json_is_one_error(tmp_path: Path) -> None:
         Scenario.load(deep)
 
 
+@pytest.mark.parametrize("where", ["updated_outputs", "input"])
+def test_a_value_nested_too_deeply_for_the_log_is_one_error(
+    tmp_path: Path, workspace: Path, where: str
+) -> None:
+    """JSON that parses but that the log cannot hold (a hook's `updated_outputs`, a
+    tool's input, 400 levels deep) once died with a RecursionError mid-run, the log
+    cut short; it is refused as the scenario loads."""
+    junk: list[Any] = []
+    for _ in range(400):
+        junk = [junk]
+    call = {"type": "tool_use", "id": "t1", "name": "Bash", "input": {"command": "echo hi"}}
+    data: dict[str, Any] = {"prompt": "go", "turns": [{"content": [call]}, {"content": "ok"}]}
+    if where == "input":
+        call["input"]["j"] = junk
+    else:
+        out = {"stdout": "X", "stderr": "", "interrupted": False, "j": junk}
+        data["hooks"] = {"PostToolUse": [{"updated_outputs": [out]}]}
+    path = tmp_path / "deep.json"
+    path.write_text(json.dumps(data))
+    done = fsm("run", "--scripted", str(path), "--cwd", str(workspace))
+    assert done.returncode == 2
+    assert done.stderr == (
+        f"fsm-agent: error: {path}: not a valid Scenario: nested more than 100 levels deep\n"
+    )
+
+
 def test_a_scenarios_manual_mode_runs_and_is_reported_as_default(
     tmp_path: Path, workspace: Path
 ) -> None:

@@ -122,7 +122,14 @@ def test_a_file_that_does_not_source_keeps_the_command_from_running(
         session_start('echo false >> "$CLAUDE_ENV_FILE"'),
         "touch ran",
     )
-    assert results(failing)[0].content == "Exit code 1"
+    (block,) = results(failing)
+    assert isinstance(block.content, str)
+    first, why = block.content.splitlines()
+    assert first == "Exit code 1"
+    assert why.startswith("fsm-agent: the command did not run: sourcing ")
+    assert why.endswith(
+        "/sessionstart-hook-0.sh (the CLAUDE_ENV_FILE of a SessionStart hook) returned 1"
+    )
     assert not (workspace / "ran").exists()
 
 
@@ -175,6 +182,22 @@ def test_the_variables_do_not_undo_what_keeps_commands_in_the_workspace(
     assert here.content == str(workspace)
     assert where.content == str(workspace / "sub")
     assert bare.content == "explicit"
+
+
+@pytest.mark.parametrize("body", ['cd() { builtin cd "$@" && ls; }', "cd {outside}; cd() { :; }"])
+def test_a_cd_function_of_the_files_neither_speaks_nor_stays_elsewhere(
+    body: str, home: Path, workspace: Path, tmp_path: Path
+) -> None:
+    """Dotfiles define `cd` as a function (`cd and list`, nvm's, rvm's): the return to
+    the workspace is the shell's own `cd`, so the function neither adds its listing to
+    every command's output nor, doing nothing, leaves the command where the file went."""
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (workspace / "marker").write_text("")
+    hook = f"echo '{body.replace('{outside}', str(outside))}' >> \"$CLAUDE_ENV_FILE\""
+    result = run(workspace, tmp_path / "run.jsonl", session_start(hook), "pwd")
+    (here,) = results(result)
+    assert here.content == str(workspace)
 
 
 def test_the_file_is_protected_where_the_workspace_holds_it(home: Path, tmp_path: Path) -> None:
@@ -277,3 +300,46 @@ def test_a_home_where_no_directory_can_be_made_runs_the_hooks_without_the_variab
     assert results(result)[0].content == "[unset]"
     assert seen.read_text() == "unset\n"
     assert home.read_text() == "a file, not a directory"
+
+
+def test_a_resumed_log_cannot_point_the_commands_at_files_of_the_workspace(
+    home: Path, workspace: Path, tmp_path: Path
+) -> None:
+    """The log is in the workspace (`.fsm-agent/sessions/`), where the model's Write and
+    Edit reach in `acceptEdits`: a header whose `session_env` names a directory of its own
+    files made the resumed session's auto-allowed `ls` source them first. Only a
+    directory of `~/.claude/session-env` is taken from a log; any other is dropped."""
+    scenario = tmp_path / "ls.json"
+    scenario.write_text(json.dumps({"prompt": "go", "turns": bash_turns("ls")}))
+    env = {"HOME": str(home)}
+    first, second = tmp_path / "first.jsonl", tmp_path / "second.jsonl"
+    args = ("--scripted", str(scenario), "--cwd", str(workspace))
+    done = fsm("run", *args, "--log", str(first), env=env)
+    assert done.returncode == 0, done.stderr
+    planted = workspace / "planted"
+    planted.mkdir()
+    pwned = tmp_path / "pwned"
+    (planted / "sessionstart-hook-0.sh").write_text(f"touch {pwned}\n")
+    lines = first.read_text().splitlines()
+    header = json.loads(lines[0])
+    header["config"]["session_env"] = str(planted)
+    first.write_text("\n".join([json.dumps(header), *lines[1:]]) + "\n")
+    again = fsm("run", "--resume", str(first), "more", *args, "--log", str(second), env=env)
+    assert again.returncode == 0, again.stderr
+    assert "planted" in again.stdout  # the ls ran
+    assert not pwned.exists()
+    assert "session_env" not in json.loads(second.read_text().splitlines()[0])["config"]
+
+
+def test_a_relative_home_still_gives_the_hook_and_the_commands_one_file(
+    tmp_path: Path, workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The hook runs in the workspace, the process elsewhere: a relative `HOME` once named
+    a directory made under the one and a file written under the other."""
+    (tmp_path / "rel").mkdir()
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("HOME", "rel")
+    monkeypatch.delenv("CLAUDE_ENV_FILE", raising=False)
+    result = run(workspace, tmp_path / "run.jsonl", session_start(APPEND), SHOW)
+    assert results(result)[0].content == "[hello there]"
+    assert list((tmp_path / "rel" / ".claude" / "session-env").iterdir())

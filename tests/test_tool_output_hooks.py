@@ -343,3 +343,74 @@ def test_what_a_replacement_cannot_carry_is_left_out(workspace: Path) -> None:
     path = os.path.join(os.path.realpath(workspace), "empty.txt")
     assert edit.content == f"The file {path} has been updated successfully."
     assert rendered("Edit", True, edit.response) == f"File created successfully at: {path}"
+
+
+def test_a_hook_answer_nested_too_deeply_for_the_log_is_ignored_with_a_note(
+    workspace: Path, tmp_path: Path
+) -> None:
+    """JSON nested hundreds deep parses, but no log line can hold it: the run once died
+    with a RecursionError writing the hooks effect. Now the answer is not taken as JSON
+    (as one that does not parse), a note says why, and the run goes on and replays."""
+    junk: list[Any] = []
+    for _ in range(900):
+        junk = [junk]
+    result, records, notices = _bash_run(workspace, tmp_path, {**REDACTED, "junk": junk})
+    sent = _sent_after_the_tool(result, records)
+    assert "SECRET" in sent and "REDACTED" not in sent
+    (note,) = [n.text for n in notices]
+    assert "nested more than 100 levels deep" in note
+    check = fsm("replay", str(tmp_path / "run.jsonl"), "--check")
+    assert check.returncode == 0, check.stderr
+
+
+def test_a_pre_tool_use_answer_nested_too_deeply_is_not_taken() -> None:
+    deep: Any = "x"
+    for _ in range(300):
+        deep = {"k": deep}
+    answer = {"hookSpecificOutput": {"permissionDecision": "allow", "updatedInput": deep}}
+    outcome = interpret("PreToolUse", HookRun("c", 0, json.dumps(answer), ""))
+    assert outcome.updated_input is None and outcome.permission_decision is None
+    assert outcome.messages and "nested more than 100 levels" in outcome.messages[0]
+
+
+def test_a_replacement_with_nan_or_infinity_is_not_json_and_the_run_replays(
+    workspace: Path, tmp_path: Path
+) -> None:
+    """Python's json takes `NaN` and `Infinity`, which JSON (and Claude Code's
+    JSON.parse) does not, and which the log writes as null: a Glob replacement with
+    `"durationMs": Infinity` fitted live, not on replay, so the replay diverged. Such
+    output is not JSON, as in Claude Code: no replacement, and the replay agrees."""
+    (workspace / "a.txt").write_text("")
+    out = '{"filenames": ["FAKE"], "durationMs": Infinity, "numFiles": 1, "truncated": false}'
+    answer = '{"hookSpecificOutput": {"hookEventName": "PostToolUse", "updatedToolOutput": %s}}'
+    (tmp_path / "answer.json").write_text(answer % out)
+    hook = script(tmp_path / "h.sh", f'cat > /dev/null\ncat "{tmp_path / "answer.json"}"\n')
+    settings = {"hooks": {"PostToolUse": [{"matcher": "Glob", "hooks": [
+        {"type": "command", "command": hook}]}]}}  # fmt: skip
+    call = {"type": "tool_use", "id": "t1", "name": "Glob", "input": {"pattern": "*.txt"}}
+    data = {
+        "prompt": "go",
+        "settings": settings,
+        "turns": [{"content": [call]}, {"content": "Done."}],
+    }
+    log = tmp_path / "run.jsonl"
+    result = run_scenario(Scenario.parse(data), cwd=workspace, log=log)
+    (block,) = [b for b in result.messages[2].content if isinstance(b, ToolResultBlock)]
+    assert block.content == str(workspace / "a.txt")
+    check = fsm("replay", str(log), "--check")
+    assert check.returncode == 0, check.stdout + check.stderr
+
+
+def test_a_replacement_past_the_capture_limit_is_not_taken_silently(
+    workspace: Path, tmp_path: Path
+) -> None:
+    """A hook's stdout is kept up to 4 MB; a longer JSON answer, cut, no longer parses.
+    It was dropped without a word, so a redacting hook's failure went unseen and the
+    model read what it was to hide: a ⚠ line now says the answer was cut."""
+    huge = {**REDACTED, "stdout": "R" * (5 * 1024 * 1024)}
+    result, records, notices = _bash_run(workspace, tmp_path, huge)
+    assert "SECRET" in _sent_after_the_tool(result, records)
+    (note,) = [n.text for n in notices]
+    assert note.startswith("PostToolUse hook `")
+    assert "`: its output passed 4 MB and was cut (" in note
+    assert note.endswith(" bytes), so its JSON answer is not read")

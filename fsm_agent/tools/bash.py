@@ -266,11 +266,11 @@ def with_session_env(command: str, directory: str | None, cwd: str) -> str:
     """`command` after the session's `CLAUDE_ENV_FILE`s (`fsm_agent.session_env`), all on
     its first line, so what the shell says of the command keeps its line numbers; and
     in the workspace still, where the permission check judged it from, whatever the
-    files did (a `cd`, `CDPATH`)."""
+    files did (a `cd`, `CDPATH`, a `cd` function: the shell's own `cd` goes back)."""
     chain = source_chain(directory)
     if chain is None:
         return command
-    return f"{chain}; {REASSERT} cd -- {shlex.quote(cwd)} || exit; {command}"
+    return f"{chain}; {REASSERT} builtin cd -- {shlex.quote(cwd)} || exit; {command}"
 
 
 def _viewed(command: str, env: ToolEnv) -> dict[str, float]:
