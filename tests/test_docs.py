@@ -108,6 +108,14 @@ def test_the_run_options_table_is_the_run_command_s() -> None:
     assert documented == options_of(cli.commands["run"])
 
 
+def test_the_environment_table_names_every_variable_the_code_reads_or_sets() -> None:
+    rows = table(text("cli.md"), "| variable | meaning |")
+    documented = {row[0].strip("`") for row in rows}
+    code = "\n".join(p.read_text() for p in (ROOT / "fsm_agent").rglob("*.py"))
+    used = set(re.findall(r"[\"']((?:ANTHROPIC|CLAUDE|FSM_AGENT)_[A-Z_]+)[\"']", code))
+    assert documented == used
+
+
 def test_the_exit_code_table_is_the_code_s() -> None:
     rows = table(text("cli.md"), "| code | meaning |")
     reasons = {int(code): re.match(r"`(\w+)`", meaning) for code, meaning in rows}
