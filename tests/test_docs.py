@@ -108,6 +108,16 @@ def test_the_run_options_table_is_the_run_command_s() -> None:
     assert documented == options_of(cli.commands["run"])
 
 
+def test_every_option_of_the_other_commands_is_documented() -> None:
+    """`chat` takes `run`'s options but the output's; the others' are in cli.md or replay.md."""
+    output = {"--output-format", "--include-partial-messages"}
+    assert options_of(cli.commands["chat"]) == options_of(cli.commands["run"]) - output
+    docs = text("cli.md") + text("replay.md")
+    for name in ("sessions", "replay", "coverage", "graph"):
+        for option in options_of(cli.commands[name]):
+            assert re.search(rf"`[^`]*{option}\b", docs), f"{name} {option}"
+
+
 def test_the_environment_table_names_every_variable_the_code_reads_or_sets() -> None:
     rows = table(text("cli.md"), "| variable | meaning |")
     documented = {row[0].strip("`") for row in rows}
