@@ -251,6 +251,15 @@ def test_every_file_the_docs_name_is_there() -> None:
             assert (ROOT / name).exists(), f"{page.name}: {name}"
 
 
+def test_no_page_sends_the_reader_to_a_file_the_repository_lacks() -> None:
+    """A clone is all a reader has: a project file named in capitals (`DESIGN.md`) must
+    be in it; CLAUDE.md and the like are the user's files, named as Claude Code names them."""
+    users = {"CLAUDE.md", "CLAUDE.local.md"}
+    for page in PAGES:
+        for name in set(re.findall(r"\b[A-Z][A-Z_]+(?:\.local)?\.md\b", page.read_text())) - users:
+            assert (ROOT / name).exists(), f"{page.name}: {name}"
+
+
 def test_the_benchmark_table_lists_every_benchmark() -> None:
     rows = table((ROOT / "README.md").read_text(), "| script | measures |")
     listed = {row[0].strip("`") for row in rows}
