@@ -141,6 +141,7 @@ def test_the_result_table_has_every_way_a_run_ends(tmp_path: Path) -> None:
 
 
 def test_the_json_result_sample_has_the_fields_a_run_prints(tmp_path: Path) -> None:
+    """cli.md's sample has every field, README's abridged one some, in the printed order."""
     proc = CliRunner().invoke(
         cli,
         [
@@ -154,6 +155,20 @@ def test_the_json_result_sample_has_the_fields_a_run_prints(tmp_path: Path) -> N
     assert sample is not None
     keys = re.findall(r'^  "(\w+)":', sample.group(1), re.M)
     assert keys == list(printed)
+    abridged = re.search(
+        r"```json\n(\{\n  \"type\": \"result\".*?)\n```", (ROOT / "README.md").read_text(), re.S
+    )
+    assert abridged is not None
+    shown = json.loads(abridged.group(1).replace('"…"', "null"))
+    remaining = iter(printed)
+    assert all(key in remaining for key in shown), "README's keys, in the printed order"
+    for key in ("subtype", "is_error", "num_turns", "result", "stop_reason", "terminal_reason"):
+        assert shown[key] == printed[key], key
+    assert (shown["total_cost_usd"], shown["usage"], shown["model"]) == (
+        printed["total_cost_usd"],
+        printed["usage"],
+        printed["model"],
+    )
 
 
 def test_the_coverage_sample_is_what_coverage_prints() -> None:
