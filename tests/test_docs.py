@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 import subprocess
 import sys
@@ -273,6 +274,56 @@ def test_no_page_sends_the_reader_to_a_file_the_repository_lacks() -> None:
     for page in PAGES:
         for name in set(re.findall(r"\b[A-Z][A-Z_]+(?:\.local)?\.md\b", page.read_text())) - users:
             assert (ROOT / name).exists(), f"{page.name}: {name}"
+
+
+def test_the_hook_samples_of_permissions_and_hooks_run_as_written(tmp_path: Path) -> None:
+    """The settings sample's hook command, the CLAUDE_ENV_FILE line and the
+    PermissionRequest answer, put together in one run without a terminal."""
+    doc = text("permissions-and-hooks.md")
+    settings = re.search(r"```json\n(\{\"hooks\": \{\"PreToolUse\".*?)\n```", doc, re.S)
+    env_line = re.search(r"```sh\n\s*(echo .*CLAUDE_ENV_FILE\")\n", doc)
+    answer = re.search(r"```json\n(\{\"hookSpecificOutput\".*?)\n```", doc, re.S)
+    assert settings is not None and env_line is not None and answer is not None
+    home, workspace = tmp_path / "home", tmp_path / "ws"
+    (home / "tools" / "bin").mkdir(parents=True)
+    npm = home / "tools" / "bin" / "npm"
+    npm.write_text('#!/bin/sh\necho "npm $* ($NODE_ENV)"\n')
+    hooks = workspace / ".claude" / "hooks"
+    hooks.mkdir(parents=True)
+    (hooks / "guard.sh").write_text('#!/bin/sh\ncat > "$CLAUDE_PROJECT_DIR/guarded.json"\n')
+    (hooks / "answer.sh").write_text(f"#!/bin/sh\ncat <<'EOF'\n{answer.group(1)}\nEOF\n")
+    for script in (npm, hooks / "guard.sh", hooks / "answer.sh"):
+        script.chmod(0o755)
+    config = json.loads(settings.group(1))
+    config["hooks"]["SessionStart"] = [
+        {"hooks": [{"type": "command", "command": env_line.group(1)}]}
+    ]
+    config["hooks"]["PermissionRequest"] = [
+        {"hooks": [{"type": "command", "command": "./.claude/hooks/answer.sh"}]}
+    ]
+    (workspace / ".claude" / "settings.json").write_text(json.dumps(config))
+    bash = {"type": "tool_use", "id": "t1", "name": "Bash", "input": {"command": "npm test"}}
+    scenario = tmp_path / "s.json"
+    scenario.write_text(
+        json.dumps({"prompt": "test", "turns": [{"content": [bash]}, {"content": "ok"}]})
+    )
+    proc = subprocess.run(
+        [
+            *(sys.executable, "-m", "fsm_agent.cli", "run", "--scripted", str(scenario)),
+            *("--cwd", str(workspace), "--output-format", "json"),
+        ],
+        env={**os.environ, "HOME": str(home)},
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads((workspace / "guarded.json").read_text())["tool_name"] == "Bash"
+    log = Path(json.loads(proc.stdout)["log"]).read_text().splitlines()
+    (ran,) = [json.loads(r) for r in log if '"name":"tool"' in r]
+    assert ran["args"]["input"] == {"command": "npm test -- --ci"}
+    assert ran["result"]["content"] == "npm test -- --ci (development)"
 
 
 def test_the_benchmark_table_lists_every_benchmark() -> None:
