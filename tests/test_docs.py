@@ -186,6 +186,27 @@ def test_the_coverage_sample_is_what_coverage_prints() -> None:
             assert line in printed
 
 
+def test_the_scenario_tables_name_every_key_a_scenario_takes() -> None:
+    """scenarios.md's two tables, its `config` keys and its hook outcome's, against the
+    classes a scenario is read into (a key they lack is refused, one they add is unknown)."""
+    import attrs
+
+    from fsm_agent.hooks import HookOutcome
+    from fsm_agent.scripted import Scenario, ScenarioConfig, ScriptedTurn
+
+    def keys(cls: type) -> set[str]:
+        return {f.name for f in attrs.fields(cls)}
+
+    doc = text("scenarios.md")
+    top = {row[0].strip("`"): row[1] for row in table(doc, "| key | meaning |")}
+    assert set(top) == keys(Scenario)
+    turn = table(doc.split("## A turn")[1], "| key | meaning |")
+    assert {row[0].strip("`") for row in turn} == keys(ScriptedTurn)
+    assert keys(ScenarioConfig) <= set(re.findall(r"`(\w+)`", top["config"]))
+    outcome = top["hooks"].split("An outcome has", 1)[1]
+    assert keys(HookOutcome) <= set(re.findall(r"`(\w+)`", outcome))
+
+
 def test_the_autocompact_threshold_example_is_the_formula_s() -> None:
     example = re.search(r"([\d,]+) on a\s+(\d+)k\s+window", text("scenarios.md"))
     assert example is not None
