@@ -172,6 +172,40 @@ def test_the_json_result_sample_has_the_fields_a_run_prints(tmp_path: Path) -> N
     )
 
 
+def test_the_stream_json_sample_is_what_a_run_prints(tmp_path: Path) -> None:
+    """cli.md's stream-json lines, from tool_round.json in /home/me/demo: the same keys
+    in the same order and the same values, but ids and what the sample elides (`…`)."""
+    sample = re.search(
+        r"```\n(\{\"type\": \"system\", \"subtype\": \"init\".*?)\n…", text("cli.md"), re.S
+    )
+    assert sample is not None
+    workspace = tmp_path / "demo"
+    workspace.mkdir()
+    proc = CliRunner().invoke(
+        cli,
+        [
+            *("run", "--scripted", str(SCENARIOS / "tool_round.json")),
+            *("--cwd", str(workspace), "--output-format", "stream-json"),
+        ],
+    )
+    assert proc.exit_code == 0, proc.output
+    printed = [json.loads(line) for line in proc.output.splitlines()]
+
+    def same(shown: object, real: object) -> bool:
+        if shown == "/home/me/demo":
+            return real == str(workspace)
+        if (isinstance(shown, str) and "…" in shown) or (shown is None and isinstance(real, dict)):
+            return True
+        if isinstance(shown, dict) and isinstance(real, dict):
+            return list(shown) == list(real) and all(same(shown[k], real[k]) for k in shown)
+        if isinstance(shown, list) and isinstance(real, list):
+            return len(shown) == len(real) and all(map(same, shown, real))
+        return shown == real
+
+    for shown, real in zip(sample.group(1).splitlines(), printed, strict=False):
+        assert same(json.loads(shown.replace("{…}", "null")), real), shown
+
+
 def test_the_coverage_sample_is_what_coverage_prints() -> None:
     sample = re.search(
         r"\$ fsm-agent coverage replays/\*\.jsonl\n(.*?)```", text("replay.md"), re.S
