@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 import subprocess
 import sys
@@ -108,6 +109,24 @@ def test_the_run_options_table_is_the_run_command_s() -> None:
     assert documented == options_of(cli.commands["run"])
 
 
+def test_every_option_of_the_other_commands_is_documented() -> None:
+    """`chat` takes `run`'s options but the output's; the others' are in cli.md or replay.md."""
+    output = {"--output-format", "--include-partial-messages"}
+    assert options_of(cli.commands["chat"]) == options_of(cli.commands["run"]) - output
+    docs = text("cli.md") + text("replay.md")
+    for name in ("sessions", "replay", "coverage", "graph"):
+        for option in options_of(cli.commands[name]):
+            assert re.search(rf"`[^`]*{option}\b", docs), f"{name} {option}"
+
+
+def test_the_environment_table_names_every_variable_the_code_reads_or_sets() -> None:
+    rows = table(text("cli.md"), "| variable | meaning |")
+    documented = {row[0].strip("`") for row in rows}
+    code = "\n".join(p.read_text() for p in (ROOT / "fsm_agent").rglob("*.py"))
+    used = set(re.findall(r"[\"']((?:ANTHROPIC|CLAUDE|FSM_AGENT)_[A-Z_]+)[\"']", code))
+    assert documented == used
+
+
 def test_the_exit_code_table_is_the_code_s() -> None:
     rows = table(text("cli.md"), "| code | meaning |")
     reasons = {int(code): re.match(r"`(\w+)`", meaning) for code, meaning in rows}
@@ -123,6 +142,7 @@ def test_the_result_table_has_every_way_a_run_ends(tmp_path: Path) -> None:
 
 
 def test_the_json_result_sample_has_the_fields_a_run_prints(tmp_path: Path) -> None:
+    """cli.md's sample has every field, README's abridged one some, in the printed order."""
     proc = CliRunner().invoke(
         cli,
         [
@@ -136,6 +156,54 @@ def test_the_json_result_sample_has_the_fields_a_run_prints(tmp_path: Path) -> N
     assert sample is not None
     keys = re.findall(r'^  "(\w+)":', sample.group(1), re.M)
     assert keys == list(printed)
+    abridged = re.search(
+        r"```json\n(\{\n  \"type\": \"result\".*?)\n```", (ROOT / "README.md").read_text(), re.S
+    )
+    assert abridged is not None
+    shown = json.loads(abridged.group(1).replace('"…"', "null"))
+    remaining = iter(printed)
+    assert all(key in remaining for key in shown), "README's keys, in the printed order"
+    for key in ("subtype", "is_error", "num_turns", "result", "stop_reason", "terminal_reason"):
+        assert shown[key] == printed[key], key
+    assert (shown["total_cost_usd"], shown["usage"], shown["model"]) == (
+        printed["total_cost_usd"],
+        printed["usage"],
+        printed["model"],
+    )
+
+
+def test_the_stream_json_sample_is_what_a_run_prints(tmp_path: Path) -> None:
+    """cli.md's stream-json lines, from tool_round.json in /home/me/demo: the same keys
+    in the same order and the same values, but ids and what the sample elides (`…`)."""
+    sample = re.search(
+        r"```\n(\{\"type\": \"system\", \"subtype\": \"init\".*?)\n…", text("cli.md"), re.S
+    )
+    assert sample is not None
+    workspace = tmp_path / "demo"
+    workspace.mkdir()
+    proc = CliRunner().invoke(
+        cli,
+        [
+            *("run", "--scripted", str(SCENARIOS / "tool_round.json")),
+            *("--cwd", str(workspace), "--output-format", "stream-json"),
+        ],
+    )
+    assert proc.exit_code == 0, proc.output
+    printed = [json.loads(line) for line in proc.output.splitlines()]
+
+    def same(shown: object, real: object) -> bool:
+        if shown == "/home/me/demo":
+            return real == str(workspace)
+        if (isinstance(shown, str) and "…" in shown) or (shown is None and isinstance(real, dict)):
+            return True
+        if isinstance(shown, dict) and isinstance(real, dict):
+            return list(shown) == list(real) and all(same(shown[k], real[k]) for k in shown)
+        if isinstance(shown, list) and isinstance(real, list):
+            return len(shown) == len(real) and all(map(same, shown, real))
+        return shown == real
+
+    for shown, real in zip(sample.group(1).splitlines(), printed, strict=False):
+        assert same(json.loads(shown.replace("{…}", "null")), real), shown
 
 
 def test_the_coverage_sample_is_what_coverage_prints() -> None:
@@ -150,6 +218,27 @@ def test_the_coverage_sample_is_what_coverage_prints() -> None:
     for line in sample.group(1).splitlines():
         if line and line != "…":
             assert line in printed
+
+
+def test_the_scenario_tables_name_every_key_a_scenario_takes() -> None:
+    """scenarios.md's two tables, its `config` keys and its hook outcome's, against the
+    classes a scenario is read into (a key they lack is refused, one they add is unknown)."""
+    import attrs
+
+    from fsm_agent.hooks import HookOutcome
+    from fsm_agent.scripted import Scenario, ScenarioConfig, ScriptedTurn
+
+    def keys(cls: type) -> set[str]:
+        return {f.name for f in attrs.fields(cls)}
+
+    doc = text("scenarios.md")
+    top = {row[0].strip("`"): row[1] for row in table(doc, "| key | meaning |")}
+    assert set(top) == keys(Scenario)
+    turn = table(doc.split("## A turn")[1], "| key | meaning |")
+    assert {row[0].strip("`") for row in turn} == keys(ScriptedTurn)
+    assert keys(ScenarioConfig) <= set(re.findall(r"`(\w+)`", top["config"]))
+    outcome = top["hooks"].split("An outcome has", 1)[1]
+    assert keys(HookOutcome) <= set(re.findall(r"`(\w+)`", outcome))
 
 
 def test_the_autocompact_threshold_example_is_the_formula_s() -> None:
@@ -231,6 +320,65 @@ def test_every_file_the_docs_name_is_there() -> None:
             r"`((?:fsm_agent|tools|tests|docs|replays)/[\w/.-]+\.\w+)`", page.read_text()
         ):
             assert (ROOT / name).exists(), f"{page.name}: {name}"
+
+
+def test_no_page_sends_the_reader_to_a_file_the_repository_lacks() -> None:
+    """A clone is all a reader has: a project file named in capitals (`DESIGN.md`) must
+    be in it; CLAUDE.md and the like are the user's files, named as Claude Code names them."""
+    users = {"CLAUDE.md", "CLAUDE.local.md"}
+    for page in PAGES:
+        for name in set(re.findall(r"\b[A-Z][A-Z_]+(?:\.local)?\.md\b", page.read_text())) - users:
+            assert (ROOT / name).exists(), f"{page.name}: {name}"
+
+
+def test_the_hook_samples_of_permissions_and_hooks_run_as_written(tmp_path: Path) -> None:
+    """The settings sample's hook command, the CLAUDE_ENV_FILE line and the
+    PermissionRequest answer, put together in one run without a terminal."""
+    doc = text("permissions-and-hooks.md")
+    settings = re.search(r"```json\n(\{\"hooks\": \{\"PreToolUse\".*?)\n```", doc, re.S)
+    env_line = re.search(r"```sh\n\s*(echo .*CLAUDE_ENV_FILE\")\n", doc)
+    answer = re.search(r"```json\n(\{\"hookSpecificOutput\".*?)\n```", doc, re.S)
+    assert settings is not None and env_line is not None and answer is not None
+    home, workspace = tmp_path / "home", tmp_path / "ws"
+    (home / "tools" / "bin").mkdir(parents=True)
+    npm = home / "tools" / "bin" / "npm"
+    npm.write_text('#!/bin/sh\necho "npm $* ($NODE_ENV)"\n')
+    hooks = workspace / ".claude" / "hooks"
+    hooks.mkdir(parents=True)
+    (hooks / "guard.sh").write_text('#!/bin/sh\ncat > "$CLAUDE_PROJECT_DIR/guarded.json"\n')
+    (hooks / "answer.sh").write_text(f"#!/bin/sh\ncat <<'EOF'\n{answer.group(1)}\nEOF\n")
+    for script in (npm, hooks / "guard.sh", hooks / "answer.sh"):
+        script.chmod(0o755)
+    config = json.loads(settings.group(1))
+    config["hooks"]["SessionStart"] = [
+        {"hooks": [{"type": "command", "command": env_line.group(1)}]}
+    ]
+    config["hooks"]["PermissionRequest"] = [
+        {"hooks": [{"type": "command", "command": "./.claude/hooks/answer.sh"}]}
+    ]
+    (workspace / ".claude" / "settings.json").write_text(json.dumps(config))
+    bash = {"type": "tool_use", "id": "t1", "name": "Bash", "input": {"command": "npm test"}}
+    scenario = tmp_path / "s.json"
+    scenario.write_text(
+        json.dumps({"prompt": "test", "turns": [{"content": [bash]}, {"content": "ok"}]})
+    )
+    proc = subprocess.run(
+        [
+            *(sys.executable, "-m", "fsm_agent.cli", "run", "--scripted", str(scenario)),
+            *("--cwd", str(workspace), "--output-format", "json"),
+        ],
+        env={**os.environ, "HOME": str(home)},
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads((workspace / "guarded.json").read_text())["tool_name"] == "Bash"
+    log = Path(json.loads(proc.stdout)["log"]).read_text().splitlines()
+    (ran,) = [json.loads(r) for r in log if '"name":"tool"' in r]
+    assert ran["args"]["input"] == {"command": "npm test -- --ci"}
+    assert ran["result"]["content"] == "npm test -- --ci (development)"
 
 
 def test_the_benchmark_table_lists_every_benchmark() -> None:
