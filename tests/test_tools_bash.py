@@ -3,6 +3,7 @@ import os
 import signal
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -106,6 +107,39 @@ def test_cancellation_kills_the_group_and_propagates(tmp_path: Path) -> None:
     with pytest.raises(asyncio.CancelledError):
         asyncio.run(scenario())
     assert time.monotonic() - start < 5
+    assert wait_dead(int(pid_file.read_text()))
+
+
+def test_cancellation_as_the_command_starts_kills_what_it_started(tmp_path: Path) -> None:
+    """On a loaded machine the command can run (and start a child) before the event loop
+    hands its start back to the tool: a cancel then (SIGTERM, Ctrl-C) left asyncio's
+    clean-up to kill the shell alone, and the child lived on. The start is slowed here
+    so the cancel lands in that window every time."""
+    pid_file = tmp_path / "child.pid"
+    started = asyncio.Event()
+
+    async def scenario() -> None:
+        loop = asyncio.get_running_loop()
+        real = loop.subprocess_exec
+
+        async def slow_exec(*args: Any, **kwargs: Any) -> Any:
+            result = await real(*args, **kwargs)
+            while not (pid_file.exists() and pid_file.read_text().strip()):
+                await asyncio.sleep(0.01)
+            started.set()
+            await asyncio.sleep(0.3)
+            return result
+
+        loop.subprocess_exec = slow_exec  # type: ignore[method-assign]
+        task = asyncio.ensure_future(
+            BASH.run({"command": "sleep 30 & echo $! > child.pid; wait"}, make_env(tmp_path))
+        )
+        await started.wait()
+        task.cancel()
+        await task
+
+    with pytest.raises(asyncio.CancelledError):
+        asyncio.run(scenario())
     assert wait_dead(int(pid_file.read_text()))
 
 

@@ -196,18 +196,30 @@ class BashTool:
             )
         timeout_ms = timeout_of(input)
         loop = asyncio.get_running_loop()
-        transport, collector = await loop.subprocess_exec(
-            lambda: _Collector(loop),
-            "bash",
-            "-c",
-            with_session_env(input["command"], env.session_env, env.cwd),
-            cwd=env.cwd,
-            env=command_env(),
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
+        starting = asyncio.ensure_future(
+            loop.subprocess_exec(
+                lambda: _Collector(loop),
+                "bash",
+                "-c",
+                with_session_env(input["command"], env.session_env, env.cwd),
+                cwd=env.cwd,
+                env=command_env(),
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
         )
+        try:
+            transport, collector = await asyncio.shield(starting)
+        except asyncio.CancelledError:
+            # Cancelled while the start was handed back (a loaded machine): let it finish,
+            # then kill the group; asyncio's clean-up would kill the shell alone.
+            with contextlib.suppress(Exception):
+                begun, _ = await starting
+                kill_group(begun.get_pid())
+                begun.close()
+            raise
         pgid = transport.get_pid()
         try:
             timed_out = not await _settle(collector.exited, timeout_ms / 1000)
