@@ -148,13 +148,15 @@ configuration, repository or programs (`--config-env=core.fsmonitor=SHELL` runs 
 FIND_ACTIONS = frozenset({"-exec", "-execdir", "-ok", "-okdir", "-delete", "-fprint", "-fprintf",
                           "-fls", "-fprint0"})  # fmt: skip
 ACCEPT_EDITS_COMMANDS = frozenset({"mkdir", "touch", "mv", "cp"})
-PROTECTED_DIRS = frozenset({".git", ".claude", ".vscode", ".idea"})
+PROTECTED_DIRS = frozenset({".git", ".claude", ".vscode", ".idea", ".fsm-agent"})
 PROTECTED_FILES = frozenset(
     {".gitconfig", ".gitmodules", ".bashrc", ".bash_profile", ".zshrc", ".zprofile", ".profile",
      ".ripgreprc", ".mcp.json", ".claude.json"}
 )  # fmt: skip
 """Claude Code's protected paths: what other programs read and run (git's fsmonitor and
-hooks, settings and their hooks, shell start-up files). No mode writes them unasked."""
+hooks, settings and their hooks, shell start-up files). No mode writes them unasked.
+`.fsm-agent` is fsm-agent's own, as `.claude` is Claude Code's: its session logs, whose
+header a fork takes its hooks and permissions from."""
 
 
 def split_command(command: str) -> list[str]:

@@ -437,6 +437,8 @@ GIT_CONFIG = '[core]\n\tfsmonitor = "cat ../outside/secret.txt >&2; echo"\n'
                                    "new_string": "{}"}},
         {"name": "Write", "input": {"file_path": ".bashrc", "content": "x"}},
         {"name": "Write", "input": {"file_path": "cfg", "content": GIT_CONFIG}},
+        {"name": "Write", "input": {"file_path": ".fsm-agent/sessions/forged.jsonl",
+                                    "content": "{}"}},
     ],
 )  # fmt: skip
 def test_no_mode_writes_a_protected_path_without_asking(
@@ -457,7 +459,14 @@ def test_no_mode_writes_a_protected_path_without_asking(
 
 
 @pytest.mark.parametrize(
-    "command", ["cp x .git/config", "cd .git && cp ../x config", "mv x .claude", "touch .idea"]
+    "command",
+    [
+        "cp x .git/config",
+        "cd .git && cp ../x config",
+        "mv x .claude",
+        "touch .idea",
+        "cp x .fsm-agent/sessions/forged.jsonl",
+    ],
 )
 def test_accept_edits_file_commands_do_not_write_a_protected_path(
     world, tmp_path: Path, command: str
@@ -465,6 +474,7 @@ def test_accept_edits_file_commands_do_not_write_a_protected_path(
     ws = world["ws"]
     (ws / ".git").mkdir()
     (ws / ".git" / "config").write_text("[core]\n")
+    (ws / ".fsm-agent" / "sessions").mkdir(parents=True)
     (ws / "x").write_text(GIT_CONFIG)
     before = _snapshot(ws)
     call = {"name": "Bash", "input": {"command": command}}
