@@ -42,6 +42,7 @@ from fsm_agent.events import (
     ModelRetry,
     StreamEvent,
 )
+from fsm_agent.jsontext import MAX_DEPTH, deeper_than
 from fsm_agent.messages import (
     ContentBlock,
     RedactedThinkingBlock,
@@ -387,14 +388,18 @@ def _usage(raw: Any, base: Usage = Usage()) -> Usage:
 def _tool_input(raw: str, start_input: object) -> tuple[dict[str, Any], str | None]:
     if not raw.strip():
         return (dict(start_input) if isinstance(start_input, dict) else {}), None
+    deep = f"nested more than {MAX_DEPTH} levels, more than the session log holds"
     try:
         value = json.loads(raw)
     except json.JSONDecodeError as exc:
         problem = f"{exc.msg} at char {exc.pos}"
+    except RecursionError:
+        problem = deep
     else:
-        if isinstance(value, dict):
+        if isinstance(value, dict) and not deeper_than(value):
             return value, None
-        problem = f"expected a JSON object, got {type(value).__name__}"
+        kind = type(value).__name__
+        problem = deep if isinstance(value, dict) else f"expected a JSON object, got {kind}"
     shown = raw if len(raw) <= _RAW_JSON_SHOWN else raw[:_RAW_JSON_SHOWN] + "…"
     return {}, f"invalid JSON in tool input: {problem}; the model sent ({len(raw)} chars): {shown}"
 

@@ -251,15 +251,28 @@ def test_a_cut_tool_input_is_never_run(
     assert not result.is_error
 
 
+@pytest.mark.parametrize(
+    ("raw", "said"),
+    [
+        ('{"file_path": ', "invalid JSON"),
+        ('{"file_path": ' + "[" * 400 + "]" * 400 + "}", "nested more than 100 levels"),
+        ('{"file_path": ' + "[" * 100_000 + "]" * 100_000 + "}", "nested more than 100 levels"),
+    ],
+    ids=["cut", "deep", "deeper than the parser goes"],
+)
 def test_invalid_tool_json_gets_an_error_result_and_the_loop_goes_on(
-    messages_server: MessagesServer, workspace: Path, tmp_path: Path
+    messages_server: MessagesServer, workspace: Path, tmp_path: Path, raw: str, said: str
 ) -> None:
-    bad = {"type": "tool_use", "id": "toolu_bad", "name": "Write", "input_json": '{"file_path": '}
+    """Input the log could not hold (nested past what writing it recurses through) is
+    the model's bad input like any other: an error result, and the run replays."""
+    bad = {"type": "tool_use", "id": "toolu_bad", "name": "Write", "input_json": raw}
     messages_server.reply(message([bad], stop_reason="tool_use"), text("Let me retry properly."))
     result = run_loop(messages_server, workspace, tmp_path)
     assert result.reason == "completed"
     assert results(result)["toolu_bad"].is_error
-    assert "invalid JSON" in results(result)["toolu_bad"].text
+    assert said in results(result)["toolu_bad"].text
+    assert result.log_path is not None
+    assert replay(result.log_path).text == "Let me retry properly."
 
 
 def test_unauthorized_is_completed_with_the_api_error(
