@@ -56,8 +56,10 @@ class MessageStop:
 
 @frozen
 class ModelRetry:
-    """The request failed and the SDK sends it again: not part of the message, but
-    the user waiting on a 429's `retry-after` should know why nothing comes.
+    """The request failed and the SDK sends it again (or, status 400 and no
+    `max_retries`, a request overflowing the context window is refitted and sent
+    again): not part of the message, but the user waiting on a 429's
+    `retry-after` should know why nothing comes, and the log what was sent.
 
     `attempt` is the retry about to go out (1 for the first); `delay_s` is the
     wait the server asked for, or None when the SDK backs off on its own.

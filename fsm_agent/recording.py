@@ -579,14 +579,22 @@ class ReplayTape(Tape):
             and not any(q for (n, _), q in self._pending.items() if n not in TOOL_PIPELINE)
         )
 
-    def in_window(self, name: str, request: str) -> bool:
+    def in_window(self, name: str, request: str, args: Any = None) -> bool:
         """Whether a tool-pipeline effect written only when it happened is recorded in
-        this call's window: in this step, or ahead of it up to the window's end."""
-        if self._pending.get((name, request)):
+        this call's window: in this step, or ahead of it up to the window's end
+        (leniently, as `take` matches: one with the same `args`)."""
+        lenient = not self.strict and args is not None
+
+        def fits(record: dict[str, Any]) -> bool:
+            return record["name"] == name and (
+                record["request"] == request or (lenient and record.get("args") == args)
+            )
+
+        if any(q and fits(q[0]) for q in self._pending.values()):
             return True
         if self._expected is None or _closes_window(self._expected):
             return False
-        found = self._look_ahead(lambda r: r["name"] == name and r["request"] == request)
+        found = self._look_ahead(fits)
         if found is None:
             return False
         self._pending[(name, request)].append(found)
@@ -764,11 +772,9 @@ class ReplayEffects:
         if self.tape.hooked is not None and event not in self.tape.hooked:
             return NO_OPINION
         request = digest_of([event, payload])
-        if (
-            event == "PermissionRequest"
-            and self.tape.hooked is None
-            and not self.tape.in_window("hooks", request)
-        ):  # a log that does not say what it listened to, written before the event was asked
+        if event == "PermissionRequest" and not self.tape.in_window("hooks", request, event):
+            # Written before the event was asked: its writer recorded every event it asked,
+            # but `hooked_events` came from the settings, which may have had the hook.
             return NO_OPINION
         return self._take("hooks", request, event)
 

@@ -170,3 +170,75 @@ def test_the_record_field_types_checked_are_the_schema_s() -> None:
             strings = "enum" in prop and all(isinstance(v, str) for v in prop["enum"])
             assert prop.get("type", "string" if strings else None) == json_types[cls], (kind, key)
             assert key in variant["required"], (kind, key)
+
+
+def test_hooks_permission_and_retry_records_match_the_schema_and_their_damage_does_not(
+    workspace: Path, tmp_path: Path
+) -> None:
+    """The schema types what a replay reads from a hooks, ask_permission, discarded or
+    model record and the header's cap: a log the engine wrote validates, and a value a
+    replay refuses as damaged (exit 2) the schema refuses too."""
+    import jsonschema
+
+    from fsm_agent.config import RunConfig
+    from fsm_agent.scripted import Scenario
+    from fsm_agent.session import replay, run_scenario
+    from tests.conftest import ROOT
+
+    replacement = {"stdout": "X", "stderr": "", "interrupted": False, "isImage": False}
+    calls = [
+        {"type": "tool_use", "id": f"t{n}", "name": "Bash", "input": {"command": c}}
+        for n, c in enumerate(["echo hi", "touch made"], 1)
+    ]
+    data = {
+        "prompt": "go",
+        "hooks": {
+            "PostToolUse": [{"updated_outputs": [replacement]}],
+            "PermissionRequest": [{"permission_decision": "deny", "interrupt": True}],
+        },
+        "turns": [{"content": calls}],
+    }
+    log = tmp_path / "run.jsonl"
+    config = RunConfig(stop_hook_block_cap=3)
+    run_scenario(Scenario.parse(data), cwd=workspace, log=log, config=config)
+    schema = json.loads((ROOT / "docs" / "log-format.schema.json").read_text())
+    rows = lines(log)
+    for record in rows:
+        jsonschema.validate(record, schema)
+    retry = {
+        "attempt": 1,
+        "status": 400,
+        "error": "overflow",
+        "delay_s": 0.0,
+        "event": "ModelRetry",
+    }
+    model = next(i for i, r in enumerate(rows) if r.get("name") == "model")
+    rows[model]["result"]["events"].insert(0, retry)
+    for record in rows:
+        jsonschema.validate(record, schema)
+
+    def at(name: str, args: str | None = None) -> int:
+        return next(
+            i
+            for i, r in enumerate(rows)
+            if r.get("name") == name and (args is None or r.get("args") == args)
+        )
+
+    damages = {
+        "updated_outputs": (at("hooks", "PostToolUse"), ("result", "updated_outputs"), "oops"),
+        "interrupt": (at("hooks", "PermissionRequest"), ("result", "interrupt"), "yes"),
+        "cap": (0, ("config", "stop_hook_block_cap"), "3"),
+        "retry": (model, ("result", "events", 0, "attempt"), "1"),
+    }
+    for what, (i, keys, value) in damages.items():
+        damaged = json.loads(json.dumps(rows))
+        target = damaged[i]
+        for key in keys[:-1]:
+            target = target[key]
+        target[keys[-1]] = value
+        with pytest.raises(jsonschema.ValidationError):
+            jsonschema.validate(damaged[i], schema)
+        path = tmp_path / f"{what}.jsonl"
+        path.write_text("".join(json.dumps(r) + "\n" for r in damaged))
+        with pytest.raises(LogError, match=rf"{what}.jsonl:{i + 1}: "):
+            replay(path)

@@ -381,6 +381,47 @@ def test_a_log_that_does_not_say_what_it_listened_to_replays_without_the_event(
     assert replay(tmp_path / "older.jsonl").messages == result.messages
 
 
+def test_a_log_written_before_the_event_was_asked_replays_though_settings_had_the_hook(
+    workspace: Path, tmp_path: Path
+) -> None:
+    """Settings made for Claude Code may have had a PermissionRequest hook before this
+    engine asked it: the header's `hooked_events` (taken from the settings) lists the
+    event, yet the log has no record of it, and it replays as it ran."""
+    result = run(workspace, tmp_path, settings_with(answering(tmp_path, None)), ASKED)
+    assert "no terminal" in _results(result)["t1"].text
+    log = tmp_path / "run0.jsonl"
+    lines = log.read_text().splitlines()
+    assert "PermissionRequest" in json.loads(lines[0])["config"]["hooked_events"]
+    older = [line for line in lines if '"args":"PermissionRequest"' not in line]
+    assert len(older) == len(lines) - 1
+    (tmp_path / "older.jsonl").write_text("\n".join(older) + "\n")
+    assert replay(tmp_path / "older.jsonl").messages == result.messages
+    check = fsm("replay", str(tmp_path / "older.jsonl"), "--check")
+    assert check.returncode == 0, check.stdout + check.stderr
+
+
+def test_a_fork_replays_the_hooks_answer_from_its_parent(workspace: Path, tmp_path: Path) -> None:
+    """A fork runs in a new session, so the hooks' payload (and its digest) is not the
+    parent's: the replayed part still takes the parent's answer, by event."""
+    hook = answering(tmp_path, decision("allow"))
+    run(workspace, tmp_path, settings_with(hook), ASKED)
+    (workspace / "made").unlink()
+    parent = tmp_path / "run0.jsonl"
+    scenario = tmp_path / "fork.json"
+    scenario.write_text(json.dumps({"turns": [{"content": "forked"}]}))
+    fork = tmp_path / "fork.jsonl"
+    proc = fsm(
+        "replay", str(parent), "--fork-at", "5", "--scripted", str(scenario),
+        "--cwd", str(workspace), "--log", str(fork),
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    records = [json.loads(line) for line in fork.read_text().splitlines()]
+    [asked] = [r for r in records if r.get("args") == "PermissionRequest"]
+    assert asked["result"] == {"permission_decision": "allow"}
+    assert not [r for r in records if r.get("name") == "ask_permission"]
+    assert len(requests(tmp_path)) == 1  # the parent's run asked it; the fork replayed it
+
+
 def test_ctrl_c_while_the_hooks_run_ends_the_run_interrupted(
     workspace: Path, tmp_path: Path
 ) -> None:
