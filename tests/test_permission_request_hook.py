@@ -193,15 +193,21 @@ def test_updated_input_runs_in_place_of_the_calls_validated_and_judged_again(
     assert (workspace / "other").exists() and not (workspace / "made").exists()
 
 
-def test_an_allow_is_the_users_yes_so_it_opens_an_outside_path_for_that_call(
-    workspace: Path, tmp_path: Path
-) -> None:
+def _outside_file_and_a_hook_allowing_reads(tmp_path: Path) -> tuple[Path, dict[str, Any]]:
+    """A directory outside the workspace holding notes.txt, and settings whose
+    PermissionRequest hook allows every Read."""
     outside = tmp_path / "outside"
     outside.mkdir()
     (outside / "notes.txt").write_text("outside notes\n")
-    hook = answering(tmp_path, decision("allow"))
-    settings = settings_with(hook)
+    settings = settings_with(answering(tmp_path, decision("allow")))
     settings["hooks"]["PermissionRequest"][0]["matcher"] = "Read"
+    return outside, settings
+
+
+def test_an_allow_is_the_users_yes_so_it_opens_an_outside_path_for_that_call(
+    workspace: Path, tmp_path: Path
+) -> None:
+    outside, settings = _outside_file_and_a_hook_allowing_reads(tmp_path)
     turns = [
         _tool_turn(("t1", "Read", {"file_path": str(outside / "notes.txt")})),
         {"content": "done"},
@@ -459,12 +465,7 @@ def test_a_call_started_early_whose_stream_fails_while_the_hooks_run_goes_no_fur
     from fsm_agent.effects import model_failed
     from tests.test_tool_executor import _effects
 
-    outside = tmp_path / "outside"
-    outside.mkdir()
-    (outside / "notes.txt").write_text("outside notes\n")
-    hook = answering(tmp_path, decision("allow"))
-    settings = settings_with(hook)
-    settings["hooks"]["PermissionRequest"][0]["matcher"] = "Read"
+    outside, settings = _outside_file_and_a_hook_allowing_reads(tmp_path)
     call = {"type": "tool_use", "id": "r1", "name": "Read",
             "input": {"file_path": str(outside / "notes.txt")}}  # fmt: skip
     turn = {"content": [call], "error": {"kind": "connection", "message": "connection reset"}}
