@@ -270,7 +270,12 @@ def _run_options(fn: Any) -> Any:
             multiple=True,
             help='Deny rules, e.g. "Bash(rm *)".',
         ),
-        click.option("--add-dir", multiple=True, help="Another directory the tools may use."),
+        click.option(
+            "--add-dir",
+            multiple=True,
+            type=click.Path(exists=True, file_okay=False),
+            help="Another directory the tools may use.",
+        ),
         click.option("-q", "--quiet", is_flag=True, help="Print only the final answer."),
         click.option("-v", "--verbose", is_flag=True, help="Show every transition as it is taken."),
     ]

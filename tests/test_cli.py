@@ -106,6 +106,9 @@ def test_a_scenario_mistake_found_at_run_time_names_the_file_too(
 def test_bad_option_value_and_missing_workspace(tmp_path: Path) -> None:
     _one_error_line(fsm("run", "--max-turns", "zero", "x"), "--max-turns")
     _one_error_line(fsm("run", "--cwd", str(tmp_path / "missing"), "x"), "does not exist")
+    missing = fsm("run", "--add-dir", str(tmp_path / "gone"), "x")
+    _one_error_line(missing, "does not exist")
+    assert str(tmp_path / "gone") in missing.stderr
 
 
 def test_missing_key_names_the_variable_and_the_offline_ways() -> None:
