@@ -522,8 +522,10 @@ def _user_prefix(items: tuple[tuple[str, str], ...]) -> Transcript:
 
 
 def append_system_context(system_prompt: str, context: dict[str, str]) -> tuple[str, ...]:
+    """The system blocks: a blank one is left out, as the API refuses text blocks of
+    whitespace alone."""
     extra = "\n".join(f"{k}: {v}" for k, v in context.items())
-    return tuple(p for p in (system_prompt, extra) if p)
+    return tuple(p for p in (system_prompt, extra) if p.strip())
 
 
 MAX_OUTPUT_RECOVERY_MESSAGE = (

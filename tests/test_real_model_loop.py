@@ -420,3 +420,16 @@ def test_an_escalated_request_that_overflows_the_window_is_fitted_to_it(
     assert [b["max_tokens"] for b in messages_server.bodies()] == [8_000, 64_000, 49_000]
     assert result.log_path is not None
     assert replay(result.log_path).text == "Whole."
+
+
+def test_a_blank_system_prompt_is_not_sent_as_a_block(
+    messages_server: MessagesServer, workspace: Path, tmp_path: Path
+) -> None:
+    """The API refuses a text block of whitespace alone ("system: text content blocks must
+    contain non-whitespace text"): a blank `--system-prompt` leaves only the system
+    context, here none."""
+    messages_server.reply(text("Done."))
+    result = run_loop(messages_server, workspace, tmp_path, system_prompt="  \n ")
+    assert result.reason == "completed"
+    (body,) = messages_server.bodies()
+    assert all(block["text"].strip() for block in body.get("system", []))
