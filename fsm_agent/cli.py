@@ -54,8 +54,20 @@ def exit_code(result: LoopResult) -> int:
     return EXIT_CODES.get(result.reason, 1)
 
 
+def say(text: str) -> None:
+    """A line on stderr. A stderr whose reader went away (`2>&1 | head -1`) or that cannot
+    be written loses the line, never the exit code: the exception would have ended the
+    command 0 (a reader gone) or with a traceback, and exit-time flushes 120."""
+    try:
+        click.echo(text, err=True)
+    except OSError:
+        from fsm_agent.render import silence  # here: `render` brings in the engine
+
+        silence(sys.stderr)
+
+
 def error_line(message: str) -> None:
-    click.echo(f"fsm-agent: error: {message}", err=True)
+    say(f"fsm-agent: error: {message}")
 
 
 def fail(message: str, code: int = EXIT_USAGE) -> NoReturn:
@@ -337,12 +349,9 @@ def _plan(
     except SettingsError as exc:
         fail(str(exc))
     for warning in settings.warnings:
-        click.echo(f"fsm-agent: warning: {warning}", err=True)
+        say(f"fsm-agent: warning: {warning}")
     if permission_mode in UNSUPPORTED_MODES:
-        click.echo(
-            f"fsm-agent: warning: {unsupported_mode_warning(permission_mode, '--permission-mode')}",
-            err=True,
-        )
+        say(f"fsm-agent: warning: {unsupported_mode_warning(permission_mode, '--permission-mode')}")
         permission_mode = UNSUPPORTED_MODES[permission_mode]
     permission_mode = MODE_ALIASES.get(permission_mode or "", permission_mode)
     config = config_with(
@@ -413,11 +422,10 @@ def _plan(
         parent_cut_short=resumed.cut_short if resumed is not None else None,
     )
     if resumed is not None and resumed.cut_short is not None:
-        click.echo(
+        say(
             f"fsm-agent: warning: {resumed.path}: the run was cut short after step "
             f"{resumed.cut_short} (killed?); going on from where its log stops, with every "
-            "call it left unanswered marked interrupted",
-            err=True,
+            "call it left unanswered marked interrupted"
         )
     return plan, resumed, scenario_prompt
 
@@ -540,10 +548,9 @@ def piped_text(stream: BinaryIO, *, wait_s: float | None = None) -> str:
     time (a parent that leaves stdin open and never writes) is nothing, said on stderr:
     the run goes on without, where reading would hang it."""
     if wait_s is not None and _silent(stream, wait_s):
-        click.echo(
+        say(
             f"fsm-agent: warning: nothing came on standard input in {wait_s:g}s; going on "
-            "without it (redirect it: < /dev/null to skip the wait)",
-            err=True,
+            "without it (redirect it: < /dev/null to skip the wait)"
         )
         return ""
     try:
@@ -672,7 +679,7 @@ def _run_text(
     renderer.summary(result)
     if quiet and result.reason != "completed" and console.write_error is None:
         detail = f": {result.error}" if result.error else ""
-        click.echo(f"fsm-agent: the run ended {result.reason}{detail}", err=True)
+        say(f"fsm-agent: the run ended {result.reason}{detail}")
     return result, console.write_error
 
 
@@ -851,10 +858,9 @@ def graph(fmt: str, highlight: Path | None) -> None:
     if highlight is not None:
         taken = count_path((s["from"], s["edge"], s["to"]) for s in _recorded_path(highlight))
         if odd := unknown(taken):
-            click.echo(
+            say(
                 f"fsm-agent: warning: {highlight}: not in this machine's table, not marked: "
-                + ", ".join(map(edge_text, odd)),
-                err=True,
+                + ", ".join(map(edge_text, odd))
             )
     click.echo(RENDERERS[fmt](taken), nl=False)
 
@@ -890,7 +896,7 @@ def _warn_if_torn(path: Path) -> None:
     from fsm_agent.log import is_torn
 
     if path.is_file() and is_torn(path):
-        click.echo(f"fsm-agent: warning: {path}: the last line is torn; read up to it", err=True)
+        say(f"fsm-agent: warning: {path}: the last line is torn; read up to it")
 
 
 @cli.command()
@@ -1084,7 +1090,7 @@ def _fork(
     except (LogError, ForkError) as exc:
         fail(str(exc))
     except Divergence as exc:
-        click.echo(divergence_report(exc), err=True)
+        say(divergence_report(exc))
         sys.exit(EXIT_DIVERGED)
     except OSError as exc:
         fail(f"cannot write the session log: {exc}")
@@ -1154,9 +1160,9 @@ def _check(path: Path, name: str) -> int:
         return 0
     except Divergence as exc:
         _warn_if_torn(path)
-        click.echo(divergence_report(exc, name), err=True)
+        say(divergence_report(exc, name))
         if (note := _other_machine(path)) is not None:
-            click.echo(note, err=True)
+            say(note)
         return EXIT_DIVERGED
     _warn_if_torn(path)
     click.echo(f"✓ {name}{len(result.path)} steps match the log; ends {result.reason}")
@@ -1245,7 +1251,7 @@ def main() -> None:
     except click.ClickException as exc:
         fail(exc.format_message(), exc.exit_code)
     except (click.exceptions.Abort, KeyboardInterrupt):
-        click.echo("fsm-agent: interrupted", err=True)
+        say("fsm-agent: interrupted")
         sys.exit(130)
 
 

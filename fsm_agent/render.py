@@ -71,6 +71,13 @@ class RunConsole(Console):
     write_error: OSError | None = None
     """Why stdout could not be written (a full disk), where no reader chose to stop."""
 
+    def __init__(self, **options: Any) -> None:
+        """FORCE_COLOR makes rich take a pipe for a terminal: the colour it asks for is
+        kept, but only a real terminal gets the live area's cursor movement."""
+        super().__init__(**options)
+        if not _isatty(self.file):
+            self.is_interactive = False
+
     def on_broken_pipe(self) -> None:
         self.quiet = True
         self.reader_gone = True
@@ -84,6 +91,13 @@ class RunConsole(Console):
         except OSError as exc:
             self.write_error = exc
             self.on_broken_pipe()
+
+
+def _isatty(stream: IO[str]) -> bool:
+    try:
+        return stream.isatty()
+    except (AttributeError, OSError, ValueError):
+        return False
 
 
 def silence(stream: IO[str]) -> None:
@@ -140,7 +154,7 @@ class LiveRenderer:
     ) -> None:
         self.console = console
         self.verbose = verbose
-        self.live = console.is_terminal if live is None else live
+        self.live = console.is_interactive if live is None else live
         self.cost = CostMeter()
         self._text = ""
         self._mid_text = False

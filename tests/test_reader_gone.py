@@ -214,3 +214,34 @@ def test_a_listing_whose_stdout_cannot_be_written_says_so(
     log = str(tmp_path / "tool_round.jsonl")
     argv = [*fsm_argv(), *(log if a == "LOG" else a for a in args)]
     _full_disk_error(argv, stdin=subprocess.DEVNULL, cwd=tmp_path)
+
+
+@pytest.mark.parametrize(
+    ("args", "code"),
+    [
+        (["--scripted", str(SCENARIOS / "max_turns.json"), "--quiet"], EXIT_CODES["max_turns"]),
+        (["--scripted", "no-such-scenario.json"], 2),
+    ],
+    ids=["quiet run that did not complete", "usage error"],
+)
+def test_a_stderr_whose_reader_is_gone_keeps_the_exit_code(
+    workspace: Path, args: list[str], code: int
+) -> None:
+    """`fsm-agent run -q … 2>&1 | head -1`: the stderr line found its reader gone, and
+    the run that ended max_turns (or the usage error) exited 0, a success to a script;
+    the line is lost, the exit code still says how it ended."""
+    import os
+
+    read, write = os.pipe()
+    os.close(read)
+    try:
+        proc = subprocess.run(
+            [*fsm_argv(), "run", *args, "--cwd", str(workspace)],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=write,
+            timeout=60,
+        )
+    finally:
+        os.close(write)
+    assert proc.returncode == code

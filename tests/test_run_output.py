@@ -234,6 +234,22 @@ def test_piped_text_output_is_plain(workspace: Path, tmp_path: Path) -> None:
     assert f"log: {tmp_path / 'p.jsonl'}" in proc.stdout
 
 
+def test_piped_text_output_with_force_color_has_colour_but_no_cursor_movement(
+    workspace: Path, tmp_path: Path
+) -> None:
+    """FORCE_COLOR (set by many CI runners) made rich take the pipe for a terminal: the
+    live area's spinner, carriage returns and cursor-up sequences went into the log a
+    CI job keeps; the colour it asks for is kept, the live area is not."""
+    scenario = str(SCENARIOS / "tool_round.json")
+    where = ("--cwd", str(workspace), "--log", str(tmp_path / "c.jsonl"))
+    proc = fsm("run", "--scripted", scenario, *where, env={"FORCE_COLOR": "1"})
+    assert proc.returncode == 0, proc.stderr
+    assert "\x1b[" in proc.stdout
+    for movement in ("\r", "\x1b[1A", "\x1b[2K", "\x1b[?25l"):
+        assert movement not in proc.stdout
+    assert "notes.txt now says hello." in proc.stdout
+
+
 def test_prompt_read_from_stdin(workspace: Path, tmp_path: Path) -> None:
     scenario = tmp_path / "s.json"
     scenario.write_text(json.dumps({"turns": [{"content": [{"type": "text", "text": "ok"}]}]}))

@@ -185,6 +185,36 @@ def test_a_retry_is_told_as_it_happens_and_again_on_replay(
     assert shown[: shown.index("After the wait.")] == [retry]
 
 
+def test_a_request_refitted_to_the_context_window_is_an_api_retry_line(
+    messages_server: MessagesServer, workspace: Path
+) -> None:
+    """The 400 "input length and `max_tokens` exceed context limit" that is sent again
+    asking for less is told as an `api_retry` line, as cli.md says: the 400, no wait, and
+    no `max_retries` (the SDK's retries are not what sent it)."""
+    overflow = (
+        "input length and `max_tokens` exceed context limit: 150000 + 64000 > 200000, "
+        "decrease input length or `max_tokens` and try again"
+    )
+    messages_server.reply(
+        text("Cut", stop_reason="max_tokens", model=MODEL),
+        error(400, "invalid_request_error", overflow),
+        text("Whole.", model=MODEL),
+    )
+    proc = cli(messages_server, workspace, "hi", "--output-format", "stream-json")
+    assert proc.returncode == 0, proc.stderr
+    lines = [json.loads(line) for line in proc.stdout.splitlines()]
+    (told,) = [line for line in lines if line.get("subtype") == "api_retry"]
+    keys = ("attempt", "max_retries", "retry_delay_ms", "error_status")
+    assert {k: told[k] for k in keys} == {
+        "attempt": 1,
+        "max_retries": None,
+        "retry_delay_ms": 0,
+        "error_status": 400,
+    }
+    assert "sent again asking for 49000" in told["error"]
+    assert lines[-1]["result"] == "Whole."
+
+
 HAIKU = "claude-haiku-4-5"
 
 
