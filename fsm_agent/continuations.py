@@ -109,7 +109,11 @@ async def max_output_tokens_escalate(
 ) -> LoopState:
     asked = max_tokens(run.config, state, it.model)
     escalated = held_to_limit(it.model, run.config.escalated_max_output_tokens)
-    run.emit(Notice("retry", f"output cut at {asked} tokens; retrying with {escalated}"))
+    if it.stop_reason == CONTEXT_WINDOW_EXCEEDED:
+        said = f"answer cut at the context window; retrying with {escalated} output tokens"
+    else:
+        said = f"output cut at {asked} tokens; retrying with {escalated}"
+    run.emit(Notice("retry", said))
     return _whole(
         messages=it.messages_for_query,
         tool_context=_tool_context(state, it),
@@ -132,7 +136,12 @@ async def max_output_tokens_recovery(
     run: Run, state: LoopState, it: Iteration, facts: Facts
 ) -> LoopState:
     count = state.max_output_tokens_recovery_count + 1
-    run.emit(Notice("retry", f"output token limit hit; asking the model to resume ({count}/3)"))
+    cause = (
+        "answer cut at the context window"
+        if it.stop_reason == CONTEXT_WINDOW_EXCEEDED
+        else "output token limit hit"
+    )
+    run.emit(Notice("retry", f"{cause}; asking the model to resume ({count}/3)"))
     return _whole(
         messages=it.messages_for_query.extend(
             (*it.assistant_messages, meta(MAX_OUTPUT_RECOVERY_MESSAGE))

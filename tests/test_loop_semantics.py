@@ -152,6 +152,32 @@ def test_the_escalation_notice_names_the_limits_sent(workspace: Path) -> None:
     assert retries[0] == "output cut at 8000 tokens; retrying with 8192"
 
 
+def test_a_cut_at_the_context_window_is_named_so_in_the_notices(workspace: Path) -> None:
+    """`model_context_window_exceeded` takes the max-output path, but the notices said
+    the output token limit was hit, sending the user after the wrong cause."""
+    turns = [
+        {"content": [{"type": "text", "text": f"Part {n}"}],
+         "stop_reason": "model_context_window_exceeded"}
+        for n in range(5)
+    ]  # fmt: skip
+    events: list[DriverEvent] = []
+    asyncio.run(
+        arun(
+            "go",
+            model=ScriptedModel(Scenario.parse({"turns": turns})),
+            config=RunConfig(cwd=str(workspace)),
+            on_event=events.append,
+            keep_log=False,
+        )
+    )
+    retries = [e.text for e in events if isinstance(e, Notice) and e.kind == "retry"]
+    assert retries == [
+        "answer cut at the context window; retrying with 64000 output tokens",
+        *(f"answer cut at the context window; asking the model to resume ({n}/3)"
+          for n in (1, 2, 3)),
+    ]  # fmt: skip
+
+
 def test_tool_use_cut_by_max_tokens_is_never_run(scenario, workspace: Path) -> None:
     result = scenario("truncated_tool_input")
     assert not (workspace / "cut.txt").exists()
