@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import io
 import json
 import os
+import re
 import sys
+import time
 from pathlib import Path
 
 import pexpect
@@ -344,3 +347,40 @@ def test_a_question_is_withdrawn_when_the_stream_fails(workspace: Path, tmp_path
     assert not [e for e in effects if e["name"] == "tool"]
     withdrawn, typed = answered["records"][0]["messages"][-1]["content"]
     assert (withdrawn["tool_use_id"], withdrawn["is_error"], typed["text"]) == ("r1", True, "y")
+
+
+def test_a_result_that_comes_while_a_question_waits_is_shown_after_the_answer(
+    workspace: Path, tmp_path: Path
+) -> None:
+    """A call running beside the one asked about (two reads at once) printed its result
+    while the question waited, onto the question's line: `[n] deny   ⎿ …` with the
+    typed answer under it. It is held until the question is answered."""
+    outside = tmp_path / "outside.txt"
+    outside.write_text("far\n")
+    done = tmp_path / "glob-done"
+    (workspace / ".claude").mkdir(exist_ok=True)
+    hook = {"type": "command", "command": f"sleep 1; touch {done}"}
+    settings = {"hooks": {"PostToolUse": [{"matcher": "Glob", "hooks": [hook]}]}}
+    (workspace / ".claude" / "settings.json").write_text(json.dumps(settings))
+    read = {"type": "tool_use", "id": "r", "name": "Read", "input": {"file_path": str(outside)}}
+    glob = {"type": "tool_use", "id": "g", "name": "Glob", "input": {"pattern": "*"}}
+    scenario = {"turns": [{"content": [read, glob]}, {"content": "Both seen."}]}
+    path = tmp_path / "ask.json"
+    path.write_text(json.dumps(scenario))
+    child = spawn(["chat", "--scripted", str(path), "--cwd", str(workspace)], workspace)
+    shown = io.StringIO()
+    child.logfile_read = shown
+    child.expect("› ")
+    child.sendline("look")
+    child.expect(r"Allow\? \[y\] once")
+    while not done.exists():
+        time.sleep(0.1)
+    time.sleep(0.5)  # the Glob's result is handed to the screen as its hook ends
+    child.sendline("y")
+    child.expect("Both seen.")
+    child.expect("› ")
+    leave(child)
+    plain = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", shown.getvalue())
+    after_question = plain.split("[n] deny", 1)[1]
+    assert after_question.lstrip(" ").startswith("y"), after_question[:200]
+    assert after_question.count("⎿") == 2
