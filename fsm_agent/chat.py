@@ -17,10 +17,9 @@ from typing import TextIO
 from rich.console import Console
 from rich.text import Text
 
-from fsm_agent.approvals import withdrawn
+from fsm_agent.approvals import QuestionScreen, withdrawn
 from fsm_agent.driver import LoopResult
 from fsm_agent.effects import Inbox
-from fsm_agent.events import DriverEvent
 from fsm_agent.history import follow_up
 from fsm_agent.launch import Plan
 from fsm_agent.messages import Message
@@ -150,10 +149,7 @@ class ChatSession:
         """Lines typed during a run that it never took, in order: the next prompts."""
         self._inbox: ReaderInbox | None = None
         """The inbox of the run under way: where lines typed before a question go."""
-        self._held: list[DriverEvent] | None = None
-        """Events of the calls running beside a question, shown once it is answered:
-        printed meanwhile they would land on the question's line."""
-        self._showing = threading.Lock()
+        self.screen = QuestionScreen(self.renderer, self.renderer.paused)
         reader.on_line = self._queued
         plan.ask = self.ask
 
@@ -174,29 +170,13 @@ class ChatSession:
         """
         if self._inbox is not None:
             self._inbox.keep_typed()
-        with self._showing:
-            self._held = []
-        try:
-            with self.renderer.paused():
-                self.console.print(Text(question, style="bold yellow"), end=" ")
-                self.reader.busy.clear()
-                try:
-                    return self.reader.get(until=lambda: self.plan.abort.is_set() or withdrawn())
-                finally:
-                    self.reader.busy.set()
-        finally:
-            with self._showing:
-                held, self._held = self._held, None
-                for event in held or ():
-                    self.renderer(event)
-
-    def _show(self, event: DriverEvent) -> None:
-        """The run's events to the screen, held while a question waits for its answer."""
-        with self._showing:
-            if self._held is not None:
-                self._held.append(event)
-            else:
-                self.renderer(event)
+        with self.screen.asking():
+            self.console.print(Text(question, style="bold yellow"), end=" ")
+            self.reader.busy.clear()
+            try:
+                return self.reader.get(until=lambda: self.plan.abort.is_set() or withdrawn())
+            finally:
+                self.reader.busy.set()
 
     def _read_prompt(self) -> str | None:
         """The next non-empty line; `None` when the user leaves (Ctrl-D, or Ctrl-C twice)."""
@@ -229,7 +209,7 @@ class ChatSession:
         self._inbox = ReaderInbox(self.reader)
         try:
             result = self.plan.run_interruptibly(
-                follow_up(self.messages, prompt), self._show, inbox=self._inbox
+                follow_up(self.messages, prompt), self.screen, inbox=self._inbox
             )
         finally:
             self._typed_ahead.extend(self._inbox.left())

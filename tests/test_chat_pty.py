@@ -349,12 +349,9 @@ def test_a_question_is_withdrawn_when_the_stream_fails(workspace: Path, tmp_path
     assert (withdrawn["tool_use_id"], withdrawn["is_error"], typed["text"]) == ("r1", True, "y")
 
 
-def test_a_result_that_comes_while_a_question_waits_is_shown_after_the_answer(
-    workspace: Path, tmp_path: Path
-) -> None:
-    """A call running beside the one asked about (two reads at once) printed its result
-    while the question waited, onto the question's line: `[n] deny   ⎿ …` with the
-    typed answer under it. It is held until the question is answered."""
+def _two_reads_one_asked(workspace: Path, tmp_path: Path) -> tuple[Path, Path]:
+    """A scenario reading a file outside (asked about) and globbing inside (not asked)
+    at once; the glob's PostToolUse hook touches the returned marker as it ends."""
     outside = tmp_path / "outside.txt"
     outside.write_text("far\n")
     done = tmp_path / "glob-done"
@@ -367,20 +364,53 @@ def test_a_result_that_comes_while_a_question_waits_is_shown_after_the_answer(
     scenario = {"turns": [{"content": [read, glob]}, {"content": "Both seen."}]}
     path = tmp_path / "ask.json"
     path.write_text(json.dumps(scenario))
-    child = spawn(["chat", "--scripted", str(path), "--cwd", str(workspace)], workspace)
+    return path, done
+
+
+def _answered_after_the_glob(child: pexpect.spawn, done: Path) -> str:
+    """Answer y once the glob's result has come; what the screen showed, escapes out."""
     shown = io.StringIO()
     child.logfile_read = shown
-    child.expect("› ")
-    child.sendline("look")
-    child.expect(r"Allow\? \[y\] once")
+    child.expect(r"Allow\?")
     while not done.exists():
         time.sleep(0.1)
     time.sleep(0.5)  # the Glob's result is handed to the screen as its hook ends
     child.sendline("y")
     child.expect("Both seen.")
-    child.expect("› ")
-    leave(child)
-    plain = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", shown.getvalue())
-    after_question = plain.split("[n] deny", 1)[1]
+    return shown.getvalue()
+
+
+def _answer_comes_first(shown: str) -> None:
+    plain = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", shown)
+    end = max(plain.find(m) + len(m) for m in ("[n] deny", "(n):") if m in plain)
+    after_question = plain[end:]
     assert after_question.lstrip(" ").startswith("y"), after_question[:200]
     assert after_question.count("⎿") == 2
+
+
+def test_a_result_that_comes_while_a_question_waits_is_shown_after_the_answer(
+    workspace: Path, tmp_path: Path
+) -> None:
+    """A call running beside the one asked about (two reads at once) printed its result
+    while the question waited, onto the question's line: `[n] deny   ⎿ …` with the
+    typed answer under it. It is held until the question is answered."""
+    path, done = _two_reads_one_asked(workspace, tmp_path)
+    child = spawn(["chat", "--scripted", str(path), "--cwd", str(workspace)], workspace)
+    child.expect("› ")
+    child.sendline("look")
+    shown = _answered_after_the_glob(child, done)
+    child.expect("› ")
+    leave(child)
+    _answer_comes_first(shown)
+
+
+def test_a_one_shot_run_s_question_is_not_interleaved_either(
+    workspace: Path, tmp_path: Path
+) -> None:
+    """`run` in a terminal asks on it too: the glob's `● Glob(*)` and result came after
+    `[y/a/n] (n):`, the answer typed under them."""
+    path, done = _two_reads_one_asked(workspace, tmp_path)
+    child = spawn(["run", "--scripted", str(path), "--cwd", str(workspace), "look"], workspace)
+    shown = _answered_after_the_glob(child, done)
+    child.expect(pexpect.EOF)
+    _answer_comes_first(shown)
