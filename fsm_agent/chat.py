@@ -174,9 +174,12 @@ class ChatSession:
             self.console.print(Text(question, style="bold yellow"), end=" ")
             self.reader.busy.clear()
             try:
-                return self.reader.get(until=lambda: self.plan.abort.is_set() or withdrawn())
+                answer = self.reader.get(until=lambda: self.plan.abort.is_set() or withdrawn())
             finally:
                 self.reader.busy.set()
+            if answer is None:
+                self.console.print()  # nothing typed ended the question's line
+            return answer
 
     def _read_prompt(self) -> str | None:
         """The next non-empty line; `None` when the user leaves (Ctrl-D, or Ctrl-C twice)."""

@@ -414,3 +414,23 @@ def test_a_one_shot_run_s_question_is_not_interleaved_either(
     shown = _answered_after_the_glob(child, done)
     child.expect(pexpect.EOF)
     _answer_comes_first(shown)
+
+
+def test_ctrl_d_at_a_question_ends_its_line(workspace: Path, tmp_path: Path) -> None:
+    """Ctrl-D at a question denies; the call's `●` line was printed on the question's
+    line (`[n] deny ● Bash(…)`), as nothing typed had ended it."""
+    call = {"type": "tool_use", "id": "t", "name": "Bash", "input": {"command": "touch asked"}}
+    path = tmp_path / "ask.json"
+    path.write_text(json.dumps({"turns": [{"content": [call]}, {"content": "Denied, fine."}]}))
+    child = spawn(["chat", "--scripted", str(path), "--cwd", str(workspace)], workspace)
+    child.expect("› ")
+    child.sendline("touch it")
+    shown = io.StringIO()
+    child.logfile_read = shown
+    child.expect(r"\[n\] deny")
+    child.sendeof()
+    child.expect("Denied, fine.")
+    child.expect(pexpect.EOF)
+    plain = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", shown.getvalue())
+    assert re.search(r"\n\r?● Bash\(touch asked\)", plain), plain[:300]
+    assert not (workspace / "asked").exists()
