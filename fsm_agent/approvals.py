@@ -155,11 +155,16 @@ class Approvals:
             raise
         self._lock.release()
         if answer == ALLOW_ALWAYS:
-            rules = self._always_rules(question)
-            self._granted.update(rules)
-            extra = tuple(RuleSource(r, self.cwd, "this session") for r in rules)
-            self.settings = evolve(self.settings, allow=self.settings.allow + extra)
+            self.grant(question)
         return answer if answer in (ALLOW_ONCE, ALLOW_ALWAYS) else DENY
+
+    def grant(self, question: PermissionAsk) -> None:
+        """The rules an "always" answer to `question` adds, for the rest of the run
+        (a fork's live part takes them from its replayed part's answers)."""
+        rules = self._always_rules(question)
+        self._granted.update(rules)
+        extra = tuple(RuleSource(r, self.cwd, "this session") for r in rules)
+        self.settings = evolve(self.settings, allow=self.settings.allow + extra)
 
     @staticmethod
     def _always_rules(question: PermissionAsk) -> list[str]:
