@@ -137,7 +137,7 @@ class Approvals:
         if self.prompter is None:
             return NO_TERMINAL
         await self._lock.acquire()
-        wanted = self._always_rules(question)
+        wanted = self.always_rules(question)
         if (wanted and self._granted.issuperset(wanted)) or (
             recheck is not None and self._granted and self.check(recheck).behavior == "allow"
         ):
@@ -161,13 +161,13 @@ class Approvals:
     def grant(self, question: PermissionAsk) -> None:
         """The rules an "always" answer to `question` adds, for the rest of the run
         (a fork's live part takes them from its replayed part's answers)."""
-        rules = self._always_rules(question)
+        rules = self.always_rules(question)
         self._granted.update(rules)
         extra = tuple(RuleSource(r, self.cwd, "this session") for r in rules)
         self.settings = evolve(self.settings, allow=self.settings.allow + extra)
 
     @staticmethod
-    def _always_rules(question: PermissionAsk) -> list[str]:
+    def always_rules(question: PermissionAsk) -> list[str]:
         """The rules an "always" answer to `question` adds."""
         rules = [question.suggestion] if question.suggestion else []
         kind = _path_rule_kind(question.tool)

@@ -13,6 +13,8 @@ from pathlib import Path
 import pexpect
 import pytest
 
+from tests.test_cli import fsm
+
 TIMEOUT = 30
 
 CHAT = {
@@ -434,3 +436,45 @@ def test_ctrl_d_at_a_question_ends_its_line(workspace: Path, tmp_path: Path) -> 
     plain = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", shown.getvalue())
     assert re.search(r"\n\r?● Bash\(touch asked\)", plain), plain[:300]
     assert not (workspace / "asked").exists()
+
+
+def test_an_always_answer_holds_for_the_chat_s_later_messages(
+    workspace: Path, tmp_path: Path
+) -> None:
+    """`[a] always` held for the message's run only: the next message's Write was asked
+    again, where Claude Code keeps a session's rule for the session; `/clear` starts a
+    new one, which asks again."""
+
+    def write(name: str) -> dict:
+        call = {"file_path": f"{name}.txt", "content": name}
+        return {"content": [{"type": "tool_use", "id": name, "name": "Write", "input": call}]}
+
+    turns = [write("a"), {"content": "one"}, write("b"), {"content": "two"}]
+    turns += [write("c"), {"content": "three"}]
+    path = tmp_path / "ask.json"
+    path.write_text(json.dumps({"turns": turns}))
+    child = spawn(["chat", "--scripted", str(path), "--cwd", str(workspace)], workspace)
+    child.expect("› ")
+    child.sendline("write a")
+    child.expect(r"Allow\? \[y\] once")
+    child.sendline("a")
+    child.expect("one")
+    child.expect("› ")
+    child.sendline("write b")
+    assert child.expect([r"Allow\?", "two"]) == 1
+    child.expect("› ")
+    child.sendline("/clear")
+    child.expect("› ")
+    child.sendline("write c")
+    child.expect(r"Allow\? \[y\] once")
+    child.sendline("y")
+    child.expect("three")
+    child.expect("› ")
+    leave(child)
+    assert [(workspace / f"{n}.txt").read_text() for n in "abc"] == ["a", "b", "c"]
+    for run in logs_by_time(workspace):
+        assert fsm("replay", str(run), "--check").returncode == 0
+
+
+def logs_by_time(workspace: Path) -> list[Path]:
+    return sorted((workspace / ".fsm-agent" / "sessions").glob("*.jsonl"))
