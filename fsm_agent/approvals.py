@@ -14,12 +14,14 @@ import contextvars
 import os
 import select
 import sys
-from collections.abc import Callable
+import threading
+from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager
 
 from attrs import evolve
 
 from fsm_agent.effects import AbortSignal
+from fsm_agent.events import DriverEvent
 from fsm_agent.permissions import (
     ALLOW_ALWAYS,
     ALLOW_ONCE,
@@ -135,7 +137,7 @@ class Approvals:
         if self.prompter is None:
             return NO_TERMINAL
         await self._lock.acquire()
-        wanted = self._always_rules(question)
+        wanted = self.always_rules(question)
         if (wanted and self._granted.issuperset(wanted)) or (
             recheck is not None and self._granted and self.check(recheck).behavior == "allow"
         ):
@@ -153,14 +155,19 @@ class Approvals:
             raise
         self._lock.release()
         if answer == ALLOW_ALWAYS:
-            rules = self._always_rules(question)
-            self._granted.update(rules)
-            extra = tuple(RuleSource(r, self.cwd, "this session") for r in rules)
-            self.settings = evolve(self.settings, allow=self.settings.allow + extra)
+            self.grant(question)
         return answer if answer in (ALLOW_ONCE, ALLOW_ALWAYS) else DENY
 
+    def grant(self, question: PermissionAsk) -> None:
+        """The rules an "always" answer to `question` adds, for the rest of the run
+        (a fork's live part takes them from its replayed part's answers)."""
+        rules = self.always_rules(question)
+        self._granted.update(rules)
+        extra = tuple(RuleSource(r, self.cwd, "this session") for r in rules)
+        self.settings = evolve(self.settings, allow=self.settings.allow + extra)
+
     @staticmethod
-    def _always_rules(question: PermissionAsk) -> list[str]:
+    def always_rules(question: PermissionAsk) -> list[str]:
         """The rules an "always" answer to `question` adds."""
         rules = [question.suggestion] if question.suggestion else []
         kind = _path_rule_kind(question.tool)
@@ -203,6 +210,43 @@ def _question(question: PermissionAsk) -> tuple[str, str]:
 def _choice(answer: str | None) -> str:
     key = (answer or "").strip().lower()[:1]
     return {"y": ALLOW_ONCE, "a": ALLOW_ALWAYS}.get(key, DENY)
+
+
+class QuestionScreen:
+    """A run's events and its questions on one screen. The calls running beside the one
+    asked about (reads at once) go on: their events are held while the question waits
+    and shown after the answer, where printed meanwhile they land on its line."""
+
+    def __init__(
+        self,
+        show: Callable[[DriverEvent], None],
+        pause: Callable[[], AbstractContextManager[None]],
+    ) -> None:
+        self._show = show
+        self._pause = pause
+        self._held: list[DriverEvent] | None = None
+        self._lock = threading.Lock()
+
+    def __call__(self, event: DriverEvent) -> None:
+        with self._lock:
+            if self._held is not None:
+                self._held.append(event)
+            else:
+                self._show(event)
+
+    @contextlib.contextmanager
+    def asking(self) -> Iterator[None]:
+        """The live status put away and events held while a question is on screen."""
+        with self._lock:
+            self._held = []
+        try:
+            with self._pause():
+                yield
+        finally:
+            with self._lock:
+                held, self._held = self._held, None
+                for event in held or ():
+                    self._show(event)
 
 
 def line_prompter(ask: Callable[[str], str | None]) -> Prompter:

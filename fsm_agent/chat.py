@@ -17,7 +17,7 @@ from typing import TextIO
 from rich.console import Console
 from rich.text import Text
 
-from fsm_agent.approvals import withdrawn
+from fsm_agent.approvals import QuestionScreen, withdrawn
 from fsm_agent.driver import LoopResult
 from fsm_agent.effects import Inbox
 from fsm_agent.history import follow_up
@@ -149,6 +149,7 @@ class ChatSession:
         """Lines typed during a run that it never took, in order: the next prompts."""
         self._inbox: ReaderInbox | None = None
         """The inbox of the run under way: where lines typed before a question go."""
+        self.screen = QuestionScreen(self.renderer, self.renderer.paused)
         reader.on_line = self._queued
         plan.ask = self.ask
 
@@ -169,13 +170,16 @@ class ChatSession:
         """
         if self._inbox is not None:
             self._inbox.keep_typed()
-        with self.renderer.paused():
+        with self.screen.asking():
             self.console.print(Text(question, style="bold yellow"), end=" ")
             self.reader.busy.clear()
             try:
-                return self.reader.get(until=lambda: self.plan.abort.is_set() or withdrawn())
+                answer = self.reader.get(until=lambda: self.plan.abort.is_set() or withdrawn())
             finally:
                 self.reader.busy.set()
+            if answer is None:
+                self.console.print()  # nothing typed ended the question's line
+            return answer
 
     def _read_prompt(self) -> str | None:
         """The next non-empty line; `None` when the user leaves (Ctrl-D, or Ctrl-C twice)."""
@@ -208,7 +212,7 @@ class ChatSession:
         self._inbox = ReaderInbox(self.reader)
         try:
             result = self.plan.run_interruptibly(
-                follow_up(self.messages, prompt), self.renderer, inbox=self._inbox
+                follow_up(self.messages, prompt), self.screen, inbox=self._inbox
             )
         finally:
             self._typed_ahead.extend(self._inbox.left())

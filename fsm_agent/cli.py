@@ -658,18 +658,18 @@ def _run_text(
     """The run shown as it goes, and why stdout failed if it did; with `ask` (a
     terminal), the user is asked what the rules leave open, the live status put away
     meanwhile."""
+    from fsm_agent.approvals import QuestionScreen, terminal_prompter
     from fsm_agent.log import LogError
     from fsm_agent.render import LiveRenderer, QuietRenderer, RunConsole
 
     console = RunConsole()
     renderer = QuietRenderer(console) if quiet else LiveRenderer(console, verbose=verbose)
+    screen = QuestionScreen(renderer, renderer.paused)
     if ask:
-        from fsm_agent.approvals import terminal_prompter
-
-        plan.prompter = terminal_prompter(plan.abort, renderer.paused)
+        plan.prompter = terminal_prompter(plan.abort, screen.asking)
     renderer.start()
     try:
-        result = plan.run_interruptibly(messages, renderer)
+        result = plan.run_interruptibly(messages, screen)
     except LogError as exc:
         fail(str(exc))
     except OSError as exc:

@@ -22,7 +22,7 @@ from typing import Any
 
 from attrs import evolve, frozen
 
-from fsm_agent.approvals import Approvals
+from fsm_agent.approvals import ALLOW_ALWAYS, Approvals
 from fsm_agent.codec import CodecError
 from fsm_agent.driver import Engine, LoopResult
 from fsm_agent.effects import AbortSignal, Effects, LiveEffects
@@ -201,7 +201,14 @@ class SwitchEffects:
         cancel: AbortSignal | None = None,
         recheck: PermissionRequest | None = None,
     ) -> str:
-        return await self._source().ask_permission(question, cancel, recheck)
+        answer = await self._source().ask_permission(question, cancel, recheck)
+        if (
+            answer == ALLOW_ALWAYS
+            and not self.tape.live
+            and isinstance(self.live_effects, LiveEffects)
+        ):
+            self.live_effects.approvals.grant(question)  # the run goes on with its rules
+        return answer
 
     def discarded(self, key: str, cancel: AbortSignal) -> bool:
         return self._source().discarded(key, cancel)

@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+import io
 import json
 import os
+import re
 import sys
+import time
 from pathlib import Path
 
 import pexpect
 import pytest
+
+from tests.test_cli import fsm
 
 TIMEOUT = 30
 
@@ -344,3 +349,132 @@ def test_a_question_is_withdrawn_when_the_stream_fails(workspace: Path, tmp_path
     assert not [e for e in effects if e["name"] == "tool"]
     withdrawn, typed = answered["records"][0]["messages"][-1]["content"]
     assert (withdrawn["tool_use_id"], withdrawn["is_error"], typed["text"]) == ("r1", True, "y")
+
+
+def _two_reads_one_asked(workspace: Path, tmp_path: Path) -> tuple[Path, Path]:
+    """A scenario reading a file outside (asked about) and globbing inside (not asked)
+    at once; the glob's PostToolUse hook touches the returned marker as it ends."""
+    outside = tmp_path / "outside.txt"
+    outside.write_text("far\n")
+    done = tmp_path / "glob-done"
+    (workspace / ".claude").mkdir(exist_ok=True)
+    hook = {"type": "command", "command": f"sleep 1; touch {done}"}
+    settings = {"hooks": {"PostToolUse": [{"matcher": "Glob", "hooks": [hook]}]}}
+    (workspace / ".claude" / "settings.json").write_text(json.dumps(settings))
+    read = {"type": "tool_use", "id": "r", "name": "Read", "input": {"file_path": str(outside)}}
+    glob = {"type": "tool_use", "id": "g", "name": "Glob", "input": {"pattern": "*"}}
+    scenario = {"turns": [{"content": [read, glob]}, {"content": "Both seen."}]}
+    path = tmp_path / "ask.json"
+    path.write_text(json.dumps(scenario))
+    return path, done
+
+
+def _answered_after_the_glob(child: pexpect.spawn, done: Path) -> str:
+    """Answer y once the glob's result has come; what the screen showed, escapes out."""
+    shown = io.StringIO()
+    child.logfile_read = shown
+    child.expect(r"Allow\?")
+    while not done.exists():
+        time.sleep(0.1)
+    time.sleep(0.5)  # the Glob's result is handed to the screen as its hook ends
+    child.sendline("y")
+    child.expect("Both seen.")
+    return shown.getvalue()
+
+
+def _answer_comes_first(shown: str) -> None:
+    plain = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", shown)
+    end = max(plain.find(m) + len(m) for m in ("[n] deny", "(n):") if m in plain)
+    after_question = plain[end:]
+    assert after_question.lstrip(" ").startswith("y"), after_question[:200]
+    assert after_question.count("⎿") == 2
+
+
+def test_a_result_that_comes_while_a_question_waits_is_shown_after_the_answer(
+    workspace: Path, tmp_path: Path
+) -> None:
+    """A call running beside the one asked about (two reads at once) printed its result
+    while the question waited, onto the question's line: `[n] deny   ⎿ …` with the
+    typed answer under it. It is held until the question is answered."""
+    path, done = _two_reads_one_asked(workspace, tmp_path)
+    child = spawn(["chat", "--scripted", str(path), "--cwd", str(workspace)], workspace)
+    child.expect("› ")
+    child.sendline("look")
+    shown = _answered_after_the_glob(child, done)
+    child.expect("› ")
+    leave(child)
+    _answer_comes_first(shown)
+
+
+def test_a_one_shot_run_s_question_is_not_interleaved_either(
+    workspace: Path, tmp_path: Path
+) -> None:
+    """`run` in a terminal asks on it too: the glob's `● Glob(*)` and result came after
+    `[y/a/n] (n):`, the answer typed under them."""
+    path, done = _two_reads_one_asked(workspace, tmp_path)
+    child = spawn(["run", "--scripted", str(path), "--cwd", str(workspace), "look"], workspace)
+    shown = _answered_after_the_glob(child, done)
+    child.expect(pexpect.EOF)
+    _answer_comes_first(shown)
+
+
+def test_ctrl_d_at_a_question_ends_its_line(workspace: Path, tmp_path: Path) -> None:
+    """Ctrl-D at a question denies; the call's `●` line was printed on the question's
+    line (`[n] deny ● Bash(…)`), as nothing typed had ended it."""
+    call = {"type": "tool_use", "id": "t", "name": "Bash", "input": {"command": "touch asked"}}
+    path = tmp_path / "ask.json"
+    path.write_text(json.dumps({"turns": [{"content": [call]}, {"content": "Denied, fine."}]}))
+    child = spawn(["chat", "--scripted", str(path), "--cwd", str(workspace)], workspace)
+    child.expect("› ")
+    child.sendline("touch it")
+    shown = io.StringIO()
+    child.logfile_read = shown
+    child.expect(r"\[n\] deny")
+    child.sendeof()
+    child.expect("Denied, fine.")
+    child.expect(pexpect.EOF)
+    plain = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", shown.getvalue())
+    assert re.search(r"\n\r?● Bash\(touch asked\)", plain), plain[:300]
+    assert not (workspace / "asked").exists()
+
+
+def test_an_always_answer_holds_for_the_chat_s_later_messages(
+    workspace: Path, tmp_path: Path
+) -> None:
+    """`[a] always` held for the message's run only: the next message's Write was asked
+    again, where Claude Code keeps a session's rule for the session; `/clear` starts a
+    new one, which asks again."""
+
+    def write(name: str) -> dict:
+        call = {"file_path": f"{name}.txt", "content": name}
+        return {"content": [{"type": "tool_use", "id": name, "name": "Write", "input": call}]}
+
+    turns = [write("a"), {"content": "one"}, write("b"), {"content": "two"}]
+    turns += [write("c"), {"content": "three"}]
+    path = tmp_path / "ask.json"
+    path.write_text(json.dumps({"turns": turns}))
+    child = spawn(["chat", "--scripted", str(path), "--cwd", str(workspace)], workspace)
+    child.expect("› ")
+    child.sendline("write a")
+    child.expect(r"Allow\? \[y\] once")
+    child.sendline("a")
+    child.expect("one")
+    child.expect("› ")
+    child.sendline("write b")
+    assert child.expect([r"Allow\?", "two"]) == 1
+    child.expect("› ")
+    child.sendline("/clear")
+    child.expect("› ")
+    child.sendline("write c")
+    child.expect(r"Allow\? \[y\] once")
+    child.sendline("y")
+    child.expect("three")
+    child.expect("› ")
+    leave(child)
+    assert [(workspace / f"{n}.txt").read_text() for n in "abc"] == ["a", "b", "c"]
+    for run in logs_by_time(workspace):
+        assert fsm("replay", str(run), "--check").returncode == 0
+
+
+def logs_by_time(workspace: Path) -> list[Path]:
+    return sorted((workspace / ".fsm-agent" / "sessions").glob("*.jsonl"))

@@ -523,3 +523,31 @@ def test_a_fork_into_another_workspace_replays_its_parents_nested_memory(
     assert replay(new).messages[:3] == replay(parent).messages[:3]
     check = fsm("replay", str(new), "--check")
     assert check.returncode == 0, check.stdout + check.stderr
+
+
+def test_an_always_answer_in_the_replayed_part_still_allows_in_the_live_part(
+    workspace: Path, tmp_path: Path
+) -> None:
+    """ "[a] always" adds its rule for the rest of the run; a fork past the answer is that
+    run going on, yet its live part judged without the rule: the Write the parent's run
+    would have made unasked was denied (no terminal to ask)."""
+    from fsm_agent.approvals import ALLOW_ALWAYS
+    from fsm_agent.session import run_scenario
+
+    def write(name: str) -> dict[str, Any]:
+        call = {"file_path": f"{name}.txt", "content": name}
+        return {"content": [{"type": "tool_use", "id": name, "name": "Write", "input": call}]}
+
+    source = {"prompt": "Write.", "turns": [write("a"), write("b"), {"content": "Done."}]}
+    path = tmp_path / "always.json"
+    path.write_text(json.dumps(source))
+    log = tmp_path / "always.jsonl"
+    run_scenario(path, cwd=workspace, log=log, prompter=lambda question: ALLOW_ALWAYS)
+    assert (workspace / "b.txt").read_text() == "b"
+    after_first_round = 7
+    forked = tmp_path / "forked.jsonl"
+    script = {"turns": [write("c"), {"content": "Forked."}]}
+    result = fork(log, ForkPoint(after_first_round), workspace, forked, script)
+    assert result.reason == "completed"
+    assert (workspace / "c.txt").read_text() == "c"
+    assert fsm("replay", str(forked), "--check").returncode == 0
