@@ -42,8 +42,6 @@ MAX_OUTPUT_CHARS = 10_000
 MAX_CAPTURE_BYTES = 4 * 1024 * 1024
 """What is kept of each of a hook's streams: room for a JSON answer whose `updatedInput`
 is large, while a hook that prints without end cannot fill the memory until its timeout."""
-MAX_JSON_DEPTH = MAX_DEPTH
-"""A hook's JSON answer nested deeper is not taken: no log line could hold it."""
 _SIMPLE_MATCHER = r"[A-Za-z0-9_ ,|-]*"
 """Compiled by `re` on first use (and cached there), not at import: replay runs no hooks."""
 
@@ -242,7 +240,7 @@ def _json_output(stdout: str) -> tuple[dict[str, Any] | None, bool]:
         return None, False
     if not isinstance(value, dict):
         return None, False
-    if deeper_than(value, MAX_JSON_DEPTH):
+    if deeper_than(value, MAX_DEPTH):
         return None, True
     return value, False
 
@@ -281,7 +279,7 @@ def interpret(event: str, run: HookRun) -> HookOutcome:
         )
     if too_deep:
         messages.append(
-            f"{name} `{run.command}`: its JSON output is nested more than {MAX_JSON_DEPTH} "
+            f"{name} `{run.command}`: its JSON output is nested more than {MAX_DEPTH} "
             "levels deep, too deeply to be recorded; ignored"
         )
     blocking: list[str] = []

@@ -569,10 +569,12 @@ UNDECIDED = Undecided.UNDECIDED
 def _suggested(rule: str) -> dict[str, Any]:
     """The rule an "always" answer would add, as Claude Code suggests it to the hook: a
     `PermissionUpdate` adding it for the rest of the session (the run, here)."""
-    tool, _, content = rule.partition("(")
-    value: dict[str, Any] = {"toolName": tool}
-    if content.endswith(")"):
-        value["ruleContent"] = content[:-1]
+    from fsm_agent.permissions import Rule  # only when a PermissionRequest hook listens
+
+    parsed = Rule.parse(rule)
+    value: dict[str, Any] = {"toolName": parsed.tool}
+    if parsed.content is not None:
+        value["ruleContent"] = parsed.content
     return {"type": "addRules", "rules": [value], "behavior": "allow", "destination": "session"}
 
 

@@ -9,6 +9,7 @@ import re
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pexpect
 import pytest
@@ -50,6 +51,21 @@ def spawn(args: list[str], cwd: Path) -> pexpect.spawn:
         timeout=TIMEOUT,
         dimensions=(30, 100),
     )
+    return child
+
+
+def chatting(
+    workspace: Path, tmp_path: Path, scenario: dict[str, Any] | Path, line: str
+) -> pexpect.spawn:
+    """A chat over `scenario` (a scenario file, or its contents), `line` typed at its
+    first prompt."""
+    if not isinstance(scenario, Path):
+        path = tmp_path / "scenario.json"
+        path.write_text(json.dumps(scenario))
+        scenario = path
+    child = spawn(["chat", "--scripted", str(scenario), "--cwd", str(workspace)], workspace)
+    child.expect("› ")
+    child.sendline(line)
     return child
 
 
@@ -166,11 +182,7 @@ def test_typed_during_a_run_is_queued(workspace: Path, tmp_path: Path) -> None:
             {"content": [{"type": "text", "text": "Noted, also that."}]},
         ]
     }
-    path = tmp_path / "queue.json"
-    path.write_text(json.dumps(scenario))
-    child = spawn(["chat", "--scripted", str(path), "--cwd", str(workspace)], workspace)
-    child.expect("› ")
-    child.sendline("list the text files")
+    child = chatting(workspace, tmp_path, scenario, "list the text files")
     child.expect("Waiting for the model")
     child.sendline("and count them")
     child.expect("queued: and count them")
@@ -202,11 +214,7 @@ def test_chat_asks_before_a_write_and_always_adds_a_rule(workspace: Path, tmp_pa
             {"content": [{"type": "text", "text": "Both written."}]},
         ]
     }
-    path = tmp_path / "ask.json"
-    path.write_text(json.dumps(scenario))
-    child = spawn(["chat", "--scripted", str(path), "--cwd", str(workspace)], workspace)
-    child.expect("› ")
-    child.sendline("write two files")
+    child = chatting(workspace, tmp_path, scenario, "write two files")
     child.expect("needs approval")
     child.expect(r"Allow\? \[y\] once  \[a\] always \(Edit\(\./\*\*\)\)  \[n\] deny")
     child.sendline("a")
@@ -223,11 +231,7 @@ def _asked_after_a_queued_line(workspace: Path, tmp_path: Path, answer: str) -> 
     waits (queued), and the question comes; the model's next answer is `answer`."""
     call = {"type": "tool_use", "id": "t", "name": "Bash", "input": {"command": "touch asked"}}
     scenario = {"turns": [{"delay": 3, "content": [call]}, {"content": answer}]}
-    path = tmp_path / "ask.json"
-    path.write_text(json.dumps(scenario))
-    child = spawn(["chat", "--scripted", str(path), "--cwd", str(workspace)], workspace)
-    child.expect("› ")
-    child.sendline("touch it")
+    child = chatting(workspace, tmp_path, scenario, "touch it")
     child.expect("Waiting for the model")
     child.sendline("also update the docs")
     child.expect("queued: also update the docs")
@@ -272,11 +276,9 @@ def test_ctrl_c_at_a_question_denies_and_the_session_goes_on(
 ) -> None:
     """Ctrl-C at a permission question was not seen until the user typed an answer."""
     call = {"type": "tool_use", "id": "t", "name": "Bash", "input": {"command": "touch asked"}}
-    path = tmp_path / "ask.json"
-    path.write_text(json.dumps({"turns": [{"content": [call]}, {"content": "never"}]}))
-    child = spawn(["chat", "--scripted", str(path), "--cwd", str(workspace)], workspace)
-    child.expect("› ")
-    child.sendline("touch it")
+    child = chatting(
+        workspace, tmp_path, {"turns": [{"content": [call]}, {"content": "never"}]}, "touch it"
+    )
     child.expect(r"Allow\? \[y\] once")
     child.sendintr()
     child.expect("aborted_tools")
@@ -330,11 +332,7 @@ def test_a_question_is_withdrawn_when_the_stream_fails(workspace: Path, tmp_path
         "settings": {"permissions": {"ask": ["Read"]}},
         "turns": [first, {"content": "A message, not an answer."}],
     }
-    path = tmp_path / "withdrawn.json"
-    path.write_text(json.dumps(scenario))
-    child = spawn(["chat", "--scripted", str(path), "--cwd", str(workspace)], workspace)
-    child.expect("› ")
-    child.sendline("read it")
+    child = chatting(workspace, tmp_path, scenario, "read it")
     child.expect(r"Allow\? \[y\] once")
     child.expect("model_error")
     child.expect("› ")
@@ -397,9 +395,7 @@ def test_a_result_that_comes_while_a_question_waits_is_shown_after_the_answer(
     while the question waited, onto the question's line: `[n] deny   ⎿ …` with the
     typed answer under it. It is held until the question is answered."""
     path, done = _two_reads_one_asked(workspace, tmp_path)
-    child = spawn(["chat", "--scripted", str(path), "--cwd", str(workspace)], workspace)
-    child.expect("› ")
-    child.sendline("look")
+    child = chatting(workspace, tmp_path, path, "look")
     shown = _answered_after_the_glob(child, done)
     child.expect("› ")
     leave(child)
@@ -422,11 +418,12 @@ def test_ctrl_d_at_a_question_ends_its_line(workspace: Path, tmp_path: Path) -> 
     """Ctrl-D at a question denies; the call's `●` line was printed on the question's
     line (`[n] deny ● Bash(…)`), as nothing typed had ended it."""
     call = {"type": "tool_use", "id": "t", "name": "Bash", "input": {"command": "touch asked"}}
-    path = tmp_path / "ask.json"
-    path.write_text(json.dumps({"turns": [{"content": [call]}, {"content": "Denied, fine."}]}))
-    child = spawn(["chat", "--scripted", str(path), "--cwd", str(workspace)], workspace)
-    child.expect("› ")
-    child.sendline("touch it")
+    child = chatting(
+        workspace,
+        tmp_path,
+        {"turns": [{"content": [call]}, {"content": "Denied, fine."}]},
+        "touch it",
+    )
     shown = io.StringIO()
     child.logfile_read = shown
     child.expect(r"\[n\] deny")
@@ -451,11 +448,7 @@ def test_an_always_answer_holds_for_the_chat_s_later_messages(
 
     turns = [write("a"), {"content": "one"}, write("b"), {"content": "two"}]
     turns += [write("c"), {"content": "three"}]
-    path = tmp_path / "ask.json"
-    path.write_text(json.dumps({"turns": turns}))
-    child = spawn(["chat", "--scripted", str(path), "--cwd", str(workspace)], workspace)
-    child.expect("› ")
-    child.sendline("write a")
+    child = chatting(workspace, tmp_path, {"turns": turns}, "write a")
     child.expect(r"Allow\? \[y\] once")
     child.sendline("a")
     child.expect("one")

@@ -36,20 +36,21 @@ def _answering(tmp_path: Path, name: str, output: Any) -> str:
     return script(tmp_path / f"{name}.sh", f'cat > /dev/null\ncat "{tmp_path / name}.json"\n')
 
 
-def _bash_run(
-    workspace: Path, tmp_path: Path, *outputs: Any
-) -> tuple[Any, list[dict[str, Any]], list[Notice]]:
-    """`echo SECRET` through Bash, one hook per output, in that order; the result, the
-    log's records and the notices shown."""
-    hooks = [
-        {"type": "command", "command": _answering(tmp_path, f"h{n}", out)}
-        for n, out in enumerate(outputs)
-    ]
-    settings = {
-        "permissions": {"allow": ["Bash"]},
-        "hooks": {"PostToolUse": [{"matcher": "Bash", "hooks": hooks}]},
-    }
-    call = {"type": "tool_use", "id": "t1", "name": "Bash", "input": {"command": "echo SECRET"}}
+def _one_call_run(
+    workspace: Path,
+    tmp_path: Path,
+    name: str,
+    tool_input: dict[str, Any],
+    commands: list[str],
+    allow: tuple[str, ...] = (),
+) -> tuple[Any, Path, list[Notice]]:
+    """One call of `name`, its PostToolUse hooks `commands` in that order, then "Done.";
+    the result, the log and the notices shown."""
+    hooks = [{"type": "command", "command": c} for c in commands]
+    settings: dict[str, Any] = {"hooks": {"PostToolUse": [{"matcher": name, "hooks": hooks}]}}
+    if allow:
+        settings["permissions"] = {"allow": list(allow)}
+    call = {"type": "tool_use", "id": "t1", "name": name, "input": tool_input}
     data = {
         "prompt": "go",
         "settings": settings,
@@ -58,9 +59,21 @@ def _bash_run(
     log = tmp_path / "run.jsonl"
     seen: list[Any] = []
     result = run_scenario(Scenario.parse(data), cwd=workspace, log=log, on_event=seen.append)
+    return result, log, [e for e in seen if type(e) is Notice]
+
+
+def _bash_run(
+    workspace: Path, tmp_path: Path, *outputs: Any
+) -> tuple[Any, list[dict[str, Any]], list[Notice]]:
+    """`echo SECRET` through Bash, one hook per output, in that order; the result, the
+    log's records and the notices shown."""
+    commands = [_answering(tmp_path, f"h{n}", out) for n, out in enumerate(outputs)]
+    result, log, notices = _one_call_run(
+        workspace, tmp_path, "Bash", {"command": "echo SECRET"}, commands, allow=("Bash",)
+    )
     assert result.reason == "completed"
     records = [json.loads(line) for line in log.read_text().splitlines()]
-    return result, records, [e for e in seen if type(e) is Notice]
+    return result, records, notices
 
 
 def _sent_after_the_tool(result: Any, records: list[dict[str, Any]]) -> str:
@@ -385,16 +398,7 @@ def test_a_replacement_with_nan_or_infinity_is_not_json_and_the_run_replays(
     answer = '{"hookSpecificOutput": {"hookEventName": "PostToolUse", "updatedToolOutput": %s}}'
     (tmp_path / "answer.json").write_text(answer % out)
     hook = script(tmp_path / "h.sh", f'cat > /dev/null\ncat "{tmp_path / "answer.json"}"\n')
-    settings = {"hooks": {"PostToolUse": [{"matcher": "Glob", "hooks": [
-        {"type": "command", "command": hook}]}]}}  # fmt: skip
-    call = {"type": "tool_use", "id": "t1", "name": "Glob", "input": {"pattern": "*.txt"}}
-    data = {
-        "prompt": "go",
-        "settings": settings,
-        "turns": [{"content": [call]}, {"content": "Done."}],
-    }
-    log = tmp_path / "run.jsonl"
-    result = run_scenario(Scenario.parse(data), cwd=workspace, log=log)
+    result, log, _ = _one_call_run(workspace, tmp_path, "Glob", {"pattern": "*.txt"}, [hook])
     (block,) = [b for b in result.messages[2].content if isinstance(b, ToolResultBlock)]
     assert block.content == str(workspace / "a.txt")
     check = fsm("replay", str(log), "--check")
