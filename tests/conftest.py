@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, settings
 
 from fsm_agent.driver import LoopResult
 from fsm_agent.session import run_scenario
@@ -31,6 +32,20 @@ def scenario(workspace: Path, tmp_path: Path) -> Callable[..., LoopResult]:
         return run_scenario(SCENARIOS / f"{name}.json", cwd=workspace, **kwargs)
 
     return go
+
+
+# Property tests run the same examples on every run, so CI and a developer's run agree
+# and a red run can be repeated; `pytest --hypothesis-profile=explore` searches afresh,
+# with many more examples, and prints how to reproduce whatever it finds.
+settings.register_profile(
+    "default",
+    derandomize=True,
+    deadline=None,
+    database=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+settings.register_profile("explore", deadline=None, max_examples=2000)
+settings.load_profile("default")
 
 
 def pytest_configure(config: pytest.Config) -> None:
