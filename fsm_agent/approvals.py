@@ -46,6 +46,7 @@ from fsm_agent.permissions import (
 )
 
 Prompter = Callable[[PermissionAsk], str]
+Notifier = Callable[[PermissionAsk], None]
 
 _QUESTION_CANCEL: contextvars.ContextVar[AbortSignal | None] = contextvars.ContextVar(
     "question_cancel", default=None
@@ -75,10 +76,13 @@ class Approvals:
         *,
         home: str | None = None,
         prompter: Prompter | None = None,
+        notify: Notifier | None = None,
     ) -> None:
         self.cwd = os.path.realpath(cwd)
         self.home = os.path.realpath(home or os.path.expanduser("~"))
         self.prompter = prompter
+        self.notify = notify
+        """Told of each question as it is put to the user (the Notification hook)."""
         self._lock = asyncio.Lock()
         self._resolve = default_resolve(self.cwd)
         self._command_resolve = command_resolve(self.cwd)
@@ -143,6 +147,8 @@ class Approvals:
         ):
             self._lock.release()
             return ALLOW_ONCE
+        if self.notify is not None and not (cancel is not None and cancel.is_set()):
+            self.notify(question)
         token = _QUESTION_CANCEL.set(cancel)
         try:
             thread = asyncio.ensure_future(asyncio.to_thread(_safely, self.prompter, question))

@@ -171,6 +171,8 @@ def match_target(event: str, payload: Mapping[str, Any]) -> str | None:
         return str(payload.get("trigger", ""))
     if event == "SessionEnd":
         return str(payload.get("reason", ""))
+    if event == "Notification":
+        return str(payload.get("notification_type", ""))
     return None
 
 

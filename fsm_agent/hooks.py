@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable, Sequence
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from attrs import frozen
 
 from fsm_agent.events import DriverEvent, Notice
+
+if TYPE_CHECKING:
+    from fsm_agent.permission_types import PermissionAsk
 
 PERMISSION_PRECEDENCE = ("deny", "defer", "ask", "allow")
 
@@ -135,6 +138,35 @@ def joined(*sources: Hooks | None) -> Hooks | None:
     if len(present) < 2:
         return present[0] if present else None
     return CombinedHooks(*present)
+
+
+NOTIFICATION = "Notification"
+
+
+def notifier(hooks: Hooks, session_id: str, cwd: str) -> Callable[[PermissionAsk], None]:
+    """Claude Code's Notification hook (`permission_prompt`) for each question put to
+    the user. It runs beside the question, not before it, so a slow notifier never
+    holds the prompt back, and its output is ignored, as Claude Code ignores it. It
+    runs inside the recorded `ask_permission` effect: a replay runs nothing."""
+    running: set[asyncio.Task[HookOutcome]] = set()
+
+    def finished(task: asyncio.Task[HookOutcome]) -> None:
+        running.discard(task)
+        if not task.cancelled():
+            task.exception()
+
+    def notify(question: PermissionAsk) -> None:
+        payload = {
+            "session_id": session_id,
+            "cwd": cwd,
+            "message": f"Claude needs your permission to use {question.tool}",
+            "notification_type": "permission_prompt",
+        }
+        task = asyncio.ensure_future(hooks.run(NOTIFICATION, payload))
+        running.add(task)
+        task.add_done_callback(finished)
+
+    return notify
 
 
 class NoHooks:

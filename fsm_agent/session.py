@@ -108,7 +108,7 @@ async def arun(
     from fsm_agent.approvals import Approvals
     from fsm_agent.command_hooks import CommandHooks
     from fsm_agent.effects import LiveEffects
-    from fsm_agent.hooks import events_of, hooked_events, joined
+    from fsm_agent.hooks import NOTIFICATION, events_of, hooked_events, joined, notifier
     from fsm_agent.permissions import check_mode, removed_tools
     from fsm_agent.session_env import with_session_env
     from fsm_agent.tools.base import close_tools
@@ -147,7 +147,10 @@ async def arun(
     if config.hooks:
         transcript = str(path.resolve()) if path else ""
         hooks = joined(CommandHooks.for_run(config, transcript), hooks)
-    approvals = Approvals(config.permissions, config.cwd, prompter=prompter)
+    notify = None
+    if hooks is not None and prompter is not None and config.has_hooks(NOTIFICATION):
+        notify = notifier(hooks, session_id, config.cwd)
+    approvals = Approvals(config.permissions, config.cwd, prompter=prompter, notify=notify)
     effects = live_effects(model, tools, hooks, abort, inbox, blob_dir=blobs, approvals=approvals)
     engine = Engine(config, tape, effects, specs, session_id, on_event)
     try:
