@@ -87,6 +87,7 @@ PhaseFn = Callable[[Run, LoopState, Iteration], Awaitable[tuple[Iteration, Facts
 OVER_LIMIT = Facts(over_hard_limit=True)
 NO_USAGE = Usage()
 STOP_HOOKS_INTERRUPTED = "interrupted while Stop hooks ran"
+POST_TOOL_BATCH = "PostToolBatch"
 """Ctrl-C while Stop hooks ran: as in Claude Code, the hooks prevent continuing."""
 
 
@@ -382,13 +383,28 @@ async def tool_execution(run: Run, state: LoopState, it: Iteration) -> tuple[Ite
     batch = await run.executor.run_all(
         it.tool_use_blocks, state.tool_context.read_files, it.invalid_tool_inputs
     )
-    it = evolve(
-        it,
-        tool_results=batch.results,
-        read_files=batch.read_files,
-        hook_stop_reason=batch.stop_reason,
-    )
-    return it, facts(aborted=batch.aborted, hook_prevented=batch.stop_reason is not None)
+    aborted, stop = batch.aborted, batch.stop_reason
+    if not (aborted or stop) and run.config.has_hooks(POST_TOOL_BATCH):
+        aborted, stop = await post_tool_batch(run)
+    it = evolve(it, tool_results=batch.results, read_files=batch.read_files, hook_stop_reason=stop)
+    return it, facts(aborted=aborted, hook_prevented=stop is not None)
+
+
+async def post_tool_batch(run: Run) -> tuple[bool, str | None]:
+    """Claude Code's PostToolBatch hooks, once every call of the turn has its result:
+    a block (exit 2, `decision: "block"`) or `continue: false` stops the loop before
+    the next model call (`hook_stopped`, with the hook's reason); Ctrl-C while they
+    run is Ctrl-C during tools."""
+    payload = {"hook_event_name": POST_TOOL_BATCH, "session_id": run.session_id,
+               "cwd": run.config.cwd}  # fmt: skip
+    outcome = await consult(run.effects.run_hooks, run.emit, POST_TOOL_BATCH, payload)
+    if outcome.interrupted:
+        return True, None
+    if outcome.prevent_continuation:
+        return False, outcome.stop_reason or f"stopped by a {POST_TOOL_BATCH} hook"
+    if outcome.blocking_errors:
+        return False, "\n".join(outcome.blocking_errors)
+    return False, None
 
 
 async def attachments(run: Run, state: LoopState, it: Iteration) -> tuple[Iteration, Facts]:

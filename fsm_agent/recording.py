@@ -39,6 +39,11 @@ may record them at any step up to that iteration's `tool_execution`
 transition, so replay matches them anywhere in that window."""
 
 
+LATER_EVENTS = frozenset({"PermissionRequest", "PostToolBatch"})
+"""Hook events fsm-agent began to ask after its logs first recorded hooks: an older log
+whose settings had such a hook holds no record of it, and replays as if it had no say."""
+
+
 def _plain(value: Any) -> Any:
     """`unstructure(value)` through cattrs' hook for its class, looked up once per class."""
     return unstructure_hook(value.__class__)(value)
@@ -772,7 +777,7 @@ class ReplayEffects:
         if self.tape.hooked is not None and event not in self.tape.hooked:
             return NO_OPINION
         request = digest_of([event, payload])
-        if event == "PermissionRequest" and not self.tape.in_window("hooks", request, event):
+        if event in LATER_EVENTS and not self.tape.in_window("hooks", request, event):
             # Written before the event was asked: its writer recorded every event it asked,
             # but `hooked_events` came from the settings, which may have had the hook.
             return NO_OPINION

@@ -71,7 +71,14 @@ def test_hooks_that_do_not_say_are_asked_every_event(workspace: Path, tmp_path: 
         hooks=hooks,
         log=log,
     )
-    everything = ["SessionStart", "UserPromptSubmit", "PreToolUse", "PostToolUse", "Stop"]
+    everything = [
+        "SessionStart",
+        "UserPromptSubmit",
+        "PreToolUse",
+        "PostToolUse",
+        "PostToolBatch",
+        "Stop",
+    ]
     assert hooks.seen == everything
     config, asked = _log(log)
     assert config.get("hooked_events") is None  # the default, so not written
