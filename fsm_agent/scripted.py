@@ -73,6 +73,7 @@ ScriptedEvent = Literal[
     "PostToolUse",
     "PostToolUseFailure",
     "PermissionRequest",
+    "PostToolBatch",
     "Stop",
     "PreCompact",
     "PostCompact",

@@ -102,3 +102,17 @@ def test_a_log_written_before_the_hook_was_asked_still_replays(
     log.write_text("".join(json.dumps(r) + "\n" for r in kept))
     again = replay(log)
     assert again.reason == "completed"
+
+
+def test_a_scenario_scripts_a_batch_hooks_block(workspace: Path, tmp_path: Path) -> None:
+    """A scenario's scripted PostToolBatch outcome drives the same edge offline."""
+    data = {
+        "prompt": "go",
+        "hooks": {"PostToolBatch": [{}, {"blocking_errors": ["coverage dropped"]}]},
+        "turns": READS,
+    }
+    log = tmp_path / "scripted.jsonl"
+    result = run_scenario(Scenario.parse(data), cwd=workspace, log=log)
+    assert (result.reason, result.error) == ("hook_stopped", "coverage dropped")
+    assert set(_results(result)) == {"t1", "t2", "t3"}
+    assert replay(log).path == result.path

@@ -234,8 +234,8 @@ OUTCOME_KEYS = (
         (
             {"turns": [], "hooks": {"Stpo": [{"blocking_errors": ["Run the tests first."]}]}},
             "invalid value, expected one of 'SessionStart', 'UserPromptSubmit', 'PreToolUse', "
-            "'PostToolUse', 'PostToolUseFailure', 'PermissionRequest', 'Stop', 'PreCompact', "
-            "'PostCompact' "
+            "'PostToolUse', 'PostToolUseFailure', 'PermissionRequest', 'PostToolBatch', 'Stop', "
+            "'PreCompact', 'PostCompact' "
             "@ $.hooks['Stpo']",
         ),
     ],
