@@ -243,7 +243,7 @@ def stream_idle_timeout(env: Mapping[str, str]) -> float | None:
     value = env.get(IDLE_TIMEOUT_VARIABLE, "").strip()
     if not value:
         return STREAM_IDLE_TIMEOUT_S
-    if not value.isdigit():
+    if not re.fullmatch(r"[0-9]+", value):
         raise ValueError(
             f"{IDLE_TIMEOUT_VARIABLE} must be a whole number of milliseconds, not {value!r}"
         )

@@ -599,7 +599,7 @@ def _concurrency_cap() -> int | None:
     value = os.environ.get(CONCURRENCY_VARIABLE, "").strip()
     if not value:
         return None
-    if not (value.isdigit() and int(value) >= 1):
+    if not (re.fullmatch(r"[0-9]+", value) and int(value) >= 1):
         fail(f"{CONCURRENCY_VARIABLE} must be a whole number of 1 or more, not {value!r}")
     return int(value)
 

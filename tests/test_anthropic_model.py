@@ -992,7 +992,7 @@ def test_the_watchdog_s_limit_comes_from_claude_code_s_variables(
     assert stream_idle_timeout(env) == limit
 
 
-@pytest.mark.parametrize("value", ["90s", "-1", "1.5e3"])
+@pytest.mark.parametrize("value", ["90s", "-1", "1.5e3", "²", "٣٠٠٠٠"])
 def test_a_watchdog_limit_that_is_not_milliseconds_is_refused(value: str) -> None:
     with pytest.raises(ValueError, match="CLAUDE_STREAM_IDLE_TIMEOUT_MS must be a whole number"):
         stream_idle_timeout({"CLAUDE_STREAM_IDLE_TIMEOUT_MS": value})

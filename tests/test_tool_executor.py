@@ -550,7 +550,7 @@ def test_the_cap_comes_from_claude_codes_variable(workspace: Path, tmp_path: Pat
     assert fsm("replay", "--check", str(log)).returncode == 0
 
 
-@pytest.mark.parametrize("value", ["0", "-2", "ten", "1.5"])
+@pytest.mark.parametrize("value", ["0", "-2", "ten", "1.5", "²"])
 def test_a_bad_cap_in_claude_codes_variable_is_a_usage_error(
     workspace: Path, tmp_path: Path, value: str
 ) -> None:
