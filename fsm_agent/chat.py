@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import queue
 import threading
+import time
 from collections.abc import Callable, Sequence
 from typing import TextIO
 
@@ -67,17 +68,26 @@ class LineReader:
         """Whether a line is already waiting (typed during the last run)."""
         return not self._lines.empty()
 
-    def get(self, until: Callable[[], bool] | None = None) -> str | None:
+    def get(
+        self,
+        until: Callable[[], bool] | None = None,
+        idle: tuple[float, Callable[[], None]] | None = None,
+    ) -> str | None:
         """The next line, waiting for it; Ctrl-C still raises KeyboardInterrupt meanwhile.
-        None as soon as `until()` is true (the run a question was for was interrupted)."""
+        None as soon as `until()` is true (the run a question was for was interrupted).
+        `idle` is (seconds, callback): called once if the wait lasts that long."""
         if self.eof:
             return None
+        start = time.monotonic()
         while True:
             try:
                 line = self._lines.get(timeout=POLL_S)
             except queue.Empty:
                 if until is not None and until():
                     return None
+                if idle is not None and time.monotonic() - start >= idle[0]:
+                    idle[1]()
+                    idle = None
                 continue
             if line is None:
                 self.eof = True
@@ -188,7 +198,8 @@ class ChatSession:
             try:  # drawing the prompt included: a Ctrl-C may land at any point of it
                 self.console.print(Text(PROMPT, style="bold cyan"), end="")
                 typed_ahead = bool(self._typed_ahead) or self.reader.pending()
-                line = self._typed_ahead.pop(0) if self._typed_ahead else self.reader.get()
+                idle = (self.plan.idle_notify_s, self.plan.notify_idle) if self.results else None
+                line = self._typed_ahead.pop(0) if self._typed_ahead else self.reader.get(idle=idle)
             except KeyboardInterrupt:
                 if armed:
                     self.console.print()

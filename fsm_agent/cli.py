@@ -420,6 +420,7 @@ def _plan(
         parent_session_id=resumed.session_id if resumed is not None else None,
         read_files=resumed.read_files if resumed is not None else None,
         parent_cut_short=resumed.cut_short if resumed is not None else None,
+        idle_notify_s=_idle_notify_s(),
     )
     if resumed is not None and resumed.cut_short is not None:
         say(
@@ -618,6 +619,22 @@ def _stop_hook_block_cap() -> int | None:
     return int(value)
 
 
+IDLE_NOTIFY_VARIABLE = "FSM_AGENT_IDLE_NOTIFY_MS"
+
+
+def _idle_notify_s() -> float:
+    """How long a chat's prompt waits after an answer before Notification hooks hear
+    `idle_prompt` (Claude Code's `messageIdleNotifThresholdMs`, default a minute)."""
+    from fsm_agent.launch import IDLE_NOTIFY_S
+
+    value = os.environ.get(IDLE_NOTIFY_VARIABLE, "").strip()
+    if not value:
+        return IDLE_NOTIFY_S
+    if not re.fullmatch(r"[0-9]+", value):
+        fail(f"{IDLE_NOTIFY_VARIABLE} must be a whole number of milliseconds, not {value!r}")
+    return int(value) / 1000
+
+
 def config_with(config: RunConfig, **changes: Any) -> RunConfig:
     from attrs import evolve
 
@@ -633,7 +650,12 @@ def _chat(plan: Plan, history: list[Any], *, quiet: bool, verbose: bool) -> None
         sys.stdin.reconfigure(errors="replace")  # a line typed in another encoding still goes
     console = RunConsole()
     session = ChatSession(
-        plan, console, LineReader(sys.stdin), messages=history, quiet=quiet, verbose=verbose
+        plan,
+        console,
+        LineReader(sys.stdin),
+        messages=history,
+        quiet=quiet,
+        verbose=verbose,
     )
     if history and plan.parent is not None:
         resuming = f"resuming {plan.parent} ({len(history)} messages)"

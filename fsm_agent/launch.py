@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
+import threading
 from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -29,6 +30,9 @@ from fsm_agent.permission_types import PermissionAsk, RuleSource
 from fsm_agent.session_env import with_session_env
 
 INTERRUPTS = (signal.SIGINT, signal.SIGTERM)
+IDLE_NOTIFY_S = 60.0
+"""Claude Code's `messageIdleNotifThresholdMs`: the wait for the user's next message,
+after an answer, past which Notification hooks hear `idle_prompt`."""
 
 
 class Plan:
@@ -46,8 +50,11 @@ class Plan:
         parent_session_id: str | None = None,
         read_files: dict[str, float] | None = None,
         parent_cut_short: int | None = None,
+        idle_notify_s: float = IDLE_NOTIFY_S,
     ) -> None:
         self.model = model
+        self.idle_notify_s = idle_notify_s
+        """How long a chat's prompt waits after an answer before `notify_idle`."""
         self.config = config
         self.hooks = hooks
         self.abort = abort
@@ -103,6 +110,27 @@ class Plan:
             "reason": reason,
         }
         asyncio.run(hooks.run("SessionEnd", payload))
+
+    def notify_idle(self) -> None:
+        """Notification hooks (`idle_prompt`): the chat has waited long for the user's
+        next message. On a thread of their own, outside every run, their output ignored
+        as in Claude Code, so no log records or replays them (as SessionEnd's)."""
+        if not any(m.event == "Notification" for m in self.config.hooks):
+            return
+        from fsm_agent.command_hooks import CommandHooks
+
+        hooks = CommandHooks.for_run(self.config, str(self.parent or ""))
+        payload = {
+            "hook_event_name": "Notification",
+            "session_id": self.parent_session_id or "",
+            "cwd": self.config.cwd,
+            "message": "Claude is waiting for your input",
+            "notification_type": "idle_prompt",
+        }
+        run = hooks.run("Notification", payload)
+        threading.Thread(
+            target=asyncio.run, args=(run,), name="fsm-agent-notify", daemon=True
+        ).start()
 
     def clear(self) -> None:
         """A chat's `/clear`: the conversation so far ends (SessionEnd `clear`, as in

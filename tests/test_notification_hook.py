@@ -11,6 +11,7 @@ from typing import Any
 from fsm_agent.permissions import ALLOW_ONCE, DENY, PermissionAsk
 from fsm_agent.scripted import Scenario
 from fsm_agent.session import replay, run_scenario
+from tests.conftest import SCENARIOS
 from tests.test_command_hooks import _results, _tool_turn, script
 from tests.test_permission_request_hook import ASKED, decision
 
@@ -126,3 +127,52 @@ def test_a_slow_notifier_does_not_hold_the_question_back(workspace: Path, tmp_pa
     assert asked == ["Bash"]
     assert result.reason == "completed"
     assert not (tmp_path / "late").exists()
+
+
+def test_a_chat_waiting_for_the_next_message_notifies_idle_prompt_once(
+    workspace: Path, tmp_path: Path, monkeypatch: Any
+) -> None:
+    """After an answer, a prompt left waiting past the threshold tells Notification hooks
+    once (`idle_prompt`); the first prompt, before any answer, tells them nothing."""
+    from tests.test_chat_pty import leave, logs, spawn
+
+    (workspace / ".claude").mkdir()
+    settings = hooks(notifier(tmp_path))
+    (workspace / ".claude" / "settings.json").write_text(json.dumps(settings))
+    scenario = tmp_path / "chat.json"
+    scenario.write_text(json.dumps({"turns": [{"content": "Hi there."}]}))
+    monkeypatch.setenv("FSM_AGENT_IDLE_NOTIFY_MS", "200")
+    child = spawn(["chat", "--scripted", str(scenario), "--cwd", str(workspace)], workspace)
+    child.expect("› ")
+    time.sleep(1)
+    assert notified(tmp_path) == []
+    child.sendline("hello")
+    child.expect("Hi there.")
+    child.expect("› ")
+    deadline = time.monotonic() + 10
+    while not notified(tmp_path) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    time.sleep(0.6)
+    [payload] = notified(tmp_path)
+    assert leave(child) == 0
+    [run] = logs(workspace)
+    assert payload["hook_event_name"] == "Notification"
+    assert payload["notification_type"] == "idle_prompt"
+    assert payload["message"] == "Claude is waiting for your input"
+    assert payload["session_id"] == run["header"]["session_id"]
+    assert payload["cwd"] == str(workspace)
+    assert not any(r.get("name") == "hooks" for r in run["records"])
+
+
+def test_a_bad_idle_threshold_is_a_usage_error(workspace: Path) -> None:
+    from tests.test_cli import fsm
+
+    scenario = str(SCENARIOS / "tool_round.json")
+    proc = fsm("run", "--scripted", scenario, "--cwd", str(workspace),
+               env={"FSM_AGENT_IDLE_NOTIFY_MS": "1m"})  # fmt: skip
+    assert proc.returncode == 2
+    assert proc.stderr == (
+        "fsm-agent: error: FSM_AGENT_IDLE_NOTIFY_MS must be a whole number of milliseconds, "
+        "not '1m'\n"
+    )
+    assert not (workspace / ".fsm-agent").exists()
