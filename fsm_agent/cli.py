@@ -238,7 +238,9 @@ def _run_options(fn: Any) -> Any:
             "session id (a unique prefix will do) in the workspace.",
         ),
         click.option(
-            "--max-turns", type=click.IntRange(min=1), help="End with max_turns past N turns."
+            "--max-turns",
+            type=click.IntRange(min=1),
+            help="End with max_turns past N turns (env CLAUDE_CODE_MAX_TURNS).",
         ),
         click.option("--model", envvar="FSM_AGENT_MODEL", help="Model id (env FSM_AGENT_MODEL)."),
         click.option(
@@ -328,6 +330,8 @@ def _plan(
     from fsm_agent.scripted import ScriptedHooks, ScriptedModel
     from fsm_agent.settings import SettingsError, load_settings
 
+    if max_turns is None:
+        max_turns = _max_turns_variable()
     _refuse_existing_log(log)
     resumed = _resume(resume, cwd) if resume is not None else None
     if resumed is not None and scripted is None and model is None:
@@ -602,6 +606,19 @@ def _concurrency_cap() -> int | None:
         return None
     if not (re.fullmatch(r"[0-9]+", value) and int(value) >= 1):
         fail(f"{CONCURRENCY_VARIABLE} must be a whole number of 1 or more, not {value!r}")
+    return int(value)
+
+
+MAX_TURNS_VARIABLE = "CLAUDE_CODE_MAX_TURNS"
+
+
+def _max_turns_variable() -> int | None:
+    """`--max-turns` from Claude Code's variable, when the option is not given."""
+    value = os.environ.get(MAX_TURNS_VARIABLE, "").strip()
+    if not value:
+        return None
+    if not (re.fullmatch(r"[0-9]+", value) and int(value) >= 1):
+        fail(f"{MAX_TURNS_VARIABLE} must be a whole number of 1 or more, not {value!r}")
     return int(value)
 
 

@@ -62,6 +62,20 @@ def test_max_turns_option_overrides_the_scenario(workspace: Path, tmp_path: Path
     assert proc.returncode == EXIT_CODES["max_turns"]
 
 
+def test_claude_codes_max_turns_variable_sets_it_and_the_option_wins(
+    workspace: Path, tmp_path: Path
+) -> None:
+    scenario = str(SCENARIOS / "tool_round.json")
+    args = ("run", "--scripted", scenario, "--cwd", str(workspace))
+    proc = fsm(*args, "--log", str(tmp_path / "a.jsonl"), env={"CLAUDE_CODE_MAX_TURNS": "1"})
+    assert proc.returncode == EXIT_CODES["max_turns"], proc.stderr
+    options = ("--log", str(tmp_path / "b.jsonl"), "--max-turns", "5")
+    proc = fsm(*args, *options, env={"CLAUDE_CODE_MAX_TURNS": "1"})
+    assert proc.returncode == 0, proc.stderr
+    bad = fsm(*args, env={"CLAUDE_CODE_MAX_TURNS": "zero"})
+    _one_error_line(bad, "CLAUDE_CODE_MAX_TURNS must be a whole number of 1 or more, not 'zero'")
+
+
 def _one_error_line(proc: subprocess.CompletedProcess, needle: str) -> None:
     assert proc.returncode == 2
     assert "Traceback" not in proc.stderr
