@@ -12,7 +12,7 @@ import asyncio
 import os
 import signal
 import threading
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +23,7 @@ from fsm_agent.config import RunConfig
 from fsm_agent.driver import LoopResult
 from fsm_agent.effects import AbortSignal, Inbox
 from fsm_agent.events import DriverEvent
-from fsm_agent.hooks import Hooks
+from fsm_agent.hooks import HookOutcome, Hooks
 from fsm_agent.messages import Message
 from fsm_agent.model import Model
 from fsm_agent.permission_types import PermissionAsk, RuleSource
@@ -93,44 +93,42 @@ class Plan:
 
     def end(self, reason: str) -> None:
         """SessionEnd hooks, once the session is over (`other` after a one-shot run,
-        `prompt_input_exit` when a chat is left). Outside every run, and with their
-        output discarded as in Claude Code, so no log records or replays them."""
+        `prompt_input_exit` when a chat is left)."""
         if not self._open:
             return
         self._open = False
-        if not any(m.event == "SessionEnd" for m in self.config.hooks):
-            return
-        from fsm_agent.command_hooks import CommandHooks
-
-        hooks = CommandHooks.for_run(self.config, str(self.parent or ""))
-        payload = {
-            "hook_event_name": "SessionEnd",
-            "session_id": self.parent_session_id or "",
-            "cwd": self.config.cwd,
-            "reason": reason,
-        }
-        asyncio.run(hooks.run("SessionEnd", payload))
+        run = self._between_runs("SessionEnd", {"reason": reason})
+        if run is not None:
+            asyncio.run(run)
 
     def notify_idle(self) -> None:
         """Notification hooks (`idle_prompt`): the chat has waited long for the user's
-        next message. On a thread of their own, outside every run, their output ignored
-        as in Claude Code, so no log records or replays them (as SessionEnd's)."""
-        if not any(m.event == "Notification" for m in self.config.hooks):
-            return
+        next message. On a thread of their own, so the prompt goes on waiting."""
+        fields = {"message": "Claude is waiting for your input", "notification_type": "idle_prompt"}
+        run = self._between_runs("Notification", fields)
+        if run is not None:
+            thread = threading.Thread(target=asyncio.run, args=(run,), name="fsm-agent-notify")
+            thread.daemon = True
+            thread.start()
+
+    def _between_runs(
+        self, event: str, fields: dict[str, Any]
+    ) -> Coroutine[Any, Any, HookOutcome] | None:
+        """The settings' `event` hooks of the conversation, to run outside every run, with
+        their output discarded as in Claude Code, so no log records or replays them;
+        None when no settings file has one."""
+        if not any(m.event == event for m in self.config.hooks):
+            return None
         from fsm_agent.command_hooks import CommandHooks
 
         hooks = CommandHooks.for_run(self.config, str(self.parent or ""))
         payload = {
-            "hook_event_name": "Notification",
+            "hook_event_name": event,
             "session_id": self.parent_session_id or "",
             "cwd": self.config.cwd,
-            "message": "Claude is waiting for your input",
-            "notification_type": "idle_prompt",
+            **fields,
         }
-        run = hooks.run("Notification", payload)
-        threading.Thread(
-            target=asyncio.run, args=(run,), name="fsm-agent-notify", daemon=True
-        ).start()
+        return hooks.run(event, payload)
 
     def clear(self) -> None:
         """A chat's `/clear`: the conversation so far ends (SessionEnd `clear`, as in
