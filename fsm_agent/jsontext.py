@@ -54,13 +54,26 @@ def loads(data: bytes | str) -> Any:
     """One JSON value; anything else raises `json.JSONDecodeError`."""
     raw = data.encode() if isinstance(data, str) else data
     if _LONG_NUMBER.search(raw):
-        return json.loads(raw)
+        return _stdlib_loads(raw)
     try:
         return orjson.loads(raw)
     except orjson.JSONDecodeError:
         if _SURROGATE_ESCAPE.search(raw):
-            return json.loads(raw)
+            return _stdlib_loads(raw)
         raise
+
+
+def _stdlib_loads(raw: bytes) -> Any:
+    """The standard library's reading, whose other refusals (a number of more digits
+    than Python converts, a nest deeper than its stack) are a `json.JSONDecodeError`
+    too, as orjson's are: the text is no JSON this program reads."""
+    try:
+        return json.loads(raw)
+    except json.JSONDecodeError:
+        raise
+    except (ValueError, RecursionError) as exc:
+        text = raw.decode(errors="replace")
+        raise json.JSONDecodeError(str(exc).split(";")[0], text, 0) from None
 
 
 def deeper_than(value: Any, limit: int = MAX_DEPTH) -> bool:

@@ -1,0 +1,370 @@
+"""Property tests of what a user hands fsm-agent: session logs, scenarios, settings
+files, permission rules and command-line options.
+
+The promise for each (docs/cli.md): the input is accepted and behaves, or it is
+refused with the documented error (`LogError`, `ScenarioError`, `SettingsError`,
+`PermissionError_`; on the command line one line `fsm-agent: error: …`, exit 2),
+never another exception, never a traceback. The inputs start from real ones (a log a
+scripted run wrote, the shipped scenarios, settings in Claude Code's format) and are
+damaged the ways files get damaged: cut anywhere, lines lost, repeated, moved or
+edited, values of another type, keys dropped, junk, huge numbers, deep nesting, bytes
+that are not UTF-8.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import io
+import json
+import re
+import sys
+import tempfile
+from collections.abc import Iterator
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from fsm_agent import cli
+from fsm_agent.log import LogError, SessionLog
+from fsm_agent.recording import Divergence, LogEnded, divergence_report
+from fsm_agent.session import replay, run_scenario
+from fsm_agent.stepper import Stepper
+from tests.conftest import ROOT
+
+# --- JSON values and how they are written ------------------------------------------
+
+RAW = "\x00raw:"
+"""A string starting so stands for a JSON token Python's encoder will not write as
+given (a number of thousands of digits, `NaN`, a deep nest): `dump` puts it in raw."""
+
+
+def raw(token: str) -> str:
+    return f"{RAW}{token}"
+
+
+def dump(value: Any) -> bytes:
+    """`value` as JSON text, each `raw` placeholder replaced by its token."""
+    tokens: list[str] = []
+
+    def swap(item: Any) -> Any:
+        if isinstance(item, str) and item.startswith(RAW):
+            tokens.append(item[len(RAW) :])
+            return f"\x00tok{len(tokens) - 1}\x00"
+        if isinstance(item, dict):
+            return {k: swap(v) for k, v in item.items()}
+        if isinstance(item, list):
+            return [swap(v) for v in item]
+        return item
+
+    text = json.dumps(swap(value), ensure_ascii=False)
+    for n, token in enumerate(tokens):
+        text = text.replace(json.dumps(f"\x00tok{n}\x00"), token)
+    return text.encode("utf-8", "surrogatepass")
+
+
+ODD_TOKENS = st.sampled_from(
+    [
+        raw("NaN"),
+        raw("Infinity"),
+        raw("-Infinity"),
+        raw("1" * 5000),
+        raw("-" + "9" * 25),
+        raw("1e400"),
+        raw("[" * 3000 + "]" * 3000),
+        raw('{"a":' * 200 + "1" + "}" * 200),
+        raw("18446744073709551616"),
+        "\ud800",
+        "\x00",
+    ]
+)
+SCALARS = (
+    st.none()
+    | st.booleans()
+    | st.integers(min_value=-(2**70), max_value=2**70)
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(max_size=20)
+    | ODD_TOKENS
+)
+JSON = st.recursive(
+    SCALARS,
+    lambda inner: (
+        st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4)
+    ),
+    max_leaves=12,
+)
+
+
+def paths_in(value: Any, here: tuple[Any, ...] = ()) -> Iterator[tuple[Any, ...]]:
+    """Every place in a JSON value, the value itself first."""
+    yield here
+    if isinstance(value, dict):
+        for key, item in value.items():
+            yield from paths_in(item, (*here, key))
+    elif isinstance(value, list):
+        for i, item in enumerate(value):
+            yield from paths_in(item, (*here, i))
+
+
+def set_at(value: Any, path: tuple[Any, ...], new: Any) -> Any:
+    if not path:
+        return new
+    *head, last = path
+    parent = value
+    for key in head:
+        parent = parent[key]
+    parent[last] = new
+    return value
+
+
+def drop_at(value: Any, path: tuple[Any, ...]) -> Any:
+    if not path:
+        return value
+    *head, last = path
+    parent = value
+    for key in head:
+        parent = parent[key]
+    del parent[last]
+    return value
+
+
+def mutate_json(data: st.DataObject, value: Any) -> Any:
+    """A near-valid variant of `value`: one place given another value, dropped, or its
+    number or string changed."""
+    value = copy.deepcopy(value)
+    path = data.draw(st.sampled_from(list(paths_in(value))), label="path")
+    here: Any = value
+    for key in path:
+        here = here[key]
+    how = data.draw(st.sampled_from(["set", "drop", "tweak"]), label="how")
+    if how == "drop" and path:
+        return drop_at(value, path)
+    if how == "tweak" and isinstance(here, bool | int | float) and not isinstance(here, bool):
+        new: Any = data.draw(
+            st.sampled_from([0, -1, -here, here + 1, here * 10**30, float(here) + 0.5, str(here)])
+            | ODD_TOKENS
+        )
+        return set_at(value, path, new)
+    if how == "tweak" and isinstance(here, str):
+        new = data.draw(
+            st.sampled_from(["", here + "x", here[:-1], here.upper(), " " + here, [here], 1])
+            | st.text(max_size=12)
+        )
+        return set_at(value, path, new)
+    return set_at(value, path, data.draw(JSON, label="new value"))
+
+
+def lines_mutated(data: st.DataObject, lines: list[bytes]) -> bytes:
+    """A log's lines (each ending in a newline) damaged one way."""
+    lines = list(lines)
+    how = data.draw(
+        st.sampled_from(
+            ["truncate", "delete", "duplicate", "swap", "junk", "edit", "edit", "bytes", "nest"]
+        ),
+        label="damage",
+    )
+    i = data.draw(st.integers(0, len(lines) - 1), label="line")
+    if how == "truncate":
+        whole = b"".join(lines)
+        return whole[: data.draw(st.integers(0, len(whole)), label="cut at")]
+    if how == "delete":
+        del lines[i]
+    elif how == "duplicate":
+        lines.insert(i, lines[i])
+    elif how == "swap":
+        j = data.draw(st.integers(0, len(lines) - 1), label="with")
+        lines[i], lines[j] = lines[j], lines[i]
+    elif how == "junk":
+        junk = data.draw(
+            st.binary(max_size=30) | st.text(max_size=30).map(str.encode) | JSON.map(dump)
+        )
+        lines.insert(i, junk.replace(b"\n", b" ") + b"\n")
+    elif how == "edit":
+        record = json.loads(lines[i])
+        lines[i] = dump(mutate_json(data, record)) + b"\n"
+    elif how == "bytes":
+        at = data.draw(st.integers(0, len(lines[i]) - 1), label="at")
+        bad = data.draw(st.sampled_from([b"\xff", b"\xc3", b"\xe2\x82", b"\x80\x80", b"\x00"]))
+        lines[i] = lines[i][:at] + bad + lines[i][at:]
+    else:
+        depth = data.draw(st.integers(50, 5000), label="depth")
+        record = json.loads(lines[i])
+        path = data.draw(st.sampled_from(list(paths_in(record))[1:] or [()]), label="path")
+        lines[i] = dump(set_at(record, path, raw("[" * depth + "]" * depth))) + b"\n"
+    return b"".join(lines)
+
+
+# --- the logs damaged ----------------------------------------------------------------
+
+SOURCE_SCENARIO = {
+    "prompt": "Create notes.txt saying hello, then check it.",
+    "config": {"max_turns": 5, "permission_mode": "acceptEdits"},
+    "hooks": {"Stop": [{"blocking_errors": ["Run the tests first."]}]},
+    "turns": [
+        {
+            "content": [
+                {"type": "text", "text": "I'll créate the file."},
+                {
+                    "type": "tool_use",
+                    "id": "toolu_01",
+                    "name": "Write",
+                    "input": {"file_path": "notes.txt", "content": "hello ✓\n"},
+                },
+            ]
+        },
+        {
+            "content": [
+                {
+                    "type": "tool_use",
+                    "id": "toolu_02",
+                    "name": "Read",
+                    "input": {"file_path": "notes.txt"},
+                },
+                {
+                    "type": "tool_use",
+                    "id": "toolu_03",
+                    "name": "Glob",
+                    "input": {"pattern": "*.txt"},
+                },
+            ]
+        },
+        {"content": "notes.txt says hello."},
+        {
+            "content": "No tests to run; notes.txt says hello.",
+            "usage": {"input_tokens": 1200, "output_tokens": 40},
+        },
+    ],
+}
+
+
+@cache
+def source_logs() -> dict[str, list[bytes]]:
+    """A log a scripted run writes here (Write, Read and Glob, a Stop hook, non-ASCII
+    text), and a few shipped ones (an error path, a cut tool input, a compaction)."""
+    home = Path(tempfile.mkdtemp(prefix="props-input-"))
+    (home / "ws").mkdir()
+    (home / "s.json").write_text(json.dumps(SOURCE_SCENARIO))
+    run_scenario(home / "s.json", cwd=home / "ws", log=home / "s.jsonl")
+    logs = {"written": (home / "s.jsonl").read_bytes()}
+    for name in ("model_fallback", "truncated_tool_input", "reactive_compact", "aborted_tools"):
+        logs[name] = (ROOT / "replays" / f"{name}.jsonl").read_bytes()
+    return {name: text.splitlines(keepends=True) for name, text in logs.items()}
+
+
+def damaged_log(data: st.DataObject, where: Path) -> Path:
+    name = data.draw(st.sampled_from(sorted(source_logs())), label="log")
+    path = where / "damaged.jsonl"
+    path.write_bytes(lines_mutated(data, source_logs()[name]))
+    return path
+
+
+def replayed(path: Path) -> str:
+    """How a replay of `path` ends: `result`, `cut short`, `diverged` or `damaged`. Any
+    other exception fails the test."""
+    try:
+        replay(path)
+    except LogError as exc:
+        assert str(exc).startswith(f"{path}"), exc
+        return "damaged"
+    except LogEnded:
+        return "cut short"
+    except Divergence as exc:
+        report = divergence_report(exc)
+        assert report.startswith(f"✗ diverged at step {exc.step}: "), report
+        assert "\n  log:  " in report and "\n  code: " in report, report
+        return "diverged"
+    return "result"
+
+
+@contextlib.contextmanager
+def _workdir() -> Iterator[Path]:
+    with tempfile.TemporaryDirectory(prefix="props-input-") as name:
+        yield Path(name)
+
+
+def fsm_agent(*args: str) -> tuple[int, str, str]:
+    """`fsm-agent ARGS` in this process: the exit code, stdout and stderr."""
+    out, err = io.StringIO(), io.StringIO()
+    argv = sys.argv
+    sys.argv = ["fsm-agent", *args]
+    code: Any = 0
+    try:
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            cli.main()
+    except SystemExit as exc:
+        code = exc.code
+    finally:
+        sys.argv = argv
+    return (0 if code is None else int(code)), out.getvalue(), err.getvalue()
+
+
+def assert_one_error_line(code: int, err: str) -> None:
+    assert "Traceback" not in err, err
+    if code == 2:
+        lines = err.splitlines()
+        assert len(lines) == 1 and lines[0].startswith("fsm-agent: error: "), err
+
+
+@settings(max_examples=120)
+@given(st.data())
+def test_a_damaged_log_replays_or_is_refused(data: st.DataObject) -> None:
+    """A damaged log is read and replayed to a result, to its end (cut short), to a
+    divergence (a report with step, log and code), or refused as damaged (a `LogError`
+    naming the file): never another exception. The stepper the debugger uses ends
+    the same ways."""
+    with _workdir() as where:
+        path = damaged_log(data, where)
+        try:
+            list(SessionLog(path).records())
+        except LogError as exc:
+            assert str(exc).startswith(f"{path}"), exc
+        replayed(path)
+        try:
+            stepper = Stepper(path)
+        except LogError:
+            return
+        try:
+            stepper.run_until(0, lambda info: False)
+            assert stepper.stopped_by is None or isinstance(
+                stepper.stopped_by, LogError | Divergence
+            ), repr(stepper.stopped_by)
+        finally:
+            stepper.close()
+
+
+def _with_line(tmp_path: Path, n: int, line: bytes) -> Path:
+    """The written log with its line `n` (0: the header) replaced."""
+    lines = source_logs()["written"][:]
+    lines[n] = line
+    path = tmp_path / "damaged.jsonl"
+    path.write_bytes(b"".join(lines))
+    return path
+
+
+@pytest.mark.parametrize(
+    ("n", "token", "where"),
+    [
+        (0, "1" * 5000, "1: not a session log (the first line is not JSON)"),
+        (1, "1" * 5000, "2: corrupt record"),
+        (1, "[" * 100_000 + "1" * 25 + "]" * 100_000, "2: corrupt record"),
+    ],
+    ids=["header", "record", "deep and long"],
+)
+def test_a_number_python_will_not_read_is_a_damaged_line(
+    tmp_path: Path, n: int, token: str, where: str
+) -> None:
+    """A number of thousands of digits (Python converts at most 4300), or one deep in a
+    nest (a number past 64 bits goes to the standard library, which recurses), is a
+    line that cannot be read, named: not a ValueError or RecursionError traceback."""
+    line = json.loads(source_logs()["written"][n])
+    line["x"] = raw(token)
+    path = _with_line(tmp_path, n, dump(line) + b"\n")
+    with pytest.raises(LogError, match="^" + re.escape(f"{path}:{where}")):
+        list(SessionLog(path).records())
+    code, _, err = fsm_agent("replay", str(path), "--check")
+    assert code == 2 and err.startswith(f"fsm-agent: error: {path}:{where}"), err
+    assert_one_error_line(code, err)
