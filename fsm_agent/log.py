@@ -390,9 +390,15 @@ def default_log_path(cwd: str, session_id: str) -> Path:
 
 
 def is_torn(path: Path) -> bool:
-    size = os.path.getsize(path)
-    if size == 0:
+    """Whether the log ends in a torn line as its reader takes it: a record line cut
+    before its newline that is not a whole record (one lacking only its newline is read)."""
+    from fsm_agent.history import last_line  # read backwards: a long log costs nothing
+
+    tail, whole = last_line(path)
+    if whole or len(tail) == os.path.getsize(path):  # no line cut, or the header alone
         return False
-    with path.open("rb") as fh:
-        fh.seek(size - 1)
-        return fh.read(1) != b"\n"
+    try:
+        SessionLog(path).parse(tail, 0)
+    except LogError:
+        return True
+    return False

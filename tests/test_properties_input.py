@@ -30,6 +30,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from fsm_agent import cli
+from fsm_agent.debugger import Debugger
 from fsm_agent.log import LogError, SessionLog
 from fsm_agent.recording import Divergence, LogEnded, divergence_report
 from fsm_agent.session import replay, run_scenario
@@ -336,6 +337,89 @@ def test_a_damaged_log_replays_or_is_refused(data: st.DataObject) -> None:
             stepper.close()
 
 
+@settings(max_examples=60)
+@given(st.data())
+def test_a_log_cut_anywhere_reads_to_its_last_whole_record(data: st.DataObject) -> None:
+    """A log cut anywhere after its header (a killed run; a cut mid-line or mid-UTF-8
+    character is a torn last line) is read up to its last whole record, torn or not as
+    the cut fell, and replays to its result or to its end: never refused as damaged,
+    never a divergence; `--check` passes, saying the last line is torn."""
+    name = data.draw(st.sampled_from(sorted(source_logs())), label="log")
+    lines = source_logs()[name]
+    whole = b"".join(lines)
+    start = len(lines[0]) + len(lines[1])
+    cut = data.draw(st.integers(start, len(whole)), label="cut at")
+    with _workdir() as where:
+        path = where / "cut.jsonl"
+        path.write_bytes(whole[:cut])
+        log = SessionLog(path)
+        records = list(log.records())
+        partial = whole[:cut].rsplit(b"\n", 1)[-1]
+        torn = bool(partial) and whole[cut : cut + 1] != b"\n"  # cut just before it: whole
+        assert log.torn == torn
+        whole_lines = whole[:cut].count(b"\n") + (bool(partial) and not torn)
+        assert len(records) == whole_lines - 1
+        assert replayed(path) in ("result", "cut short")
+        code, out, err = fsm_agent("replay", str(path), "--check")
+        assert code == 0, (out, err)
+        assert ("torn" in err) == log.torn, err
+
+
+@settings(max_examples=40)
+@given(st.data())
+def test_the_command_line_on_a_damaged_log(data: st.DataObject) -> None:
+    """`replay --check` and `replay --path` on a damaged log: exit 0, 1 (a divergence,
+    with its report) or 2 with one `fsm-agent: error:` line; never a traceback."""
+    with _workdir() as where:
+        path = damaged_log(data, where)
+        outcome = replayed(path)
+        code, _, err = fsm_agent("replay", str(path), "--check")
+        assert_one_error_line(code, err)
+        assert code == {"result": 0, "cut short": 0, "diverged": 1, "damaged": 2}[outcome], err
+        if code == 1:
+            assert "✗ diverged at step " in err, err
+        code, _, err = fsm_agent("replay", str(path), "--path")
+        assert_one_error_line(code, err)
+        assert code in (0, 2), err
+
+
+DEBUGGER_COMMANDS = [
+    "n",
+    "s",
+    "c",
+    "back",
+    "g 3",
+    "where",
+    "list",
+    "effects",
+    "msgs",
+    "diff",
+    "p turn_count",
+    "p messages",
+    "return",
+]
+
+
+@settings(max_examples=40)
+@given(st.data())
+def test_the_debugger_on_a_damaged_log(data: st.DataObject) -> None:
+    """The debugger opens a damaged log (or refuses it with a `LogError`, which the
+    command line prints as one line) and every command answers, a damaged line or a
+    divergence shown where the replay stops: never another exception."""
+    with _workdir() as where:
+        path = damaged_log(data, where)
+        try:
+            debugger = Debugger(path)
+        except LogError:
+            return
+        try:
+            for command in data.draw(st.lists(st.sampled_from(DEBUGGER_COMMANDS), max_size=6)):
+                debugger.text(command)
+            debugger.text("c")
+        finally:
+            debugger.stepper.close()
+
+
 def _with_line(tmp_path: Path, n: int, line: bytes) -> Path:
     """The written log with its line `n` (0: the header) replaced."""
     lines = source_logs()["written"][:]
@@ -368,3 +452,17 @@ def test_a_number_python_will_not_read_is_a_damaged_line(
     code, _, err = fsm_agent("replay", str(path), "--check")
     assert code == 2 and err.startswith(f"fsm-agent: error: {path}:{where}"), err
     assert_one_error_line(code, err)
+
+
+@pytest.mark.parametrize("command", ["--check", "--path"])
+def test_a_last_record_without_its_newline_is_read_not_called_torn(
+    tmp_path: Path, command: str
+) -> None:
+    """A log whose last record lacks only its newline: the reader reads that record
+    (it is whole), so no warning says the line is torn and was left out."""
+    path = tmp_path / "no-newline.jsonl"
+    path.write_bytes(b"".join(source_logs()["written"])[:-1])
+    assert list(SessionLog(path).records())[-1][1]["t"] == "result"
+    code, out, err = fsm_agent("replay", str(path), command)
+    assert (code, err) == (0, "")
+    assert ("completed" in out) if command == "--path" else out.startswith("✓")
