@@ -126,6 +126,8 @@ def load_settings(
             raise SettingsError(f"{path}: not valid JSON: nested too deeply") from None
         except (OSError, UnicodeDecodeError) as exc:
             raise SettingsError(f"{path}: cannot read: {exc}") from None
+        except ValueError as exc:  # a number of more digits than Python converts
+            raise SettingsError(f"{path}: not valid JSON: {str(exc).split(';')[0]}") from None
         one = parse_settings(data, str(path), root, cwd)
         merged = Settings(
             merged.permissions.merged(one.permissions),

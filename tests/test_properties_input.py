@@ -30,12 +30,16 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from fsm_agent import cli
+from fsm_agent.config import RunConfig
 from fsm_agent.debugger import Debugger
 from fsm_agent.log import LogError, SessionLog
+from fsm_agent.permissions import Rule
 from fsm_agent.recording import Divergence, LogEnded, divergence_report
+from fsm_agent.scripted import Scenario, ScenarioError
 from fsm_agent.session import replay, run_scenario
+from fsm_agent.settings import Settings, SettingsError, load_settings, parse_settings
 from fsm_agent.stepper import Stepper
-from tests.conftest import ROOT
+from tests.conftest import ROOT, SCENARIOS
 
 # --- JSON values and how they are written ------------------------------------------
 
@@ -466,3 +470,306 @@ def test_a_last_record_without_its_newline_is_read_not_called_torn(
     code, out, err = fsm_agent("replay", str(path), command)
     assert (code, err) == (0, "")
     assert ("completed" in out) if command == "--path" else out.startswith("✓")
+
+
+# --- scenarios -------------------------------------------------------------------------
+
+SHIPPED_SCENARIOS = sorted(p.stem for p in SCENARIOS.glob("*.json") if p.stem != "fix_bug")
+"""The shipped scenarios, but the one whose settings hold command hooks: a mutation of
+those would run whatever text it made in a shell."""
+
+
+@cache
+def shipped_scenario(name: str) -> Any:
+    return json.loads((SCENARIOS / f"{name}.json").read_text())
+
+
+def parsed_scenario(data: Any) -> Scenario | None:
+    """The scenario `data` holds, or None when it is refused with a `ScenarioError`
+    naming the file; any other exception fails the test."""
+    try:
+        return Scenario.parse(data, "s.json")
+    except ScenarioError as exc:
+        assert str(exc).startswith("s.json: "), exc
+        return None
+
+
+def _slow(scenario: Scenario) -> bool:
+    return any(t.delay > 0.05 or t.event_delay > 0.01 for t in scenario.turns)
+
+
+@settings(max_examples=150)
+@given(JSON)
+def test_any_json_is_a_scenario_or_a_scenario_error(data: Any) -> None:
+    """Any JSON value given as a scenario file is one, or a `ScenarioError` naming the
+    file: never another exception."""
+    with _workdir() as where:
+        path = where / "s.json"
+        path.write_bytes(dump(data))
+        try:
+            Scenario.load(path)
+        except ScenarioError as exc:
+            assert str(exc).startswith(f"{path}"), exc
+
+
+@settings(max_examples=60)
+@given(st.data())
+def test_a_near_valid_scenario_runs_or_is_refused(data: st.DataObject) -> None:
+    """A shipped scenario changed in one to three places is refused with a
+    `ScenarioError`, or it runs to one of the machine's final states (in plan mode, in
+    a fresh workspace) and its log replays: never another exception."""
+    value = shipped_scenario(data.draw(st.sampled_from(SHIPPED_SCENARIOS), label="scenario"))
+    for _ in range(data.draw(st.integers(1, 3), label="changes")):
+        value = mutate_json(data, value)
+    try:
+        value = json.loads(dump(value))
+    except (ValueError, RecursionError):
+        return  # JSON no reader takes: the file-level property covers it
+    scenario = parsed_scenario(value)
+    if scenario is None or _slow(scenario):
+        return
+    with _workdir() as where:
+        (where / "ws").mkdir()
+        try:
+            result = run_scenario(
+                scenario,
+                cwd=where / "ws",
+                prompt="go",
+                log=where / "s.jsonl",
+                config=RunConfig(permission_mode="plan"),
+            )
+        except ScenarioError:
+            return
+        assert result.reason
+        assert replayed(where / "s.jsonl") == "result"
+
+
+@settings(max_examples=60)
+@given(st.data())
+def test_a_damaged_scenario_file_is_read_or_refused(data: st.DataObject) -> None:
+    """A scenario file cut anywhere, holding bytes that are not UTF-8, a huge number,
+    `NaN` or a deep nest: read, or refused by `Scenario.load` with a `ScenarioError`
+    naming the file; never another exception."""
+    text = json.dumps(
+        shipped_scenario(data.draw(st.sampled_from(SHIPPED_SCENARIOS))), indent=1
+    ).encode()
+    lines = text.splitlines(keepends=True)
+    value = json.loads(text)
+    damaged = data.draw(
+        st.sampled_from(["lines", "json"]),
+        label="how",
+    )
+    if damaged == "lines":
+        raw_bytes = lines_mutated_raw(data, lines)
+    else:
+        raw_bytes = dump(mutate_json(data, value))
+    with _workdir() as where:
+        path = where / "s.json"
+        path.write_bytes(raw_bytes)
+        try:
+            Scenario.load(path)
+        except ScenarioError as exc:
+            assert str(exc).startswith(f"{path}"), exc
+
+
+def lines_mutated_raw(data: st.DataObject, lines: list[bytes]) -> bytes:
+    """Text lines damaged without reading them as JSON: cut, lost, repeated, swapped,
+    junk or bytes that are not UTF-8."""
+    lines = list(lines)
+    how = data.draw(st.sampled_from(["truncate", "delete", "duplicate", "swap", "junk", "bytes"]))
+    i = data.draw(st.integers(0, len(lines) - 1))
+    if how == "truncate":
+        whole = b"".join(lines)
+        return whole[: data.draw(st.integers(0, len(whole)))]
+    if how == "delete":
+        del lines[i]
+    elif how == "duplicate":
+        lines.insert(i, lines[i])
+    elif how == "swap":
+        j = data.draw(st.integers(0, len(lines) - 1))
+        lines[i], lines[j] = lines[j], lines[i]
+    elif how == "junk":
+        lines.insert(i, data.draw(st.binary(max_size=30) | JSON.map(dump)) + b"\n")
+    else:
+        at = data.draw(st.integers(0, len(lines[i])))
+        bad = data.draw(st.sampled_from([b"\xff", b"\xc3", b"\xe2\x82", b"\x80\x80", b"\x00"]))
+        lines[i] = lines[i][:at] + bad + lines[i][at:]
+    return b"".join(lines)
+
+
+# --- settings files ----------------------------------------------------------------------
+
+TOOLS = st.sampled_from(
+    ["Bash", "Read", "Write", "Edit", "Glob", "Grep", "WebFetch", "mcp__x__y", "*"]
+)
+SPECIFIERS = st.sampled_from(
+    [
+        "npm test *",
+        "git * main",
+        "* --version",
+        "src/**",
+        "/abs/**",
+        "//tmp/x",
+        "~/notes",
+        "./a.txt",
+        "*",
+        "",
+        "a(b)",
+        "domain:example.com",
+    ]
+) | st.text(max_size=12)
+RULE_TEXT = st.one_of(
+    TOOLS,
+    st.builds(lambda t, s: f"{t}({s})", TOOLS, SPECIFIERS),
+    st.text(max_size=20),
+)
+HOOK_EVENTS = st.sampled_from(
+    [
+        "PreToolUse",
+        "PostToolUse",
+        "Stop",
+        "UserPromptSubmit",
+        "SessionStart",
+        "Notification",
+        "PreCompact",
+    ]
+)
+HARMLESS = ("true", "cat >/dev/null")
+HOOK = st.fixed_dictionaries(
+    {"type": st.just("command"), "command": st.sampled_from(HARMLESS)},
+    optional={
+        "timeout": st.integers(1, 60) | st.floats(0.1, 60),
+        "if": RULE_TEXT,
+    },
+)
+MATCHER_ENTRY = st.fixed_dictionaries(
+    {"hooks": st.lists(HOOK, max_size=2)},
+    optional={
+        "matcher": st.sampled_from(["", "*", "Bash", "Edit|Write", "Edit.*", "(", "mcp__.*"])
+    },
+)
+SETTINGS = st.fixed_dictionaries(
+    {},
+    optional={
+        "permissions": st.fixed_dictionaries(
+            {},
+            optional={
+                "allow": st.lists(RULE_TEXT, max_size=3),
+                "ask": st.lists(RULE_TEXT, max_size=3),
+                "deny": st.lists(RULE_TEXT, max_size=3),
+                "additionalDirectories": st.lists(
+                    st.sampled_from(["../other", "/tmp", "~/x", "sub"]), max_size=2
+                ),
+                "defaultMode": st.sampled_from(
+                    [
+                        "default",
+                        "acceptEdits",
+                        "plan",
+                        "dontAsk",
+                        "bypassPermissions",
+                        "manual",
+                        "auto",
+                        "yolo",
+                    ]
+                ),
+            },
+        ),
+        "hooks": st.dictionaries(HOOK_EVENTS, st.lists(MATCHER_ENTRY, max_size=2), max_size=2),
+        "env": st.dictionaries(st.text(max_size=5), st.text(max_size=5), max_size=2),
+        "model": st.text(max_size=10),
+    },
+)
+
+
+def parsed_settings(data: Any) -> Settings | None:
+    """The settings `data` holds, or None when refused with a `SettingsError` naming
+    the file; any other exception fails the test."""
+    try:
+        return parse_settings(data, "/p/.claude/settings.json", "/p", "/p")
+    except SettingsError as exc:
+        assert str(exc).startswith("/p/.claude/settings.json"), exc
+        return None
+
+
+@settings(max_examples=150)
+@given(JSON)
+def test_any_json_is_settings_or_a_settings_error(data: Any) -> None:
+    """Any JSON value as a settings file: settings, or a `SettingsError` naming the
+    file; never another exception."""
+    with _workdir() as where:
+        path = where / "ws" / ".claude" / "settings.json"
+        path.parent.mkdir(parents=True)
+        path.write_bytes(dump(data))
+        try:
+            load_settings(str(where / "ws"), str(where / "home"))
+        except SettingsError as exc:
+            assert str(exc).startswith(str(path)), exc
+
+
+@settings(max_examples=150)
+@given(st.data())
+def test_near_valid_settings_are_read_or_refused(data: st.DataObject) -> None:
+    """Settings in Claude Code's format, changed in up to two places: read (a mode
+    fsm-agent lacks with a warning naming the file), or a `SettingsError` naming it;
+    never another exception. What is read is a mode fsm-agent has, and rules that
+    parse."""
+    value = data.draw(SETTINGS, label="settings")
+    for _ in range(data.draw(st.integers(0, 2), label="changes")):
+        value = mutate_json(data, value)
+    try:
+        value = json.loads(dump(value))
+    except (ValueError, RecursionError):
+        return
+    read = parsed_settings(value)
+    if read is None:
+        return
+    mode = read.permissions.default_mode
+    assert mode is None or mode in (
+        "default",
+        "acceptEdits",
+        "plan",
+        "dontAsk",
+        "bypassPermissions",
+    )
+    for warning in read.warnings:
+        assert "/p/.claude/settings.json" in warning
+    for source in (*read.permissions.allow, *read.permissions.ask, *read.permissions.deny):
+        Rule.parse(source.rule)
+
+
+@settings(max_examples=80)
+@given(st.data())
+def test_a_settings_file_as_found_on_disk(data: st.DataObject) -> None:
+    """A settings file's bytes as they may be found (cut, not UTF-8, junk, a huge
+    number, a deep nest), in the workspace or the home directory: `load_settings`
+    reads it or raises a `SettingsError` naming the file; never another exception."""
+    text = json.dumps(data.draw(SETTINGS, label="settings"), indent=1).encode()
+    raw_bytes = lines_mutated_raw(data, text.splitlines(keepends=True))
+    with _workdir() as where:
+        (where / "ws" / ".claude").mkdir(parents=True)
+        (where / "home" / ".claude").mkdir(parents=True)
+        place = data.draw(st.sampled_from(["ws", "home"]), label="where")
+        name = data.draw(st.sampled_from(["settings.json", "settings.local.json"]))
+        path = where / place / ".claude" / (name if place == "ws" else "settings.json")
+        path.write_bytes(raw_bytes)
+        try:
+            load_settings(str(where / "ws"), str(where / "home"))
+        except SettingsError as exc:
+            assert str(exc).startswith(str(path)), exc
+
+
+def _settings_error(where: Path, text: bytes) -> str:
+    """The `SettingsError` a workspace's settings file holding `text` gives."""
+    path = where / "ws" / ".claude" / "settings.json"
+    path.parent.mkdir(parents=True)
+    path.write_bytes(text)
+    with pytest.raises(SettingsError) as info:
+        load_settings(str(where / "ws"), str(where / "home"))
+    return str(info.value).replace(str(path), "SETTINGS")
+
+
+def test_a_settings_file_with_a_number_python_will_not_read(tmp_path: Path) -> None:
+    """A number of thousands of digits is no JSON the reader takes: the file is named,
+    not a ValueError traceback."""
+    text = b'{"permissions": {"allow": ["Read"]}, "n": ' + b"1" * 5000 + b"}"
+    assert _settings_error(tmp_path, text).startswith("SETTINGS: not valid JSON: ")
