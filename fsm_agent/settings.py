@@ -18,6 +18,7 @@ from attrs import frozen
 
 from fsm_agent.command_hooks import HookMatcher, HookSettingsError, os_string, parse_hooks
 from fsm_agent.permissions import (
+    MODES,
     UNSUPPORTED_MODES,
     PermissionError_,
     PermissionSettings,
@@ -78,13 +79,18 @@ def parse_settings(data: Any, origin: str, root: str, cwd: str) -> Settings:
     if not isinstance(dirs, list) or not all(isinstance(d, str) and os_string(d) for d in dirs):
         raise SettingsError(f"{origin}: permissions.additionalDirectories must be a list of paths")
     mode = perms.get("defaultMode")
+    if mode is not None and not isinstance(mode, str):
+        raise SettingsError(
+            f"{origin}: permissions.defaultMode must be a string, one of {', '.join(MODES)} "
+            f"(not {json.dumps(mode)[:40]})"
+        )
     warnings: tuple[str, ...] = ()
     if mode in UNSUPPORTED_MODES:
         warnings = (unsupported_mode_warning(mode, f"{origin}: permissions.defaultMode"),)
         mode = UNSUPPORTED_MODES[mode]
     if mode is not None:
         try:
-            mode = check_mode(str(mode))
+            mode = check_mode(mode)
         except PermissionError_ as exc:
             raise SettingsError(f"{origin}: permissions.defaultMode: {exc}") from None
     permissions = PermissionSettings(

@@ -773,3 +773,14 @@ def test_a_settings_file_with_a_number_python_will_not_read(tmp_path: Path) -> N
     not a ValueError traceback."""
     text = b'{"permissions": {"allow": ["Read"]}, "n": ' + b"1" * 5000 + b"}"
     assert _settings_error(tmp_path, text).startswith("SETTINGS: not valid JSON: ")
+
+
+@pytest.mark.parametrize("mode", [[], {}, ["plan"], 5, True])
+def test_a_default_mode_that_is_not_a_string(tmp_path: Path, mode: Any) -> None:
+    """`defaultMode` of another JSON type (a list, an object: unhashable, which a
+    lookup in the table of modes raised a TypeError on) names the file and the key."""
+    text = json.dumps({"permissions": {"defaultMode": mode}}).encode()
+    assert _settings_error(tmp_path, text) == (
+        "SETTINGS: permissions.defaultMode must be a string, one of default, acceptEdits, "
+        f"plan, dontAsk, bypassPermissions (not {json.dumps(mode)})"
+    )
