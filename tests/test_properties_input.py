@@ -784,3 +784,13 @@ def test_a_default_mode_that_is_not_a_string(tmp_path: Path, mode: Any) -> None:
         "SETTINGS: permissions.defaultMode must be a string, one of default, acceptEdits, "
         f"plan, dontAsk, bypassPermissions (not {json.dumps(mode)})"
     )
+
+
+def test_a_hook_timeout_too_large_for_a_float(tmp_path: Path) -> None:
+    """A hook's `timeout` of 400 digits is a number no float holds (an OverflowError
+    traceback): refused as any timeout that is not a usable number of seconds is."""
+    hook = {"type": "command", "command": "true", "timeout": raw("9" * 400)}
+    text = dump({"hooks": {"Stop": [{"hooks": [hook]}]}})
+    assert _settings_error(tmp_path, text) == (
+        "SETTINGS: hooks.Stop[0]: 'timeout' must be a positive number of seconds"
+    )
