@@ -833,3 +833,39 @@ def test_a_header_tool_schema_nested_too_deeply(tmp_path: Path, schema: Any) -> 
     path = _with_line(tmp_path, 0, dump(header) + b"\n")
     with pytest.raises(LogError, match=re.escape(f"{path}:1: the header's tools: tool ")):
         Debugger(path)
+
+
+@pytest.mark.parametrize(
+    ("token", "last", "says"),
+    [
+        ("1" * 5000, False, "corrupt record"),
+        ("9" * 25, False, "record of step 9999999999999999999999999 where step "),
+        ("1" * 5000, True, None),
+        ("[" * 100_000 + "1" * 25 + "]" * 100_000, True, None),
+    ],
+    ids=["5000 digits", "25 digits", "5000 digits, last line", "deep, last line"],
+)
+def test_the_debugger_on_a_step_number_python_will_not_read(
+    tmp_path: Path, token: str, last: bool, says: str | None
+) -> None:
+    """The debugger's index reads a record's step by a quick match: a step of thousands
+    of digits (Python converts at most 4300) raised a ValueError, as did such a number in
+    a last line without its newline (the torn-line test). The debugger opens the log and
+    names the line where the replay stops, as `--check` does; a last line that is no
+    JSON is torn, as the reader has it."""
+    lines = source_logs()["written"][:]
+    n = len(lines) - 1 if last else 10
+    record = json.loads(lines[n])
+    lines[n] = dump({"t": record.pop("t"), **record, "step": raw(token)})
+    lines[n] += b"" if last else b"\n"
+    path = tmp_path / "damaged.jsonl"
+    path.write_bytes(b"".join(lines))
+    debugger = Debugger(path)
+    try:
+        shown = debugger.text("c")
+    finally:
+        debugger.stepper.close()
+    if says is None:
+        assert "the log ends after step 26 without a result" in shown, shown
+    else:
+        assert f"{path}:11: " in shown and says in shown, shown
