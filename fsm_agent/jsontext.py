@@ -76,6 +76,12 @@ def _stdlib_loads(raw: bytes) -> Any:
         raise json.JSONDecodeError(str(exc).split(";")[0], text, 0) from None
 
 
+def no_constant(name: str) -> Any:
+    """`parse_constant` for Python's JSON reader, which takes `NaN` and `Infinity`: JSON
+    has no such numbers, and a file written by hand that holds them is not valid JSON."""
+    raise ValueError(f"{name} is not a JSON number")
+
+
 def deeper_than(value: Any, limit: int = MAX_DEPTH) -> bool:
     """Whether `value` nests objects and arrays more than `limit` levels deep."""
     stack = [(value, 1)]

@@ -17,6 +17,7 @@ from typing import Any
 from attrs import frozen
 
 from fsm_agent.command_hooks import HookMatcher, HookSettingsError, os_string, parse_hooks
+from fsm_agent.jsontext import no_constant
 from fsm_agent.permissions import (
     MODES,
     UNSUPPORTED_MODES,
@@ -125,14 +126,14 @@ def load_settings(
         if not path.is_file():
             continue
         try:
-            data = json.loads(path.read_text(encoding="utf-8"))
+            data = json.loads(path.read_text(encoding="utf-8"), parse_constant=no_constant)
         except json.JSONDecodeError as exc:
             raise SettingsError(f"{path}:{exc.lineno}: not valid JSON: {exc.msg}") from None
         except RecursionError:
             raise SettingsError(f"{path}: not valid JSON: nested too deeply") from None
         except (OSError, UnicodeDecodeError) as exc:
             raise SettingsError(f"{path}: cannot read: {exc}") from None
-        except ValueError as exc:  # a number of more digits than Python converts
+        except ValueError as exc:  # NaN, or a number of more digits than Python converts
             raise SettingsError(f"{path}: not valid JSON: {str(exc).split(';')[0]}") from None
         one = parse_settings(data, str(path), root, cwd)
         merged = Settings(

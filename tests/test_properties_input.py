@@ -33,7 +33,7 @@ from fsm_agent import cli
 from fsm_agent.config import RunConfig
 from fsm_agent.debugger import Debugger
 from fsm_agent.log import LogError, SessionLog
-from fsm_agent.permissions import Rule
+from fsm_agent.permissions import PermissionError_, Rule
 from fsm_agent.recording import Divergence, LogEnded, divergence_report
 from fsm_agent.scripted import Scenario, ScenarioError
 from fsm_agent.session import replay, run_scenario
@@ -869,3 +869,88 @@ def test_the_debugger_on_a_step_number_python_will_not_read(
         assert "the log ends after step 26 without a result" in shown, shown
     else:
         assert f"{path}:11: " in shown and says in shown, shown
+
+
+# --- permission rules and the command line's rule options -------------------------------
+
+CALLS = [
+    ("Bash", {"command": "git log --oneline | head -3"}),
+    ("Bash", {"command": "cd sub && rm -rf build; echo $HOME > out.txt"}),
+    ("Bash", {"command": "npm test -- --watch"}),
+    ("Read", {"file_path": "notes.txt"}),
+    ("Read", {"file_path": "/etc/hostname"}),
+    ("Write", {"file_path": ".claude/settings.json", "content": "{}"}),
+    ("Edit", {"file_path": "src/a.py", "old_string": "a", "new_string": "b"}),
+    ("Glob", {"pattern": "**/*.py", "path": "src"}),
+    ("Grep", {"pattern": "x", "path": "."}),
+    ("WebFetch", {"url": "https://example.com/x"}),
+]
+MODES_ALL = ["default", "acceptEdits", "plan", "dontAsk", "bypassPermissions"]
+
+
+@examples(200)
+@given(RULE_TEXT, st.sampled_from(["allow", "ask", "deny"]), st.sampled_from(MODES_ALL))
+def test_a_rule_parses_and_judges_every_call_or_is_refused(text: str, kind: str, mode: str) -> None:
+    """A permission rule string is a `Rule` or a `PermissionError_` naming it; one that
+    parses, as an allow, ask or deny rule in any mode, decides every kind of call
+    (allow, ask or deny), covers it or not as a hook's `if`, and filters Glob and Grep
+    as a Read deny rule: never an exception."""
+    from fsm_agent.permission_types import PermissionSettings, RuleSource
+    from fsm_agent.permissions import (
+        Place,
+        Workspace,
+        call_facts,
+        default_resolve,
+        evaluate,
+        read_denied,
+        removed_tools,
+        rule_covers_call,
+    )
+
+    try:
+        rule = Rule.parse(text)
+    except PermissionError_ as exc:
+        assert "not a permission rule" in str(exc), exc
+        return
+    with _workdir() as where:
+        ws = Workspace(str(where), str(where / "home"))
+        source = (RuleSource(text.strip(), str(where), "settings.json"),)
+        permissions = PermissionSettings(**{kind: source})
+        for tool, tool_input in CALLS:
+            facts = call_facts(tool, tool_input, ws, default_resolve(ws.cwd))
+            decision = evaluate(facts, permissions, mode, ws)
+            assert decision.behavior in ("allow", "ask", "deny")
+            rule_covers_call(rule, tool, tool_input, Place(ws.cwd, ws.home))
+        removed_tools(permissions)
+        denied = read_denied(permissions, ws)
+        if denied is not None:
+            denied(str(where / "notes.txt"))
+
+
+@examples(150)
+@given(st.lists(RULE_TEXT | st.text(max_size=30), max_size=3), st.lists(RULE_TEXT, max_size=2))
+def test_rule_options_are_read_or_refused(allowed: list[str], disallowed: list[str]) -> None:
+    """`--allowed-tools` / `--disallowed-tools` values (commas and spaces outside
+    parentheses separate rules): read into rules that parse, or a `SettingsError`
+    naming the option; never another exception."""
+    with _workdir() as where:
+        try:
+            read = load_settings(
+                str(where), str(where), allowed_tools=allowed, disallowed_tools=disallowed
+            )
+        except SettingsError as exc:
+            assert str(exc).startswith(("--allowed-tools: rule", "--disallowed-tools: rule")), exc
+            return
+    for source in (*read.permissions.allow, *read.permissions.deny):
+        Rule.parse(source.rule)
+
+
+@pytest.mark.parametrize("token", ["NaN", "Infinity", "-Infinity"])
+def test_a_settings_file_holding_nan_is_not_valid_json(tmp_path: Path, token: str) -> None:
+    """`NaN` and `Infinity` are no JSON (Claude Code's JSON.parse refuses the file), though
+    Python's reader takes them: the docs' promise for a file that is not valid JSON
+    holds for them too, as it does for a scenario."""
+    text = b'{"permissions": {"allow": ["Read"]}, "cleanupPeriodDays": ' + token.encode() + b"}"
+    assert (
+        _settings_error(tmp_path, text) == f"SETTINGS: not valid JSON: {token} is not a JSON number"
+    )
