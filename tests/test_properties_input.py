@@ -954,3 +954,76 @@ def test_a_settings_file_holding_nan_is_not_valid_json(tmp_path: Path, token: st
     assert (
         _settings_error(tmp_path, text) == f"SETTINGS: not valid JSON: {token} is not a JSON number"
     )
+
+
+SETTINGS_RUN = {
+    "prompt": "go",
+    "turns": [
+        {
+            "content": [
+                {
+                    "type": "tool_use",
+                    "id": "t1",
+                    "name": "Bash",
+                    "input": {"command": "echo hi > out.txt"},
+                },
+                {
+                    "type": "tool_use",
+                    "id": "t2",
+                    "name": "Read",
+                    "input": {"file_path": "notes.txt"},
+                },
+                {
+                    "type": "tool_use",
+                    "id": "t3",
+                    "name": "Write",
+                    "input": {"file_path": "new.txt", "content": "x"},
+                },
+                {"type": "tool_use", "id": "t4", "name": "Glob", "input": {"pattern": "*.txt"}},
+            ]
+        },
+        {"content": "done"},
+    ],
+}
+
+
+def _commands(settings_value: Any) -> set[Any]:
+    hooks = settings_value.get("hooks") if isinstance(settings_value, dict) else None
+    if not isinstance(hooks, dict):
+        return set()
+    return {
+        h.get("command")
+        for entries in hooks.values()
+        if isinstance(entries, list)
+        for entry in entries
+        if isinstance(entry, dict) and isinstance(entry.get("hooks"), list)
+        for h in entry["hooks"]
+        if isinstance(h, dict)
+    }
+
+
+@examples(40)
+@given(st.data())
+def test_settings_a_run_accepts_are_obeyed_to_a_final_state(data: st.DataObject) -> None:
+    """Settings (a scenario's `settings`, read as a settings file is) changed in up to
+    two places: refused with a `ScenarioError`, or the run with them (rules, mode,
+    command hooks, extra directories) ends in a final state and its log replays;
+    never an exception."""
+    value = data.draw(SETTINGS, label="settings")
+    for _ in range(data.draw(st.integers(0, 2), label="changes")):
+        value = mutate_json(data, value)
+    if not _commands(value) <= set(HARMLESS):
+        return  # a command the mutation made up is not run in a shell
+    with _workdir() as where:
+        (where / "ws").mkdir()
+        (where / "ws" / "notes.txt").write_text("hello\n")
+        (where / "s.json").write_bytes(dump({**SETTINGS_RUN, "settings": value}))
+        try:
+            scenario = Scenario.load(where / "s.json")
+        except ScenarioError as exc:
+            assert str(exc).startswith(f"{where / 's.json'}"), exc
+            event("refused")
+            return
+        result = run_scenario(scenario, cwd=where / "ws", log=where / "s.jsonl")
+        event(f"ran: {result.reason}")
+        assert replayed(where / "s.jsonl") == "result"
