@@ -1027,3 +1027,48 @@ def test_settings_a_run_accepts_are_obeyed_to_a_final_state(data: st.DataObject)
         result = run_scenario(scenario, cwd=where / "ws", log=where / "s.jsonl")
         event(f"ran: {result.reason}")
         assert replayed(where / "s.jsonl") == "result"
+
+
+# --- an edited effect result (`replay LOG --edit-effect K FILE`) --------------------------
+
+
+def _parent(where: Path) -> Path:
+    parent = where / "parent.jsonl"
+    parent.write_bytes(b"".join(source_logs()["written"]))
+    (where / "answer.json").write_text(json.dumps({"turns": [{"content": "ok"}] * 4}))
+    return parent
+
+
+def _tool_result_with(token: str) -> bytes:
+    """The written log's first tool result (effect 3) with its duration `token`."""
+    record = next(json.loads(line) for line in source_logs()["written"] if b'"name":"tool"' in line)
+    return dump({**record["result"], "duration_s": raw(token)})
+
+
+@pytest.mark.parametrize(
+    ("effect", "text", "problem"),
+    [
+        (1, b'{"x": ' + b"1" * 5000 + b"}", "Exceeds the limit (4300 digits) for integer string"),
+        (3, _tool_result_with("NaN"), "NaN is not a JSON number"),
+        (3, _tool_result_with("-Infinity"), "-Infinity is not a JSON number"),
+    ],
+    ids=["5000 digits", "NaN", "-Infinity"],
+)
+def test_an_edited_result_file_that_is_not_json(
+    tmp_path: Path, effect: int, text: bytes, problem: str
+) -> None:
+    """The file of `--edit-effect K FILE` holding a number Python will not convert (a
+    ValueError traceback) or `NaN`/`Infinity` (no JSON; Python's reader took them, the
+    fork ran with a NaN duration, and its log, which writes NaN as null, was refused as
+    damaged by `replay --check`): one line naming the file, exit 2, no fork log."""
+    parent, edited = _parent(tmp_path), tmp_path / "edited.json"
+    edited.write_bytes(text)
+    code, _, err = fsm_agent(
+        "replay", str(parent), "--edit-effect", str(effect), str(edited),
+        "--scripted", str(tmp_path / "answer.json"), "--log", str(tmp_path / "fork.jsonl"),
+    )  # fmt: skip
+    assert_one_error_line(code, err)
+    assert code == 2 and err.startswith(
+        f"fsm-agent: error: {edited}: cannot read the edited result: not valid JSON: {problem}"
+    ), err
+    assert not (tmp_path / "fork.jsonl").exists()
