@@ -1070,16 +1070,17 @@ def _fork(
     point = ForkPoint(step=fork_at)
     if edit_effect is not None:
         number, file = edit_effect
-        from fsm_agent.jsontext import MAX_DEPTH, deeper_than, no_constant
+        from fsm_agent.jsontext import MAX_DEPTH, deeper_than, finite_float, no_constant
 
         deep = f"{file}: cannot read the edited result: nested more than {MAX_DEPTH} levels deep"
         try:
-            result = json.loads(file.read_text(encoding="utf-8"), parse_constant=no_constant)
+            text = file.read_text(encoding="utf-8")
+            result = json.loads(text, parse_constant=no_constant, parse_float=finite_float)
         except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
             fail(f"{file}: cannot read the edited result: {exc}")
         except RecursionError:
             fail(deep)
-        except ValueError as exc:  # NaN, or a number of more digits than Python converts
+        except ValueError as exc:  # NaN, 1e400, or more digits than Python converts
             fail(f"{file}: cannot read the edited result: not valid JSON: {str(exc).split(';')[0]}")
         if deeper_than(result):
             fail(deep)

@@ -14,6 +14,7 @@ lost.
 from __future__ import annotations
 
 import json
+import math
 import re
 from typing import Any
 
@@ -80,6 +81,15 @@ def no_constant(name: str) -> Any:
     """`parse_constant` for Python's JSON reader, which takes `NaN` and `Infinity`: JSON
     has no such numbers, and a file written by hand that holds them is not valid JSON."""
     raise ValueError(f"{name} is not a JSON number")
+
+
+def finite_float(text: str) -> float:
+    """`parse_float` for Python's JSON reader, which reads `1e400` as infinity: a value the
+    log cannot hold (JSON has no infinity; orjson refuses it, as the log's reader does)."""
+    value = float(text)
+    if not math.isfinite(value):
+        raise ValueError(f"{text} is beyond a double's range")
+    return value
 
 
 def deeper_than(value: Any, limit: int = MAX_DEPTH) -> bool:

@@ -1051,16 +1051,18 @@ def _tool_result_with(token: str) -> bytes:
         (1, b'{"x": ' + b"1" * 5000 + b"}", "Exceeds the limit (4300 digits) for integer string"),
         (3, _tool_result_with("NaN"), "NaN is not a JSON number"),
         (3, _tool_result_with("-Infinity"), "-Infinity is not a JSON number"),
+        (3, _tool_result_with("1e400"), "1e400 is beyond a double's range"),
     ],
-    ids=["5000 digits", "NaN", "-Infinity"],
+    ids=["5000 digits", "NaN", "-Infinity", "1e400"],
 )
 def test_an_edited_result_file_that_is_not_json(
     tmp_path: Path, effect: int, text: bytes, problem: str
 ) -> None:
     """The file of `--edit-effect K FILE` holding a number Python will not convert (a
-    ValueError traceback) or `NaN`/`Infinity` (no JSON; Python's reader took them, the
+    ValueError traceback), `NaN`/`Infinity` (no JSON; Python's reader took them, the
     fork ran with a NaN duration, and its log, which writes NaN as null, was refused as
-    damaged by `replay --check`): one line naming the file, exit 2, no fork log."""
+    damaged by `replay --check`) or a number beyond a double (read as infinity, the
+    same): one line naming the file, exit 2, no fork log."""
     parent, edited = _parent(tmp_path), tmp_path / "edited.json"
     edited.write_bytes(text)
     code, _, err = fsm_agent(
@@ -1072,3 +1074,48 @@ def test_an_edited_result_file_that_is_not_json(
         f"fsm-agent: error: {edited}: cannot read the edited result: not valid JSON: {problem}"
     ), err
     assert not (tmp_path / "fork.jsonl").exists()
+
+
+@examples(60)
+@given(st.data())
+def test_an_edited_result_forks_or_is_refused(data: st.DataObject) -> None:
+    """Any effect's result replaced by a near-valid one (or any JSON): the fork is
+    refused with a `ForkError` saying the result does not fit, or it runs to a final
+    state and its own log replays to the same end; never another exception."""
+    import asyncio
+
+    from fsm_agent.fork import ForkError, ForkPoint, afork
+    from fsm_agent.scripted import ScriptedHooks, ScriptedModel
+
+    effects = [
+        json.loads(line)["result"]
+        for line in source_logs()["written"]
+        if line.startswith(b'{"t":"effect"')
+    ]
+    k = data.draw(st.integers(1, len(effects)), label="effect")
+    if data.draw(st.booleans(), label="any JSON"):
+        result = data.draw(JSON, label="result")
+    else:
+        result = mutate_json(data, effects[k - 1])
+    try:
+        result = json.loads(dump(result), parse_constant=lambda name: 1 / 0)
+    except (ValueError, RecursionError, ZeroDivisionError):
+        return  # no JSON: the command line refuses the file (test above)
+    scenario = Scenario.parse({"turns": [{"content": "ok"}] * 4})
+    with _workdir() as where:
+        parent = _parent(where)
+        try:
+            outcome = asyncio.run(
+                afork(
+                    parent,
+                    ForkPoint(effect=k, result=result),
+                    model=ScriptedModel(scenario),
+                    hooks=ScriptedHooks(scenario.hooks),
+                    log=where / "fork.jsonl",
+                )
+            )
+        except ForkError as exc:
+            assert "does not fit" in str(exc), exc
+            return
+        event(f"forked: {outcome.reason}")
+        assert replayed(where / "fork.jsonl") == "result"
