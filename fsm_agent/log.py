@@ -115,8 +115,12 @@ def _a(kind: str) -> str:
 
 
 def _shown(value: Any) -> str:
-    """A value as the file has it (JSON), cut short for an error line."""
-    text = jsontext.dumps(value).decode(errors="replace")
+    """A value as the file has it (JSON), cut short for an error line; one nested too
+    deep to write back (orjson reads more levels than a writer takes) by its start."""
+    try:
+        text = jsontext.dumps(value).decode(errors="replace")
+    except RecursionError:
+        text = ("[" if isinstance(value, list) else "{") * 41
     return text if len(text) <= 40 else text[:39] + "…"
 
 

@@ -382,7 +382,9 @@ def test_a_log_cut_anywhere_reads_to_its_last_whole_record(data: st.DataObject) 
 @given(st.data())
 def test_the_command_line_on_a_damaged_log(data: st.DataObject) -> None:
     """`replay --check` and `replay --path` on a damaged log: exit 0, 1 (a divergence,
-    with its report) or 2 with one `fsm-agent: error:` line; never a traceback."""
+    with its report) or 2 with one `fsm-agent: error:` line; `coverage` and `graph
+    --highlight` take it or say why it is unreadable; `sessions` lists it; never a
+    traceback."""
     with _workdir() as where:
         path = damaged_log(data, where)
         outcome = replayed(path)
@@ -394,6 +396,18 @@ def test_the_command_line_on_a_damaged_log(data: st.DataObject) -> None:
         code, _, err = fsm_agent("replay", str(path), "--path")
         assert_one_error_line(code, err)
         assert code in (0, 2), err
+        for args in (["coverage", str(path)], ["graph", "--highlight", str(path)]):
+            code, _, err = fsm_agent(*args)
+            assert_one_error_line(code, err) if code == 2 else None
+            assert code in (0, 2) and "Traceback" not in err, err
+        sessions = where / "ws" / ".fsm-agent" / "sessions"
+        sessions.mkdir(parents=True)
+        path.rename(sessions / "damaged.jsonl")
+        code, out, err = fsm_agent("sessions", "--cwd", str(where / "ws"))
+        assert (code, err) == (0, ""), err
+        code, out, err = fsm_agent("sessions", "--cwd", str(where / "ws"), "--json")
+        assert (code, err) == (0, ""), err
+        assert [info["path"] for info in json.loads(out)] == [str(sessions / "damaged.jsonl")]
 
 
 DEBUGGER_COMMANDS = [
@@ -1120,3 +1134,17 @@ def test_an_edited_result_forks_or_is_refused(data: st.DataObject) -> None:
             return
         event(f"forked: {outcome.reason}")
         assert replayed(where / "fork.jsonl") == "result"
+
+
+@pytest.mark.parametrize("key", ["version", "session_id", "config"])
+def test_a_header_value_nested_a_thousand_deep_is_named(tmp_path: Path, key: str) -> None:
+    """A header field of the wrong type is shown in the error as the file has it, cut
+    short; one nested ~1000 deep (which orjson reads but will not write back, and the
+    standard library's writer recursed on) raised a RecursionError instead."""
+    header = json.loads(source_logs()["written"][0])
+    header[key] = raw("[" * 1000 + "]" * 1000)
+    path = _with_line(tmp_path, 0, dump(header) + b"\n")
+    with pytest.raises(LogError, match=re.escape(f"{path}:1: ") + r".*\[\[\[\[…"):
+        SessionLog(path)
+    code, _, err = fsm_agent("replay", str(path), "--check")
+    assert code == 2 and err.startswith(f"fsm-agent: error: {path}:1: "), err
