@@ -1148,3 +1148,27 @@ def test_a_header_value_nested_a_thousand_deep_is_named(tmp_path: Path, key: str
         SessionLog(path)
     code, _, err = fsm_agent("replay", str(path), "--check")
     assert code == 2 and err.startswith(f"fsm-agent: error: {path}:1: "), err
+
+
+@pytest.mark.parametrize("n", [0, 1, -1], ids=["header", "start", "last line"])
+@pytest.mark.parametrize(
+    "token",
+    ["1" * 5000, "[" * 2000 + "]" * 2000, "[" * 1000 + "1" * 25 + "]" * 1000],
+    ids=["5000 digits", "2000 deep", "1000 deep and long"],
+)
+def test_sessions_lists_a_log_whose_lines_python_will_not_read(
+    tmp_path: Path, n: int, token: str
+) -> None:
+    """`sessions` reads a log's first two lines and its last with the standard
+    library, which raised a ValueError (thousands of digits) or a RecursionError (a deep
+    nest): the listing goes on, showing that log as corrupt."""
+    sessions = tmp_path / "ws" / ".fsm-agent" / "sessions"
+    sessions.mkdir(parents=True)
+    lines = source_logs()["written"][:]
+    record = json.loads(lines[n])
+    lines[n] = dump({**record, "x": raw(token)}) + b"\n"
+    (sessions / "damaged.jsonl").write_bytes(b"".join(lines))
+    code, out, err = fsm_agent("sessions", "--cwd", str(tmp_path / "ws"), "--json")
+    assert (code, err) == (0, "")
+    (info,) = json.loads(out)
+    assert info["status"] == "corrupt", info
