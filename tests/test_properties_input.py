@@ -1172,3 +1172,26 @@ def test_sessions_lists_a_log_whose_lines_python_will_not_read(
     assert (code, err) == (0, "")
     (info,) = json.loads(out)
     assert info["status"] == "corrupt", info
+
+
+@pytest.mark.parametrize("value", ["9" * 400, "9" * 5000])
+def test_an_idle_timeout_no_float_holds_is_a_usage_error(tmp_path: Path, value: str) -> None:
+    """`CLAUDE_STREAM_IDLE_TIMEOUT_MS` of 400 digits is a whole number of milliseconds
+    no float holds (an OverflowError traceback as it became seconds), and one of 5000
+    more digits than int() converts (Python's own words, not naming the variable): a
+    usage error naming the variable before anything runs."""
+    import os
+    import subprocess
+
+    env = {**os.environ, "ANTHROPIC_API_KEY": "k", "CLAUDE_STREAM_IDLE_TIMEOUT_MS": value}
+    done = subprocess.run(
+        [sys.executable, "-m", "fsm_agent.cli", "run", "hi", "--cwd", str(tmp_path),
+         "--base-url", "http://127.0.0.1:9"],
+        capture_output=True, text=True, env=env, stdin=subprocess.DEVNULL, timeout=60,
+    )  # fmt: skip
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.startswith("fsm-agent: error: CLAUDE_STREAM_IDLE_TIMEOUT_MS must be a "), (
+        done.stderr
+    )
+    assert_one_error_line(2, done.stderr)
+    assert not (tmp_path / ".fsm-agent").exists()
