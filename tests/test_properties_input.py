@@ -1195,3 +1195,41 @@ def test_an_idle_timeout_no_float_holds_is_a_usage_error(tmp_path: Path, value: 
     )
     assert_one_error_line(2, done.stderr)
     assert not (tmp_path / ".fsm-agent").exists()
+
+
+@pytest.mark.parametrize(
+    ("variable", "value"),
+    [
+        ("CLAUDE_CODE_MAX_TOOL_USE_CONCURRENCY", "9" * 5000),
+        ("CLAUDE_CODE_STOP_HOOK_BLOCK_CAP", "9" * 5000),
+        ("CLAUDE_CODE_STOP_HOOK_BLOCK_CAP", "-" + "9" * 5000),
+        ("CLAUDE_CODE_MAX_TURNS", "9" * 5000),
+        ("FSM_AGENT_IDLE_NOTIFY_MS", "9" * 5000),
+        ("FSM_AGENT_IDLE_NOTIFY_MS", "9" * 400),
+    ],
+    ids=["concurrency", "cap", "negative cap", "max turns", "idle notify", "idle notify 400"],
+)
+def test_a_whole_number_variable_int_will_not_read(
+    tmp_path: Path, variable: str, value: str
+) -> None:
+    """A number of thousands of digits (more than int() converts) in a variable that
+    must hold a whole number raised a ValueError traceback, and milliseconds of
+    hundreds of digits an OverflowError as they became seconds: the usage error naming
+    the variable, exit 2, before anything runs."""
+    import os
+    import subprocess
+
+    scenario = tmp_path / "s.json"
+    scenario.write_text('{"prompt": "hi", "turns": [{"content": "ok"}]}')
+    done = subprocess.run(
+        [sys.executable, "-m", "fsm_agent.cli", "run", "--scripted", str(scenario),
+         "--cwd", str(tmp_path)],
+        capture_output=True, text=True, env={**os.environ, variable: value},
+        stdin=subprocess.DEVNULL, timeout=60,
+    )  # fmt: skip
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.startswith(f"fsm-agent: error: {variable} must be a whole number"), (
+        done.stderr
+    )
+    assert_one_error_line(2, done.stderr)
+    assert not (tmp_path / ".fsm-agent").exists()
