@@ -13,6 +13,7 @@ that are not UTF-8.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import copy
 import io
@@ -32,6 +33,7 @@ from hypothesis import strategies as st
 from fsm_agent import cli
 from fsm_agent.config import RunConfig
 from fsm_agent.debugger import Debugger
+from fsm_agent.history import ResumeError, aresume
 from fsm_agent.jsontext import finite_float, no_constant
 from fsm_agent.log import LogError, SessionLog
 from fsm_agent.permissions import PermissionError_, Rule
@@ -328,15 +330,22 @@ def assert_one_error_line(code: int, err: str) -> None:
 def test_a_damaged_log_replays_or_is_refused(data: st.DataObject) -> None:
     """A damaged log is read and replayed to a result, to its end (cut short), to a
     divergence (a report with step, log and code), or refused as damaged (a `LogError`
-    naming the file): never another exception. The stepper the debugger uses ends
-    the same ways."""
+    naming the file): never another exception. `--resume` goes on from it or refuses it
+    (`ResumeError` naming the file); the stepper the debugger uses ends the same ways."""
     with _workdir() as where:
         path = damaged_log(data, where)
         try:
             list(SessionLog(path).records())
         except LogError as exc:
             assert str(exc).startswith(f"{path}"), exc
-        replayed(path)
+        outcome = replayed(path)
+        try:
+            resumed = asyncio.run(aresume(path))
+        except ResumeError as exc:
+            assert str(exc).startswith(f"{path}"), exc
+        else:
+            assert outcome in ("result", "cut short")
+            assert resumed.messages
         try:
             stepper = Stepper(path)
         except LogError:
