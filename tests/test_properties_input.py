@@ -318,6 +318,19 @@ def fsm_agent(*args: str) -> tuple[int, str, str]:
     return (0 if code is None else int(code)), out.getvalue(), err.getvalue()
 
 
+def fsm_agent_process(*args: str, env: dict[str, str] | None = None) -> Any:
+    """`fsm-agent ARGS` in a process of its own, standard input empty: for `run`, which
+    reads a piped standard input."""
+    import os
+    import subprocess
+
+    return subprocess.run(
+        [sys.executable, "-m", "fsm_agent.cli", *args],
+        capture_output=True, text=True, env={**os.environ, **(env or {})},
+        stdin=subprocess.DEVNULL, timeout=60,
+    )  # fmt: skip
+
+
 def assert_one_error_line(code: int, err: str) -> None:
     assert "Traceback" not in err, err
     if code == 2:
@@ -1242,3 +1255,32 @@ def test_a_whole_number_variable_int_will_not_read(
     )
     assert_one_error_line(2, done.stderr)
     assert not (tmp_path / ".fsm-agent").exists()
+
+
+# --- memory files the user writes (.claude/rules) --------------------------------------
+
+
+@pytest.mark.parametrize("glob", ["[z-a]/*.py", "[?-/]*", "*.[b-a]", "[\\\\w-.]*"])
+def test_a_path_rule_whose_glob_does_not_compile_matches_nothing(tmp_path: Path, glob: str) -> None:
+    """A `.claude/rules` file's `paths:` glob whose class is no regex class (a range out
+    of order) raised `re.error` halfway through the run, the first time the model read
+    a file: the run died, its log cut short. It matches nothing, as picomatch's regex
+    that does not compile does in Claude Code, and the run and its replay go on."""
+    ws = tmp_path / "ws"
+    (ws / ".claude" / "rules").mkdir(parents=True)
+    (ws / ".claude" / "rules" / "r.md").write_text(f'---\npaths: "{glob}"\n---\nUse tabs.\n')
+    (ws / "notes.txt").write_text("hi\n")
+    scenario = {
+        "prompt": "read",
+        "turns": [
+            {"content": [{"type": "tool_use", "id": "t1", "name": "Read", "input": {"file_path": "notes.txt"}}]},
+            {"content": "done"},
+        ],
+    }  # fmt: skip
+    (tmp_path / "s.json").write_text(json.dumps(scenario))
+    done = fsm_agent_process(
+        "run", "--scripted", str(tmp_path / "s.json"), "--cwd", str(ws),
+        "--log", str(tmp_path / "s.jsonl"), "-q",
+    )  # fmt: skip
+    assert (done.returncode, done.stdout, done.stderr) == (0, "done\n", "")
+    assert replayed(tmp_path / "s.jsonl") == "result"
