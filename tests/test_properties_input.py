@@ -1273,7 +1273,8 @@ def test_a_path_rule_whose_glob_does_not_compile_matches_nothing(tmp_path: Path,
     scenario = {
         "prompt": "read",
         "turns": [
-            {"content": [{"type": "tool_use", "id": "t1", "name": "Read", "input": {"file_path": "notes.txt"}}]},
+            {"content": [{"type": "tool_use", "id": "t1", "name": "Read",
+                          "input": {"file_path": "notes.txt"}}]},
             {"content": "done"},
         ],
     }  # fmt: skip
@@ -1284,3 +1285,40 @@ def test_a_path_rule_whose_glob_does_not_compile_matches_nothing(tmp_path: Path,
     )  # fmt: skip
     assert (done.returncode, done.stdout, done.stderr) == (0, "done\n", "")
     assert replayed(tmp_path / "s.jsonl") == "result"
+
+
+GLOBBY = st.text(
+    alphabet=st.sampled_from([*"[]{}*?!^-,\\/ab.:'\" \n#@~", "é", "\x00"]), max_size=40
+)
+MEMORY_TEXT = st.one_of(
+    st.text(max_size=80),
+    GLOBBY,
+    st.builds(lambda head, body: f"---\n{head}\n---\n{body}", GLOBBY, st.text(max_size=20)),
+    st.builds(lambda g: f"---\npaths:\n  - {g}\n  - '{g}'\n---\nrule", GLOBBY),
+    st.builds(lambda g: f"---\npaths: [{g}, src/**]\n---\nrule", GLOBBY),
+    st.builds(lambda t: f"see @{t} and @~/{t}", GLOBBY),
+)
+
+
+@examples(120)
+@given(st.lists(MEMORY_TEXT | st.binary(max_size=40), min_size=1, max_size=3), st.data())
+def test_memory_files_the_user_writes_are_read(texts: list[Any], data: st.DataObject) -> None:
+    """CLAUDE.md files and `.claude/rules` files with any text (frontmatter, `paths:`
+    globs of any shape, imports, bytes that are not UTF-8, NUL): read at the start of a
+    run, and the path rules matched against any file the model reads; never an
+    exception."""
+    from fsm_agent.claude_md import gather, matching_rules, path_rules
+
+    with _workdir() as where:
+        ws = where / "ws"
+        (ws / ".claude" / "rules" / "sub").mkdir(parents=True)
+        places = ["CLAUDE.md", ".claude/CLAUDE.md", ".claude/rules/a.md", ".claude/rules/sub/b.md"]
+        for text in texts:
+            place = ws / data.draw(st.sampled_from(places), label="file")
+            place.write_bytes(
+                text if isinstance(text, bytes) else text.encode("utf-8", "surrogatepass")
+            )
+        gather(ws, where / "home", "2026-11-30", managed=None, git=False)
+        rules = path_rules(ws)
+        read = [str(ws / name) for name in ("a.py", "src/x/b.ts", "[z-a]", ".claude/rules/a.md")]
+        matching_rules([str(ws)], rules, read, [])
