@@ -338,7 +338,7 @@ def assert_one_error_line(code: int, err: str) -> None:
         assert len(lines) == 1 and lines[0].startswith("fsm-agent: error: "), err
 
 
-@examples(120)
+@examples(200)
 @given(st.data())
 def test_a_damaged_log_replays_or_is_refused(data: st.DataObject) -> None:
     """A damaged log is read and replayed to a result, to its end (cut short), to a
@@ -372,7 +372,7 @@ def test_a_damaged_log_replays_or_is_refused(data: st.DataObject) -> None:
             stepper.close()
 
 
-@examples(60)
+@examples(100)
 @given(st.data())
 def test_a_log_cut_anywhere_reads_to_its_last_whole_record(data: st.DataObject) -> None:
     """A log cut anywhere after its header (a killed run; a cut mid-line or mid-UTF-8
@@ -400,7 +400,7 @@ def test_a_log_cut_anywhere_reads_to_its_last_whole_record(data: st.DataObject) 
         assert ("torn" in err) == log.torn, err
 
 
-@examples(40)
+@examples(60)
 @given(st.data())
 def test_the_command_line_on_a_damaged_log(data: st.DataObject) -> None:
     """`replay --check` and `replay --path` on a damaged log: exit 0, 1 (a divergence,
@@ -449,7 +449,7 @@ DEBUGGER_COMMANDS = [
 ]
 
 
-@examples(40)
+@examples(80)
 @given(st.data())
 def test_the_debugger_on_a_damaged_log(data: st.DataObject) -> None:
     """The debugger opens a damaged log (or refuses it with a `LogError`, which the
