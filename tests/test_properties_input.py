@@ -1,5 +1,6 @@
-"""Property tests of what a user hands fsm-agent: session logs, scenarios, settings
-files, permission rules and command-line options.
+"""Property tests of what a user hands fsm-agent: session logs (replayed, checked,
+debugged, resumed, listed, forked with an edited result), scenarios, settings files,
+permission rules, memory files, command-line options and environment variables.
 
 The promise for each (docs/cli.md): the input is accepted and behaves, or it is
 refused with the documented error (`LogError`, `ScenarioError`, `SettingsError`,
