@@ -243,11 +243,15 @@ def stream_idle_timeout(env: Mapping[str, str]) -> float | None:
     value = env.get(IDLE_TIMEOUT_VARIABLE, "").strip()
     if not value:
         return STREAM_IDLE_TIMEOUT_S
+    wrong = ValueError(
+        f"{IDLE_TIMEOUT_VARIABLE} must be a whole number of milliseconds, not {value[:40]!r}"
+    )
     if not re.fullmatch(r"[0-9]+", value):
-        raise ValueError(
-            f"{IDLE_TIMEOUT_VARIABLE} must be a whole number of milliseconds, not {value!r}"
-        )
-    return max(MIN_STREAM_IDLE_TIMEOUT_S, int(value) / 1000)
+        raise wrong
+    try:
+        return max(MIN_STREAM_IDLE_TIMEOUT_S, int(value) / 1000)
+    except (OverflowError, ValueError):  # more seconds than a float holds, or digits than int
+        raise wrong from None
 
 
 def will_retry(status: int, headers: Any) -> bool:

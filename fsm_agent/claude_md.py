@@ -261,9 +261,17 @@ def matching_rules(
     if not pending:
         return []
     relative = [found[1].replace(os.sep, "/") for f in files if (found := _inside(roots, f))]
-    return [
-        r for r in pending if any(compile_glob(g).fullmatch(f) for g in r.globs for f in relative)
-    ]
+
+    def hit(glob: str, path: str) -> bool:
+        """A glob that is no regex (a class `[z-a]`) matches nothing, as picomatch's
+        regex that does not compile does in Claude Code: a rule file is no reason to
+        end the run."""
+        try:
+            return compile_glob(glob).fullmatch(path) is not None
+        except re.error:
+            return False
+
+    return [r for r in pending if any(hit(g, f) for g in r.globs for f in relative)]
 
 
 def path_rules(cwd: Path) -> tuple[PathRule, ...]:

@@ -6,6 +6,7 @@ fast, and only a run against a real model pays for the `anthropic` SDK.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import io
 import json
@@ -604,9 +605,18 @@ def _concurrency_cap() -> int | None:
     value = os.environ.get(CONCURRENCY_VARIABLE, "").strip()
     if not value:
         return None
-    if not (re.fullmatch(r"[0-9]+", value) and int(value) >= 1):
-        fail(f"{CONCURRENCY_VARIABLE} must be a whole number of 1 or more, not {value!r}")
-    return int(value)
+    number = _whole_number(value) if re.fullmatch(r"[0-9]+", value) else None
+    if number is None or number < 1:
+        fail(f"{CONCURRENCY_VARIABLE} must be a whole number of 1 or more, not {value[:40]!r}")
+    return number
+
+
+def _whole_number(text: str) -> int | None:
+    """`text` (digits, maybe a sign) as an int; None for more digits than Python converts."""
+    try:
+        return int(text)
+    except ValueError:
+        return None
 
 
 MAX_TURNS_VARIABLE = "CLAUDE_CODE_MAX_TURNS"
@@ -617,9 +627,10 @@ def _max_turns_variable() -> int | None:
     value = os.environ.get(MAX_TURNS_VARIABLE, "").strip()
     if not value:
         return None
-    if not (re.fullmatch(r"[0-9]+", value) and int(value) >= 1):
-        fail(f"{MAX_TURNS_VARIABLE} must be a whole number of 1 or more, not {value!r}")
-    return int(value)
+    number = _whole_number(value) if re.fullmatch(r"[0-9]+", value) else None
+    if number is None or number < 1:
+        fail(f"{MAX_TURNS_VARIABLE} must be a whole number of 1 or more, not {value[:40]!r}")
+    return number
 
 
 STOP_HOOK_CAP_VARIABLE = "CLAUDE_CODE_STOP_HOOK_BLOCK_CAP"
@@ -631,9 +642,11 @@ def _stop_hook_block_cap() -> int | None:
     value = os.environ.get(STOP_HOOK_CAP_VARIABLE, "").strip()
     if not value:
         return None
-    if not re.fullmatch(r"-?[0-9]+", value):
-        fail(f"{STOP_HOOK_CAP_VARIABLE} must be a whole number (0 or less: no cap), not {value!r}")
-    return int(value)
+    number = _whole_number(value) if re.fullmatch(r"-?[0-9]+", value) else None
+    if number is None:
+        shown = repr(value[:40])
+        fail(f"{STOP_HOOK_CAP_VARIABLE} must be a whole number (0 or less: no cap), not {shown}")
+    return number
 
 
 IDLE_NOTIFY_VARIABLE = "FSM_AGENT_IDLE_NOTIFY_MS"
@@ -647,9 +660,11 @@ def _idle_notify_s() -> float:
     value = os.environ.get(IDLE_NOTIFY_VARIABLE, "").strip()
     if not value:
         return IDLE_NOTIFY_S
-    if not re.fullmatch(r"[0-9]+", value):
-        fail(f"{IDLE_NOTIFY_VARIABLE} must be a whole number of milliseconds, not {value!r}")
-    return int(value) / 1000
+    number = _whole_number(value) if re.fullmatch(r"[0-9]+", value) else None
+    with contextlib.suppress(OverflowError):  # more seconds than a float holds
+        if number is not None:
+            return number / 1000
+    fail(f"{IDLE_NOTIFY_VARIABLE} must be a whole number of milliseconds, not {value[:40]!r}")
 
 
 def config_with(config: RunConfig, **changes: Any) -> RunConfig:
@@ -1070,15 +1085,18 @@ def _fork(
     point = ForkPoint(step=fork_at)
     if edit_effect is not None:
         number, file = edit_effect
-        from fsm_agent.jsontext import MAX_DEPTH, deeper_than
+        from fsm_agent.jsontext import MAX_DEPTH, deeper_than, finite_float, no_constant
 
         deep = f"{file}: cannot read the edited result: nested more than {MAX_DEPTH} levels deep"
         try:
-            result = json.loads(file.read_text(encoding="utf-8"))
+            text = file.read_text(encoding="utf-8")
+            result = json.loads(text, parse_constant=no_constant, parse_float=finite_float)
         except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
             fail(f"{file}: cannot read the edited result: {exc}")
         except RecursionError:
             fail(deep)
+        except ValueError as exc:  # NaN, 1e400, or more digits than Python converts
+            fail(f"{file}: cannot read the edited result: not valid JSON: {str(exc).split(';')[0]}")
         if deeper_than(result):
             fail(deep)
         point = ForkPoint(effect=number, result=result)

@@ -70,6 +70,18 @@ class HookMatcher:
     origin: str = ""
 
 
+def _seconds(value: Any) -> float | None:
+    """A hook's `timeout` as seconds, or None when it is no positive finite number (an
+    integer too large for a float included)."""
+    if not isinstance(value, int | float) or isinstance(value, bool):
+        return None
+    try:
+        seconds = float(value)
+    except OverflowError:
+        return None
+    return seconds if math.isfinite(seconds) and seconds > 0 else None
+
+
 def parse_hooks(section: Any, origin: str) -> tuple[HookMatcher, ...]:
     """The `hooks` object of one settings file. Handler types other than `command` are skipped."""
     from fsm_agent.permissions import PermissionError_, Rule
@@ -111,12 +123,7 @@ def parse_hooks(section: Any, origin: str) -> tuple[HookMatcher, ...]:
                         "surrogate, which no shell can be given"
                     )
                 timeout = h.get("timeout")
-                if timeout is not None and (
-                    not isinstance(timeout, int | float)
-                    or isinstance(timeout, bool)
-                    or not math.isfinite(timeout)
-                    or timeout <= 0
-                ):
+                if timeout is not None and _seconds(timeout) is None:
                     raise HookSettingsError(
                         f"{where}: 'timeout' must be a positive number of seconds"
                     )
@@ -130,7 +137,7 @@ def parse_hooks(section: Any, origin: str) -> tuple[HookMatcher, ...]:
                         raise HookSettingsError(f"{where}: 'if': {exc}") from None
                 commands.append(
                     CommandHook(
-                        h["command"], None if timeout is None else float(timeout), condition
+                        h["command"], None if timeout is None else _seconds(timeout), condition
                     )
                 )
             if commands:

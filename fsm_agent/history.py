@@ -21,6 +21,7 @@ from typing import Any
 
 from attrs import frozen
 
+from fsm_agent import jsontext
 from fsm_agent.config import RunConfig
 from fsm_agent.log import LogError, SessionLog, being_written, header_problem
 from fsm_agent.messages import Message, TextBlock
@@ -58,7 +59,7 @@ class SessionInfo:
 
 def _json_line(raw: bytes) -> dict[str, Any] | None:
     try:
-        value = json.loads(raw)
+        value = jsontext.loads(raw)
     except (json.JSONDecodeError, UnicodeDecodeError):
         return None
     return value if isinstance(value, dict) else None

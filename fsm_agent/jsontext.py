@@ -14,6 +14,7 @@ lost.
 from __future__ import annotations
 
 import json
+import math
 import re
 from typing import Any
 
@@ -54,13 +55,41 @@ def loads(data: bytes | str) -> Any:
     """One JSON value; anything else raises `json.JSONDecodeError`."""
     raw = data.encode() if isinstance(data, str) else data
     if _LONG_NUMBER.search(raw):
-        return json.loads(raw)
+        return _stdlib_loads(raw)
     try:
         return orjson.loads(raw)
     except orjson.JSONDecodeError:
         if _SURROGATE_ESCAPE.search(raw):
-            return json.loads(raw)
+            return _stdlib_loads(raw)
         raise
+
+
+def _stdlib_loads(raw: bytes) -> Any:
+    """The standard library's reading, whose other refusals (a number of more digits
+    than Python converts, a nest deeper than its stack) are a `json.JSONDecodeError`
+    too, as orjson's are: the text is no JSON this program reads."""
+    try:
+        return json.loads(raw)
+    except json.JSONDecodeError:
+        raise
+    except (ValueError, RecursionError) as exc:
+        text = raw.decode(errors="replace")
+        raise json.JSONDecodeError(str(exc).split(";")[0], text, 0) from None
+
+
+def no_constant(name: str) -> Any:
+    """`parse_constant` for Python's JSON reader, which takes `NaN` and `Infinity`: JSON
+    has no such numbers, and a file written by hand that holds them is not valid JSON."""
+    raise ValueError(f"{name} is not a JSON number")
+
+
+def finite_float(text: str) -> float:
+    """`parse_float` for Python's JSON reader, which reads `1e400` as infinity: a value the
+    log cannot hold (JSON has no infinity; orjson refuses it, as the log's reader does)."""
+    value = float(text)
+    if not math.isfinite(value):
+        raise ValueError(f"{text} is beyond a double's range")
+    return value
 
 
 def deeper_than(value: Any, limit: int = MAX_DEPTH) -> bool:

@@ -115,8 +115,12 @@ def _a(kind: str) -> str:
 
 
 def _shown(value: Any) -> str:
-    """A value as the file has it (JSON), cut short for an error line."""
-    text = jsontext.dumps(value).decode(errors="replace")
+    """A value as the file has it (JSON), cut short for an error line; one nested too
+    deep to write back (orjson reads more levels than a writer takes) by its start."""
+    try:
+        text = jsontext.dumps(value).decode(errors="replace")
+    except RecursionError:
+        text = ("[" if isinstance(value, list) else "{") * 41
     return text if len(text) <= 40 else text[:39] + "…"
 
 
@@ -390,9 +394,15 @@ def default_log_path(cwd: str, session_id: str) -> Path:
 
 
 def is_torn(path: Path) -> bool:
-    size = os.path.getsize(path)
-    if size == 0:
+    """Whether the log ends in a torn line as its reader takes it: a record line cut
+    before its newline that is not a whole record (one lacking only its newline is read)."""
+    from fsm_agent.history import last_line  # read backwards: a long log costs nothing
+
+    tail, whole = last_line(path)
+    if whole or len(tail) == os.path.getsize(path):  # no line cut, or the header alone
         return False
-    with path.open("rb") as fh:
-        fh.seek(size - 1)
-        return fh.read(1) != b"\n"
+    try:
+        SessionLog(path).parse(tail, 0)
+    except LogError:
+        return True
+    return False

@@ -33,7 +33,7 @@ from fsm_agent.events import (
     StreamEvent,
 )
 from fsm_agent.hooks import NO_OPINION, PERMISSION_PRECEDENCE, HookOutcome
-from fsm_agent.jsontext import MAX_DEPTH, deeper_than
+from fsm_agent.jsontext import MAX_DEPTH, deeper_than, no_constant
 from fsm_agent.messages import (
     ContentBlock,
     RedactedThinkingBlock,
@@ -190,7 +190,7 @@ class Scenario:
     def load(cls, path: str | Path) -> Scenario:
         path = Path(path)
         try:
-            data = json.loads(path.read_text(encoding="utf-8"), parse_constant=_no_constant)
+            data = json.loads(path.read_text(encoding="utf-8"), parse_constant=no_constant)
         except FileNotFoundError:
             raise ScenarioError(f"{path}: no such scenario file") from None
         except (OSError, UnicodeDecodeError) as exc:
@@ -245,11 +245,6 @@ forbid_unknown_keys(HookOutcome, ScriptedOutcome)
 forbid_unknown_keys(Usage, ScriptedUsage)
 for _cls in (ScriptedError, ScriptedTurn, ScenarioConfig, Scenario):
     forbid_unknown_keys(_cls)
-
-
-def _no_constant(name: str) -> Any:
-    """Python's JSON reads `NaN` and `Infinity`, which JSON has not: an endless delay."""
-    raise ValueError(f"{name} is not a JSON number")
 
 
 ANSWER_BLOCKS = (TextBlock, ThinkingBlock, RedactedThinkingBlock, ToolUseBlock)

@@ -17,7 +17,9 @@ from typing import Any
 from attrs import frozen
 
 from fsm_agent.command_hooks import HookMatcher, HookSettingsError, os_string, parse_hooks
+from fsm_agent.jsontext import no_constant
 from fsm_agent.permissions import (
+    MODES,
     UNSUPPORTED_MODES,
     PermissionError_,
     PermissionSettings,
@@ -78,13 +80,18 @@ def parse_settings(data: Any, origin: str, root: str, cwd: str) -> Settings:
     if not isinstance(dirs, list) or not all(isinstance(d, str) and os_string(d) for d in dirs):
         raise SettingsError(f"{origin}: permissions.additionalDirectories must be a list of paths")
     mode = perms.get("defaultMode")
+    if mode is not None and not isinstance(mode, str):
+        raise SettingsError(
+            f"{origin}: permissions.defaultMode must be a string, one of {', '.join(MODES)} "
+            f"(not {json.dumps(mode)[:40]})"
+        )
     warnings: tuple[str, ...] = ()
     if mode in UNSUPPORTED_MODES:
         warnings = (unsupported_mode_warning(mode, f"{origin}: permissions.defaultMode"),)
         mode = UNSUPPORTED_MODES[mode]
     if mode is not None:
         try:
-            mode = check_mode(str(mode))
+            mode = check_mode(mode)
         except PermissionError_ as exc:
             raise SettingsError(f"{origin}: permissions.defaultMode: {exc}") from None
     permissions = PermissionSettings(
@@ -119,13 +126,15 @@ def load_settings(
         if not path.is_file():
             continue
         try:
-            data = json.loads(path.read_text(encoding="utf-8"))
+            data = json.loads(path.read_text(encoding="utf-8"), parse_constant=no_constant)
         except json.JSONDecodeError as exc:
             raise SettingsError(f"{path}:{exc.lineno}: not valid JSON: {exc.msg}") from None
         except RecursionError:
             raise SettingsError(f"{path}: not valid JSON: nested too deeply") from None
         except (OSError, UnicodeDecodeError) as exc:
             raise SettingsError(f"{path}: cannot read: {exc}") from None
+        except ValueError as exc:  # NaN, or a number of more digits than Python converts
+            raise SettingsError(f"{path}: not valid JSON: {str(exc).split(';')[0]}") from None
         one = parse_settings(data, str(path), root, cwd)
         merged = Settings(
             merged.permissions.merged(one.permissions),

@@ -28,6 +28,7 @@ from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 
+from fsm_agent import jsontext
 from fsm_agent.driver import Engine, LoopResult, StepInfo, initial_state
 from fsm_agent.effects import Effects
 from fsm_agent.events import StreamEvent
@@ -35,7 +36,9 @@ from fsm_agent.log import RECORD_TYPES, LogError, RecordOrder, SessionLog
 from fsm_agent.model import ModelRequest
 from fsm_agent.recording import ReplayEffects, ReplayTape
 
-_HEAD = re.compile(rb'^\{\s*"t"\s*:\s*"(\w+)"\s*(?:,\s*"step"\s*:\s*(\d+)\s*[,}])?')
+_HEAD = re.compile(rb'^\{\s*"t"\s*:\s*"(\w+)"\s*(?:,\s*"step"\s*:\s*(\d{1,18})\s*[,}])?')
+"""A record's kind and step, read without parsing it; a longer number is parsed whole, so
+one Python will not convert is the reader's corrupt record."""
 _UNNUMBERED = ("start", "result")
 CACHE = 256
 
@@ -112,7 +115,7 @@ class LogIndex:
 def _whole(raw: bytes) -> bool:
     """Whether a line is a whole JSON value: a torn one parses only as far as it goes."""
     try:
-        json.loads(raw)
+        jsontext.loads(raw)
     except (json.JSONDecodeError, UnicodeDecodeError):
         return False
     return True

@@ -37,6 +37,8 @@ def _compile(schema: dict[str, Any]) -> Validate:
         problem = str(error)
     except (TypeError, AttributeError, KeyError) as error:  # fastjsonschema, on a wrong type
         problem = f"{type(error).__name__}: {error}"
+    except (RecursionError, SyntaxError):  # its recursion, or the code it writes, too deep
+        problem = "nested too deeply"
     raise SchemaError(f"input_schema is not a valid JSON Schema: {problem}")
 
 

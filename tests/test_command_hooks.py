@@ -423,10 +423,20 @@ def test_bad_hooks_section_is_a_clear_error() -> None:
         )
 
 
-@pytest.mark.parametrize("timeout", ["NaN", "Infinity", "1e400"])
-def test_a_timeout_that_is_not_a_finite_number_is_refused(tmp_path: Path, timeout: str) -> None:
+@pytest.mark.parametrize(
+    ("timeout", "refused"),
+    [
+        ("NaN", "not valid JSON: NaN is not a JSON number"),
+        ("Infinity", "not valid JSON: Infinity is not a JSON number"),
+        ("1e400", r"hooks.Stop\[0\]: 'timeout' must be a positive"),
+    ],
+)
+def test_a_timeout_that_is_not_a_finite_number_is_refused(
+    tmp_path: Path, timeout: str, refused: str
+) -> None:
     """Python's json takes NaN and Infinity (and 1e400 is infinite); a NaN timeout
-    made the hook time out at once, and the log header recorded it as null."""
+    made the hook time out at once, and the log header recorded it as null. NaN and
+    Infinity are no JSON: the file is refused as such; 1e400 is, as a timeout."""
     from fsm_agent.settings import SettingsError, load_settings
 
     (tmp_path / ".claude").mkdir()
@@ -434,7 +444,7 @@ def test_a_timeout_that_is_not_a_finite_number_is_refused(tmp_path: Path, timeou
         '{"hooks": {"Stop": [{"hooks": [{"type": "command", "command": "x", '
         f'"timeout": {timeout}}}]}}]}}}}'
     )
-    with pytest.raises(SettingsError, match=r"hooks.Stop\[0\]: 'timeout' must be a positive"):
+    with pytest.raises(SettingsError, match=refused):
         load_settings(str(tmp_path), str(tmp_path / "home"))
 
 
