@@ -49,7 +49,9 @@ class LineReader:
     """Lines of a stream, read on a daemon thread; `None` marks the end (Ctrl-D)."""
 
     def __init__(self, stream: TextIO, on_line: Callable[[str], None] | None = None) -> None:
-        self._lines: queue.Queue[str | None] = queue.Queue()
+        self._lines: queue.SimpleQueue[str | None] = queue.SimpleQueue()
+        """A SimpleQueue: its wait takes no Python-level lock, which a Ctrl-C landing in
+        `queue.Queue`'s could leave released (a RuntimeError that ended the chat)."""
         self.eof = False
         self.busy = threading.Event()
         self.on_line = on_line

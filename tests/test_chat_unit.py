@@ -153,3 +153,33 @@ def test_a_question_mid_run_keeps_the_footer_s_counts() -> None:
     assert before[0] == "turn 2 · ↑1200 · ↓30 tokens"
     renderer.stop()
     os.close(fd)
+
+
+def test_ctrl_c_while_the_prompt_waits_is_a_keyboard_interrupt_wherever_it_lands(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A Ctrl-C that lands as a `threading.Condition` wait takes its lock back (as
+    `queue.Queue.get` waits) leaves the lock released, and the `with` around it then
+    raises RuntimeError ('release unlocked lock'): the chat died. The reader's wait
+    holds no such lock, so Ctrl-C is always the KeyboardInterrupt the prompt handles."""
+    import signal
+    import threading
+
+    reader, _fd = pipe_reader()
+
+    def interrupted(self: threading.Condition, state: object) -> None:
+        raise KeyboardInterrupt
+
+    def ctrl_c(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt
+
+    before = signal.signal(signal.SIGALRM, ctrl_c)
+    monkeypatch.setattr(threading.Condition, "_acquire_restore", interrupted)
+    signal.setitimer(signal.ITIMER_REAL, 0.3)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            reader.get()
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, before)
+        monkeypatch.undo()
