@@ -23,10 +23,16 @@ from attrs import frozen
 
 from fsm_agent import jsontext
 from fsm_agent.config import RunConfig
-from fsm_agent.log import LogError, SessionLog, being_written, header_problem
+from fsm_agent.log import (
+    TAIL_CHUNK,
+    LogError,
+    SessionLog,
+    being_written,
+    header_problem,
+    last_line,
+)
 from fsm_agent.messages import Message, TextBlock
 
-TAIL_CHUNK = 8192
 TURN_WINDOW = 8 * TAIL_CHUNK
 """How far back from its end a log without its `result` is searched for its last transition."""
 
@@ -63,29 +69,6 @@ def _json_line(raw: bytes) -> dict[str, Any] | None:
     except (json.JSONDecodeError, UnicodeDecodeError):
         return None
     return value if isinstance(value, dict) else None
-
-
-def last_line(path: Path) -> tuple[bytes, bool]:
-    """The last line of a file, read backwards from its end, and whether it is whole."""
-    size = os.path.getsize(path)
-    if size == 0:
-        return b"", True
-    with path.open("rb") as fh:
-        fh.seek(size - 1)
-        whole = fh.read(1) == b"\n"
-        pos = size - 1 if whole else size
-        pieces: list[bytes] = []
-        while pos > 0:
-            step = min(TAIL_CHUNK, pos)
-            pos -= step
-            fh.seek(pos)
-            piece = fh.read(step)
-            cut = piece.rfind(b"\n")
-            if cut != -1:
-                pieces.append(piece[cut + 1 :])
-                break
-            pieces.append(piece)
-        return b"".join(reversed(pieces)), whole
 
 
 def last_turn(path: Path) -> int | None:

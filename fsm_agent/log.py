@@ -20,6 +20,8 @@ from fsm_agent import jsontext
 FORMAT = "fsm-agent-session"
 VERSION = 2
 READS = (1, 2)
+TAIL_CHUNK = 8192
+"""How much of a log's end `last_line` reads at a time, backwards."""
 """Versions this reader takes: 2 added `ModelRetry` to a model result's events, and a
 version 1 log is a version 2 log without any."""
 REQUIRED: dict[str, tuple[str, ...]] = {
@@ -393,12 +395,33 @@ def default_log_path(cwd: str, session_id: str) -> Path:
     return Path(cwd) / ".fsm-agent" / "sessions" / f"{session_id}.jsonl"
 
 
+def last_line(path: Path) -> tuple[bytes, bool]:
+    """The last line of a file, read backwards from its end, and whether it is whole."""
+    size = os.path.getsize(path)
+    if size == 0:
+        return b"", True
+    with path.open("rb") as fh:
+        fh.seek(size - 1)
+        whole = fh.read(1) == b"\n"
+        pos = size - 1 if whole else size
+        pieces: list[bytes] = []
+        while pos > 0:
+            step = min(TAIL_CHUNK, pos)
+            pos -= step
+            fh.seek(pos)
+            piece = fh.read(step)
+            cut = piece.rfind(b"\n")
+            if cut != -1:
+                pieces.append(piece[cut + 1 :])
+                break
+            pieces.append(piece)
+        return b"".join(reversed(pieces)), whole
+
+
 def is_torn(path: Path) -> bool:
     """Whether the log ends in a torn line as its reader takes it: a record line cut
     before its newline that is not a whole record (one lacking only its newline is read)."""
-    from fsm_agent.history import last_line  # read backwards: a long log costs nothing
-
-    tail, whole = last_line(path)
+    tail, whole = last_line(path)  # read backwards: a long log costs nothing
     if whole or len(tail) == os.path.getsize(path):  # no line cut, or the header alone
         return False
     try:

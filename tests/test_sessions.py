@@ -12,8 +12,8 @@ import jsonschema
 import pytest
 
 from fsm_agent.codec import unstructure
-from fsm_agent.history import TAIL_CHUNK, ResumeError, aresume, describe, follow_up, last_line
-from fsm_agent.log import LogWriter, being_written
+from fsm_agent.history import ResumeError, aresume, describe, follow_up
+from fsm_agent.log import TAIL_CHUNK, LogWriter, being_written, last_line
 from fsm_agent.messages import Message, TextBlock, user
 from fsm_agent.session import replay
 from tests.conftest import ROOT, SCENARIOS
