@@ -1,0 +1,828 @@
+"""Properties of everything the model hands fsm-agent: tool inputs, paths, stream events.
+
+The promise under test: whatever the model sends becomes a tool_result it can
+read (an `is_error` one for bad input), never an exception, never an action
+outside the workspace; and a streamed message is assembled exactly as it was sent.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import itertools
+import json
+import os
+import re
+import shlex
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from hypothesis import assume, event, given, note, settings
+from hypothesis import strategies as st
+
+from fsm_agent.anthropic_model import AnthropicModel
+from fsm_agent.config import RunConfig
+from fsm_agent.driver import LoopResult
+from fsm_agent.effects import LiveEffects, model_failed
+from fsm_agent.events import BlockStop, ModelCallError
+from fsm_agent.messages import ImageBlock, TextBlock, ToolResultBlock, ToolUseBlock
+from fsm_agent.scripted import Scenario, ScriptedModel
+from fsm_agent.session import arun, replay
+from fsm_agent.tools.base import Tool, ToolCall, ToolEnv, ToolOutcome
+from fsm_agent.tools.bash import BashTool
+from fsm_agent.tools.edit import EditTool
+from fsm_agent.tools.glob import GlobTool
+from fsm_agent.tools.grep import GrepTool
+from fsm_agent.tools.read import ReadTool
+from fsm_agent.tools.write import WriteTool
+from fsm_agent.validation import input_problem, os_string_problem
+from tests.messages_server import (
+    MessagesServer,
+    StreamReply,
+    error,
+    messages_server_fixture,  # noqa: F401
+    text,
+)
+from tests.test_anthropic_model import REQUEST
+from tests.tools_support import NoModel
+
+SECRET = "SECRET-outside-the-workspace"
+
+
+def examples(n: int) -> settings:
+    """`n` examples in the default profile; as many times more as another profile asks
+    (`--hypothesis-profile=explore`: 20 times), so exploring searches wider here too."""
+    return settings(max_examples=max(1, n * settings.default.max_examples // 100))
+
+
+# --- strategies -------------------------------------------------------------------
+
+texts = st.text(
+    st.characters(codec=None, exclude_categories=()),  # every code point, NUL and lone surrogates
+    max_size=40,
+)
+json_scalars = (
+    st.none()
+    | st.booleans()
+    | st.integers(min_value=-(2**70), max_value=2**70)
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | texts
+)
+json_values = st.recursive(
+    json_scalars,
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(texts, inner, max_size=3),
+    max_leaves=8,
+)
+
+
+@contextmanager
+def sandbox() -> Iterator[tuple[Path, Path]]:
+    """A fresh workspace and, next to it, a directory outside it holding a secret, with
+    symlinks from the workspace pointing out. A fresh one per example: an example's
+    writes must not decide the next one's outcome."""
+    with tempfile.TemporaryDirectory() as top:
+        root = Path(top).resolve()
+        ws, outside = root / "ws", root / "outside"
+        (ws / "sub").mkdir(parents=True)
+        outside.mkdir()
+        (outside / "secret.txt").write_text(SECRET + "\n")
+        (ws / "a.txt").write_text("alpha\nbeta\n")
+        (ws / "sub" / "b.py").write_text("print('b')\n")
+        (ws / "link_out").symlink_to(outside)
+        (ws / "link_secret").symlink_to(outside / "secret.txt")
+        (ws / "dangling").symlink_to(outside / "new.txt")
+        yield ws, outside
+
+
+def tree(path: Path) -> dict[str, tuple[bytes, int] | None]:
+    """Every entry under `path`: a file's bytes and mtime, None for a directory."""
+    found: dict[str, tuple[bytes, int] | None] = {}
+    for dirpath, dirnames, filenames in os.walk(path):
+        for d in dirnames:
+            found[os.path.join(dirpath, d)] = None
+        for f in filenames:
+            p = os.path.join(dirpath, f)
+            found[p] = (Path(p).read_bytes(), os.stat(p).st_mtime_ns)
+    return found
+
+
+def all_reads(*dirs: Path) -> dict[str, float]:
+    """Every file under `dirs` as read: the read-before-write rule is then no guard, and
+    only confinement keeps a tool inside the workspace."""
+    return {
+        os.path.realpath(os.path.join(d, f)): os.stat(os.path.join(d, f)).st_mtime
+        for top in dirs
+        for d, _, files in os.walk(top)
+        for f in files
+        if os.path.exists(os.path.join(d, f))
+    }
+
+
+def run_tool(tool: Tool, tool_input: Any, env: ToolEnv) -> ToolOutcome:
+    """The call as the engine makes it: the executor's validation (the schema, then a NUL
+    in a path or a command), then the tool, through the effects door that turns a
+    tool's exception into an error result."""
+    problem = input_problem(tool.name, tool.input_schema, tool_input)
+    if problem is None and isinstance(tool_input, dict):
+        problem = os_string_problem(tool.name, tool_input)
+    if problem is not None:
+        return ToolOutcome.error(problem)
+    effects = LiveEffects(NoModel(), {tool.name: tool})
+    try:
+        return asyncio.run(effects.run_tool(ToolCall("toolu_prop", tool.name, tool_input), env))
+    finally:
+        close = getattr(tool, "close", None)
+        if close is not None:
+            close()
+
+
+def result_text(outcome: ToolOutcome) -> str:
+    content = outcome.content
+    if isinstance(content, str):
+        return content
+    return "\n".join(b.text for b in content if isinstance(b, TextBlock))
+
+
+def assert_readable(outcome: ToolOutcome) -> None:
+    """A result the model can read and the log can hold: text that is valid Unicode (a lone
+    surrogate cannot be sent or logged as UTF-8); an error says something."""
+    assert isinstance(outcome, ToolOutcome)
+    content = outcome.content
+    if isinstance(content, str):
+        content.encode("utf-8")
+    else:
+        assert all(isinstance(b, TextBlock | ImageBlock) for b in content)
+    if outcome.is_error:
+        assert result_text(outcome).strip()
+        # the door catches what a tool raises, worded generically: fair for what the OS
+        # says of a path (its own words, naming it), not for an input the tool mishandled
+        generic = re.search(r" failed: (\w+): (\[Errno \d+\])?", result_text(outcome))
+        assert generic is None or generic[2], result_text(outcome)
+
+
+# --- tool inputs ------------------------------------------------------------------
+
+TOOLS: dict[str, type] = {
+    "Read": ReadTool,
+    "Write": WriteTool,
+    "Edit": EditTool,
+    "Glob": GlobTool,
+    "Grep": GrepTool,
+}
+
+path_parts = st.sampled_from(
+    ["..", ".", "~", "", "a.txt", "sub", "b.py", "link_out", "link_secret", "dangling",
+     "secret.txt", "new.txt", "é", "名前", "x" * 300, " ", "*", "**", "?"]
+)  # fmt: skip
+
+
+@st.composite
+def paths(draw: st.DrawFn) -> str:
+    """Relative, absolute, `..` chains, `~`, through symlinks out, unicode, trailing
+    slashes, very long: what a model might put where a path goes."""
+    parts = draw(st.lists(path_parts, max_size=5))
+    start = draw(st.sampled_from(["", "/", "~/", "WS/", "OUT/", "/tmp/", "../outside/"]))
+    path = start + "/".join(parts)
+    if draw(st.booleans()):
+        path += "/"
+    if draw(st.integers(0, 9)) == 0:
+        path = draw(texts)
+    return path
+
+
+def located(path: str, ws: Path, outside: Path) -> str:
+    return path.replace("WS/", f"{ws}/", 1).replace("OUT/", f"{outside}/", 1)
+
+
+def schema_shaped(name: str, *, wild: bool = True) -> st.SearchStrategy[dict[str, Any]]:
+    """Inputs shaped like the tool's schema. Valid-looking (`wild` False): every required
+    key, each value of its type. `wild`: a value may be anything at all, a required key
+    may be left out, an unknown one added."""
+    schema = TOOLS[name].input_schema if name in TOOLS else BashTool.input_schema
+    props: dict[str, Any] = schema["properties"]
+
+    def value(key: str) -> st.SearchStrategy[Any]:
+        kind = props[key].get("type")
+        if key in ("file_path", "path") or (name == "Glob" and key == "pattern"):
+            right: st.SearchStrategy[Any] = paths()
+        elif key == "command":
+            right = st.builds(lambda t: "echo " + shlex.quote(t), texts)
+        elif name == "Grep" and key == "pattern":
+            right = st.sampled_from(["alpha", "b", "^", ".*", "(", "a|b", "\\", "[", "x{2,"])
+            right |= texts
+        elif kind == "string":
+            right = texts
+        elif kind == "integer":
+            right = st.integers(-5, 2**66) | st.integers(-5, 50) | st.floats(-5, 1e20).map(round)
+        elif kind == "number":
+            right = st.floats(min_value=-1, max_value=1e300) | st.integers(-5, 2**66)
+        elif kind == "boolean":
+            right = st.booleans()
+        else:
+            right = json_values
+        if "enum" in props[key]:
+            right = st.sampled_from(props[key]["enum"]) | (texts if wild else st.nothing())
+        return right | json_values if wild and key != "command" else right
+
+    @st.composite
+    def build(draw: st.DrawFn) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for key in props:
+            required = key in schema["required"] and (not wild or draw(st.integers(0, 9)) > 0)
+            if required or draw(st.booleans()):
+                out[key] = draw(value(key))
+        if wild and draw(st.integers(0, 9)) == 0:
+            out[draw(texts)] = draw(json_values)
+        return out
+
+    return build()
+
+
+def any_input(name: str) -> st.SearchStrategy[Any]:
+    return (
+        schema_shaped(name, wild=False)
+        | schema_shaped(name)
+        | st.dictionaries(texts, json_values, max_size=4)
+        | json_values
+    )
+
+
+@examples(60)
+@given(name=st.sampled_from(sorted(TOOLS)), data=st.data())
+def test_any_input_to_a_file_tool_is_a_result_and_stays_in_the_workspace(
+    name: str, data: st.DataObject
+) -> None:
+    """Any JSON the model sends a file tool (wrong types, missing or extra keys, NUL,
+    lone surrogates, huge numbers, paths anywhere) gives a result, not an exception: an
+    error says what was wrong in the tool's own words, and nothing outside the
+    workspace is changed or shown."""
+    with sandbox() as (ws, outside):
+        tool_input = data.draw(any_input(name), label="input")
+        if isinstance(tool_input, dict):
+            for key in ("file_path", "path", "pattern"):
+                if isinstance(tool_input.get(key), str):
+                    tool_input[key] = located(tool_input[key], ws, outside)
+        env = ToolEnv(cwd=str(ws), read_files=all_reads(ws, outside))
+        before = tree(outside)
+        outcome = run_tool(TOOLS[name](), tool_input, env)
+        note(repr(outcome))
+        event(f"{name}: {'error ' + result_text(outcome)[:40] if outcome.is_error else 'ok'}")
+        assert_readable(outcome)
+        assert tree(outside) == before
+        assert SECRET not in result_text(outcome)
+
+
+@examples(30)
+@given(tool_input=schema_shaped("Bash") | schema_shaped("Bash", wild=False))
+def test_any_input_to_bash_is_a_result(tool_input: dict[str, Any]) -> None:
+    """Bash with any input (the command kept harmless: `echo` of any text; timeouts tiny,
+    huge or of the wrong type; unknown keys) gives a readable result, not an exception."""
+    with sandbox() as (ws, outside):
+        before = tree(outside)
+        outcome = run_tool(BashTool(), tool_input, ToolEnv(cwd=str(ws)))
+        note(repr(outcome))
+        assert_readable(outcome)
+        assert tree(outside) == before
+
+
+ENGINE_TOOLS = sorted([*TOOLS, "Bash"])
+MODES = ["default", "acceptEdits", "bypassPermissions", "dontAsk", "plan"]
+
+
+def located_input(tool_input: dict[str, Any], ws: Path, outside: Path) -> dict[str, Any]:
+    return {
+        k: located(v, ws, outside) if k in ("file_path", "path", "pattern") and isinstance(v, str)
+        else v
+        for k, v in tool_input.items()
+    }  # fmt: skip
+
+
+def scripted_run(ws: Path, log: Path, blocks: list[dict[str, Any]], mode: str) -> LoopResult:
+    """One turn of `blocks`, then an answer; the log written to `log`."""
+    scenario = Scenario.parse({"prompt": "go", "turns": [{"content": blocks}, {"content": "done"}]})
+    return asyncio.run(
+        arun(
+            "go",
+            model=ScriptedModel(scenario),
+            config=RunConfig(cwd=str(ws), model="scripted", permission_mode=mode),
+            log=log,
+        )
+    )
+
+
+def results_by_id(result: LoopResult) -> dict[str, ToolResultBlock]:
+    return {
+        b.tool_use_id: b
+        for m in result.messages
+        for b in m.content
+        if isinstance(b, ToolResultBlock)
+    }
+
+
+@examples(25)
+@given(
+    name=st.sampled_from(ENGINE_TOOLS),
+    mode=st.sampled_from(MODES),
+    data=st.data(),
+)
+def test_any_call_through_the_engine_is_answered_and_replays(
+    name: str, mode: str, data: st.DataObject
+) -> None:
+    """A call of any shape, in any permission mode, through the whole engine (validation,
+    permission check, tool, recording): the run completes, the call has one result the
+    log holds, nothing outside the workspace changes, and the log replays."""
+    with sandbox() as (ws, outside):
+        shape = schema_shaped(name) | schema_shaped(name, wild=False)
+        tool_input = located_input(data.draw(shape, label="input"), ws, outside)
+        blocks = []
+        target = tool_input.get("file_path")
+        if name in ("Write", "Edit") and isinstance(target, str):  # read it first, as asked
+            read = {"file_path": target}
+            blocks.append({"type": "tool_use", "id": "t0", "name": "Read", "input": read})
+        blocks.append({"type": "tool_use", "id": "t1", "name": name, "input": tool_input})
+        log = ws.parent / "run.jsonl"
+        before = tree(outside)
+        result = scripted_run(ws, log, blocks, mode)
+        assert result.reason == "completed", result.error
+        answers = results_by_id(result)
+        assert set(answers) == {b["id"] for b in blocks}
+        for block in answers.values():
+            assert block.text.encode("utf-8")
+        assert tree(outside) == before
+        assert SECRET not in answers["t1"].text
+        assert replay(log).path == result.path
+
+
+# --- tool semantics ---------------------------------------------------------------
+
+unicode_text = st.text(st.characters(codec="utf-8"), max_size=60)
+"""Text a file can hold: any code point UTF-8 encodes (no lone surrogates), NUL included."""
+line_text = st.text(st.characters(codec="utf-8", exclude_characters="\r\n\0"), max_size=12)
+lf_text = st.lists(line_text, max_size=6).map("\n".join) | st.text(
+    st.characters(codec="utf-8", exclude_characters="\r"), max_size=40
+)
+
+
+def edited(content: str, old: str, new: str, replace_all: bool) -> str | None:
+    """The model of Edit on an existing file: its content after the edit, or None when
+    the edit is refused."""
+    if old == new:
+        return None
+    if not old:
+        return None if content.strip() else new
+    count = content.count(old)
+    if count == 0 or (count > 1 and not replace_all):
+        return None
+    return content.replace(old, new) if replace_all else content.replace(old, new, 1)
+
+
+@st.composite
+def edits(draw: st.DrawFn, text: st.SearchStrategy[str] = lf_text) -> tuple[str, str, str, bool]:
+    """A file's text and an edit of it: `old_string` often a piece of the text (so it
+    matches once or more), sometimes anything."""
+    content = draw(text)
+    if content and draw(st.integers(0, 3)):
+        start = draw(st.integers(0, len(content) - 1))
+        end = draw(st.integers(start, min(len(content), start + 8)))
+        old = content[start:end]
+    else:
+        old = draw(text)
+    new = draw(text | st.just(old))
+    return content, old, new, draw(st.booleans())
+
+
+def edit_file(ws: Path, raw: bytes, old: str, new: str, replace_all: bool) -> ToolOutcome:
+    path = ws / "f.txt"
+    path.write_bytes(raw)
+    env = ToolEnv(cwd=str(ws), read_files={str(path): os.stat(path).st_mtime})
+    tool_input = {"file_path": str(path), "old_string": old, "new_string": new}
+    if replace_all or old:
+        tool_input["replace_all"] = replace_all
+    return run_tool(EditTool(), tool_input, env)
+
+
+@examples(150)
+@given(edits())
+def test_edit_is_str_replace_under_the_uniqueness_rule(edit: tuple[str, str, str, bool]) -> None:
+    """Edit does what `str.replace` does when `old_string` occurs once (or every time with
+    replace_all), refuses with the file unchanged when it occurs more often without
+    replace_all, not at all, or equals `new_string`; an empty `old_string` fills only
+    a blank file."""
+    content, old, new, replace_all = edit
+    with sandbox() as (ws, _):
+        outcome = edit_file(ws, content.encode(), old, new, replace_all)
+        expected = edited(content, old, new, replace_all)
+        after = (ws / "f.txt").read_bytes().decode()
+        assert_readable(outcome)
+        if expected is None:
+            assert outcome.is_error
+            assert after == content
+        else:
+            assert not outcome.is_error, result_text(outcome)
+            assert after == expected
+
+
+@examples(60)
+@given(edits(st.lists(line_text, min_size=1, max_size=6).map(lambda ls: "\r\n".join(ls) + "\r\n")))
+def test_edit_of_a_crlf_file_is_the_edit_of_its_lf_text(edit: tuple[str, str, str, bool]) -> None:
+    """A file whose every line ends in CRLF is edited as the LF text Read shows and
+    written back all CRLF."""
+    content, old, new, replace_all = edit
+    old, new = old.replace("\r\n", "\n"), new.replace("\r\n", "\n")
+    assume("\r" not in old + new and old)  # an empty old_string replaces a blank file whole
+    with sandbox() as (ws, _):
+        outcome = edit_file(ws, content.encode(), old, new, replace_all)
+        lf = edited(content.replace("\r\n", "\n"), old, new, replace_all)
+        after = (ws / "f.txt").read_bytes().decode()
+        if lf is None:
+            assert outcome.is_error
+            assert after == content
+        else:
+            assert not outcome.is_error, result_text(outcome)
+            assert after == lf.replace("\n", "\r\n")
+
+
+def shown_file(text: str, offset: int | None, limit: int | None) -> str:
+    """The model of Read's text: the text's lines (split on LF, a CR before it dropped; a
+    final newline is followed by an empty line), numbered from 1, from `offset` on, at
+    most `limit`, with a note if lines are left."""
+    lines = [line.removesuffix("\r") for line in text.split("\n")]
+    if not text:
+        return "<system-reminder>Warning: the file exists but is empty.</system-reminder>"
+    first = max(offset or 1, 1)
+    limit = limit or 2000
+    shown = lines[first - 1 : first - 1 + limit]
+    if not shown:
+        return (
+            "<system-reminder>Warning: the file exists but is shorter than the provided "
+            f"offset ({first}). The file has {len(lines)} lines.</system-reminder>"
+        )
+    out = "\n".join(f"{n:>6}→{line}" for n, line in enumerate(shown, start=first))
+    rest = lines[first - 1 + limit :]
+    if rest and rest != [""]:  # the empty line after a final newline is not "more"
+        last = first + len(shown) - 1
+        out += (
+            f"\n\n(Showing lines {first}-{last}; the file continues. "
+            f"Use offset={last + 1} to read more.)"
+        )
+    return out
+
+
+file_texts = st.lists(
+    st.text(st.characters(codec="utf-8", exclude_characters="\n\0"), max_size=10), max_size=12
+).map("\n".join)
+
+
+@examples(150)
+@given(
+    text=file_texts,
+    offset=st.none() | st.integers(0, 15),
+    limit=st.none() | st.integers(1, 15),
+)
+def test_read_numbers_the_lines_of_the_file(
+    text: str, offset: int | None, limit: int | None
+) -> None:
+    """Read shows the file's lines numbered from 1, `offset` the first shown, at most
+    `limit` of them, and says how to read on when more are left."""
+    assume(not text.startswith(("GIF87a", "GIF89a", "RIFF")))  # image magic, read as images
+    with sandbox() as (ws, _):
+        path = ws / "f.txt"
+        path.write_bytes(text.encode())
+        tool_input: dict[str, Any] = {"file_path": str(path)}
+        if offset is not None:
+            tool_input["offset"] = offset
+        if limit is not None:
+            tool_input["limit"] = limit
+        outcome = run_tool(ReadTool(), tool_input, ToolEnv(cwd=str(ws)))
+        assert not outcome.is_error, result_text(outcome)
+        assert result_text(outcome) == shown_file(text, offset, limit)
+        assert outcome.read_files == {str(path): os.stat(path).st_mtime}
+
+
+@examples(100)
+@given(text=unicode_text | file_texts, where=st.sampled_from(["new.txt", "sub/deeper/new.txt"]))
+def test_write_then_read_gives_back_the_text(text: str, where: str) -> None:
+    """What Write writes is the text's UTF-8, byte for byte, and Read shows it back line
+    by line (a NUL makes it a binary file, which Read refuses in words)."""
+    assume(not text.startswith(("GIF87a", "GIF89a", "RIFF")))
+    with sandbox() as (ws, _):
+        env = ToolEnv(cwd=str(ws))
+        wrote = run_tool(WriteTool(), {"file_path": where, "content": text}, env)
+        assert not wrote.is_error, result_text(wrote)
+        path = ws / where
+        assert path.read_bytes() == text.encode()
+        read = run_tool(ReadTool(), {"file_path": str(path)}, env)
+        assert_readable(read)
+        if "\0" in text:
+            assert read.is_error
+            assert "binary" in result_text(read)
+        elif len(text.split("\n")) <= 2000:
+            assert result_text(read) == shown_file(text, None, None)
+
+
+@examples(40)
+@given(
+    text=st.tuples(
+        unicode_text, st.characters(min_codepoint=0xD800, max_codepoint=0xDFFF), unicode_text
+    ).map("".join)
+)
+def test_write_of_text_utf8_cannot_hold_leaves_the_file(text: str) -> None:
+    """Text with a lone surrogate (a JSON escape such as "\\ud800" the model sent) is
+    refused in words, and an existing file is left as it was."""
+    with sandbox() as (ws, _):
+        path = ws / "a.txt"
+        env = ToolEnv(cwd=str(ws), read_files={str(path): os.stat(path).st_mtime})
+        outcome = run_tool(WriteTool(), {"file_path": str(path), "content": text}, env)
+        assert_readable(outcome)
+        assert outcome.is_error
+        assert path.read_text() == "alpha\nbeta\n"
+
+
+# --- the stream -------------------------------------------------------------------
+
+FAULTS = ("cut", "end", "error")
+_MESSAGE_STOP = b'event: message_stop\ndata: {"type": "message_stop"}\n\n'
+
+
+@dataclasses.dataclass(frozen=True)
+class Raw:
+    """Bytes the server sends as one chunk of the body: a piece of the event stream cut
+    anywhere (inside an event, a JSON escape, a UTF-8 character), where `Sse` is one
+    whole event."""
+
+    data: bytes
+
+    def encode(self) -> bytes:
+        return self.data
+
+
+def pieces(draw: st.DrawFn, text: str, *, allow_empty: bool = False) -> list[str]:
+    """`text` cut at arbitrary points (so a piece may end inside a JSON escape)."""
+    cuts = draw(st.lists(st.integers(0, len(text)), max_size=6))
+    bounds = sorted({0, len(text), *cuts})
+    parts = [text[a:b] for a, b in itertools.pairwise(bounds)]
+    if allow_empty and draw(st.booleans()):
+        parts.insert(0, "")  # the API's first input_json_delta is empty
+    return parts or ([""] if allow_empty else [])
+
+
+def stream_text(draw: st.DrawFn, ascii_only: bool) -> str:
+    chars = st.characters(codec=None) if ascii_only else st.characters(codec="utf-8")
+    return draw(st.text(chars, max_size=30))
+
+
+@st.composite
+def streamed(draw: st.DrawFn, fixed: list[Any] | None = None) -> tuple[list[Any], list[bytes]]:
+    """A message (text and tool_use blocks) and the SSE events that stream it: text and
+    tool input JSON split into deltas at arbitrary points, `ping`s anywhere, JSON
+    written with `\\u` escapes (lone surrogates too) or as raw UTF-8."""
+    ascii_only = draw(st.booleans())
+    blocks: list[Any] = list(fixed or [])
+    for n in range(0 if fixed is not None else draw(st.integers(0, 3))):
+        if draw(st.booleans()):
+            blocks.append(TextBlock(stream_text(draw, ascii_only)))
+        else:
+            keys = st.text(st.characters(codec="utf-8"), max_size=8)
+            tool_input = draw(st.dictionaries(keys, json_values, max_size=4))
+            if not ascii_only:
+                assume(_utf8_ok(tool_input))
+            blocks.append(
+                ToolUseBlock(f"toolu_{n}", draw(st.sampled_from(["Read", "x"])), tool_input)
+            )
+
+    def sse(data: dict[str, Any]) -> bytes:
+        body = json.dumps(data, ensure_ascii=ascii_only)
+        return f"event: {data['type']}\ndata: {body}\n\n".encode()
+
+    usage = {"input_tokens": 10, "output_tokens": 1}
+    events = [
+        sse({"type": "message_start", "message": {
+            "id": "msg_prop", "type": "message", "role": "assistant", "model": "claude-test-1",
+            "content": [], "stop_reason": None, "stop_sequence": None, "usage": usage}}),
+    ]  # fmt: skip
+    for index, block in enumerate(blocks):
+        if isinstance(block, TextBlock):
+            start: dict[str, Any] = {"type": "text", "text": ""}
+            deltas = [{"type": "text_delta", "text": p} for p in pieces(draw, block.text)]
+        else:
+            start = {"type": "tool_use", "id": block.id, "name": block.name, "input": {}}
+            raw = json.dumps(block.input, ensure_ascii=ascii_only)
+            parts = pieces(draw, raw, allow_empty=True)
+            deltas = [{"type": "input_json_delta", "partial_json": p} for p in parts]
+        events.append(sse({"type": "content_block_start", "index": index, "content_block": start}))
+        for delta in deltas:
+            events.append(sse({"type": "content_block_delta", "index": index, "delta": delta}))
+        events.append(sse({"type": "content_block_stop", "index": index}))
+    stop = "tool_use" if any(not isinstance(b, TextBlock) for b in blocks) else "end_turn"
+    events.append(sse({"type": "message_delta", "delta": {"stop_reason": stop,
+                       "stop_sequence": None}, "usage": {"output_tokens": 5}}))  # fmt: skip
+    events.append(_MESSAGE_STOP)
+    for _ in range(draw(st.integers(0, 3))):
+        events.insert(draw(st.integers(1, len(events))), sse({"type": "ping"}))
+    return blocks, events
+
+
+def _utf8_ok(value: Any) -> bool:
+    try:
+        json.dumps(value, ensure_ascii=False).encode()
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def chunked(draw: st.DrawFn, events: list[bytes]) -> list[Raw]:
+    """The stream's bytes in chunks cut anywhere: across events, inside one, inside a
+    multi-byte character."""
+    body = b"".join(events)
+    cuts = draw(st.lists(st.integers(0, len(body)), max_size=8))
+    if draw(st.booleans()):  # or on the events' own boundaries
+        return [Raw(e) for e in events]
+    bounds = sorted({0, len(body), *cuts})
+    return [Raw(body[a:b]) for a, b in itertools.pairwise(bounds)]
+
+
+def emptied(server: MessagesServer) -> MessagesServer:
+    """The server with nothing queued: what an earlier example left unserved is not
+    this example's."""
+    with server._lock:
+        server._queues.clear()
+        server.requests.clear()
+    return server
+
+
+def streamed_blocks(server: Any, chunks: list[Raw], **fault: Any) -> tuple[list[Any], Any]:
+    """The blocks the real model assembles from `chunks` served over HTTP, and the
+    `ModelCallError` the stream ended with, if any; any other exception goes on."""
+    emptied(server).reply(StreamReply(tuple(chunks), **fault))  # type: ignore[arg-type]
+    model = AnthropicModel(api_key="test-key", base_url=server.url, max_retries=0, timeout=10)
+
+    async def go() -> tuple[list[Any], Any]:
+        stops: list[Any] = []
+        try:
+            async for event in model.stream(REQUEST):
+                if isinstance(event, BlockStop):
+                    stops.append(event)
+        except ModelCallError as exc:
+            return stops, exc
+        finally:
+            await model.aclose()
+        return stops, None
+
+    return asyncio.run(go())
+
+
+@examples(40)
+@given(message=streamed(), data=st.data())
+def test_a_streamed_message_is_assembled_exactly(
+    messages_server: MessagesServer, message: tuple[list[Any], list[bytes]], data: st.DataObject
+) -> None:
+    """Through the real SDK over HTTP: text and tool input however split into deltas,
+    pings anywhere, the bytes cut anywhere into chunks, the blocks assembled are the
+    blocks sent, and every tool input parses."""
+    blocks, events = message
+    chunks = data.draw(st.composite(chunked)(events), label="chunks")
+    stops, error = streamed_blocks(messages_server, chunks)
+    assert error is None, error
+    assert [s.block for s in stops] == blocks
+    assert all(s.error is None for s in stops)
+
+
+def error_event(kind: str) -> bytes:
+    body = {"type": "error", "error": {"type": kind, "message": f"{kind} mid-stream"}}
+    return f"event: error\ndata: {json.dumps(body)}\n\n".encode()
+
+
+@examples(40)
+@given(
+    message=streamed(),
+    fault=st.sampled_from(FAULTS),
+    kind=st.sampled_from(["overloaded_error", "api_error", "invalid_request_error"]),
+    data=st.data(),
+)
+def test_a_stream_cut_anywhere_ends_in_a_model_error(
+    messages_server: MessagesServer,
+    message: tuple[list[Any], list[bytes]],
+    fault: str,
+    kind: str,
+    data: st.DataObject,
+) -> None:
+    """A stream cut (the connection dropped, or the body ended early) or an `error` event
+    at any point ends in a `ModelCallError` the loop knows, never another exception;
+    the blocks completed before it are the blocks sent. A stream whose `message_stop`
+    got through is whole."""
+    blocks, events = message
+    stop_at = len(b"".join(events[: events.index(_MESSAGE_STOP, 1) + 1]))
+    if fault == "error":
+        at = data.draw(st.integers(1, len(events)), label="error at")
+        events = [*events[:at], error_event(kind), *events[at:]]
+        whole = stop_at <= len(b"".join(events[:at]))
+        chunks = [Raw(e) for e in events]
+        stops, error = streamed_blocks(messages_server, chunks)
+    else:
+        chunks = data.draw(st.composite(chunked)(events), label="chunks")
+        k = data.draw(st.integers(0, len(chunks)), label="after")
+        whole = stop_at <= sum(len(c.data) for c in chunks[:k])
+        stops, error = streamed_blocks(
+            messages_server, chunks, **{"cut_after" if fault == "cut" else "end_after": k}
+        )
+    note(f"{error!r}")
+    if whole:
+        assert error is None, error
+        assert [s.block for s in stops] == blocks
+    else:
+        assert isinstance(error, ModelCallError)
+        assert error.kind in ("connection", "incomplete_stream", "invalid_response", "overloaded",
+                              "server", "api")  # fmt: skip
+        assert [s.block for s in stops] == blocks[: len(stops)]
+
+
+CALLS = [
+    ("Read", {"file_path": "a.txt"}),
+    ("Glob", {"pattern": "**/*.py"}),
+    ("Grep", {"pattern": "alpha"}),
+    ("Write", {"file_path": "new.txt", "content": "new\n"}),
+    ("Bash", {"command": "echo hi"}),
+    ("Read", {"file_path": "link_secret"}),
+    ("Edit", {"file_path": "a.txt", "old_string": "alpha", "new_string": "ALPHA"}),
+]
+
+
+@st.composite
+def faulty_turn(draw: st.DrawFn) -> tuple[list[Any], list[bytes], list[bytes]]:
+    """A turn of text and real tool calls, streamed, then a fault at a random point."""
+    blocks: list[Any] = []
+    for n in range(draw(st.integers(1, 4))):
+        if draw(st.integers(0, 3)) == 0:
+            blocks.append(TextBlock(draw(st.text(max_size=10))))
+        else:
+            name, tool_input = draw(st.sampled_from(CALLS))
+            blocks.append(ToolUseBlock(f"toolu_{n}", name, tool_input))
+    _, events = draw(streamed(blocks))
+    fault = draw(st.sampled_from([*FAULTS, "none"]))
+    at = draw(st.integers(1, len(events)))
+    kept, dropped = events[:at], events[at:]
+    if fault == "error":
+        kept = [*kept, error_event(draw(st.sampled_from(["overloaded_error", "api_error"])))]
+    elif fault == "none":
+        kept, dropped = events, []
+    return blocks, kept, dropped
+
+
+@examples(25)
+@given(turn=faulty_turn(), failures=st.integers(0, 3), data=st.data())
+def test_a_run_whose_stream_fails_anywhere_ends_as_the_seeds_say(
+    messages_server: MessagesServer,
+    turn: tuple[list[Any], list[bytes], list[bytes]],
+    failures: int,
+    data: st.DataObject,
+) -> None:
+    """The whole loop over HTTP: failed responses the SDK retries (at most 2), then a turn
+    of real tool calls whose stream is cut, ended early or broken by an error event
+    anywhere. The run completes or ends `model_error`, never with an exception; every
+    tool_use in the conversation has its tool_result (a call the failure left
+    unanswered says so); nothing outside the workspace changes; the log replays."""
+    _blocks, kept, dropped = turn
+    busy = error(529, "overloaded_error", "Overloaded", headers={"retry-after": "0.01"})
+    emptied(messages_server).reply(*[busy] * failures)
+    how = data.draw(st.sampled_from(["cut_after", "end_after"]), label="how")
+    chunks = [Raw(e) for e in kept]
+    fault = {how: len(chunks)} if dropped else {}
+    messages_server.reply(StreamReply(tuple(chunks), **fault), text("done"), text("done"))
+    with sandbox() as (ws, outside):
+        before = tree(outside)
+        log = ws.parent / "run.jsonl"
+
+        async def go() -> LoopResult:
+            model = AnthropicModel(api_key="k", base_url=messages_server.url, max_retries=2)
+            try:
+                return await arun(
+                    "go",
+                    model=model,
+                    config=RunConfig(
+                        cwd=str(ws), model="claude-test-1", permission_mode="acceptEdits"
+                    ),
+                    log=log,
+                )
+            finally:
+                await model.aclose()
+
+        result = asyncio.run(go())
+        note(f"{result.reason} {result.error}")
+        event(f"{result.reason} {(result.error or '')[:50]}")
+        assert result.reason in ("completed", "model_error")
+        if failures > 2:
+            assert result.reason == "model_error"
+        uses = [b for m in result.messages for b in m.content if isinstance(b, ToolUseBlock)]
+        answers = results_by_id(result)
+        assert sorted(answers) == sorted(u.id for u in uses)
+        if result.reason == "model_error":  # only a safe call may have started while streaming
+            failed = model_failed(result.error or "")
+            for use in uses:
+                ran = use.name in ("Read", "Glob", "Grep")
+                assert ran or answers[use.id].text.startswith(failed.split("(")[0])
+        assert tree(outside) == before
+        assert all(SECRET not in a.text for a in answers.values())
+        assert replay(log).path == result.path
