@@ -20,7 +20,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from hypothesis import assume, event, given, note, settings
+from hypothesis import assume, event, example, given, note, settings
 from hypothesis import strategies as st
 
 from fsm_agent.anthropic_model import AnthropicModel
@@ -43,6 +43,8 @@ from tests.messages_server import (
     MessagesServer,
     StreamReply,
     error,
+    message,
+    message_events,
     messages_server_fixture,  # noqa: F401
     text,
 )
@@ -826,3 +828,90 @@ def test_a_run_whose_stream_fails_anywhere_ends_as_the_seeds_say(
         assert tree(outside) == before
         assert all(SECRET not in a.text for a in answers.values())
         assert replay(log).path == result.path
+
+
+NOT_FINITE = ["NaN", "Infinity", "-Infinity", "1e400", "-1e400", "1E999"]
+"""Numbers no JSON value holds: JSON has no NaN or Infinity (Python's parser takes them),
+and 1e400 overflows a double to Infinity, which no request or log line can carry."""
+
+
+@examples(20)
+@given(
+    tool_input=st.dictionaries(st.text(max_size=5), json_values, max_size=3),
+    key=st.text(max_size=5),
+    number=st.sampled_from(NOT_FINITE),
+    nested=st.booleans(),
+)
+@example(tool_input={"command": "echo hi"}, key="timeout", number="1e400", nested=False)
+def test_a_number_json_cannot_hold_is_invalid_tool_input(
+    messages_server: MessagesServer,
+    tool_input: dict[str, Any],
+    key: str,
+    number: str,
+    nested: bool,
+) -> None:
+    """A tool input with NaN, Infinity or a number past a double's range is the model's
+    invalid JSON, reported on its block: taken as is, it would be sent back in the next
+    request (which no JSON encoder writes) and logged as null (which replays otherwise)."""
+    placeholder = "\ue000PLACEHOLDER\ue000"
+    shaped = {**tool_input, key: [placeholder] if nested else placeholder}
+    raw = json.dumps(shaped).replace(json.dumps(placeholder), number)
+    events = [e.encode() for e in _tool_events(raw)]
+    stops, error = streamed_blocks(messages_server, [Raw(e) for e in events])
+    assert error is None
+    (stop,) = stops
+    assert stop.block == ToolUseBlock("toolu_n", "Bash", {})
+    assert stop.error is not None and stop.error.startswith("invalid JSON in tool input: ")
+
+
+def _tool_events(raw: str) -> tuple[Any, ...]:
+    call = {"type": "tool_use", "id": "toolu_n", "name": "Bash", "input_json": raw}
+    return message_events([call], stop_reason="tool_use")
+
+
+def test_a_call_with_an_infinite_number_is_refused_and_the_run_replays(
+    messages_server: MessagesServer, tmp_path: Path
+) -> None:
+    """The run: the call is answered with the input error (not run with a timeout the log
+    cannot hold), the next request goes out, and the log replays."""
+    call = {"type": "tool_use", "id": "t1", "name": "Bash",
+            "input_json": '{"command": "echo hi", "timeout": 1e400}'}  # fmt: skip
+    messages_server.reply(message([call], stop_reason="tool_use"), text("done"))
+    ws = tmp_path / "ws"
+    ws.mkdir()
+
+    async def go() -> LoopResult:
+        model = AnthropicModel(api_key="k", base_url=messages_server.url, max_retries=0)
+        try:
+            config = RunConfig(cwd=str(ws), model="claude-test-1", permission_mode="acceptEdits")
+            return await arun("go", model=model, config=config, log=tmp_path / "run.jsonl")
+        finally:
+            await model.aclose()
+
+    result = asyncio.run(go())
+    assert (result.reason, result.error) == ("completed", None)
+    answer = results_by_id(result)["t1"]
+    assert answer.is_error
+    assert answer.text.startswith("<tool_use_error>invalid JSON in tool input: ")
+    assert "1e400" in answer.text
+    sent = messages_server.bodies()[1]["messages"]
+    assert sent[-2]["content"][0]["input"] == {}
+    assert replay(tmp_path / "run.jsonl").path == result.path
+
+
+def test_a_number_json_cannot_hold_in_a_block_start_is_invalid_tool_input(
+    messages_server: MessagesServer,
+) -> None:
+    """A server that sends the whole input in `content_block_start`, with a NaN in it (the
+    SDK's JSON parser takes it): the same input error, not an input the log cannot hold."""
+    events = [e.encode() for e in _tool_events("")]
+    start = next(i for i, e in enumerate(events) if b"content_block_start" in e)
+    events[start] = events[start].replace(b'"input": {}', b'"input": {"timeout": NaN}')
+    assert b"NaN" in events[start]
+    stops, error = streamed_blocks(messages_server, [Raw(e) for e in events])
+    assert error is None
+    (stop,) = stops
+    assert stop.block == ToolUseBlock("toolu_n", "Bash", {})
+    assert stop.error == "invalid JSON in tool input: " + (
+        "a number JSON cannot hold (NaN, Infinity, or past a double's range)"
+    )
