@@ -20,6 +20,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+import pytest
 from hypothesis import assume, event, example, given, note, settings
 from hypothesis import strategies as st
 
@@ -177,11 +178,9 @@ def assert_readable(outcome: ToolOutcome) -> None:
     if outcome.is_error:
         assert result_text(outcome).strip()
         # the door catches what a tool raises, worded generically: fair for what the OS
-        # says of a path (its own words, naming it) or for a path no OS name can be (a
-        # lone surrogate, named), not for an input the tool mishandled
+        # says of a path (its own words, naming it), not for an input the tool mishandled
         generic = re.search(r" failed: (\w+): (\[Errno \d+\])?", result_text(outcome))
-        named = generic is not None and generic[1] == "UnicodeEncodeError"
-        assert generic is None or generic[2] or named, result_text(outcome)
+        assert generic is None or generic[2], result_text(outcome)
 
 
 # --- tool inputs ------------------------------------------------------------------
@@ -342,6 +341,35 @@ def test_an_additional_directory_is_reached_and_nothing_else(
         assert all(
             any(is_within(os.path.realpath(p), r) for r in roots) for p in outcome.read_files
         )
+
+
+@pytest.mark.parametrize(
+    ("name", "tool_input"),
+    [
+        ("Glob", {"pattern": "WS/*", "path": "\ud800"}),
+        ("Glob", {"pattern": "WS/sub/*.py", "path": "x/\ud83d"}),
+    ],
+)
+def test_a_path_no_file_name_can_be_is_the_models_input_error(
+    name: str, tool_input: dict[str, Any]
+) -> None:
+    """A path with a lone surrogate (a JSON escape such as "\\ud800" the model sent), which
+    no file name can hold, where the permission check does not look (Glob's `path` when
+    its pattern is absolute): the tool says the path cannot be resolved, in its own
+    words, not `Glob failed: UnicodeEncodeError`."""
+    with sandbox() as (ws, outside):
+        result = scripted_run(
+            ws,
+            ws.parent / "run.jsonl",
+            [{"type": "tool_use", "id": "t1", "name": name,
+              "input": located_input(tool_input, ws, outside)}],
+            "default",
+        )  # fmt: skip
+        answer = results_by_id(result)["t1"]
+        assert answer.is_error
+        assert "failed: UnicodeEncodeError" not in answer.text
+        assert "cannot be resolved" in answer.text
+        assert replay(ws.parent / "run.jsonl").path == result.path
 
 
 @examples(40)
