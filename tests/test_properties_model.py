@@ -31,6 +31,7 @@ from fsm_agent.config import RunConfig
 from fsm_agent.driver import LoopResult
 from fsm_agent.effects import LiveEffects, model_failed
 from fsm_agent.events import BlockStop, ModelCallError
+from fsm_agent.machine import Terminal
 from fsm_agent.messages import (
     ImageBlock,
     RedactedThinkingBlock,
@@ -1133,3 +1134,101 @@ def test_the_permission_check_judges_any_command(command: str, mode: str, rules:
         assert decision.reason
         if not rules and mode == "default" and str(outside) in command:
             assert decision.behavior != "allow"
+
+
+# --- streams that break the protocol ------------------------------------------------
+
+
+@st.composite
+def mangled(draw: st.DrawFn) -> list[bytes]:
+    """A message's events with the protocol broken: events dropped, repeated or swapped,
+    a field's value replaced by any JSON (a wrong type, a wrong block index), unknown
+    events and deltas added."""
+    _, events = draw(streamed(ascii_only=True))
+    parsed = [json.loads(e.split(b"data: ", 1)[1]) for e in events]
+    for _ in range(draw(st.integers(1, 4))):
+        how = draw(st.sampled_from(["drop", "repeat", "swap", "field", "unknown"]))
+        at = draw(st.integers(0, len(parsed) - 1))
+        if how == "drop" and len(parsed) > 1:
+            del parsed[at]
+        elif how == "repeat":
+            parsed.insert(at, json.loads(json.dumps(parsed[at])))
+        elif how == "swap":
+            other = draw(st.integers(0, len(parsed) - 1))
+            parsed[at], parsed[other] = parsed[other], parsed[at]
+        elif how == "field":
+            target = parsed[at]
+            inner = [target, *(v for v in target.values() if isinstance(v, dict))]
+            holder = draw(st.sampled_from(inner))
+            known = st.sampled_from(sorted(holder)) if holder else st.nothing()
+            key = draw(known | st.text(max_size=5))
+            holder[key] = draw(json_values | st.integers(-2, 5))
+        else:
+            parsed.insert(at, draw(st.fixed_dictionaries(
+                {"type": st.sampled_from(["content_block_delta", "weird", "ping"])},
+                optional={"index": st.integers(-1, 5) | json_values,
+                          "delta": st.fixed_dictionaries({"type": st.sampled_from(
+                              ["text_delta", "input_json_delta", "thinking_delta",
+                               "signature_delta", "citations_delta", "x"])},
+                              optional={"text": json_values, "partial_json": json_values})},
+            )))  # fmt: skip
+    out = []
+    for data in parsed:
+        kind = data.get("type")
+        name = kind if isinstance(kind, str) and kind.isascii() and "\n" not in kind else "x"
+        out.append(f"event: {name}\ndata: {json.dumps(data)}\n\n".encode())
+    return out
+
+
+@examples(60)
+@given(events=mangled())
+def test_a_stream_that_breaks_the_protocol_ends_in_a_model_error(
+    messages_server: MessagesServer, events: list[bytes]
+) -> None:
+    """Events out of order, missing or repeated, fields of the wrong type, unknown events
+    and deltas: the stream ends normally or in a `ModelCallError` (`invalid_response`
+    and the like), never in another exception."""
+    stops, error = streamed_blocks(messages_server, [Raw(e) for e in events])
+    note(repr(error))
+    assert error is None or isinstance(error, ModelCallError)
+    for stop in stops:
+        assert isinstance(stop.block, TextBlock | ThinkingBlock | RedactedThinkingBlock
+                          | ToolUseBlock)  # fmt: skip
+        if isinstance(stop.block, ToolUseBlock):
+            assert isinstance(stop.block.input, dict)
+            assert isinstance(stop.block.id, str) and isinstance(stop.block.name, str)
+
+
+def http_run(server: MessagesServer, ws: Path, log: Path) -> LoopResult:
+    """The loop with the real model against `server`, tools on `ws`, edits allowed."""
+
+    async def go() -> LoopResult:
+        model = AnthropicModel(api_key="k", base_url=server.url, max_retries=0)
+        try:
+            config = RunConfig(cwd=str(ws), model="claude-test-1", permission_mode="acceptEdits")
+            return await arun("go", model=model, config=config, log=log)
+        finally:
+            await model.aclose()
+
+    return asyncio.run(go())
+
+
+@examples(25)
+@given(events=mangled())
+def test_a_run_whose_stream_breaks_the_protocol_ends_and_replays(
+    messages_server: MessagesServer, events: list[bytes]
+) -> None:
+    """The whole loop on a stream that breaks the protocol: the run ends by one of the
+    machine's reasons, never an exception; every tool_use in the conversation has its
+    tool_result; the log replays."""
+    emptied(messages_server).reply(StreamReply(tuple(Raw(e) for e in events)))  # type: ignore[arg-type]
+    messages_server.reply(text("done"), text("done"), text("done"))
+    with sandbox() as (ws, outside):
+        before = tree(outside)
+        result = http_run(messages_server, ws, ws.parent / "run.jsonl")
+        note(f"{result.reason} {result.error}")
+        assert result.reason in {t.value for t in Terminal}
+        uses = [b for m in result.messages for b in m.content if isinstance(b, ToolUseBlock)]
+        assert sorted(results_by_id(result)) == sorted(u.id for u in uses)
+        assert tree(outside) == before
+        assert replay(ws.parent / "run.jsonl").path == result.path
