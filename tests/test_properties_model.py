@@ -96,7 +96,8 @@ json_values = st.recursive(
 @contextmanager
 def sandbox() -> Iterator[tuple[Path, Path]]:
     """A fresh workspace and, next to it, a directory outside it holding a secret, with
-    symlinks from the workspace pointing out. A fresh one per example: an example's
+    symlinks from the workspace pointing out, and a `.git` (a protected directory, also
+    reached through a symlink). A fresh one per example: an example's
     writes must not decide the next one's outcome."""
     with tempfile.TemporaryDirectory() as top:
         root = Path(top).resolve()
@@ -109,6 +110,9 @@ def sandbox() -> Iterator[tuple[Path, Path]]:
         (ws / "link_out").symlink_to(outside)
         (ws / "link_secret").symlink_to(outside / "secret.txt")
         (ws / "dangling").symlink_to(outside / "new.txt")
+        (ws / ".git").mkdir()
+        (ws / ".git" / "config").write_text("[core]\n")
+        (ws / "gitlink").symlink_to(ws / ".git")
         yield ws, outside
 
 
@@ -196,7 +200,8 @@ TOOLS: dict[str, type] = {
 
 path_parts = st.sampled_from(
     ["..", ".", "~", "", "a.txt", "sub", "b.py", "link_out", "link_secret", "dangling",
-     "secret.txt", "new.txt", "é", "名前", "x" * 300, " ", "*", "**", "?", "\ud800", "\udc80"]
+     "secret.txt", "new.txt", "é", "名前", "x" * 300, " ", "*", "**", "?", "\ud800", "\udc80",
+     ".git", ".GIT", "gitlink", "config", ".claude", "settings.json", ".bashrc"]
 )  # fmt: skip
 
 
@@ -432,7 +437,8 @@ def test_any_calls_through_the_engine_are_answered_in_order_and_replay(
     """Calls of any shape, in any permission mode, safe and unsafe mixed in one turn,
     through the whole engine (validation, permission check, tool, recording): the run
     completes, the next message answers every call once, in the calls' order, with
-    text the log holds; nothing outside the workspace changes; the log replays."""
+    text the log holds; nothing outside the workspace changes, nor a protected path
+    (`.git`, `.claude`, `.bashrc`: no mode writes them unasked); the log replays."""
     with sandbox() as (ws, outside):
         blocks = []
         for n, name in enumerate(names):
@@ -444,7 +450,7 @@ def test_any_calls_through_the_engine_are_answered_in_order_and_replay(
                 blocks.append({"type": "tool_use", "id": f"r{n}", "name": "Read", "input": read})
             blocks.append({"type": "tool_use", "id": f"t{n}", "name": name, "input": tool_input})
         log = ws.parent / "run.jsonl"
-        before = tree(outside)
+        before, git_before = tree(outside), tree(ws / ".git")
         result = scripted_run(ws, log, blocks, mode)
         assert result.reason == "completed", result.error
         answer = result.messages[2]
@@ -455,6 +461,8 @@ def test_any_calls_through_the_engine_are_answered_in_order_and_replay(
             assert jsontext.loads(jsontext.line(block.text)) == block.text
             assert SECRET not in block.text
         assert tree(outside) == before
+        assert tree(ws / ".git") == git_before, "a protected path was written unasked"
+        assert not (ws / ".claude").exists() and not (ws / ".bashrc").exists()
         assert replay(log).path == result.path
 
 
@@ -1139,13 +1147,22 @@ def test_the_permission_check_judges_any_command(command: str, mode: str, rules:
 # --- streams that break the protocol ------------------------------------------------
 
 
+STOP_REASONS = [
+    "end_turn", "tool_use", "max_tokens", "refusal", "model_context_window_exceeded",
+    "pause_turn", "stop_sequence", "weird",
+]  # fmt: skip
+
+
 @st.composite
 def mangled(draw: st.DrawFn) -> list[bytes]:
-    """A message's events with the protocol broken: events dropped, repeated or swapped,
-    a field's value replaced by any JSON (a wrong type, a wrong block index), unknown
-    events and deltas added."""
+    """A message's events with the protocol broken (and any stop reason): events dropped,
+    repeated or swapped, a field's value replaced by any JSON (a wrong type, a wrong
+    block index), unknown events and deltas added."""
     _, events = draw(streamed(ascii_only=True))
     parsed = [json.loads(e.split(b"data: ", 1)[1]) for e in events]
+    for data in parsed:
+        if data["type"] == "message_delta":
+            data["delta"]["stop_reason"] = draw(st.sampled_from(STOP_REASONS))
     for _ in range(draw(st.integers(1, 4))):
         how = draw(st.sampled_from(["drop", "repeat", "swap", "field", "unknown"]))
         at = draw(st.integers(0, len(parsed) - 1))
