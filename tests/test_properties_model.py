@@ -1249,3 +1249,50 @@ def test_a_run_whose_stream_breaks_the_protocol_ends_and_replays(
         assert sorted(results_by_id(result)) == sorted(u.id for u in uses)
         assert tree(outside) == before
         assert replay(ws.parent / "run.jsonl").path == result.path
+
+
+@examples(20)
+@given(turn=faulty_turn(), data=st.data())
+def test_an_overloaded_stream_switches_to_the_fallback_and_drops_its_calls(
+    messages_server: MessagesServer,
+    turn: tuple[list[Any], list[bytes], list[bytes]],
+    data: st.DataObject,
+) -> None:
+    """A turn of real tool calls broken anywhere by an `overloaded_error` event, with a
+    fallback model set: the failed message and its calls are dropped (none that changes
+    a file ran), the fallback answers, every tool_use left in the conversation has its
+    tool_result, and the log replays."""
+    kept = [e for e in turn[1] if not e.startswith(b"event: error")]
+    at = data.draw(st.integers(1, len(kept)), label="error at")
+    assume(not any(e.startswith(b"event: message_stop") for e in kept[:at]))  # else whole
+    events = [*kept[:at], error_event("overloaded_error")]
+    emptied(messages_server).reply(StreamReply(tuple(Raw(e) for e in events)), text("done"))
+    with sandbox() as (ws, outside):
+        before = tree(outside)
+        log = ws.parent / "run.jsonl"
+
+        async def go() -> LoopResult:
+            model = AnthropicModel(api_key="k", base_url=messages_server.url, max_retries=0)
+            config = RunConfig(
+                cwd=str(ws),
+                model="claude-test-1",
+                fallback_model="claude-test-2",
+                permission_mode="acceptEdits",
+            )
+            try:
+                return await arun("go", model=model, config=config, log=log)
+            finally:
+                await model.aclose()
+
+        result = asyncio.run(go())
+        note(f"{result.reason} {result.error} {[s.edge for s in result.path]}")
+        assert result.reason == "completed", result.error
+        assert "model_fallback" in [s.edge for s in result.path]
+        assert [b["model"] for b in messages_server.bodies()] == ["claude-test-1", "claude-test-2"]
+        uses = [b for m in result.messages for b in m.content if isinstance(b, ToolUseBlock)]
+        assert uses == []
+        assert results_by_id(result) == {}
+        assert not (ws / "new.txt").exists()
+        assert (ws / "a.txt").read_text() == "alpha\nbeta\n"
+        assert tree(outside) == before
+        assert replay(log).path == result.path
