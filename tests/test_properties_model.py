@@ -1296,3 +1296,41 @@ def test_an_overloaded_stream_switches_to_the_fallback_and_drops_its_calls(
         assert (ws / "a.txt").read_text() == "alpha\nbeta\n"
         assert tree(outside) == before
         assert replay(log).path == result.path
+
+
+@examples(20)
+@given(
+    calls=st.lists(st.sampled_from(CALLS), min_size=1, max_size=3),
+    cut=st.floats(0, 1, exclude_max=True),
+    stop_reason=st.sampled_from(["max_tokens", "model_context_window_exceeded"]),
+)
+def test_a_call_cut_by_the_output_limit_is_never_run(
+    messages_server: MessagesServer,
+    calls: list[tuple[str, dict[str, Any]]],
+    cut: float,
+    stop_reason: str,
+) -> None:
+    """A turn whose output limit cut its last call's JSON anywhere: that call is never
+    run nor left in the conversation, the calls before it are answered, and the log
+    replays."""
+    blocks: list[dict[str, Any]] = [
+        {"type": "tool_use", "id": f"t{n}", "name": name, "input": tool_input}
+        for n, (name, tool_input) in enumerate(calls)
+    ]
+    raw = json.dumps(blocks[-1].pop("input"))
+    blocks[-1]["input_json"] = raw[: max(1, int(len(raw) * cut))]  # "" would be {}
+    emptied(messages_server).reply(
+        StreamReply(message_events(blocks, stop_reason=stop_reason)), text("done"), text("done")
+    )
+    with sandbox() as (ws, outside):
+        before = tree(outside)
+        result = http_run(messages_server, ws, ws.parent / "run.jsonl")
+        assert result.reason == "completed", result.error
+        uses = [b for m in result.messages for b in m.content if isinstance(b, ToolUseBlock)]
+        cut_id = blocks[-1]["id"]
+        assert cut_id not in [u.id for u in uses]
+        assert sorted(results_by_id(result)) == sorted(u.id for u in uses)
+        if calls[-1][0] == "Write" and all(name != "Write" for name, _ in calls[:-1]):
+            assert not (ws / "new.txt").exists()
+        assert tree(outside) == before
+        assert replay(ws.parent / "run.jsonl").path == result.path
