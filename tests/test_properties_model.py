@@ -598,7 +598,8 @@ def test_read_numbers_the_lines_of_the_file(
     text: str, offset: int | None, limit: int | None
 ) -> None:
     """Read shows the file's lines numbered from 1, `offset` the first shown, at most
-    `limit` of them, and says how to read on when more are left."""
+    `limit` of them, and says how to read on when more are left; what a PostToolUse
+    hook is given counts the same lines and holds their text."""
     assume(not text.startswith(("GIF87a", "GIF89a", "RIFF")))  # image magic, read as images
     with sandbox() as (ws, _):
         path = ws / "f.txt"
@@ -608,10 +609,21 @@ def test_read_numbers_the_lines_of_the_file(
             tool_input["offset"] = offset
         if limit is not None:
             tool_input["limit"] = limit
-        outcome = run_tool(ReadTool(), tool_input, ToolEnv(cwd=str(ws)))
+        outcome = run_tool(ReadTool(), tool_input, ToolEnv(cwd=str(ws), wants_response=True))
         assert not outcome.is_error, result_text(outcome)
         assert result_text(outcome) == shown_file(text, offset, limit)
         assert outcome.read_files == {str(path): os.stat(path).st_mtime}
+        lines = text.split("\n") if text else []
+        first = max(offset or 1, 1)
+        shown = lines[first - 1 : first - 1 + (limit or 2000)]
+        assert outcome.response is not None
+        assert outcome.response["file"] == {
+            "filePath": str(path),
+            "content": "\n".join(shown) + ("\n" if first - 1 + len(shown) < len(lines) else ""),
+            "numLines": len(shown),
+            "startLine": first,
+            "totalLines": len(lines),
+        }
 
 
 @examples(20)
