@@ -48,6 +48,7 @@ from fsm_agent.tools.bash import BashTool
 from fsm_agent.tools.edit import EditTool
 from fsm_agent.tools.glob import GlobTool
 from fsm_agent.tools.grep import GrepTool
+from fsm_agent.tools.patch import NO_NEWLINE, structured_patch
 from fsm_agent.tools.read import ReadTool
 from fsm_agent.tools.workspace import is_within
 from fsm_agent.tools.write import WriteTool
@@ -1346,3 +1347,41 @@ def test_a_call_cut_by_the_output_limit_is_never_run(
             assert not (ws / "new.txt").exists()
         assert tree(outside) == before
         assert replay(ws.parent / "run.jsonl").path == result.path
+
+
+def patched(original: str, hunks: list[dict[str, Any]]) -> str:
+    """`original` with Claude Code's `structuredPatch` hunks applied, as `patch` would,
+    checking every context and removed line against it."""
+    old = [p + "\n" for p in original.split("\n")[:-1]] + (
+        [original.split("\n")[-1]] if original.split("\n")[-1] else []
+    )
+    out: list[str] = []
+    at, previous = 0, ""
+    for hunk in hunks:
+        start = hunk["oldStart"] - 1 if hunk["oldLines"] else hunk["oldStart"]
+        out += old[at:start]
+        at = start
+        for line in hunk["lines"]:
+            if line == NO_NEWLINE:
+                if out and previous == "+":
+                    out[-1] = out[-1].removesuffix("\n")
+                continue
+            previous, body = line[0], line[1:]
+            if previous in " -":
+                assert old[at].removesuffix("\n") == body
+                if previous == " ":
+                    out.append(old[at])
+                at += 1
+            else:
+                out.append(body + "\n")
+    return "".join(out + old[at:])
+
+
+@examples(100)
+@given(original=lf_text | unicode_text, updated=lf_text | unicode_text)
+def test_the_patch_hooks_are_given_turns_the_old_text_into_the_new(
+    original: str, updated: str
+) -> None:
+    """The `structuredPatch` a PostToolUse hook gets for a Write or an Edit, applied to
+    the file as it was, gives the file as it is."""
+    assert patched(original, structured_patch(original, updated)) == updated
