@@ -1385,3 +1385,46 @@ def test_the_patch_hooks_are_given_turns_the_old_text_into_the_new(
     """The `structuredPatch` a PostToolUse hook gets for a Write or an Edit, applied to
     the file as it was, gives the file as it is."""
     assert patched(original, structured_patch(original, updated)) == updated
+
+
+grep_lines = st.lists(st.text(st.sampled_from("abAB é\t"), max_size=8), max_size=6)
+
+
+@examples(60)
+@given(
+    files=st.lists(st.tuples(grep_lines, st.booleans(), st.booleans()), min_size=1, max_size=3),
+    needle=st.sampled_from(["a", "b", "ab", "é", " ", "A"]),
+    ignore_case=st.booleans(),
+    mode=st.sampled_from(["content", "count", "files_with_matches"]),
+)
+def test_grep_finds_the_lines_a_search_of_each_line_finds(
+    files: list[tuple[list[str], bool, bool]], needle: str, ignore_case: bool, mode: str
+) -> None:
+    """Grep in each mode reports what `re.search` on each line of each file finds: the
+    lines split on LF (a CR before it dropped), numbered from 1, files in name order."""
+    with sandbox() as (ws, _):
+        where = ws / "g"
+        where.mkdir()
+        expected: list[str] = []
+        counts: list[str] = []
+        regex = re.compile(re.escape(needle), re.IGNORECASE if ignore_case else 0)
+        for n, (lines, crlf, final) in enumerate(files):
+            eol = "\r\n" if crlf else "\n"
+            (where / f"f{n}.txt").write_text(eol.join(lines) + (eol if final else ""), newline="")
+            hits = [(i, line) for i, line in enumerate(lines, 1) if regex.search(line)]
+            expected += [f"{where}/f{n}.txt:{i}:{line}" for i, line in hits]
+            counts += [f"{where}/f{n}.txt:{len(hits)}"] if hits else []
+        tool_input = {"pattern": re.escape(needle), "path": str(where), "output_mode": mode,
+                      "-i": ignore_case}  # fmt: skip
+        outcome = run_tool(GrepTool(), tool_input, ToolEnv(cwd=str(ws)))
+        assert not outcome.is_error, result_text(outcome)
+        shown = result_text(outcome).split("\n")
+        if not expected:
+            assert shown == ["No files found" if mode == "files_with_matches" else "No matches"
+                             " found"]  # fmt: skip
+        elif mode == "content":
+            assert shown == expected
+        elif mode == "count":
+            assert shown[: len(counts)] == counts
+        else:
+            assert sorted(shown[1:]) == sorted(c.rsplit(":", 1)[0] for c in counts)
