@@ -42,7 +42,7 @@ from fsm_agent.events import (
     ModelRetry,
     StreamEvent,
 )
-from fsm_agent.jsontext import MAX_DEPTH, deeper_than
+from fsm_agent.jsontext import MAX_DEPTH, deeper_than, nonfinite
 from fsm_agent.messages import (
     ContentBlock,
     RedactedThinkingBlock,
@@ -389,9 +389,15 @@ def _usage(raw: Any, base: Usage = Usage()) -> Usage:
     )
 
 
+_NOT_FINITE = "a number JSON cannot hold (NaN, Infinity, or past a double's range)"
+
+
 def _tool_input(raw: str, start_input: object) -> tuple[dict[str, Any], str | None]:
     if not raw.strip():
-        return (dict(start_input) if isinstance(start_input, dict) else {}), None
+        start = dict(start_input) if isinstance(start_input, dict) else {}
+        if nonfinite(start):
+            return {}, f"invalid JSON in tool input: {_NOT_FINITE}"
+        return start, None
     deep = f"nested more than {MAX_DEPTH} levels, more than the session log holds"
     try:
         value = json.loads(raw)
@@ -400,10 +406,15 @@ def _tool_input(raw: str, start_input: object) -> tuple[dict[str, Any], str | No
     except RecursionError:
         problem = deep
     else:
-        if isinstance(value, dict) and not deeper_than(value):
-            return value, None
         kind = type(value).__name__
-        problem = deep if isinstance(value, dict) else f"expected a JSON object, got {kind}"
+        if not isinstance(value, dict):
+            problem = f"expected a JSON object, got {kind}"
+        elif deeper_than(value):
+            problem = deep
+        elif nonfinite(value):
+            problem = _NOT_FINITE
+        else:
+            return value, None
     shown = raw if len(raw) <= _RAW_JSON_SHOWN else raw[:_RAW_JSON_SHOWN] + "…"
     return {}, f"invalid JSON in tool input: {problem}; the model sent ({len(raw)} chars): {shown}"
 

@@ -104,3 +104,19 @@ def deeper_than(value: Any, limit: int = MAX_DEPTH) -> bool:
         elif isinstance(item, list):
             stack.extend((v, depth + 1) for v in item)
     return False
+
+
+def nonfinite(value: Any) -> bool:
+    """Whether `value` holds a float JSON has no text for (NaN, an infinity): Python's
+    parser makes them of `NaN`, `Infinity` and a number past a double's range (`1e400`),
+    and a log line or a request would carry them as null, or not at all."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, float) and not math.isfinite(item):
+            return True
+        if isinstance(item, dict):
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+    return False

@@ -291,7 +291,10 @@ def _viewed(command: str, env: ToolEnv) -> dict[str, float]:
     path = viewed_file(command)
     if path is None:
         return {}
-    check = check_path(path, env)
+    try:
+        check = check_path(path, env)
+    except ToolInputError:
+        return {}
     if not check.inside or printable(check.resolved) != check.resolved:
         return {}
     try:

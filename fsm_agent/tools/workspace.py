@@ -12,7 +12,7 @@ import os
 
 from attrs import frozen
 
-from fsm_agent.tools.base import ToolEnv, ToolOutcome
+from fsm_agent.tools.base import ToolEnv, ToolInputError, ToolOutcome
 
 
 @frozen
@@ -56,7 +56,13 @@ def is_within(path: str, root: str) -> bool:
 
 
 def check_path(path: str, env: ToolEnv) -> PathCheck:
+    """The verdict on `path`. A path no file name can be (a lone surrogate, from a JSON
+    escape in the model's input) is the model's input error, in words."""
     roots = workspace_roots(env)
-    resolved = resolve(path, env.cwd)
+    try:
+        resolved = resolve(path, env.cwd)
+    except ValueError as exc:
+        shown = path.encode("utf-8", "backslashreplace").decode()
+        raise ToolInputError(f"The path {shown} cannot be resolved ({exc}).") from None
     inside = any(is_within(resolved, root) for root in roots)
     return PathCheck(path, resolved, roots, inside)
