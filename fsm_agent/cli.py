@@ -1085,12 +1085,12 @@ def _fork(
     point = ForkPoint(step=fork_at)
     if edit_effect is not None:
         number, file = edit_effect
-        from fsm_agent.jsontext import MAX_DEPTH, deeper_than, finite_float, no_constant
+        from fsm_agent.jsontext import MAX_DEPTH, deeper_than, strict_loads
 
         deep = f"{file}: cannot read the edited result: nested more than {MAX_DEPTH} levels deep"
         try:
             text = file.read_text(encoding="utf-8")
-            result = json.loads(text, parse_constant=no_constant, parse_float=finite_float)
+            result = strict_loads(text)
         except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
             fail(f"{file}: cannot read the edited result: {exc}")
         except RecursionError:

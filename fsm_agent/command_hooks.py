@@ -23,7 +23,7 @@ from attrs import evolve, frozen
 
 from fsm_agent import session_env
 from fsm_agent.hooks import NO_OPINION, HookOutcome, merge
-from fsm_agent.jsontext import MAX_DEPTH, deeper_than
+from fsm_agent.jsontext import MAX_DEPTH, deeper_than, strict_loads
 
 if TYPE_CHECKING:
     from fsm_agent.config import RunConfig
@@ -242,22 +242,16 @@ def _json_output(stdout: str) -> tuple[dict[str, Any] | None, bool]:
     if not stdout.lstrip().startswith("{"):
         return None, False
     try:
-        value = json.loads(stdout, parse_constant=_no_constant)
+        value = strict_loads(stdout)
     except RecursionError:
         return None, True
-    except ValueError:  # JSONDecodeError, or NaN/Infinity
+    except ValueError:  # JSONDecodeError, or NaN, Infinity, 1e400
         return None, False
     if not isinstance(value, dict):
         return None, False
     if deeper_than(value, MAX_DEPTH):
         return None, True
     return value, False
-
-
-def _no_constant(name: str) -> Any:
-    """Python's json reads `NaN` and `Infinity`, which JSON (Claude Code's JSON.parse)
-    does not, and which the log would write as null: a replay would judge another value."""
-    raise ValueError(f"{name} is not a JSON number")
 
 
 def interpret(event: str, run: HookRun) -> HookOutcome:

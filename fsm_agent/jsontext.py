@@ -92,6 +92,14 @@ def finite_float(text: str) -> float:
     return value
 
 
+def strict_loads(text: str) -> Any:
+    """JSON written outside fsm-agent (a scenario, a settings file, a hook's answer, an
+    edited result), read as `JSON.parse` reads it: `NaN`, `Infinity` and a number past
+    a double's range (`1e400`) raise `ValueError`, where Python's reader takes them and
+    the log would then hold null (a replay would judge another value)."""
+    return json.loads(text, parse_constant=no_constant, parse_float=finite_float)
+
+
 def deeper_than(value: Any, limit: int = MAX_DEPTH) -> bool:
     """Whether `value` nests objects and arrays more than `limit` levels deep."""
     stack = [(value, 1)]

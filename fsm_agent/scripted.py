@@ -33,7 +33,7 @@ from fsm_agent.events import (
     StreamEvent,
 )
 from fsm_agent.hooks import NO_OPINION, PERMISSION_PRECEDENCE, HookOutcome
-from fsm_agent.jsontext import MAX_DEPTH, deeper_than, no_constant
+from fsm_agent.jsontext import MAX_DEPTH, deeper_than, strict_loads
 from fsm_agent.messages import (
     ContentBlock,
     RedactedThinkingBlock,
@@ -190,7 +190,7 @@ class Scenario:
     def load(cls, path: str | Path) -> Scenario:
         path = Path(path)
         try:
-            data = json.loads(path.read_text(encoding="utf-8"), parse_constant=no_constant)
+            data = strict_loads(path.read_text(encoding="utf-8"))
         except FileNotFoundError:
             raise ScenarioError(f"{path}: no such scenario file") from None
         except (OSError, UnicodeDecodeError) as exc:

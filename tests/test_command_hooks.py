@@ -964,3 +964,28 @@ def test_a_path_no_os_call_takes_does_not_crash_a_hooks_if(tmp_path: Path) -> No
         payload = {"tool_name": name, "tool_input": tool_input}
         outcome = asyncio.run(hooks.run("PreToolUse", payload))
         assert (outcome.permission_decision, outcome.permission_reason) == ("deny", "seen")
+
+
+def test_a_hook_answer_with_a_number_past_a_double_is_no_json(
+    workspace: Path, tmp_path: Path
+) -> None:
+    """Python's reader takes `1e400` as infinity, which the log writes as null: the
+    recorded input was not the one that ran, and the replay diverged. Such an answer is
+    read as no JSON, as `NaN` is: the call runs as the model wrote it, and replays."""
+    answer = json.dumps(
+        {
+            "hookSpecificOutput": {
+                "hookEventName": "PreToolUse",
+                "permissionDecision": "allow",
+                "updatedInput": {"command": "echo changed", "timeout": 12345},
+            }
+        }
+    ).replace("12345", "1e400")
+    hook = script(tmp_path / "pre.sh", f"cat > /dev/null\necho '{answer}'\n")
+    data = {
+        "config": {"permission_mode": "bypassPermissions"},
+        "settings": {"hooks": {"PreToolUse": [{"hooks": [{"type": "command", "command": hook}]}]}},
+        "turns": [_tool_turn(("t1", "Bash", {"command": "echo as written"})), {"content": "ok"}],
+    }
+    result = _run(workspace, data, tmp_path)
+    assert "as written" in _results(result)["t1"].text

@@ -477,3 +477,15 @@ def test_an_endless_delay_is_refused(tmp_path: Path, key: str) -> None:
     endless.write_text(json.dumps({"turns": [{"content": "x", key: float("inf")}]}))
     with pytest.raises(ScenarioError, match=r"endless\.json: not valid JSON: Infinity is not a"):
         Scenario.load(endless)
+
+
+def test_a_number_past_a_double_in_a_scenario_is_not_valid_json(tmp_path: Path) -> None:
+    """Python's reader takes `1e400` as infinity; a tool input holding it ran, and the
+    log, which writes it as null, then diverged on replay."""
+    path = tmp_path / "s.json"
+    path.write_text(
+        '{"turns": [{"content": [{"type": "tool_use", "id": "t", "name": "Bash", '
+        '"input": {"command": "echo hi", "timeout": 1e400}}]}]}'
+    )
+    with pytest.raises(ScenarioError, match=r"not valid JSON: 1e400 is beyond a double's range"):
+        Scenario.load(path)
