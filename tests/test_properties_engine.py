@@ -18,6 +18,7 @@ import json
 import socket
 import subprocess
 import tempfile
+from collections import Counter
 from collections.abc import AsyncIterator, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -26,7 +27,7 @@ from unittest import mock
 
 import jsonschema
 from attrs import evolve, frozen
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 import fsm_agent.scripted as scripted
@@ -34,9 +35,11 @@ import fsm_agent.stepper as stepper_module
 from fsm_agent.config import RunConfig
 from fsm_agent.context import CLEARED
 from fsm_agent.driver import LoopResult
-from fsm_agent.effects import AbortSignal
+from fsm_agent.effects import AbortSignal, Inbox
 from fsm_agent.events import (
+    AssistantMessage,
     DriverEvent,
+    ModelEvent,
     ResponseUsage,
     ToolFinished,
     ToolRefused,
@@ -338,7 +341,8 @@ def long_sessions(draw: st.DrawFn) -> dict[str, Any]:
 
 @st.composite
 def knobs(draw: st.DrawFn) -> dict[str, Any]:
-    """Run options a scenario does not set, as a Python caller's `RunConfig` does."""
+    """Run options a scenario does not set, as a Python caller's `RunConfig` does, and
+    messages the user typed ahead (`typed_ahead`, queued for the first attachments)."""
     out: dict[str, Any] = {}
     if draw(st.booleans()):
         out["stop_hook_block_cap"] = draw(st.sampled_from([0, 1, 2]))
@@ -350,6 +354,10 @@ def knobs(draw: st.DrawFn) -> dict[str, Any]:
         out["structured_results"] = True
     if draw(st.booleans()):
         out["max_output_tokens"] = draw(st.sampled_from([1, 100, 64_000]))
+    if draw(st.integers(0, 3)) == 0:
+        out["typed_ahead"] = draw(
+            st.lists(st.sampled_from(["also this", "and ✓ that"]), max_size=2)
+        )
     if draw(st.booleans()):
         out["escalated_max_output_tokens"] = draw(st.sampled_from([1, 200, 8_000]))
     return out
@@ -417,10 +425,16 @@ def _live(data: dict[str, Any], root: Path, knobs: dict[str, Any] | None = None)
     log = root / "run.jsonl"
     _Watched.requests = []
     events: list[DriverEvent] = []
-    config = RunConfig(**(knobs or {}))
+    options = dict(knobs or {})
+    inbox = Inbox()
+    for text in options.pop("typed_ahead", ()):
+        inbox.put(text)
+    config = RunConfig(**options)
     with mock.patch.object(scripted, "ScriptedModel", _Watched):
         result = asyncio.run(
-            arun_scenario(scenario, cwd=ws, log=log, config=config, on_event=events.append)
+            arun_scenario(
+                scenario, cwd=ws, log=log, config=config, on_event=events.append, inbox=inbox
+            )
         )
     return Live(result, list(_Watched.requests), log, events)
 
@@ -544,11 +558,29 @@ def _check_log(log: Path, result: LoopResult, data: dict[str, Any]) -> list[dict
     return transitions
 
 
-def _check_replay(log: Path, result: LoopResult, root: Path) -> None:
+def _shown(events: list[DriverEvent]) -> tuple[list[Any], Counter[str]]:
+    """What a replay must show again: the stream and the transitions in order, and the
+    other events (calls that run side by side finish in any order) as a multiset; a
+    call's duration is the clock's."""
+    ordered = [e for e in events if isinstance(e, Transition | AssistantMessage | ModelEvent)]
+    rest = Counter(
+        repr(evolve(e, duration_s=0.0) if isinstance(e, ToolFinished) else e)
+        for e in events
+        if not isinstance(e, Transition | AssistantMessage | ModelEvent)
+    )
+    return ordered, rest
+
+
+def _check_replay(
+    log: Path, result: LoopResult, root: Path, events: list[DriverEvent] | None = None
+) -> None:
     before = _tree(root)
     touched: list[str] = []
+    shown: list[DriverEvent] = []
     with _no_world(touched):
-        again = asyncio.run(areplay(log))
+        again = asyncio.run(areplay(log, on_event=shown.append))
+    if events is not None:
+        assert _shown(shown) == _shown(events)
     assert not touched, touched
     assert _tree(root) == before
     assert again.reason == result.reason
@@ -556,11 +588,20 @@ def _check_replay(log: Path, result: LoopResult, root: Path) -> None:
     assert again.turns == result.turns
     assert again.usage == result.usage
     assert again.messages.digest == result.messages.digest
+    assert (again.error, again.api_error_status, again.model, again.read_files) == (
+        result.error,
+        result.api_error_status,
+        result.model,
+        result.read_files,
+    )
 
 
-def _check_stepper(log: Path, transitions: list[dict[str, Any]], jumps: list[float]) -> None:
+def _check_stepper(
+    log: Path, transitions: list[dict[str, Any]], jumps: list[float], requests: list[ModelRequest]
+) -> None:
     """Forward to the end, back to the start, then to random steps, with a cache of two
-    states so that going back replays again from the start."""
+    states so that going back replays again from the start; the requests each step
+    made are the run's, and a breakpoint on an edge stops at its next step."""
     stepper = Stepper(log)
     steps = len(transitions)
     try:
@@ -578,6 +619,16 @@ def _check_stepper(log: Path, transitions: list[dict[str, Any]], jumps: list[flo
             assert info.state.digest() == record["state"], f"step {n}'s state"
         assert stepper.at(steps + 1) is None
         assert stepper.stopped_by is None
+        made = [r.digest() for n in range(1, steps + 1) for r in stepper.requests(n)]
+        assert made == [r.digest() for r in requests]
+        for j in jumps:
+            after = int(j * steps)
+            edge = transitions[min(after + 1, steps - 1)]["edge"] if steps else ""
+            found = stepper.run_until(after, lambda info, edge=edge: info.edge == edge)
+            want = next(
+                (n for n in range(after + 1, steps + 1) if transitions[n - 1]["edge"] == edge), None
+            )
+            assert (found.step if found else None) == want
     finally:
         stepper.close()
 
@@ -639,9 +690,9 @@ def check_run(
         _check_events(live)
         _check_messages(result, requests)
         transitions = _check_log(log, result, data)
-        _check_replay(log, result, root)
+        _check_replay(log, result, root, live.events)
         with mock.patch.object(stepper_module, "CACHE", 2):
-            _check_stepper(log, transitions, jumps)
+            _check_stepper(log, transitions, jumps, requests)
         _check_cut_log(log, root, keep, result.reason == PROMPT_BLOCKED)
         return result
 
@@ -754,7 +805,36 @@ def check_follow_up(first: dict[str, Any], then: dict[str, Any]) -> LoopResult:
         return result
 
 
+def _round(n: int, tokens: int) -> dict[str, Any]:
+    call = {"type": "tool_use", "id": f"toolu_{n}", "name": "Read", "input": {"file_path": "a.txt"}}
+    return {"content": [call], "usage": {"input_tokens": tokens, "output_tokens": 50}}
+
+
+TOO_LONG = {
+    "content": [],
+    "error": {"kind": "prompt_too_long", "message": "too long", "status": 400},
+}
+DONE = {"content": [{"type": "text", "text": "Done."}]}
+COLLAPSE_DRAIN = {
+    "prompt": "Read the files.",
+    "config": {
+        "permission_mode": "bypassPermissions",
+        "context_window": 100_000,
+        "autocompact": False,
+    },
+    "turns": [_round(1, 10_000), _round(2, 10_000), _round(3, 62_000), TOO_LONG, DONE],
+}
+"""A collapse staged past 60% of the window, drained by the prompt-too-long that follows."""
+REACTIVE_COMPACT = {
+    **COLLAPSE_DRAIN,
+    "turns": [_round(1, 10_000), _round(2, 10_000), TOO_LONG, DONE],
+}
+"""Two rounds, then a prompt-too-long with nothing staged: reactive compaction, then the retry."""
+
+
 @settings(max_examples=examples(40))
+@example(COLLAPSE_DRAIN, {})
+@example(REACTIVE_COMPACT, {})
 @given(long_sessions(), knobs())
 def test_every_long_session_keeps_the_engine_s_invariants(
     data: dict[str, Any], knobs: dict[str, Any]
