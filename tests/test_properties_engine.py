@@ -16,8 +16,10 @@ from __future__ import annotations
 import asyncio
 import json
 import socket
+import struct
 import subprocess
 import tempfile
+import zlib
 from collections import Counter
 from collections.abc import AsyncIterator, Iterator
 from contextlib import contextmanager
@@ -33,7 +35,7 @@ from hypothesis import strategies as st
 import fsm_agent.scripted as scripted
 import fsm_agent.stepper as stepper_module
 from fsm_agent.config import RunConfig
-from fsm_agent.context import CLEARED
+from fsm_agent.context import CLEARED, IMAGE_PLACEHOLDER
 from fsm_agent.driver import LoopResult
 from fsm_agent.effects import AbortSignal, Inbox
 from fsm_agent.events import (
@@ -49,7 +51,14 @@ from fsm_agent.fork import ForkPoint, afork
 from fsm_agent.history import aresume, follow_up
 from fsm_agent.log import SessionLog
 from fsm_agent.machine import EDGES, FINAL_STATES, INITIAL, TERMINAL_REASONS
-from fsm_agent.messages import Message, ToolResultBlock, ToolUseBlock, Usage
+from fsm_agent.messages import (
+    ImageBlock,
+    Message,
+    TextBlock,
+    ToolResultBlock,
+    ToolUseBlock,
+    Usage,
+)
 from fsm_agent.model import ModelRequest
 from fsm_agent.permissions import MODES
 from fsm_agent.prelude import PROMPT_BLOCKED
@@ -63,12 +72,34 @@ SCHEMA = json.loads((ROOT / "docs" / "log-format.schema.json").read_text())
 VALIDATOR = jsonschema.validators.validator_for(SCHEMA)(SCHEMA)
 EDGE_STEPS = {(e.source.value, e.name, e.dest) for e in EDGES}
 
-FILES = {"a.txt": "alpha\nbeta\n", "sub/b.py": "print('b')\n", "sub/c.md": "# c\nalpha\n"}
+
+def _png() -> bytes:
+    """A 1×1 PNG: a Read of it answers with an image, which a media error strips."""
+    row = zlib.compress(b"\x00\xff\x00\x00")
+    chunks = [
+        (b"IHDR", struct.pack(">IIBBBBB", 1, 1, 8, 2, 0, 0, 0)),
+        (b"IDAT", row),
+        (b"IEND", b""),
+    ]
+    body = b"".join(
+        struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+        for kind, data in chunks
+    )
+    return b"\x89PNG\r\n\x1a\n" + body
+
+
+FILES: dict[str, str | bytes] = {
+    "a.txt": "alpha\nbeta\n",
+    "sub/b.py": "print('b')\n",
+    "sub/c.md": "# c\nalpha\n",
+    "pic.png": _png(),
+}
 """The scratch workspace every example starts from."""
 
 CALLS: dict[str, list[dict[str, Any]]] = {
     "Read": [
         {"file_path": "a.txt"},
+        {"file_path": "pic.png"},
         {"file_path": "sub/b.py", "offset": 1, "limit": 1},
         {"file_path": "missing.txt"},
         {"file_path": "sub"},
@@ -407,7 +438,10 @@ def _workspace(root: Path) -> Path:
     ws = root / "ws"
     for name, text in FILES.items():
         (ws / name).parent.mkdir(parents=True, exist_ok=True)
-        (ws / name).write_text(text)
+        if isinstance(text, bytes):
+            (ws / name).write_bytes(text)
+        else:
+            (ws / name).write_text(text)
     return ws
 
 
@@ -439,10 +473,20 @@ def _live(data: dict[str, Any], root: Path, knobs: dict[str, Any] | None = None)
     return Live(result, list(_Watched.requests), log, events)
 
 
+def _images_stripped(block: ToolResultBlock) -> ToolResultBlock:
+    if isinstance(block.content, str):
+        return block
+    content = tuple(
+        TextBlock(IMAGE_PLACEHOLDER) if isinstance(b, ImageBlock) else b for b in block.content
+    )
+    return evolve(block, content=content)
+
+
 def _check_events(live: Live, earlier: tuple[Message, ...] = ()) -> None:
     """The run's usage is its responses' (`ResponseUsage`), its transitions its path, and
     every call answered in the conversation was reported answered with that result
-    (unless microcompact has cleared it since, or an `earlier` run answered it)."""
+    (unless microcompact has cleared it since or reactive compaction stripped its
+    images, or an `earlier` run answered it)."""
     result, events = live.result, live.events
     total = Usage()
     for event in events:
@@ -456,7 +500,9 @@ def _check_events(live: Live, earlier: tuple[Message, ...] = ()) -> None:
     for message in result.messages.items:
         for block in message.content:
             if isinstance(block, ToolResultBlock) and block.content != CLEARED:
-                assert block in reported, f"{block.tool_use_id}'s result was not reported"
+                assert _images_stripped(block) in [_images_stripped(r) for r in reported], (
+                    f"{block.tool_use_id}'s result was not reported"
+                )
 
 
 # --- the invariants -----------------------------------------------------------------
