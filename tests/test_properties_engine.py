@@ -195,6 +195,13 @@ HOOK_OUTCOMES: dict[str, list[dict[str, Any]]] = {
         {"updated_outputs": ["replaced output"]},
     ],
     "PostToolUseFailure": [{}, {"additional_context": ["failed, see"]}],
+    "PostToolBatch": [
+        {},
+        {"blocking_errors": ["batch says no"]},
+        {"prevent_continuation": True, "stop_reason": "batch stop"},
+        {"interrupted": True},
+        {"additional_context": ["batch context"]},
+    ],
     "PermissionRequest": [
         {},
         {"permission_decision": "allow"},
@@ -212,6 +219,8 @@ COMMAND_HOOKS = [
     ("PostToolUse", "Write|Edit", 'echo \'{"decision": "block", "reason": "check it"}\''),
     ("Stop", "", 'echo \'{"continue": false, "stopReason": "halt"}\''),
     ("UserPromptSubmit", "", "echo 'context from a hook'"),
+    ("PostToolBatch", "", "echo 'batch blocked' >&2; exit 2"),
+    ("Notification", "", "exit 0"),
 ]
 """Command hooks in Claude Code's settings format: (event, matcher, command)."""
 
