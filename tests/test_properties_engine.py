@@ -759,7 +759,7 @@ def examples(n: int) -> int:
     return n if asked <= settings.get_profile("default").max_examples else asked
 
 
-@settings(max_examples=examples(60))
+@settings(max_examples=examples(80))
 @given(scenarios(), st.lists(st.floats(0, 0.999), max_size=4), st.floats(0, 1), knobs())
 def test_every_run_keeps_the_engine_s_invariants(
     data: dict[str, Any], jumps: list[float], keep: float, knobs: dict[str, Any]
@@ -811,7 +811,7 @@ def check_fork(parent: dict[str, Any], then: dict[str, Any], at: float) -> LoopR
         return result
 
 
-@settings(max_examples=examples(25))
+@settings(max_examples=examples(30))
 @given(scenarios(), scenarios(), st.floats(0, 0.999))
 def test_a_fork_of_any_run_keeps_the_engine_s_invariants(
     parent: dict[str, Any], then: dict[str, Any], at: float
@@ -899,7 +899,7 @@ def test_every_long_session_keeps_the_engine_s_invariants(
     check_run(data, knobs=knobs)
 
 
-@settings(max_examples=examples(25))
+@settings(max_examples=examples(30))
 @given(scenarios(), scenarios())
 def test_a_chat_s_next_message_keeps_the_engine_s_invariants(
     first: dict[str, Any], then: dict[str, Any]
@@ -950,7 +950,7 @@ def check_edit_fork(parent: dict[str, Any], then: dict[str, Any], at: float, pic
         _check_replay(fork_log, result, root)
 
 
-@settings(max_examples=examples(25))
+@settings(max_examples=examples(30))
 @given(scenarios(), scenarios(), st.floats(0, 0.999), st.floats(0, 0.999))
 def test_a_what_if_fork_of_any_run_keeps_the_engine_s_invariants(
     parent: dict[str, Any], then: dict[str, Any], at: float, pick: float
