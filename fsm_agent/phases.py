@@ -87,8 +87,8 @@ PhaseFn = Callable[[Run, LoopState, Iteration], Awaitable[tuple[Iteration, Facts
 OVER_LIMIT = Facts(over_hard_limit=True)
 NO_USAGE = Usage()
 STOP_HOOKS_INTERRUPTED = "interrupted while Stop hooks ran"
-POST_TOOL_BATCH = "PostToolBatch"
 """Ctrl-C while Stop hooks ran: as in Claude Code, the hooks prevent continuing."""
+POST_TOOL_BATCH = "PostToolBatch"
 
 
 async def blocking_limit_check(
