@@ -48,6 +48,14 @@ settings.register_profile("explore", deadline=None, max_examples=2000)
 settings.load_profile("default")
 
 
+def examples(n: int) -> settings:
+    """A property's `n` examples in the default profile, and as many times more as the
+    profile run asks for (`explore`: 20 times): a test's own plain `max_examples` would
+    hold every profile to `n`, and exploring would search no wider."""
+    base = settings.get_profile("default").max_examples
+    return settings(max_examples=max(1, n * settings.default.max_examples // base))
+
+
 def pytest_configure(config: pytest.Config) -> None:
     """The commands the tests start inherit standard input; a run with its PROMPT reads
     a piped one. Unless it is a terminal (a developer's, for --pdb), it becomes /dev/null,

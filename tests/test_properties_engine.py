@@ -29,7 +29,7 @@ from unittest import mock
 
 import jsonschema
 from attrs import evolve, frozen
-from hypothesis import example, given, settings
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 import fsm_agent.scripted as scripted
@@ -66,7 +66,7 @@ from fsm_agent.recording import LogEnded
 from fsm_agent.scripted import Scenario, ScriptedHooks, ScriptedModel
 from fsm_agent.session import areplay, arun, arun_scenario, config_of
 from fsm_agent.stepper import Stepper
-from tests.conftest import ROOT
+from tests.conftest import ROOT, examples
 
 SCHEMA = json.loads((ROOT / "docs" / "log-format.schema.json").read_text())
 VALIDATOR = jsonschema.validators.validator_for(SCHEMA)(SCHEMA)
@@ -752,14 +752,7 @@ def check_run(
         return result
 
 
-def examples(n: int) -> int:
-    """`n` in the default profile; a profile that asks for more (`explore`) gets them,
-    where a plain `max_examples=n` would hold it to `n` too."""
-    asked = settings().max_examples
-    return n if asked <= settings.get_profile("default").max_examples else asked
-
-
-@settings(max_examples=examples(80))
+@examples(80)
 @given(scenarios(), st.lists(st.floats(0, 0.999), max_size=4), st.floats(0, 1), knobs())
 def test_every_run_keeps_the_engine_s_invariants(
     data: dict[str, Any], jumps: list[float], keep: float, knobs: dict[str, Any]
@@ -811,7 +804,7 @@ def check_fork(parent: dict[str, Any], then: dict[str, Any], at: float) -> LoopR
         return result
 
 
-@settings(max_examples=examples(30))
+@examples(30)
 @given(scenarios(), scenarios(), st.floats(0, 0.999))
 def test_a_fork_of_any_run_keeps_the_engine_s_invariants(
     parent: dict[str, Any], then: dict[str, Any], at: float
@@ -887,7 +880,7 @@ REACTIVE_COMPACT = {
 """Two rounds, then a prompt-too-long with nothing staged: reactive compaction, then the retry."""
 
 
-@settings(max_examples=examples(40))
+@examples(40)
 @example(COLLAPSE_DRAIN, {})
 @example(REACTIVE_COMPACT, {})
 @given(long_sessions(), knobs())
@@ -899,7 +892,7 @@ def test_every_long_session_keeps_the_engine_s_invariants(
     check_run(data, knobs=knobs)
 
 
-@settings(max_examples=examples(30))
+@examples(30)
 @given(scenarios(), scenarios())
 def test_a_chat_s_next_message_keeps_the_engine_s_invariants(
     first: dict[str, Any], then: dict[str, Any]
@@ -950,7 +943,7 @@ def check_edit_fork(parent: dict[str, Any], then: dict[str, Any], at: float, pic
         _check_replay(fork_log, result, root)
 
 
-@settings(max_examples=examples(30))
+@examples(30)
 @given(scenarios(), scenarios(), st.floats(0, 0.999), st.floats(0, 0.999))
 def test_a_what_if_fork_of_any_run_keeps_the_engine_s_invariants(
     parent: dict[str, Any], then: dict[str, Any], at: float, pick: float

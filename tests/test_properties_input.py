@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import event, given, settings
+from hypothesis import event, given
 from hypothesis import strategies as st
 
 from fsm_agent import cli
@@ -43,15 +43,7 @@ from fsm_agent.scripted import Scenario, ScenarioError
 from fsm_agent.session import replay, run_scenario
 from fsm_agent.settings import Settings, SettingsError, load_settings, parse_settings
 from fsm_agent.stepper import Stepper
-from tests.conftest import ROOT, SCENARIOS
-
-
-def examples(n: int) -> Any:
-    """`n` examples in the default profile; a profile asking for more (`explore`) gets
-    its own count, which a test's own `max_examples` would otherwise override."""
-    wanted = settings.default.max_examples
-    return settings(max_examples=n if wanted <= 100 else wanted)
-
+from tests.conftest import ROOT, SCENARIOS, examples
 
 # --- JSON values and how they are written ------------------------------------------
 

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import assume, event, example, given, note, settings
+from hypothesis import assume, event, example, given, note
 from hypothesis import strategies as st
 
 from fsm_agent import jsontext
@@ -53,6 +53,7 @@ from fsm_agent.tools.read import ReadTool
 from fsm_agent.tools.workspace import is_within
 from fsm_agent.tools.write import WriteTool
 from fsm_agent.validation import input_problem, os_string_problem
+from tests.conftest import examples
 from tests.messages_server import (
     MessagesServer,
     StreamReply,
@@ -66,12 +67,6 @@ from tests.test_anthropic_model import REQUEST
 from tests.tools_support import NoModel
 
 SECRET = "SECRET-outside-the-workspace"
-
-
-def examples(n: int) -> settings:
-    """`n` examples in the default profile; as many times more as another profile asks
-    (`--hypothesis-profile=explore`: 20 times), so exploring searches wider here too."""
-    return settings(max_examples=max(1, n * settings.default.max_examples // 100))
 
 
 # --- strategies -------------------------------------------------------------------
