@@ -598,58 +598,43 @@ def chat(quiet: bool, verbose: bool, **options: Any) -> None:
 
 
 CONCURRENCY_VARIABLE = "CLAUDE_CODE_MAX_TOOL_USE_CONCURRENCY"
+MAX_TURNS_VARIABLE = "CLAUDE_CODE_MAX_TURNS"
+STOP_HOOK_CAP_VARIABLE = "CLAUDE_CODE_STOP_HOOK_BLOCK_CAP"
+IDLE_NOTIFY_VARIABLE = "FSM_AGENT_IDLE_NOTIFY_MS"
+AT_LEAST_ONE = "a whole number of 1 or more"
+
+
+def _whole_number_variable(name: str, words: str, least: int | None = 1) -> int | None:
+    """The environment variable `name` as a whole number (ASCII digits, a sign when no
+    `least` is set), None when it is unset or blank; anything else, or less than
+    `least`, is a usage error naming the variable, saying it must be `words`."""
+    value = os.environ.get(name, "").strip()
+    if not value:
+        return None
+    number = None
+    if re.fullmatch(r"[0-9]+" if least is not None else r"-?[0-9]+", value):
+        with contextlib.suppress(ValueError):  # more digits than Python converts
+            number = int(value)
+    if number is None or (least is not None and number < least):
+        fail(f"{name} must be {words}, not {value[:40]!r}")
+    return number
 
 
 def _concurrency_cap() -> int | None:
     """How many safe calls may run at once, if Claude Code's variable says."""
-    value = os.environ.get(CONCURRENCY_VARIABLE, "").strip()
-    if not value:
-        return None
-    number = _whole_number(value) if re.fullmatch(r"[0-9]+", value) else None
-    if number is None or number < 1:
-        fail(f"{CONCURRENCY_VARIABLE} must be a whole number of 1 or more, not {value[:40]!r}")
-    return number
-
-
-def _whole_number(text: str) -> int | None:
-    """`text` (digits, maybe a sign) as an int; None for more digits than Python converts."""
-    try:
-        return int(text)
-    except ValueError:
-        return None
-
-
-MAX_TURNS_VARIABLE = "CLAUDE_CODE_MAX_TURNS"
+    return _whole_number_variable(CONCURRENCY_VARIABLE, AT_LEAST_ONE)
 
 
 def _max_turns_variable() -> int | None:
     """`--max-turns` from Claude Code's variable, when the option is not given."""
-    value = os.environ.get(MAX_TURNS_VARIABLE, "").strip()
-    if not value:
-        return None
-    number = _whole_number(value) if re.fullmatch(r"[0-9]+", value) else None
-    if number is None or number < 1:
-        fail(f"{MAX_TURNS_VARIABLE} must be a whole number of 1 or more, not {value[:40]!r}")
-    return number
-
-
-STOP_HOOK_CAP_VARIABLE = "CLAUDE_CODE_STOP_HOOK_BLOCK_CAP"
+    return _whole_number_variable(MAX_TURNS_VARIABLE, AT_LEAST_ONE)
 
 
 def _stop_hook_block_cap() -> int | None:
     """How many Stop-hook blocks in a row send the model on, if Claude Code's variable
     says (0 or less: no cap)."""
-    value = os.environ.get(STOP_HOOK_CAP_VARIABLE, "").strip()
-    if not value:
-        return None
-    number = _whole_number(value) if re.fullmatch(r"-?[0-9]+", value) else None
-    if number is None:
-        shown = repr(value[:40])
-        fail(f"{STOP_HOOK_CAP_VARIABLE} must be a whole number (0 or less: no cap), not {shown}")
-    return number
-
-
-IDLE_NOTIFY_VARIABLE = "FSM_AGENT_IDLE_NOTIFY_MS"
+    words = "a whole number (0 or less: no cap)"
+    return _whole_number_variable(STOP_HOOK_CAP_VARIABLE, words, least=None)
 
 
 def _idle_notify_s() -> float:
@@ -657,14 +642,15 @@ def _idle_notify_s() -> float:
     `idle_prompt` (Claude Code's `messageIdleNotifThresholdMs`, default a minute)."""
     from fsm_agent.launch import IDLE_NOTIFY_S
 
-    value = os.environ.get(IDLE_NOTIFY_VARIABLE, "").strip()
-    if not value:
+    words = "a whole number of milliseconds"
+    number = _whole_number_variable(IDLE_NOTIFY_VARIABLE, words, least=0)
+    if number is None:
         return IDLE_NOTIFY_S
-    number = _whole_number(value) if re.fullmatch(r"[0-9]+", value) else None
-    with contextlib.suppress(OverflowError):  # more seconds than a float holds
-        if number is not None:
-            return number / 1000
-    fail(f"{IDLE_NOTIFY_VARIABLE} must be a whole number of milliseconds, not {value[:40]!r}")
+    try:
+        return number / 1000
+    except OverflowError:  # more seconds than a float holds
+        shown = os.environ[IDLE_NOTIFY_VARIABLE].strip()[:40]
+        fail(f"{IDLE_NOTIFY_VARIABLE} must be {words}, not {shown!r}")
 
 
 def config_with(config: RunConfig, **changes: Any) -> RunConfig:
