@@ -24,7 +24,7 @@ from collections import Counter
 from collections.abc import AsyncIterator, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, get_args
 from unittest import mock
 
 import jsonschema
@@ -63,7 +63,7 @@ from fsm_agent.model import ModelRequest
 from fsm_agent.permissions import MODES
 from fsm_agent.prelude import PROMPT_BLOCKED
 from fsm_agent.recording import LogEnded
-from fsm_agent.scripted import Scenario, ScriptedHooks, ScriptedModel
+from fsm_agent.scripted import Scenario, ScriptedHooks, ScriptedModel, StopReason
 from fsm_agent.session import areplay, arun, arun_scenario, config_of
 from fsm_agent.stepper import Stepper
 from tests.conftest import ROOT, examples
@@ -160,15 +160,7 @@ ERRORS = {
     "invalid_response": ("not an event", None),
 }
 
-STOP_REASONS = [
-    "end_turn",
-    "max_tokens",
-    "stop_sequence",
-    "tool_use",
-    "pause_turn",
-    "refusal",
-    "model_context_window_exceeded",
-]
+STOP_REASONS = list(get_args(StopReason))
 
 HOOK_OUTCOMES: dict[str, list[dict[str, Any]]] = {
     "Stop": [
