@@ -64,6 +64,7 @@ from tests.messages_server import (
     text,
 )
 from tests.test_anthropic_model import REQUEST
+from tests.test_command_hooks import _results
 from tests.tools_support import NoModel
 
 SECRET = "SECRET-outside-the-workspace"
@@ -367,7 +368,7 @@ def test_a_path_no_file_name_can_be_is_the_models_input_error(
               "input": located_input(tool_input, ws, outside)}],
             "default",
         )  # fmt: skip
-        answer = results_by_id(result)["t1"]
+        answer = _results(result)["t1"]
         assert answer.is_error
         assert "failed: UnicodeEncodeError" not in answer.text
         assert "cannot be resolved" in answer.text
@@ -410,15 +411,6 @@ def scripted_run(ws: Path, log: Path, blocks: list[dict[str, Any]], mode: str) -
             log=log,
         )
     )
-
-
-def results_by_id(result: LoopResult) -> dict[str, ToolResultBlock]:
-    return {
-        b.tool_use_id: b
-        for m in result.messages
-        for b in m.content
-        if isinstance(b, ToolResultBlock)
-    }
 
 
 @examples(50)
@@ -1008,7 +1000,7 @@ def test_a_run_whose_stream_fails_anywhere_ends_as_the_seeds_say(
             else:
                 assert result.reason == "model_error"
         uses = [b for m in result.messages for b in m.content if isinstance(b, ToolUseBlock)]
-        answers = results_by_id(result)
+        answers = _results(result)
         assert sorted(answers) == sorted(u.id for u in uses)
         if result.reason == "model_error":  # only a safe call may have started while streaming
             failed = model_failed(result.error or "")
@@ -1080,7 +1072,7 @@ def test_a_call_with_an_infinite_number_is_refused_and_the_run_replays(
 
     result = asyncio.run(go())
     assert (result.reason, result.error) == ("completed", None)
-    answer = results_by_id(result)["t1"]
+    answer = _results(result)["t1"]
     assert answer.is_error
     assert answer.text.startswith("<tool_use_error>invalid JSON in tool input: ")
     assert "1e400" in answer.text
@@ -1254,7 +1246,7 @@ def test_a_run_whose_stream_breaks_the_protocol_ends_and_replays(
         note(f"{result.reason} {result.error}")
         assert result.reason in {t.value for t in Terminal}
         uses = [b for m in result.messages for b in m.content if isinstance(b, ToolUseBlock)]
-        assert sorted(results_by_id(result)) == sorted(u.id for u in uses)
+        assert sorted(_results(result)) == sorted(u.id for u in uses)
         assert tree(outside) == before
         assert replay(ws.parent / "run.jsonl").path == result.path
 
@@ -1299,7 +1291,7 @@ def test_an_overloaded_stream_switches_to_the_fallback_and_drops_its_calls(
         assert [b["model"] for b in messages_server.bodies()] == ["claude-test-1", "claude-test-2"]
         uses = [b for m in result.messages for b in m.content if isinstance(b, ToolUseBlock)]
         assert uses == []
-        assert results_by_id(result) == {}
+        assert _results(result) == {}
         assert not (ws / "new.txt").exists()
         assert (ws / "a.txt").read_text() == "alpha\nbeta\n"
         assert tree(outside) == before
@@ -1337,7 +1329,7 @@ def test_a_call_cut_by_the_output_limit_is_never_run(
         uses = [b for m in result.messages for b in m.content if isinstance(b, ToolUseBlock)]
         cut_id = blocks[-1]["id"]
         assert cut_id not in [u.id for u in uses]
-        assert sorted(results_by_id(result)) == sorted(u.id for u in uses)
+        assert sorted(_results(result)) == sorted(u.id for u in uses)
         if calls[-1][0] == "Write" and all(name != "Write" for name, _ in calls[:-1]):
             assert not (ws / "new.txt").exists()
         assert tree(outside) == before
