@@ -668,12 +668,7 @@ def _chat(plan: Plan, history: list[Any], *, quiet: bool, verbose: bool) -> None
         sys.stdin.reconfigure(errors="replace")  # a line typed in another encoding still goes
     console = RunConsole()
     session = ChatSession(
-        plan,
-        console,
-        LineReader(sys.stdin),
-        messages=history,
-        quiet=quiet,
-        verbose=verbose,
+        plan, console, LineReader(sys.stdin), messages=history, quiet=quiet, verbose=verbose
     )
     if history and plan.parent is not None:
         resuming = f"resuming {plan.parent} ({len(history)} messages)"

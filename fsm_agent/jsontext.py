@@ -93,10 +93,11 @@ def finite_float(text: str) -> float:
 
 
 def strict_loads(text: str) -> Any:
-    """JSON written outside fsm-agent (a scenario, a settings file, a hook's answer, an
-    edited result), read as `JSON.parse` reads it: `NaN`, `Infinity` and a number past
-    a double's range (`1e400`) raise `ValueError`, where Python's reader takes them and
-    the log would then hold null (a replay would judge another value)."""
+    """JSON written outside fsm-agent whose values the log records (a scenario, a hook's
+    answer, an edited result): `NaN` and `Infinity` (no JSON) and a number past a
+    double's range (`1e400`) raise `ValueError`, where Python's reader takes them and
+    the log would then hold null (a replay would judge another value). A settings file
+    keeps `1e400`, as Claude Code's `JSON.parse` does; only `no_constant` holds there."""
     return json.loads(text, parse_constant=no_constant, parse_float=finite_float)
 
 

@@ -20,10 +20,10 @@ from fsm_agent import jsontext
 FORMAT = "fsm-agent-session"
 VERSION = 2
 READS = (1, 2)
-TAIL_CHUNK = 8192
-"""How much of a log's end `last_line` reads at a time, backwards."""
 """Versions this reader takes: 2 added `ModelRetry` to a model result's events, and a
 version 1 log is a version 2 log without any."""
+TAIL_CHUNK = 8192
+"""How much of a log's end `last_line` reads at a time, backwards."""
 REQUIRED: dict[str, tuple[str, ...]] = {
     "start": ("messages",),
     "transition": ("step", "from", "to", "edge", "turn", "state"),
