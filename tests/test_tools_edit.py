@@ -306,3 +306,74 @@ def test_which_file_a_command_views(command: str, file: str | None) -> None:
     from fsm_agent.tools.viewed import viewed_file
 
     assert viewed_file(command) == file
+
+
+@pytest.mark.parametrize(
+    ("before", "old", "new", "after"),
+    [
+        (b"a\r\nb\nc\r\n", "a\nb\nc", "x\ny", b"x\r\ny\r\n"),
+        (b"a\nb\r\nc\nd\n", "a\nb\nc", "X\nY", b"X\nY\nd\n"),
+        (b"a\nb\r\nc\nd\n", "b\nc", "B\nC", b"a\nB\r\nC\nd\n"),
+        (b"keep\r\none\r\ntwo\nkeep\n", "one\ntwo", "1", b"keep\r\n1\nkeep\n"),
+    ],
+    ids=[
+        "crlf_majority_writes_crlf",
+        "lf_majority_writes_lf",
+        "a_crlf_span_keeps_crlf",
+        "untouched_lines_keep_theirs",
+    ],
+)  # fmt: skip
+def test_an_old_string_across_mixed_endings_is_found(
+    ws: Path, before: bytes, old: str, new: str, after: bytes
+) -> None:
+    """Claude Code matches against the file with CRLF read as LF, so a string that
+    spans a CRLF line and an LF line is found. The text put in its place takes the
+    ending of the text it replaces, or the file's commoner one when that has both, and
+    the lines the edit does not touch keep theirs."""
+    f = ws / "mixed.txt"
+    f.write_bytes(before)
+    out = edit(read_first(ws, f), f, old, new)
+    assert not out.is_error, out.content
+    assert f.read_bytes() == after
+
+
+@pytest.mark.parametrize(
+    ("before", "old", "new", "after"),
+    [
+        ("print(“hello”)\n", 'print("hello")', 'print("bye")', "print(“bye”)\n"),
+        ("it’s ‘odd’\n", "it's 'odd'", "it's 'even'", "it’s ‘even’\n"),
+        ('say "hi"\n', "say “hi”", "say “bye”", 'say “bye”\n'),
+    ],
+    ids=["double_quotes", "single_quotes_and_apostrophe", "straight_in_file_curly_given"],
+)  # fmt: skip
+def test_curly_quotes_match_straight_ones(
+    ws: Path, before: str, old: str, new: str, after: str
+) -> None:
+    """Claude Code's findActualString: a model writes straight quotes where the file
+    has curly ones (and the reverse); the match is made with quotes normalised, and
+    the new text takes the file's curly style when the match needed it."""
+    f = ws / "q.py"
+    f.write_text(before, encoding="utf-8")
+    out = edit(read_first(ws, f), f, old, new)
+    assert not out.is_error, out.content
+    assert f.read_text(encoding="utf-8") == after
+
+
+def test_deleting_a_whole_line_takes_its_newline(ws: Path) -> None:
+    """Claude Code's applyEditToFile: an empty new_string for a line given without
+    its newline deletes the line, not leaving an empty one in its place."""
+    f = ws / "m.py"
+    f.write_bytes(b"a\r\nb\r\nc\r\n")
+    out = edit(read_first(ws, f), f, "b", "")
+    assert not out.is_error, out.content
+    assert f.read_bytes() == b"a\r\nc\r\n"
+
+
+def test_deleting_the_end_of_a_line_keeps_the_line_break(ws: Path) -> None:
+    """Claude Code would take the newline after any deleted string, joining the next
+    line onto this one; fsm-agent takes it only after a whole line."""
+    f = ws / "m.py"
+    f.write_text("x = 1  # note\ny = 2\n")
+    out = edit(read_first(ws, f), f, "  # note", "")
+    assert not out.is_error, out.content
+    assert f.read_text() == "x = 1\ny = 2\n"

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import re
+from bisect import bisect_left
 from typing import Any
 
 from fsm_agent.tools.base import ToolEnv, ToolInputError, ToolOutcome
@@ -56,28 +58,103 @@ def too_many(count: int, old: str) -> str:
     )
 
 
+CURLY_QUOTES = {"\u2018": "'", "\u2019": "'", "\u201c": '"', "\u201d": '"'}
+_STRAIGHTEN = str.maketrans(CURLY_QUOTES)
+_OPENING_AFTER = frozenset(" \t\n\r([{\u2014\u2013")
+
+
+def line_ending(content: str) -> str:
+    """Claude Code's `detectLineEndings`: the commoner ending in the first 4,096 characters."""
+    head = content[:4096]
+    crlf = head.count("\r\n")
+    return "\r\n" if crlf > head.count("\n") - crlf else "\n"
+
+
+def find_actual(content: str, old: str) -> str | None:
+    """Claude Code's `findActualString`: `old` as the file has it, matched with curly
+    quotes read as straight ones (a model writes straight quotes for curly)."""
+    if old in content:
+        return old
+    at = content.translate(_STRAIGHTEN).find(old.translate(_STRAIGHTEN))
+    return None if at < 0 else content[at : at + len(old)]
+
+
+def _curl(text: str, straight: str, left: str, right: str) -> str:
+    out: list[str] = []
+    for i, c in enumerate(text):
+        if c != straight:
+            out.append(c)
+        elif (
+            straight == "'"
+            and 0 < i < len(text) - 1
+            and text[i - 1].isalpha()
+            and text[i + 1].isalpha()
+        ):
+            out.append(right)
+        else:
+            out.append(left if i == 0 or text[i - 1] in _OPENING_AFTER else right)
+    return "".join(out)
+
+
+def preserve_quote_style(old: str, actual: str, new: str) -> str:
+    """Claude Code's `preserveQuoteStyle`: when `old` matched only with quotes
+    normalised, `new`'s straight quotes take the file's curly style (an opening quote
+    after a space or a bracket, an apostrophe between letters a closing one)."""
+    if old == actual:
+        return new
+    if "\u201c" in actual or "\u201d" in actual:
+        new = _curl(new, '"', "\u201c", "\u201d")
+    if "\u2018" in actual or "\u2019" in actual:
+        new = _curl(new, "'", "\u2018", "\u2019")
+    return new
+
+
 def replace(content: str, old: str, new: str, replace_all: bool) -> str:
     """Apply one edit to `content`, or raise the error the model should see.
 
-    Read shows CRLF lines without the CR. A file whose every line ends in CRLF
-    is edited as LF text and written back all CRLF, so the lines an edit adds
-    end like the others. In a file of mixed endings, when the LF form of `old`
-    is not found its CRLF form is tried, with `new` written back as CRLF too.
+    As in Claude Code, `old` is looked for in the file with its CRLFs read as LF
+    (Read shows lines without their CR), and with curly quotes matched by straight
+    ones. Unlike Claude Code, which writes the whole file back with one ending (the
+    commoner), only the matched text is replaced: the lines the edit does not touch
+    keep their bytes. The new text takes the ending of the text it replaces, or,
+    when that has none or both, the file's commoner ending, as in Claude Code.
     """
-    if "\r\n" in content and content.count("\n") == content.count("\r\n"):
-        lf = content.replace("\r\n", "\n")
-        edited = replace(lf, old.replace("\r\n", "\n"), new.replace("\r\n", "\n"), replace_all)
-        return edited.replace("\n", "\r\n")
-    target, replacement = old, new
-    count = content.count(target)
-    if count == 0 and "\r\n" in content and "\n" in old and "\r\n" not in old:
-        target, replacement = old.replace("\n", "\r\n"), new.replace("\n", "\r\n")
-        count = content.count(target)
-    if count == 0:
+    lf = content.replace("\r\n", "\n")
+    old_lf = old.replace("\r\n", "\n")
+    actual = find_actual(lf, old_lf)
+    if actual is None:
         raise ToolInputError(not_found(old))
+    count = lf.count(actual)
     if count > 1 and not replace_all:
         raise ToolInputError(too_many(count, old))
-    return content.replace(target, replacement, -1 if replace_all else 1)
+    replacement = preserve_quote_style(old_lf, actual, new)
+    whole_lines = not new and not actual.endswith("\n")
+    crlfs = [m.start() - k for k, m in enumerate(re.finditer("\r\n", content))]
+    out: list[str] = []
+    done = 0
+    at = lf.find(actual)
+    while at >= 0:
+        end = at + len(actual)
+        if whole_lines and lf.startswith("\n", end) and (at == 0 or lf[at - 1] == "\n"):
+            end += 1
+        start_raw, end_raw = at + bisect_left(crlfs, at), end + bisect_left(crlfs, end)
+        replaced = content[start_raw:end_raw]
+        out += [content[done:start_raw], _with_ending(replacement, replaced, content)]
+        done = end_raw
+        at = lf.find(actual, end) if replace_all else -1
+    out.append(content[done:])
+    return "".join(out)
+
+
+def _with_ending(new: str, replaced: str, content: str) -> str:
+    """`new` with the line ending of the text it replaces, if that has one kind only,
+    else the file's (Claude Code's `writeTextContent`: CRLF makes every newline CRLF)."""
+    crlf = replaced.count("\r\n")
+    lf = replaced.count("\n") - crlf
+    ending = "\r\n" if crlf and not lf else "\n" if lf and not crlf else line_ending(content)
+    if ending == "\n":
+        return new
+    return new.replace("\r\n", "\n").replace("\n", "\r\n")
 
 
 class EditTool:
