@@ -377,3 +377,12 @@ def test_deleting_the_end_of_a_line_keeps_the_line_break(ws: Path) -> None:
     out = edit(read_first(ws, f), f, "  # note", "")
     assert not out.is_error, out.content
     assert f.read_text() == "x = 1\ny = 2\n"
+
+
+def test_replace_all_says_every_occurrence_was_replaced(ws: Path) -> None:
+    f = ws / "m.py"
+    f.write_text("x\nx\n")
+    out = edit(read_first(ws, f), f, "x", "y", replace_all=True)
+    assert text(out) == (
+        f"The file {f} has been updated. All occurrences were successfully replaced."
+    )

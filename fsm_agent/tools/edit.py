@@ -195,7 +195,7 @@ class EditTool:
             updated = replace(content, old, new, replace_all)
         new_mtime = write_text(path, updated)
         return ToolOutcome(
-            written(path, created=False),
+            written(path, created=False, replace_all=replace_all),
             read_files={path: new_mtime},
             response=_response(path, old, new, content, updated, replace_all, env),
         )

@@ -166,7 +166,7 @@ def _write(out: dict[str, Any]) -> ToolResultContent:
 
 def _edit(out: dict[str, Any]) -> ToolResultContent:
     created = not out["oldString"] and not out["originalFile"]
-    return write.written(out["filePath"], created)
+    return write.written(out["filePath"], created, bool(out["replaceAll"]))
 
 
 def _glob(out: dict[str, Any]) -> ToolResultContent:

@@ -33,11 +33,13 @@ SCHEMA: dict[str, Any] = {
 }
 
 
-def written(path: str, created: bool) -> str:
+def written(path: str, created: bool, replace_all: bool = False) -> str:
     """What the model reads of a Write or an Edit of `path`: the tools' one text, and a
     PostToolUse hook's replacement's (`fsm_agent.tools.output`)."""
     if created:
         return f"File created successfully at: {path}"
+    if replace_all:
+        return f"The file {path} has been updated. All occurrences were successfully replaced."
     return f"The file {path} has been updated successfully."
 
 
