@@ -466,15 +466,24 @@ lf_text = st.lists(line_text, max_size=6).map("\n".join) | st.text(
 
 def edited(content: str, old: str, new: str, replace_all: bool) -> str | None:
     """The model of Edit on an existing file: its content after the edit, or None when
-    the edit is refused."""
+    the edit is refused. Emptying a whole line deletes its newline too; a match made
+    only with curly quotes read as straight ones is left to the example tests."""
     if old == new:
         return None
     if not old:
         return None if content.strip() else new
     count = content.count(old)
+    assume(count or straight(old) not in straight(content))  # a curly-quote match
     if count == 0 or (count > 1 and not replace_all):
         return None
+    if not new and not old.endswith("\n"):
+        whole_line = f"(?<![^\n]){re.escape(old)}\n|{re.escape(old)}"
+        return re.sub(whole_line, "", content, count=0 if replace_all else 1)
     return content.replace(old, new) if replace_all else content.replace(old, new, 1)
+
+
+def straight(text: str) -> str:
+    return text.translate(str.maketrans("\u2018\u2019\u201c\u201d", "''\"\""))
 
 
 @st.composite
@@ -550,7 +559,10 @@ def shown_file(text: str, offset: int | None, limit: int | None) -> str:
     are left."""
     lines = [line.removesuffix("\r") for line in text.split("\n")]
     if not text:
-        return "<system-reminder>Warning: the file exists but is empty.</system-reminder>"
+        return (
+            "<system-reminder>Warning: the file exists but the contents are empty."
+            "</system-reminder>"
+        )
     first = max(offset or 1, 1)
     limit = limit or 2000
     shown = lines[first - 1 : first - 1 + limit]

@@ -88,7 +88,9 @@ def test_empty_file_says_so_and_counts_as_read(ws: Path) -> None:
     f.write_text("")
     out = read(ws, file_path=str(f))
     assert not out.is_error
-    assert "empty" in text(out)
+    assert text(out) == (
+        "<system-reminder>Warning: the file exists but the contents are empty.</system-reminder>"
+    )
     assert str(f) in out.read_files
 
 

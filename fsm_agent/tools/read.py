@@ -82,7 +82,10 @@ def shown_lines(lines: list[str], first: int, total: int, more: bool) -> str:
     with a paging note if there are `more`: the tool's one text, and a PostToolUse hook's
     replacement's (`fsm_agent.tools.output`)."""
     if total == 0:
-        return "<system-reminder>Warning: the file exists but is empty.</system-reminder>"
+        return (
+            "<system-reminder>Warning: the file exists but the contents are empty."
+            "</system-reminder>"
+        )
     if not lines:
         return (
             f"<system-reminder>Warning: the file exists but is shorter than the provided "
