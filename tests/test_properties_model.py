@@ -554,10 +554,10 @@ def test_edit_of_a_crlf_file_is_the_edit_of_its_lf_text(edit: tuple[str, str, st
 
 def shown_file(text: str, offset: int | None, limit: int | None) -> str:
     """The model of Read's text: the text's lines (split on LF, a CR before it dropped; a
-    final newline is followed by an empty line), numbered from 1, from `offset` on, at
-    most `limit` (2000 by default), each cut at 2000 characters, with a note if lines
-    are left."""
-    lines = [line.removesuffix("\r") for line in text.split("\n")]
+    final newline is followed by an empty line; a leading byte order mark is no
+    character of them), numbered from 1, from `offset` on, at most `limit` (2000 by
+    default), each cut at 2000 characters, with a note if lines are left."""
+    lines = [line.removesuffix("\r") for line in text.removeprefix("\ufeff").split("\n")]
     if not text:
         return (
             "<system-reminder>Warning: the file exists but the contents are empty."
@@ -613,7 +613,7 @@ def test_read_numbers_the_lines_of_the_file(
         assert not outcome.is_error, result_text(outcome)
         assert result_text(outcome) == shown_file(text, offset, limit)
         assert outcome.read_files == {str(path): os.stat(path).st_mtime}
-        lines = text.split("\n") if text else []
+        lines = text.removeprefix("\ufeff").split("\n") if text else []
         first = max(offset or 1, 1)
         shown = lines[first - 1 : first - 1 + (limit or 2000)]
         assert outcome.response is not None

@@ -386,3 +386,21 @@ def test_replace_all_says_every_occurrence_was_replaced(ws: Path) -> None:
     assert text(out) == (
         f"The file {f} has been updated. All occurrences were successfully replaced."
     )
+
+
+def test_a_utf16le_file_is_edited_and_stays_utf16le(ws: Path) -> None:
+    """Claude Code edits a file with the UTF-16LE byte order mark as UTF-16LE text
+    and writes it back so; the mark stays."""
+    f = ws / "win.txt"
+    f.write_bytes(b"\xff\xfe" + "héllo\r\nwörld\r\n".encode("utf-16-le"))
+    out = edit(read_first(ws, f), f, "héllo\nwörld", "hello\nworld\nagain")
+    assert not out.is_error, out.content
+    assert f.read_bytes() == b"\xff\xfe" + "hello\r\nworld\r\nagain\r\n".encode("utf-16-le")
+
+
+def test_a_bom_stays_and_the_first_line_is_a_whole_line(ws: Path) -> None:
+    f = ws / "bom.txt"
+    f.write_bytes(b"\xef\xbb\xbfone\ntwo\n")
+    out = edit(read_first(ws, f), f, "one", "")
+    assert not out.is_error, out.content
+    assert f.read_bytes() == b"\xef\xbb\xbftwo\n"

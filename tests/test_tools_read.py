@@ -317,3 +317,32 @@ def test_a_fifo_put_in_a_file_s_place_after_the_check_is_refused_not_waited_on(
         reader.join()
     assert len(outcome) == 1 and isinstance(outcome[0], ToolInputError), outcome
     assert "is not a regular file" in str(outcome[0])
+
+
+UTF16 = b"\xff\xfe" + "héllo\r\nwörld\r\n".encode("utf-16-le")
+
+
+def test_a_utf16le_file_with_its_bom_is_shown_as_text(ws: Path) -> None:
+    """Claude Code reads a file starting with the UTF-16LE byte order mark as UTF-16LE
+    (`readFileSyncWithMetadata`); its NUL bytes do not make it binary."""
+    f = ws / "win.txt"
+    f.write_bytes(UTF16)
+    out = call(READ, {"file_path": str(f)}, evolve(make_env(ws), wants_response=True))
+    assert not out.is_error, out.content
+    assert text(out) == "     1→héllo\n     2→wörld\n     3→"
+    assert out.response is not None
+    assert out.response["file"]["content"] == "héllo\r\nwörld\r\n"
+    assert out.response["file"]["totalLines"] == 3
+    paged = call(READ, {"file_path": str(f), "limit": 1}, evolve(make_env(ws), wants_response=True))
+    assert text(paged) == (
+        "     1→héllo\n\n(Showing lines 1-1; the file continues. Use offset=2 to read more.)"
+    )
+    assert paged.response is not None
+    assert paged.response["file"]["totalLines"] == 3
+
+
+def test_a_utf8_bom_is_not_shown(ws: Path) -> None:
+    """Claude Code's Read strips a UTF-8 byte order mark: it is no character of line 1."""
+    f = ws / "bom.txt"
+    f.write_bytes(b"\xef\xbb\xbfone\ntwo\n")
+    assert text(read(ws, file_path=str(f))) == "     1→one\n     2→two\n     3→"

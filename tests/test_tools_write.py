@@ -173,3 +173,15 @@ def test_text_utf8_cannot_hold_creates_no_file(ws: Path) -> None:
     assert out.is_error
     assert "lone surrogate" in text(out)
     assert not target.exists()
+
+
+def test_overwriting_a_utf16le_file_keeps_its_encoding(ws: Path) -> None:
+    """Claude Code writes over a file in the file's encoding; a UTF-16LE file keeps
+    its byte order mark too, so it is read as UTF-16LE again."""
+    target = ws / "win.txt"
+    target.write_bytes(b"\xff\xfe" + "old\r\n".encode("utf-16-le"))
+    env = make_env(ws)
+    env = after(env, call(ReadTool(), {"file_path": str(target)}, env))
+    out = call(WRITE, {"file_path": str(target), "content": "néw\n"}, env)
+    assert not out.is_error, out.content
+    assert target.read_bytes() == b"\xff\xfe" + "néw\n".encode("utf-16-le")

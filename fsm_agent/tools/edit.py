@@ -9,6 +9,8 @@ from typing import Any
 
 from fsm_agent.tools.base import ToolEnv, ToolInputError, ToolOutcome
 from fsm_agent.tools.files import (
+    BOM,
+    encoding_of,
     require_file_path,
     require_fresh_read,
     require_text_path,
@@ -186,14 +188,16 @@ class EditTool:
         if os.path.isdir(path):
             raise ToolInputError(f"{path} is a directory; give the path of a file.")
         require_fresh_read(path, env)
-        content = _read_text(path)
+        content, encoding = _read_text(path)
+        mark = BOM if content.startswith(BOM) else ""
+        content = content.removeprefix(mark)
         if not old:
             if content.strip():
                 raise ToolInputError("Cannot create new file - file already exists.")
             updated = new
         else:
             updated = replace(content, old, new, replace_all)
-        new_mtime = write_text(path, updated)
+        new_mtime = write_text(path, mark + updated, encoding)
         return ToolOutcome(
             written(path, created=False, replace_all=replace_all),
             read_files={path: new_mtime},
@@ -218,12 +222,16 @@ def _response(
     }
 
 
-def _read_text(path: str) -> str:
+def _read_text(path: str) -> tuple[str, str]:
+    """The file's text and its encoding: UTF-16LE after that byte order mark, else
+    UTF-8, as Claude Code reads a file to edit it; its byte order mark included."""
     with open(path, "rb") as f:
         raw = f.read()
+    encoding = encoding_of(raw)
     try:
-        return raw.decode("utf-8")
+        return raw.decode(encoding), encoding
     except UnicodeDecodeError:
+        name = "UTF-16LE" if encoding == "utf-16-le" else "UTF-8"
         raise ToolInputError(
-            f"{path} is not valid UTF-8 text, so it cannot be edited as a string."
+            f"{path} is not valid {name} text, so it cannot be edited as a string."
         ) from None

@@ -17,8 +17,24 @@ MODIFIED = (
 )
 
 
+UTF16LE_BOM = b"\xff\xfe"
+BOM = "\ufeff"
+"""The byte order mark as a character: what a UTF-8 or UTF-16LE file's mark decodes to."""
+
+
 def looks_binary(sample: bytes) -> bool:
     return b"\0" in sample[:SNIFF_BYTES]
+
+
+def encoding_of(head: bytes) -> str:
+    """Claude Code's `detectEncodingForResolvedPath`: UTF-16LE for a file that starts
+    with its byte order mark, else UTF-8."""
+    return "utf-16-le" if head.startswith(UTF16LE_BOM) else "utf-8"
+
+
+def file_encoding(path: str) -> str:
+    with open(path, "rb") as f:
+        return encoding_of(f.read(len(UTF16LE_BOM)))
 
 
 def clip_line(line: str) -> str:
@@ -72,26 +88,30 @@ def require_file_path(requested: str) -> None:
 
 
 def read_text(path: str) -> str:
-    """A file's text as a tool reports it; bytes that are not UTF-8 become U+FFFD,
-    since a report must be valid Unicode to be logged and sent."""
+    """A file's text as a tool reports it, in its encoding (`encoding_of`); bytes that
+    do not decode become U+FFFD, since a report must be valid Unicode to be logged and
+    sent."""
     with open(path, "rb") as f:
-        return f.read().decode("utf-8", errors="replace")
+        raw = f.read()
+    return raw.decode(encoding_of(raw), errors="replace")
 
 
-def write_text(path: str, text: str) -> float:
-    """Write `text` as UTF-8 without newline translation; returns the new mtime.
+def write_text(path: str, text: str, encoding: str = "utf-8") -> float:
+    """Write `text` in `encoding` (UTF-8, or UTF-16LE for a file that was so) without
+    newline translation; returns the new mtime.
 
     Missing parent directories are created; a file where one should be is named.
     The text is encoded before the file is opened: opening truncates it, and text
-    UTF-8 cannot hold (a lone surrogate) would otherwise leave it empty.
+    the encoding cannot hold (a lone surrogate) would otherwise leave it empty.
     """
     try:
-        data = text.encode("utf-8")
+        data = text.encode(encoding)
     except UnicodeEncodeError as exc:
         bad = text[exc.start : exc.end].encode("unicode_escape").decode()
+        name = "UTF-16LE" if encoding == "utf-16-le" else "UTF-8"
         raise ToolInputError(
             f"The text holds {bad} (at character {exc.start}), a lone surrogate that "
-            f"UTF-8 cannot store; {path} was left as it was."
+            f"{name} cannot store; {path} was left as it was."
         ) from None
     parent = os.path.dirname(path)
     existing = parent

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import io
 import os
 import stat
 from collections.abc import Iterator
@@ -12,9 +13,11 @@ from typing import Any, BinaryIO
 from fsm_agent.messages import ImageBlock, ImageSource, ToolResultContent
 from fsm_agent.tools.base import ToolEnv, ToolInputError, ToolOutcome, integer
 from fsm_agent.tools.files import (
+    BOM,
     MAX_LINE_CHARS,
     SNIFF_BYTES,
     clip_line,
+    encoding_of,
     looks_binary,
     mtime,
     require_text_path,
@@ -168,7 +171,8 @@ class ReadTool:
         media_type = image_media_type(head)
         if media_type is not None:
             return self._image(path, media_type, info.st_size, respond)
-        if looks_binary(head):
+        encoding = encoding_of(head)
+        if encoding == "utf-8" and looks_binary(head):
             raise ToolInputError(
                 f"{path} looks like a binary file (it contains NUL bytes) and cannot be "
                 "shown as text. Use Bash with a suitable tool to inspect it."
@@ -179,7 +183,8 @@ class ReadTool:
                 f"be read at once ({MAX_TEXT_BYTES // 1024} KB). Use offset and limit to read "
                 "a part of the file, or Grep to find the lines you need."
             )
-        return self._text(path, max(offset or 1, 1), limit or DEFAULT_LIMIT, respond)
+        first, limit = max(offset or 1, 1), limit or DEFAULT_LIMIT
+        return self._text(path, first, limit, respond, encoding)
 
     def _image(self, path: str, media_type: str, size: int, respond: bool) -> ToolOutcome:
         if size > MAX_IMAGE_BYTES:
@@ -198,29 +203,37 @@ class ReadTool:
             shown_image(media_type, data), read_files={path: mtime(path)}, response=response
         )
 
-    def _text(self, path: str, first: int, limit: int, respond: bool = False) -> ToolOutcome:
+    def _text(
+        self, path: str, first: int, limit: int, respond: bool = False, encoding: str = "utf-8"
+    ) -> ToolOutcome:
         """The lines are the text split on newlines, as Claude Code splits it: a final
-        newline is followed by one more, empty line."""
+        newline is followed by one more, empty line. A byte order mark is no part of
+        line 1 (Claude Code strips it)."""
         lines: list[str] = []
         endings: list[str] = []
         total = 0
         more = False
         raw = b""
         with _open_regular(path) as f:
-            for total, raw in enumerate(_lines(f), start=1):
+            source = _lines(f) if encoding == "utf-8" else _utf16_lines(f)
+            for total, raw in enumerate(source, start=1):
                 if total < first:
                     continue
                 if len(lines) == limit:
                     more = True
                     break
                 decoded = raw.decode("utf-8", errors="replace")
+                if total == 1:
+                    decoded = decoded.removeprefix(BOM)
                 line = decoded.removesuffix("\n").removesuffix("\r")
                 lines.append(clip_line(line))
                 if respond:
                     endings.append(decoded[len(line) :])
             if more:
-                if respond and raw.endswith(b"\n"):
+                if respond and raw.endswith(b"\n") and encoding == "utf-8":
                     total += _count_lines(f)
+                elif respond and raw.endswith(b"\n"):
+                    total += 1 + sum(rest.endswith(b"\n") for rest in source)
             elif raw.endswith(b"\n"):
                 total += 1
                 if total >= first and len(lines) < limit:
@@ -259,6 +272,21 @@ def _lines(f: BinaryIO) -> Iterator[bytes]:
                     break
             raw += b"\r\n" if end == b"\r\n" else b"\n" if end.endswith(b"\n") else b""
         yield raw
+
+
+def _utf16_lines(f: BinaryIO) -> Iterator[bytes]:
+    """The lines of a UTF-16LE file as `_lines` gives a UTF-8 file's: in UTF-8, each
+    cut to its first `LINE_BYTES` characters and its line ending."""
+    text = io.TextIOWrapper(f, encoding="utf-16-le", errors="replace", newline="\n")
+    while line := text.readline(LINE_BYTES):
+        if len(line) == LINE_BYTES and not line.endswith("\n"):
+            end = line[-1:]
+            while rest := text.readline(1 << 20):
+                end = (end + rest)[-2:]
+                if rest.endswith("\n"):
+                    break
+            line += "\r\n" if end == "\r\n" else "\n" if end.endswith("\n") else ""
+        yield line.encode("utf-8")
 
 
 def _count_lines(f: BinaryIO) -> int:

@@ -7,6 +7,8 @@ from typing import Any
 
 from fsm_agent.tools.base import ToolEnv, ToolInputError, ToolOutcome
 from fsm_agent.tools.files import (
+    BOM,
+    file_encoding,
     read_text,
     require_file_path,
     require_fresh_read,
@@ -60,10 +62,15 @@ class WriteTool:
         if os.path.isdir(path):
             raise ToolInputError(f"{path} is a directory; give the path of a file.")
         existed = os.path.exists(path)
+        encoding = "utf-8"
         if existed:
             require_fresh_read(path, env)
+            encoding = file_encoding(path)
         original = read_text(path) if existed and env.wants_response else None
-        new_mtime = write_text(path, input["content"])
+        data = input["content"]
+        if encoding != "utf-8" and not data.startswith(BOM):
+            data = BOM + data
+        new_mtime = write_text(path, data, encoding)
         response = None
         if env.wants_response:
             response = {
