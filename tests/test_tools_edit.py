@@ -131,7 +131,10 @@ def test_empty_old_string_fills_an_empty_file_once_read(ws: Path) -> None:
 
 def test_missing_file_with_an_old_string(ws: Path) -> None:
     out = edit(make_env(ws), ws / "nope.py", "a", "b")
-    assert text(out) == "<tool_use_error>File does not exist.</tool_use_error>"
+    assert text(out) == (
+        "<tool_use_error>File does not exist. Note: your current working directory is "
+        f"{ws}.</tool_use_error>"
+    )
     assert not (ws / "nope.py").exists()
 
 

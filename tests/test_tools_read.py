@@ -105,8 +105,24 @@ def test_offset_past_the_end_says_how_long_the_file_is(ws: Path) -> None:
 def test_missing_file(ws: Path) -> None:
     out = read(ws, file_path=str(ws / "nope.txt"))
     assert out.is_error
-    assert text(out) == "<tool_use_error>File does not exist.</tool_use_error>"
+    assert text(out) == (
+        "<tool_use_error>File does not exist. Note: your current working directory is "
+        f"{ws}.</tool_use_error>"
+    )
     assert out.read_files == {}
+
+
+def test_missing_file_names_one_with_another_extension(ws: Path) -> None:
+    """Claude Code's findSimilarFile: the same name with another extension, in the
+    same directory."""
+    (ws / "src").mkdir()
+    (ws / "src" / "app.ts").write_text("x\n")
+    (ws / "src" / "app.test.ts").write_text("x\n")
+    out = read(ws, file_path="src/app.js")
+    assert text(out) == (
+        "<tool_use_error>File does not exist. Note: your current working directory is "
+        f"{ws}. Did you mean app.ts?</tool_use_error>"
+    )
 
 
 def test_directory_is_an_error(ws: Path) -> None:
@@ -268,7 +284,7 @@ def test_a_huge_line_is_read_past_not_into_memory(ws: Path) -> None:
         out.write(b"\r\nlast\r\n")
     tracemalloc.start()
     try:
-        outcome = READ._read(str(f), 1, 3, respond=True)
+        outcome = READ._read(str(f), 1, 3, str(ws), respond=True)
         peak = tracemalloc.get_traced_memory()[1]
     finally:
         tracemalloc.stop()

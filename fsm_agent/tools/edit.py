@@ -11,6 +11,7 @@ from fsm_agent.tools.base import ToolEnv, ToolInputError, ToolOutcome
 from fsm_agent.tools.files import (
     BOM,
     encoding_of,
+    missing_file,
     require_file_path,
     require_fresh_read,
     require_text_path,
@@ -179,7 +180,7 @@ class EditTool:
         replace_all = bool(input.get("replace_all", False))
         if not os.path.exists(path):
             if old:
-                raise ToolInputError("File does not exist.")
+                raise missing_file(path, env.cwd)
             return ToolOutcome(
                 written(path, created=True),
                 read_files={path: write_text(path, new)},

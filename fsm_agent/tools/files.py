@@ -61,6 +61,27 @@ def require_text_path(requested: str, path: str) -> None:
         )
 
 
+def missing_file(path: str, cwd: str) -> ToolInputError:
+    """Claude Code's error for a file that is not there: where relative paths start,
+    and a file of the same name with another extension, if its directory has one."""
+    message = f"File does not exist. Note: your current working directory is {cwd}."
+    similar = _similar_file(path)
+    if similar is not None:
+        message += f" Did you mean {similar}?"
+    return ToolInputError(message)
+
+
+def _similar_file(path: str) -> str | None:
+    directory, name = os.path.split(path)
+    stem = os.path.splitext(name)[0]
+    try:
+        names = sorted(os.listdir(directory))
+    except OSError:
+        return None
+    similar = (n for n in names if n != name and os.path.splitext(n)[0] == stem)
+    return next((printable(n) for n in similar), None)
+
+
 def mtime(path: str) -> float:
     return os.stat(path).st_mtime
 

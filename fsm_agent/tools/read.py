@@ -19,6 +19,7 @@ from fsm_agent.tools.files import (
     clip_line,
     encoding_of,
     looks_binary,
+    missing_file,
     mtime,
     require_text_path,
 )
@@ -150,16 +151,17 @@ class ReadTool:
             check.resolved,
             integer(input, "offset"),
             integer(input, "limit"),
+            env.cwd,
             env.wants_response,
         )
 
     def _read(
-        self, path: str, offset: int | None, limit: int | None, respond: bool = False
+        self, path: str, offset: int | None, limit: int | None, cwd: str, respond: bool = False
     ) -> ToolOutcome:
         try:
             info = os.stat(path)
         except FileNotFoundError:
-            raise ToolInputError("File does not exist.") from None
+            raise missing_file(path, cwd) from None
         if stat.S_ISDIR(info.st_mode):
             raise ToolInputError(
                 f"{path} is a directory, not a file. Use Glob or Bash `ls` to list it."
