@@ -838,7 +838,8 @@ def test_an_oversized_result_is_stored_next_to_the_log_and_replayed(
 
     from tests.conftest import ROOT
 
-    (workspace / "big.txt").write_text("".join(f"{n:04d} " + "z" * 95 + "\n" for n in range(1500)))
+    lines = (f"{n:04d} " + "z" * 40 + "\n" for n in range(2000))  # under Read's 25,000 tokens
+    (workspace / "big.txt").write_text("".join(lines))
     read = {"type": "tool_use", "id": "toolu_big1", "name": "Read"}
     turns = [
         {"content": [{**read, "input": {"file_path": "big.txt"}}]},

@@ -467,7 +467,7 @@ def test_every_shipped_log_and_the_rarer_records_match_the_schema(tmp_path: Path
     )
     workspace = tmp_path / "ws"
     (workspace / "sub").mkdir(parents=True)
-    (workspace / "sub" / "big.txt").write_text(("y" * 1000 + "\n") * 200)
+    (workspace / "sub" / "big.txt").write_text(("y" * 45 + "\n") * 2000)  # under 25,000 tokens
     (workspace / "sub" / "CLAUDE.md").write_text("Notes for sub.\n")
     first, second = tmp_path / "first.jsonl", tmp_path / "second.jsonl"
     runner = CliRunner()

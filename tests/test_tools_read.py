@@ -362,3 +362,27 @@ def test_a_utf8_bom_is_not_shown(ws: Path) -> None:
     f = ws / "bom.txt"
     f.write_bytes(b"\xef\xbb\xbfone\ntwo\n")
     assert text(read(ws, file_path=str(f))) == "     1→one\n     2→two\n     3→"
+
+
+def test_a_read_of_more_than_25000_tokens_is_refused(ws: Path) -> None:
+    """Claude Code's Read refuses content over 25,000 tokens (`maxTokens`), estimated
+    at 4 characters a token (2 for JSON): an offset without a limit, or lines of 2,000
+    characters, must not send megabytes the context cannot hold."""
+    f = ws / "wide.txt"
+    f.write_text(("x" * 1500 + "\n") * 3000)
+    for paged in ({"offset": 1}, {"offset": 1, "limit": 2000}):
+        out = read(ws, file_path=str(f), **paged)
+        assert out.is_error
+        assert text(out) == (
+            "<tool_use_error>File content (750500 tokens) exceeds maximum allowed tokens "
+            "(25000). Use offset and limit parameters to read specific portions of the file, "
+            "or search for specific content instead of reading the whole file."
+            "</tool_use_error>"
+        )
+        assert out.read_files == {}
+    assert not read(ws, file_path=str(f), offset=10, limit=60).is_error
+    data = ws / "data.json"
+    data.write_text(("v" * 1499 + "\n") * 40)
+    assert "(30000 tokens)" in text(read(ws, file_path=str(data)))
+    data.rename(ws / "data.txt")
+    assert not read(ws, file_path=str(ws / "data.txt")).is_error

@@ -27,6 +27,8 @@ from fsm_agent.tools.workspace import check_path
 
 DEFAULT_LIMIT = 2000
 MAX_TEXT_BYTES = 256 * 1024
+MAX_TOKENS = 25_000
+"""Claude Code's `maxTokens`: the most text one Read sends, estimated as it estimates."""
 MAX_IMAGE_BYTES = 3_750_000  # base64 grows it to the API's 5 MB per-image limit
 LINE_BYTES = 4 * MAX_LINE_CHARS + 4
 """What is read of a line: more than `MAX_LINE_CHARS` characters, however they are encoded."""
@@ -241,6 +243,7 @@ class ReadTool:
                 if total >= first and len(lines) < limit:
                     lines.append("")
                     endings.append("")
+        _require_few_tokens(lines, path)
         read_files = {path: mtime(path)}
         response = None
         if respond:
@@ -257,6 +260,19 @@ class ReadTool:
             }
         return ToolOutcome(
             shown_lines(lines, first, total, more), read_files=read_files, response=response
+        )
+
+
+def _require_few_tokens(lines: list[str], path: str) -> None:
+    """Claude Code's `validateContentTokens` with its estimate (the model's count is
+    not asked for): a character a token for every 4, for every 2 in JSON."""
+    per_token = 2 if os.path.splitext(path)[1].lower() in (".json", ".jsonl", ".jsonc") else 4
+    tokens = int((sum(map(len, lines)) + max(len(lines) - 1, 0)) / per_token + 0.5)
+    if tokens > MAX_TOKENS:
+        raise ToolInputError(
+            f"File content ({tokens} tokens) exceeds maximum allowed tokens ({MAX_TOKENS}). "
+            "Use offset and limit parameters to read specific portions of the file, or "
+            "search for specific content instead of reading the whole file."
         )
 
 
