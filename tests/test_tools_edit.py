@@ -2,6 +2,7 @@ import os
 from pathlib import Path
 
 import pytest
+from attrs import evolve
 
 from fsm_agent.tools.base import ToolEnv, ToolOutcome
 from fsm_agent.tools.edit import EditTool
@@ -407,3 +408,15 @@ def test_a_bom_stays_and_the_first_line_is_a_whole_line(ws: Path) -> None:
     out = edit(read_first(ws, f), f, "one", "")
     assert not out.is_error, out.content
     assert f.read_bytes() == b"\xef\xbb\xbftwo\n"
+
+
+def test_a_hook_is_told_the_old_string_as_the_file_has_it(ws: Path) -> None:
+    """Claude Code's Edit result names the string it replaced (`actualOldString`):
+    with the file's curly quotes when the model wrote straight ones."""
+    f = ws / "q.txt"
+    f.write_text("say “hi”\n", encoding="utf-8")
+    env = evolve(read_first(ws, f), wants_response=True)
+    out = edit(env, f, 'say "hi"', 'say "bye"')
+    assert out.response is not None
+    assert out.response["oldString"] == "say “hi”"
+    assert out.response["newString"] == 'say "bye"'

@@ -112,8 +112,9 @@ def preserve_quote_style(old: str, actual: str, new: str) -> str:
     return new
 
 
-def replace(content: str, old: str, new: str, replace_all: bool) -> str:
-    """Apply one edit to `content`, or raise the error the model should see.
+def replace(content: str, old: str, new: str, replace_all: bool) -> tuple[str, str]:
+    """Apply one edit to `content`, or raise the error the model should see; returns
+    the edited text and `old` as the file had it.
 
     As in Claude Code, `old` is looked for in the file with its CRLFs read as LF
     (Read shows lines without their CR), and with curly quotes matched by straight
@@ -146,7 +147,7 @@ def replace(content: str, old: str, new: str, replace_all: bool) -> str:
         done = end_raw
         at = lf.find(actual, end) if replace_all else -1
     out.append(content[done:])
-    return "".join(out)
+    return "".join(out), actual
 
 
 def _with_ending(new: str, replaced: str, content: str) -> str:
@@ -195,14 +196,14 @@ class EditTool:
         if not old:
             if content.strip():
                 raise ToolInputError("Cannot create new file - file already exists.")
-            updated = new
+            updated, matched = new, old
         else:
-            updated = replace(content, old, new, replace_all)
+            updated, matched = replace(content, old, new, replace_all)
         new_mtime = write_text(path, mark + updated, encoding)
         return ToolOutcome(
             written(path, created=False, replace_all=replace_all),
             read_files={path: new_mtime},
-            response=_response(path, old, new, content, updated, replace_all, env),
+            response=_response(path, matched, new, content, updated, replace_all, env),
         )
 
 
