@@ -15,13 +15,14 @@ import os
 import select
 import sys
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager
 
 from attrs import evolve
 
 from fsm_agent.effects import AbortSignal
 from fsm_agent.events import DriverEvent
+from fsm_agent.permission_types import PermissionsUpdated, PermissionUpdate
 from fsm_agent.permissions import (
     ALLOW_ALWAYS,
     ALLOW_ONCE,
@@ -77,8 +78,13 @@ class Approvals:
         home: str | None = None,
         prompter: Prompter | None = None,
         notify: Notifier | None = None,
+        mode: str = "default",
     ) -> None:
         self.cwd = os.path.realpath(cwd)
+        self.mode = self.start_mode = mode
+        """The run's mode, and the one it started in: a hook's `setMode` changes the first."""
+        self.persisted: list[PermissionUpdate] = []
+        """The hooks' updates written to settings files: a chat's `/clear` keeps them."""
         self.home = os.path.realpath(home or os.path.expanduser("~"))
         self.prompter = prompter
         self.notify = notify
@@ -91,6 +97,8 @@ class Approvals:
         self._granted: set[str] = set()
         """The rules "always" added this run: a question waiting while one was added may
         be answered already."""
+        self._updated = False
+        """A hook's permission updates changed the rules: waiting questions are judged again."""
         self.settings = settings
 
     @property
@@ -143,7 +151,9 @@ class Approvals:
         await self._lock.acquire()
         wanted = self.always_rules(question)
         if (wanted and self._granted.issuperset(wanted)) or (
-            recheck is not None and self._granted and self.check(recheck).behavior == "allow"
+            recheck is not None
+            and (self._granted or self._updated)
+            and self.check(recheck).behavior == "allow"
         ):
             self._lock.release()
             return ALLOW_ONCE
@@ -171,6 +181,26 @@ class Approvals:
         self._granted.update(rules)
         extra = tuple(RuleSource(r, self.cwd, "this session") for r in rules)
         self.settings = evolve(self.settings, allow=self.settings.allow + extra)
+
+    def update(
+        self, updates: Sequence[PermissionUpdate], *, write: bool = True
+    ) -> PermissionsUpdated:
+        """A PermissionRequest hook's `updatedPermissions`, applied to the run's rules,
+        mode and directories as Claude Code applies them, those of a settings file also
+        written to it (not with `write` False: a fork replaying its parent's, which the
+        parent wrote)."""
+        from fsm_agent.permission_updates import apply_updates, persist, persisted
+
+        settings, mode, notes = apply_updates(
+            self.settings, self.mode, updates, cwd=self.cwd, home=self.home,
+            start_mode=self.start_mode,
+        )  # fmt: skip
+        kept = persisted(updates)
+        if write:
+            notes += [persist(u, self.cwd, self.home) for u in kept]
+        self.persisted += kept
+        self.settings, self.mode, self._updated = settings, mode, True
+        return PermissionsUpdated(mode, settings.additional_directories, tuple(notes))
 
     @staticmethod
     def always_rules(question: PermissionAsk) -> list[str]:

@@ -319,3 +319,21 @@ def _register_stream_events() -> None:
 
 
 _register_stream_events()
+
+
+def _register_permission_updates() -> None:
+    """A hook's permission updates are kept in Claude Code's own JSON shape, checked as
+    its schema checks them, in a log as in a scenario."""
+    from fsm_agent.permission_types import PermissionUpdate, read_update, update_json
+
+    def structure_update(value: Any, _: Any) -> PermissionUpdate:
+        try:
+            return read_update(value)
+        except ValueError as exc:
+            raise CheckFailed(*exc.args) from None
+
+    converter.register_structure_hook(PermissionUpdate, structure_update)
+    converter.register_unstructure_hook(PermissionUpdate, update_json)
+
+
+_register_permission_updates()

@@ -24,6 +24,7 @@ from attrs import evolve, frozen
 from fsm_agent import session_env
 from fsm_agent.hooks import NO_OPINION, HookOutcome, merge
 from fsm_agent.jsontext import MAX_DEPTH, deeper_than, strict_loads
+from fsm_agent.permission_types import PermissionUpdate, UpdateError, read_updates
 
 if TYPE_CHECKING:
     from fsm_agent.config import RunConfig
@@ -336,10 +337,11 @@ def _requested(
     run: HookRun, data: dict[str, Any] | None, specific: dict[str, Any], stderr: str
 ) -> HookOutcome:
     """A PermissionRequest hook's answer: `hookSpecificOutput.decision`, whose `behavior`
-    is allow or deny; an allow may carry `updatedInput`, a deny a `message` for the model
-    and `interrupt`. Claude Code reads nothing else as a decision: exit 2 decides
-    nothing (a non-blocking error, as any other failing code), and the JSON is honoured
-    whatever the exit code."""
+    is allow or deny; an allow may carry `updatedInput` and `updatedPermissions`, a deny a
+    `message` for the model and `interrupt`. Claude Code reads nothing else as a decision:
+    exit 2 decides nothing (a non-blocking error, as any other failing code), and the JSON
+    is honoured whatever the exit code. An allow whose `updatedPermissions` do not fit
+    Claude Code's schema fails its validation whole: the hook has no say."""
     name = "PermissionRequest hook"
     messages: list[str] = []
     if run.code != 0 and data is None:
@@ -356,11 +358,16 @@ def _requested(
     behavior = behavior if behavior in ("allow", "deny") else None
     message = decision.get("message")
     updated = decision.get("updatedInput")
-    if behavior == "allow" and decision.get("updatedPermissions"):
-        messages.append(
-            f"{name} `{run.command}` returned updatedPermissions, which fsm-agent does not "
-            "apply: only this call is allowed"
-        )
+    updates: tuple[PermissionUpdate, ...] = ()
+    if behavior == "allow" and "updatedPermissions" in decision:
+        try:
+            updates = read_updates(
+                decision["updatedPermissions"], "hookSpecificOutput.decision.updatedPermissions"
+            )
+        except UpdateError as exc:  # Claude Code's schema refuses the whole answer
+            return HookOutcome(
+                messages=(f"{name} `{run.command}` error: JSON validation failed: {exc}",)
+            )
     stop = data.get("continue") is False
     return HookOutcome(
         prevent_continuation=stop,
@@ -372,6 +379,7 @@ def _requested(
         updated_input=updated if behavior == "allow" and isinstance(updated, dict) else None,
         messages=tuple(messages),
         interrupt=behavior == "deny" and decision.get("interrupt") is True,
+        updated_permissions=updates,
     )
 
 

@@ -42,6 +42,7 @@ INTERRUPTED_ANSWERS: dict[str, Any] = {
     # to its tool, whose answer is the interrupt's, not a denial nobody gave.
     "permission": unstructure(Decision("allow")),
     "ask_permission": ALLOW_ONCE,
+    "permission_update": {},
     "memory": {},
     "now": 0.0,
     "new_id": "cut_short",

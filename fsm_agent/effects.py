@@ -29,6 +29,8 @@ from fsm_agent.permission_types import (
     PermissionAsk,
     PermissionRequest,
     PermissionSettings,
+    PermissionsUpdated,
+    PermissionUpdate,
 )
 from fsm_agent.tools.base import Tool, ToolCall, ToolEnv, ToolInputError, ToolOutcome
 from fsm_agent.validation import input_problem
@@ -60,6 +62,11 @@ class Effects(Protocol):
         to be answered is judged again once its turn comes if "always" answers added
         rules meanwhile, and not put when they allow the call (`ALLOW_ONCE`, recorded as
         any answer). None when the question is not the rules' (a PreToolUse hook's ask)."""
+        ...
+
+    async def update_permissions(self, updates: tuple[PermissionUpdate, ...]) -> PermissionsUpdated:
+        """A PermissionRequest hook's `updatedPermissions`, applied to the run's permissions
+        (and written to the settings files they name): the mode and directories they leave."""
         ...
 
     def discarded(self, key: str, cancel: AbortSignal) -> bool:
@@ -360,6 +367,9 @@ class LiveEffects:
             if not cancel.is_set():
                 raise
             return CANCELLED
+
+    async def update_permissions(self, updates: tuple[PermissionUpdate, ...]) -> PermissionsUpdated:
+        return self.approvals.update(updates)
 
     def discarded(self, key: str, cancel: AbortSignal) -> bool:
         return cancel.is_set()

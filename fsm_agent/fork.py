@@ -31,7 +31,13 @@ from fsm_agent.hooks import HookOutcome, Hooks, events_of, hooked_events, joined
 from fsm_agent.log import LogWriter, SessionLog, default_log_path, no_start
 from fsm_agent.machine import FINAL_STATES
 from fsm_agent.model import Model, ModelRequest
-from fsm_agent.permission_types import Decision, PermissionAsk, PermissionRequest
+from fsm_agent.permission_types import (
+    Decision,
+    PermissionAsk,
+    PermissionRequest,
+    PermissionsUpdated,
+    PermissionUpdate,
+)
 from fsm_agent.recording import (
     RecordingEffects,
     RecordingTape,
@@ -210,6 +216,12 @@ class SwitchEffects:
             self.live_effects.approvals.grant(question)  # the run goes on with its rules
         return answer
 
+    async def update_permissions(self, updates: tuple[PermissionUpdate, ...]) -> PermissionsUpdated:
+        result = await self._source().update_permissions(updates)
+        if not self.tape.live and isinstance(self.live_effects, LiveEffects):
+            self.live_effects.approvals.update(updates, write=False)  # the parent wrote them
+        return result
+
     def discarded(self, key: str, cancel: AbortSignal) -> bool:
         return self._source().discarded(key, cancel)
 
@@ -273,7 +285,7 @@ async def afork(
         hooks,
         abort,
         blob_dir=blobs,
-        approvals=Approvals(config.permissions, config.cwd),
+        approvals=Approvals(config.permissions, config.cwd, mode=config.permission_mode),
     )
     engine = Engine(config, tape, live, specs, session_id, on_event)
     try:

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from attrs import frozen
 
 from fsm_agent.events import DriverEvent, Notice
+from fsm_agent.permission_types import PermissionUpdate
 
 if TYPE_CHECKING:
     from fsm_agent.permission_types import PermissionAsk
@@ -27,7 +28,9 @@ class HookOutcome:
     `permission_decision` is a PreToolUse hook's allow/deny/ask/defer, or a
     PermissionRequest hook's allow/deny (`decision.behavior`; its `message` is the
     `permission_reason`, its `interrupt` is `interrupt`: the run ends as if the user
-    had pressed Ctrl-C); `updated_input` replaces the tool's whole input; `updated_outputs` are the
+    had pressed Ctrl-C; its allow's `updatedPermissions` are `updated_permissions`,
+    applied to the run's permissions); `updated_input` replaces the tool's whole input;
+    `updated_outputs` are the
     replacements of a tool's output PostToolUse hooks gave (`updatedToolOutput`), in
     the hooks' order: the last that fits the tool's output shape is what the model
     reads (the executor checks, as Claude Code does); `additional_context`
@@ -47,6 +50,7 @@ class HookOutcome:
     messages: tuple[str, ...] = ()
     interrupted: bool = False
     interrupt: bool = False
+    updated_permissions: tuple[PermissionUpdate, ...] = ()
 
 
 NO_OPINION = HookOutcome()
@@ -85,6 +89,12 @@ def merge(outcomes: Sequence[HookOutcome]) -> HookOutcome:
         messages=tuple(m for o in outcomes for m in o.messages),
         interrupted=any(o.interrupted for o in outcomes),
         interrupt=any(o.interrupt for o in outcomes if o.permission_decision == "deny"),
+        updated_permissions=tuple(
+            u
+            for o in outcomes
+            if decision == o.permission_decision == "allow"
+            for u in o.updated_permissions
+        ),
     )
 
 

@@ -18,15 +18,15 @@ from typing import Any
 
 from attrs import evolve
 
-from fsm_agent.approvals import ALLOW_ALWAYS, Approvals, Prompter, line_prompter
+from fsm_agent.approvals import Approvals, Prompter, line_prompter
 from fsm_agent.config import RunConfig
 from fsm_agent.driver import LoopResult
-from fsm_agent.effects import AbortSignal, Inbox
+from fsm_agent.effects import AbortSignal, Inbox, LiveEffects
 from fsm_agent.events import DriverEvent
 from fsm_agent.hooks import HookOutcome, Hooks
 from fsm_agent.messages import Message
 from fsm_agent.model import Model
-from fsm_agent.permission_types import PermissionAsk, RuleSource
+from fsm_agent.permission_types import PermissionSettings, PermissionUpdate
 from fsm_agent.session_env import with_session_env
 
 INTERRUPTS = (signal.SIGINT, signal.SIGTERM)
@@ -64,9 +64,14 @@ class Plan:
         self.parent_cut_short = parent_cut_short
         """The steps the parent log holds when it was cut short by a kill (`--resume` of it)."""
         self.runs = 0
-        self._session_rules = 0
-        """How many allow rules of the config are the session's ("always" answers):
-        `/clear` takes them off."""
+        self._start: tuple[PermissionSettings, str] | None = None
+        """The permissions and mode the conversation started with (taken at its first run):
+        `/clear` goes back to them (the session's "always" rules and hooks' updates end
+        with it)."""
+        self._written: list[PermissionUpdate] = []
+        """Hooks' permission updates written to settings files: they outlast a `/clear`."""
+        self._approvals: Approvals | None = None
+        """The permissions of the run under way, as "always" answers and hooks change them."""
         self._open = False
         """A conversation has run and its SessionEnd has not fired yet."""
         self.read_files: dict[str, float] = dict(read_files or {})
@@ -76,9 +81,6 @@ class Plan:
         session to ask inline; `None` when no one can answer (piped, JSON output)."""
         self.prompter: Prompter | None = None
         """A terminal prompt for one-shot runs in a terminal; `ask` wins when set."""
-        self._granted: list[str] = []
-        """Rules "always" answers added during the run under way: the session's, so the
-        conversation's next runs start with them, as Claude Code keeps them."""
 
     def next_log(self) -> Path | None:
         """`--log PATH` names the first run's log; later runs go next to it as `STEM.N.jsonl`,
@@ -140,38 +142,38 @@ class Plan:
         self.parent_cut_short = None
         self.read_files = {}
         self.config = evolve(self.config, session_source="clear", session_env=None)
-        if self._session_rules:
-            permissions = self.config.permissions
-            kept = permissions.allow[: len(permissions.allow) - self._session_rules]
-            self.config = evolve(self.config, permissions=evolve(permissions, allow=kept))
-            self._session_rules = 0
-
-    def _remembering(self) -> Prompter | None:
-        """The run's prompter, noting the rules its "always" answers add."""
-        prompter = line_prompter(self.ask) if self.ask is not None else self.prompter
-        if prompter is None:
-            return None
-        ask = prompter
-
-        def prompt(question: PermissionAsk) -> str:
-            answer = ask(question)
-            if answer == ALLOW_ALWAYS:
-                self._granted.extend(Approvals.always_rules(question))
-            return answer
-
-        return prompt
-
-    def _keep_granted(self) -> None:
-        """The session's rules into the configuration the next run starts from (and its
-        log's header records, so it replays)."""
-        granted, self._granted = self._granted, []
-        if not granted:
+        if self._start is None:
             return
-        permissions = self.config.permissions
-        extra = tuple(RuleSource(rule, self.config.cwd, "this session") for rule in granted)
-        permissions = evolve(permissions, allow=permissions.allow + extra)
-        self.config = evolve(self.config, permissions=permissions)
-        self._session_rules += len(extra)
+        permissions, mode = self._start
+        if self._written:
+            from fsm_agent.permission_updates import apply_updates
+
+            permissions, mode, _ = apply_updates(
+                permissions, mode, self._written, cwd=self.config.cwd,
+                home=os.path.expanduser("~"), start_mode=mode,
+            )  # fmt: skip
+        self.config = evolve(self.config, permissions=permissions, permission_mode=mode)
+
+    def _prompter(self) -> Prompter | None:
+        return line_prompter(self.ask) if self.ask is not None else self.prompter
+
+    def _live(self, *args: Any, **kwargs: Any) -> LiveEffects:
+        """The run's live effects, kept: the permissions it ends with are the next run's."""
+        effects = LiveEffects(*args, **kwargs)
+        self._approvals = effects.approvals
+        return effects
+
+    def _keep_permissions(self) -> None:
+        """The session's rules, mode and directories ("always" answers, hooks' updates)
+        into the configuration the next run starts from (and its log's header records,
+        so it replays), as Claude Code keeps them for the session."""
+        approvals, self._approvals = self._approvals, None
+        if approvals is None:
+            return
+        self._written += approvals.persisted
+        self.config = evolve(
+            self.config, permissions=approvals.settings, permission_mode=approvals.mode
+        )
 
     def header_extra(self) -> dict[str, Any]:
         if self.parent is None:
@@ -192,6 +194,8 @@ class Plan:
         """Run the loop over `messages`; the next run continues from this one."""
         from fsm_agent.session import arun
 
+        if self._start is None:
+            self._start = (self.config.permissions, self.config.permission_mode)
         result = await arun(
             list(messages),
             model=self.model,
@@ -204,10 +208,11 @@ class Plan:
             header_extra=self.header_extra(),
             session_id=session_id,
             read_files=self.read_files,
-            prompter=self._remembering(),
+            prompter=self._prompter(),
+            live_effects=self._live,
         )
         self.runs += 1
-        self._keep_granted()
+        self._keep_permissions()
         self._open = True
         self.config = evolve(self.config, session_source=None)  # the session has started
         self.config = with_session_env(self.config, result.session_id)  # as the run chose it

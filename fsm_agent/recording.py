@@ -29,11 +29,19 @@ from fsm_agent.log import LogError, LogWriter, MemoryWriter, SessionLog, no_star
 from fsm_agent.machine import TERMINAL_REASONS
 from fsm_agent.messages import Message
 from fsm_agent.model import ModelRequest
-from fsm_agent.permission_types import Decision, PermissionAsk, PermissionRequest
+from fsm_agent.permission_types import (
+    Decision,
+    PermissionAsk,
+    PermissionRequest,
+    PermissionsUpdated,
+    PermissionUpdate,
+)
 from fsm_agent.tools.base import ToolCall, ToolEnv, ToolOutcome
 
 Writer = LogWriter | MemoryWriter
-TOOL_PIPELINE = frozenset({"tool", "hooks", "permission", "ask_permission", "discarded"})
+TOOL_PIPELINE = frozenset(
+    {"tool", "hooks", "permission", "ask_permission", "permission_update", "discarded"}
+)
 """Effects of one tool call's pipeline. A call started while the model streams
 may record them at any step up to that iteration's `tool_execution`
 transition, so replay matches them anywhere in that window."""
@@ -284,6 +292,12 @@ class RecordingEffects:
         data = _plain(question)
         self.tape.effect("ask_permission", digest_of(data), answer, data)
         return answer
+
+    async def update_permissions(self, updates: tuple[PermissionUpdate, ...]) -> PermissionsUpdated:
+        result = await self.inner.update_permissions(updates)
+        data = [_plain(u) for u in updates]
+        self.tape.effect("permission_update", digest_of(data), _plain(result), data)
+        return result
 
     def discarded(self, key: str, cancel: AbortSignal) -> bool:
         value = self.inner.discarded(key, cancel)
@@ -694,6 +708,7 @@ RESULTS: dict[str, Any] = {
     "store_blob": str | None,
     "permission": Decision,
     "ask_permission": Literal["allow_once", "allow_always", "deny", "no_terminal", "cancelled"],
+    "permission_update": PermissionsUpdated,
     "discarded": bool,
     "memory": dict[str, str],
     "now": float,
@@ -798,6 +813,10 @@ class ReplayEffects:
     ) -> str:
         data = _plain(question)
         return self._take("ask_permission", digest_of(data), data)
+
+    async def update_permissions(self, updates: tuple[PermissionUpdate, ...]) -> PermissionsUpdated:
+        data = [_plain(u) for u in updates]
+        return self._take("permission_update", digest_of(data), data)
 
     def discarded(self, key: str, cancel: AbortSignal) -> bool:
         if not self.tape.in_window("discarded", key):

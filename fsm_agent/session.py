@@ -150,7 +150,10 @@ async def arun(
     notify = None
     if hooks is not None and prompter is not None and config.has_hooks(NOTIFICATION):
         notify = notifier(hooks, session_id, config.cwd)
-    approvals = Approvals(config.permissions, config.cwd, prompter=prompter, notify=notify)
+    approvals = Approvals(
+        config.permissions, config.cwd, prompter=prompter, notify=notify,
+        mode=config.permission_mode,
+    )  # fmt: skip
     effects = live_effects(model, tools, hooks, abort, inbox, blob_dir=blobs, approvals=approvals)
     engine = Engine(config, tape, effects, specs, session_id, on_event)
     try:

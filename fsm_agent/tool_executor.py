@@ -48,6 +48,7 @@ from fsm_agent.permission_types import (
     Decision,
     PermissionAsk,
     PermissionRequest,
+    PermissionUpdate,
 )
 from fsm_agent.tools.base import ToolCall, ToolEnv, ToolOutcome
 from fsm_agent.validation import input_problem, os_string_problem
@@ -141,6 +142,12 @@ class ToolExecutor:
         self._cancel: dict[str, AbortSignal] = {}
         self._slots: asyncio.Semaphore | None = None
         self._starts = itertools.count(1)
+        self._mode = self._next_mode = config.permission_mode
+        """The mode calls are judged in, and the one a hook's `setMode` asked for: it holds
+        from the next group of calls on, so calls running together (whose hooks finish in
+        any order) are judged in one mode, live and on replay."""
+        self._dirs = config.permissions.additional_directories
+        """The directories beyond the workspace the tools may use (a hook may add some)."""
 
     # --- scheduling -----------------------------------------------------
 
@@ -269,6 +276,7 @@ class ToolExecutor:
                 done = [await self._collect(group[0], files, invalid.get(group[0].id), alone=True)]
             else:
                 done = await _together(self._collect(b, files, invalid.get(b.id)) for b in group)
+            self._mode = self._next_mode
             for call in done:
                 files.update(call.read_files)
                 results.append(call.result)
@@ -296,7 +304,7 @@ class ToolExecutor:
             "hook_event_name": event,
             "session_id": self.session_id,
             "cwd": self.config.cwd,
-            "permission_mode": self.config.permission_mode,
+            "permission_mode": self._mode,
             "tool_name": block.name,
             "tool_input": absolute_paths(block.name, tool_input, self.config.cwd),
             "tool_use_id": block.id,
@@ -374,8 +382,8 @@ class ToolExecutor:
         env = ToolEnv(
             cwd=self.config.cwd,
             read_files=read_files,
-            additional_dirs=self.config.permissions.additional_directories + verdict.paths,
-            permission_mode=self.config.permission_mode,
+            additional_dirs=self._dirs + verdict.paths,
+            permission_mode=self._mode,
             cancel=cancel,
             wants_response=self.wants_response,
             session_env=self.config.session_env,
@@ -453,7 +461,7 @@ class ToolExecutor:
             return Refusal(
                 f"<tool_use_error>A PreToolUse hook denied {name}: {why}</tool_use_error>"
             )
-        mode = self.config.permission_mode
+        mode = self._mode
         # dontAsk is default with every question denied; a hook's allow skips the question
         # (deny and ask rules still hold), so the rules are asked as in default mode.
         judged = "default" if mode == "dontAsk" and pre.permission_decision == "allow" else mode
@@ -543,6 +551,8 @@ class ToolExecutor:
             )
         if outcome.permission_decision != "allow":
             return UNDECIDED
+        if outcome.updated_permissions:
+            await self._update(outcome.updated_permissions)
         if outcome.updated_input is None:
             return Grant(decision.outside or decision.grant, tool_input)
         updated = outcome.updated_input
@@ -555,6 +565,17 @@ class ToolExecutor:
         if again.behavior == "deny":
             return Refusal(f"<tool_use_error>{again.reason}</tool_use_error>")
         return Grant(again.outside or again.grant, updated)
+
+    async def _update(self, updates: tuple[PermissionUpdate, ...]) -> None:
+        """An allowing hook's `updatedPermissions`, applied through the effects door (a
+        replay reads what they left from the log): later calls are judged by them."""
+        updated = await self.effects.update_permissions(updates)
+        for text in updated.messages:
+            self.emit(Notice("hook", text))
+        if updated.mode is not None:
+            self._next_mode = updated.mode
+        if updated.additional_directories is not None:
+            self._dirs = updated.additional_directories
 
 
 class Undecided(enum.Enum):

@@ -339,11 +339,14 @@ def test_interpretation_of_a_permission_request_hooks_answer() -> None:
     assert outcome(decision("allow", interrupt=True, message="m"), 2) == HookOutcome(
         permission_decision="allow"
     )
+    # Claude Code's schema refuses a malformed updatedPermissions, and the whole answer
+    # with it: the hook has no say (see tests/test_permission_updates.py).
     said = outcome(decision("allow", updatedPermissions=[{"type": "addRules"}]))
-    assert said.permission_decision == "allow"
+    assert said.permission_decision is None and said.updated_permissions == ()
     assert said.messages == (
-        "PermissionRequest hook `c` returned updatedPermissions, which fsm-agent does not "
-        "apply: only this call is allowed",
+        "PermissionRequest hook `c` error: JSON validation failed: hookSpecificOutput.decision."
+        "updatedPermissions[0].destination: expected one of 'userSettings', 'projectSettings', "
+        "'localSettings', 'session', 'cliArg' (missing)",
     )
     assert outcome({"decision": "block", "reason": "x"}) == HookOutcome()
 
