@@ -2,7 +2,8 @@
 
 `Approvals` is what `LiveEffects.check_permission` and `ask_permission`
 call. It resolves paths on the real file system, runs the pure `evaluate`,
-and keeps the rules the user added with "always" for the rest of the run.
+and keeps the rules the user added with "always" for the rest of the run, as
+it keeps what PermissionRequest hooks' `updatedPermissions` change (`update`).
 Without a terminal there is no one to ask, and an ask is a denial.
 """
 
@@ -200,6 +201,7 @@ class Approvals:
             notes += [persist(u, self.cwd, self.home) for u in kept]
         self.persisted += kept
         self.settings, self.mode, self._updated = settings, mode, True
+        self._granted &= {r.rule for r in settings.allow}  # a hook may take them off
         return PermissionsUpdated(mode, settings.additional_directories, tuple(notes))
 
     @staticmethod

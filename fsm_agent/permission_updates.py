@@ -20,6 +20,7 @@ from typing import Any
 
 from attrs import evolve
 
+from fsm_agent.command_hooks import os_string
 from fsm_agent.jsontext import no_constant
 from fsm_agent.permission_types import PERSISTED, RULE_UPDATES, PermissionUpdate, RuleValue
 from fsm_agent.permissions import (
@@ -133,15 +134,22 @@ def apply_updates(
                 rules += [RuleSource(r, root, origin) for r in named]
             settings = _with_rules(settings, kind, tuple(rules))
         else:
-            named_dirs = [os.path.realpath(os.path.join(cwd, os.path.expanduser(d)))
-                          for d in update.directories]  # fmt: skip
+            named_dirs = [_directory(d, cwd, notes) for d in update.directories]
             dirs = settings.additional_directories
             if update.type == "addDirectories":
-                dirs += tuple(d for d in dict.fromkeys(named_dirs) if d not in dirs)
+                dirs += tuple(d for d in dict.fromkeys(named_dirs) if d and d not in dirs)
             else:
                 dirs = tuple(d for d in dirs if d not in named_dirs)
             settings = evolve(settings, additional_directories=dirs)
     return settings, mode, notes
+
+
+def _directory(path: str, cwd: str, notes: list[str]) -> str:
+    """A directory resolved as settings files' are; "" for one no OS call takes."""
+    if not os_string(path):
+        notes.append(f"{WHO}'s directory {path!r} is ignored: no path can hold it")
+        return ""
+    return os.path.realpath(os.path.join(cwd, os.path.expanduser(path)))
 
 
 def _with_rules(
@@ -195,14 +203,14 @@ def persist(update: PermissionUpdate, cwd: str, home: str) -> str:
         held = [d for d in held if isinstance(d, str)] if isinstance(held, list) else []
         if update.type == "addDirectories":
             permissions["additionalDirectories"] = held + [
-                d for d in dict.fromkeys(update.directories) if d not in held
+                d for d in dict.fromkeys(update.directories) if d not in held and os_string(d)
             ]
         else:
             permissions["additionalDirectories"] = [d for d in held if d not in update.directories]
     data["permissions"] = permissions
     try:
         _write(path, json.dumps(data, indent=2, ensure_ascii=False) + "\n")
-    except OSError as exc:
+    except (OSError, ValueError) as exc:  # ValueError: text no file can hold
         return f"{WHO}'s {update.type} was not written to {path}: {exc}"
     return f"{WHO}'s {update.type} ({update.destination}) written to {path}"
 

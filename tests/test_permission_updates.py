@@ -561,3 +561,50 @@ def test_the_records_match_the_schema_and_their_damage_is_refused(
         path.write_text("".join(json.dumps(r) + "\n" for r in damaged))
         with pytest.raises(LogError, match=rf"{what}.jsonl:{i + 1}: "):
             replay(path)
+
+
+def test_a_waiting_question_is_judged_by_the_updates_a_hook_made_meanwhile(
+    workspace: Path,
+) -> None:
+    """As after an "always": a question whose turn comes once a hook's rules allow its
+    call is not put; one whose "always" rule a hook took off again is."""
+    from fsm_agent.approvals import Approvals
+    from fsm_agent.permissions import ALLOW_ONCE, DENY, PermissionAsk, PermissionRequest
+
+    asked: list[PermissionAsk] = []
+
+    def prompter(question: PermissionAsk) -> str:
+        asked.append(question)
+        return DENY
+
+    approvals = Approvals(PermissionSettings(), str(workspace), prompter=prompter)
+    call = PermissionRequest("Bash", {"command": "touch x"})
+    question = PermissionAsk("Bash", call.input, "needs approval", "Bash(touch *)")
+    assert approvals.check(call).behavior == "ask"
+    approvals.update(read_updates([add_rule("Bash(touch *)")]))
+    assert asyncio.run(approvals.ask(question, recheck=call)) == ALLOW_ONCE
+    assert asked == []
+    approvals.grant(question)
+    approvals.update(read_updates([{**add_rule("Bash(touch *)"), "type": "removeRules"}]))
+    assert approvals.check(call).behavior == "ask"
+    assert asyncio.run(approvals.ask(question)) == DENY
+    assert asked == [question]
+
+
+def test_a_directory_no_path_can_hold_is_left_out(tmp_path: Path) -> None:
+    """A null byte or a lone surrogate (JSON lets a hook send either) names no
+    directory: it is left out, never a traceback, and never written where it would
+    make the settings file one the next run refuses."""
+    updates = read_updates(
+        [{"type": "addDirectories", "directories": ["a\0b", "\ud800", "ok"],
+          "destination": "localSettings"}]
+    )  # fmt: skip
+    settings, _, notes = apply_updates(
+        PermissionSettings(), "default", updates, cwd=str(tmp_path), home=str(tmp_path),
+        start_mode="default",
+    )  # fmt: skip
+    assert settings.additional_directories == (str(tmp_path / "ok"),)
+    assert len(notes) == 2 and all("no path can hold it" in n for n in notes)
+    persist(updates[0], str(tmp_path), str(tmp_path))
+    written = json.loads((tmp_path / ".claude" / "settings.local.json").read_text())
+    assert written == {"permissions": {"additionalDirectories": ["ok"]}}
