@@ -196,7 +196,7 @@ class Approvals:
             self.settings, self.mode, updates, cwd=self.cwd, home=self.home,
             start_mode=self.start_mode,
         )  # fmt: skip
-        kept = persisted(updates)
+        kept = persisted(updates, self.start_mode)
         if write:
             notes += [persist(u, self.cwd, self.home) for u in kept]
         self.persisted += kept

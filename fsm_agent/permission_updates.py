@@ -112,7 +112,7 @@ def apply_updates(
             if wanted in UNSUPPORTED_MODES:
                 notes.append(unsupported_mode_warning(wanted, f"{WHO}'s setMode"))
                 wanted = UNSUPPORTED_MODES[wanted]
-            if wanted == "bypassPermissions" and start_mode != "bypassPermissions":
+            if refused(update, start_mode):
                 notes.append(
                     f"{WHO}'s setMode 'bypassPermissions' is ignored: the run was not "
                     "started in bypassPermissions mode"
@@ -228,5 +228,16 @@ def _write(path: Path, text: str) -> None:
         raise
 
 
-def persisted(updates: Sequence[PermissionUpdate]) -> list[PermissionUpdate]:
-    return [u for u in updates if u.destination in PERSISTED]
+def refused(update: PermissionUpdate, start_mode: str) -> bool:
+    """A `setMode` to `bypassPermissions` in a run not started in it: Claude Code refuses
+    it; so is its writing to a settings file here, which would start the next run so."""
+    return (
+        update.type == "setMode"
+        and update.mode == "bypassPermissions"
+        and start_mode != "bypassPermissions"
+    )
+
+
+def persisted(updates: Sequence[PermissionUpdate], start_mode: str) -> list[PermissionUpdate]:
+    """The updates to write to a settings file."""
+    return [u for u in updates if u.destination in PERSISTED and not refused(u, start_mode)]

@@ -608,3 +608,19 @@ def test_a_directory_no_path_can_hold_is_left_out(tmp_path: Path) -> None:
     persist(updates[0], str(tmp_path), str(tmp_path))
     written = json.loads((tmp_path / ".claude" / "settings.local.json").read_text())
     assert written == {"permissions": {"additionalDirectories": ["ok"]}}
+
+
+def test_a_refused_bypass_is_not_written_for_the_next_run_either(tmp_path: Path) -> None:
+    from fsm_agent.approvals import Approvals
+
+    bypass = {"type": "setMode", "mode": "bypassPermissions", "destination": "localSettings"}
+    approvals = Approvals(PermissionSettings(), str(tmp_path), home=str(tmp_path))
+    updated = approvals.update(read_updates([bypass, {**bypass, "mode": "plan"}]))
+    assert updated.mode == "plan" and "is ignored" in updated.messages[0]
+    written = json.loads((tmp_path / ".claude" / "settings.local.json").read_text())
+    assert written == {"permissions": {"defaultMode": "plan"}}
+    started = Approvals(PermissionSettings(), str(tmp_path), home=str(tmp_path),
+                        mode="bypassPermissions")  # fmt: skip
+    assert started.update(read_updates([bypass])).mode == "bypassPermissions"
+    written = json.loads((tmp_path / ".claude" / "settings.local.json").read_text())
+    assert written == {"permissions": {"defaultMode": "bypassPermissions"}}
