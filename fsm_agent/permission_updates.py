@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 import tempfile
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -216,10 +217,18 @@ def persist(update: PermissionUpdate, cwd: str, home: str) -> str:
 
 
 def _write(path: Path, text: str) -> None:
-    """The whole file or none of it: a run killed mid-write leaves the old one."""
+    """The whole file or none of it: a run killed mid-write leaves the old one. A
+    settings file that is a link (to a dotfiles repository, say) stays one: its target
+    is written."""
+    path = Path(os.path.realpath(path))
     path.parent.mkdir(parents=True, exist_ok=True)
+    if not path.exists():  # nothing to lose: made as any new file, under the umask
+        with path.open("x", encoding="utf-8") as new:
+            new.write(text)
+        return
     fd, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
     try:
+        os.chmod(temporary, stat.S_IMODE(path.stat().st_mode))
         with os.fdopen(fd, "w", encoding="utf-8") as file:
             file.write(text)
         os.replace(temporary, path)

@@ -624,3 +624,30 @@ def test_a_refused_bypass_is_not_written_for_the_next_run_either(tmp_path: Path)
     assert started.update(read_updates([bypass])).mode == "bypassPermissions"
     written = json.loads((tmp_path / ".claude" / "settings.local.json").read_text())
     assert written == {"permissions": {"defaultMode": "bypassPermissions"}}
+
+
+def test_a_settings_file_that_is_a_link_stays_one(tmp_path: Path) -> None:
+    """~/.claude/settings.json is often a link into a dotfiles repository: the update
+    goes to the file it leads to, and the link is kept."""
+    dotfiles = tmp_path / "dotfiles" / "claude.json"
+    dotfiles.parent.mkdir()
+    dotfiles.write_text('{"permissions": {"allow": ["Read"]}}')
+    (tmp_path / ".claude").mkdir()
+    link = tmp_path / ".claude" / "settings.json"
+    link.symlink_to(dotfiles)
+    [update] = read_updates([add_rule("Edit", "userSettings")])
+    persist(update, str(tmp_path / "ws"), str(tmp_path))
+    assert link.is_symlink()
+    assert json.loads(dotfiles.read_text()) == {"permissions": {"allow": ["Read", "Edit"]}}
+
+
+def test_a_settings_file_keeps_its_mode(tmp_path: Path) -> None:
+    local = tmp_path / ".claude" / "settings.local.json"
+    local.parent.mkdir()
+    local.write_text("{}")
+    local.chmod(0o640)
+    [update] = read_updates([add_rule("Edit", "localSettings")])
+    persist(update, str(tmp_path), str(tmp_path))
+    assert (local.stat().st_mode & 0o777, json.loads(local.read_text())) == (
+        0o640, {"permissions": {"allow": ["Edit"]}}
+    )  # fmt: skip
