@@ -228,3 +228,22 @@ def test_cdpath_does_not_send_cd_outside_the_workspace(
     monkeypatch.setenv("CDPATH", str(outside))
     out = bash(workspace, "cd sub && pwd")
     assert text(out).strip() == str(workspace / "sub")
+
+
+def test_git_does_not_wait_for_an_editor(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """As Claude Code sets `GIT_EDITOR=true`: `git commit --amend` (or `rebase --continue`)
+    keeps the message it has instead of opening an editor no one can type in, which
+    held the command until its timeout."""
+    monkeypatch.setenv("GIT_EDITOR", "false")
+    for setup in (
+        "git init -q",
+        "git config user.email a@b.c",
+        "git config user.name n",
+        "echo a > a",
+        "git add a",
+        "git commit -qm first",
+    ):
+        assert not bash(tmp_path, setup).is_error
+    out = bash(tmp_path, "git commit -q --amend && git log --format=%s")
+    assert not out.is_error, out.content
+    assert text(out) == "first"

@@ -249,9 +249,12 @@ def command_env() -> dict[str, str]:
     (HEAD, config, objects/, refs/) would otherwise make it one git finds on its own,
     whose core.fsmonitor runs on the read-only `git status`. And without `CDPATH`, which
     would send `cd sub` to a `sub` outside the workspace, while the permission check
-    judges what follows from the workspace's own."""
+    judges what follows from the workspace's own. `GIT_EDITOR=true`, as Claude Code sets
+    it: with no terminal to type in, `git commit --amend` keeps its message rather than
+    wait for an editor until the timeout."""
     env = dict(os.environ)
     env.pop("CDPATH", None)
+    env["GIT_EDITOR"] = "true"
     try:
         count = int(env.get("GIT_CONFIG_COUNT", "0"))
     except ValueError:
