@@ -1,11 +1,13 @@
 import asyncio
 import os
+import shutil
 import signal
 import time
 from pathlib import Path
 from typing import Any
 
 import pytest
+from attrs import evolve
 
 from fsm_agent.tools.base import ToolOutcome
 from fsm_agent.tools.bash import KEEP_BYTES, BashTool, timeout_of
@@ -247,3 +249,51 @@ def test_git_does_not_wait_for_an_editor(tmp_path: Path, monkeypatch: pytest.Mon
     out = bash(tmp_path, "git commit -q --amend && git log --format=%s")
     assert not out.is_error, out.content
     assert text(out) == "first"
+
+
+@pytest.mark.parametrize(
+    ("command", "shown"),
+    [
+        ("grep needle hay.txt", "(no output)"),
+        ("rg needle hay.txt", None),
+        ("cat hay.txt | grep -c needle", "0"),
+        ("cd . && grep needle hay.txt", "(no output)"),
+        ("diff hay.txt other.txt", "1c1\n< hay\n---\n> other"),
+        ("test -f missing", "(no output)"),
+        ("[ -f missing ]", "(no output)"),
+        ("find . missing -name hay.txt", None),
+    ],
+)
+def test_an_exit_code_of_one_that_answers_is_not_a_failure(
+    tmp_path: Path, command: str, shown: str | None
+) -> None:
+    """As Claude Code reads exit codes (`commandSemantics.ts`): grep's and rg's 1 is "no
+    matches", diff's "files differ", test's "false", find's "some directories were
+    inaccessible"; judged by the last command of the line. It was an error `Exit code 1`."""
+    if command.startswith("rg") and not shutil.which("rg"):
+        pytest.skip("no ripgrep")
+    (tmp_path / "hay.txt").write_text("hay\n")
+    (tmp_path / "other.txt").write_text("other\n")
+    out = call(BASH, {"command": command}, evolve(make_env(tmp_path), wants_response=True))
+    assert not out.is_error, out.content
+    if shown is not None:
+        assert text(out) == shown
+    assert out.response is not None
+    assert out.response["returnCodeInterpretation"]
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "grep -q needle missing.txt",
+        "diff missing.txt hay.txt",
+        "grep needle hay.txt && echo x",
+        "false",
+        "grep needle hay.txt; exit 1",
+    ],
+)
+def test_other_exit_codes_stay_failures(tmp_path: Path, command: str) -> None:
+    (tmp_path / "hay.txt").write_text("hay\n")
+    out = bash(tmp_path, command)
+    assert out.is_error
+    assert text(out).startswith("Exit code ")

@@ -13,6 +13,7 @@ from typing import Any
 from attrs import define, evolve
 
 from fsm_agent.session_env import source_chain
+from fsm_agent.tools import exit_codes
 from fsm_agent.tools.base import ToolEnv, ToolInputError, ToolOutcome
 from fsm_agent.tools.files import mtime, printable
 from fsm_agent.tools.viewed import viewed_file
@@ -237,6 +238,7 @@ class BashTool:
             timed_out,
             timeout_ms,
             env.wants_response,
+            input["command"],
         )
         if outcome.is_error:
             return outcome
@@ -324,19 +326,24 @@ def _outcome(
     timed_out: bool,
     timeout_ms: float,
     respond: bool = False,
+    command: str = "",
 ) -> ToolOutcome:
     """The result; with `respond`, Claude Code's `{stdout, stderr, interrupted, isImage}`
     too: stdout and stderr share one pipe here, so all the output is `stdout`. A
-    successful command's output is whole, a failing one's an excerpt."""
-    failed = timed_out or code != 0
+    successful command's output is whole, a failing one's an excerpt. An exit code that
+    answers (grep's 1: no matches) is no failure, and the response says what it means."""
+    meaning = None if timed_out or code is None else exit_codes.answer(command, code)
+    failed = timed_out or (code != 0 and meaning is None)
     output = buffer.text(MAX_ERROR_OUTPUT_CHARS if failed else None).rstrip("\n")
     if timed_out:
         return ToolOutcome.error(f"Command timed out after {timeout_ms:g} ms\n{output}".rstrip())
     if code is not None and code < 0:
         return ToolOutcome.error(f"Killed by signal {-code}\n{output}".rstrip())
-    if code != 0:
+    if failed:
         return ToolOutcome.error(f"Exit code {code}\n{output}".rstrip())
-    response = None
+    response: dict[str, Any] | None = None
     if respond:
         response = {"stdout": output, "stderr": "", "interrupted": False, "isImage": False}
+        if meaning is not None:
+            response["returnCodeInterpretation"] = meaning
     return ToolOutcome(shown(output), response=response)
