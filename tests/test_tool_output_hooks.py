@@ -169,7 +169,9 @@ def test_each_tools_own_response_renders_as_the_tool_rendered_it(
         ("Bash", {**REDACTED, "stderr": "warn\n", "interrupted": True},
          "REDACTED\nwarn\n<error>Command was aborted before completion</error>"),
         ("Bash", {"stdout": "", "stderr": "", "interrupted": False, "isImage": False},
-         "(no output)"),
+         "(Bash completed with no output)"),
+        ("Bash", {"stdout": "\n \n  out  \n\n", "stderr": " warn \n", "interrupted": False},
+         "  out\nwarn"),
         ("Read", {"type": "text", "file": {"filePath": "/w/a", "content": "x\ny\n",
                                            "numLines": 3, "startLine": 4, "totalLines": 9}},
          "     4→x\n     5→y\n     6→\n\n(Showing lines 4-6; the file continues. "

@@ -70,7 +70,7 @@ def test_death_by_signal_is_reported(tmp_path: Path) -> None:
 def test_no_output_and_empty_stdin(tmp_path: Path) -> None:
     out = bash(tmp_path, "cat")
     assert not out.is_error
-    assert text(out) == "(no output)"
+    assert text(out) == "(Bash completed with no output)"
 
 
 def test_timeout_kills_the_whole_process_group(tmp_path: Path) -> None:
@@ -254,13 +254,13 @@ def test_git_does_not_wait_for_an_editor(tmp_path: Path, monkeypatch: pytest.Mon
 @pytest.mark.parametrize(
     ("command", "shown"),
     [
-        ("grep needle hay.txt", "(no output)"),
+        ("grep needle hay.txt", "(Bash completed with no output)"),
         ("rg needle hay.txt", None),
         ("cat hay.txt | grep -c needle", "0"),
-        ("cd . && grep needle hay.txt", "(no output)"),
+        ("cd . && grep needle hay.txt", "(Bash completed with no output)"),
         ("diff hay.txt other.txt", "1c1\n< hay\n---\n> other"),
-        ("test -f missing", "(no output)"),
-        ("[ -f missing ]", "(no output)"),
+        ("test -f missing", "(Bash completed with no output)"),
+        ("[ -f missing ]", "(Bash completed with no output)"),
         ("find . missing -name hay.txt", None),
     ],
 )
@@ -297,3 +297,15 @@ def test_other_exit_codes_stay_failures(tmp_path: Path, command: str) -> None:
     out = bash(tmp_path, command)
     assert out.is_error
     assert text(out).startswith("Exit code ")
+
+
+def test_blank_lines_around_the_output_are_left_out(tmp_path: Path) -> None:
+    """As Claude Code shows output: without its leading blank lines and trailing
+    whitespace, the indentation of its first line kept."""
+    out = call(
+        BASH,
+        {"command": "printf '\\n \\n  hi  \\n\\n'"},
+        evolve(make_env(tmp_path), wants_response=True),
+    )
+    assert text(out) == "  hi"
+    assert out.response is not None and out.response["stdout"] == "  hi"

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import re
 import shlex
 import signal
 import subprocess
@@ -310,14 +311,26 @@ def _viewed(command: str, env: ToolEnv) -> dict[str, float]:
         return {}
 
 
+NO_OUTPUT = "(Bash completed with no output)"
+"""Claude Code's stand-in for an empty result, which some models answer by ending the turn."""
+_LEADING_BLANK_LINES = re.compile(r"^(?:[^\S\n]*\n)+")
+
+
 def shown(stdout: str, stderr: str = "", interrupted: bool = False) -> str:
     """What the model reads of a command that did not fail, from the parts of its
-    `{stdout, stderr, interrupted}`: the one text of the tool and of a PostToolUse
-    hook's replacement (`fsm_agent.tools.output`)."""
-    parts = [stdout.rstrip("\n"), stderr.rstrip("\n")]
+    `{stdout, stderr, interrupted}`, as Claude Code renders them: stdout without its
+    leading blank lines and trailing whitespace, stderr trimmed. The one text of the
+    tool and of a PostToolUse hook's replacement (`fsm_agent.tools.output`)."""
+    parts = [strip_blank_lines(stdout), stderr.strip()]
     if interrupted:
         parts.append("<error>Command was aborted before completion</error>")
-    return "\n".join(p for p in parts if p) or "(no output)"
+    return "\n".join(p for p in parts if p) or NO_OUTPUT
+
+
+def strip_blank_lines(text: str) -> str:
+    """`text` without the blank lines it starts with and the whitespace it ends with:
+    the indentation of its first line is kept (Claude Code's `stripEmptyLines`)."""
+    return _LEADING_BLANK_LINES.sub("", text).rstrip()
 
 
 def _outcome(
@@ -343,7 +356,8 @@ def _outcome(
         return ToolOutcome.error(f"Exit code {code}\n{output}".rstrip())
     response: dict[str, Any] | None = None
     if respond:
-        response = {"stdout": output, "stderr": "", "interrupted": False, "isImage": False}
+        stdout = strip_blank_lines(output)
+        response = {"stdout": stdout, "stderr": "", "interrupted": False, "isImage": False}
         if meaning is not None:
             response["returnCodeInterpretation"] = meaning
     return ToolOutcome(shown(output), response=response)
