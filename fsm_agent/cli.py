@@ -333,6 +333,7 @@ def _plan(
 
     if max_turns is None:
         max_turns = _max_turns_variable()
+    _check_bash_timeouts()
     _refuse_existing_log(log)
     resumed = _resume(resume, cwd) if resume is not None else None
     if resumed is not None and scripted is None and model is None:
@@ -618,6 +619,16 @@ def _whole_number_variable(name: str, words: str, least: int | None = 1) -> int 
     if number is None or (least is not None and number < least):
         fail(f"{name} must be {words}, not {value[:40]!r}")
     return number
+
+
+def _check_bash_timeouts() -> None:
+    """Claude Code's Bash timeout variables, which the Bash tool reads: one it cannot
+    read is a usage error here, where Claude Code ignores it (commands would stop at
+    2 minutes, not at the time the user set)."""
+    from fsm_agent.tools.bash import DEFAULT_TIMEOUT_VARIABLE, MAX_TIMEOUT_VARIABLE
+
+    for name in (DEFAULT_TIMEOUT_VARIABLE, MAX_TIMEOUT_VARIABLE):
+        _whole_number_variable(name, "a whole number of milliseconds, 1 or more")
 
 
 def _concurrency_cap() -> int | None:

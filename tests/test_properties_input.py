@@ -1315,3 +1315,26 @@ def test_memory_files_the_user_writes_are_read(texts: list[Any], data: st.DataOb
         rules = path_rules(ws)
         read = [str(ws / name) for name in ("a.py", "src/x/b.ts", "[z-a]", ".claude/rules/a.md")]
         matching_rules([str(ws)], rules, read, [])
+
+
+@pytest.mark.parametrize("variable", ["BASH_DEFAULT_TIMEOUT_MS", "BASH_MAX_TIMEOUT_MS"])
+def test_a_bad_bash_timeout_variable_is_a_usage_error(tmp_path: Path, variable: str) -> None:
+    """Claude Code ignores a Bash timeout variable it cannot read; a run whose commands
+    would then stop at 2 minutes instead of the time the user set says so first."""
+    import os
+    import subprocess
+
+    scenario = tmp_path / "s.json"
+    scenario.write_text('{"prompt": "hi", "turns": [{"content": "ok"}]}')
+    done = subprocess.run(
+        [sys.executable, "-m", "fsm_agent.cli", "run", "--scripted", str(scenario),
+         "--cwd", str(tmp_path)],
+        capture_output=True, text=True, env={**os.environ, variable: "30m"},
+        stdin=subprocess.DEVNULL, timeout=60,
+    )  # fmt: skip
+    assert done.returncode == 2, done.stderr
+    assert done.stderr == (
+        f"fsm-agent: error: {variable} must be a whole number of milliseconds, 1 or more, "
+        "not '30m'\n"
+    )
+    assert not (tmp_path / ".fsm-agent").exists()

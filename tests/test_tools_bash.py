@@ -309,3 +309,24 @@ def test_blank_lines_around_the_output_are_left_out(tmp_path: Path) -> None:
     )
     assert text(out) == "  hi"
     assert out.response is not None and out.response["stdout"] == "  hi"
+
+
+def test_claude_codes_timeout_variables_set_the_default_and_the_maximum(tmp_path: Path) -> None:
+    """`BASH_DEFAULT_TIMEOUT_MS` and `BASH_MAX_TIMEOUT_MS`, read as Claude Code's
+    `timeouts.ts` reads them: the maximum is never below the default, and a value that
+    is not a positive number is ignored. The tool's description says what is in force."""
+    tool = BashTool({"BASH_DEFAULT_TIMEOUT_MS": "300", "BASH_MAX_TIMEOUT_MS": "900000"})
+    assert tool.timeout_of({"command": "x"}) == 300
+    assert tool.timeout_of({"command": "x", "timeout": 800_000}) == 800_000
+    assert tool.timeout_of({"command": "x", "timeout": 10**9}) == 900_000
+    assert "default 300, at most 900000" in tool.description
+    assert "max 900000" in tool.input_schema["properties"]["timeout"]["description"]
+    out = call(tool, {"command": "sleep 30"}, make_env(tmp_path))
+    assert text(out) == "Command timed out after 300 ms"
+
+    raised = BashTool({"BASH_DEFAULT_TIMEOUT_MS": "700000"})
+    assert raised.timeout_of({"command": "x", "timeout": 10**9}) == 700_000
+    ignored = BashTool({"BASH_DEFAULT_TIMEOUT_MS": "0", "BASH_MAX_TIMEOUT_MS": "ten"})
+    assert ignored.timeout_of({"command": "x", "timeout": 10**9}) == 600_000
+    assert ignored.timeout_of({"command": "x"}) == 120_000
+    assert BashTool({}).description == BashTool().description

@@ -9,9 +9,10 @@ import re
 import shlex
 import signal
 import subprocess
+from collections.abc import Mapping
 from typing import Any
 
-from attrs import define, evolve
+from attrs import define, evolve, frozen
 
 from fsm_agent.session_env import source_chain
 from fsm_agent.tools import exit_codes
@@ -22,6 +23,9 @@ from fsm_agent.tools.workspace import check_path
 
 DEFAULT_TIMEOUT_MS = 120_000
 MAX_TIMEOUT_MS = 600_000
+DEFAULT_TIMEOUT_VARIABLE = "BASH_DEFAULT_TIMEOUT_MS"
+MAX_TIMEOUT_VARIABLE = "BASH_MAX_TIMEOUT_MS"
+LONGEST_TIMER_MS = 2**31 - 1
 MAX_ERROR_OUTPUT_CHARS = 10_000
 """What a failing command shows of its output: a head and a tail, as Claude Code's
 excerpt. A successful command's output is handed over whole; past 30,000 characters
@@ -30,43 +34,82 @@ KEEP_BYTES = 1024 * 1024
 """What the output buffer keeps of each end; the middle of anything larger is dropped."""
 DRAIN_SECONDS = 2.0
 
-DESCRIPTION = """\
+
+@frozen
+class Timeouts:
+    """A command's timeout when the model gives none, and the most it may ask for (ms)."""
+
+    default_ms: int = DEFAULT_TIMEOUT_MS
+    max_ms: int = MAX_TIMEOUT_MS
+
+    @classmethod
+    def of(cls, environ: Mapping[str, str]) -> Timeouts:
+        """Claude Code's `BASH_DEFAULT_TIMEOUT_MS` and `BASH_MAX_TIMEOUT_MS`, read as its
+        `timeouts.ts` reads them: a value that is not a positive number is ignored (the
+        CLI refuses one first), and the maximum is never below the default."""
+        default = _positive(environ.get(DEFAULT_TIMEOUT_VARIABLE)) or DEFAULT_TIMEOUT_MS
+        most = _positive(environ.get(MAX_TIMEOUT_VARIABLE)) or MAX_TIMEOUT_MS
+        return cls(default, max(most, default))
+
+
+def _positive(value: str | None) -> int | None:
+    """The number `value` starts with, as JavaScript's `parseInt`, up to the longest
+    timer Node.js keeps (2**31 - 1 ms, 24.8 days); None unless positive."""
+    found = re.match(r"\s*(-?)\+?([0-9]+)", value or "")
+    if found is None or found.group(1) or not found.group(2).strip("0"):
+        return None
+    digits = found.group(2).lstrip("0")
+    return LONGEST_TIMER_MS if len(digits) > 10 else min(int(digits), LONGEST_TIMER_MS)
+
+
+def description_of(timeouts: Timeouts) -> str:
+    return f"""\
 Run a bash command (`bash -c`) in the working directory and return its \
 combined stdout and stderr. Each call starts fresh in the working directory: \
 `cd`, variables and processes do not carry over, and anything the command \
 leaves running in the background is stopped when it returns. stdin is empty, \
 so avoid interactive programs.
-`timeout` is in milliseconds (default 120000, at most 600000). Output over \
-30000 characters is saved to a file: you get its path and a preview. A non-zero \
-exit status is reported as an error together with the output's first and last \
-5000 characters.
+`timeout` is in milliseconds (default {timeouts.default_ms}, at most {timeouts.max_ms}). \
+Output over 30000 characters is saved to a file: you get its path and a preview. A \
+non-zero exit status is reported as an error together with the output's first and \
+last 5000 characters; an exit status of 1 that answers (grep, rg: no match; diff: \
+the files differ; test: false; find: a directory could not be read) is not an error.
 Prefer Read, Edit, Write, Glob and Grep over cat, sed, echo >, find and grep."""
 
-SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "properties": {
-        "command": {"type": "string", "description": "The command to run"},
-        "timeout": {
-            "type": "number",
-            "exclusiveMinimum": 0,
-            "description": "Timeout in milliseconds (default 120000, max 600000)",
+
+def schema_of(timeouts: Timeouts) -> dict[str, Any]:
+    return {
+        "type": "object",
+        "properties": {
+            "command": {"type": "string", "description": "The command to run"},
+            "timeout": {
+                "type": "number",
+                "exclusiveMinimum": 0,
+                "description": (
+                    f"Timeout in milliseconds (default {timeouts.default_ms}, "
+                    f"max {timeouts.max_ms})"
+                ),
+            },
+            "description": {
+                "type": "string",
+                "description": "What the command does, in 5-10 words",
+            },
+            "run_in_background": {
+                "type": "boolean",
+                "description": "Not supported here; must be false or omitted",
+            },
+            "dangerouslyDisableSandbox": {
+                "type": "boolean",
+                "description": "Commands run without a sandbox here; accepted and ignored",
+            },
         },
-        "description": {
-            "type": "string",
-            "description": "What the command does, in 5-10 words",
-        },
-        "run_in_background": {
-            "type": "boolean",
-            "description": "Not supported here; must be false or omitted",
-        },
-        "dangerouslyDisableSandbox": {
-            "type": "boolean",
-            "description": "Commands run without a sandbox here; accepted and ignored",
-        },
-    },
-    "required": ["command"],
-    "additionalProperties": False,
-}
+        "required": ["command"],
+        "additionalProperties": False,
+    }
+
+
+DESCRIPTION = description_of(Timeouts())
+SCHEMA = schema_of(Timeouts())
 
 
 @define
@@ -117,9 +160,9 @@ def marker(cut: int) -> str:
     return f"\n\n... [{cut} characters truncated] ...\n\n"
 
 
-def timeout_of(input: dict[str, Any]) -> float:
+def timeout_of(input: dict[str, Any], timeouts: Timeouts = Timeouts()) -> float:
     """The timeout in ms: the model's choice, clamped to the maximum rather than refused."""
-    return min(float(input.get("timeout", DEFAULT_TIMEOUT_MS)), MAX_TIMEOUT_MS)
+    return min(float(input.get("timeout", timeouts.default_ms)), timeouts.max_ms)
 
 
 def kill_group(pgid: int) -> None:
@@ -190,13 +233,24 @@ class BashTool:
     description = DESCRIPTION
     input_schema = SCHEMA
 
+    def __init__(self, environ: Mapping[str, str] | None = None) -> None:
+        """`environ` (this process's, by default) may set Claude Code's timeout variables;
+        the description and schema the model reads say what they set, and the log's
+        header keeps those, so a replay shows the model what the run showed it."""
+        self.timeouts = Timeouts.of(os.environ if environ is None else environ)
+        self.description = description_of(self.timeouts)
+        self.input_schema = schema_of(self.timeouts)
+
+    def timeout_of(self, input: dict[str, Any]) -> float:
+        return timeout_of(input, self.timeouts)
+
     async def run(self, input: dict[str, Any], env: ToolEnv) -> ToolOutcome:
         if input.get("run_in_background"):
             raise ToolInputError(
                 "run_in_background is not supported by this agent. Run the command in the "
                 "foreground, with a timeout if it may take long."
             )
-        timeout_ms = timeout_of(input)
+        timeout_ms = self.timeout_of(input)
         loop = asyncio.get_running_loop()
         starting = asyncio.ensure_future(
             loop.subprocess_exec(
