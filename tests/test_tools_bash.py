@@ -1,4 +1,5 @@
 import asyncio
+import base64
 import os
 import shutil
 import signal
@@ -9,6 +10,8 @@ from typing import Any
 import pytest
 from attrs import evolve
 
+from fsm_agent.messages import ImageBlock, ImageSource
+from fsm_agent.tools import output
 from fsm_agent.tools.base import ToolOutcome
 from fsm_agent.tools.bash import KEEP_BYTES, BashTool, timeout_of
 from tests.tools_support import call, make_env, text
@@ -330,3 +333,49 @@ def test_claude_codes_timeout_variables_set_the_default_and_the_maximum(tmp_path
     assert ignored.timeout_of({"command": "x", "timeout": 10**9}) == 600_000
     assert ignored.timeout_of({"command": "x"}) == 120_000
     assert BashTool({}).description == BashTool().description
+
+
+PNG = b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR" + b"\x00" * 20
+
+
+def test_an_image_printed_as_a_data_uri_is_sent_as_an_image(tmp_path: Path) -> None:
+    """As Claude Code's Bash: output that is one `data:image/…;base64,` URI (a plot a
+    script prints) reaches the model as the image, with the type its bytes say."""
+    (tmp_path / "plot.png").write_bytes(PNG)
+    command = "printf '\\n%s\\n' \"data:image/jpeg;base64,$(base64 -w0 plot.png)\""
+    out = call(BASH, {"command": command}, evolve(make_env(tmp_path), wants_response=True))
+    assert not out.is_error
+    data = base64.b64encode(PNG).decode()
+    assert out.content == (ImageBlock(ImageSource(media_type="image/png", data=data)),)
+    assert out.response == {
+        "stdout": f"data:image/jpeg;base64,{data}",
+        "stderr": "",
+        "interrupted": False,
+        "isImage": True,
+    }
+
+
+@pytest.mark.parametrize(
+    "printed",
+    [
+        "data:image/png;base64,bm90IGFuIGltYWdl",  # base64, but not of an image
+        "data:image/png;base64,%%%",
+        "data:text/plain;base64,iVBORw0KGgo=",
+        "see data:image/png;base64,iVBORw0KGgo=",
+    ],
+)
+def test_output_that_is_no_image_stays_text(tmp_path: Path, printed: str) -> None:
+    out = bash(tmp_path, f"echo '{printed}'")
+    assert text(out) == printed
+
+
+def test_a_hooks_replacement_marked_as_an_image_is_rendered_as_one() -> None:
+    """A PostToolUse hook's `updatedToolOutput` with `isImage` is shown as Claude Code's
+    `mapToolResultToToolResultBlockParam` shows it: the image, if it is one."""
+    data = base64.b64encode(PNG).decode()
+    value = {"stdout": f"data:image/png;base64,{data}", "stderr": "", "interrupted": False}
+    image = (ImageBlock(ImageSource(media_type="image/png", data=data)),)
+    assert output.rendered("Bash", True, {**value, "isImage": True}) == image
+    assert output.rendered("Bash", True, value) == value["stdout"]
+    not_one = {**value, "stdout": "data:image/png;base64,AAAA", "isImage": True}
+    assert output.rendered("Bash", True, not_one) == "data:image/png;base64,AAAA"

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import base64
+import binascii
 import contextlib
 import os
 import re
@@ -14,10 +16,12 @@ from typing import Any
 
 from attrs import define, evolve, frozen
 
+from fsm_agent.messages import ToolResultContent
 from fsm_agent.session_env import source_chain
 from fsm_agent.tools import exit_codes
 from fsm_agent.tools.base import ToolEnv, ToolInputError, ToolOutcome
 from fsm_agent.tools.files import mtime, printable
+from fsm_agent.tools.read import MAX_IMAGE_BYTES, image_media_type, shown_image
 from fsm_agent.tools.viewed import viewed_file
 from fsm_agent.tools.workspace import check_path
 
@@ -368,17 +372,40 @@ def _viewed(command: str, env: ToolEnv) -> dict[str, float]:
 NO_OUTPUT = "(Bash completed with no output)"
 """Claude Code's stand-in for an empty result, which some models answer by ending the turn."""
 _LEADING_BLANK_LINES = re.compile(r"^(?:[^\S\n]*\n)+")
+_DATA_URI = re.compile(r"data:image/[a-z0-9.+_-]+;base64,([^\n]+)", re.IGNORECASE)
+MAX_IMAGE_BASE64 = MAX_IMAGE_BYTES * 4 // 3 + 4
 
 
-def shown(stdout: str, stderr: str = "", interrupted: bool = False) -> str:
+def shown(
+    stdout: str, stderr: str = "", interrupted: bool = False, is_image: bool = False
+) -> ToolResultContent:
     """What the model reads of a command that did not fail, from the parts of its
-    `{stdout, stderr, interrupted}`, as Claude Code renders them: stdout without its
-    leading blank lines and trailing whitespace, stderr trimmed. The one text of the
-    tool and of a PostToolUse hook's replacement (`fsm_agent.tools.output`)."""
+    `{stdout, stderr, interrupted, isImage}`, as Claude Code renders them: the image
+    stdout holds, or stdout without its leading blank lines and trailing whitespace,
+    stderr trimmed. The one rendering of the tool and of a PostToolUse hook's
+    replacement (`fsm_agent.tools.output`)."""
+    image = image_of(stdout) if is_image else None
+    if image is not None:
+        return shown_image(*image)
     parts = [strip_blank_lines(stdout), stderr.strip()]
     if interrupted:
         parts.append("<error>Command was aborted before completion</error>")
     return "\n".join(p for p in parts if p) or NO_OUTPUT
+
+
+def image_of(stdout: str) -> tuple[str, str] | None:
+    """`(media type, base64)` of the image `stdout` is, as one `data:image/…;base64,` URI
+    (Claude Code's `parseDataUri`), sent with the type its bytes say, as Read sends one;
+    None when it is not such an image, or one too large for the API."""
+    found = _DATA_URI.fullmatch(stdout.strip())
+    if found is None or len(found.group(1)) > MAX_IMAGE_BASE64:
+        return None
+    data = found.group(1)
+    try:
+        media_type = image_media_type(base64.b64decode(data, validate=True)[:16])
+    except (binascii.Error, ValueError):
+        return None
+    return None if media_type is None else (media_type, data)
 
 
 def strip_blank_lines(text: str) -> str:
@@ -408,10 +435,11 @@ def _outcome(
         return ToolOutcome.error(f"Killed by signal {-code}\n{output}".rstrip())
     if failed:
         return ToolOutcome.error(f"Exit code {code}\n{output}".rstrip())
+    stdout = strip_blank_lines(output)
+    is_image = image_of(stdout) is not None
     response: dict[str, Any] | None = None
     if respond:
-        stdout = strip_blank_lines(output)
-        response = {"stdout": stdout, "stderr": "", "interrupted": False, "isImage": False}
+        response = {"stdout": stdout, "stderr": "", "interrupted": False, "isImage": is_image}
         if meaning is not None:
             response["returnCodeInterpretation"] = meaning
-    return ToolOutcome(shown(output), response=response)
+    return ToolOutcome(shown(stdout, is_image=is_image), response=response)

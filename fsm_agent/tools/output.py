@@ -148,7 +148,7 @@ def rendered(name: str, structured: bool, value: Any) -> ToolResultContent:
 
 
 def _bash(out: dict[str, Any]) -> ToolResultContent:
-    return bash.shown(out["stdout"], out["stderr"], out["interrupted"])
+    return bash.shown(out["stdout"], out["stderr"], out["interrupted"], bool(out.get("isImage")))
 
 
 def _read(out: dict[str, Any]) -> ToolResultContent:
