@@ -123,7 +123,7 @@ def test_the_environment_table_names_every_variable_the_code_reads_or_sets() -> 
     rows = table(text("cli.md"), "| variable | meaning |")
     documented = {row[0].strip("`") for row in rows}
     code = "\n".join(p.read_text() for p in (ROOT / "fsm_agent").rglob("*.py"))
-    used = set(re.findall(r"[\"']((?:ANTHROPIC|CLAUDE|FSM_AGENT)_[A-Z_]+)[\"']", code))
+    used = set(re.findall(r"[\"']((?:ANTHROPIC|BASH|CLAUDE|FSM_AGENT)_[A-Z_]+)[\"']", code))
     assert documented == used
 
 
