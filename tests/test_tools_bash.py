@@ -3,6 +3,7 @@ import base64
 import os
 import shutil
 import signal
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -379,3 +380,19 @@ def test_a_hooks_replacement_marked_as_an_image_is_rendered_as_one() -> None:
     assert output.rendered("Bash", True, value) == value["stdout"]
     not_one = {**value, "stdout": "data:image/png;base64,AAAA", "isImage": True}
     assert output.rendered("Bash", True, not_one) == "data:image/png;base64,AAAA"
+
+
+def test_a_command_too_long_for_the_system_says_so_plainly(tmp_path: Path) -> None:
+    """A heredoc writing a large file is longer than one argument may be (128 KiB on
+    Linux): the model read `Bash failed: OSError: [Errno 7] …`; now what to do instead."""
+    if sys.platform != "linux":
+        pytest.skip("the limit on one argument is Linux's")
+    command = "cat > big.txt <<'EOF'\n" + ("x" * 99 + "\n") * 2000 + "EOF"
+    out = bash(tmp_path, command)
+    assert out.is_error
+    assert text(out) == (
+        "<tool_use_error>The command is too long to run (200025 bytes; the system "
+        "refused it as an argument list too long). Write long content with the Write "
+        "tool, or split the command.</tool_use_error>"
+    )
+    assert not (tmp_path / "big.txt").exists()

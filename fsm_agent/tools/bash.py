@@ -6,6 +6,7 @@ import asyncio
 import base64
 import binascii
 import contextlib
+import errno
 import os
 import re
 import shlex
@@ -255,13 +256,14 @@ class BashTool:
                 "foreground, with a timeout if it may take long."
             )
         timeout_ms = self.timeout_of(input)
+        script = with_session_env(input["command"], env.session_env, env.cwd)
         loop = asyncio.get_running_loop()
         starting = asyncio.ensure_future(
             loop.subprocess_exec(
                 lambda: _Collector(loop),
                 "bash",
                 "-c",
-                with_session_env(input["command"], env.session_env, env.cwd),
+                script,
                 cwd=env.cwd,
                 env=command_env(),
                 stdin=subprocess.DEVNULL,
@@ -272,6 +274,10 @@ class BashTool:
         )
         try:
             transport, collector = await asyncio.shield(starting)
+        except OSError as exc:
+            if exc.errno != errno.E2BIG:
+                raise
+            raise ToolInputError(too_long(input["command"])) from None
         except asyncio.CancelledError:
             # Cancelled while the start was handed back (a loaded machine): let it finish,
             # then kill the group; asyncio's clean-up would kill the shell alone.
@@ -302,6 +308,18 @@ class BashTool:
         if outcome.is_error:
             return outcome
         return evolve(outcome, read_files=_viewed(input["command"], env))
+
+
+def too_long(command: str) -> str:
+    """Why a command the system refused as too long (`E2BIG`: past 128 KiB in one argument
+    on Linux, where `bash -c` takes it; Claude Code runs it alike) did not run, and what
+    to do instead."""
+    size = len(command.encode("utf-8", "surrogatepass"))
+    return (
+        f"The command is too long to run ({size} bytes; the system refused it as an "
+        "argument list too long). Write long content with the Write tool, or split the "
+        "command."
+    )
 
 
 def command_env() -> dict[str, str]:
