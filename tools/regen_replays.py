@@ -32,7 +32,9 @@ from fsm_agent.config import RunConfig
 from fsm_agent.effects import AbortSignal, LiveEffects
 from fsm_agent.scripted import Scenario, ScriptedHooks, ScriptedModel
 from fsm_agent.session import arun
-from fsm_agent.tools.base import ToolCall, ToolEnv, ToolOutcome
+from fsm_agent.tools import default_tools
+from fsm_agent.tools.base import Tool, ToolCall, ToolEnv, ToolOutcome
+from fsm_agent.tools.bash import BashTool
 
 ROOT = Path(__file__).resolve().parent.parent
 SCENARIOS = ROOT / "replays" / "scenarios"
@@ -78,6 +80,12 @@ def workspace_for(name: str) -> Path:
     return ws
 
 
+def stable_tools() -> dict[str, Tool]:
+    """The built-in tools, with Bash's description as no `BASH_*_TIMEOUT_MS` variable of
+    the one regenerating the logs changes it."""
+    return {**default_tools(), "Bash": BashTool({})}
+
+
 async def regenerate(name: str, out: Path = REPLAYS) -> str:
     scenario = Scenario.load(SCENARIOS / f"{name}.json")
     workspace = workspace_for(name)
@@ -96,6 +104,7 @@ async def regenerate(name: str, out: Path = REPLAYS) -> str:
         session_id=f"replay-{name}",
         header_extra={"created": CREATED},
         live_effects=lambda *args, **kwargs: StableEffects(*args, **{**kwargs, "blob_dir": blobs}),
+        tools=stable_tools(),
     )
     shutil.rmtree(workspace)
     shutil.rmtree(blobs, ignore_errors=True)
