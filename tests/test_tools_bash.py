@@ -14,7 +14,7 @@ from attrs import evolve
 from fsm_agent.messages import ImageBlock, ImageSource
 from fsm_agent.tools import output
 from fsm_agent.tools.base import ToolOutcome
-from fsm_agent.tools.bash import KEEP_BYTES, BashTool, timeout_of
+from fsm_agent.tools.bash import DESCRIPTION, KEEP_BYTES, BashTool, timeout_of
 from tests.tools_support import call, make_env, text
 
 BASH = BashTool()
@@ -333,7 +333,7 @@ def test_claude_codes_timeout_variables_set_the_default_and_the_maximum(tmp_path
     ignored = BashTool({"BASH_DEFAULT_TIMEOUT_MS": "0", "BASH_MAX_TIMEOUT_MS": "ten"})
     assert ignored.timeout_of({"command": "x", "timeout": 10**9}) == 600_000
     assert ignored.timeout_of({"command": "x"}) == 120_000
-    assert BashTool({}).description == BashTool().description
+    assert BashTool({}).description == DESCRIPTION
 
 
 PNG = b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR" + b"\x00" * 20
