@@ -173,13 +173,33 @@ def apply_tool_result_budget(
 
 
 def persisted_preview(text: str, path: str) -> str:
+    """What the model reads of a stored result, in Claude Code's words
+    (`buildLargeToolResultMessage`): its size, its file, and its first 2KB cut at the
+    end of a line when one ends past the first half (`generatePreview`), `...` after it
+    when there is more."""
     head = text[:TOOL_RESULT_PREVIEW_CHARS]
+    more = ""
+    if len(text) > len(head):
+        end = head.rfind("\n")
+        head, more = (head[:end] if end > TOOL_RESULT_PREVIEW_CHARS // 2 else head), "...\n"
     return (
         "<persisted-output>\n"
-        f"Output too large ({len(text)} characters). Full output saved to: {path}\n\n"
-        f"Preview (first {len(head)} characters):\n{head}\n"
-        "</persisted-output>"
+        f"Output too large ({file_size(len(text))}). Full output saved to: {path}\n\n"
+        f"Preview (first {file_size(TOOL_RESULT_PREVIEW_CHARS)}):\n{head}\n"
+        f"{more}</persisted-output>"
     )
+
+
+def file_size(size: int) -> str:
+    """Claude Code's `formatFileSize`: `900 bytes`, `1.5KB`, `2KB`, `3.1MB`."""
+    if size < 1024:
+        return f"{size} bytes"
+    value = size / 1024
+    for unit in ("KB", "MB"):
+        if value < 1024:
+            return f"{value:.1f}".removesuffix(".0") + unit
+        value /= 1024
+    return f"{value:.1f}".removesuffix(".0") + "GB"
 
 
 # --- rounds -------------------------------------------------------------------------

@@ -311,9 +311,29 @@ def test_budget_replaces_an_oversized_result_by_a_preview_and_its_path() -> None
     out = apply_tool_result_budget(messages, ctx.TOOL_RESULT_MAX_CHARS, {"toolu_0000": "/s/r.txt"})
     text = results(out)[0].text
     assert "Full output saved to: /s/r.txt" in text
-    assert f"Output too large ({ctx.TOOL_RESULT_MAX_CHARS + 10} characters)" in text
+    assert "Output too large (97.7KB)" in text
     assert len(text) < 3_000
     assert out[:-1] == messages[:-1]
+
+
+def test_the_preview_is_worded_and_cut_as_claude_codes() -> None:
+    """Claude Code's `buildLargeToolResultMessage`: the size as `formatFileSize` writes it,
+    the preview cut at the last line's end in its first 2KB, and `...` when there is more.
+    It said "(45000 characters)", "(first 2000 characters)", and cut lines in two."""
+    text = ("a" * 99 + "\n") * 450
+    assert ctx.persisted_preview(text, "/s/r.txt") == (
+        "<persisted-output>\nOutput too large (43.9KB). Full output saved to: /s/r.txt\n\n"
+        f"Preview (first 2KB):\n{text[:1999]}\n...\n</persisted-output>"
+    )
+    one_line = "b" * 40_000
+    assert ctx.persisted_preview(one_line, "/s/r.txt").endswith(
+        f"Preview (first 2KB):\n{one_line[:2000]}\n...\n</persisted-output>"
+    )
+    assert ctx.persisted_preview("c" * 1024, "/r").startswith(
+        "<persisted-output>\nOutput too large (1KB)."
+    )
+    assert "Output too large (900 bytes)." in ctx.persisted_preview("d" * 900, "/r")
+    assert "(1.5MB)" in ctx.persisted_preview("e" * (3 * 1024 * 512), "/r")
 
 
 def test_budget_leaves_a_result_it_could_not_store_whole() -> None:
