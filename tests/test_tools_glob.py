@@ -78,8 +78,23 @@ def test_recursive_pattern_finds_files_including_hidden_but_not_git(ws: Path) ->
     assert found == {str(ws / p) for p in ("a.py", "src/c.py", "src/deep/d.py", ".hidden/e.py")}
 
 
-def test_single_star_stays_at_the_top(ws: Path) -> None:
-    assert glob(ws, pattern="*.py") == str(ws / "a.py")
+def test_a_pattern_without_a_slash_matches_names_at_any_depth(ws: Path) -> None:
+    """Claude Code hands the pattern to `rg --files --glob`, where (as in .gitignore) a
+    pattern with no `/` matches a file's name in any directory: its Glob `.gitignore`
+    finds `.pytest_cache/.gitignore` too. One with a `/` is matched from the top."""
+    every = {str(ws / p) for p in ("a.py", "src/c.py", "src/deep/d.py", ".hidden/e.py")}
+    assert set(glob(ws, pattern="*.py").splitlines()) == every
+    assert set(glob(ws, pattern="*.py", path="src").splitlines()) == {
+        str(ws / "src/c.py"),
+        str(ws / "src/deep/d.py"),
+    }
+    assert glob(ws, pattern="d.py") == str(ws / "src/deep/d.py")
+    assert glob(ws, pattern="src/*.py") == str(ws / "src/c.py")
+    assert glob(ws, pattern="./*.py") == str(ws / "a.py")
+    assert set(glob(ws, pattern=f"{ws}/src/*.py").splitlines()) == {
+        str(ws / "src/c.py"),
+        str(ws / "src/deep/d.py"),
+    }
 
 
 def test_newest_first(ws: Path) -> None:

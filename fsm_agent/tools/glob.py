@@ -20,7 +20,9 @@ MAX_RESULTS = 100
 DESCRIPTION = """\
 Find files whose path matches a glob pattern, e.g. `**/*.py` or `src/**/*.{ts,tsx}`. \
 The pattern is matched against paths relative to `path` (default: the working \
-directory): `*` stays within one directory, `**/` spans any number of them.
+directory): `*` stays within one directory, `**/` spans any number of them. \
+As in .gitignore, a pattern with no `/` (`*.py`, `package.json`) matches file \
+names in every directory.
 Returns absolute paths, most recently modified first, at most 100. \
 Hidden files are included, .gitignore is not consulted, and .git is skipped. \
 Use Grep to search file contents."""
@@ -49,6 +51,7 @@ class GlobTool:
     async def run(self, input: dict[str, Any], env: ToolEnv) -> ToolOutcome:
         started = time.perf_counter() if env.wants_response else None
         prefix, pattern = split_literal(input["pattern"])
+        anywhere = "/" not in (pattern if os.path.isabs(prefix) else input["pattern"])
         where = input.get("path") or env.cwd
         check = check_path(where, env)
         if not os.path.isabs(prefix):
@@ -66,7 +69,7 @@ class GlobTool:
             if not os.path.isdir(check.resolved):
                 return _found([], 0, started)
         return await asyncio.to_thread(
-            _glob, check.resolved, pattern, check.roots, env.hidden, started
+            _glob, check.resolved, pattern, check.roots, env.hidden, started, anywhere
         )
 
 
@@ -76,7 +79,8 @@ def split_literal(pattern: str) -> tuple[str, str]:
 
     The directories are searched from, so `./`, `..` and an absolute start (models
     often put the directory in the pattern) lead where they say, and out of the
-    workspace only to be refused.
+    workspace only to be refused. Claude Code splits an absolute pattern so too
+    (`extractGlobBaseDirectory`), handing ripgrep the rest.
     """
     parts = pattern.split("/")
     for i, part in enumerate(parts):
@@ -93,11 +97,15 @@ def _glob(
     roots: tuple[str, ...],
     hidden: Callable[[str], bool] | None = None,
     started: float | None = None,
+    anywhere: bool = False,
 ) -> ToolOutcome:
+    """The files under `base` matching `pattern`: their names, if `anywhere` (ripgrep's
+    `--glob` reads a pattern with no `/` as .gitignore does), else their paths from `base`."""
     regex = compile_glob(pattern)
     found: list[tuple[float, str]] = []
     for path in walk_files(base, roots, hidden=hidden):
-        if matches(regex, os.path.relpath(path, base).replace(os.sep, "/")):
+        rel = os.path.basename(path) if anywhere else os.path.relpath(path, base)
+        if matches(regex, rel.replace(os.sep, "/")):
             with contextlib.suppress(OSError):
                 found.append((-os.stat(path).st_mtime, path))
     found.sort()
