@@ -290,12 +290,19 @@ def test_grep_response_in_count_mode_and_with_paging(workspace: Path) -> None:
     assert out.response["filenames"] == []
     assert sorted(out.response["content"].split("\n")) == [f"{a}:2", f"{b}:1"]
     assert out.response["numMatches"] == 3
+    (workspace / "d.txt").write_text("hit\n")
     paged = _run(
         "Grep", {"pattern": "hit", "head_limit": 1, "offset": 1}, workspace, wants_response=True
     )
     assert paged.response is not None
     assert paged.response["numFiles"] == 1 and len(paged.response["filenames"]) == 1
     assert (paged.response["appliedLimit"], paged.response["appliedOffset"]) == (1, 1)
+    last = _run(
+        "Grep", {"pattern": "hit", "head_limit": 1, "offset": 2}, workspace, wants_response=True
+    )
+    assert last.response is not None
+    assert "appliedLimit" not in last.response, "as in Claude Code: only a limit that cut"
+    assert last.response["appliedOffset"] == 2
 
 
 @pytest.mark.parametrize(

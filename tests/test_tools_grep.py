@@ -165,7 +165,7 @@ def test_an_ignored_file_named_explicitly_is_searched(ws: Path) -> None:
 
 def test_huge_output_is_capped(ws: Path) -> None:
     (ws / "big.txt").write_text("needle " + "x" * 500 + "\n" * 1 + ("needle\n" * 10_000))
-    out = ok(ws, pattern="needle", output_mode="content", path="big.txt")
+    out = ok(ws, pattern="needle", output_mode="content", path="big.txt", head_limit=0)
     assert len(out) < 30_200
     assert "Output truncated at 30000 characters" in out
 
@@ -369,3 +369,23 @@ def test_more_of_ripgreps_file_types(tmp_path: Path, file_type: str, name: str) 
     (tmp_path / name).write_text("needle\n")
     (tmp_path / "other.txt").write_text("needle\n")
     assert ok(tmp_path, pattern="needle", type=file_type) == f"Found 1 file\n{tmp_path / name}"
+
+
+def test_head_limit_defaults_to_250_entries_and_0_shows_all(tmp_path: Path) -> None:
+    """Claude Code's DEFAULT_HEAD_LIMIT: a search that names no head_limit shows 250
+    entries, in every mode, and says there are more; head_limit 0 shows them all."""
+    (tmp_path / "many.txt").write_text("needle\n" * 300)
+    for i in range(300):
+        (tmp_path / f"f{i:03}.txt").write_text("needle\n")
+    lines = ok(tmp_path, pattern="needle", output_mode="content", path="many.txt").splitlines()
+    assert lines[249] == "250:needle"
+    assert lines[250:] == ["", "(Showing entries 1-250 of 300; use offset=250 to see more.)"]
+    files = ok(tmp_path, pattern="needle").splitlines()
+    assert files[0] == "Found 301 files"
+    assert len(files) == 1 + 250 + 2
+    assert "of 301" in files[-1]
+    counts = ok(tmp_path, pattern="needle", output_mode="count").splitlines()
+    assert counts[249].endswith(":1")
+    assert "of 301" in counts[-1]
+    every = ok(tmp_path, pattern="needle", output_mode="content", path="many.txt", head_limit=0)
+    assert every.splitlines() == [f"{n}:needle" for n in range(1, 301)]

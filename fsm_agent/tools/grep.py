@@ -34,6 +34,8 @@ from fsm_agent.tools.worker import Workers, serve
 from fsm_agent.tools.workspace import check_path, is_within
 
 MAX_OUTPUT_CHARS = 30_000
+DEFAULT_HEAD_LIMIT = 250
+"""Claude Code's: the entries a search shows when the model names no `head_limit`."""
 MAX_FILE_BYTES = 20 * 1024 * 1024
 GREP_TIMEOUT_S = 60.0
 
@@ -89,7 +91,8 @@ output_mode: `files_with_matches` (default; paths, newest first), `content` \
 context; `-o` only the matched parts, each on a line of its own) or `count` \
 (matching lines per file).
 `-i` ignores case; `multiline` lets a match span lines (`.` matches newlines). \
-`head_limit` and `offset` page through the output entries."""
+`head_limit` (default {DEFAULT_HEAD_LIMIT}; 0 for all) and `offset` page through the \
+output entries."""
 
 _INT = {"type": "integer", "minimum": 0}
 
@@ -111,7 +114,10 @@ SCHEMA: dict[str, Any] = {
         "-B": {**_INT, "description": "Lines of context before each match (content mode)"},
         "-C": {**_INT, "description": "Lines of context around each match (content mode)"},
         "context": {**_INT, "description": "Same as -C"},
-        "head_limit": {**_INT, "description": "Show at most this many entries (0: all)"},
+        "head_limit": {
+            **_INT,
+            "description": f"Show at most this many entries (default {DEFAULT_HEAD_LIMIT}; 0: all)",
+        },
         "offset": {**_INT, "description": "Skip this many entries first"},
         "multiline": {"type": "boolean", "description": "Let matches span lines"},
     },
@@ -278,7 +284,8 @@ def _search(job: dict[str, Any]) -> tuple[str, dict[str, Any] | None]:
     input = job["input"]
     query = Query.parse(input)
     results = [r for path in job["files"] if (r := _search_file(query, path)) is not None]
-    head_limit, offset = integer(input, "head_limit", 0), integer(input, "offset", 0)
+    head_limit = integer(input, "head_limit", DEFAULT_HEAD_LIMIT)
+    offset = integer(input, "offset", 0)
     return _render(query, results, job["single"], head_limit, offset, job["respond"])
 
 
@@ -349,7 +356,8 @@ def _render(
     response = None
     if respond:
         kept = shown[: _kept(shown)]
-        response = _response(query.mode, kept, len(results), total, head_limit, offset)
+        limited = head_limit if offset + len(shown) < len(entries) else 0
+        response = _response(query.mode, kept, len(results), total, limited, offset)
     if not entries:
         return found(query.mode, None, 0, 0), response
     note = ""
@@ -385,7 +393,8 @@ def _response(
     mode: str, kept: list[str], files: int, lines: int, head_limit: int, offset: int
 ) -> dict[str, Any]:
     """Claude Code's Grep result: the paths in `filenames` (files_with_matches), or the
-    entries in `content` and the number of `files` that matched (content, count)."""
+    entries in `content` and the number of `files` that matched (content, count); the
+    `head_limit` that cut the entries short, if one did."""
     response: dict[str, Any] = {"mode": mode}
     if mode == "files_with_matches":
         response |= {"numFiles": len(kept), "filenames": kept}
