@@ -389,3 +389,15 @@ def test_head_limit_defaults_to_250_entries_and_0_shows_all(tmp_path: Path) -> N
     assert "of 301" in counts[-1]
     every = ok(tmp_path, pattern="needle", output_mode="content", path="many.txt", head_limit=0)
     assert every.splitlines() == [f"{n}:needle" for n in range(1, 301)]
+
+
+def test_files_with_a_byte_order_mark_are_searched_as_text(tmp_path: Path) -> None:
+    """ripgrep sniffs the mark: a UTF-8 one is no part of line 1 (`^package` matches it),
+    a UTF-16 file (Windows tools write them) is decoded, not skipped as binary."""
+    (tmp_path / "main.go").write_bytes(b"\xef\xbb\xbfpackage main\n")
+    (tmp_path / "le.txt").write_bytes("\ufeffhello\nworld\n".encode("utf-16-le"))
+    (tmp_path / "be.txt").write_bytes("\ufeffworld\n".encode("utf-16-be"))
+    found = ok(tmp_path, pattern="^package", output_mode="content")
+    assert found == f"{tmp_path}/main.go:1:package main"
+    found = ok(tmp_path, pattern="^world$", output_mode="content")
+    assert found.splitlines() == [f"{tmp_path}/be.txt:1:world", f"{tmp_path}/le.txt:2:world"]

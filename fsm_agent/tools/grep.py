@@ -27,7 +27,7 @@ from typing import Any
 from attrs import frozen
 
 from fsm_agent.tools.base import ToolEnv, ToolInputError, ToolOutcome, integer
-from fsm_agent.tools.files import SNIFF_BYTES, clip_line, looks_binary, printable
+from fsm_agent.tools.files import BOM, SNIFF_BYTES, clip_line, looks_binary, printable
 from fsm_agent.tools.globs import compile_glob, split_globs
 from fsm_agent.tools.walk import GitIgnore, walk_files
 from fsm_agent.tools.worker import Workers, serve
@@ -38,6 +38,7 @@ DEFAULT_HEAD_LIMIT = 250
 """Claude Code's: the entries a search shows when the model names no `head_limit`."""
 MAX_FILE_BYTES = 20 * 1024 * 1024
 GREP_TIMEOUT_S = 60.0
+UTF16_BOMS = (b"\xff\xfe", b"\xfe\xff")
 
 FILE_TYPES: dict[str, tuple[str, ...]] = {
     "py": ("*.py", "*.pyi"),
@@ -267,8 +268,9 @@ def _by_size(paths: Iterator[str]) -> tuple[list[str], list[str]]:
                 small.append(path)
                 continue
             with open(path, "rb") as f:
-                if not looks_binary(f.read(SNIFF_BYTES)):
-                    big.append(path)
+                head = f.read(SNIFF_BYTES)
+            if head.startswith(UTF16_BOMS) or not looks_binary(head):
+                big.append(path)
         except OSError:
             continue
     return small, big
@@ -308,9 +310,10 @@ def _search_file(query: Query, path: str) -> FileMatches | None:
             raw = f.read()
     except OSError:
         return None
-    if looks_binary(raw):
+    text = _decoded(raw)
+    if text is None:
         return None
-    text = raw.decode("utf-8", errors="replace").replace("\r\n", "\n")
+    text = text.replace("\r\n", "\n")
     lines = text.split("\n")
     if lines and lines[-1] == "":
         lines.pop()
@@ -319,6 +322,16 @@ def _search_file(query: Query, path: str) -> FileMatches | None:
     else:
         hits = [i for i, line in enumerate(lines) if query.regex.search(line)]
     return FileMatches(path, tuple(lines), tuple(hits)) if hits else None
+
+
+def _decoded(raw: bytes) -> str | None:
+    """A file's text as ripgrep reads it: after a UTF-16 byte order mark, UTF-16 (whose
+    NUL bytes make no binary file); else UTF-8 without its mark; None if it is binary."""
+    if raw.startswith(UTF16_BOMS):
+        return raw.decode("utf-16", errors="replace")
+    if looks_binary(raw):
+        return None
+    return raw.decode("utf-8", errors="replace").removeprefix(BOM)
 
 
 def _multiline_hits(regex: re.Pattern[str], text: str, lines: list[str]) -> list[int]:
