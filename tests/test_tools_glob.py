@@ -148,9 +148,13 @@ def test_symlinks_never_lead_outside(ws: Path) -> None:
 
 
 def test_missing_directory(ws: Path) -> None:
+    """Claude Code's words, with where a relative path starts."""
     out = call(GLOB, {"pattern": "*", "path": "nope"}, make_env(ws))
     assert out.is_error
-    assert "does not exist" in text(out)
+    assert text(out) == (
+        "<tool_use_error>Directory does not exist: nope. "
+        f"Note: your current working directory is {ws}.</tool_use_error>"
+    )
 
 
 @pytest.mark.parametrize("where", ["../outside", "{outside}", "link", "{ws}/../outside", "/"])
@@ -172,7 +176,7 @@ def test_absolute_pattern_outside_is_refused(ws: Path) -> None:
 def test_a_file_is_not_a_search_directory(ws: Path) -> None:
     out = call(GLOB, {"pattern": "*", "path": "a.py"}, make_env(ws))
     assert out.is_error
-    assert "a.py is not a directory" in text(out)
+    assert text(out) == "<tool_use_error>Path is not a directory: a.py</tool_use_error>"
 
 
 @pytest.mark.parametrize("pattern", ["./src/*.py", "src/../src/*.py", "./src/deep/../*.py"])

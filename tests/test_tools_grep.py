@@ -171,9 +171,13 @@ def test_huge_output_is_capped(ws: Path) -> None:
 
 
 def test_missing_path(ws: Path) -> None:
+    """Claude Code's words, with where a relative path starts."""
     out = grep(ws, pattern="x", path="nope")
     assert out.is_error
-    assert "does not exist" in text(out)
+    assert text(out) == (
+        "<tool_use_error>Path does not exist: nope. "
+        f"Note: your current working directory is {ws}.</tool_use_error>"
+    )
 
 
 @pytest.mark.parametrize(

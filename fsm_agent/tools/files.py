@@ -10,6 +10,9 @@ SNIFF_BYTES = 8192
 MAX_LINE_CHARS = 2000
 """What Read and Grep show of a line; the rest is cut, with a note."""
 
+CWD_NOTE = "Note: your current working directory is"
+"""Claude Code's `FILE_NOT_FOUND_CWD_NOTE`, after a path that is not there."""
+
 NOT_READ = "File has not been read yet. Read it first before writing to it."
 MODIFIED = (
     "File has been modified since read, either by the user or by a linter. "
@@ -64,7 +67,7 @@ def require_text_path(requested: str, path: str) -> None:
 def missing_file(path: str, cwd: str) -> ToolInputError:
     """Claude Code's error for a file that is not there: where relative paths start,
     and a file of the same name with another extension, if its directory has one."""
-    message = f"File does not exist. Note: your current working directory is {cwd}."
+    message = f"File does not exist. {CWD_NOTE} {cwd}."
     similar = _similar_file(path)
     if similar is not None:
         message += f" Did you mean {similar}?"

@@ -10,7 +10,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from fsm_agent.tools.base import ToolEnv, ToolInputError, ToolOutcome
-from fsm_agent.tools.files import printable
+from fsm_agent.tools.files import CWD_NOTE, printable
 from fsm_agent.tools.globs import compile_glob, matches
 from fsm_agent.tools.walk import walk_files
 from fsm_agent.tools.workspace import check_path
@@ -57,11 +57,10 @@ class GlobTool:
         if not os.path.isabs(prefix):
             if not check.inside:
                 return check.refusal()
+            if not os.path.exists(check.resolved):
+                raise ToolInputError(f"Directory does not exist: {where}. {CWD_NOTE} {env.cwd}.")
             if not os.path.isdir(check.resolved):
-                problem = (
-                    "is not a directory" if os.path.exists(check.resolved) else "does not exist"
-                )
-                raise ToolInputError(f"{where} {problem}; give a directory as path.")
+                raise ToolInputError(f"Path is not a directory: {where}")
         if prefix:
             check = check_path(os.path.join(check.resolved, prefix), env)
             if not check.inside:

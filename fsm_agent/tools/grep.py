@@ -27,7 +27,7 @@ from typing import Any
 from attrs import frozen
 
 from fsm_agent.tools.base import ToolEnv, ToolInputError, ToolOutcome, integer
-from fsm_agent.tools.files import BOM, SNIFF_BYTES, clip_line, looks_binary, printable
+from fsm_agent.tools.files import BOM, CWD_NOTE, SNIFF_BYTES, clip_line, looks_binary, printable
 from fsm_agent.tools.globs import compile_glob, split_globs
 from fsm_agent.tools.walk import GitIgnore, walk_files
 from fsm_agent.tools.worker import Workers, serve
@@ -230,7 +230,7 @@ class GrepTool:
         if not check.inside:
             return check.refusal()
         if not os.path.exists(check.resolved):
-            raise ToolInputError(f"Path does not exist: {where}")
+            raise ToolInputError(f"Path does not exist: {where}. {CWD_NOTE} {env.cwd}.")
         files, too_big = await asyncio.to_thread(
             _by_size, _candidates(query, check.resolved, check.roots, env.hidden)
         )
