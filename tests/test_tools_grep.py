@@ -405,3 +405,12 @@ def test_files_with_a_byte_order_mark_are_searched_as_text(tmp_path: Path) -> No
     assert found == f"{tmp_path}/main.go:1:package main"
     found = ok(tmp_path, pattern="^world$", output_mode="content")
     assert found.splitlines() == [f"{tmp_path}/be.txt:1:world", f"{tmp_path}/le.txt:2:world"]
+
+
+@pytest.mark.parametrize("vcs", [".git", ".svn", ".hg", ".bzr", ".jj", ".sl"])
+def test_every_vcs_directory_claude_code_excludes_is_skipped(tmp_path: Path, vcs: str) -> None:
+    """Claude Code's VCS_DIRECTORIES_TO_EXCLUDE, Sapling's `.sl` included."""
+    (tmp_path / vcs).mkdir()
+    (tmp_path / vcs / "store.txt").write_text("needle\n")
+    (tmp_path / "a.txt").write_text("needle\n")
+    assert ok(tmp_path, pattern="needle") == f"Found 1 file\n{tmp_path / 'a.txt'}"

@@ -17,7 +17,7 @@ from attrs import frozen
 from fsm_agent.tools.globs import translate
 from fsm_agent.tools.workspace import is_within
 
-VCS_DIRS = frozenset({".git", ".hg", ".svn", ".bzr", ".jj"})
+VCS_DIRS = frozenset({".git", ".hg", ".svn", ".bzr", ".jj", ".sl"})
 
 
 @frozen
