@@ -414,3 +414,13 @@ def test_every_vcs_directory_claude_code_excludes_is_skipped(tmp_path: Path, vcs
     (tmp_path / vcs / "store.txt").write_text("needle\n")
     (tmp_path / "a.txt").write_text("needle\n")
     assert ok(tmp_path, pattern="needle") == f"Found 1 file\n{tmp_path / 'a.txt'}"
+
+
+def test_a_long_line_is_cut_at_500_characters(tmp_path: Path) -> None:
+    """Claude Code runs rg with --max-columns 500, so that minified or base64 text does
+    not flood the context; here the line's start is kept, with a note."""
+    (tmp_path / "app.min.js").write_text("needle" + "x" * 3000 + "\nshort\n")
+    out = ok(tmp_path, pattern="needle", output_mode="content", path="app.min.js", **{"-A": 1})
+    first, second = out.splitlines()
+    assert first == "1:" + ("needle" + "x" * 3000)[:500] + "… [line truncated]"
+    assert second == "2-short"

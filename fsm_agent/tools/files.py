@@ -8,7 +8,7 @@ from fsm_agent.tools.base import ToolEnv, ToolInputError
 
 SNIFF_BYTES = 8192
 MAX_LINE_CHARS = 2000
-"""What Read and Grep show of a line; the rest is cut, with a note."""
+"""What Read shows of a line; the rest is cut, with a note."""
 
 CWD_NOTE = "Note: your current working directory is"
 """Claude Code's `FILE_NOT_FOUND_CWD_NOTE`, after a path that is not there."""
@@ -40,10 +40,10 @@ def file_encoding(path: str) -> str:
         return encoding_of(f.read(len(UTF16LE_BOM)))
 
 
-def clip_line(line: str) -> str:
-    if len(line) <= MAX_LINE_CHARS:
+def clip_line(line: str, limit: int = MAX_LINE_CHARS) -> str:
+    if len(line) <= limit:
         return line
-    return line[:MAX_LINE_CHARS] + "… [line truncated]"
+    return line[:limit] + "… [line truncated]"
 
 
 def printable(path: str) -> str:

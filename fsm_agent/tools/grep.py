@@ -38,6 +38,8 @@ DEFAULT_HEAD_LIMIT = 250
 """Claude Code's: the entries a search shows when the model names no `head_limit`."""
 MAX_FILE_BYTES = 20 * 1024 * 1024
 GREP_TIMEOUT_S = 60.0
+MAX_COLUMNS = 500
+"""What Grep shows of a line, as Claude Code's `rg --max-columns 500`; the rest is cut."""
 UTF16_BOMS = (b"\xff\xfe", b"\xfe\xff")
 
 FILE_TYPES: dict[str, tuple[str, ...]] = {
@@ -441,7 +443,7 @@ def _content_lines(query: Query, results: list[FileMatches], single: bool) -> li
             sep = ":" if i in hits else "-"
             prefix = "" if single else f"{printable(r.path)}{sep}"
             number = f"{i + 1}{sep}" if query.line_numbers else ""
-            out.append(f"{prefix}{number}{clip_line(r.lines[i])}")
+            out.append(f"{prefix}{number}{clip_line(r.lines[i], MAX_COLUMNS)}")
             previous = i
     return out
 
@@ -467,7 +469,7 @@ def _matched_parts(query: Query, results: list[FileMatches], single: bool) -> li
         for i, part in parts:
             if part:
                 number = f"{i + 1}:" if query.line_numbers else ""
-                out.append(f"{prefix}{number}{clip_line(part)}")
+                out.append(f"{prefix}{number}{clip_line(part, MAX_COLUMNS)}")
     return out
 
 
