@@ -424,3 +424,12 @@ def test_a_long_line_is_cut_at_500_characters(tmp_path: Path) -> None:
     first, second = out.splitlines()
     assert first == "1:" + ("needle" + "x" * 3000)[:500] + "… [line truncated]"
     assert second == "2-short"
+
+
+def test_context_takes_precedence_over_c_which_takes_it_over_a_and_b(ws: Path) -> None:
+    """Claude Code passes rg one of them: `context`, else `-C`, else `-B`/`-A`."""
+    b = "src/b.py"
+    both = ok(ws, pattern="bar", output_mode="content", path=b, context=0, **{"-C": 1})
+    assert both == "1:def bar():\n5:def foo_bar():"
+    c = ok(ws, pattern="foo_bar", output_mode="content", path=b, **{"-C": 1, "-A": 3, "-B": 0})
+    assert c == "4-\n5:def foo_bar():\n6-    pass"

@@ -151,15 +151,16 @@ class Query:
             regex = re.compile(input["pattern"], flags)
         except re.error as exc:
             raise ToolInputError(f"Invalid regular expression: {exc}") from None
-        around = integer(input, "-C", integer(input, "context", 0))
+        around = integer(input, "context")
+        around = integer(input, "-C") if around is None else around
         file_globs, excluded = _file_globs(input.get("glob"), input.get("type"))
         return cls(
             regex=regex,
             multiline=multiline,
             mode=input.get("output_mode", "files_with_matches"),
             line_numbers=input.get("-n", True),
-            before=integer(input, "-B", around),
-            after=integer(input, "-A", around),
+            before=integer(input, "-B", 0) if around is None else around,
+            after=integer(input, "-A", 0) if around is None else around,
             file_globs=file_globs,
             excluded=excluded,
             only_matching=bool(input.get("-o")),
