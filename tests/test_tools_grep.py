@@ -433,3 +433,35 @@ def test_context_takes_precedence_over_c_which_takes_it_over_a_and_b(ws: Path) -
     assert both == "1:def bar():\n5:def foo_bar():"
     c = ok(ws, pattern="foo_bar", output_mode="content", path=b, **{"-C": 1, "-A": 3, "-B": 0})
     assert c == "4-\n5:def foo_bar():\n6-    pass"
+
+
+def test_a_gitignore_in_a_subdirectory_is_honoured_too(tmp_path: Path) -> None:
+    """ripgrep reads the .gitignore of every directory it enters (a monorepo's
+    `web/.gitignore` naming `node_modules/`), its rules anchored there and taking
+    precedence over those of the directories above; searching from a subdirectory,
+    those above still apply."""
+    files = {
+        ".gitignore": "*.log\n",
+        "web/.gitignore": "node_modules/\n/dist\n!keep.log\n",
+        "web/node_modules/lib/x.js": "needle\n",
+        "web/dist/app.js": "needle\n",
+        "web/src/dist/app.js": "needle\n",
+        "web/keep.log": "needle\n",
+        "web/drop.log": "needle\n",
+        "web/src/a.js": "needle\n",
+        "web/src/trace.log": "needle\n",
+        "api/node_modules/y.js": "needle\n",
+        "api/keep.log": "needle\n",
+    }
+    for rel, content in files.items():
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text(content)
+    found = ok(tmp_path, pattern="needle", head_limit=0).splitlines()[1:]
+    expected = ["web/src/dist/app.js", "web/keep.log", "web/src/a.js", "api/node_modules/y.js"]
+    assert sorted(found) == sorted(str(tmp_path / p) for p in expected)
+    below = ok(tmp_path, pattern="needle", path="web/src").splitlines()[1:]
+    src = ("web/src/dist/app.js", "web/src/a.js")
+    assert sorted(below) == sorted(str(tmp_path / p) for p in src)
+    inside = ok(tmp_path, pattern="needle", path="web").splitlines()[1:]
+    assert str(tmp_path / "web/drop.log") not in inside
+    assert str(tmp_path / "web/node_modules/lib/x.js") not in inside

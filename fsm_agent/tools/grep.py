@@ -1,9 +1,9 @@
 """Grep: search file contents with a regex, shaped like ripgrep's options and output.
 
 Python's `re` stands in for ripgrep. Hidden files are searched, VCS
-directories and binary files (NUL in the first 8 KB) are skipped, and the
-`.gitignore` at the top of the workspace root being searched is honoured
-(see `fsm_agent.tools.walk.GitIgnore` for the subset understood).
+directories and binary files (NUL in the first 8 KB) are skipped, and
+`.gitignore` files are honoured, from the workspace root down (see
+`fsm_agent.tools.walk.GitIgnore` for the subset understood).
 The files are listed here and searched in a child process: Python's `re`
 backtracks, and holds the GIL while it does, so a pattern such as `(a+)+$`
 can run for ever and freeze the whole process, Ctrl-C included, where a child
@@ -29,7 +29,7 @@ from attrs import frozen
 from fsm_agent.tools.base import ToolEnv, ToolInputError, ToolOutcome, integer
 from fsm_agent.tools.files import BOM, CWD_NOTE, SNIFF_BYTES, clip_line, looks_binary, printable
 from fsm_agent.tools.globs import compile_glob, split_globs
-from fsm_agent.tools.walk import GitIgnore, walk_files
+from fsm_agent.tools.walk import walk_files
 from fsm_agent.tools.worker import Workers, serve
 from fsm_agent.tools.workspace import check_path, is_within
 
@@ -301,8 +301,7 @@ def _candidates(
         yield base
         return
     root = max((r for r in roots if is_within(base, r)), key=len)
-    ignore = GitIgnore.load(root)
-    for path in walk_files(base, roots, ignore, hidden):
+    for path in walk_files(base, roots, root, hidden):
         if query.wants(base, path):
             yield path
 

@@ -2,8 +2,9 @@
 
 Version-control directories are skipped. Symlinked directories are not
 followed (no cycles, no escape); a symlinked file is listed only if its
-target lies inside the workspace. Grep also passes a `GitIgnore` built from
-the `.gitignore` at the top of the workspace root being searched.
+target lies inside the workspace. Grep also honours `.gitignore` files, as
+ripgrep does: those of the directories walked, and those of the directories
+between the workspace root and the one searched.
 """
 
 from __future__ import annotations
@@ -29,10 +30,11 @@ class IgnoreRule:
 
 @frozen
 class GitIgnore:
-    """The common subset of gitignore: `#` comments, `!` negation, a trailing `/`
-    for directories only, a leading or inner `/` to anchor at the file's
-    directory, and the glob syntax of `fsm_agent.tools.globs`; the last
-    matching rule wins. Nested `.gitignore` files and global excludes are not read.
+    """One `.gitignore`, in the common subset of gitignore: `#` comments, `!`
+    negation, a trailing `/` for directories only, a leading or inner `/` to
+    anchor at the file's directory, and the glob syntax of
+    `fsm_agent.tools.globs`; the last matching rule wins. `.git/info/exclude`
+    and global excludes are not read.
     """
 
     root: str
@@ -49,14 +51,41 @@ class GitIgnore:
         return cls(root, rules) if rules else None
 
     def ignores(self, path: str, is_dir: bool) -> bool:
+        return self.verdict(path, is_dir) is True
+
+    def verdict(self, path: str, is_dir: bool) -> bool | None:
+        """Whether the last rule matching `path` ignores it; None if none matches."""
         rel = os.path.relpath(path, self.root).replace(os.sep, "/")
         if rel.startswith("../") or rel in ("..", "."):
-            return False
-        ignored = False
+            return None
+        ignored = None
         for rule in self.rules:
             if (is_dir or not rule.dir_only) and rule.regex.fullmatch(rel):
                 ignored = not rule.negated
         return ignored
+
+
+def _ignored(chain: tuple[GitIgnore, ...], path: str, is_dir: bool) -> bool:
+    """`path` as the `.gitignore` files of its directories judge it, the deepest last:
+    a rule of a deeper file overrides one above, as in git."""
+    ignored = False
+    for ignore in chain:
+        verdict = ignore.verdict(path, is_dir)
+        if verdict is not None:
+            ignored = verdict
+    return ignored
+
+
+def _chain_above(base: str, root: str) -> tuple[GitIgnore, ...]:
+    """The `.gitignore` files of `root` and the directories down to `base`'s parent."""
+    if not is_within(base, root) or base == root:
+        return ()
+    here, chain = root, [GitIgnore.load(root)]
+    for part in os.path.relpath(os.path.dirname(base), root).split(os.sep):
+        if part != ".":
+            here = os.path.join(here, part)
+            chain.append(GitIgnore.load(here))
+    return tuple(ignore for ignore in chain if ignore is not None)
 
 
 def _parse(line: str) -> IgnoreRule | None:
@@ -79,22 +108,33 @@ def _parse(line: str) -> IgnoreRule | None:
 def walk_files(
     base: str,
     roots: tuple[str, ...],
-    ignore: GitIgnore | None = None,
+    ignore_from: str | None = None,
     hidden: Callable[[str], bool] | None = None,
 ) -> Iterator[str]:
     """Absolute paths of the regular files under `base`, in sorted order per directory,
-    less those `ignore` or `hidden` (a Read deny rule) leaves out."""
+    less those `hidden` (a Read deny rule) leaves out and, given `ignore_from` (the
+    workspace root), those the `.gitignore` files from there down ignore."""
+    chains: dict[str, tuple[GitIgnore, ...]] = {}
+    if ignore_from is not None:
+        chains[os.path.dirname(base)] = _chain_above(base, ignore_from)
     for dirpath, dirnames, filenames in os.walk(base):
+        chain: tuple[GitIgnore, ...] = ()
+        if ignore_from is not None:
+            chain = chains[os.path.dirname(dirpath)]
+            if ".gitignore" in filenames and (own := GitIgnore.load(dirpath)) is not None:
+                chain = (*chain, own)
+            if dirnames:
+                chains[dirpath] = chain
         dirnames[:] = sorted(
             d
             for d in dirnames
             if d not in VCS_DIRS
             and not os.path.islink(os.path.join(dirpath, d))
-            and not (ignore and ignore.ignores(os.path.join(dirpath, d), is_dir=True))
+            and not (chain and _ignored(chain, os.path.join(dirpath, d), is_dir=True))
         )
         for name in sorted(filenames):
             path = os.path.join(dirpath, name)
-            if ignore and ignore.ignores(path, is_dir=False):
+            if chain and _ignored(chain, path, is_dir=False):
                 continue
             if os.path.islink(path) and not _target_inside(path, roots):
                 continue
