@@ -86,7 +86,7 @@ MODES = ("files_with_matches", "content", "count")
 DESCRIPTION = f"""\
 Search file contents with a regular expression (Python `re` syntax, close to \
 ripgrep's). Searches `path` (a file or directory; default: the working \
-directory), skipping .git, binary files and what the top-level .gitignore excludes.
+directory), skipping .git, binary files and what .gitignore files exclude.
 Filter files with `glob` (e.g. `*.py`, `src/**/*.{{ts,tsx}}`) or `type` \
 ({", ".join(FILE_TYPES)}).
 output_mode: `files_with_matches` (default; paths, newest first), `content` \
