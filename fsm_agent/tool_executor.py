@@ -51,7 +51,7 @@ from fsm_agent.permission_types import (
     PermissionUpdate,
 )
 from fsm_agent.tools.base import ToolCall, ToolEnv, ToolOutcome
-from fsm_agent.validation import input_problem, os_string_problem
+from fsm_agent.validation import input_problem, os_string_problem, semantic_input
 
 FILE_PATH_TOOLS = frozenset({"Read", "Write", "Edit"})
 
@@ -310,6 +310,10 @@ class ToolExecutor:
             "tool_use_id": block.id,
         }
 
+    def _semantic(self, name: str, tool_input: dict[str, Any]) -> dict[str, Any]:
+        schema = self.schemas.get(name)
+        return tool_input if schema is None else semantic_input(name, schema, tool_input)
+
     def _validate(self, name: str, tool_input: dict[str, Any]) -> str | None:
         schema = self.schemas.get(name)
         if schema is None:
@@ -340,13 +344,14 @@ class ToolExecutor:
 
         if invalid is not None:
             return refused(f"<tool_use_error>{invalid}</tool_use_error>")
-        problem = self._validate(block.name, block.input)
+        tool_input = self._semantic(block.name, block.input)
+        problem = self._validate(block.name, tool_input)
         if problem is not None:
             return refused(problem)
         effects = self.effects
         pre = NO_OPINION
         if self.config.has_hooks("PreToolUse"):
-            payload = self._payload("PreToolUse", block, block.input)
+            payload = self._payload("PreToolUse", block, tool_input)
             pre = await consult(effects.run_hooks, self.emit, "PreToolUse", payload)
         if pre.interrupted:
             result = ToolResultBlock(block.id, INTERRUPTED, True)
@@ -361,9 +366,8 @@ class ToolExecutor:
             and effects.discarded(f"{key}:hooked", cancel)
         ):
             return _discarded(block)
-        tool_input = block.input
         if pre.updated_input is not None:
-            tool_input = pre.updated_input
+            tool_input = self._semantic(block.name, pre.updated_input)
             problem = self._validate(block.name, tool_input)
             if problem is not None:
                 return refused(problem)
@@ -555,7 +559,7 @@ class ToolExecutor:
             await self._update(outcome.updated_permissions)
         if outcome.updated_input is None:
             return Grant(decision.outside or decision.grant, tool_input)
-        updated = outcome.updated_input
+        updated = self._semantic(name, outcome.updated_input)
         problem = self._validate(name, updated)
         if problem is not None:
             return Refusal(problem, denied=False)

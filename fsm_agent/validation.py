@@ -8,6 +8,7 @@ error is reported the way Claude Code words its own input errors.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -99,6 +100,28 @@ def os_string_problem(name: str, tool_input: dict[str, Any]) -> str | None:
         f"The parameter `{key}` contains a null byte (\\0), which no {what} can contain"
         "</tool_use_error>"
     )
+
+
+_DECIMAL = re.compile(r"-?\d+(?:\.\d+)?")
+
+
+def semantic_input(name: str, schema: dict[str, Any], tool_input: Any) -> Any:
+    """A built-in tool's input with a quoted number or boolean taken for what its schema
+    asks: Claude Code's `semanticNumber` (a decimal literal, `"30"`) and
+    `semanticBoolean` (`"true"`, `"false"`), since models sometimes quote them. Other
+    strings are left for the schema to refuse; a tool of the caller's gets its input
+    as given, as Claude Code's MCP tools do."""
+    if name not in OS_STRINGS or not isinstance(tool_input, dict):
+        return tool_input
+    properties = schema.get("properties") or {}
+    taken: dict[str, Any] = {}
+    for key, value in tool_input.items():
+        kind = (properties.get(key) or {}).get("type") if isinstance(value, str) else None
+        if kind in ("integer", "number") and _DECIMAL.fullmatch(value):
+            taken[key] = float(value) if "." in value else int(value)
+        elif kind == "boolean" and value in ("true", "false"):
+            taken[key] = value == "true"
+    return {**tool_input, **taken} if taken else tool_input
 
 
 _JSON_TYPES = {

@@ -842,3 +842,33 @@ def test_calls_started_early_go_with_their_message_when_an_api_error_replaces_it
     assert result.reason == "completed" and _results(result) == []
     assert [e.ids for e in seen if isinstance(e, CallsDiscarded)] == [("r1",)]
     assert fsm("replay", "--check", str(log)).returncode == 0
+
+
+def test_a_quoted_number_or_boolean_is_taken_by_a_built_in_tool(
+    workspace: Path, tmp_path: Path
+) -> None:
+    """Claude Code's semanticNumber/semanticBoolean: a model sometimes writes
+    `"head_limit": "2"` or `"-i": "true"`; a decimal literal or `true`/`false` in a
+    string is taken for the number or boolean the schema asks for, and anything else
+    still refused. The log replays."""
+    (workspace / "notes.txt").write_text("Alpha\nalpha\nALPHA\n")
+    data = _turns(
+        _use(
+            "g1",
+            "Grep",
+            pattern="alpha",
+            path="notes.txt",
+            output_mode="content",
+            **{"-i": "true", "head_limit": "2", "-n": "false"},
+        ),
+        _use("g2", "Grep", pattern="alpha", path="notes.txt", head_limit="two"),
+        _use("g3", "Grep", pattern="alpha", path="notes.txt", **{"-i": "yes"}),
+    )
+    log = tmp_path / "semantic.jsonl"
+    result = run_scenario(Scenario.parse(data), cwd=workspace, log=log)
+    first, bad_number, bad_boolean = _results(result)
+    assert not first.is_error
+    assert first.text.splitlines()[:2] == ["Alpha", "alpha"]
+    assert bad_number.is_error and "`head_limit` type is expected as `integer`" in bad_number.text
+    assert bad_boolean.is_error and "`-i` type is expected as `boolean`" in bad_boolean.text
+    assert replay(log).path == result.path
