@@ -465,3 +465,16 @@ def test_a_gitignore_in_a_subdirectory_is_honoured_too(tmp_path: Path) -> None:
     inside = ok(tmp_path, pattern="needle", path="web").splitlines()[1:]
     assert str(tmp_path / "web/drop.log") not in inside
     assert str(tmp_path / "web/node_modules/lib/x.js") not in inside
+
+
+def test_posix_classes_in_brackets_match_as_in_ripgrep(tmp_path: Path) -> None:
+    """rg (Rust's regex) knows `[[:space:]]`, `[^[:alnum:]_]`…; Python's `re` would read
+    them as sets of the letters and match something else without a word."""
+    (tmp_path / "a.txt").write_text("key  =value\nX9\nnothing:here\n")
+    out = ok(tmp_path, pattern="key[[:space:]]+=", output_mode="content", path="a.txt")
+    assert out == "1:key  =value"
+    out = ok(tmp_path, pattern="^[[:upper:]][[:digit:]]$", output_mode="content", path="a.txt")
+    assert out == "2:X9"
+    out = ok(tmp_path, pattern="g[^[:alnum:]_ ]h", output_mode="content", path="a.txt")
+    assert out == "3:nothing:here"
+    assert ok(tmp_path, pattern="[[:space:]]s", path="a.txt") == "No files found"

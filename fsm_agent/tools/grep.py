@@ -83,6 +83,25 @@ FILE_TYPES: dict[str, tuple[str, ...]] = {
 
 MODES = ("files_with_matches", "content", "count")
 
+POSIX_CLASSES = {
+    "alnum": "0-9A-Za-z",
+    "alpha": "A-Za-z",
+    "ascii": "\\x00-\\x7f",
+    "blank": "\\t ",
+    "cntrl": "\\x00-\\x1f\\x7f",
+    "digit": "0-9",
+    "graph": "!-~",
+    "lower": "a-z",
+    "print": " -~",
+    "punct": "!-/:-@\\[-`{-~",
+    "space": "\\t\\n\\v\\f\\r ",
+    "upper": "A-Z",
+    "word": "0-9A-Za-z_",
+    "xdigit": "0-9A-Fa-f",
+}
+"""The ASCII classes ripgrep's regex knows inside brackets (`[[:space:]]`), as ranges."""
+_POSIX = re.compile(r"\[:(\w+):\]")
+
 DESCRIPTION = f"""\
 Search file contents with a regular expression (Python `re` syntax, close to \
 ripgrep's). Searches `path` (a file or directory; default: the working \
@@ -148,7 +167,7 @@ class Query:
         if multiline:
             flags |= re.MULTILINE | re.DOTALL
         try:
-            regex = re.compile(input["pattern"], flags)
+            regex = re.compile(posix_classes(input["pattern"]), flags)
         except re.error as exc:
             raise ToolInputError(f"Invalid regular expression: {exc}") from None
         around = integer(input, "context")
@@ -180,6 +199,36 @@ class Query:
             return True
         name = os.path.basename(path)
         return any(g.fullmatch(rel) or g.fullmatch(name) for g in self.file_globs)
+
+
+def posix_classes(pattern: str) -> str:
+    """`pattern` with each `[:name:]` inside brackets written as its ranges, which
+    Python's `re` (no POSIX classes) would take for a set of letters."""
+    if "[:" not in pattern:
+        return pattern
+    out: list[str] = []
+    i, n, in_class = 0, len(pattern), False
+    while i < n:
+        c = pattern[i]
+        if c == "\\":
+            out.append(pattern[i : i + 2])
+            i += 2
+            continue
+        if in_class and (m := _POSIX.match(pattern, i)) and m[1] in POSIX_CLASSES:
+            out.append(POSIX_CLASSES[m[1]])
+            i = m.end()
+            continue
+        out.append(c)
+        if not in_class and c == "[":
+            in_class = True
+            start = i + 1 + (pattern.startswith("^", i + 1))
+            if pattern.startswith("]", start):
+                out.append(pattern[i + 1 : start + 1])
+                i = start
+        elif in_class and c == "]":
+            in_class = False
+        i += 1
+    return "".join(out)
 
 
 def _file_globs(
