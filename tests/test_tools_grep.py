@@ -478,3 +478,14 @@ def test_posix_classes_in_brackets_match_as_in_ripgrep(tmp_path: Path) -> None:
     out = ok(tmp_path, pattern="g[^[:alnum:]_ ]h", output_mode="content", path="a.txt")
     assert out == "3:nothing:here"
     assert ok(tmp_path, pattern="[[:space:]]s", path="a.txt") == "No files found"
+
+
+def test_more_of_rusts_regex_syntax_is_understood(tmp_path: Path) -> None:
+    """`\\<`/`\\>` (word start and end), `\\z` and `(?<name>…)` are ripgrep's; Python's
+    `re` would take `\\<` for a literal `<` and refuse the others."""
+    (tmp_path / "a.txt").write_text("cat concat <cat>\nlast\n")
+    out = ok(tmp_path, pattern=r"\<cat\>", output_mode="content", path="a.txt", **{"-o": True})
+    assert out == "1:cat\n1:cat"
+    assert ok(tmp_path, pattern=r"st\z", output_mode="content", path="a.txt") == "2:last"
+    named = ok(tmp_path, pattern=r"(?<animal>c.t)>", output_mode="content", path="a.txt")
+    assert named == "1:cat concat <cat>"

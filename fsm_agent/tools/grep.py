@@ -101,6 +101,7 @@ POSIX_CLASSES = {
 }
 """The ASCII classes ripgrep's regex knows inside brackets (`[[:space:]]`), as ranges."""
 _POSIX = re.compile(r"\[:(\w+):\]")
+_NAMED_GROUP = re.compile(r"\(\?<[A-Za-z_]")
 
 DESCRIPTION = f"""\
 Search file contents with a regular expression (Python `re` syntax, close to \
@@ -167,7 +168,7 @@ class Query:
         if multiline:
             flags |= re.MULTILINE | re.DOTALL
         try:
-            regex = re.compile(posix_classes(input["pattern"]), flags)
+            regex = re.compile(python_regex(input["pattern"]), flags)
         except re.error as exc:
             raise ToolInputError(f"Invalid regular expression: {exc}") from None
         around = integer(input, "context")
@@ -201,18 +202,29 @@ class Query:
         return any(g.fullmatch(rel) or g.fullmatch(name) for g in self.file_globs)
 
 
-def posix_classes(pattern: str) -> str:
-    """`pattern` with each `[:name:]` inside brackets written as its ranges, which
-    Python's `re` (no POSIX classes) would take for a set of letters."""
-    if "[:" not in pattern:
+RUST_ESCAPES = {"\\<": r"\b(?=\w)", "\\>": r"\b(?<=\w)", "\\z": r"\Z"}
+"""Escapes of ripgrep's regex that Python's `re` reads otherwise (`\\<` a literal `<`)
+or refuses, outside brackets, as Python writes them."""
+
+
+def python_regex(pattern: str) -> str:
+    """`pattern`, in ripgrep's syntax, in Python's: each `[:name:]` inside brackets
+    as its ranges (`re` would take it for a set of letters), `\\<`, `\\>` and `\\z`
+    outside them as `RUST_ESCAPES`, and `(?<name>` as `(?P<name>`."""
+    if not any(mark in pattern for mark in ("[:", "\\<", "\\>", "\\z", "(?<")):
         return pattern
     out: list[str] = []
     i, n, in_class = 0, len(pattern), False
     while i < n:
         c = pattern[i]
         if c == "\\":
-            out.append(pattern[i : i + 2])
+            escape = pattern[i : i + 2]
+            out.append(escape if in_class else RUST_ESCAPES.get(escape, escape))
             i += 2
+            continue
+        if not in_class and _NAMED_GROUP.match(pattern, i):
+            out.append("(?P<")
+            i += 3
             continue
         if in_class and (m := _POSIX.match(pattern, i)) and m[1] in POSIX_CLASSES:
             out.append(POSIX_CLASSES[m[1]])
