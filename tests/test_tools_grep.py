@@ -489,3 +489,22 @@ def test_more_of_rusts_regex_syntax_is_understood(tmp_path: Path) -> None:
     assert ok(tmp_path, pattern=r"st\z", output_mode="content", path="a.txt") == "2:last"
     named = ok(tmp_path, pattern=r"(?<animal>c.t)>", output_mode="content", path="a.txt")
     assert named == "1:cat concat <cat>"
+
+
+@pytest.mark.parametrize(
+    ("file_type", "name", "other"),
+    [
+        ("python", "x.py", "x.txt"),
+        ("typescript", "x.tsx", "x.js"),
+        ("protobuf", "x.proto", "x.txt"),
+        ("tf", "main.tf", "x.txt"),
+        ("js", "App.vue", "x.ts"),
+        ("css", "x.scss", "x.less"),
+        ("json", "x.json", "x.jsonl"),
+    ],
+)
+def test_file_types_are_ripgreps(tmp_path: Path, file_type: str, name: str, other: str) -> None:
+    """Claude Code's `type` is rg --type: its names (aliases included) and its globs."""
+    (tmp_path / name).write_text("needle\n")
+    (tmp_path / other).write_text("needle\n")
+    assert ok(tmp_path, pattern="needle", type=file_type) == f"Found 1 file\n{tmp_path / name}"
