@@ -238,3 +238,8 @@ def test_many_stars_do_not_backtrack_without_end(tmp_path: Path) -> None:
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, timeout=60)
     assert done.returncode == 0, done.stderr
+
+
+def test_a_reversed_range_matches_nothing(ws: Path) -> None:
+    assert glob(ws, pattern="[z-a].py") == "No files found"
+    assert glob(ws, pattern="{[z-a],a}.py") == str(ws / "a.py")

@@ -508,3 +508,16 @@ def test_file_types_are_ripgreps(tmp_path: Path, file_type: str, name: str, othe
     (tmp_path / name).write_text("needle\n")
     (tmp_path / other).write_text("needle\n")
     assert ok(tmp_path, pattern="needle", type=file_type) == f"Found 1 file\n{tmp_path / name}"
+
+
+def test_a_class_with_a_reversed_range_matches_nothing_rather_than_failing(
+    tmp_path: Path,
+) -> None:
+    """`[z-a]` in a .gitignore (git lets it match nothing) failed every search below it;
+    in the model's glob it matches nothing, as in ripgrep's search, which finds nothing."""
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / ".gitignore").write_text("[z-a]\n*.log\n")
+    (tmp_path / "sub" / "a.txt").write_text("needle\n")
+    (tmp_path / "sub" / "b.log").write_text("needle\n")
+    assert ok(tmp_path, pattern="needle") == f"Found 1 file\n{tmp_path / 'sub/a.txt'}"
+    assert ok(tmp_path, pattern="needle", glob="[z-a]*") == "No files found"

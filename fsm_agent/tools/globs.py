@@ -2,7 +2,8 @@
 
 Supported: `*` and `?` (never crossing `/`), `**` as a whole path segment
 (any depth, including none), `[abc]`/`[!abc]` classes, `{a,b}` alternatives
-(nestable) and `\\` escapes. Patterns match `/`-separated relative paths.
+(nestable) and `\\` escapes. A class with a reversed range (`[z-a]`) matches
+nothing. Patterns match `/`-separated relative paths.
 """
 
 from __future__ import annotations
@@ -72,7 +73,7 @@ def _tokens(pattern: str) -> list[tuple[str, str]]:
                 body = body[1:] if negate else body
                 kind = "other" if "/" in body and not negate else "fixed"
                 body = body.replace("\\", "\\\\").replace("[", "\\[")
-                out.append((kind, f"[{'^/' if negate else ''}{body}]"))
+                out.append((kind, _class(f"[{'^/' if negate else ''}{body}]")))
                 i = end
         elif c == "{":
             depth += 1
@@ -92,6 +93,16 @@ def _tokens(pattern: str) -> list[tuple[str, str]]:
         i += 1
     out.append(("other", ")" * depth))
     return out
+
+
+def _class(source: str) -> str:
+    """A class as regex source; one `re` refuses (a range such as `z-a`) matches nothing,
+    as git's wildmatch has it."""
+    try:
+        re.compile(source)
+    except re.error:
+        return "(?!)"
+    return source
 
 
 def _whole_segment(pattern: str, i: int) -> bool:
