@@ -521,3 +521,19 @@ def test_a_class_with_a_reversed_range_matches_nothing_rather_than_failing(
     (tmp_path / "sub" / "b.log").write_text("needle\n")
     assert ok(tmp_path, pattern="needle") == f"Found 1 file\n{tmp_path / 'sub/a.txt'}"
     assert ok(tmp_path, pattern="needle", glob="[z-a]*") == "No files found"
+
+
+def test_ignore_and_rgignore_files_are_read_as_ripgrep_reads_them(tmp_path: Path) -> None:
+    """ripgrep also reads `.ignore` and `.rgignore`, over `.gitignore` in that order."""
+    (tmp_path / ".gitignore").write_text("*.tmp\n")
+    (tmp_path / ".ignore").write_text("*.gen\n!x.tmp\n")
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / ".rgignore").write_text("!keep.gen\n")
+    for name in ("x.tmp", "y.tmp", "a.gen", "sub/keep.gen", "sub/drop.gen", "plain.txt"):
+        (tmp_path / name).write_text("needle\n")
+    found = ok(tmp_path, pattern="needle").splitlines()[1:]
+    assert sorted(found) == sorted(
+        str(tmp_path / p) for p in ("x.tmp", "sub/keep.gen", "plain.txt")
+    )
+    below = ok(tmp_path, pattern="needle", path="sub").splitlines()[1:]
+    assert below == [str(tmp_path / "sub/keep.gen")]

@@ -2,16 +2,16 @@
 
 Version-control directories are skipped. Symlinked directories are not
 followed (no cycles, no escape); a symlinked file is listed only if its
-target lies inside the workspace. Grep also honours `.gitignore` files, as
-ripgrep does: those of the directories walked, and those of the directories
-between the workspace root and the one searched.
+target lies inside the workspace. Grep also honours ignore files (`.gitignore`,
+`.ignore`, `.rgignore`), as ripgrep does: those of the directories walked, and
+those of the directories between the workspace root and the one searched.
 """
 
 from __future__ import annotations
 
 import os
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 
 from attrs import frozen
 
@@ -19,6 +19,8 @@ from fsm_agent.tools.globs import translate
 from fsm_agent.tools.workspace import is_within
 
 VCS_DIRS = frozenset({".git", ".hg", ".svn", ".bzr", ".jj", ".sl"})
+IGNORE_FILES = (".gitignore", ".ignore", ".rgignore")
+"""The ignore files ripgrep reads in each directory, each over those before it."""
 
 
 @frozen
@@ -41,9 +43,9 @@ class GitIgnore:
     rules: tuple[IgnoreRule, ...]
 
     @classmethod
-    def load(cls, root: str) -> GitIgnore | None:
+    def load(cls, root: str, name: str = ".gitignore") -> GitIgnore | None:
         try:
-            with open(os.path.join(root, ".gitignore"), encoding="utf-8", errors="replace") as f:
+            with open(os.path.join(root, name), encoding="utf-8", errors="replace") as f:
                 lines = f.read().splitlines()
         except OSError:
             return None
@@ -77,15 +79,22 @@ def _ignored(chain: tuple[GitIgnore, ...], path: str, is_dir: bool) -> bool:
 
 
 def _chain_above(base: str, root: str) -> tuple[GitIgnore, ...]:
-    """The `.gitignore` files of `root` and the directories down to `base`'s parent."""
+    """The ignore files of `root` and the directories down to `base`'s parent."""
     if not is_within(base, root) or base == root:
         return ()
-    here, chain = root, [GitIgnore.load(root)]
+    here, chain = root, list(_own(root, IGNORE_FILES))
     for part in os.path.relpath(os.path.dirname(base), root).split(os.sep):
         if part != ".":
             here = os.path.join(here, part)
-            chain.append(GitIgnore.load(here))
-    return tuple(ignore for ignore in chain if ignore is not None)
+            chain += _own(here, IGNORE_FILES)
+    return tuple(chain)
+
+
+def _own(directory: str, names: Sequence[str]) -> Iterator[GitIgnore]:
+    """The ignore files among `names` in `directory` that hold rules, in precedence order."""
+    for name in IGNORE_FILES:
+        if name in names and (ignore := GitIgnore.load(directory, name)) is not None:
+            yield ignore
 
 
 def _parse(line: str) -> IgnoreRule | None:
@@ -121,8 +130,7 @@ def walk_files(
         chain: tuple[GitIgnore, ...] = ()
         if ignore_from is not None:
             chain = chains[os.path.dirname(dirpath)]
-            if ".gitignore" in filenames and (own := GitIgnore.load(dirpath)) is not None:
-                chain = (*chain, own)
+            chain = (*chain, *_own(dirpath, filenames))
             if dirnames:
                 chains[dirpath] = chain
         dirnames[:] = sorted(
