@@ -872,3 +872,13 @@ def test_a_quoted_number_or_boolean_is_taken_by_a_built_in_tool(
     assert bad_number.is_error and "`head_limit` type is expected as `integer`" in bad_number.text
     assert bad_boolean.is_error and "`-i` type is expected as `boolean`" in bad_boolean.text
     assert replay(log).path == result.path
+
+
+def test_a_quoted_timeout_is_taken_by_bash(workspace: Path, tmp_path: Path) -> None:
+    """The docs' Bash example: `"timeout": "5000"` is the number 5000."""
+    data = _turns(_use("b1", "Bash", command="echo hi", timeout="5000"))
+    data["config"] = {"permission_mode": "bypassPermissions"}
+    result = run_scenario(Scenario.parse(data), cwd=workspace, log=tmp_path / "b.jsonl")
+    (only,) = _results(result)
+    assert not only.is_error, only.text
+    assert only.text == "hi"
