@@ -8,6 +8,7 @@ error is reported the way Claude Code words its own input errors.
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Callable
 from typing import Any
@@ -102,7 +103,7 @@ def os_string_problem(name: str, tool_input: dict[str, Any]) -> str | None:
     )
 
 
-_DECIMAL = re.compile(r"-?\d+(?:\.\d+)?")
+_DECIMAL = re.compile(r"-?[0-9]+(?:\.[0-9]+)?")
 
 
 def semantic_input(name: str, schema: dict[str, Any], tool_input: Any) -> Any:
@@ -118,10 +119,24 @@ def semantic_input(name: str, schema: dict[str, Any], tool_input: Any) -> Any:
     for key, value in tool_input.items():
         kind = (properties.get(key) or {}).get("type") if isinstance(value, str) else None
         if kind in ("integer", "number") and _DECIMAL.fullmatch(value):
-            taken[key] = float(value) if "." in value else int(value)
+            number = _number(value)
+            if number is not None:
+                taken[key] = number
         elif kind == "boolean" and value in ("true", "false"):
             taken[key] = value == "true"
     return {**tool_input, **taken} if taken else tool_input
+
+
+def _number(literal: str) -> int | float | None:
+    """A decimal literal as JSON holds it; None for one it cannot (past Python's digit
+    limit for `int`, or past a double), which the schema then refuses as a string."""
+    if "." not in literal:
+        try:
+            return int(literal)
+        except ValueError:
+            return None
+    number = float(literal)
+    return number if math.isfinite(number) else None
 
 
 _JSON_TYPES = {

@@ -882,3 +882,24 @@ def test_a_quoted_timeout_is_taken_by_bash(workspace: Path, tmp_path: Path) -> N
     (only,) = _results(result)
     assert not only.is_error, only.text
     assert only.text == "hi"
+
+
+def test_a_quoted_number_no_json_number_can_hold_is_refused_not_taken(
+    workspace: Path, tmp_path: Path
+) -> None:
+    """A quoted number is taken only as Claude Code's ASCII `\\d` reads it, and only when
+    it is a number a log can hold: 5,000 digits (past Python's conversion limit), one
+    that overflows a double, or Arabic-Indic digits are the schema's to refuse, not a
+    crash or an infinity the log cannot write."""
+    (workspace / "notes.txt").write_text("alpha\n")
+    data = _turns(
+        _use("g1", "Grep", pattern="alpha", path="notes.txt", head_limit="9" * 5000),
+        _use("g2", "Grep", pattern="alpha", path="notes.txt", head_limit="1" * 400 + ".5"),
+        _use("g3", "Grep", pattern="alpha", path="notes.txt", head_limit="\u0663"),
+    )
+    log = tmp_path / "huge.jsonl"
+    result = run_scenario(Scenario.parse(data), cwd=workspace, log=log)
+    results = _results(result)
+    assert [r.is_error for r in results] == [True, True, True]
+    assert all("`head_limit` type is expected as `integer`" in r.text for r in results)
+    assert replay(log).path == result.path
