@@ -765,8 +765,16 @@ def _run_json(
         if stream:
             removed = removed_tools(config.permissions)
             tools = [name for name in config.tools if name not in removed]
+            key_source = "ANTHROPIC_API_KEY" if getattr(plan.model, "api_key", None) else "none"
             writer.write(
-                init_object(session_id, config.cwd, tools, config.model, config.permission_mode)
+                init_object(
+                    session_id,
+                    config.cwd,
+                    tools,
+                    config.model,
+                    config.permission_mode,
+                    api_key_source=key_source,
+                )
             )
 
     def on_event(event: Any) -> None:

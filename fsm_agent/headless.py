@@ -14,6 +14,7 @@ import json
 import time
 import uuid
 from collections.abc import Callable, Sequence
+from importlib import metadata
 from typing import Any, TextIO
 
 from fsm_agent.codec import block_to_api, message_to_api
@@ -287,19 +288,42 @@ def ascii_only(stream: TextIO) -> bool:
 
 
 def init_object(
-    session_id: str, cwd: str, tools: Sequence[str], model: str, permission_mode: str
+    session_id: str,
+    cwd: str,
+    tools: Sequence[str],
+    model: str,
+    permission_mode: str,
+    *,
+    api_key_source: str = "none",
 ) -> dict[str, Any]:
+    """`system/init` with every field Claude Code's `SDKSystemMessage` requires, in its
+    order: there are no slash commands, agents, skills, plugins or MCP servers here, so
+    those lists are empty; `claude_code_version` is fsm-agent's own version."""
     return {
         "type": "system",
         "subtype": "init",
-        "session_id": session_id,
         "cwd": cwd,
+        "session_id": session_id,
         "tools": list(tools),
         "mcp_servers": [],
         "model": model,
         "permissionMode": permission_mode,
+        "slash_commands": [],
+        "apiKeySource": api_key_source,
+        "claude_code_version": _version(),
+        "output_style": "default",
+        "agents": [],
+        "skills": [],
+        "plugins": [],
         "uuid": str(uuid.uuid4()),
     }
+
+
+def _version() -> str:
+    try:
+        return metadata.version("fsm-agent")
+    except metadata.PackageNotFoundError:
+        return "unknown"
 
 
 class StreamJson:

@@ -1,0 +1,54 @@
+"""`--output-format json|stream-json` read as `claude -p`'s output is read: the fields
+Claude Code's SDK types require (`SDKSystemMessage`, `SDKResultMessage`, `ModelUsage`,
+`SDKAPIRetryMessage`), with the types and values Claude Code gives them."""
+
+from __future__ import annotations
+
+import json
+from importlib.metadata import version
+from pathlib import Path
+
+from tests.messages_server import (
+    MessagesServer,
+    messages_server_fixture,  # noqa: F401
+    text,
+)
+from tests.test_run_output import stream_lines
+from tests.test_run_real_server import MODEL, cli
+
+
+def test_init_has_every_field_claude_codes_system_init_has(workspace: Path, tmp_path: Path) -> None:
+    """`SDKSystemMessage` requires these; a consumer that validates it (the TypeScript
+    SDK's schema, a wrapper reading `slash_commands`) would refuse a line without them."""
+    init = stream_lines(workspace, tmp_path, "tool_round")[0]
+    assert (init["type"], init["subtype"]) == ("system", "init")
+    assert init["slash_commands"] == []
+    assert init["apiKeySource"] == "none", "a scripted model uses no key"
+    assert init["claude_code_version"] == version("fsm-agent")
+    assert init["output_style"] == "default"
+    assert (init["agents"], init["skills"], init["plugins"]) == ([], [], [])
+    assert init["mcp_servers"] == []
+    assert list(init)[:8] == [
+        "type",
+        "subtype",
+        "cwd",
+        "session_id",
+        "tools",
+        "mcp_servers",
+        "model",
+        "permissionMode",
+    ]
+    assert list(init)[-1] == "uuid"
+    json.dumps(init)
+
+
+def test_init_names_the_key_a_real_model_uses(
+    messages_server: MessagesServer, workspace: Path
+) -> None:
+    """The key comes from `ANTHROPIC_API_KEY`, the source Claude Code names the same way."""
+    messages_server.reply(text("Hi.", model=MODEL))
+    proc = cli(messages_server, workspace, "hi", "--output-format", "stream-json")
+    assert proc.returncode == 0, proc.stderr
+    init = json.loads(proc.stdout.splitlines()[0])
+    assert init["apiKeySource"] == "ANTHROPIC_API_KEY"
+    assert init["model"] == MODEL
