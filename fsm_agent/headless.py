@@ -42,7 +42,7 @@ from fsm_agent.events import (
 )
 from fsm_agent.machine import Phase
 from fsm_agent.messages import Message, Usage
-from fsm_agent.models import context_window
+from fsm_agent.models import context_window, output_limits
 
 SUBTYPES: dict[str, str] = {
     "completed": "success",
@@ -126,7 +126,8 @@ class RunTally:
 
     def model_usage(self) -> dict[str, dict[str, Any]]:
         """`modelUsage`, keyed by model, in `claude -p`'s camelCase; `costUSD` null
-        when the model has no price (as `total_cost_usd`)."""
+        when the model has no price (as `total_cost_usd`); `maxOutputTokens` the most a
+        request of the run asks of the model (the escalated `max_tokens`)."""
         return {
             model: {
                 "inputTokens": usage.input_tokens,
@@ -136,6 +137,7 @@ class RunTally:
                 "webSearchRequests": 0,
                 "costUSD": cost,
                 "contextWindow": context_window(model),
+                "maxOutputTokens": output_limits(model)[1],
             }
             for model, (usage, cost) in self.meter.by_model.items()
         }

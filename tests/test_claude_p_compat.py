@@ -13,7 +13,7 @@ from tests.messages_server import (
     messages_server_fixture,  # noqa: F401
     text,
 )
-from tests.test_run_output import stream_lines
+from tests.test_run_output import run_json, stream_lines
 from tests.test_run_real_server import MODEL, cli
 
 
@@ -52,3 +52,20 @@ def test_init_names_the_key_a_real_model_uses(
     init = json.loads(proc.stdout.splitlines()[0])
     assert init["apiKeySource"] == "ANTHROPIC_API_KEY"
     assert init["model"] == MODEL
+
+
+def test_json_result_model_usage_has_max_output_tokens(workspace: Path, tmp_path: Path) -> None:
+    """`ModelUsage.maxOutputTokens` is required in Claude Code's SDK types: the most a
+    request of the run asks of the model (the escalated 64k, held to its output limit)."""
+    result, _ = run_json(workspace, tmp_path, "tool_round")
+    assert result["modelUsage"]["scripted"]["maxOutputTokens"] == 64_000
+
+
+def test_model_usage_max_output_tokens_is_held_to_the_models_limit() -> None:
+    from fsm_agent.events import ResponseUsage
+    from fsm_agent.headless import RunTally
+    from fsm_agent.messages import Usage
+
+    tally = RunTally()
+    tally(ResponseUsage(model="claude-3-5-haiku-20241022", usage=Usage(input_tokens=1)))
+    assert tally.model_usage()["claude-3-5-haiku-20241022"]["maxOutputTokens"] == 8_192

@@ -364,6 +364,7 @@ def test_json_result_lists_permission_denials_model_usage_and_api_time(
             "webSearchRequests": 0,
             "costUSD": None,
             "contextWindow": 200_000,
+            "maxOutputTokens": 64_000,
         }
     }
     assert isinstance(result["duration_api_ms"], int)
