@@ -280,6 +280,18 @@ def api_event(event: StreamEvent) -> dict[str, Any]:
     return {"type": "message_stop"}
 
 
+def retry_category(retry: ModelRetry) -> str:
+    """Claude Code's `SDKAssistantMessageError` for a retried request
+    (`categorizeRetryableAPIError`): what a reader of `api_retry` switches on."""
+    if retry.status == 529 or "overloaded_error" in retry.error or retry.status == 429:
+        return "rate_limit"
+    if retry.status in (401, 403):
+        return "authentication_failed"
+    if retry.status >= 408:
+        return "server_error"
+    return "unknown"
+
+
 def ascii_only(stream: TextIO) -> bool:
     """Whether `stream` cannot take all of Unicode (a legacy locale, PYTHONIOENCODING=ascii):
     JSON written to it then escapes what it cannot hold, and stays whole and valid."""
@@ -429,8 +441,9 @@ class StreamJson:
                 attempt=retry.attempt,
                 max_retries=retry.max_retries,
                 retry_delay_ms=delay,
-                error_status=retry.status,
-                error=retry.error,
+                error_status=retry.status or None,
+                error=retry_category(retry),
+                error_message=retry.error,
             )
         elif isinstance(event, ModelEvent) and self.partial:
             self._line("stream_event", event=api_event(event.event), parent_tool_use_id=None)

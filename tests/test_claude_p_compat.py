@@ -4,10 +4,15 @@ Claude Code's SDK types require (`SDKSystemMessage`, `SDKResultMessage`, `ModelU
 
 from __future__ import annotations
 
+import io
 import json
 from importlib.metadata import version
 from pathlib import Path
 
+import pytest
+
+from fsm_agent.events import ModelEvent, ModelRetry
+from fsm_agent.headless import StreamJson
 from tests.messages_server import (
     MessagesServer,
     messages_server_fixture,  # noqa: F401
@@ -69,3 +74,42 @@ def test_model_usage_max_output_tokens_is_held_to_the_models_limit() -> None:
     tally = RunTally()
     tally(ResponseUsage(model="claude-3-5-haiku-20241022", usage=Usage(input_tokens=1)))
     assert tally.model_usage()["claude-3-5-haiku-20241022"]["maxOutputTokens"] == 8_192
+
+
+def _retry_line(retry: ModelRetry) -> dict:
+    out = io.StringIO()
+    StreamJson(out, "s")(ModelEvent(retry))
+    (line,) = [json.loads(line) for line in out.getvalue().splitlines()]
+    return line
+
+
+@pytest.mark.parametrize(
+    ("status", "text", "category"),
+    [
+        (429, "rate_limit_error: slow down", "rate_limit"),
+        (529, "overloaded_error: Overloaded", "rate_limit"),
+        (500, "overloaded_error: Overloaded", "rate_limit"),
+        (401, "authentication_error: invalid x-api-key", "authentication_failed"),
+        (403, "permission_error: no", "authentication_failed"),
+        (408, "timeout", "server_error"),
+        (500, "api_error: Internal server error", "server_error"),
+        (400, "invalid_request_error: too long", "unknown"),
+    ],
+)
+def test_api_retry_error_is_claude_codes_category(status: int, text: str, category: str) -> None:
+    """`SDKAPIRetryMessage.error` is one of Claude Code's `SDKAssistantMessageError`
+    values (`categorizeRetryableAPIError`), not free text; the words stay, as `error_message`."""
+    line = _retry_line(ModelRetry(1, status, text, 0.5, 2))
+    assert (line["type"], line["subtype"]) == ("system", "api_retry")
+    assert line["error"] == category
+    assert line["error_status"] == status
+    assert line["error_message"] == text
+    assert (line["attempt"], line["max_retries"], line["retry_delay_ms"]) == (1, 2, 500)
+
+
+def test_api_retry_after_no_response_has_a_null_status() -> None:
+    """A timeout or a lost connection had no HTTP response: Claude Code's `error_status`
+    is null then (`error.status ?? null`), not 0, which no HTTP status is."""
+    line = _retry_line(ModelRetry(2, 0, "no answer: a timeout or a lost connection", None, 2))
+    assert line["error_status"] is None
+    assert line["error"] == "unknown"

@@ -166,14 +166,15 @@ def test_a_retry_is_told_as_it_happens_and_again_on_replay(
     assert proc.returncode == 0, proc.stderr
     lines = [json.loads(line) for line in proc.stdout.splitlines()]
     told = [line for line in lines if line.get("subtype") == "api_retry"]
-    keys = ("attempt", "max_retries", "retry_delay_ms", "error_status", "error")
+    keys = ("attempt", "max_retries", "retry_delay_ms", "error_status", "error", "error_message")
     assert [{k: t[k] for k in keys} for t in told] == [
         {
             "attempt": 1,
             "max_retries": 2,
             "retry_delay_ms": 50,
             "error_status": 429,
-            "error": "rate_limit_error: slow down",
+            "error": "rate_limit",
+            "error_message": "rate_limit_error: slow down",
         }
     ]
     assert lines[-1]["result"] == "After the wait."
@@ -211,7 +212,8 @@ def test_a_request_refitted_to_the_context_window_is_an_api_retry_line(
         "retry_delay_ms": 0,
         "error_status": 400,
     }
-    assert "sent again asking for 49000" in told["error"]
+    assert told["error"] == "unknown"
+    assert "sent again asking for 49000" in told["error_message"]
     assert lines[-1]["result"] == "Whole."
 
 
