@@ -397,7 +397,7 @@ def terminal_error(reason: str, it: Iteration, config: RunConfig) -> str | None:
             f"{config.blocking_limit:,}: compact it or start a new conversation"
         )
     if reason == Terminal.MAX_TURNS:
-        return f"reached the maximum number of turns ({config.max_turns})"
+        return f"Reached maximum number of turns ({config.max_turns})"
     if reason == Terminal.ABORTED_STREAMING:
         return "interrupted while the model was answering"
     if reason == Terminal.ABORTED_TOOLS:

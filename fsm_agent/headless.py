@@ -153,12 +153,13 @@ def result_object(result: LoopResult, *, duration_ms: int, tally: RunTally) -> d
             outcome["api_error_status"] = result.api_error_status
     else:
         outcome = {"errors": [result.error or f"the run ended {result.reason}"]}
+    refused_turn = 1 if result.reason == "max_turns" else 0  # as `max_turns_reached` counts
     return _result(
         tally,
         duration_ms,
         subtype=subtype,
         is_error=result.is_error,
-        num_turns=result.turns,
+        num_turns=result.turns + refused_turn,
         outcome=outcome,
         stop_reason=tally.stop_reason,
         terminal_reason=result.reason,

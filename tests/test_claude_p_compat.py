@@ -113,3 +113,12 @@ def test_api_retry_after_no_response_has_a_null_status() -> None:
     line = _retry_line(ModelRetry(2, 0, "no answer: a timeout or a lost connection", None, 2))
     assert line["error_status"] is None
     assert line["error"] == "unknown"
+
+
+def test_a_max_turns_result_counts_the_turn_it_refused(workspace: Path, tmp_path: Path) -> None:
+    """Claude Code's `error_max_turns` result carries the `max_turns_reached` turn count:
+    the turn that would have started (`--max-turns 1`: 2), and its own words."""
+    result, _ = run_json(workspace, tmp_path, "max_turns")
+    assert result["subtype"] == "error_max_turns"
+    assert result["num_turns"] == 2
+    assert result["errors"] == ["Reached maximum number of turns (1)"]

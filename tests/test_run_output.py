@@ -486,7 +486,7 @@ def test_a_result_whose_message_never_came_is_written_when_the_loop_leaves_api_c
         ("prompt_too_long", "still too long after compaction: prompt is too long: 210000 tokens"),
         ("image_error", "an image was refused: messages.0.content.1.image.source.base64: image"),
         ("blocking_limit", "over the blocking limit of 19,000"),
-        ("max_turns", "reached the maximum number of turns (1)"),
+        ("max_turns", "Reached maximum number of turns (1)"),
         ("aborted_tools", "interrupted while tools ran"),
         ("aborted_streaming", "interrupted while the model was answering"),
         ("model_error", "connection: connection dropped mid-stream"),
