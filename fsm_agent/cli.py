@@ -787,7 +787,7 @@ def _run_json(
         if stream:
             writer.write(obj)
         else:
-            writer.guarded(lambda: click.echo(json.dumps(obj, ensure_ascii=writer.ascii, indent=2)))
+            writer.guarded(lambda: click.echo(json.dumps(obj, ensure_ascii=writer.ascii)))
 
     started = time.monotonic()
     try:

@@ -18,6 +18,7 @@ from tests.messages_server import (
     messages_server_fixture,  # noqa: F401
     text,
 )
+from tests.test_cli import run_scripted
 from tests.test_run_output import run_json, stream_lines
 from tests.test_run_real_server import MODEL, cli
 
@@ -122,3 +123,13 @@ def test_a_max_turns_result_counts_the_turn_it_refused(workspace: Path, tmp_path
     assert result["subtype"] == "error_max_turns"
     assert result["num_turns"] == 2
     assert result["errors"] == ["Reached maximum number of turns (1)"]
+
+
+def test_json_result_is_one_line(workspace: Path, tmp_path: Path) -> None:
+    """`claude -p --output-format json` writes the result as one line of JSON
+    (`jsonStringify(lastMessage) + "\\n"`): a reader that takes the first line, or
+    splits stdout into lines as it does stream-json, gets the whole object."""
+    proc = run_scripted("fix_bug", workspace, tmp_path / "l.jsonl", "--output-format", "json")
+    lines = proc.stdout.splitlines()
+    assert len(lines) == 1 and proc.stdout.endswith("\n")
+    assert json.loads(lines[0])["result"].startswith("Fixed:")
