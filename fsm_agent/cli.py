@@ -530,7 +530,11 @@ def run(
         )
     else:
         result, lost = _run_json(
-            plan, messages, stream=output_format == "stream-json", partial=include_partial_messages
+            plan,
+            messages,
+            stream=output_format == "stream-json",
+            partial=include_partial_messages,
+            every=verbose,
         )
     plan.end("other")
     if lost is not None:
@@ -730,9 +734,11 @@ def _run_text(
 
 
 def _run_json(
-    plan: Plan, messages: list[Any], *, stream: bool, partial: bool
+    plan: Plan, messages: list[Any], *, stream: bool, partial: bool, every: bool = False
 ) -> tuple[Any, OSError | None]:
-    """The run, with one JSON result at its end, or (`stream`) a JSON line per event.
+    """The run, with one JSON result at its end, or (`stream`) a JSON line per event;
+    with `every` and not `stream`, one JSON array of every line stream-json would print
+    but the raw stream events, as `claude -p --output-format json --verbose`.
 
     `system/init` goes out with the run's first event: the log is open by then, so a
     log that cannot be created is an error line and nothing on stdout. Once the run
@@ -752,7 +758,9 @@ def _run_json(
 
     session_id = new_session_id()
     tally = RunTally()
-    writer = StreamJson(sys.stdout, session_id, partial=partial)
+    collected: list[dict[str, Any]] | None = [] if every and not stream else None
+    writer = StreamJson(sys.stdout, session_id, partial=partial, collect=collected)
+    lines = stream or collected is not None
     config = plan.config
     log = plan.next_log() or default_log_path(config.cwd, session_id)
     began = False
@@ -762,7 +770,7 @@ def _run_json(
         if began:
             return
         began = True
-        if stream:
+        if lines:
             removed = removed_tools(config.permissions)
             tools = [name for name in config.tools if name not in removed]
             key_source = "ANTHROPIC_API_KEY" if getattr(plan.model, "api_key", None) else "none"
@@ -780,14 +788,15 @@ def _run_json(
     def on_event(event: Any) -> None:
         begin()
         tally(event)
-        if stream:
+        if lines:
             writer(event)
 
     def emit(obj: dict[str, Any]) -> None:
         if stream:
             writer.write(obj)
-        else:
-            writer.guarded(lambda: click.echo(json.dumps(obj, ensure_ascii=writer.ascii)))
+            return
+        out = obj if collected is None else [*collected, obj]
+        writer.guarded(lambda: click.echo(json.dumps(out, ensure_ascii=writer.ascii)))
 
     started = time.monotonic()
     try:

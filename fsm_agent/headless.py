@@ -359,8 +359,11 @@ class StreamJson:
         session_id: str,
         *,
         partial: bool = False,
+        collect: list[dict[str, Any]] | None = None,
     ) -> None:
         self.out = out
+        self.collect = collect
+        """Where the lines go instead of `out`, kept for one JSON array at the end."""
         self.session_id = session_id
         self.partial = partial
         self.closed = False
@@ -372,6 +375,9 @@ class StreamJson:
 
     def write(self, obj: dict[str, Any]) -> None:
         """One line, flushed. A reader that went away stops the output, never the run."""
+        if self.collect is not None:
+            self.collect.append(obj)
+            return
         if self.closed:
             return
         self.guarded(lambda: self.out.write(json.dumps(obj, ensure_ascii=self.ascii) + "\n"))

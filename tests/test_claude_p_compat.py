@@ -133,3 +133,24 @@ def test_json_result_is_one_line(workspace: Path, tmp_path: Path) -> None:
     lines = proc.stdout.splitlines()
     assert len(lines) == 1 and proc.stdout.endswith("\n")
     assert json.loads(lines[0])["result"].startswith("Fixed:")
+
+
+def test_verbose_json_is_the_array_of_every_message(workspace: Path, tmp_path: Path) -> None:
+    """`claude -p --output-format json --verbose` prints every message of the run as one
+    JSON array (`jsonStringify(messages)`), the result last: the same objects stream-json
+    prints one per line."""
+    proc = run_scripted(
+        "tool_round", workspace, tmp_path / "l.jsonl", "--output-format", "json", "--verbose"
+    )
+    assert proc.returncode == 0, proc.stderr
+    (line,) = proc.stdout.splitlines()
+    messages = json.loads(line)
+    assert isinstance(messages, list)
+    assert (messages[0]["type"], messages[0]["subtype"]) == ("system", "init")
+    assert messages[-1]["type"] == "result"
+    assert messages[-1]["result"] == "notes.txt now says hello."
+    again = tmp_path / "again"
+    (again / "ws").mkdir(parents=True)
+    streamed = stream_lines(again / "ws", again, "tool_round")
+    assert [m["type"] for m in messages] == [m["type"] for m in streamed]
+    assert len({m["session_id"] for m in messages}) == 1
