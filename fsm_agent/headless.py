@@ -64,6 +64,24 @@ def _usage(usage: Usage) -> dict[str, int]:
     }
 
 
+def run_usage(usage: Usage) -> dict[str, Any]:
+    """A run's summed usage with every field of Claude Code's (`NonNullableUsage`): no
+    server tools run here, and no cache write asks for the one-hour `ttl`, so every
+    write is the default five-minute one."""
+    return {
+        "input_tokens": usage.input_tokens,
+        "cache_creation_input_tokens": usage.cache_creation_input_tokens,
+        "cache_read_input_tokens": usage.cache_read_input_tokens,
+        "output_tokens": usage.output_tokens,
+        "server_tool_use": {"web_search_requests": 0, "web_fetch_requests": 0},
+        "service_tier": "standard",
+        "cache_creation": {
+            "ephemeral_1h_input_tokens": 0,
+            "ephemeral_5m_input_tokens": usage.cache_creation_input_tokens,
+        },
+    }
+
+
 def api_message(message: Message) -> dict[str, Any]:
     """An assistant message as the Messages API returns it."""
     return {
@@ -231,7 +249,7 @@ def _result(
         "session_id": session_id,
         "uuid": str(uuid.uuid4()),
         "total_cost_usd": tally.meter.total,
-        "usage": _usage(usage),
+        "usage": run_usage(usage),
         "modelUsage": tally.model_usage(),
         "permission_denials": tally.denials,
         "model": model,

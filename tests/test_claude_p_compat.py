@@ -154,3 +154,25 @@ def test_verbose_json_is_the_array_of_every_message(workspace: Path, tmp_path: P
     streamed = stream_lines(again / "ws", again, "tool_round")
     assert [m["type"] for m in messages] == [m["type"] for m in streamed]
     assert len({m["session_id"] for m in messages}) == 1
+
+
+def test_result_usage_has_the_fields_claude_codes_usage_has(
+    messages_server: MessagesServer, workspace: Path
+) -> None:
+    """Claude Code's result `usage` is the API's usage summed (`NonNullableUsage`):
+    `server_tool_use`, `service_tier` and the `cache_creation` split are there too.
+    Every cache write here is the default five-minute one (no `ttl` is asked)."""
+    usage = {"input_tokens": 10, "output_tokens": 5, "cache_creation_input_tokens": 300}
+    messages_server.reply(text("Hi.", usage=usage, model=MODEL))
+    proc = cli(messages_server, workspace, "hi", "--output-format", "json")
+    assert proc.returncode == 0, proc.stderr
+    got = json.loads(proc.stdout)["usage"]
+    assert got == {
+        "input_tokens": 10,
+        "cache_creation_input_tokens": 300,
+        "cache_read_input_tokens": 0,
+        "output_tokens": 5,
+        "server_tool_use": {"web_search_requests": 0, "web_fetch_requests": 0},
+        "service_tier": "standard",
+        "cache_creation": {"ephemeral_1h_input_tokens": 0, "ephemeral_5m_input_tokens": 300},
+    }
