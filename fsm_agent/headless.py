@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import codecs
 import json
+import re
 import time
 import uuid
 from collections.abc import Callable, Sequence
@@ -20,6 +21,7 @@ from typing import Any, TextIO
 from fsm_agent.codec import block_to_api, message_to_api
 from fsm_agent.cost import CostMeter
 from fsm_agent.driver import LoopResult
+from fsm_agent.effects import INTERRUPTED
 from fsm_agent.events import (
     AssistantMessage,
     BlockDelta,
@@ -41,7 +43,7 @@ from fsm_agent.events import (
     Transition,
 )
 from fsm_agent.machine import Phase
-from fsm_agent.messages import Message, Usage
+from fsm_agent.messages import Message, ToolResultBlock, Usage
 from fsm_agent.models import context_window, output_limits
 
 SUBTYPES: dict[str, str] = {
@@ -299,6 +301,19 @@ def api_event(event: StreamEvent) -> dict[str, Any]:
     return {"type": "message_stop"}
 
 
+_WRAPPED = re.compile(r"\A<tool_use_error>(.*)</tool_use_error>\Z", re.S)
+_SAID_AS_IS = ("Error", "InputValidationError:", INTERRUPTED)
+
+
+def error_result(result: ToolResultBlock) -> str:
+    """Claude Code's `toolUseResult` for a call that failed or never ran: the error the
+    model got, without its `<tool_use_error>` wrapper, as `Error: …` (a schema failure's
+    `InputValidationError: …` and the interrupt's message are said as they are)."""
+    wrapped = _WRAPPED.match(result.text)
+    text = wrapped.group(1) if wrapped else result.text
+    return text if text.startswith(_SAID_AS_IS) else f"Error: {text}"
+
+
 def retry_category(retry: ModelRetry) -> str:
     """Claude Code's `SDKAssistantMessageError` for a retried request
     (`categorizeRetryableAPIError`): what a reader of `api_retry` switches on."""
@@ -418,7 +433,7 @@ class StreamJson:
     def _object(self, kind: str, **fields: Any) -> dict[str, Any]:
         return {"type": kind, **fields, "session_id": self.session_id, "uuid": str(uuid.uuid4())}
 
-    def _result(self, result: Any, about: dict[str, Any]) -> None:
+    def _result(self, result: Any, about: dict[str, Any] | str) -> None:
         block = {**block_to_api(result), "is_error": result.is_error}
         line = self._object(
             "user",
@@ -449,12 +464,14 @@ class StreamJson:
             self._line("assistant", message=api_message(event.message), parent_tool_use_id=None)
             self._release()
         elif isinstance(event, ToolFinished):
-            about = event.response
-            if about is None:
+            about: dict[str, Any] | str | None = event.response
+            if about is None and event.result.is_error:
+                about = error_result(event.result)
+            elif about is None:
                 about = {"tool": event.name, "duration_s": event.duration_s}
             self._result(event.result, about)
         elif isinstance(event, ToolRefused):
-            self._result(event.result, {"tool": event.block.name, "refused": True})
+            self._result(event.result, error_result(event.result))
         elif isinstance(event, CallsDiscarded):
             self._discard(event.ids)
         elif isinstance(event, ModelEvent) and isinstance(event.event, ModelRetry):

@@ -18,7 +18,7 @@ from tests.messages_server import (
     messages_server_fixture,  # noqa: F401
     text,
 )
-from tests.test_cli import run_scripted
+from tests.test_cli import fsm, run_scripted
 from tests.test_run_output import run_json, stream_lines
 from tests.test_run_real_server import MODEL, cli
 
@@ -176,3 +176,65 @@ def test_result_usage_has_the_fields_claude_codes_usage_has(
         "service_tier": "standard",
         "cache_creation": {"ephemeral_1h_input_tokens": 0, "ephemeral_5m_input_tokens": 300},
     }
+
+
+FAILING_CALLS = {
+    "prompt": "x",
+    "config": {"permission_mode": "default"},
+    "turns": [
+        {
+            "content": [
+                {
+                    "type": "tool_use",
+                    "id": "t_rm",
+                    "name": "Bash",
+                    "input": {"command": "rm -rf b"},
+                },
+                {"type": "tool_use", "id": "t_bad", "name": "Read", "input": {}},
+                {"type": "tool_use", "id": "t_unk", "name": "Nope", "input": {}},
+                {
+                    "type": "tool_use",
+                    "id": "t_gone",
+                    "name": "Read",
+                    "input": {"file_path": "no.txt"},
+                },
+            ]
+        },
+        {"content": [{"type": "text", "text": "ok"}]},
+    ],
+}
+
+
+def test_a_failed_call_s_tool_use_result_is_claude_codes_error_string(
+    workspace: Path, tmp_path: Path
+) -> None:
+    """Claude Code's `toolUseResult` for a call that failed or never ran is a string, the
+    error the model got without its `<tool_use_error>` wrapper (`Error: …`; an input
+    that fails the schema says `InputValidationError: …`), not an object."""
+    scenario = tmp_path / "failing.json"
+    scenario.write_text(json.dumps(FAILING_CALLS))
+    proc = fsm("run", "--scripted", str(scenario), "--cwd", str(workspace),
+               "--log", str(tmp_path / "f.jsonl"), "--output-format", "stream-json")  # fmt: skip
+    users = [json.loads(line) for line in proc.stdout.splitlines()]
+    results = {
+        u["message"]["content"][0]["tool_use_id"]: u["tool_use_result"]
+        for u in users
+        if u["type"] == "user"
+    }
+    assert results["t_rm"].startswith("Error: Permission to use Bash was denied")
+    assert results["t_bad"].startswith("InputValidationError: Read failed")
+    assert results["t_unk"] == "Error: No such tool available: Nope"
+    assert results["t_gone"].startswith("Error: File does not exist.")
+    assert not any("tool_use_error" in r for r in results.values())
+
+
+def test_an_interrupted_call_s_tool_use_result_is_the_interrupt_message(
+    workspace: Path, tmp_path: Path
+) -> None:
+    """As Claude Code's `yieldMissingToolResultBlocks` gives it: the message, no prefix."""
+    proc = run_scripted(
+        "aborted_streaming", workspace, tmp_path / "a.jsonl", "--output-format", "stream-json"
+    )
+    lines = [json.loads(line) for line in proc.stdout.splitlines()]
+    (user,) = [line for line in lines if line["type"] == "user"]
+    assert user["tool_use_result"] == "[Request interrupted by user for tool use]"
