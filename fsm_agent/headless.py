@@ -85,9 +85,10 @@ def run_usage(usage: Usage) -> dict[str, Any]:
 
 
 def api_message(message: Message) -> dict[str, Any]:
-    """An assistant message as the Messages API returns it."""
+    """An assistant message as the Messages API returns it; one no API sent (an
+    `API Error: …` answer) gets a fresh id, as Claude Code's synthetic messages do."""
     return {
-        "id": message.id,
+        "id": message.id if message.id is not None else str(uuid.uuid4()),
         "type": "message",
         "role": message.role,
         "model": message.model,

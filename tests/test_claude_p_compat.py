@@ -238,3 +238,18 @@ def test_an_interrupted_call_s_tool_use_result_is_the_interrupt_message(
     lines = [json.loads(line) for line in proc.stdout.splitlines()]
     (user,) = [line for line in lines if line["type"] == "user"]
     assert user["tool_use_result"] == "[Request interrupted by user for tool use]"
+
+
+def test_an_api_error_answer_s_assistant_line_has_a_message_id(
+    workspace: Path, tmp_path: Path
+) -> None:
+    """The `API Error: …` message no API sent has no id of its own; Claude Code's
+    synthetic messages get a fresh one (`createAssistantMessage`), so `message.id` is a
+    string on every `assistant` line, as its type says."""
+    proc = run_scripted(
+        "api_error", workspace, tmp_path / "a.jsonl", "--output-format", "stream-json"
+    )
+    lines = [json.loads(line) for line in proc.stdout.splitlines()]
+    (assistant,) = [line for line in lines if line["type"] == "assistant"]
+    assert isinstance(assistant["message"]["id"], str) and assistant["message"]["id"]
+    assert assistant["message"]["content"][0]["text"].startswith("API Error: 401")
