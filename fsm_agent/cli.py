@@ -796,7 +796,7 @@ def _run_json(
             writer.write(obj)
             return
         out = obj if collected is None else [*collected, obj]
-        writer.guarded(lambda: click.echo(json.dumps(out, ensure_ascii=writer.ascii)))
+        writer.guarded(lambda: click.echo(writer.text(out)))
 
     started = time.monotonic()
     try:

@@ -414,7 +414,12 @@ class StreamJson:
             return
         if self.closed:
             return
-        self.guarded(lambda: self.out.write(json.dumps(obj, ensure_ascii=self.ascii) + "\n"))
+        self.guarded(lambda: self.out.write(self.text(obj) + "\n"))
+
+    def text(self, value: Any) -> str:
+        """`value` as `claude -p` writes JSON (`JSON.stringify`: no spaces), so a script
+        that greps for `"type":"result"` finds it; escaped where `out` cannot encode."""
+        return json.dumps(value, ensure_ascii=self.ascii, separators=(",", ":"))
 
     def guarded(self, write: Callable[[], object]) -> None:
         """`write`, then a flush; a failure closes the output (`write_error` says why,

@@ -253,3 +253,19 @@ def test_an_api_error_answer_s_assistant_line_has_a_message_id(
     (assistant,) = [line for line in lines if line["type"] == "assistant"]
     assert isinstance(assistant["message"]["id"], str) and assistant["message"]["id"]
     assert assistant["message"]["content"][0]["text"].startswith("API Error: 401")
+
+
+def test_json_lines_are_compact_as_claude_codes(workspace: Path, tmp_path: Path) -> None:
+    """`claude -p` writes `JSON.stringify`'s compact JSON, no space after `:` or `,`:
+    a script that greps stream-json for `"type":"result"`, or json for
+    `"is_error":true`, finds it in ours too."""
+    proc = run_scripted(
+        "api_error", workspace, tmp_path / "a.jsonl", "--output-format", "stream-json"
+    )
+    lines = proc.stdout.splitlines()
+    assert [line for line in lines if '"type":"result"' in line] == [lines[-1]]
+    assert '"subtype":"init"' in lines[0]
+    assert all(line == json.dumps(json.loads(line), separators=(",", ":")) for line in lines)
+    proc = run_scripted("api_error", workspace, tmp_path / "b.jsonl", "--output-format", "json")
+    assert '"is_error":true' in proc.stdout
+    assert proc.stdout == json.dumps(json.loads(proc.stdout), separators=(",", ":")) + "\n"

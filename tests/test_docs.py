@@ -176,7 +176,7 @@ def test_the_stream_json_sample_is_what_a_run_prints(tmp_path: Path) -> None:
     """cli.md's stream-json lines, from tool_round.json in /home/me/demo: the same keys
     in the same order and the same values, but ids and what the sample elides (`…`)."""
     sample = re.search(
-        r"```\n(\{\"type\": \"system\", \"subtype\": \"init\".*?)\n…", text("cli.md"), re.S
+        r"```\n(\{\"type\":\"system\",\"subtype\":\"init\".*?)\n…", text("cli.md"), re.S
     )
     assert sample is not None
     workspace = tmp_path / "demo"
