@@ -537,3 +537,44 @@ def test_ignore_and_rgignore_files_are_read_as_ripgrep_reads_them(tmp_path: Path
     )
     below = ok(tmp_path, pattern="needle", path="sub").splitlines()[1:]
     assert below == [str(tmp_path / "sub/keep.gen")]
+
+
+def test_the_runs_own_session_logs_are_not_searched(tmp_path: Path) -> None:
+    """Claude Code keeps its transcripts outside the workspace, where its searches never
+    see them; fsm-agent's go under `.fsm-agent/` in it by default, so Grep and Glob
+    skip that directory: a search for a word of the prompt found it in the log of the
+    very run asking. Searching it by name still works."""
+    from fsm_agent.scripted import Scenario
+    from fsm_agent.session import run_scenario
+
+    (tmp_path / "app.py").write_text("WIDGET = 1\n")
+    data = {
+        "prompt": "where is WIDGET defined?",
+        "turns": [
+            {
+                "content": [
+                    {
+                        "type": "tool_use",
+                        "id": "g1",
+                        "name": "Grep",
+                        "input": {"pattern": "WIDGET"},
+                    },
+                    {"type": "tool_use", "id": "g2", "name": "Glob", "input": {"pattern": "**/*"}},
+                    {
+                        "type": "tool_use",
+                        "id": "g3",
+                        "name": "Grep",
+                        "input": {"pattern": "WIDGET", "path": ".fsm-agent"},
+                    },
+                ]
+            },
+            {"content": [{"type": "text", "text": "in app.py"}]},
+        ],
+    }
+    result = run_scenario(Scenario.parse(data), cwd=tmp_path)
+    grep_all, glob_all, grep_own = (
+        b.content for m in result.messages for b in m.content if getattr(b, "tool_use_id", "")
+    )
+    assert grep_all == f"Found 1 file\n{tmp_path / 'app.py'}"
+    assert glob_all == str(tmp_path / "app.py")
+    assert result.log_path is not None and result.log_path in str(grep_own)

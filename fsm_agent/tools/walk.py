@@ -1,6 +1,7 @@
 """Walking a directory tree for Glob and Grep without leaving the workspace.
 
-Version-control directories are skipped. Symlinked directories are not
+Version-control directories and fsm-agent's own (`.fsm-agent`) are skipped, unless
+the search starts in one. Symlinked directories are not
 followed (no cycles, no escape); a symlinked file is listed only if its
 target lies inside the workspace. Grep also honours ignore files (`.gitignore`,
 `.ignore`, `.rgignore`), as ripgrep does: those of the directories walked, and
@@ -19,6 +20,10 @@ from fsm_agent.tools.globs import translate
 from fsm_agent.tools.workspace import is_within
 
 VCS_DIRS = frozenset({".git", ".hg", ".svn", ".bzr", ".jj", ".sl"})
+OWN_DIR = ".fsm-agent"
+"""fsm-agent's session logs and saved tool output. Claude Code keeps its transcripts
+outside the workspace, where its searches never see them; here a search for a word of
+the prompt would find it in the log of the very run asking."""
 IGNORE_FILES = (".gitignore", ".ignore", ".rgignore")
 """The ignore files ripgrep reads in each directory, each over those before it."""
 
@@ -137,6 +142,7 @@ def walk_files(
             d
             for d in dirnames
             if d not in VCS_DIRS
+            and d != OWN_DIR
             and not os.path.islink(os.path.join(dirpath, d))
             and not (chain and _ignored(chain, os.path.join(dirpath, d), is_dir=True))
         )
