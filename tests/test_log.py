@@ -182,8 +182,9 @@ def test_hooks_permission_and_retry_records_match_the_schema_and_their_damage_do
 
     from fsm_agent.config import RunConfig
     from fsm_agent.scripted import Scenario
-    from fsm_agent.session import replay, run_scenario
+    from fsm_agent.session import run_scenario
     from tests.conftest import ROOT
+    from tests.log_support import assert_damage_refused
 
     replacement = {"stdout": "X", "stderr": "", "interrupted": False, "isImage": False}
     calls = [
@@ -230,15 +231,4 @@ def test_hooks_permission_and_retry_records_match_the_schema_and_their_damage_do
         "cap": (0, ("config", "stop_hook_block_cap"), "3"),
         "retry": (model, ("result", "events", 0, "attempt"), "1"),
     }
-    for what, (i, keys, value) in damages.items():
-        damaged = json.loads(json.dumps(rows))
-        target = damaged[i]
-        for key in keys[:-1]:
-            target = target[key]
-        target[keys[-1]] = value
-        with pytest.raises(jsonschema.ValidationError):
-            jsonschema.validate(damaged[i], schema)
-        path = tmp_path / f"{what}.jsonl"
-        path.write_text("".join(json.dumps(r) + "\n" for r in damaged))
-        with pytest.raises(LogError, match=rf"{what}.jsonl:{i + 1}: "):
-            replay(path)
+    assert_damage_refused(rows, damages, schema, tmp_path)

@@ -527,8 +527,8 @@ def test_the_records_match_the_schema_and_their_damage_is_refused(
     effect; a value a replay refuses as damaged (exit 2) the schema refuses too."""
     import jsonschema
 
-    from fsm_agent.log import LogError
     from tests.conftest import ROOT
+    from tests.log_support import assert_damage_refused
 
     hook = allowing(
         tmp_path,
@@ -549,18 +549,7 @@ def test_the_records_match_the_schema_and_their_damage_is_refused(
         "mode": (update, ("result", "mode"), 5),
         "dirs": (update, ("result", "additional_directories"), "sub"),
     }
-    for what, (i, keys, value) in damages.items():
-        damaged = json.loads(json.dumps(rows))
-        target: Any = damaged[i]
-        for key in keys[:-1]:
-            target = target[key]
-        target[keys[-1]] = value
-        with pytest.raises(jsonschema.ValidationError):
-            jsonschema.validate(damaged[i], schema)
-        path = tmp_path / f"{what}.jsonl"
-        path.write_text("".join(json.dumps(r) + "\n" for r in damaged))
-        with pytest.raises(LogError, match=rf"{what}.jsonl:{i + 1}: "):
-            replay(path)
+    assert_damage_refused(rows, damages, schema, tmp_path)
 
 
 def test_a_waiting_question_is_judged_by_the_updates_a_hook_made_meanwhile(
