@@ -184,17 +184,31 @@ class ToolFinished:
     response: dict[str, Any] | None = None
 
 
+Denier = Literal[
+    "rule", "mode", "user", "no_terminal", "permission_request_hook",
+    "pre_tool_use_hook", "rule_over_hook",
+]  # fmt: skip
+"""Who refused a call: a deny rule, the mode (dontAsk), the user, no terminal to ask,
+a PermissionRequest hook; or, before the permission check, a PreToolUse hook's deny
+or a deny rule overriding a PreToolUse hook's allow."""
+
+DECIDED_BEFORE_ASKING: frozenset[Denier] = frozenset({"pre_tool_use_hook", "rule_over_hook"})
+"""Refusals Claude Code decides from a PreToolUse hook's answer before `canUseTool`
+runs (`resolveHookPermissionDecision`), and so does not list as permission denials."""
+
+
 @frozen
 class ToolRefused:
     """A call answered without running: a bad input, a hook, a permission, a stop.
 
-    `denied` when a permission (a rule, the user, a PreToolUse or PermissionRequest
-    hook) said no: `claude -p` lists those as `permission_denials`.
+    `denied_by` names who said no when a permission was refused: `claude -p` lists as
+    `permission_denials` only what its permission check (`canUseTool`) refused, so a
+    reader must tell those apart from a PreToolUse hook's deny (`DECIDED_BEFORE_ASKING`).
     """
 
     block: ToolUseBlock
     result: ToolResultBlock
-    denied: bool = False
+    denied_by: Denier | None = None
 
 
 @frozen

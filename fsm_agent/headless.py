@@ -23,6 +23,7 @@ from fsm_agent.cost import CostMeter
 from fsm_agent.driver import LoopResult
 from fsm_agent.effects import INTERRUPTED
 from fsm_agent.events import (
+    DECIDED_BEFORE_ASKING,
     AssistantMessage,
     BlockDelta,
     BlockStart,
@@ -136,7 +137,11 @@ class RunTally:
                 self._api_since = None
             if event.dest == "api_call":
                 self._api_since = now
-        elif isinstance(event, ToolRefused) and event.denied:
+        elif (
+            isinstance(event, ToolRefused)
+            and event.denied_by is not None
+            and event.denied_by not in DECIDED_BEFORE_ASKING
+        ):
             block = event.block
             self.denials.append(
                 {"tool_name": block.name, "tool_use_id": block.id, "tool_input": block.input}

@@ -30,7 +30,14 @@ from attrs import evolve, frozen
 
 from fsm_agent.config import RunConfig
 from fsm_agent.effects import INTERRUPTED, AbortSignal, Effects
-from fsm_agent.events import DriverEvent, Notice, ToolFinished, ToolRefused, ToolStarted
+from fsm_agent.events import (
+    Denier,
+    DriverEvent,
+    Notice,
+    ToolFinished,
+    ToolRefused,
+    ToolStarted,
+)
 from fsm_agent.hooks import NO_OPINION, HookOutcome, consult
 from fsm_agent.messages import (
     TextBlock,
@@ -76,13 +83,13 @@ class CallResult:
 
 @frozen
 class Refusal:
-    """Why a call does not run, for the model: denied (`denied`: `claude -p` lists it),
-    stopped by a hook (`stop`), or cut by the user or a hook's interrupt (`interrupted`)."""
+    """Why a call does not run, for the model: denied (`denied_by` says who), stopped
+    by a hook (`stop`), or cut by the user or a hook's interrupt (`interrupted`)."""
 
     text: str
+    denied_by: Denier | None
     stop: str | None = None
     interrupted: bool = False
-    denied: bool = True
 
 
 @frozen
@@ -335,11 +342,11 @@ class ToolExecutor:
         def refused(
             text: ToolResultContent,
             stop: str | None = None,
-            denied: bool = False,
+            denied_by: Denier | None = None,
             interrupted: bool = False,
         ) -> CallResult:
             result = ToolResultBlock(block.id, text, True)
-            self.emit(ToolRefused(block, result, denied))
+            self.emit(ToolRefused(block, result, denied_by))
             return CallResult(result, block.name, {}, stop, interrupted)
 
         if invalid is not None:
@@ -378,7 +385,7 @@ class ToolExecutor:
             return refused(
                 with_text(verdict.text, _reminders(pre)),
                 verdict.stop,
-                verdict.denied,
+                verdict.denied_by,
                 verdict.interrupted,
             )
         tool_input = verdict.tool_input
@@ -463,7 +470,8 @@ class ToolExecutor:
         if pre.permission_decision == "deny":
             why = pre.permission_reason or "no reason given"
             return Refusal(
-                f"<tool_use_error>A PreToolUse hook denied {name}: {why}</tool_use_error>"
+                f"<tool_use_error>A PreToolUse hook denied {name}: {why}</tool_use_error>",
+                "pre_tool_use_hook",
             )
         mode = self._mode
         # dontAsk is default with every question denied; a hook's allow skips the question
@@ -473,7 +481,11 @@ class ToolExecutor:
             PermissionRequest(name, tool_input, judged)
         )
         if decision.behavior == "deny":
-            return Refusal(f"<tool_use_error>{decision.reason}</tool_use_error>")
+            over_hook = pre.permission_decision == "allow"
+            return Refusal(
+                f"<tool_use_error>{decision.reason}</tool_use_error>",
+                "rule_over_hook" if over_hook else "rule",
+            )
         behavior = decision.behavior
         if pre.permission_decision in ("ask", "defer"):
             behavior = "ask"
@@ -487,7 +499,8 @@ class ToolExecutor:
         if mode == "dontAsk":
             return Refusal(
                 f"<tool_use_error>Permission to use {name} was denied: {reason}; permission "
-                "mode dontAsk denies what is not allowed.</tool_use_error>"
+                "mode dontAsk denies what is not allowed.</tool_use_error>",
+                "mode",
             )
         if self.config.has_hooks("PermissionRequest"):
             settled = await self._requested(block, tool_input, decision, judged, cancel, key)
@@ -510,11 +523,13 @@ class ToolExecutor:
             return Refusal(
                 f"<tool_use_error>Permission to use {name} was denied: {reason}, and there is "
                 f"no terminal to ask the user (permission mode {mode}).{hint} Do not retry "
-                "this call; do the task another way or say what is needed.</tool_use_error>"
+                "this call; do the task another way or say what is needed.</tool_use_error>",
+                "no_terminal",
             )
         return Refusal(
             f"<tool_use_error>The user denied permission to use {name} ({reason}). "
-            "Do not retry this call; ask the user how to proceed.</tool_use_error>"
+            "Do not retry this call; ask the user how to proceed.</tool_use_error>",
+            "user",
         )
 
     async def _requested(
@@ -539,18 +554,17 @@ class ToolExecutor:
             payload["permission_suggestions"] = [_suggested(decision.suggestion)]
         outcome = await consult(self.effects.run_hooks, self.emit, "PermissionRequest", payload)
         if outcome.interrupted:
-            return Refusal(INTERRUPTED, interrupted=True, denied=False)
+            return Refusal(INTERRUPTED, None, interrupted=True)
         if outcome.prevent_continuation:
             reason = outcome.stop_reason or "stopped by a PermissionRequest hook"
-            return Refusal(
-                f"Execution stopped by PermissionRequest hook: {reason}", reason, denied=False
-            )
+            return Refusal(f"Execution stopped by PermissionRequest hook: {reason}", None, reason)
         if cancel is not None and self.effects.discarded(f"{key}:requested", cancel):
             return None
         if outcome.permission_decision == "deny":
             why = outcome.permission_reason or "no reason given"
             return Refusal(
                 f"<tool_use_error>A PermissionRequest hook denied {name}: {why}</tool_use_error>",
+                "permission_request_hook",
                 interrupted=outcome.interrupt,
             )
         if outcome.permission_decision != "allow":
@@ -562,12 +576,12 @@ class ToolExecutor:
         updated = self._semantic(name, outcome.updated_input)
         problem = self._validate(name, updated)
         if problem is not None:
-            return Refusal(problem, denied=False)
+            return Refusal(problem, None)
         again: Decision = await self.effects.check_permission(
             PermissionRequest(name, updated, mode)
         )
         if again.behavior == "deny":
-            return Refusal(f"<tool_use_error>{again.reason}</tool_use_error>")
+            return Refusal(f"<tool_use_error>{again.reason}</tool_use_error>", "rule")
         return Grant(again.outside or again.grant, updated)
 
     async def _update(self, updates: tuple[PermissionUpdate, ...]) -> None:

@@ -269,3 +269,39 @@ def test_json_lines_are_compact_as_claude_codes(workspace: Path, tmp_path: Path)
     proc = run_scripted("api_error", workspace, tmp_path / "b.jsonl", "--output-format", "json")
     assert '"is_error":true' in proc.stdout
     assert proc.stdout == json.dumps(json.loads(proc.stdout), separators=(",", ":")) + "\n"
+
+
+def _pre_tool_use(decision: str) -> dict:
+    answer = {"hookSpecificOutput": {"hookEventName": "PreToolUse",
+              "permissionDecision": decision, "permissionDecisionReason": "policy"}}  # fmt: skip
+    return {
+        "matcher": "Bash",
+        "hooks": [{"type": "command", "command": f"echo '{json.dumps(answer)}'"}],
+    }
+
+
+def test_permission_denials_leaves_out_what_a_pre_tool_use_hook_decided(
+    workspace: Path, tmp_path: Path
+) -> None:
+    """Claude Code lists only what its `canUseTool` refused: a PreToolUse hook's deny, and
+    a deny rule over a hook's allow, are decided before it; a rule's own deny is listed."""
+    hooks = [_pre_tool_use("deny") | {"matcher": "Glob"}, _pre_tool_use("allow")]
+    settings = {"permissions": {"deny": ["Bash(rm *)"]}, "hooks": {"PreToolUse": hooks}}
+    (workspace / ".claude").mkdir(exist_ok=True)
+    (workspace / ".claude" / "settings.json").write_text(json.dumps(settings))
+    calls = [
+        {"type": "tool_use", "id": "t_hook", "name": "Glob", "input": {"pattern": "*"}},
+        {"type": "tool_use", "id": "t_rule", "name": "Bash", "input": {"command": "rm -f x"}},
+        {"type": "tool_use", "id": "t_plain", "name": "Write",
+         "input": {"file_path": str(workspace / "w.txt"), "content": "x"}},
+    ]  # fmt: skip
+    scenario = tmp_path / "s.json"
+    scenario.write_text(json.dumps({"turns": [{"content": calls}, {"content": "ok"}]}))
+    log = tmp_path / "run.jsonl"
+    proc = fsm("run", "--scripted", str(scenario), "--cwd", str(workspace), "--log", str(log),
+               "--output-format", "json", "go")  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    out = json.loads(proc.stdout)
+    assert [d["tool_use_id"] for d in out["permission_denials"]] == ["t_plain"]
+    assert not (workspace / "w.txt").exists()
+    assert fsm("replay", "--check", str(log)).returncode == 0

@@ -122,7 +122,7 @@ def test_a_deny_refuses_the_call_with_the_hooks_message(workspace: Path, tmp_pat
     )
     assert not (workspace / "made").exists()
     assert result.reason == "completed"
-    assert [e.denied for e in seen if isinstance(e, ToolRefused)] == [True]
+    assert [e.denied_by for e in seen if isinstance(e, ToolRefused)] == ["permission_request_hook"]
 
 
 @pytest.mark.parametrize(

@@ -518,7 +518,7 @@ def test_a_denial_of_a_discarded_call_is_not_reported() -> None:
     kept = ToolUseBlock("toolu_k", "Read", {"file_path": "/etc/shadow"})
     dropped = ToolUseBlock("toolu_d", "Read", {"file_path": "/etc/passwd"})
     for block in (dropped, kept):
-        tally(ToolRefused(block, ToolResultBlock(block.id, "denied", True), denied=True))
+        tally(ToolRefused(block, ToolResultBlock(block.id, "denied", True), "rule"))
     tally(CallsDiscarded(("toolu_d",)))
     assert [d["tool_use_id"] for d in tally.denials] == ["toolu_k"]
 
