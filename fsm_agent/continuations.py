@@ -22,9 +22,10 @@ from fsm_agent.context import (
     drain_collapses,
     meta,
     reactive_compaction,
+    token_count,
 )
 from fsm_agent.effects import INTERRUPTED, model_failed
-from fsm_agent.events import Notice
+from fsm_agent.events import REACTIVE, ContextReport, Notice
 from fsm_agent.machine import MODEL_FALLBACK, Continue, Terminal
 from fsm_agent.messages import Message, TextBlock, ToolResultBlock, ToolUseBlock, tool_results
 from fsm_agent.models import held_to_limit
@@ -170,7 +171,9 @@ async def reactive_compact_retry(
     compacted, done = reactive_compaction(it.messages_for_query, images=it.withheld == "media")
     await compact_hook(run, "PostCompact", {"compact_summary": None})
     why = "an image was refused" if it.withheld == "media" else "context too long"
-    run.emit(Notice("compact", f"{why}: {done}, retrying"))
+    text = f"{why}: {done}, retrying"
+    after = token_count(compacted.items)
+    run.emit(ContextReport("compact", text, REACTIVE, it.token_count, after))
     return _whole(
         messages=compacted,
         tool_context=_tool_context(state, evolve(it, memory_forgotten=True)),

@@ -237,9 +237,14 @@ class Notice:
     text: str
 
 
+REACTIVE = "reactive_compact"
+"""The level of a reactive compaction, made after the API refused a request."""
+
+
 @frozen
 class ContextReport(Notice):
-    """What one context level did, with the token count before and after it."""
+    """What one context level did, with the token count before and after it: a
+    preprocessing level, or a reactive compaction (`REACTIVE`)."""
 
     level: str
     before: int

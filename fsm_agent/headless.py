@@ -24,6 +24,7 @@ from fsm_agent.driver import LoopResult
 from fsm_agent.effects import INTERRUPTED
 from fsm_agent.events import (
     DECIDED_BEFORE_ASKING,
+    REACTIVE,
     AssistantMessage,
     BlockDelta,
     BlockStart,
@@ -102,7 +103,10 @@ def api_message(message: Message) -> dict[str, Any]:
 
 def _compacted(event: ContextReport) -> bool:
     """An autocompaction that replaced the history (a failed or blocked one leaves the
-    count as it was): where Claude Code's stream marks its `compact_boundary`."""
+    count as it was), or a reactive compaction (reported only once made): where Claude
+    Code's stream marks its `compact_boundary`."""
+    if event.level == REACTIVE:
+        return True
     return event.level == "autocompact" and event.after < event.before
 
 

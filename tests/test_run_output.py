@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import json
 import subprocess
 from pathlib import Path
@@ -10,9 +11,10 @@ import pytest
 
 from fsm_agent.cli import EXIT_CODES, EXIT_ERROR_ANSWER, EXIT_USAGE
 from fsm_agent.events import CallsDiscarded, ToolRefused
-from fsm_agent.headless import RunTally, subtype_of
+from fsm_agent.headless import RunTally, StreamJson, subtype_of
 from fsm_agent.machine import TERMINAL_REASONS
 from fsm_agent.messages import ToolResultBlock, ToolUseBlock
+from fsm_agent.session import replay
 from tests.conftest import SCENARIOS
 from tests.test_cli import fsm, run_scripted
 
@@ -680,3 +682,24 @@ def test_a_log_that_fails_mid_run_still_ends_with_an_error_result(
         {"from": "blocking_limit_check", "to": "api_call", "edge": "under_limit"},
     ]
     assert result["num_turns"] == 1
+
+
+def test_a_reactive_compaction_is_marked_by_a_compact_boundary_live_and_on_replay(
+    workspace: Path, tmp_path: Path
+) -> None:
+    """Claude Code's reactive compaction yields its boundary as autocompaction does
+    (trigger `auto`, the count the refused request had); the log's `context` record
+    says the same, and a replay's events give the same line."""
+    lines = stream_lines(workspace, tmp_path, "reactive_compact")
+    systems = [line for line in lines if line["type"] == "system"]
+    (boundary,) = [line for line in systems if line["subtype"] == "compact_boundary"]
+    assert systems[systems.index(boundary) - 1]["subtype"] == "compact"
+    log = tmp_path / "reactive_compact.jsonl"
+    records = [json.loads(line) for line in log.read_text().splitlines()]
+    (context,) = [r for r in records if r.get("t") == "context"]
+    assert context["before"] > context["after"] > 0
+    assert boundary["compact_metadata"] == {"trigger": "auto", "pre_tokens": context["before"]}
+    seen: list[dict] = []
+    replay(log, on_event=StreamJson(io.StringIO(), "s", collect=seen))
+    (again,) = [line for line in seen if line.get("subtype") == "compact_boundary"]
+    assert again["compact_metadata"] == boundary["compact_metadata"]
