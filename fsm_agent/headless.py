@@ -18,6 +18,8 @@ from collections.abc import Callable, Sequence
 from importlib import metadata
 from typing import Any, TextIO
 
+from attrs import evolve
+
 from fsm_agent.codec import block_to_api, message_to_api
 from fsm_agent.cost import CostMeter
 from fsm_agent.driver import LoopResult
@@ -305,7 +307,7 @@ def api_event(event: StreamEvent) -> dict[str, Any]:
         return {
             "type": "message_delta",
             "delta": {"stop_reason": event.stop_reason, "stop_sequence": None},
-            "usage": {"output_tokens": event.usage.output_tokens},
+            "usage": _usage(event.usage),
         }
     assert isinstance(event, MessageStop)
     return {"type": "message_stop"}
@@ -415,6 +417,8 @@ class StreamJson:
         self.ascii = ascii_only(out)
         self._unannounced: set[str] = set()
         self._held: list[tuple[str, dict[str, Any]]] = []
+        self._started = Usage()
+        """The usage of the message being streamed, as its `message_start` gave it."""
 
     def write(self, obj: dict[str, Any]) -> None:
         """One line, flushed. A reader that went away stops the output, never the run."""
@@ -441,6 +445,17 @@ class StreamJson:
         except OSError as exc:
             self.closed = True
             self.write_error = exc
+
+    def _cumulative(self, event: StreamEvent) -> StreamEvent:
+        """A `message_delta` with the whole message's counts, as the API sends them
+        (the prompt's input and cache counts repeated beside the output's): a model
+        that gives only the output there (older API versions, the scripted model)
+        has its `message_start`'s counts filled in, the same the message's usage has."""
+        if isinstance(event, MessageStart):
+            self._started = event.usage
+        elif isinstance(event, MessageDelta):
+            return evolve(event, usage=self._started.updated_by(event.usage))
+        return event
 
     def _line(self, kind: str, **fields: Any) -> None:
         self.write(self._object(kind, **fields))
@@ -503,7 +518,8 @@ class StreamJson:
                 error_message=retry.error,
             )
         elif isinstance(event, ModelEvent) and self.partial:
-            self._line("stream_event", event=api_event(event.event), parent_tool_use_id=None)
+            self._line("stream_event", event=api_event(self._cumulative(event.event)),
+                       parent_tool_use_id=None)  # fmt: skip
         elif isinstance(event, Transition):
             if event.source == Phase.API_CALL:
                 self._release()

@@ -703,3 +703,27 @@ def test_a_reactive_compaction_is_marked_by_a_compact_boundary_live_and_on_repla
     replay(log, on_event=StreamJson(io.StringIO(), "s", collect=seen))
     (again,) = [line for line in seen if line.get("subtype") == "compact_boundary"]
     assert again["compact_metadata"] == boundary["compact_metadata"]
+
+
+def test_a_partial_message_delta_carries_the_cumulative_usage(
+    workspace: Path, tmp_path: Path
+) -> None:
+    """The API's `message_delta` repeats the prompt's input and cache counts beside the
+    output count, cumulative: the same numbers the whole message's usage has."""
+    usage = {"input_tokens": 120, "cache_read_input_tokens": 900, "output_tokens": 7}
+    scenario = tmp_path / "u.json"
+    scenario.write_text(json.dumps({"turns": [{"content": "hi", "usage": usage}]}))
+    proc = fsm("run", "--scripted", str(scenario), "--cwd", str(workspace), "--log",
+               str(tmp_path / "u.jsonl"), "--output-format", "stream-json",
+               "--include-partial-messages", "go")  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    lines = [json.loads(line) for line in proc.stdout.splitlines()]
+    (delta,) = [
+        line["event"] for line in lines
+        if line["type"] == "stream_event" and line["event"]["type"] == "message_delta"
+    ]  # fmt: skip
+    expected = {"input_tokens": 120, "cache_creation_input_tokens": 0,
+                "cache_read_input_tokens": 900, "output_tokens": 7}  # fmt: skip
+    assert delta["usage"] == expected
+    (assistant,) = [line for line in lines if line["type"] == "assistant"]
+    assert {k: assistant["message"]["usage"][k] for k in expected} == expected
