@@ -32,7 +32,15 @@ from fsm_agent.permission_types import (
     PermissionsUpdated,
     PermissionUpdate,
 )
-from fsm_agent.tools.base import Tool, ToolCall, ToolEnv, ToolInputError, ToolOutcome
+from fsm_agent.tools.base import (
+    INTERRUPTED,
+    Tool,
+    ToolCall,
+    ToolEnv,
+    ToolInputError,
+    ToolInterrupted,
+    ToolOutcome,
+)
 from fsm_agent.validation import input_problem
 
 if TYPE_CHECKING:
@@ -196,9 +204,6 @@ class Inbox:
         return items
 
 
-INTERRUPTED = "[Request interrupted by user for tool use]"
-
-
 def _wrong_outcome(outcome: object) -> str | None:
     """What is wrong with a tool's answer (a caller's own tool, say), which the log
     could not hold: a tool that answers wrongly fails its call, as one that raises."""
@@ -289,7 +294,8 @@ class LiveEffects:
         """Run one call; Ctrl-C or `env.cancel` (a failed stream) cancels it.
 
         A cancelled Bash command's process group is killed; the outcome is an
-        `interrupted` error result, recorded like any other.
+        `interrupted` error result, recorded like any other: after Ctrl-C, what the
+        command printed until then (`ToolInterrupted`), as Claude Code keeps it.
         """
         started = time.perf_counter()
         cancel = env.cancel
@@ -301,10 +307,12 @@ class LiveEffects:
         try:
             with AbortGuard(self.abort, cancel):
                 outcome = await self._run_tool(call, env)
-        except TimeoutError:
+        except (TimeoutError, ToolInterrupted) as exc:
             if not (self.abort.is_set("tools") or (cancel is not None and cancel.is_set())):
                 raise
             outcome = interrupted()
+            if isinstance(exc, ToolInterrupted) and self.abort.is_set("tools"):
+                outcome = exc.outcome
         return evolve(outcome, duration_s=round(time.perf_counter() - started, 6))
 
     async def _run_tool(self, call: ToolCall, env: ToolEnv) -> ToolOutcome:

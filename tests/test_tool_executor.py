@@ -303,6 +303,54 @@ def test_ctrl_c_while_bash_runs_kills_it_and_ends_aborted_tools(
     assert fsm("replay", "--check", str(log)).returncode == 0
 
 
+def test_ctrl_c_while_bash_runs_keeps_what_it_printed(workspace: Path, tmp_path: Path) -> None:
+    """Claude Code kills the command and the model reads what it printed before Ctrl-C
+    (its ShellError: `Exit code 137`, the interrupt message, the output), not the bare
+    interrupt message; the run still ends `aborted_tools`, and a replay runs nothing."""
+    scenario = Scenario.parse(
+        _turns(_use("b", "Bash", command="echo hi; : > started; sleep 30 & echo $! > pid; wait"))
+    )
+    abort = AbortSignal()
+    log = tmp_path / "int.jsonl"
+
+    def on_event(event: DriverEvent) -> None:
+        if not (isinstance(event, ToolStarted) and event.block.name == "Bash"):
+            return
+        loop = asyncio.get_running_loop()
+
+        def poll() -> None:
+            pid = workspace / "pid"
+            if (workspace / "started").exists() and pid.exists() and pid.read_text().strip():
+                abort.set()
+            else:
+                loop.call_later(0.02, poll)
+
+        poll()
+
+    config = RunConfig(cwd=str(workspace), model="scripted", permission_mode="bypassPermissions")
+    result = asyncio.run(
+        arun(
+            "go",
+            model=ScriptedModel(scenario, abort),
+            config=config,
+            tools=default_tools(),
+            abort=abort,
+            log=log,
+            on_event=on_event,
+        )
+    )
+    assert result.reason == "aborted_tools"
+    (bash,) = _results(result)
+    assert bash.is_error
+    assert bash.text == f"Exit code 137\n{INTERRUPTED}\nhi"
+    assert _process_gone(int((workspace / "pid").read_text()))
+    (workspace / "started").unlink()
+    replayed = replay(log)
+    assert replayed.messages == result.messages
+    assert not (workspace / "started").exists()
+    assert fsm("replay", "--check", str(log)).returncode == 0
+
+
 def test_invalid_input_is_refused_with_a_clear_message(workspace: Path, tmp_path: Path) -> None:
     data = _turns(
         _use("r1", "Read", file_path=3),

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any, Protocol, overload
 
@@ -11,6 +12,9 @@ from fsm_agent.messages import ImageBlock, TextBlock, ToolResultContent
 
 if TYPE_CHECKING:
     from fsm_agent.effects import AbortSignal
+
+
+INTERRUPTED = "[Request interrupted by user for tool use]"
 
 
 @frozen
@@ -44,6 +48,16 @@ class ToolOutcome:
     @classmethod
     def error(cls, text: str) -> ToolOutcome:
         return cls(text, is_error=True)
+
+
+class ToolInterrupted(asyncio.CancelledError):
+    """A cancelled tool that has something to show for it (a Bash command's output so
+    far, which Claude Code keeps): the cancellation goes on, carrying the outcome the
+    model reads when the cancel was the user's Ctrl-C."""
+
+    def __init__(self, outcome: ToolOutcome) -> None:
+        super().__init__()
+        self.outcome = outcome
 
 
 @frozen

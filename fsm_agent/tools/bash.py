@@ -20,7 +20,13 @@ from attrs import define, evolve, frozen
 from fsm_agent.messages import ToolResultContent
 from fsm_agent.session_env import source_chain
 from fsm_agent.tools import exit_codes
-from fsm_agent.tools.base import ToolEnv, ToolInputError, ToolOutcome
+from fsm_agent.tools.base import (
+    INTERRUPTED,
+    ToolEnv,
+    ToolInputError,
+    ToolInterrupted,
+    ToolOutcome,
+)
 from fsm_agent.tools.files import mtime, printable
 from fsm_agent.tools.read import MAX_IMAGE_BYTES, image_media_type, shown_image
 from fsm_agent.tools.viewed import viewed_file
@@ -292,9 +298,11 @@ class BashTool:
             kill_group(pgid)
             await _settle(collector.exited, DRAIN_SECONDS)
             await _settle(collector.drained, DRAIN_SECONDS)
-        except asyncio.CancelledError:
+        except asyncio.CancelledError as exc:
             kill_group(pgid)
-            raise
+            await _settle(collector.exited, DRAIN_SECONDS)
+            await _settle(collector.drained, DRAIN_SECONDS)
+            raise ToolInterrupted(_interrupted(collector.buffer)) from exc
         finally:
             transport.close()
         outcome = _outcome(
@@ -430,6 +438,19 @@ def strip_blank_lines(text: str) -> str:
     """`text` without the blank lines it starts with and the whitespace it ends with:
     the indentation of its first line is kept (Claude Code's `stripEmptyLines`)."""
     return _LEADING_BLANK_LINES.sub("", text).rstrip()
+
+
+KILLED_CODE = 137
+"""The exit code Claude Code reports for a command it killed (128 + SIGKILL)."""
+
+
+def _interrupted(buffer: OutputBuffer) -> ToolOutcome:
+    """What the model reads of a command Ctrl-C killed, as Claude Code's error for it
+    (a `ShellError` marked interrupted): the exit code of the kill, the interrupt
+    message, then what the command printed until then."""
+    output = buffer.text(MAX_ERROR_OUTPUT_CHARS).rstrip()
+    text = "\n".join(p for p in (f"Exit code {KILLED_CODE}", INTERRUPTED, output) if p)
+    return ToolOutcome(text, is_error=True, interrupted=True)
 
 
 def _outcome(
