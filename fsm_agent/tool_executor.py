@@ -403,7 +403,7 @@ class ToolExecutor:
         extra = _reminders(pre)
         stop = outcome.stop_reason
         interrupted = outcome.interrupted
-        content, response = outcome.content, outcome.response
+        content, response, is_error = outcome.content, outcome.response, outcome.is_error
         event = "PostToolUseFailure" if outcome.is_error else "PostToolUse"
         if self.config.has_hooks(event):
             payload = self._payload(event, block, tool_input)
@@ -417,13 +417,15 @@ class ToolExecutor:
                 payload["tool_response"] = _response_text(outcome.content)
             post = await consult(effects.run_hooks, self.emit, event, payload)
             if post.updated_outputs:
-                content, response = self._replaced(block.name, outcome, post.updated_outputs)
+                content, response, is_error = self._replaced(
+                    block.name, outcome, post.updated_outputs
+                )
             extra += [f"{event} hook feedback:\n{e}" for e in post.blocking_errors]
             extra += _reminders(post)
             if post.prevent_continuation:
                 stop = stop or post.stop_reason or f"stopped by a {event} hook"
             interrupted = interrupted or post.interrupted
-        result = ToolResultBlock(block.id, with_text(content, extra), outcome.is_error)
+        result = ToolResultBlock(block.id, with_text(content, extra), is_error)
         reported = not (outcome.interrupted and cancel is not None)
         if reported:
             self.emit(ToolFinished(result, block.name, outcome.duration_s, response))
@@ -434,11 +436,12 @@ class ToolExecutor:
 
     def _replaced(
         self, name: str, outcome: ToolOutcome, replacements: Sequence[Any]
-    ) -> tuple[ToolResultContent, dict[str, Any] | None]:
-        """The output the model reads after PostToolUse hooks replaced it: the last
-        replacement that fits the tool's output shape, rendered as the tool renders its
-        own; one that does not fit is ignored with a note, as Claude Code ignores it."""
-        from fsm_agent.tools.output import rendered, replacement_problem
+    ) -> tuple[ToolResultContent, dict[str, Any] | None, bool]:
+        """The output the model reads after PostToolUse hooks replaced it, and whether it
+        is an error: the last replacement that fits the tool's output shape, rendered as
+        the tool renders its own; one that does not fit is ignored with a note, as Claude
+        Code ignores it."""
+        from fsm_agent.tools.output import marked_error, rendered, replacement_problem
 
         structured = outcome.response is not None
         problems = [replacement_problem(name, structured, value) for value in replacements]
@@ -452,9 +455,10 @@ class ToolExecutor:
                 )
             )
         if not fitting:
-            return outcome.content, outcome.response
-        content = rendered(name, structured, fitting[-1])
-        return content, fitting[-1] if structured else None
+            return outcome.content, outcome.response, outcome.is_error
+        value = fitting[-1]
+        content = rendered(name, structured, value)
+        return content, value if structured else None, marked_error(name, structured, value)
 
     async def _permission(
         self,

@@ -420,3 +420,20 @@ def test_a_replacement_past_the_capture_limit_is_not_taken_silently(
     assert note.startswith("PostToolUse hook `")
     assert "`: its output passed 4 MB and was cut (" in note
     assert note.endswith(" bytes), so its JSON answer is not read")
+
+
+def test_a_bash_replacement_that_says_interrupted_is_an_error(
+    workspace: Path, tmp_path: Path
+) -> None:
+    """Claude Code marks Bash's result an error when it says `interrupted` (its
+    `is_error: interrupted`), a hook's replacement too; one that does not stays a success."""
+    aborted = {**REDACTED, "interrupted": True}
+    result, _, _ = _bash_run(workspace, tmp_path, aborted)
+    (block,) = [b for m in result.messages for b in m.content if isinstance(b, ToolResultBlock)]
+    assert block.content == "REDACTED\n<error>Command was aborted before completion</error>"
+    assert block.is_error
+    again = tmp_path / "again"
+    again.mkdir()
+    result, _, _ = _bash_run(workspace, again, REDACTED)
+    (block,) = [b for m in result.messages for b in m.content if isinstance(b, ToolResultBlock)]
+    assert (block.content, block.is_error) == ("REDACTED", False)

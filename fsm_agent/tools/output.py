@@ -147,6 +147,18 @@ def rendered(name: str, structured: bool, value: Any) -> ToolResultContent:
     return _RENDER[name](value)
 
 
+def marked_error(name: str, structured: bool, value: Any) -> bool:
+    """Whether the model reads an accepted replacement as an error: Claude Code marks
+    Bash's result one when it says `interrupted` (its `is_error: interrupted`), unless it
+    is sent as an image; no other tool's output is one."""
+    return (
+        structured
+        and name == "Bash"
+        and value["interrupted"] is True
+        and isinstance(rendered(name, structured, value), str)
+    )
+
+
 def _bash(out: dict[str, Any]) -> ToolResultContent:
     return bash.shown(out["stdout"], out["stderr"], out["interrupted"], bool(out.get("isImage")))
 
