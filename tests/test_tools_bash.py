@@ -12,7 +12,7 @@ from attrs import evolve
 
 from fsm_agent.messages import ImageBlock, ImageSource
 from fsm_agent.tools import output
-from fsm_agent.tools.base import ToolOutcome
+from fsm_agent.tools.base import INTERRUPTED, ToolInterrupted, ToolOutcome
 from fsm_agent.tools.bash import DESCRIPTION, KEEP_BYTES, BashTool, timeout_of
 from tests.tools_support import call, make_env, text
 
@@ -113,6 +113,30 @@ def test_cancellation_kills_the_group_and_propagates(tmp_path: Path) -> None:
         asyncio.run(scenario())
     assert time.monotonic() - start < 5
     assert wait_dead(int(pid_file.read_text()))
+
+
+def test_cancellation_hands_over_what_the_command_printed(tmp_path: Path) -> None:
+    """The cancel goes on (a `CancelledError`), carrying Claude Code's error for a killed
+    command, with the output so far: Ctrl-C does not lose it."""
+    started = tmp_path / "started"
+
+    async def scenario() -> None:
+        task = asyncio.ensure_future(
+            BASH.run({"command": "printf 'a\\nb\\n'; : > started; sleep 30"}, make_env(tmp_path))
+        )
+        while not started.exists():
+            await asyncio.sleep(0.02)
+        task.cancel()
+        await task
+
+    with pytest.raises(ToolInterrupted) as caught:
+        asyncio.run(scenario())
+    outcome = caught.value.outcome
+    assert (outcome.content, outcome.is_error, outcome.interrupted) == (
+        f"Exit code 137\n{INTERRUPTED}\na\nb",
+        True,
+        True,
+    )
 
 
 def test_cancellation_as_the_command_starts_kills_what_it_started(tmp_path: Path) -> None:
