@@ -7,12 +7,14 @@ import contextlib
 import json
 import os
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from fsm_agent.config import RunConfig
+from fsm_agent.driver import LoopResult
 from fsm_agent.effects import INTERRUPTED, AbortSignal, model_failed
 from fsm_agent.events import (
     CallsDiscarded,
@@ -267,6 +269,29 @@ def _process_gone(pid: int) -> bool:
     return False
 
 
+def _aborted_run(
+    workspace: Path,
+    scenario: Scenario,
+    abort: AbortSignal,
+    log: Path,
+    on_event: Callable[[DriverEvent], None],
+) -> LoopResult:
+    """`scenario` with the real tools in bypassPermissions mode, `abort` its Ctrl-C, which
+    `on_event` sets."""
+    config = RunConfig(cwd=str(workspace), model="scripted", permission_mode="bypassPermissions")
+    return asyncio.run(
+        arun(
+            "go",
+            model=ScriptedModel(scenario, abort),
+            config=config,
+            tools=default_tools(),
+            abort=abort,
+            log=log,
+            on_event=on_event,
+        )
+    )
+
+
 def test_ctrl_c_while_bash_runs_kills_it_and_ends_aborted_tools(
     workspace: Path, tmp_path: Path
 ) -> None:
@@ -283,18 +308,7 @@ def test_ctrl_c_while_bash_runs_kills_it_and_ends_aborted_tools(
         if isinstance(event, ToolStarted) and event.block.name == "Bash":
             asyncio.get_running_loop().call_later(0.5, abort.set)
 
-    config = RunConfig(cwd=str(workspace), model="scripted", permission_mode="bypassPermissions")
-    result = asyncio.run(
-        arun(
-            "go",
-            model=ScriptedModel(scenario, abort),
-            config=config,
-            tools=default_tools(),
-            abort=abort,
-            log=log,
-            on_event=on_event,
-        )
-    )
+    result = _aborted_run(workspace, scenario, abort, log, on_event)
     assert result.reason == "aborted_tools"
     bash, read = _results(result)
     assert bash.is_error and "interrupted" in bash.text
@@ -327,18 +341,7 @@ def test_ctrl_c_while_bash_runs_keeps_what_it_printed(workspace: Path, tmp_path:
 
         poll()
 
-    config = RunConfig(cwd=str(workspace), model="scripted", permission_mode="bypassPermissions")
-    result = asyncio.run(
-        arun(
-            "go",
-            model=ScriptedModel(scenario, abort),
-            config=config,
-            tools=default_tools(),
-            abort=abort,
-            log=log,
-            on_event=on_event,
-        )
-    )
+    result = _aborted_run(workspace, scenario, abort, log, on_event)
     assert result.reason == "aborted_tools"
     (bash,) = _results(result)
     assert bash.is_error
