@@ -10,6 +10,7 @@ from typing import Any
 from fsm_agent.tools.base import ToolEnv, ToolInputError, ToolOutcome
 from fsm_agent.tools.files import (
     BOM,
+    encoding_name,
     encoding_of,
     missing_file,
     require_file_path,
@@ -233,7 +234,7 @@ def _read_text(path: str) -> tuple[str, str]:
     try:
         return raw.decode(encoding), encoding
     except UnicodeDecodeError:
-        name = "UTF-16LE" if encoding == "utf-16-le" else "UTF-8"
         raise ToolInputError(
-            f"{path} is not valid {name} text, so it cannot be edited as a string."
+            f"{path} is not valid {encoding_name(encoding)} text, so it cannot be edited "
+            "as a string."
         ) from None

@@ -35,6 +35,11 @@ def encoding_of(head: bytes) -> str:
     return "utf-16-le" if head.startswith(UTF16LE_BOM) else "utf-8"
 
 
+def encoding_name(encoding: str) -> str:
+    """An `encoding_of` result as the model is told it."""
+    return "UTF-16LE" if encoding == "utf-16-le" else "UTF-8"
+
+
 def file_encoding(path: str) -> str:
     with open(path, "rb") as f:
         return encoding_of(f.read(len(UTF16LE_BOM)))
@@ -132,10 +137,9 @@ def write_text(path: str, text: str, encoding: str = "utf-8") -> float:
         data = text.encode(encoding)
     except UnicodeEncodeError as exc:
         bad = text[exc.start : exc.end].encode("unicode_escape").decode()
-        name = "UTF-16LE" if encoding == "utf-16-le" else "UTF-8"
         raise ToolInputError(
             f"The text holds {bad} (at character {exc.start}), a lone surrogate that "
-            f"{name} cannot store; {path} was left as it was."
+            f"{encoding_name(encoding)} cannot store; {path} was left as it was."
         ) from None
     parent = os.path.dirname(path)
     existing = parent
