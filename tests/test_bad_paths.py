@@ -11,12 +11,12 @@ from typing import Any
 
 import pytest
 
-from fsm_agent.approvals import Approvals
-from fsm_agent.config import RunConfig
-from fsm_agent.messages import ToolResultBlock
-from fsm_agent.permissions import PermissionRequest, PermissionSettings
-from fsm_agent.scripted import Scenario, ScriptedModel
-from fsm_agent.session import arun, replay
+from fsm_agent.app.session import arun, replay
+from fsm_agent.core.config import RunConfig
+from fsm_agent.core.messages import ToolResultBlock
+from fsm_agent.live.approvals import Approvals
+from fsm_agent.live.scripted import Scenario, ScriptedModel
+from fsm_agent.policy.permissions import PermissionRequest, PermissionSettings
 from tests.test_cli import fsm
 
 NUL_CALLS: list[tuple[str, dict[str, Any]]] = [
@@ -95,7 +95,7 @@ def test_a_path_too_long_is_an_error_result(workspace: Path, tmp_path: Path) -> 
 
 
 def test_the_input_error_names_the_parameter() -> None:
-    from fsm_agent.validation import os_string_problem
+    from fsm_agent.core.validation import os_string_problem
 
     assert os_string_problem("Read", {"file_path": "ok.txt"}) is None
     assert os_string_problem("Custom", {"file_path": "a\0b"}) is None

@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from fsm_agent.chat import ChatSession, LineReader, ReaderInbox
-from fsm_agent.effects import AbortSignal
-from fsm_agent.launch import Plan
+from fsm_agent.cli.chat import ChatSession, LineReader, ReaderInbox
+from fsm_agent.cli.launch import Plan
+from fsm_agent.engine.ports import AbortSignal
 
 
 def pipe_reader() -> tuple[LineReader, int]:
@@ -63,10 +63,10 @@ def test_a_slash_command_typed_during_a_run_waits_for_the_prompt() -> None:
 def test_slash_commands_at_the_prompt(tmp_path: Path) -> None:
     """`/clear` ends the conversation as Claude Code does (SessionEnd `clear`) and the
     next run starts a new one; `/exit` leaves; a path is a message, not a command."""
-    from fsm_agent.command_hooks import parse_hooks
-    from fsm_agent.config import RunConfig
-    from fsm_agent.messages import user
-    from fsm_agent.scripted import Scenario, ScriptedModel
+    from fsm_agent.core.config import RunConfig
+    from fsm_agent.core.messages import user
+    from fsm_agent.live.command_hooks import parse_hooks
+    from fsm_agent.live.scripted import Scenario, ScriptedModel
     from tests.test_command_hooks import capture
 
     end = capture(tmp_path, "end")
@@ -135,8 +135,8 @@ def test_ctrl_c_while_the_prompt_is_written_does_not_leave() -> None:
 def test_a_question_mid_run_keeps_the_footer_s_counts() -> None:
     """The live region is put away while the user answers, not restarted as a new run:
     that set the footer back to 'Preparing the context… turn 1 · ↑0 · ↓0' mid-run."""
-    from fsm_agent.events import ResponseUsage, Transition
-    from fsm_agent.messages import Usage
+    from fsm_agent.core.events import ResponseUsage, Transition
+    from fsm_agent.core.messages import Usage
 
     reader, fd = pipe_reader()
     console = Console(file=io.StringIO(), force_terminal=True, width=80)

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from fsm_agent.claude_md import (
+from fsm_agent.context.claude_md import (
     CLAUDE_MD_HEADER,
     claude_md_text,
     gather,
@@ -17,9 +17,9 @@ from fsm_agent.claude_md import (
     memory_files,
     strip_comments,
 )
-from fsm_agent.context import prepend_user_context
-from fsm_agent.messages import user
-from fsm_agent.state import Transcript
+from fsm_agent.context.levels import prepend_user_context
+from fsm_agent.core.messages import user
+from fsm_agent.engine.state import Transcript
 from tests.conftest import SCENARIOS
 from tests.test_cli import fsm
 
@@ -127,7 +127,7 @@ def test_a_project_file_imports_nothing_from_outside_the_workspace(
 def test_nested_memory_imports_stay_in_the_workspace_and_show_clean_paths(
     tmp_path: Path,
 ) -> None:
-    from fsm_agent.claude_md import read_nested
+    from fsm_agent.context.claude_md import read_nested
 
     ws = tmp_path / "ws"
     write(tmp_path / "outside.md", "OUTSIDE")
@@ -236,7 +236,7 @@ def test_run_records_the_context_in_the_log_header(tmp_path: Path, workspace: Pa
 
 
 def test_nested_candidates_are_the_directories_below_the_workspace(tmp_path: Path) -> None:
-    from fsm_agent.claude_md import nested_candidates
+    from fsm_agent.context.claude_md import nested_candidates
 
     ws = str(tmp_path)
     found = nested_candidates(
@@ -267,8 +267,8 @@ def _reads(*paths: str) -> dict:
 def test_a_subdirectorys_claude_md_is_shown_once_when_a_file_there_is_first_read(
     workspace: Path, tmp_path: Path
 ) -> None:
-    from fsm_agent.scripted import Scenario
-    from fsm_agent.session import replay, run_scenario
+    from fsm_agent.app.session import replay, run_scenario
+    from fsm_agent.live.scripted import Scenario
 
     write(workspace / "pkg" / "CLAUDE.md", "Use tabs in pkg.\n@extra.md\n")
     write(workspace / "pkg" / "extra.md", "Extra pkg rule.")
@@ -305,7 +305,7 @@ def test_a_file_already_in_context_is_not_shown_again_by_a_nested_import(
 ) -> None:
     """The root CLAUDE.md's import is in the context from the start, and a file one
     nested CLAUDE.md imported is shown once: another that imports it adds only itself."""
-    from fsm_agent.session import replay
+    from fsm_agent.app.session import replay
 
     write(workspace / "CLAUDE.md", "Root rules.\n@docs/style.md\n")
     write(workspace / "docs" / "style.md", "Style guide.")
@@ -340,9 +340,9 @@ def test_a_file_already_in_context_is_not_shown_again_by_a_nested_import(
 def test_after_a_compaction_nested_memory_is_looked_for_again() -> None:
     from attrs import evolve
 
-    from fsm_agent.continuations import _tool_context
-    from fsm_agent.driver import fresh_iteration
-    from fsm_agent.state import LoopState, ToolContext
+    from fsm_agent.engine.actions import _tool_context
+    from fsm_agent.engine.driver import fresh_iteration
+    from fsm_agent.engine.state import LoopState, ToolContext
 
     state = LoopState(Transcript.of([user("hi")]), ToolContext("/ws", "m", memory_checked=("a",)))
     it = evolve(fresh_iteration(state), memory_checked=("b",))
@@ -361,7 +361,7 @@ def test_after_a_compaction_nested_memory_is_looked_for_again() -> None:
     ],
 )
 def test_rule_frontmatter_paths(head: str, globs: tuple[str, ...] | None) -> None:
-    from fsm_agent.claude_md import frontmatter_paths
+    from fsm_agent.context.claude_md import frontmatter_paths
 
     found, body = frontmatter_paths(f"---\n{head}\n---\nUse strict mode.\n")
     assert found == globs
@@ -389,10 +389,10 @@ def test_rules_without_paths_load_at_start_in_claude_codes_place(tree: tuple[Pat
 def test_a_scoped_rule_is_shown_once_when_a_matching_file_is_read(
     workspace: Path, tmp_path: Path
 ) -> None:
-    from fsm_agent.claude_md import path_rules
-    from fsm_agent.config import RunConfig
-    from fsm_agent.scripted import Scenario, ScriptedModel
-    from fsm_agent.session import replay, run
+    from fsm_agent.app.session import replay, run
+    from fsm_agent.context.claude_md import path_rules
+    from fsm_agent.core.config import RunConfig
+    from fsm_agent.live.scripted import Scenario, ScriptedModel
 
     write(
         workspace / ".claude" / "rules" / "ts.md",
@@ -426,7 +426,7 @@ def test_a_workspace_memory_file_that_links_outside_it_is_not_loaded(tmp_path: P
     though an `@import` of the same file is refused: each is external, as Claude Code
     drops a rule file whose link leads outside the working directory. Links that stay
     inside, and the user's own files, still load."""
-    from fsm_agent.claude_md import path_rules, read_nested
+    from fsm_agent.context.claude_md import path_rules, read_nested
 
     home, ws = tmp_path / "home", tmp_path / "ws"
     key = write(home / ".ssh" / "id_rsa", "PRIVATE KEY")
@@ -455,7 +455,7 @@ def test_a_symlink_loop_among_memory_files_is_skipped_not_a_crash(tmp_path: Path
     """`Path.resolve` raises RuntimeError on a symlink loop (Python 3.11): an import
     through a looping directory, or a CLAUDE.local.md, rule or subdirectory CLAUDE.md
     that is a looping link, ended the run with a traceback."""
-    from fsm_agent.claude_md import path_rules, read_nested
+    from fsm_agent.context.claude_md import path_rules, read_nested
 
     home, ws = tmp_path / "home", tmp_path / "ws"
     write(ws / "CLAUDE.md", "top @loop/x.md @loop")

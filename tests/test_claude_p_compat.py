@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from fsm_agent.events import ModelEvent, ModelRetry
-from fsm_agent.headless import StreamJson
+from fsm_agent.cli.headless import StreamJson
+from fsm_agent.core.events import ModelEvent, ModelRetry
 from tests.messages_server import (
     MessagesServer,
     messages_server_fixture,  # noqa: F401
@@ -68,9 +68,9 @@ def test_json_result_model_usage_has_max_output_tokens(workspace: Path, tmp_path
 
 
 def test_model_usage_max_output_tokens_is_held_to_the_models_limit() -> None:
-    from fsm_agent.events import ResponseUsage
-    from fsm_agent.headless import RunTally
-    from fsm_agent.messages import Usage
+    from fsm_agent.cli.headless import RunTally
+    from fsm_agent.core.events import ResponseUsage
+    from fsm_agent.core.messages import Usage
 
     tally = RunTally()
     tally(ResponseUsage(model="claude-3-5-haiku-20241022", usage=Usage(input_tokens=1)))

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from fsm_agent.cli import EXIT_CODES
+from fsm_agent.cli.main import EXIT_CODES
 from tests.conftest import ROOT, SCENARIOS
 
 
@@ -213,7 +213,7 @@ def test_only_check_takes_several_logs(tmp_path: Path) -> None:
 def test_help_and_light_commands_do_not_import_the_sdk(command: list[str]) -> None:
     code = (
         "import sys\n"
-        "from fsm_agent.cli import main\n"
+        "from fsm_agent.cli.main import main\n"
         f"sys.argv = ['fsm-agent', *{command!r}]\n"
         "try:\n    main()\nexcept SystemExit:\n    pass\n"
         "assert 'anthropic' not in sys.modules, 'anthropic imported'\n"

@@ -11,7 +11,11 @@ from typing import Any
 
 import pytest
 
-from fsm_agent.command_hooks import (
+from fsm_agent.app.session import arun_scenario, replay, run_scenario
+from fsm_agent.core.messages import ToolResultBlock
+from fsm_agent.engine.ports import AbortSignal
+from fsm_agent.hooks.outcomes import HookOutcome, merge
+from fsm_agent.live.command_hooks import (
     CommandHook,
     CommandHooks,
     HookMatcher,
@@ -20,11 +24,7 @@ from fsm_agent.command_hooks import (
     matcher_matches,
     parse_hooks,
 )
-from fsm_agent.effects import AbortSignal
-from fsm_agent.hooks import HookOutcome, merge
-from fsm_agent.messages import ToolResultBlock
-from fsm_agent.scripted import Scenario
-from fsm_agent.session import arun_scenario, replay, run_scenario
+from fsm_agent.live.scripted import Scenario
 
 
 def script(path: Path, body: str) -> str:
@@ -410,7 +410,7 @@ def test_precedence_deny_defer_ask_allow() -> None:
 
 
 def test_bad_hooks_section_is_a_clear_error() -> None:
-    from fsm_agent.command_hooks import HookSettingsError
+    from fsm_agent.live.command_hooks import HookSettingsError
 
     with pytest.raises(HookSettingsError, match=r"f.json: hooks.Stop\[0\] must be an object"):
         parse_hooks({"Stop": ["echo"]}, "f.json")
@@ -437,7 +437,7 @@ def test_a_timeout_that_is_not_a_finite_number_is_refused(
     """Python's json takes NaN and Infinity (and 1e400 is infinite); a NaN timeout
     made the hook time out at once, and the log header recorded it as null. NaN and
     Infinity are no JSON: the file is refused as such; 1e400 is, as a timeout."""
-    from fsm_agent.settings import SettingsError, load_settings
+    from fsm_agent.live.settings import SettingsError, load_settings
 
     (tmp_path / ".claude").mkdir()
     (tmp_path / ".claude" / "settings.json").write_text(
@@ -640,7 +640,7 @@ def test_a_hooks_if_rule_limits_it_to_the_calls_it_names(workspace: Path, tmp_pa
 
 
 def test_a_hooks_if_must_be_a_permission_rule() -> None:
-    from fsm_agent.command_hooks import HookSettingsError
+    from fsm_agent.live.command_hooks import HookSettingsError
 
     def section(condition: Any) -> dict[str, Any]:
         return {"PreToolUse": [{"hooks": [{"type": "command", "command": "x", "if": condition}]}]}
@@ -687,11 +687,11 @@ def test_session_end_runs_once_after_a_cli_run(workspace: Path, tmp_path: Path) 
 
 
 def test_leaving_a_chat_ends_the_session_with_prompt_input_exit(tmp_path: Path) -> None:
-    from fsm_agent.config import RunConfig
-    from fsm_agent.effects import AbortSignal
-    from fsm_agent.launch import Plan
-    from fsm_agent.messages import user
-    from fsm_agent.scripted import ScriptedModel
+    from fsm_agent.cli.launch import Plan
+    from fsm_agent.core.config import RunConfig
+    from fsm_agent.core.messages import user
+    from fsm_agent.engine.ports import AbortSignal
+    from fsm_agent.live.scripted import ScriptedModel
 
     end = capture(tmp_path, "end")
     matchers = parse_hooks({"SessionEnd": [{"hooks": [{"type": "command", "command": end}]}]}, "s")
@@ -764,7 +764,7 @@ def test_what_hooks_say_to_the_user_is_shown_live_and_on_replay(
 ) -> None:
     """A timed-out hook, a hook that failed without blocking, a `systemMessage`: Claude
     Code shows each in the transcript. They were recorded, and shown nowhere."""
-    from fsm_agent.events import Notice
+    from fsm_agent.core.events import Notice
 
     slow = script(tmp_path / "slow.sh", "sleep 5\n")
     failing = script(tmp_path / "failing.sh", 'echo "lint failed" >&2\nexit 1\n')
@@ -845,7 +845,7 @@ def test_a_hook_that_writes_without_end_is_held_to_a_bounded_buffer(tmp_path: Pa
     """A hook printing 24 MiB (or `yes` until its timeout: 1.6 GB in five seconds)
     was read whole into memory; what is kept of each stream is now bounded, the
     rest drained, and the hook still finishes with its own exit code."""
-    from fsm_agent.command_hooks import MAX_CAPTURE_BYTES, run_command
+    from fsm_agent.live.command_hooks import MAX_CAPTURE_BYTES, run_command
 
     hook = CommandHook("head -c 25165824 /dev/zero | tr '\\0' a; head -c 25165824 /dev/zero >&2")
     run = asyncio.run(run_command(hook, b"{}", str(tmp_path), {"PATH": "/usr/bin:/bin"}, 60.0))
@@ -871,7 +871,7 @@ def test_a_hook_that_is_not_a_handler_is_refused_not_skipped(
     """A guard written as a bare string, or with its type misspelt, was skipped without
     a word, so it never ran; handler types Claude Code has and fsm-agent does not run
     (http, prompt, agent, mcp_tool) are still left out quietly, as the docs say."""
-    from fsm_agent.settings import SettingsError, load_settings
+    from fsm_agent.live.settings import SettingsError, load_settings
 
     (tmp_path / ".claude").mkdir()
     path = tmp_path / ".claude" / "settings.json"
@@ -889,7 +889,7 @@ def test_a_command_no_os_call_takes_is_refused_naming_the_file(
 ) -> None:
     """A null byte or a lone surrogate (JSON's `"\\ud800"`) in a hook's command ended the
     run with a traceback from subprocess when the hook first ran."""
-    from fsm_agent.settings import SettingsError, load_settings
+    from fsm_agent.live.settings import SettingsError, load_settings
 
     (tmp_path / ".claude").mkdir()
     (tmp_path / ".claude" / "settings.json").write_text(
@@ -905,7 +905,7 @@ def test_session_end_hooks_share_one_budget_of_at_most_a_minute(
     """Claude Code's SessionEnd budget: 1.5 s, raised to the largest timeout a hook
     sets, up to 60 s, for every hook. A hook set to 600 s held the exit for ten
     minutes, and one with no timeout was cut at 1.5 s beside it. (The cap is 4 s here.)"""
-    import fsm_agent.command_hooks as command_hooks
+    import fsm_agent.live.command_hooks as command_hooks
 
     monkeypatch.setattr(command_hooks, "SESSION_END_MAX_S", 4.0)
     slow = CommandHook("cat >/dev/null; sleep 10; echo late", 600)

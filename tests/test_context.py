@@ -14,10 +14,9 @@ from pathlib import Path
 import pytest
 from attrs import evolve
 
-from fsm_agent import context as ctx
-from fsm_agent.anthropic_model import AnthropicModel, request_body
-from fsm_agent.config import RunConfig
-from fsm_agent.context import (
+from fsm_agent.app.session import arun, replay, run_scenario
+from fsm_agent.context import levels as ctx
+from fsm_agent.context.levels import (
     CLEARED,
     apply_compact_summary,
     apply_tool_result_budget,
@@ -34,11 +33,10 @@ from fsm_agent.context import (
     snip,
     stage_collapse,
 )
-from fsm_agent.driver import fresh_iteration, initial_state
-from fsm_agent.effects import LiveEffects
-from fsm_agent.events import ContextReport, DriverEvent, Notice, StreamEvent
-from fsm_agent.log import SessionLog
-from fsm_agent.messages import (
+from fsm_agent.core.config import RunConfig
+from fsm_agent.core.events import ContextReport, DriverEvent, Notice, StreamEvent
+from fsm_agent.core.limits import MIN_CONTEXT_WINDOW, context_window, output_limits
+from fsm_agent.core.messages import (
     ImageBlock,
     ImageSource,
     Message,
@@ -48,13 +46,21 @@ from fsm_agent.messages import (
     Usage,
     user,
 )
-from fsm_agent.model import ModelRequest, ToolSpec
-from fsm_agent.models import MIN_CONTEXT_WINDOW, context_window, output_limits
-from fsm_agent.phases import Run, blocking_limit_check
-from fsm_agent.preprocess import preprocess
-from fsm_agent.scripted import Scenario, ScriptedModel
-from fsm_agent.session import arun, replay, run_scenario
-from fsm_agent.state import AutoCompactTracking, CollapseStore, Iteration, LoopState, Transcript
+from fsm_agent.core.model import ModelRequest, ToolSpec
+from fsm_agent.engine.driver import fresh_iteration, initial_state
+from fsm_agent.engine.phases import Run, blocking_limit_check
+from fsm_agent.engine.ports import LiveEffects
+from fsm_agent.engine.preprocess import preprocess
+from fsm_agent.engine.state import (
+    AutoCompactTracking,
+    CollapseStore,
+    Iteration,
+    LoopState,
+    Transcript,
+)
+from fsm_agent.live.anthropic_model import AnthropicModel, request_body
+from fsm_agent.live.scripted import Scenario, ScriptedModel
+from fsm_agent.replay.log import SessionLog
 from tests.conftest import SCENARIOS
 from tests.messages_server import (
     MessagesServer,
@@ -834,7 +840,7 @@ def test_prompt_too_long_after_rounds_compacts_reactively_and_retries(
     path.write_text(json.dumps({"prompt": "Look.", "turns": turns}))
     scenario = Scenario.load(path)
     model = CountingModel(turns)
-    from fsm_agent.session import arun
+    from fsm_agent.app.session import arun
 
     result = asyncio.run(
         arun(

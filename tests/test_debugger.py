@@ -11,10 +11,10 @@ from pathlib import Path
 import pexpect
 import pytest
 
-from fsm_agent.debugger import Breakpoint, CommandError, Debugger
-from fsm_agent.driver import StepInfo
-from fsm_agent.recording import LogEnded
-from fsm_agent.stepper import CACHE, LogIndex, Stepper
+from fsm_agent.cli.debugger import Breakpoint, CommandError, Debugger
+from fsm_agent.engine.driver import StepInfo
+from fsm_agent.replay.recording import LogEnded
+from fsm_agent.replay.stepper import CACHE, LogIndex, Stepper
 from tests.conftest import ROOT
 from tests.test_cli import fsm
 
@@ -420,7 +420,7 @@ def test_the_session_shown_in_the_docs_is_what_the_debugger_prints() -> None:
 
 
 def test_a_model_effect_line_says_the_request_was_retried() -> None:
-    from fsm_agent.debugger import effect_summary
+    from fsm_agent.cli.debugger import effect_summary
 
     retry = {"event": "ModelRetry", "attempt": 1, "status": 429, "error": "rate_limit_error: x"}
     record = {
@@ -452,15 +452,15 @@ def test_a_torn_last_line_is_not_a_step(tool_round: Path) -> None:
         assert dbg.text("n").startswith("*** no step 13: the log ends after step 12")
     finally:
         dbg.stepper.close()
-    from fsm_agent.fork import ForkError, ForkPoint, check_point
-    from fsm_agent.log import SessionLog
+    from fsm_agent.app.fork import ForkError, ForkPoint, check_point
+    from fsm_agent.replay.log import SessionLog
 
     with pytest.raises(ForkError, match=r"no step 13: the log has steps 0\.\.12"):
         check_point(SessionLog(tool_round), ForkPoint(step=13))
 
 
 def test_a_damaged_record_read_by_offset_names_its_line(tool_round: Path) -> None:
-    from fsm_agent.log import LogError, SessionLog
+    from fsm_agent.replay.log import LogError, SessionLog
 
     lines = tool_round.read_text().splitlines(keepends=True)
     i = next(n for n, line in enumerate(lines) if '"step":5,' in line and "transition" in line)
@@ -580,7 +580,7 @@ def test_p_messages_numbers_each_message_by_its_index() -> None:
 
 def test_a_blocked_prompt_shows_its_end_and_its_hook(workspace: Path, tmp_path: Path) -> None:
     """A prompt hook can end the run before step 1: step 0 is then its last step."""
-    from fsm_agent.session import run_scenario
+    from fsm_agent.app.session import run_scenario
 
     scenario = tmp_path / "blocked.json"
     scenario.write_text(
@@ -800,7 +800,7 @@ def test_what_the_model_and_tools_wrote_is_shown_not_obeyed(
     in `p`'s and `b`'s tables (`p it` failed with a MarkupError, `[bold]` vanished), and
     a terminal escape a tool printed (ESC [2J clears the screen) reached the terminal.
     Both are shown as written, the escapes left out, as the live renderer does."""
-    from fsm_agent.session import run_scenario
+    from fsm_agent.app.session import run_scenario
 
     marked = "[/x] [bold]it[/bold]"
     write = {"file_path": "a.txt", "content": f"\x1b[2J{marked}\n"}

@@ -12,8 +12,8 @@ from pathlib import Path
 import click
 from click.testing import CliRunner
 
-from fsm_agent.cli import EXIT_CODES, EXIT_ERROR_ANSWER, cli
-from fsm_agent.config import RunConfig
+from fsm_agent.cli.main import EXIT_CODES, EXIT_ERROR_ANSWER, cli
+from fsm_agent.core.config import RunConfig
 from tests.conftest import ROOT, SCENARIOS
 
 DOCS = ROOT / "docs"
@@ -225,8 +225,8 @@ def test_the_scenario_tables_name_every_key_a_scenario_takes() -> None:
     classes a scenario is read into (a key they lack is refused, one they add is unknown)."""
     import attrs
 
-    from fsm_agent.hooks import HookOutcome
-    from fsm_agent.scripted import Scenario, ScenarioConfig, ScriptedTurn
+    from fsm_agent.hooks.outcomes import HookOutcome
+    from fsm_agent.live.scripted import Scenario, ScenarioConfig, ScriptedTurn
 
     def keys(cls: type) -> set[str]:
         return {f.name for f in attrs.fields(cls)}
@@ -388,7 +388,7 @@ def test_the_benchmark_table_lists_every_benchmark() -> None:
 
 
 def test_the_debugger_table_names_every_command_the_debugger_has() -> None:
-    from fsm_agent.debugger import HELP
+    from fsm_agent.cli.debugger import HELP
 
     debugger = text("replay.md").split("## The debugger")[1]
     rows = table(debugger, "| command | what it does |")

@@ -8,15 +8,21 @@ from pathlib import Path
 
 import pytest
 
-from fsm_agent.config import RunConfig
-from fsm_agent.cost import CostMeter
-from fsm_agent.driver import Engine, LoopResult
-from fsm_agent.effects import AbortSignal
-from fsm_agent.events import AssistantMessage, DriverEvent, MessageStop, ModelEvent, StreamEvent
-from fsm_agent.launch import Plan
-from fsm_agent.log import SessionLog
-from fsm_agent.messages import Usage
-from fsm_agent.session import arun, replay
+from fsm_agent.app.session import arun, replay
+from fsm_agent.cli.cost import CostMeter
+from fsm_agent.cli.launch import Plan
+from fsm_agent.core.config import RunConfig
+from fsm_agent.core.events import (
+    AssistantMessage,
+    DriverEvent,
+    MessageStop,
+    ModelEvent,
+    StreamEvent,
+)
+from fsm_agent.core.messages import Usage
+from fsm_agent.engine.driver import Engine, LoopResult
+from fsm_agent.engine.ports import AbortSignal
+from fsm_agent.replay.log import SessionLog
 from tests.conftest import SCENARIOS
 
 
@@ -85,9 +91,9 @@ def test_ctrl_c_ends_a_wait_for_the_model(workspace: Path, tmp_path: Path) -> No
 
 
 def test_ctrl_c_stops_a_running_tool(workspace: Path, tmp_path: Path) -> None:
-    from fsm_agent.effects import INTERRUPTED
-    from fsm_agent.scripted import Scenario
-    from fsm_agent.session import arun_scenario
+    from fsm_agent.app.session import arun_scenario
+    from fsm_agent.engine.ports import INTERRUPTED
+    from fsm_agent.live.scripted import Scenario
 
     scenario = Scenario.parse(
         {
@@ -147,9 +153,9 @@ def test_an_event_callback_that_raises_ends_the_run_with_its_error_and_a_log_cut
     """The caller's bug propagates; the model stream is closed and recorded while
     the log is open (no 'log is closed' error at shutdown), so the log replays as
     a run cut short."""
-    from fsm_agent.events import TextDelta
-    from fsm_agent.recording import LogEnded
-    from fsm_agent.session import replay, run_scenario
+    from fsm_agent.app.session import replay, run_scenario
+    from fsm_agent.core.events import TextDelta
+    from fsm_agent.replay.recording import LogEnded
 
     def broken(event: object) -> None:
         if isinstance(event, TextDelta):
@@ -169,11 +175,11 @@ def test_an_event_callback_that_raises_ends_the_run_with_its_error_and_a_log_cut
 
 def _engine(tmp_path: Path, turns: list[dict[str, object]]) -> Engine:
     """An engine over a scripted model, its log kept in memory."""
-    from fsm_agent.effects import LiveEffects
-    from fsm_agent.log import MemoryWriter
-    from fsm_agent.recording import RecordingTape
-    from fsm_agent.scripted import Scenario, ScriptedModel
-    from fsm_agent.session import session_header
+    from fsm_agent.app.session import session_header
+    from fsm_agent.engine.ports import LiveEffects
+    from fsm_agent.live.scripted import Scenario, ScriptedModel
+    from fsm_agent.replay.log import MemoryWriter
+    from fsm_agent.replay.recording import RecordingTape
 
     config = RunConfig(model="scripted", cwd=str(tmp_path))
     model = ScriptedModel(Scenario.parse({"turns": turns}))
@@ -184,8 +190,8 @@ def _engine(tmp_path: Path, turns: list[dict[str, object]]) -> Engine:
 def test_engine_events_streams_a_run_and_ends_with_its_result(tmp_path: Path) -> None:
     """`Engine.events()` (README): the driver's events as an async iterator, then the
     result; the files an earlier run read are taken as `run` takes them."""
-    from fsm_agent.events import Transition
-    from fsm_agent.messages import user
+    from fsm_agent.core.events import Transition
+    from fsm_agent.core.messages import user
 
     engine = _engine(tmp_path, [{"content": "hello"}])
     read = {str(tmp_path / "a.txt"): 1.0}
@@ -205,7 +211,7 @@ def test_engine_events_streams_a_run_and_ends_with_its_result(tmp_path: Path) ->
 def test_engine_events_raises_when_its_run_is_cancelled_from_elsewhere(tmp_path: Path) -> None:
     """The run's task cancelled by someone else put nothing in the stream, which then
     waited for ever for the result."""
-    from fsm_agent.messages import user
+    from fsm_agent.core.messages import user
 
     engine = _engine(tmp_path, [{"delay": 30, "content": "too late"}])
 

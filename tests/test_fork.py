@@ -9,10 +9,10 @@ from typing import Any
 
 import pytest
 
-from fsm_agent.fork import ForkError, ForkPoint, afork
-from fsm_agent.log import SessionLog
-from fsm_agent.scripted import Scenario, ScriptedHooks, ScriptedModel
-from fsm_agent.session import replay
+from fsm_agent.app.fork import ForkError, ForkPoint, afork
+from fsm_agent.app.session import replay
+from fsm_agent.live.scripted import Scenario, ScriptedHooks, ScriptedModel
+from fsm_agent.replay.log import SessionLog
 from tests.conftest import SCENARIOS
 from tests.test_cli import fsm
 
@@ -253,7 +253,7 @@ def test_a_fork_asks_the_hooks_of_its_live_part(
 def test_the_parents_command_hooks_run_in_the_live_part(
     workspace: Path, elsewhere: Path, tmp_path: Path
 ) -> None:
-    from fsm_agent.session import run_scenario
+    from fsm_agent.app.session import run_scenario
 
     hook = tmp_path / "mark.sh"
     marks_file = '"$CLAUDE_PROJECT_DIR/marks.jsonl"'
@@ -329,7 +329,7 @@ def test_a_fork_of_a_log_with_a_damaged_header_says_so_before_replaying(
 def test_a_fork_whose_parent_start_is_damaged_writes_no_log(
     parent: Path, elsewhere: Path, tmp_path: Path
 ) -> None:
-    from fsm_agent.log import LogError
+    from fsm_agent.replay.log import LogError
 
     lines = parent.read_text().splitlines()
     start = json.loads(lines[1])
@@ -364,7 +364,7 @@ def test_a_fork_replays_parallel_calls_with_hooks_asked_at_other_steps(
     while the model streams; live they came at `tool_execution`. The hooks recorded there
     are found by event, though the fork's payloads (cwd, session) differ from the parent's,
     and a hook of another event recorded at the step is not taken instead."""
-    from fsm_agent.session import run_scenario
+    from fsm_agent.app.session import run_scenario
 
     read = {"type": "tool_use", "name": "Read"}
     turns = [
@@ -400,7 +400,7 @@ def test_a_fork_replays_parallel_calls_with_hooks_asked_at_other_steps(
 def test_an_edited_permission_answer_must_be_one_the_log_format_has(
     workspace: Path, elsewhere: Path, tmp_path: Path
 ) -> None:
-    from fsm_agent.session import run_scenario
+    from fsm_agent.app.session import run_scenario
 
     bash = {"type": "tool_use", "id": "b1", "name": "Bash", "input": {"command": "rm -f x"}}
     script = {
@@ -435,7 +435,7 @@ def test_an_edited_permission_answer_must_be_one_the_log_format_has(
     withdrawn = fork_with("cancelled")  # only a call started while streaming is withdrawn
     assert withdrawn.returncode == 0, withdrawn.stderr
     assert not [r for r in effects_of(tmp_path / "cancelled.jsonl") if r["name"] == "tool"]
-    from fsm_agent.session import replay
+    from fsm_agent.app.session import replay
 
     results = [b for m in replay(tmp_path / "cancelled.jsonl").messages for b in m.content]
     denied = [b for b in results if getattr(b, "tool_use_id", None) == "b1"]
@@ -531,8 +531,8 @@ def test_an_always_answer_in_the_replayed_part_still_allows_in_the_live_part(
     """ "[a] always" adds its rule for the rest of the run; a fork past the answer is that
     run going on, yet its live part judged without the rule: the Write the parent's run
     would have made unasked was denied (no terminal to ask)."""
-    from fsm_agent.approvals import ALLOW_ALWAYS
-    from fsm_agent.session import run_scenario
+    from fsm_agent.app.session import run_scenario
+    from fsm_agent.live.approvals import ALLOW_ALWAYS
 
     def write(name: str) -> dict[str, Any]:
         call = {"file_path": f"{name}.txt", "content": name}

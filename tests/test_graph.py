@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from fsm_agent.cli import cli
-from fsm_agent.graph import count_path, dot, machine_doc, mermaid
-from fsm_agent.machine import EDGES, STATES
+from fsm_agent.cli.main import cli
+from fsm_agent.engine.graph import count_path, dot, machine_doc, mermaid
+from fsm_agent.engine.machine import EDGES, STATES
 from tests.conftest import ROOT
 from tests.test_cli import fsm
 

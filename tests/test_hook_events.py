@@ -6,10 +6,10 @@ import json
 from pathlib import Path
 from typing import Any
 
-from fsm_agent.config import RunConfig
-from fsm_agent.hooks import NO_OPINION, CombinedHooks, HookOutcome, NoHooks, events_of
-from fsm_agent.scripted import Scenario, ScriptedHooks, ScriptedModel
-from fsm_agent.session import replay, run, run_scenario
+from fsm_agent.app.session import replay, run, run_scenario
+from fsm_agent.core.config import RunConfig
+from fsm_agent.hooks.outcomes import NO_OPINION, CombinedHooks, HookOutcome, NoHooks, events_of
+from fsm_agent.live.scripted import Scenario, ScriptedHooks, ScriptedModel
 
 TURNS: list[dict[str, Any]] = [
     {"content": [{"type": "tool_use", "id": "t1", "name": "Read", "input": {"file_path": "a"}}]},

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from fsm_agent.jsontext import canonical, dumps, line, loads
+from fsm_agent.core.jsontext import canonical, dumps, line, loads
 
 
 def test_compact_utf8_like_json_stringify() -> None:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from fsm_agent.log import LogError, SessionLog
+from fsm_agent.replay.log import LogError, SessionLog
 
 
 def lines(path: Path) -> list[dict]:
@@ -119,7 +119,7 @@ def test_every_line_matches_the_documented_schema(scenario, tmp_path: Path) -> N
 
 
 def test_the_fields_a_record_must_have_are_the_schema_s() -> None:
-    from fsm_agent.log import REQUIRED
+    from fsm_agent.replay.log import REQUIRED
     from tests.conftest import ROOT
 
     schema = json.loads((ROOT / "docs" / "log-format.schema.json").read_text())
@@ -132,7 +132,7 @@ def test_the_fields_a_record_must_have_are_the_schema_s() -> None:
 
 
 def test_the_fields_a_header_must_have_and_their_types_are_the_schema_s() -> None:
-    from fsm_agent.log import HEADER_REQUIRED, HEADER_TYPES
+    from fsm_agent.replay.log import HEADER_REQUIRED, HEADER_TYPES
     from tests.conftest import ROOT
 
     schema = json.loads((ROOT / "docs" / "log-format.schema.json").read_text())
@@ -156,7 +156,7 @@ def test_a_record_without_a_field_it_needs_names_the_line_and_the_field(
 
 
 def test_the_record_field_types_checked_are_the_schema_s() -> None:
-    from fsm_agent.log import FIELD_TYPES
+    from fsm_agent.replay.log import FIELD_TYPES
     from tests.conftest import ROOT
 
     schema = json.loads((ROOT / "docs" / "log-format.schema.json").read_text())
@@ -180,9 +180,9 @@ def test_hooks_permission_and_retry_records_match_the_schema_and_their_damage_do
     replay refuses as damaged (exit 2) the schema refuses too."""
     import jsonschema
 
-    from fsm_agent.config import RunConfig
-    from fsm_agent.scripted import Scenario
-    from fsm_agent.session import run_scenario
+    from fsm_agent.app.session import run_scenario
+    from fsm_agent.core.config import RunConfig
+    from fsm_agent.live.scripted import Scenario
     from tests.conftest import ROOT
     from tests.log_support import assert_damage_refused
 

@@ -7,18 +7,18 @@ import json
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 
-from fsm_agent.config import RunConfig
-from fsm_agent.context import MAX_OUTPUT_RECOVERY_MESSAGE
-from fsm_agent.driver import LoopResult, fresh_iteration, initial_state
-from fsm_agent.effects import LiveEffects
-from fsm_agent.events import DriverEvent, Notice, StreamEvent
-from fsm_agent.hooks import HookOutcome
-from fsm_agent.machine import CONTINUE_REASONS
-from fsm_agent.messages import Message, ToolResultBlock, ToolUseBlock, user
-from fsm_agent.model import ModelRequest
-from fsm_agent.phases import Run, stop_hooks
-from fsm_agent.scripted import Scenario, ScriptedHooks, ScriptedModel
-from fsm_agent.session import arun
+from fsm_agent.app.session import arun
+from fsm_agent.context.levels import MAX_OUTPUT_RECOVERY_MESSAGE
+from fsm_agent.core.config import RunConfig
+from fsm_agent.core.events import DriverEvent, Notice, StreamEvent
+from fsm_agent.core.messages import Message, ToolResultBlock, ToolUseBlock, user
+from fsm_agent.core.model import ModelRequest
+from fsm_agent.engine.driver import LoopResult, fresh_iteration, initial_state
+from fsm_agent.engine.machine import CONTINUE_REASONS
+from fsm_agent.engine.phases import Run, stop_hooks
+from fsm_agent.engine.ports import LiveEffects
+from fsm_agent.hooks.outcomes import HookOutcome
+from fsm_agent.live.scripted import Scenario, ScriptedHooks, ScriptedModel
 from tests.conftest import SCENARIOS
 
 
@@ -62,7 +62,7 @@ def test_needs_follow_up_comes_from_blocks_not_stop_reason(scenario, workspace: 
     data["turns"][0]["stop_reason"] = "end_turn"
     path = workspace.parent / "lying_stop_reason.json"
     path.write_text(json.dumps(data))
-    from fsm_agent.session import run_scenario
+    from fsm_agent.app.session import run_scenario
 
     result = run_scenario(path, cwd=workspace, keep_log=False)
     assert "tool_use" in result.edges
@@ -270,7 +270,7 @@ def test_overloaded_without_fallback_is_model_error(workspace: Path, tmp_path: P
     del data["config"]["fallback_model"]
     path = tmp_path / "no_fallback.json"
     path.write_text(json.dumps(data))
-    from fsm_agent.session import run_scenario
+    from fsm_agent.app.session import run_scenario
 
     result = run_scenario(path, cwd=workspace, keep_log=False)
     assert result.reason == "model_error"
@@ -410,7 +410,7 @@ def test_reactive_compaction_is_tried_again_after_a_tool_round(
     }
     path = tmp_path / "twice.json"
     path.write_text(json.dumps(data))
-    from fsm_agent.session import run_scenario
+    from fsm_agent.app.session import run_scenario
 
     result = run_scenario(path, cwd=workspace, keep_log=False)
     assert result.edges.count("reactive_compact_retry") == 2
@@ -438,7 +438,7 @@ def test_an_in_process_stop_hook_may_give_its_blocking_errors_as_a_list() -> Non
 
 def test_a_blocking_stop_hook_and_a_budget_nudge_are_shown(scenario) -> None:
     """The model goes on because of them: the user sees why, as Claude Code shows it."""
-    from fsm_agent.events import Notice
+    from fsm_agent.core.events import Notice
 
     seen: list[object] = []
     scenario("stop_hook_blocking", on_event=seen.append)
@@ -466,7 +466,7 @@ def test_output_still_cut_after_every_recovery_completes_without_stop_hooks(
     data["turns"].append({"content": "never asked for"})
     path = tmp_path / "cut_five_times.json"
     path.write_text(json.dumps(data))
-    from fsm_agent.session import run_scenario
+    from fsm_agent.app.session import run_scenario
 
     result = run_scenario(path, cwd=workspace, keep_log=False)
     assert result.reason == "completed"
@@ -482,7 +482,7 @@ def test_output_still_cut_after_every_recovery_is_an_api_error_answer(workspace:
     """Claude Code then surfaces the max-output-tokens error it withheld, naming the last
     request's limit (the escalated 64k): the run is `completed` and still an error
     (`is_error`, exit 20), not a clean end. The cut answer stays the last message."""
-    from fsm_agent.session import run_scenario
+    from fsm_agent.app.session import run_scenario
 
     result = run_scenario(SCENARIOS / "max_output_tokens.json", cwd=workspace, keep_log=False)
     assert result.reason == "completed"
@@ -494,7 +494,7 @@ def test_output_still_cut_after_every_recovery_is_an_api_error_answer(workspace:
 def test_budget_nudge_words_the_numbers_as_claude_code_does() -> None:
     """Claude Code's nudge formats both counts with en-US thousands separators and
     rounds the percentage half up (`Math.round`), not to even."""
-    from fsm_agent.context import budget_nudge
+    from fsm_agent.context.levels import budget_nudge
 
     assert budget_nudge(1_250, 10_000) == (
         "Stopped at 13% of token target (1,250 / 10,000). Keep working — do not summarize."
@@ -536,7 +536,7 @@ def test_only_next_turn_carries_a_tool_summary(workspace: Path, tmp_path: Path) 
     """The seed's pendingToolUseSummary is the previous round's tool summary, taken up
     while the next round streams: a retry or a hook's continue after that round has
     none, as the debugger shows (`p pending_tool_use_summary`)."""
-    from fsm_agent.session import run_scenario
+    from fsm_agent.app.session import run_scenario
 
     glob = {"type": "tool_use", "id": "toolu_1", "name": "Glob", "input": {"pattern": "*"}}
     path = tmp_path / "summary.json"
@@ -582,7 +582,7 @@ def test_only_next_turn_carries_a_tool_summary(workspace: Path, tmp_path: Path) 
 def _summaries(log: Path) -> dict[str, str | None]:
     """The pending tool summary the debugger shows after the first step of each
     Continue edge the log takes."""
-    from fsm_agent.stepper import Stepper
+    from fsm_agent.replay.stepper import Stepper
 
     stepper = Stepper(log)
     summaries: dict[str, str | None] = {}

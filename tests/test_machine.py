@@ -6,7 +6,8 @@ import pytest
 from attrs import evolve
 from transitions import MachineError
 
-from fsm_agent.machine import (
+from fsm_agent.core.messages import user
+from fsm_agent.engine.machine import (
     EDGES,
     FINAL_STATES,
     Continue,
@@ -16,8 +17,7 @@ from fsm_agent.machine import (
     Terminal,
     edges_from,
 )
-from fsm_agent.messages import user
-from fsm_agent.state import Facts, LoopState, ToolContext, Transcript
+from fsm_agent.engine.state import Facts, LoopState, ToolContext, Transcript
 
 STATE = LoopState(Transcript.of([user("hi")]), ToolContext("/ws", "m"))
 

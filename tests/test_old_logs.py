@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from fsm_agent.coverage import REASONS
-from fsm_agent.session import replay
+from fsm_agent.app.session import replay
+from fsm_agent.replay.coverage import REASONS
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "logs_0_1_0"
 LOGS = sorted(FIXTURES.glob("*.jsonl"))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from fsm_agent.machine import Continue, Terminal
+from fsm_agent.engine.machine import Continue, Terminal
 from tests.conftest import SCENARIOS
 
 NAMES = sorted(p.stem for p in SCENARIOS.glob("*.json"))

@@ -10,12 +10,12 @@ from typing import Any
 
 import pytest
 
-from fsm_agent.command_hooks import HookRun, interpret
-from fsm_agent.events import Notice, ToolRefused
-from fsm_agent.hooks import HookOutcome, merge
-from fsm_agent.permissions import ALLOW_ONCE, PermissionAsk
-from fsm_agent.scripted import Scenario, ScenarioError
-from fsm_agent.session import replay, run_scenario
+from fsm_agent.app.session import replay, run_scenario
+from fsm_agent.core.events import Notice, ToolRefused
+from fsm_agent.hooks.outcomes import HookOutcome, merge
+from fsm_agent.live.command_hooks import HookRun, interpret
+from fsm_agent.live.scripted import Scenario, ScenarioError
+from fsm_agent.policy.permissions import ALLOW_ONCE, PermissionAsk
 from tests.test_cli import fsm
 from tests.test_command_hooks import _results, _tool_turn, script
 
@@ -367,10 +367,10 @@ def test_a_log_that_does_not_say_what_it_listened_to_replays_without_the_event(
     """A `Hooks` with no `events` is asked every event, and its log records no
     `hooked_events`; such a log written before PermissionRequest was asked has no
     record of it, and replays as it ran."""
-    from fsm_agent.config import RunConfig
-    from fsm_agent.hooks import NO_OPINION
-    from fsm_agent.scripted import ScriptedModel
-    from fsm_agent.session import arun
+    from fsm_agent.app.session import arun
+    from fsm_agent.core.config import RunConfig
+    from fsm_agent.hooks.outcomes import NO_OPINION
+    from fsm_agent.live.scripted import ScriptedModel
 
     class Silent:
         async def run(self, event: str, payload: dict[str, Any]) -> HookOutcome:
@@ -434,8 +434,8 @@ def test_a_fork_replays_the_hooks_answer_from_its_parent(workspace: Path, tmp_pa
 def test_ctrl_c_while_the_hooks_run_ends_the_run_interrupted(
     workspace: Path, tmp_path: Path
 ) -> None:
-    from fsm_agent.effects import AbortSignal
-    from fsm_agent.session import arun_scenario
+    from fsm_agent.app.session import arun_scenario
+    from fsm_agent.engine.ports import AbortSignal
 
     hook = script(tmp_path / "slow.sh", f"sleep 8\necho '{json.dumps(decision('allow'))}'\n")
     turns = [_tool_turn(("t1", "Bash", {"command": ASKED})), {"content": "done"}]
@@ -465,7 +465,7 @@ def test_a_call_started_early_whose_stream_fails_while_the_hooks_run_goes_no_fur
     """A Read started while the model streamed, asked about (its file is outside): the
     stream fails while its PermissionRequest hook runs, so, allowed or not, it is
     discarded after the hook (a `discarded` effect says so) and never reads."""
-    from fsm_agent.effects import model_failed
+    from fsm_agent.engine.ports import model_failed
     from tests.test_tool_executor import _effects
 
     outside, settings = _outside_file_and_a_hook_allowing_reads(tmp_path)

@@ -13,10 +13,9 @@ from typing import Any
 
 import pytest
 
-from fsm_agent.command_hooks import HookRun, interpret
-from fsm_agent.events import Notice
-from fsm_agent.hooks import HookOutcome, merge
-from fsm_agent.permission_types import (
+from fsm_agent.app.session import replay, run_scenario
+from fsm_agent.core.events import Notice
+from fsm_agent.core.permission_types import (
     PermissionSettings,
     PermissionUpdate,
     RuleSource,
@@ -25,9 +24,10 @@ from fsm_agent.permission_types import (
     read_updates,
     update_json,
 )
-from fsm_agent.permission_updates import SESSION, apply_updates, persist
-from fsm_agent.scripted import Scenario, ScenarioError
-from fsm_agent.session import replay, run_scenario
+from fsm_agent.hooks.outcomes import HookOutcome, merge
+from fsm_agent.live.command_hooks import HookRun, interpret
+from fsm_agent.live.scripted import Scenario, ScenarioError
+from fsm_agent.policy.permission_updates import SESSION, apply_updates, persist
 from tests.test_cli import fsm
 from tests.test_command_hooks import _results, _tool_turn
 from tests.test_permission_request_hook import (
@@ -468,12 +468,12 @@ def test_a_chats_later_runs_keep_the_session_updates_until_clear(
 ) -> None:
     """As an "always" answer's rule, a hook's session update holds for the chat's later
     messages; `/clear` ends the session and them, not what a settings file was given."""
-    from fsm_agent.config import RunConfig
-    from fsm_agent.effects import AbortSignal
-    from fsm_agent.launch import Plan
-    from fsm_agent.messages import user
-    from fsm_agent.scripted import ScriptedModel
-    from fsm_agent.settings import parse_settings
+    from fsm_agent.cli.launch import Plan
+    from fsm_agent.core.config import RunConfig
+    from fsm_agent.core.messages import user
+    from fsm_agent.engine.ports import AbortSignal
+    from fsm_agent.live.scripted import ScriptedModel
+    from fsm_agent.live.settings import parse_settings
 
     hook = allowing(
         tmp_path,
@@ -557,8 +557,8 @@ def test_a_waiting_question_is_judged_by_the_updates_a_hook_made_meanwhile(
 ) -> None:
     """As after an "always": a question whose turn comes once a hook's rules allow its
     call is not put; one whose "always" rule a hook took off again is."""
-    from fsm_agent.approvals import Approvals
-    from fsm_agent.permissions import ALLOW_ONCE, DENY, PermissionAsk, PermissionRequest
+    from fsm_agent.live.approvals import Approvals
+    from fsm_agent.policy.permissions import ALLOW_ONCE, DENY, PermissionAsk, PermissionRequest
 
     asked: list[PermissionAsk] = []
 
@@ -600,7 +600,7 @@ def test_a_directory_no_path_can_hold_is_left_out(tmp_path: Path) -> None:
 
 
 def test_a_refused_bypass_is_not_written_for_the_next_run_either(tmp_path: Path) -> None:
-    from fsm_agent.approvals import Approvals
+    from fsm_agent.live.approvals import Approvals
 
     bypass = {"type": "setMode", "mode": "bypassPermissions", "destination": "localSettings"}
     approvals = Approvals(PermissionSettings(), str(tmp_path), home=str(tmp_path))

@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from fsm_agent.permissions import (
+from fsm_agent.live.settings import SettingsError, load_settings
+from fsm_agent.policy.permissions import (
     CallFacts,
     PermissionError_,
     PermissionSettings,
@@ -29,7 +30,6 @@ from fsm_agent.permissions import (
     strip_wrappers,
     words,
 )
-from fsm_agent.settings import SettingsError, load_settings
 
 WS = Workspace("/ws", "/home/u", ("/extra",))
 
@@ -352,7 +352,7 @@ def test_read_denied_says_which_files_glob_and_grep_leave_out(tmp_path) -> None:
 
 
 def test_a_glob_with_too_many_matches_counts_as_outside(tmp_path, monkeypatch) -> None:
-    import fsm_agent.permissions as perms
+    import fsm_agent.policy.permissions as perms
 
     for i in range(4):
         (tmp_path / f"f{i}").write_text("x")
@@ -370,7 +370,7 @@ def test_a_glob_that_looks_at_too_many_entries_counts_as_outside(tmp_path, monke
     file system: the permission check ran for more than ten minutes in the event
     loop, where neither Ctrl-C nor SIGTERM could stop it. The directory entries a
     word may look at are bounded; past them the word counts as reaching outside."""
-    import fsm_agent.permissions as perms
+    import fsm_agent.policy.permissions as perms
 
     for i in range(8):
         for j in range(8):
@@ -414,8 +414,8 @@ def test_a_scenarios_settings_default_mode_is_the_mode_unless_its_config_names_o
 ) -> None:
     """The scenario's `settings` are settings.json's format, `defaultMode` included;
     it was dropped, so a scenario set to plan ran in default."""
-    from fsm_agent.scripted import Scenario
-    from fsm_agent.session import run_scenario
+    from fsm_agent.app.session import run_scenario
+    from fsm_agent.live.scripted import Scenario
 
     def touched(config: dict, name: str) -> str:
         call = {"type": "tool_use", "id": "t", "name": "Bash", "input": {"command": "touch x"}}
@@ -438,8 +438,8 @@ def test_a_user_rules_slash_path_holds_when_home_is_a_link(tmp_path: Path) -> No
     """`/path` in ~/.claude/settings.json is anchored at ~/.claude; paths are judged
     resolved, so with HOME a link (/home -> /usr/home) the anchor, left unresolved,
     matched nothing and a deny rule let the read through."""
-    from fsm_agent.approvals import Approvals
-    from fsm_agent.permissions import PermissionRequest
+    from fsm_agent.live.approvals import Approvals
+    from fsm_agent.policy.permissions import PermissionRequest
 
     real = tmp_path / "real-home"
     (real / ".claude").mkdir(parents=True)
@@ -483,7 +483,7 @@ def test_a_bash_rule_with_many_stars_does_not_backtrack_without_end() -> None:
     import sys
 
     code = (
-        "from fsm_agent.permissions import bash_pattern\n"
+        "from fsm_agent.policy.permissions import bash_pattern\n"
         "assert bash_pattern('*a*a*a*a*a*a*a*a*a*a*b').fullmatch('a' * 80) is None\n"
         "assert bash_pattern('a*b*c*d *').fullmatch('a' + 'b' * 3000 + 'c' * 3000) is None\n"
     )
@@ -511,8 +511,8 @@ def test_a_long_quoted_argument_is_split_in_linear_time() -> None:
     import sys
 
     code = (
-        "from fsm_agent.approvals import Approvals\n"
-        "from fsm_agent.permissions import PermissionRequest, PermissionSettings\n"
+        "from fsm_agent.live.approvals import Approvals\n"
+        "from fsm_agent.policy.permissions import PermissionRequest, PermissionSettings\n"
         "approvals = Approvals(PermissionSettings(), '.')\n"
         "command = 'echo \"' + 'x' * 2_000_000 + '\" > out.txt'\n"
         "decision = approvals.check(PermissionRequest('Bash', {'command': command}))\n"

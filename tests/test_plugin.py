@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from fsm_agent.log import LogError
-from fsm_agent.recording import Divergence, LogEnded
+from fsm_agent.replay.log import LogError
+from fsm_agent.replay.recording import Divergence, LogEnded
 from tests.conftest import ROOT, SCENARIOS
 
 pytest_plugins = ["pytester"]
@@ -110,7 +110,7 @@ def test_fsm_run_runs_a_scenario_written_inline(fsm_run, tmp_path: Path) -> None
 
 
 def test_fsm_run_names_a_mistake_in_an_inline_scenario(fsm_run) -> None:
-    from fsm_agent.scripted import ScenarioError
+    from fsm_agent.live.scripted import ScenarioError
 
     where = r"the inline scenario: .* @ \$\.turns\[0\]\.stop_reason"
     with pytest.raises(ScenarioError, match=where):
@@ -179,12 +179,12 @@ def test_a_sync_wrapper_inside_a_running_loop_says_what_to_await(
     import asyncio
     import gc
 
-    from fsm_agent import session
+    from fsm_agent.app import session
 
     async def inside() -> None:
         getattr(session, name)(*args)
 
-    with pytest.raises(RuntimeError, match=rf"await fsm_agent\.session\.a{name}\(\.\.\.\)"):
+    with pytest.raises(RuntimeError, match=rf"await fsm_agent\.a{name}\(\.\.\.\)"):
         asyncio.run(inside())
     gc.collect()
     assert not [w for w in recwarn if "never awaited" in str(w.message)]

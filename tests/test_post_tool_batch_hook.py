@@ -7,8 +7,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from fsm_agent.scripted import Scenario
-from fsm_agent.session import replay, run_scenario
+from fsm_agent.app.session import replay, run_scenario
+from fsm_agent.live.scripted import Scenario
 from tests.test_command_hooks import _results, _tool_turn, script
 
 

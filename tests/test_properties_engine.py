@@ -32,13 +32,14 @@ from attrs import evolve, frozen
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-import fsm_agent.scripted as scripted
-import fsm_agent.stepper as stepper_module
-from fsm_agent.config import RunConfig
-from fsm_agent.context import CLEARED, IMAGE_PLACEHOLDER
-from fsm_agent.driver import LoopResult
-from fsm_agent.effects import AbortSignal, Inbox
-from fsm_agent.events import (
+import fsm_agent.live.scripted as scripted
+import fsm_agent.replay.stepper as stepper_module
+from fsm_agent.app.fork import ForkPoint, afork
+from fsm_agent.app.history import aresume, follow_up
+from fsm_agent.app.session import areplay, arun, arun_scenario, config_of
+from fsm_agent.context.levels import CLEARED, IMAGE_PLACEHOLDER
+from fsm_agent.core.config import RunConfig
+from fsm_agent.core.events import (
     AssistantMessage,
     DriverEvent,
     ModelEvent,
@@ -47,11 +48,7 @@ from fsm_agent.events import (
     ToolRefused,
     Transition,
 )
-from fsm_agent.fork import ForkPoint, afork
-from fsm_agent.history import aresume, follow_up
-from fsm_agent.log import SessionLog
-from fsm_agent.machine import EDGES, FINAL_STATES, INITIAL, TERMINAL_REASONS
-from fsm_agent.messages import (
+from fsm_agent.core.messages import (
     ImageBlock,
     Message,
     TextBlock,
@@ -59,13 +56,16 @@ from fsm_agent.messages import (
     ToolUseBlock,
     Usage,
 )
-from fsm_agent.model import ModelRequest
-from fsm_agent.permissions import MODES
-from fsm_agent.prelude import PROMPT_BLOCKED
-from fsm_agent.recording import LogEnded
-from fsm_agent.scripted import Scenario, ScriptedHooks, ScriptedModel, StopReason
-from fsm_agent.session import areplay, arun, arun_scenario, config_of
-from fsm_agent.stepper import Stepper
+from fsm_agent.core.model import ModelRequest
+from fsm_agent.engine.driver import LoopResult
+from fsm_agent.engine.machine import EDGES, FINAL_STATES, INITIAL, TERMINAL_REASONS
+from fsm_agent.engine.ports import AbortSignal, Inbox
+from fsm_agent.engine.prelude import PROMPT_BLOCKED
+from fsm_agent.live.scripted import Scenario, ScriptedHooks, ScriptedModel, StopReason
+from fsm_agent.policy.permissions import MODES
+from fsm_agent.replay.log import SessionLog
+from fsm_agent.replay.recording import LogEnded
+from fsm_agent.replay.stepper import Stepper
 from tests.conftest import ROOT, examples
 
 SCHEMA = json.loads((ROOT / "docs" / "log-format.schema.json").read_text())

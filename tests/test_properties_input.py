@@ -31,18 +31,18 @@ import pytest
 from hypothesis import event, given
 from hypothesis import strategies as st
 
-from fsm_agent import cli
-from fsm_agent.config import RunConfig
-from fsm_agent.debugger import Debugger
-from fsm_agent.history import ResumeError, aresume
-from fsm_agent.jsontext import finite_float, no_constant
-from fsm_agent.log import LogError, SessionLog
-from fsm_agent.permissions import PermissionError_, Rule
-from fsm_agent.recording import Divergence, LogEnded, divergence_report
-from fsm_agent.scripted import Scenario, ScenarioError
-from fsm_agent.session import replay, run_scenario
-from fsm_agent.settings import Settings, SettingsError, load_settings, parse_settings
-from fsm_agent.stepper import Stepper
+from fsm_agent.app.history import ResumeError, aresume
+from fsm_agent.app.session import replay, run_scenario
+from fsm_agent.cli import main as cli
+from fsm_agent.cli.debugger import Debugger
+from fsm_agent.core.config import RunConfig
+from fsm_agent.core.jsontext import finite_float, no_constant
+from fsm_agent.live.scripted import Scenario, ScenarioError
+from fsm_agent.live.settings import Settings, SettingsError, load_settings, parse_settings
+from fsm_agent.policy.permissions import PermissionError_, Rule
+from fsm_agent.replay.log import LogError, SessionLog
+from fsm_agent.replay.recording import Divergence, LogEnded, divergence_report
+from fsm_agent.replay.stepper import Stepper
 from tests.conftest import ROOT, SCENARIOS, examples
 
 # --- JSON values and how they are written ------------------------------------------
@@ -925,8 +925,8 @@ def test_a_rule_parses_and_judges_every_call_or_is_refused(text: str, kind: str,
     parses, as an allow, ask or deny rule in any mode, decides every kind of call
     (allow, ask or deny), covers it or not as a hook's `if`, and filters Glob and Grep
     as a Read deny rule: never an exception."""
-    from fsm_agent.permission_types import PermissionSettings, RuleSource
-    from fsm_agent.permissions import (
+    from fsm_agent.core.permission_types import PermissionSettings, RuleSource
+    from fsm_agent.policy.permissions import (
         Place,
         Workspace,
         call_facts,
@@ -1114,8 +1114,8 @@ def test_an_edited_result_forks_or_is_refused(data: st.DataObject) -> None:
     state and its own log replays to the same end; never another exception."""
     import asyncio
 
-    from fsm_agent.fork import ForkError, ForkPoint, afork
-    from fsm_agent.scripted import ScriptedHooks, ScriptedModel
+    from fsm_agent.app.fork import ForkError, ForkPoint, afork
+    from fsm_agent.live.scripted import ScriptedHooks, ScriptedModel
 
     effects = [
         json.loads(line)["result"]
@@ -1300,7 +1300,7 @@ def test_memory_files_the_user_writes_are_read(texts: list[Any], data: st.DataOb
     globs of any shape, imports, bytes that are not UTF-8, NUL): read at the start of a
     run, and the path rules matched against any file the model reads; never an
     exception."""
-    from fsm_agent.claude_md import gather, matching_rules, path_rules
+    from fsm_agent.context.claude_md import gather, matching_rules, path_rules
 
     with _workdir() as where:
         ws = where / "ws"

@@ -24,15 +24,11 @@ import pytest
 from hypothesis import assume, event, example, given, note
 from hypothesis import strategies as st
 
-from fsm_agent import jsontext
-from fsm_agent.anthropic_model import AnthropicModel
-from fsm_agent.approvals import Approvals
-from fsm_agent.config import RunConfig
-from fsm_agent.driver import LoopResult
-from fsm_agent.effects import LiveEffects, model_failed
-from fsm_agent.events import BlockStop, ModelCallError
-from fsm_agent.machine import Terminal
-from fsm_agent.messages import (
+from fsm_agent.app.session import arun, replay
+from fsm_agent.core import jsontext
+from fsm_agent.core.config import RunConfig
+from fsm_agent.core.events import BlockStop, ModelCallError
+from fsm_agent.core.messages import (
     ImageBlock,
     RedactedThinkingBlock,
     TextBlock,
@@ -40,9 +36,14 @@ from fsm_agent.messages import (
     ToolResultBlock,
     ToolUseBlock,
 )
-from fsm_agent.permission_types import PermissionRequest, PermissionSettings, RuleSource
-from fsm_agent.scripted import Scenario, ScriptedModel
-from fsm_agent.session import arun, replay
+from fsm_agent.core.permission_types import PermissionRequest, PermissionSettings, RuleSource
+from fsm_agent.core.validation import input_problem, os_string_problem
+from fsm_agent.engine.driver import LoopResult
+from fsm_agent.engine.machine import Terminal
+from fsm_agent.engine.ports import LiveEffects, model_failed
+from fsm_agent.live.anthropic_model import AnthropicModel
+from fsm_agent.live.approvals import Approvals
+from fsm_agent.live.scripted import Scenario, ScriptedModel
 from fsm_agent.tools.base import Tool, ToolCall, ToolEnv, ToolOutcome
 from fsm_agent.tools.bash import BashTool
 from fsm_agent.tools.edit import EditTool
@@ -52,7 +53,6 @@ from fsm_agent.tools.patch import NO_NEWLINE, structured_patch
 from fsm_agent.tools.read import ReadTool
 from fsm_agent.tools.workspace import is_within
 from fsm_agent.tools.write import WriteTool
-from fsm_agent.validation import input_problem, os_string_problem
 from tests.conftest import examples
 from tests.messages_server import (
     MessagesServer,

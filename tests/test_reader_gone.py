@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from fsm_agent.cli import EXIT_CODES
+from fsm_agent.cli.main import EXIT_CODES
 from tests.conftest import SCENARIOS
 from tests.test_cli import fsm
 from tests.test_run_output import fsm_argv
@@ -86,7 +86,7 @@ class _Gone(io.StringIO):
 
 def test_the_run_console_goes_quiet_instead_of_exiting() -> None:
     """Rich's own console raises SystemExit here (and points fd 1 at /dev/null)."""
-    from fsm_agent.render import RunConsole
+    from fsm_agent.cli.render import RunConsole
 
     console = RunConsole(file=_Gone())
     console.print("lost")

@@ -15,11 +15,11 @@ from typing import Any
 
 import pytest
 
-from fsm_agent.anthropic_model import AnthropicModel
-from fsm_agent.config import RunConfig
-from fsm_agent.driver import LoopResult
-from fsm_agent.messages import ToolResultBlock
-from fsm_agent.session import arun, replay
+from fsm_agent.app.session import arun, replay
+from fsm_agent.core.config import RunConfig
+from fsm_agent.core.messages import ToolResultBlock
+from fsm_agent.engine.driver import LoopResult
+from fsm_agent.live.anthropic_model import AnthropicModel
 from tests.messages_server import (
     MessagesServer,
     StreamReply,

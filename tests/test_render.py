@@ -8,10 +8,10 @@ from pathlib import Path
 
 from rich.console import Console
 
-from fsm_agent.events import AssistantMessage, Notice, ResponseUsage, TextDelta, Transition
-from fsm_agent.messages import Message, TextBlock, Usage
-from fsm_agent.render import LiveRenderer, QuietRenderer
-from fsm_agent.session import run_scenario
+from fsm_agent.app.session import run_scenario
+from fsm_agent.cli.render import LiveRenderer, QuietRenderer
+from fsm_agent.core.events import AssistantMessage, Notice, ResponseUsage, TextDelta, Transition
+from fsm_agent.core.messages import Message, TextBlock, Usage
 from tests.conftest import SCENARIOS
 
 MARKDOWN_ANSWER = {
@@ -128,8 +128,8 @@ def test_a_refused_call_shows_with_its_reason(workspace: Path, tmp_path: Path) -
 
 def test_a_result_that_does_not_follow_its_call_repeats_the_call_s_line() -> None:
     """Calls that run together finish in any order: each result says whose it is."""
-    from fsm_agent.events import ToolFinished, ToolStarted
-    from fsm_agent.messages import ToolResultBlock, ToolUseBlock
+    from fsm_agent.core.events import ToolFinished, ToolStarted
+    from fsm_agent.core.messages import ToolResultBlock, ToolUseBlock
 
     c = console(terminal=False)
     renderer = LiveRenderer(c)
@@ -173,8 +173,8 @@ CLEAR, CLIPBOARD = "\x1b[2J", "\x1b]52;c;aGk=\x07"
 def test_escape_sequences_from_the_model_or_a_tool_never_reach_the_terminal() -> None:
     """A tool's output (a file `cat`ed, a colored test run) or the model's text may hold
     terminal escapes: printed raw, they cleared the screen or wrote the clipboard."""
-    from fsm_agent.events import ToolFinished, ToolRefused, ToolStarted
-    from fsm_agent.messages import ToolResultBlock, ToolUseBlock
+    from fsm_agent.core.events import ToolFinished, ToolRefused, ToolStarted
+    from fsm_agent.core.messages import ToolResultBlock, ToolUseBlock
 
     for terminal in (False, True):
         c = console(terminal=terminal)
@@ -198,8 +198,8 @@ def test_escape_sequences_from_the_model_or_a_tool_never_reach_the_terminal() ->
 def test_a_tool_name_the_model_made_up_never_reaches_the_terminal_as_escapes() -> None:
     """The model names the tool: an unknown name with escapes in it was printed raw in
     the `●` line, the refusal's line and the spinner's label."""
-    from fsm_agent.events import ToolFinished, ToolRefused, ToolStarted
-    from fsm_agent.messages import ToolResultBlock, ToolUseBlock
+    from fsm_agent.core.events import ToolFinished, ToolRefused, ToolStarted
+    from fsm_agent.core.messages import ToolResultBlock, ToolUseBlock
 
     for terminal in (False, True):
         c = console(terminal=terminal)

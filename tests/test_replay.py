@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from fsm_agent.recording import Divergence
-from fsm_agent.session import replay
+from fsm_agent.app.session import replay
+from fsm_agent.replay.recording import Divergence
 from tests.conftest import SCENARIOS
 
 NAMES = sorted(p.stem for p in SCENARIOS.glob("*.json"))
@@ -111,11 +111,11 @@ def test_an_interrupt_while_a_tool_runs_replays_to_aborted_tools(tmp_path: Path)
     the replay gives the written answer to the second poll, not the first."""
     from typing import Any, ClassVar
 
-    from fsm_agent.config import RunConfig
-    from fsm_agent.effects import AbortSignal
-    from fsm_agent.permissions import PermissionSettings, RuleSource
-    from fsm_agent.scripted import Scenario, ScriptedModel
-    from fsm_agent.session import run
+    from fsm_agent.app.session import run
+    from fsm_agent.core.config import RunConfig
+    from fsm_agent.engine.ports import AbortSignal
+    from fsm_agent.live.scripted import Scenario, ScriptedModel
+    from fsm_agent.policy.permissions import PermissionSettings, RuleSource
     from fsm_agent.tools.base import ToolEnv, ToolOutcome
 
     abort = AbortSignal()

@@ -21,11 +21,11 @@ from typing import Any
 
 import pytest
 
-from fsm_agent.effects import INTERRUPTED
-from fsm_agent.history import ResumeError, aresume
-from fsm_agent.messages import Message, ToolResultBlock, ToolUseBlock
-from fsm_agent.recording import LogEnded
-from fsm_agent.session import replay
+from fsm_agent.app.history import ResumeError, aresume
+from fsm_agent.app.session import replay
+from fsm_agent.core.messages import Message, ToolResultBlock, ToolUseBlock
+from fsm_agent.engine.ports import INTERRUPTED
+from fsm_agent.replay.recording import LogEnded
 from tests.conftest import ROOT
 from tests.test_cli import _one_error_line, fsm
 from tests.test_cut_short import cut, transitions_in
@@ -74,7 +74,7 @@ def api_problems(messages: list[dict[str, Any]]) -> list[str]:
 
 
 def plain(messages: tuple[Message, ...]) -> list[dict[str, Any]]:
-    from fsm_agent.codec import unstructure
+    from fsm_agent.core.codec import unstructure
 
     return [unstructure(m, Message) for m in messages]
 
@@ -328,11 +328,11 @@ def test_a_log_torn_mid_record_resumes_as_cut_short(workspace: Path, tmp_path: P
 def test_only_the_first_run_after_a_cut_parent_says_so(tmp_path: Path) -> None:
     """A chat resumed from a cut log: its first run's parent was cut short, the next run's
     parent (that first run) was not."""
-    from fsm_agent.config import RunConfig
-    from fsm_agent.effects import AbortSignal
-    from fsm_agent.launch import Plan
-    from fsm_agent.messages import user
-    from fsm_agent.scripted import Scenario, ScriptedModel
+    from fsm_agent.cli.launch import Plan
+    from fsm_agent.core.config import RunConfig
+    from fsm_agent.core.messages import user
+    from fsm_agent.engine.ports import AbortSignal
+    from fsm_agent.live.scripted import Scenario, ScriptedModel
 
     model = ScriptedModel(Scenario.parse({"turns": [{"content": "one"}, {"content": "two"}]}))
     plan = Plan(
@@ -375,9 +375,9 @@ def test_a_batch_cut_while_one_call_ran_keeps_the_others_answers(tmp_path: Path)
     """Three calls run together; the middle one is still running when the log is taken
     (as a kill leaves it): the first and the last keep their recorded answers, whatever
     order the replay asks in, and only the middle one is interrupted."""
-    from fsm_agent.config import RunConfig
-    from fsm_agent.scripted import Scenario, ScriptedModel
-    from fsm_agent.session import arun, default_tools
+    from fsm_agent.app.session import arun, default_tools
+    from fsm_agent.core.config import RunConfig
+    from fsm_agent.live.scripted import Scenario, ScriptedModel
 
     gate = Gate()
     uses = [

@@ -9,12 +9,12 @@ from pathlib import Path
 
 import pytest
 
-from fsm_agent.cli import EXIT_CODES, EXIT_ERROR_ANSWER, EXIT_USAGE
-from fsm_agent.events import CallsDiscarded, ToolRefused
-from fsm_agent.headless import RunTally, StreamJson, subtype_of
-from fsm_agent.machine import TERMINAL_REASONS
-from fsm_agent.messages import ToolResultBlock, ToolUseBlock
-from fsm_agent.session import replay
+from fsm_agent.app.session import replay
+from fsm_agent.cli.headless import RunTally, StreamJson, subtype_of
+from fsm_agent.cli.main import EXIT_CODES, EXIT_ERROR_ANSWER, EXIT_USAGE
+from fsm_agent.core.events import CallsDiscarded, ToolRefused
+from fsm_agent.core.messages import ToolResultBlock, ToolUseBlock
+from fsm_agent.engine.machine import TERMINAL_REASONS
 from tests.conftest import SCENARIOS
 from tests.test_cli import fsm, run_scripted
 
@@ -284,9 +284,9 @@ def fsm_argv() -> list[str]:
 
 
 def test_cost_is_summed_per_response_and_unknown_models_cost_none() -> None:
-    from fsm_agent.cost import CostMeter
-    from fsm_agent.messages import Usage
-    from fsm_agent.pricing import cost_usd
+    from fsm_agent.cli.cost import CostMeter
+    from fsm_agent.core.messages import Usage
+    from fsm_agent.core.pricing import cost_usd
 
     meter = CostMeter()
     assert meter.total == 0.0
@@ -306,7 +306,7 @@ def test_new_commands_stay_light(command: list[str], tmp_path: Path) -> None:
 
     code = (
         "import sys\n"
-        "from fsm_agent.cli import main\n"
+        "from fsm_agent.cli.main import main\n"
         f"sys.argv = ['fsm-agent', *{command!r}]\n"
         "try:\n    main()\nexcept SystemExit:\n    pass\n"
         "assert 'anthropic' not in sys.modules, 'anthropic imported'\n"
@@ -388,9 +388,9 @@ def test_stream_json_has_a_user_line_for_every_call_even_those_never_run(
 
 
 def test_model_usage_is_kept_per_model_and_priced_when_known() -> None:
-    from fsm_agent.headless import RunTally
-    from fsm_agent.messages import Usage
-    from fsm_agent.pricing import cost_usd
+    from fsm_agent.cli.headless import RunTally
+    from fsm_agent.core.messages import Usage
+    from fsm_agent.core.pricing import cost_usd
 
     tally = RunTally()
     one = Usage(input_tokens=2000, output_tokens=300)
@@ -406,8 +406,8 @@ def test_model_usage_is_kept_per_model_and_priced_when_known() -> None:
 
 
 def test_api_time_is_the_time_spent_in_api_call() -> None:
-    from fsm_agent.events import Transition
-    from fsm_agent.headless import RunTally
+    from fsm_agent.cli.headless import RunTally
+    from fsm_agent.core.events import Transition
 
     ticks = iter([1.0, 3.5, 10.0, 10.25])
     tally = RunTally(clock=lambda: next(ticks))
@@ -464,9 +464,9 @@ def test_a_result_whose_message_never_came_is_written_when_the_loop_leaves_api_c
     the result is not lost; it goes out before the transition out of api_call."""
     import io
 
-    from fsm_agent.events import ToolRefused, ToolUseComplete, Transition
-    from fsm_agent.headless import StreamJson
-    from fsm_agent.messages import ToolResultBlock, ToolUseBlock
+    from fsm_agent.cli.headless import StreamJson
+    from fsm_agent.core.events import ToolRefused, ToolUseComplete, Transition
+    from fsm_agent.core.messages import ToolResultBlock, ToolUseBlock
 
     out = io.StringIO()
     writer = StreamJson(out, "s")

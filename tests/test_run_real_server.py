@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from fsm_agent.config import DEFAULT_MODEL
-from fsm_agent.messages import ToolResultBlock, Usage
-from fsm_agent.pricing import cost_usd
-from fsm_agent.session import replay
+from fsm_agent.app.session import replay
+from fsm_agent.core.config import DEFAULT_MODEL
+from fsm_agent.core.messages import ToolResultBlock, Usage
+from fsm_agent.core.pricing import cost_usd
 from tests.messages_server import (
     MessagesServer,
     Sse,
@@ -123,7 +123,7 @@ def system_texts(body: dict) -> list[str]:
 def test_system_prompt_options_shape_what_the_model_is_sent(
     messages_server: MessagesServer, workspace: Path, tmp_path: Path
 ) -> None:
-    from fsm_agent.config import DEFAULT_SYSTEM_PROMPT
+    from fsm_agent.core.config import DEFAULT_SYSTEM_PROMPT
 
     messages_server.reply(text("A.", model=MODEL), text("B.", model=MODEL))
     log = tmp_path / "a.jsonl"
@@ -153,8 +153,8 @@ def test_a_retry_is_told_as_it_happens_and_again_on_replay(
 
     from rich.console import Console
 
-    from fsm_agent.render import LiveRenderer
-    from fsm_agent.session import replay
+    from fsm_agent.app.session import replay
+    from fsm_agent.cli.render import LiveRenderer
     from tests.messages_server import error
 
     limited = error(429, "rate_limit_error", "slow down", headers={"retry-after": "0.05"})

@@ -9,10 +9,10 @@ from typing import Any
 
 import pytest
 
-from fsm_agent.config import RunConfig
-from fsm_agent.messages import TextBlock, ToolResultBlock, Usage
-from fsm_agent.scripted import Scenario, ScenarioError
-from fsm_agent.session import run_scenario
+from fsm_agent.app.session import run_scenario
+from fsm_agent.core.config import RunConfig
+from fsm_agent.core.messages import TextBlock, ToolResultBlock, Usage
+from fsm_agent.live.scripted import Scenario, ScenarioError
 from tests.conftest import ROOT
 from tests.test_cli import fsm
 
@@ -255,8 +255,8 @@ def test_content_blocks_keep_the_messages_apis_extra_fields() -> None:
 
 def test_a_logs_hook_outcome_still_ignores_fields_it_does_not_know() -> None:
     """Session logs ignore unknown fields (docs/log-format.md); only a scenario is strict."""
-    from fsm_agent.hooks import HookOutcome
-    from fsm_agent.recording import read_result
+    from fsm_agent.hooks.outcomes import HookOutcome
+    from fsm_agent.replay.recording import read_result
 
     outcome = read_result("hooks", {"blocking_errors": ["x"], "from_a_later_version": 1})
     assert outcome == HookOutcome(blocking_errors=("x",))
@@ -279,7 +279,7 @@ def test_a_value_stays_checked_after_cattrs_forgets_its_hooks(cls: Any, good: An
     codec's checked one."""
     from attrs import frozen
 
-    from fsm_agent.codec import CodecError, converter, structure
+    from fsm_agent.core.codec import CodecError, converter, structure
 
     @frozen
     class Fresh:

@@ -8,10 +8,10 @@ from typing import Any, ClassVar
 
 import pytest
 
-from fsm_agent.config import RunConfig
-from fsm_agent.messages import ToolResultBlock
-from fsm_agent.scripted import Scenario, ScriptedModel
-from fsm_agent.session import replay, run, run_scenario
+from fsm_agent.app.session import replay, run, run_scenario
+from fsm_agent.core.config import RunConfig
+from fsm_agent.core.messages import ToolResultBlock
+from fsm_agent.live.scripted import Scenario, ScriptedModel
 from fsm_agent.tools.base import ToolEnv, ToolOutcome
 from fsm_agent.tools.read import ReadTool
 

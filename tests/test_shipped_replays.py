@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from fsm_agent.coverage import REASONS
-from fsm_agent.log import SessionLog
-from fsm_agent.machine import EDGES
-from fsm_agent.session import replay
+from fsm_agent.app.session import replay
+from fsm_agent.engine.machine import EDGES
+from fsm_agent.replay.coverage import REASONS
+from fsm_agent.replay.log import SessionLog
 from tests.conftest import ROOT, SCENARIOS
 from tests.test_cli import fsm
 

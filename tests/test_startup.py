@@ -25,16 +25,16 @@ def test_replay_check_imports_nothing_only_a_live_run_needs() -> None:
         "anthropic",
         "rich",
         "tempfile",
-        "fsm_agent.approvals",
-        "fsm_agent.permissions",
-        "fsm_agent.scripted",
-        "fsm_agent.settings",
+        "fsm_agent.live.approvals",
+        "fsm_agent.policy.permissions",
+        "fsm_agent.live.scripted",
+        "fsm_agent.live.settings",
         "fsm_agent.tools.bash",
         "fsm_agent.tools.read",
     ]
     code = (
         "import sys\n"
-        "from fsm_agent.cli import main\n"
+        "from fsm_agent.cli.main import main\n"
         f"sys.argv = ['fsm-agent', 'replay', {str(SHIPPED)!r}, '--check']\n"
         "try:\n    main()\nexcept SystemExit as exc:\n    assert not exc.code, exc.code\n"
         f"loaded = [m for m in {live_only!r} if m in sys.modules]\n"
@@ -52,8 +52,8 @@ def test_replay_check_compiles_only_the_schemas_of_tools_the_log_calls() -> None
     no_calls = str(ROOT / "replays" / "max_output_tokens.jsonl")
     code = (
         "import sys\n"
-        "from fsm_agent.cli import main\n"
-        "import fsm_agent.validation as v\n"
+        "from fsm_agent.cli.main import main\n"
+        "import fsm_agent.core.validation as v\n"
         f"sys.argv = ['fsm-agent', 'replay', {no_calls!r}, '--check']\n"
         "try:\n    main()\nexcept SystemExit as exc:\n    assert not exc.code, exc.code\n"
         "assert not v._compiled, len(v._compiled)\n"
@@ -67,8 +67,8 @@ def test_a_class_hooks_are_generated_once() -> None:
     not then generate (and compile) a class's hooks again."""
     from attrs import frozen
 
-    from fsm_agent.codec import converter
-    from fsm_agent.messages import Usage
+    from fsm_agent.core.codec import converter
+    from fsm_agent.core.messages import Usage
 
     @frozen
     class Fresh:
@@ -86,8 +86,14 @@ def test_help_graph_and_path_import_none_of_the_engine() -> None:
     """They need no state, codec or event loop, and only `graph` needs the machine:
     importing those would cost them tens of milliseconds (a constant in the wrong
     module, and a formatting helper in `graph`, once did)."""
-    engine = ["asyncio", "cattrs", "fsm_agent.state", "fsm_agent.codec", "fsm_agent.events"]
-    machine = ["transitions", "fsm_agent.machine"]
+    engine = [
+        "asyncio",
+        "cattrs",
+        "fsm_agent.engine.state",
+        "fsm_agent.core.codec",
+        "fsm_agent.core.events",
+    ]
+    machine = ["transitions", "fsm_agent.engine.machine"]
     for argv, unneeded in (
         (["--help"], engine + machine),
         (["graph"], engine),
@@ -95,7 +101,7 @@ def test_help_graph_and_path_import_none_of_the_engine() -> None:
     ):
         code = (
             "import sys\n"
-            "from fsm_agent.cli import main\n"
+            "from fsm_agent.cli.main import main\n"
             f"sys.argv = ['fsm-agent', *{argv!r}]\n"
             "try:\n    main()\nexcept SystemExit as exc:\n    assert not exc.code, exc.code\n"
             f"loaded = [m for m in {unneeded!r} if m in sys.modules]\n"
@@ -110,7 +116,7 @@ def test_the_debugger_does_not_load_markdown() -> None:
     start: only a live run's finished text is shown as Markdown."""
     code = (
         "import sys\n"
-        "import fsm_agent.debugger\n"
+        "import fsm_agent.cli.debugger\n"
         "loaded = [m for m in ('rich.markdown', 'markdown_it', 'pygments') if m in sys.modules]\n"
         "assert not loaded, loaded\n"
     )

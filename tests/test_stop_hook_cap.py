@@ -13,10 +13,10 @@ import json
 from pathlib import Path
 from typing import Any
 
-from fsm_agent.config import RunConfig
-from fsm_agent.driver import LoopResult
-from fsm_agent.events import DriverEvent, Notice
-from fsm_agent.session import run_scenario
+from fsm_agent.app.session import run_scenario
+from fsm_agent.core.config import RunConfig
+from fsm_agent.core.events import DriverEvent, Notice
+from fsm_agent.engine.driver import LoopResult
 from tests.test_cli import fsm
 
 CAP = "CLAUDE_CODE_STOP_HOOK_BLOCK_CAP"

@@ -13,10 +13,9 @@ from typing import Any
 
 import pytest
 
-from fsm_agent.config import RunConfig
-from fsm_agent.driver import LoopResult
-from fsm_agent.effects import INTERRUPTED, AbortSignal, model_failed
-from fsm_agent.events import (
+from fsm_agent.app.session import arun, arun_scenario, default_tools, replay, run_scenario
+from fsm_agent.core.config import RunConfig
+from fsm_agent.core.events import (
     CallsDiscarded,
     DriverEvent,
     TextDelta,
@@ -26,11 +25,12 @@ from fsm_agent.events import (
     ToolUseComplete,
     Transition,
 )
-from fsm_agent.messages import ToolResultBlock, ToolUseBlock
-from fsm_agent.permissions import PermissionSettings, RuleSource
-from fsm_agent.scripted import Scenario, ScriptedModel
-from fsm_agent.session import arun, arun_scenario, default_tools, replay, run_scenario
-from fsm_agent.tool_executor import absolute_paths, partition
+from fsm_agent.core.messages import ToolResultBlock, ToolUseBlock
+from fsm_agent.engine.driver import LoopResult
+from fsm_agent.engine.ports import INTERRUPTED, AbortSignal, model_failed
+from fsm_agent.engine.tool_executor import absolute_paths, partition
+from fsm_agent.live.scripted import Scenario, ScriptedModel
+from fsm_agent.policy.permissions import PermissionSettings, RuleSource
 from fsm_agent.tools.base import ToolEnv, ToolOutcome
 from tests.conftest import SCENARIOS
 from tests.test_cli import fsm
@@ -390,7 +390,7 @@ def test_sigterm_while_bash_runs_ends_the_run_as_ctrl_c_does(
     import subprocess
     import sys
 
-    from fsm_agent.cli import EXIT_CODES
+    from fsm_agent.cli.main import EXIT_CODES
 
     scenario = tmp_path / "slow.json"
     scenario.write_text(
@@ -789,7 +789,7 @@ class _FailsOnceAsked:
         self.asked = asked
 
     async def stream(self, request: Any) -> Any:
-        from fsm_agent.events import ModelCallError
+        from fsm_agent.core.events import ModelCallError
 
         try:
             async for event in self.inner.stream(request):
@@ -810,7 +810,7 @@ def test_a_question_still_waiting_for_the_user_is_withdrawn_when_the_stream_fail
     callback gives later is recorded nowhere (the log says the question was cancelled)."""
     import threading
 
-    from fsm_agent.permission_types import ALLOW_ONCE
+    from fsm_agent.core.permission_types import ALLOW_ONCE
 
     (workspace / "a.txt").write_text("a\n")
     data = _turns(_use("r1", "Read", file_path="a.txt"))

@@ -11,13 +11,13 @@ from typing import Any
 import pytest
 from attrs import evolve
 
-from fsm_agent.codec import unstructure
-from fsm_agent.command_hooks import HookRun, interpret
-from fsm_agent.effects import LiveEffects
-from fsm_agent.events import Notice
-from fsm_agent.messages import ToolResultBlock
-from fsm_agent.scripted import Scenario
-from fsm_agent.session import replay, run_scenario
+from fsm_agent.app.session import replay, run_scenario
+from fsm_agent.core.codec import unstructure
+from fsm_agent.core.events import Notice
+from fsm_agent.core.messages import ToolResultBlock
+from fsm_agent.engine.ports import LiveEffects
+from fsm_agent.live.command_hooks import HookRun, interpret
+from fsm_agent.live.scripted import Scenario
 from fsm_agent.tools import default_tools
 from fsm_agent.tools.base import ToolCall, ToolEnv, ToolOutcome, close_tools
 from fsm_agent.tools.output import rendered, replacement_problem
@@ -206,7 +206,7 @@ def test_a_replacement_out_of_shape_is_refused(name: str, structured: bool, valu
 
 
 def test_a_read_replaced_by_an_image_is_sent_as_one() -> None:
-    from fsm_agent.messages import ImageBlock, ImageSource
+    from fsm_agent.core.messages import ImageBlock, ImageSource
 
     value = {"type": "image", "file": {"base64": "eA==", "type": "image/png", "originalSize": 1}}
     assert replacement_problem("Read", True, value) is None

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from attrs import evolve
 
-from fsm_agent.messages import ImageBlock, ImageSource
+from fsm_agent.core.messages import ImageBlock, ImageSource
 from fsm_agent.tools import output
 from fsm_agent.tools.base import INTERRUPTED, ToolInterrupted, ToolOutcome
 from fsm_agent.tools.bash import DESCRIPTION, KEEP_BYTES, BashTool, timeout_of

@@ -3,8 +3,8 @@ from pathlib import Path
 
 import pytest
 
+from fsm_agent.core.globs import compile_glob, split_globs
 from fsm_agent.tools.glob import GlobTool, split_literal
-from fsm_agent.tools.globs import compile_glob, split_globs
 from tests.tools_support import call, make_env, text
 
 GLOB = GlobTool()
@@ -230,7 +230,7 @@ def test_many_stars_do_not_backtrack_without_end(tmp_path: Path) -> None:
     import sys
 
     code = (
-        "from fsm_agent.tools.globs import compile_glob\n"
+        "from fsm_agent.core.globs import compile_glob\n"
         "assert compile_glob('*a*a*a*a*a*a*a*a*a*a*b').fullmatch('a' * 80) is None\n"
         "assert compile_glob('{x,*a*a*a*a*a*a*a*a*a*a*b}').fullmatch('a' * 80) is None\n"
         "name = 'd/' + 'a' * 80 + '/x'\n"

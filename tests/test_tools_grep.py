@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from fsm_agent.effects import INTERRUPTED, AbortSignal, LiveEffects
+from fsm_agent.engine.ports import INTERRUPTED, AbortSignal, LiveEffects
 from fsm_agent.tools import grep as grep_module
 from fsm_agent.tools.base import ToolCall, ToolEnv, ToolOutcome
 from fsm_agent.tools.grep import GrepTool
@@ -544,8 +544,8 @@ def test_the_runs_own_session_logs_are_not_searched(tmp_path: Path) -> None:
     see them; fsm-agent's go under `.fsm-agent/` in it by default, so Grep and Glob
     skip that directory: a search for a word of the prompt found it in the log of the
     very run asking. Searching it by name still works."""
-    from fsm_agent.scripted import Scenario
-    from fsm_agent.session import run_scenario
+    from fsm_agent.app.session import run_scenario
+    from fsm_agent.live.scripted import Scenario
 
     (tmp_path / "app.py").write_text("WIDGET = 1\n")
     data = {

@@ -5,7 +5,7 @@ from pathlib import Path
 import pytest
 from attrs import evolve
 
-from fsm_agent.messages import ImageBlock
+from fsm_agent.core.messages import ImageBlock
 from fsm_agent.tools.base import ToolOutcome
 from fsm_agent.tools.read import ReadTool
 from tests.tools_support import call, make_env, text

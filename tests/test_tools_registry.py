@@ -1,8 +1,8 @@
 import jsonschema
 import pytest
 
-from fsm_agent.config import RunConfig
-from fsm_agent.permissions import READ_TOOLS
+from fsm_agent.core.config import RunConfig
+from fsm_agent.policy.permissions import READ_TOOLS
 from fsm_agent.tools import default_tools
 
 # Claude Code's tool names and input properties (see the compatibility reference).

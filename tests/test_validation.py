@@ -7,10 +7,10 @@ from typing import Any
 
 import pytest
 
-from fsm_agent.scripted import Scenario
-from fsm_agent.session import default_tools, run_scenario
+from fsm_agent.app.session import default_tools, run_scenario
+from fsm_agent.core.validation import input_problem
+from fsm_agent.live.scripted import Scenario
 from fsm_agent.tools.base import ToolEnv, ToolOutcome
-from fsm_agent.validation import input_problem
 
 SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -63,7 +63,7 @@ def test_each_problem_is_named(tool_input: Any, expected: str) -> None:
 
 
 def test_a_schema_is_compiled_once_per_object() -> None:
-    from fsm_agent import validation
+    from fsm_agent.core import validation
 
     issue({"file_path": "x"})
     compiled = validation._compiled[id(SCHEMA)][1]

@@ -7,9 +7,9 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
-from fsm_agent.effects import LiveEffects
-from fsm_agent.events import StreamEvent
-from fsm_agent.model import ModelRequest
+from fsm_agent.core.events import StreamEvent
+from fsm_agent.core.model import ModelRequest
+from fsm_agent.engine.ports import LiveEffects
 from fsm_agent.tools.base import Tool, ToolCall, ToolEnv, ToolOutcome
 
 

@@ -25,15 +25,15 @@ import time
 
 from attrs import evolve
 
-from fsm_agent.config import RunConfig
-from fsm_agent.context import estimate_all
-from fsm_agent.driver import fresh_iteration, initial_state
-from fsm_agent.effects import LiveEffects
-from fsm_agent.messages import Message, TextBlock, ToolResultBlock, ToolUseBlock, Usage, user
-from fsm_agent.phases import Run
-from fsm_agent.preprocess import preprocess
-from fsm_agent.scripted import Scenario, ScriptedModel
-from fsm_agent.state import LoopState, Transcript
+from fsm_agent.context.levels import estimate_all
+from fsm_agent.core.config import RunConfig
+from fsm_agent.core.messages import Message, TextBlock, ToolResultBlock, ToolUseBlock, Usage, user
+from fsm_agent.engine.driver import fresh_iteration, initial_state
+from fsm_agent.engine.phases import Run
+from fsm_agent.engine.ports import LiveEffects
+from fsm_agent.engine.preprocess import preprocess
+from fsm_agent.engine.state import LoopState, Transcript
+from fsm_agent.live.scripted import Scenario, ScriptedModel
 
 SIZES = (10, 1_000, 10_000)
 RESULT = "line of tool output that is about this long, " * 12

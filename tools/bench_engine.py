@@ -43,14 +43,14 @@ from itertools import pairwise
 from pathlib import Path
 from typing import Any, ClassVar
 
-from fsm_agent import jsontext
-from fsm_agent.config import RunConfig
-from fsm_agent.events import DriverEvent, Transition
-from fsm_agent.log import LogWriter
-from fsm_agent.messages import ToolResultBlock
-from fsm_agent.permissions import PermissionSettings, RuleSource
-from fsm_agent.scripted import Scenario, ScriptedModel
-from fsm_agent.session import arun
+from fsm_agent.app.session import arun
+from fsm_agent.core import jsontext
+from fsm_agent.core.config import RunConfig
+from fsm_agent.core.events import DriverEvent, Transition
+from fsm_agent.core.messages import ToolResultBlock
+from fsm_agent.live.scripted import Scenario, ScriptedModel
+from fsm_agent.policy.permissions import PermissionSettings, RuleSource
+from fsm_agent.replay.log import LogWriter
 from fsm_agent.tools.base import ToolEnv, ToolOutcome
 
 

@@ -17,8 +17,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from fsm_agent.effects import LiveEffects
-from fsm_agent.scripted import Scenario, ScriptedModel
+from fsm_agent.engine.ports import LiveEffects
+from fsm_agent.live.scripted import Scenario, ScriptedModel
 from fsm_agent.tools.base import ToolCall, ToolEnv
 from fsm_agent.tools.grep import GrepTool
 

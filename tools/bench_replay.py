@@ -24,8 +24,8 @@ from pathlib import Path
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from fsm_agent.scripted import ScriptedModel
-from fsm_agent.session import areplay, arun
+from fsm_agent.app.session import areplay, arun
+from fsm_agent.live.scripted import ScriptedModel
 from tools.bench_engine import Noop, bench_config, scenario
 
 
@@ -68,7 +68,7 @@ def timed(log: Path, repeat: int = 3) -> tuple[int, float]:
 
 def debugger_times(log: Path) -> tuple[float, float, float]:
     """Seconds to open the debugger, to go to the last step, and to step back one."""
-    from fsm_agent.debugger import Debugger
+    from fsm_agent.cli.debugger import Debugger
 
     start = time.perf_counter()
     debugger = Debugger(log)

@@ -146,7 +146,7 @@ fastjsonschema.compile = timed("fastjsonschema", fastjsonschema.compile)
 
 start = time.perf_counter()
 before = set(sys.modules)
-from fsm_agent.cli import cli
+from fsm_agent.cli.main import cli
 with contextlib.redirect_stdout(io.StringIO()):
     try:
         cli.main(["replay", sys.argv[1], "--check"], standalone_mode=False)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from fsm_agent.graph import dot, machine_doc
+from fsm_agent.engine.graph import dot, machine_doc
 
 DOCS = Path(__file__).resolve().parent.parent / "docs"
 

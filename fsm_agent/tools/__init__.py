@@ -1,6 +1,6 @@
 """The built-in tools the model can call, under Claude Code's names and input schemas.
 
-The tool modules load on first use: `fsm_agent.tools.globs` and `.base` are
+The tool modules load on first use: `fsm_agent.core.globs` and `.base` are
 imported by the engine and permissions, and importing them must not load
 every tool (a replay runs none).
 """

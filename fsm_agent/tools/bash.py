@@ -17,8 +17,8 @@ from typing import Any
 
 from attrs import define, evolve, frozen
 
-from fsm_agent.messages import ToolResultContent
-from fsm_agent.session_env import source_chain
+from fsm_agent.core.messages import ToolResultContent
+from fsm_agent.live.session_env import source_chain
 from fsm_agent.tools import exit_codes
 from fsm_agent.tools.base import (
     INTERRUPTED,
@@ -40,7 +40,7 @@ LONGEST_TIMER_MS = 2**31 - 1
 MAX_ERROR_OUTPUT_CHARS = 10_000
 """What a failing command shows of its output: a head and a tail, as Claude Code's
 excerpt. A successful command's output is handed over whole; past 30,000 characters
-the tool-result budget saves it to a file and sends a preview (`fsm_agent.context`)."""
+the tool-result budget saves it to a file and sends a preview (`fsm_agent.context.levels`)."""
 KEEP_BYTES = 1024 * 1024
 """What the output buffer keeps of each end; the middle of anything larger is dropped."""
 DRAIN_SECONDS = 2.0
@@ -365,7 +365,7 @@ a SessionStart hook exported (`CDPATH`, `GIT_CONFIG_COUNT`) does not undo it."""
 
 
 def with_session_env(command: str, directory: str | None, cwd: str) -> str:
-    """`command` after the session's `CLAUDE_ENV_FILE`s (`fsm_agent.session_env`), all on
+    """`command` after the session's `CLAUDE_ENV_FILE`s (`fsm_agent.live.session_env`), all on
     its first line, so what the shell says of the command keeps its line numbers; and
     in the workspace still, where the permission check judged it from, whatever the
     files did (a `cd`, `CDPATH`, a `cd` function: the shell's own `cd` goes back)."""

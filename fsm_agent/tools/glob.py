@@ -9,9 +9,9 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from fsm_agent.core.globs import compile_glob, matches
 from fsm_agent.tools.base import ToolEnv, ToolInputError, ToolOutcome
 from fsm_agent.tools.files import CWD_NOTE, printable
-from fsm_agent.tools.globs import compile_glob, matches
 from fsm_agent.tools.walk import walk_files
 from fsm_agent.tools.workspace import check_path
 

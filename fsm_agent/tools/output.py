@@ -28,9 +28,9 @@ from typing import Any
 
 import fastjsonschema
 
-from fsm_agent.messages import ToolResultContent
+from fsm_agent.core.messages import ToolResultContent
+from fsm_agent.core.validation import validator
 from fsm_agent.tools import bash, glob, grep, read, write
-from fsm_agent.validation import validator
 
 _STRING = {"type": "string"}
 _INT = {"type": "integer"}

@@ -10,7 +10,7 @@ import stat
 from collections.abc import Iterator
 from typing import Any, BinaryIO
 
-from fsm_agent.messages import ImageBlock, ImageSource, ToolResultContent
+from fsm_agent.core.messages import ImageBlock, ImageSource, ToolResultContent
 from fsm_agent.tools.base import ToolEnv, ToolInputError, ToolOutcome, integer
 from fsm_agent.tools.files import (
     BOM,

@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterator, Sequence
 
 from attrs import frozen
 
-from fsm_agent.tools.globs import translate
+from fsm_agent.core.globs import translate
 from fsm_agent.tools.workspace import is_within
 
 VCS_DIRS = frozenset({".git", ".hg", ".svn", ".bzr", ".jj", ".sl"})
@@ -40,7 +40,7 @@ class GitIgnore:
     """One `.gitignore`, in the common subset of gitignore: `#` comments, `!`
     negation, a trailing `/` for directories only, a leading or inner `/` to
     anchor at the file's directory, and the glob syntax of
-    `fsm_agent.tools.globs`; the last matching rule wins. `.git/info/exclude`
+    `fsm_agent.core.globs`; the last matching rule wins. `.git/info/exclude`
     and global excludes are not read.
     """
 

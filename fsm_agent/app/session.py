@@ -1,0 +1,322 @@
+"""Putting a run together: a model, tools, hooks, a log, the engine.
+
+`arun` records a live run; `areplay` re-runs a recorded log with every
+effect answered from it. Both go through the same `Engine`. What only a
+live run needs (live effects, permissions, command hooks, the scripted
+model, `tempfile`) is imported by the functions that use it, so `replay`
+starts fast.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+import os
+import uuid
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from attrs import evolve
+
+from fsm_agent.core.codec import CodecError, structure, unstructure
+from fsm_agent.core.config import RunConfig
+from fsm_agent.core.events import DriverEvent
+from fsm_agent.core.messages import Message, user
+from fsm_agent.core.model import Model, ToolSpec
+from fsm_agent.engine.driver import Engine, LoopResult
+from fsm_agent.replay.log import (
+    LogError,
+    LogWriter,
+    MemoryWriter,
+    SessionLog,
+    default_log_path,
+    machine_fingerprint,
+)
+from fsm_agent.replay.recording import RecordingTape, ReplayTape
+
+if TYPE_CHECKING:
+    from fsm_agent.engine.ports import AbortSignal, Effects, Inbox
+    from fsm_agent.hooks.outcomes import Hooks
+    from fsm_agent.live.approvals import Prompter
+    from fsm_agent.live.scripted import Scenario
+    from fsm_agent.tools.base import Tool
+
+
+def new_session_id() -> str:
+    return str(uuid.uuid4())
+
+
+def tool_specs(tools: Mapping[str, Tool]) -> tuple[ToolSpec, ...]:
+    return tuple(ToolSpec(t.name, t.description, t.input_schema) for t in tools.values())
+
+
+def default_tools() -> dict[str, Tool]:
+    from fsm_agent.tools import default_tools as make
+
+    return make()
+
+
+def session_header(
+    session_id: str, config: RunConfig, specs: Sequence[ToolSpec], **extra: Any
+) -> dict[str, Any]:
+    """A new log's header: who, when, which machine, and everything a replay needs."""
+    return {
+        "session_id": session_id,
+        "created": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+        "fingerprint": machine_fingerprint(),
+        "config": unstructure(config),
+        "tools": unstructure(list(specs)),
+        **extra,
+    }
+
+
+def _messages(prompt: str | Sequence[Message]) -> list[Message]:
+    return [user(prompt)] if isinstance(prompt, str) else list(prompt)
+
+
+async def arun(
+    prompt: str | Sequence[Message],
+    *,
+    model: Model,
+    config: RunConfig | None = None,
+    tools: Mapping[str, Tool] | None = None,
+    hooks: Hooks | None = None,
+    log: str | Path | None = None,
+    keep_log: bool = True,
+    on_event: Callable[[DriverEvent], None] | None = None,
+    abort: AbortSignal | None = None,
+    inbox: Inbox | None = None,
+    header_extra: dict[str, Any] | None = None,
+    prompter: Prompter | None = None,
+    session_id: str | None = None,
+    live_effects: Callable[..., Effects] | None = None,
+    read_files: Mapping[str, float] | None = None,
+) -> LoopResult:
+    """Run the loop live, recording every transition and effect.
+
+    The log goes to `log`, or under `.fsm-agent/sessions/` in the workspace;
+    `keep_log=False` keeps it in memory only. Permission rules and command
+    hooks come from `config` (see `fsm_agent.live.settings.load_settings`);
+    `prompter` asks the user when a rule says ask (without one, ask = deny).
+    `session_id` and `live_effects` (called like `LiveEffects`) let
+    tools/regen_replays.py write logs that are the same on every run;
+    stream-json passes `session_id` to name the session in `system/init`
+    before the run starts. `read_files` carries the files an earlier run of
+    the conversation read.
+    """
+    from fsm_agent.core.validation import check_schema
+    from fsm_agent.engine.ports import LiveEffects
+    from fsm_agent.hooks.outcomes import NOTIFICATION, events_of, hooked_events, joined, notifier
+    from fsm_agent.live.approvals import Approvals
+    from fsm_agent.live.command_hooks import CommandHooks
+    from fsm_agent.live.session_env import with_session_env
+    from fsm_agent.policy.permissions import check_mode, removed_tools
+    from fsm_agent.tools.base import close_tools
+
+    live_effects = live_effects or LiveEffects
+    config = config or RunConfig()
+    _check_workspace(config.cwd)
+    mode = check_mode(config.permission_mode)
+    if mode != config.permission_mode:  # `manual`, Claude Code's newer name, as the CLI has it
+        config = evolve(config, permission_mode=mode)
+    tools = default_tools() if tools is None else _checked_tools(tools)
+    removed = removed_tools(config.permissions)
+    tools = {name: tool for name, tool in tools.items() if name not in removed}
+    specs = tool_specs(tools)
+    for spec in specs:
+        check_schema(spec.name, spec.input_schema)
+    config = evolve(
+        config,
+        hooked_events=hooked_events(events_of(hooks), frozenset(m.event for m in config.hooks)),
+    )
+    session_id = session_id or new_session_id()
+    config = with_session_env(config, session_id)
+    header = session_header(session_id, config, specs, **(header_extra or {}))
+    path: Path | None = None
+    if keep_log:
+        path = Path(log) if log else default_log_path(config.cwd, session_id)
+        writer: LogWriter | MemoryWriter = LogWriter(path, header)
+        blobs = path.parent / path.stem / "tool-results"
+    else:
+        import tempfile
+
+        writer = MemoryWriter(header)
+        blobs = Path(tempfile.gettempdir()) / "fsm-agent" / session_id / "tool-results"
+    tape = RecordingTape(writer)
+    if config.hooks:
+        transcript = str(path.resolve()) if path else ""
+        hooks = joined(CommandHooks.for_run(config, transcript), hooks)
+    notify = None
+    if hooks is not None and prompter is not None and config.has_hooks(NOTIFICATION):
+        notify = notifier(hooks, session_id, config.cwd)
+    approvals = Approvals(
+        config.permissions, config.cwd, prompter=prompter, notify=notify,
+        mode=config.permission_mode,
+    )  # fmt: skip
+    effects = live_effects(model, tools, hooks, abort, inbox, blob_dir=blobs, approvals=approvals)
+    engine = Engine(config, tape, effects, specs, session_id, on_event)
+    try:
+        return await engine.run(_messages(prompt), read_files)
+    finally:
+        close_tools(tools.values())
+        writer.close()
+
+
+def _check_workspace(cwd: str) -> None:
+    """A workspace that is there, as `--cwd` must be: the log and the tools would
+    otherwise make a misspelt path a new, empty workspace and run in it."""
+    if not os.path.exists(cwd):
+        raise FileNotFoundError(f"the workspace {cwd} does not exist")
+    if not os.path.isdir(cwd):
+        raise NotADirectoryError(f"the workspace {cwd} is not a directory")
+
+
+def _checked_tools(tools: Mapping[str, Tool]) -> dict[str, Tool]:
+    """`tools` as the engine needs them: each under the name the model calls it by,
+    and each a tool, not its class. Checked here, as a mistake would otherwise show
+    only when the model first calls the tool ('No such tool available')."""
+    if not isinstance(tools, Mapping):
+        raise TypeError(f"tools is a mapping of names to tools, not {type(tools).__name__}")
+    for key, tool in tools.items():
+        if isinstance(tool, type):
+            raise TypeError(f"tools[{key!r}] is the class {tool.__name__}, not a tool")
+        name = getattr(tool, "name", None)
+        if not (
+            isinstance(name, str)
+            and isinstance(getattr(tool, "description", None), str)
+            and isinstance(getattr(tool, "input_schema", None), Mapping)
+            and callable(getattr(tool, "run", None))
+        ):
+            raise TypeError(
+                f"tools[{key!r}] is not a tool: a tool has a str 'name', a 'description', "
+                "an 'input_schema' and an async 'run' (fsm_agent.tools.base.Tool)"
+            )
+        if name != key:
+            raise ValueError(
+                f"tools[{key!r}] is the tool {name!r}: the model calls a tool by its name, "
+                "so it must be its key"
+            )
+    return dict(tools)
+
+
+def _own_loop(name: str) -> None:
+    """The sync wrappers run their own event loop, which asyncio forbids inside a
+    running one (an async test, a notebook): say which coroutine to await instead."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return
+    raise RuntimeError(
+        f"fsm_agent.{name}() runs its own event loop, and one is already running "
+        f"here: use `await fsm_agent.a{name}(...)` instead"
+    )
+
+
+def run(prompt: str | Sequence[Message], **kwargs: Any) -> LoopResult:
+    """`arun` for scripts: runs its own event loop."""
+    _own_loop("run")
+    return asyncio.run(arun(prompt, **kwargs))
+
+
+async def arun_scenario(
+    scenario: Scenario | str | Path,
+    *,
+    cwd: str | Path,
+    prompt: str | None = None,
+    config: RunConfig | None = None,
+    **kwargs: Any,
+) -> LoopResult:
+    """Run a scripted scenario in a workspace: its model turns, its hooks, its settings.
+
+    `config`'s options win over the scenario's `config` where they differ from
+    `RunConfig`'s defaults (as command-line options do); the scenario's settings
+    add their permission rules and hooks to `config`'s.
+    """
+    from fsm_agent.engine.ports import AbortSignal
+    from fsm_agent.live.scripted import (
+        Scenario,
+        ScenarioError,
+        ScriptedHooks,
+        ScriptedModel,
+        callers_choices,
+    )
+
+    if not isinstance(scenario, Scenario):
+        scenario = Scenario.load(scenario)
+    text = prompt or scenario.prompt
+    if not text:
+        raise ScenarioError("no prompt given, and the scenario has no 'prompt'")
+    abort = kwargs.pop("abort", None) or AbortSignal()
+    base = config or RunConfig()
+    run_config = scenario.run_config(evolve(base, cwd=os.path.realpath(cwd)))
+    run_config = evolve(run_config, **callers_choices(base))
+    return await arun(
+        text,
+        model=ScriptedModel(scenario, abort),
+        config=run_config,
+        hooks=ScriptedHooks(scenario.hooks),
+        abort=abort,
+        **kwargs,
+    )
+
+
+def run_scenario(scenario: Scenario | str | Path, **kwargs: Any) -> LoopResult:
+    _own_loop("run_scenario")
+    return asyncio.run(arun_scenario(scenario, **kwargs))
+
+
+def config_of(log: SessionLog) -> RunConfig:
+    """The recorded run's configuration; a header that does not hold one is a `LogError`."""
+    return _from_header(log, "config", {}, RunConfig)
+
+
+def tools_of(log: SessionLog, *, checked: bool = True) -> list[ToolSpec]:
+    """The tool definitions the recorded run sent the model. `checked`: a schema that
+    does not compile is a `LogError` now, not a traceback when the model first calls
+    the tool; unchecked, the caller turns a `SchemaError` into one (`header_tools_error`)."""
+    from fsm_agent.core.validation import SchemaError, check_schema
+
+    specs: list[ToolSpec] = _from_header(log, "tools", [], list[ToolSpec])
+    if checked:
+        for spec in specs:
+            try:
+                check_schema(spec.name, spec.input_schema)
+            except SchemaError as exc:
+                raise header_tools_error(log, exc) from None
+    return specs
+
+
+def header_tools_error(log: SessionLog, exc: Exception) -> LogError:
+    return LogError(f"{log.path}:1: the header's tools: {exc}")
+
+
+def _from_header(log: SessionLog, key: str, default: Any, cls: Any) -> Any:
+    try:
+        return structure(log.header.get(key, default), cls)
+    except CodecError as exc:
+        raise LogError(f"{log.path}:1: the header's {key}: {exc}") from None
+
+
+async def areplay(
+    path: str | Path,
+    *,
+    on_event: Callable[[DriverEvent], None] | None = None,
+    tape_type: Callable[[SessionLog], ReplayTape] = ReplayTape,
+) -> LoopResult:
+    """Re-run a recorded session from its log; raises `Divergence` at the first difference."""
+    from fsm_agent.core.validation import SchemaError
+
+    log = SessionLog(Path(path))
+    tape = tape_type(log)
+    specs = tools_of(log, checked=False)  # compiled as calls need them: a quicker start
+    engine = Engine(config_of(log), tape, None, specs, log.header.get("session_id", ""), on_event)
+    try:
+        return await engine.run(tape.messages(), tape.start_read_files)
+    except SchemaError as exc:
+        raise header_tools_error(log, exc) from None
+
+
+def replay(path: str | Path, **kwargs: Any) -> LoopResult:
+    _own_loop("replay")
+    return asyncio.run(areplay(path, **kwargs))

@@ -1,0 +1,271 @@
+"""An interactive session: one run of the loop per user message, over the conversation so far.
+
+Standard input is read on a thread the whole time, so a line typed while
+the loop runs is not lost: it is queued in the run's `Inbox` and reaches
+the model in the `attachments` phase (or, if the run ends first, becomes the
+next prompt). Ctrl-C sets the abort flag, so the run ends `aborted_*` and
+the session goes on; at the prompt, a second Ctrl-C or Ctrl-D leaves.
+"""
+
+from __future__ import annotations
+
+import queue
+import threading
+import time
+from collections.abc import Callable, Sequence
+from typing import TextIO
+
+from rich.console import Console
+from rich.text import Text
+
+from fsm_agent.app.history import follow_up
+from fsm_agent.cli.launch import Plan
+from fsm_agent.cli.render import LiveRenderer, QuietRenderer, RunConsole
+from fsm_agent.core.messages import Message
+from fsm_agent.engine.driver import LoopResult
+from fsm_agent.engine.ports import Inbox
+from fsm_agent.live.approvals import QuestionScreen, withdrawn
+
+PROMPT = "› "
+POLL_S = 0.1
+COMMANDS = {
+    "/help": "this list",
+    "/clear": "forget the conversation: the next message starts a new one",
+    "/exit": "leave (also /quit, Ctrl-D)",
+}
+"""Read at the prompt, as Claude Code's slash commands are; any other line,
+one starting with `/` included (a path), goes to the model. One typed while a
+run goes is carried out at the prompt after it, never sent to the model."""
+
+
+LEAVE = ("/exit", "/quit")
+
+
+def is_command(line: str) -> bool:
+    return line.strip() in (*COMMANDS, *LEAVE)
+
+
+class LineReader:
+    """Lines of a stream, read on a daemon thread; `None` marks the end (Ctrl-D)."""
+
+    def __init__(self, stream: TextIO, on_line: Callable[[str], None] | None = None) -> None:
+        self._lines: queue.SimpleQueue[str | None] = queue.SimpleQueue()
+        """A SimpleQueue: its wait takes no Python-level lock, which a Ctrl-C landing in
+        `queue.Queue`'s could leave released (a RuntimeError that ended the chat)."""
+        self.eof = False
+        self.busy = threading.Event()
+        self.on_line = on_line
+        self._stream = stream
+        threading.Thread(target=self._pump, name="fsm-agent-stdin", daemon=True).start()
+
+    def _pump(self) -> None:
+        for line in iter(self._stream.readline, ""):
+            text = line.rstrip("\r\n")
+            self._lines.put(text)
+            if self.busy.is_set() and self.on_line is not None:
+                self.on_line(text)
+        self._lines.put(None)
+
+    def pending(self) -> bool:
+        """Whether a line is already waiting (typed during the last run)."""
+        return not self._lines.empty()
+
+    def get(
+        self,
+        until: Callable[[], bool] | None = None,
+        idle: tuple[float, Callable[[], None]] | None = None,
+    ) -> str | None:
+        """The next line, waiting for it; Ctrl-C still raises KeyboardInterrupt meanwhile.
+        None as soon as `until()` is true (the run a question was for was interrupted).
+        `idle` is (seconds, callback): called once if the wait lasts that long."""
+        if self.eof:
+            return None
+        start = time.monotonic()
+        while True:
+            try:
+                line = self._lines.get(timeout=POLL_S)
+            except queue.Empty:
+                if until is not None and until():
+                    return None
+                if idle is not None and time.monotonic() - start >= idle[0]:
+                    idle[1]()
+                    idle = None
+                continue
+            if line is None:
+                self.eof = True
+            return line
+
+    def drain(self) -> tuple[str, ...]:
+        out: list[str] = []
+        while not self.eof:
+            try:
+                line = self._lines.get_nowait()
+            except queue.Empty:
+                break
+            if line is None:
+                self.eof = True
+            elif line.strip():
+                out.append(line)
+        return tuple(out)
+
+
+class ReaderInbox(Inbox):
+    """The run's inbox fed by what was typed since the run began."""
+
+    def __init__(self, reader: LineReader) -> None:
+        super().__init__()
+        self.reader = reader
+
+    def drain(self) -> tuple[str, ...]:
+        """What was typed for the model; slash commands stay, in order, for the prompt."""
+        self.keep_typed()
+        lines = super().drain()
+        for line in lines:
+            if is_command(line):
+                self.put(line)
+        return tuple(line for line in lines if not is_command(line))
+
+    def keep_typed(self) -> None:
+        """Lines typed so far are the run's, taken out of the reader before a question,
+        whose answer must be typed after it."""
+        for line in self.reader.drain():
+            self.put(line)
+
+    def left(self) -> tuple[str, ...]:
+        """What the run never took (kept lines, slash commands): the user's next prompts."""
+        return super().drain()
+
+
+class ChatSession:
+    """The prompt loop. `ask` is the seam for questions asked mid-run (permissions)."""
+
+    def __init__(
+        self,
+        plan: Plan,
+        console: Console,
+        reader: LineReader,
+        *,
+        messages: Sequence[Message] = (),
+        verbose: bool = False,
+        quiet: bool = False,
+    ) -> None:
+        self.plan = plan
+        self.console = console
+        self.reader = reader
+        self.messages: list[Message] = list(messages)
+        self.renderer: LiveRenderer | QuietRenderer = (
+            QuietRenderer(console) if quiet else LiveRenderer(console, verbose=verbose)
+        )
+        self.results: list[LoopResult] = []
+        self._typed_ahead: list[str] = []
+        """Lines typed during a run that it never took, in order: the next prompts."""
+        self._inbox: ReaderInbox | None = None
+        """The inbox of the run under way: where lines typed before a question go."""
+        self.screen = QuestionScreen(self.renderer, self.renderer.paused)
+        reader.on_line = self._queued
+        plan.ask = self.ask
+
+    def _queued(self, text: str) -> None:
+        if is_command(text):
+            self.console.print(Text(f"  ⧗ after this run: {text}", style="yellow"))
+        elif text.strip():
+            self.console.print(Text(f"  ⧗ queued: {text}", style="yellow"))
+
+    def ask(self, question: str) -> str | None:
+        """Ask the user something while a run waits (a permission prompt); `None` on Ctrl-D,
+        once Ctrl-C interrupted the run, or once the question is withdrawn (the stream
+        that started its call failed).
+
+        The live region is paused so the question and the typed answer stay
+        readable. The answer is a line typed after the question: lines typed
+        before it were queued for the model (`⧗ queued`) and stay its messages.
+        """
+        if self._inbox is not None:
+            self._inbox.keep_typed()
+        with self.screen.asking():
+            self.console.print(Text(question, style="bold yellow"), end=" ")
+            self.reader.busy.clear()
+            try:
+                answer = self.reader.get(until=lambda: self.plan.abort.is_set() or withdrawn())
+            finally:
+                self.reader.busy.set()
+            if answer is None:
+                self.console.print()  # nothing typed ended the question's line
+            return answer
+
+    def _read_prompt(self) -> str | None:
+        """The next non-empty line; `None` when the user leaves (Ctrl-D, or Ctrl-C twice)."""
+        armed = False
+        while True:
+            try:  # drawing the prompt included: a Ctrl-C may land at any point of it
+                self.console.print(Text(PROMPT, style="bold cyan"), end="")
+                typed_ahead = bool(self._typed_ahead) or self.reader.pending()
+                idle = (self.plan.idle_notify_s, self.plan.notify_idle) if self.results else None
+                line = self._typed_ahead.pop(0) if self._typed_ahead else self.reader.get(idle=idle)
+            except KeyboardInterrupt:
+                if armed:
+                    self.console.print()
+                    return None
+                armed = True
+                self.console.print(Text("\n(Ctrl-C again or Ctrl-D to leave)", style="dim"))
+                continue
+            if line is None:
+                self.console.print()
+                return None
+            if typed_ahead and line.strip():
+                self.console.print(line, markup=False, highlight=False)
+            if line.strip():
+                return line
+
+    def turn(self, prompt: str) -> LoopResult:
+        """One user message: a whole run of the loop over the conversation so far."""
+        self.plan.abort.clear()
+        self.renderer.start()
+        self.reader.busy.set()
+        self._inbox = ReaderInbox(self.reader)
+        try:
+            result = self.plan.run_interruptibly(
+                follow_up(self.messages, prompt), self.screen, inbox=self._inbox
+            )
+        finally:
+            self._typed_ahead.extend(self._inbox.left())
+            self._inbox = None
+            self.reader.busy.clear()
+            self.renderer.stop()
+        self.renderer.summary(result)
+        self.messages = list(result.messages.items)
+        self.results.append(result)
+        return result
+
+    def command(self, line: str) -> bool | None:
+        """Carry out a slash command: True to go on, False to leave; None when
+        the line is not one (it goes to the model)."""
+        name = line.strip()
+        if name in LEAVE:
+            return False
+        if name == "/clear":
+            self.messages = []
+            self.plan.clear()
+            self.console.print(Text("conversation cleared", style="dim"))
+            return True
+        if name == "/help":
+            for command, what in COMMANDS.items():
+                self.console.print(Text.assemble((f"{command:<8}", "bold"), f" {what}"))
+            note = "Anything else is a message to the model. Ctrl-C interrupts a run."
+            self.console.print(Text(note, style="dim"))
+            return True
+        return None
+
+    def loop(self) -> None:
+        self.console.print(
+            Text("fsm-agent chat · /help · Ctrl-C interrupts a run · Ctrl-D leaves", style="dim")
+        )
+        while not (isinstance(self.console, RunConsole) and self.console.reader_gone):
+            prompt = self._read_prompt()
+            if prompt is None:
+                return
+            handled = self.command(prompt)
+            if handled is False:
+                return
+            if handled is None:
+                self.turn(prompt)

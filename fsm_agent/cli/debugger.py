@@ -1,0 +1,863 @@
+"""The replay debugger: step through a recorded session with pdb's habits.
+
+`Debugger.onecmd(line)` runs one command and returns what to show (a rich
+renderable), so the command loop is driven directly in tests; `interact`
+is the terminal loop around it. Positions are steps: at step k the machine
+has just taken transition k (step 0 is the start, before any transition).
+States come from `fsm_agent.replay.stepper.Stepper`, which replays lazily.
+"""
+
+from __future__ import annotations
+
+import cmd
+import contextlib
+import io
+import json
+import operator
+import re
+from collections.abc import Callable
+from enum import Enum
+from pathlib import Path
+from typing import Any, TypeGuard
+
+import attrs
+from attrs import fields, frozen
+from rich.console import Console, Group, RenderableType
+from rich.pretty import Pretty
+from rich.table import Table
+from rich.text import Text
+
+from fsm_agent.cli.render import printable
+from fsm_agent.core.codec import block_to_api, dumps, unstructure
+from fsm_agent.core.messages import ContentBlock, Message, TextBlock, ToolResultBlock, ToolUseBlock
+from fsm_agent.engine.driver import StepInfo
+from fsm_agent.engine.machine import (
+    CONTINUE_REASONS,
+    STATES,
+    TERMINAL_REASONS,
+    Phase,
+    edge_names,
+    edges_from,
+)
+from fsm_agent.engine.state import Iteration, LoopState, Transcript
+from fsm_agent.replay.log import LogError, edge_text, other_machine_note
+from fsm_agent.replay.recording import Divergence, LogEnded, divergence_report, short_diff
+from fsm_agent.replay.stepper import Stepper
+
+FIELDS = tuple(f.name for f in fields(LoopState))
+ITERATION_FIELDS = tuple(f.name for f in fields(Iteration))
+ITERATION_PATHS = tuple(f"it.{f}" for f in ITERATION_FIELDS)
+_OPS: dict[str, Callable[[Any, Any], bool]] = {
+    "==": operator.eq,
+    "=": operator.eq,
+    "!=": operator.ne,
+    ">=": operator.ge,
+    "<=": operator.le,
+    ">": operator.gt,
+    "<": operator.lt,
+}
+_CONDITION = re.compile(r"^([A-Za-z_][^\s=!<>]*)\s*(==|!=|>=|<=|>|<|=)\s*(.+)$")
+"""FIELD OP VALUE; a field path may go through a key with `/` or `-` in it (a file read)."""
+PATH_SHOWN = 15
+MESSAGES_SHOWN = 10
+
+HELP = (
+    ("n, s, next, step [COUNT]", "go to the next step, or COUNT steps on"),
+    ("back [COUNT]", "go back one step, or COUNT steps"),
+    ("g N, goto N, j N, jump N", "go to step N (0 is the start)"),
+    ("c, cont, continue", "run to the next breakpoint, or the end"),
+    ("r, return", "run to the end of this iteration: the next Continue or Terminal edge"),
+    (
+        "b, break [SPEC]",
+        "list breakpoints, or stop at SPEC: NAME (a state or edge), state=NAME, edge=NAME, "
+        "tool=NAME (the model asks for it), turn=N, FIELD>VALUE",
+    ),
+    ("tbreak SPEC", "a breakpoint deleted when it is first hit"),
+    ("cl, clear [N]", "delete breakpoint N, or all of them"),
+    (
+        "p, print, pp FIELD",
+        "print a LoopState field (dotted: budget.continuation_count); `p` lists them; "
+        "it.FIELD: the iteration the step's phase filled in (it.stop_reason); `p it` lists it",
+    ),
+    ("msgs", "the messages sent to the model at this step"),
+    ("diff [A B]", "how the LoopState changed from step A to B (default: previous step to this)"),
+    ("w, where, bt", "the path so far and where the machine is now"),
+    ("l, list", "the edges out of the current state, with their guards"),
+    ("effects", "the effect records of this step"),
+    ("h, help [COMMAND]", "this list, or one command's line"),
+    ("q, quit, exit", "leave"),
+)
+
+
+_ANOTHER_STEP = ": this step's; g N first for step N's"
+NO_ARGUMENT = {
+    "do_continue": "",
+    "do_return": "",
+    "do_where": "",
+    "do_list": "",
+    "do_msgs": _ANOTHER_STEP,
+    "do_effects": _ANOTHER_STEP,
+}
+"""The commands that take no argument, by handler: one given is refused, not ignored
+(`effects 3` would show this step's effects as if they were step 3's)."""
+
+
+class CommandError(ValueError):
+    """A command the debugger cannot carry out; shown as one line."""
+
+
+class MissingItem(CommandError):
+    """A dict key or list index a value does not have: another step's value may."""
+
+
+def _names(row: str, command: str) -> bool:
+    """Whether a help row (`"n, s, next, step [COUNT]"`) names `command`."""
+    return command in {word.strip(",") for word in row.split() if not word.startswith("[")}
+
+
+def _no_field(name: str) -> CommandError:
+    if name.split(".")[0] == "it":
+        return CommandError(f"no field {name!r} (it. fields: {', '.join(ITERATION_FIELDS)})")
+    return CommandError(
+        f"no field {name!r} (LoopState fields: {', '.join(FIELDS)}; it.FIELD for the iteration)"
+    )
+
+
+def field_value(state: LoopState, name: str, iteration: Iteration | None = None) -> Any:
+    """A dotted field of the state, or (`it.…`) of the iteration the step filled in.
+
+    Only data is walked: attrs fields, dict keys and list indexes (`messages.3`),
+    never an arbitrary attribute (`__class__`, a method), which has no value to show.
+    """
+    value: Any = state
+    parts = name.split(".")
+    head: list[str] = []
+    if parts[0] == "it":
+        if iteration is None:
+            raise CommandError("no iteration at the start: step forward first")
+        value, parts, head = iteration, parts[1:], ["it"]
+        if not parts:
+            return value
+    for i, part in enumerate(parts):
+        if isinstance(value, dict):
+            rest = ".".join(parts[i:])
+            if rest in value:  # a key with dots in it: a file path
+                return value[rest]
+            if part not in value:
+                keys = f"keys: {', '.join(map(str, value))}" if value else "no keys"
+                raise MissingItem(_no_part(head + parts[:i], part, keys))
+            value = value[part]
+        elif isinstance(value, Transcript | list | tuple):
+            try:
+                value = value[int(part)]
+            except (ValueError, IndexError):
+                raise MissingItem(_no_part(head + parts[:i], part, f"{len(value)} items")) from None
+        elif attrs.has(type(value)) and part in _data_fields(type(value)):
+            value = getattr(value, part)
+        elif i == 0:
+            raise _no_field(name)
+        else:
+            known = _data_fields(type(value)) if attrs.has(type(value)) else ()
+            what = f"fields: {', '.join(known)}" if known else "it has no fields"
+            raise _no_part(head + parts[:i], part, what)
+    return value
+
+
+def _data_fields(cls: type) -> tuple[str, ...]:
+    """The fields `p` shows of an attrs class: its public ones."""
+    return tuple(f.name for f in fields(cls) if not f.name.startswith("_"))
+
+
+def _no_part(before: list[str], part: str, known: str) -> CommandError:
+    return CommandError(f"no field {part!r} in {'.'.join(before)} ({known})")
+
+
+def comparable(value: Any) -> Any:
+    if isinstance(value, Transcript | tuple | list):
+        return len(value)
+    if isinstance(value, Enum):
+        return value.value
+    return value
+
+
+_ORDERING = frozenset({">", ">=", "<", "<="})
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def _literal(text: str) -> Any:
+    text = text.strip()
+    aliases = {"None": None, "True": True, "False": False}
+    if text in aliases:
+        return aliases[text]
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError:
+        return text.strip("'\"")
+
+
+@frozen
+class Breakpoint:
+    """Stops on arriving in a state, taking an edge, the model asking for a tool,
+    or a condition becoming true.
+
+    Conditions (and `turn=N`) trigger on the step where they turn true, not on
+    every step after, so `c` moves on past them.
+    """
+
+    spec: str
+    kind: str
+    name: str = ""
+    op: str = "=="
+    value: Any = None
+    temporary: bool = False
+
+    @classmethod
+    def parse(cls, spec: str) -> Breakpoint:
+        """A bare NAME is a state when one has that name, else an edge: the final
+        states and their edges share names, and arriving is taking the edge."""
+        spec = spec.strip()
+        if spec in STATES:
+            return cls(f"state={spec}", "state", spec)
+        if spec in edge_names():
+            return cls(f"edge={spec}", "edge", spec)
+        key, sep, rest = spec.partition("=")
+        if sep and key.strip() in ("state", "edge") and not rest.startswith("="):
+            name = rest.strip()
+            known = STATES if key.strip() == "state" else edge_names()
+            if name not in known:
+                raise CommandError(f"no {key.strip()} {name!r} (known: {', '.join(known)})")
+            return cls(spec, key.strip(), name)
+        if sep and key.strip() == "tool" and rest.strip() and not rest.startswith("="):
+            return cls(spec, "tool", rest.strip())
+        turn = re.fullmatch(r"turn\s*(?:=|==|\s)\s*(.*)", spec)
+        if turn:
+            if not turn.group(1).isdecimal():
+                raise CommandError(f"cannot read breakpoint {spec!r}: turn=N takes a turn number")
+            return cls(spec, "condition", "turn_count", "==", int(turn.group(1)))
+        match = _CONDITION.match(spec)
+        if not match:
+            raise CommandError(
+                f"cannot read breakpoint {spec!r}: use a state or edge name, state=NAME, "
+                "edge=NAME, tool=NAME, turn=N or FIELD>VALUE"
+            )
+        name, op, value = match.groups()
+        if value.lstrip()[:1] in ("<", ">", "=", "!"):
+            raise CommandError(f"cannot read breakpoint {spec!r}: one operator, then a value")
+        head = name.split(".")
+        root = ".".join(head[:2]) if head[0] == "it" else head[0]
+        if root not in FIELDS and root not in ITERATION_PATHS:
+            raise _no_field(name)
+        return cls(spec, "condition", name, op, _literal(value))
+
+    def check(self, state: LoopState, iteration: Iteration | None) -> None:
+        """Refuse a condition that can never hold: `holds` would take the comparison's
+        TypeError for false at every step. Judged on the field's value at `state`."""
+        if self.kind != "condition":
+            return
+        value: Any = None
+        if self.name.split(".")[0] != "it" or iteration is not None:
+            with contextlib.suppress(MissingItem):  # a key or message another step may have
+                value = field_value(state, self.name, iteration)
+        listed = isinstance(value, Transcript | list | tuple)
+        what = "a list, compared by its length" if listed else "a number"
+        if self.op in _ORDERING and not _number(self.value):
+            raise self._refused(f"{self.op} compares numbers" + (f" ({what})" if listed else ""))
+        current = comparable(value)
+        if isinstance(current, bool) and not isinstance(self.value, bool):
+            raise self._refused(f"{self.name} is true or false")
+        if _number(current) and not _number(self.value):
+            raise self._refused(f"{self.name} is {what}; {self.value!r} is not a number")
+        if current is not None and self.value is not None:
+            try:
+                _OPS[self.op](current, self.value)
+            except TypeError:
+                raise self._refused(f"{self.name} and {self.value!r} do not compare") from None
+
+    def _refused(self, why: str) -> CommandError:
+        return CommandError(f"cannot read breakpoint {self.spec!r}: {why}")
+
+    def holds(self, state: LoopState, iteration: Iteration | None = None) -> bool:
+        try:
+            value = field_value(state, self.name, iteration)
+            return bool(_OPS[self.op](comparable(value), self.value))
+        except (TypeError, CommandError):
+            return False
+
+    def hits(self, before: StepInfo | LoopState, info: StepInfo) -> bool:
+        """`before` is the step before (its state alone at the start, with no iteration)."""
+        if self.kind == "state":
+            return info.dest == self.name
+        if self.kind == "edge":
+            return info.edge == self.name
+        if self.kind == "tool":
+            return info.source == Phase.API_CALL and any(
+                b.name == self.name for b in info.iteration.tool_use_blocks
+            )
+        was = (before.state, before.iteration) if isinstance(before, StepInfo) else (before, None)
+        return self.holds(info.state, info.iteration) and not self.holds(*was)
+
+
+def _count(arg: str, command: str) -> int:
+    """How many steps a stepping command moves: gdb's `next N`; one when not given."""
+    arg = arg.strip()
+    if not arg:
+        return 1
+    if not arg.isdecimal() or int(arg) == 0:
+        raise CommandError(f"usage: {command} [COUNT] (a number of steps, 1 or more)")
+    return int(arg)
+
+
+def _short(value: Any, limit: int = 100) -> str:
+    """One line of what the log holds: its escapes are shown, not obeyed (`printable`)."""
+    text = value if isinstance(value, str) else dumps(value)
+    text = printable(text.replace("\n", "⏎").replace("\t", " "))
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def message_line(i: int, message: Message) -> Text:
+    parts = []
+    for block in message.content:
+        if isinstance(block, TextBlock):
+            parts.append(block.text)
+        elif isinstance(block, ToolUseBlock):
+            parts.append(f"[tool_use {block.name} {dumps(block.input)}]")
+        elif isinstance(block, ToolResultBlock):
+            content = block.content if isinstance(block.content, str) else "[blocks]"
+            err = " error" if block.is_error else ""
+            parts.append(f"[tool_result{err} {content}]")
+        else:
+            parts.append(f"[{block.type}]")
+    meta = " (meta)" if message.is_meta else ""
+    line = Text(f"{i:>4} ", style="dim", no_wrap=True, overflow="ellipsis")
+    line.append(f"{message.role}{meta}: ", style="bold")
+    line.append(_short(" ".join(parts), 110))
+    return line
+
+
+class Debugger(cmd.Cmd):
+    """pdb-style commands over a recorded session; `onecmd` returns what to show."""
+
+    prompt = "(fsm) "
+
+    def __init__(self, path: Path, width: int = 100) -> None:
+        super().__init__()
+        self.stepper = Stepper(path)
+        self.path = path
+        self.pos = 0
+        self.breakpoints: dict[int, Breakpoint] = {}
+        self._next_bp = 1
+        self.done = False
+        self.width = width
+        self.lastcmd = ""
+
+    # -- the loop -------------------------------------------------------------
+
+    def onecmd(self, line: str) -> RenderableType:  # type: ignore[override]
+        line = line.strip()
+        if not line:
+            line = self.lastcmd
+            if not line:
+                return Text("")
+        self.lastcmd = line
+        name, arg, _ = self.parseline(line)
+        handler = getattr(self, f"do_{name}", None) if name else None
+        if handler is None:
+            return Text(f"*** unknown command {line.split()[0]!r}; type help", style="red")
+        try:
+            if arg and handler.__name__ in NO_ARGUMENT:
+                raise CommandError(f"usage: {name} (no argument{NO_ARGUMENT[handler.__name__]})")
+            return handler(arg or "")
+        except (CommandError, LogError) as exc:
+            return Text(f"*** {exc}", style="red")
+
+    def text(self, line: str) -> str:
+        """`onecmd` rendered as plain text: for tests and pipes."""
+        buffer = io.StringIO()
+        Console(file=buffer, width=self.width, color_system=None).print(self.onecmd(line))
+        return buffer.getvalue()
+
+    def interact(self, console: Console) -> None:
+        """The terminal loop. As in pdb, a command that fails unexpectedly prints a
+        `***` line and the session goes on (`onecmd` itself lets it through, for tests);
+        Ctrl-C stops a command (a long `c`) and leaves the position where it was."""
+        console.print(self.banner())
+        while not self.done:
+            try:
+                line = input(self.prompt)
+            except EOFError:
+                console.print()
+                break
+            except KeyboardInterrupt:
+                console.print()
+                continue
+            try:
+                console.print(self.onecmd(line))
+            except KeyboardInterrupt:
+                self.stepper.reset()
+                console.print(Text(f"\n*** interrupted; still at step {self.pos}", style="red"))
+            except Exception as exc:
+                console.print(Text(f"*** {type(exc).__name__}: {exc}", style="red"))
+        self.stepper.close()
+
+    def banner(self) -> RenderableType:
+        steps = self.stepper.index.steps
+        head = Text(f"fsm-agent replay debugger: {self.path} ({steps} steps). ")
+        head.append("Type help for the commands.", style="dim")
+        return Group(head, self.position())
+
+    # -- moving ---------------------------------------------------------------
+
+    def _info(self, step: int) -> StepInfo | None:
+        if step < 0:  # the stepper would take it for a step back from its end
+            raise CommandError(f"no step {step}: the log has steps 0..{self.stepper.index.steps}")
+        return None if step == 0 else self.stepper.at(step)
+
+    def _state(self, step: int) -> LoopState:
+        if step == 0:
+            return self.stepper.initial
+        info = self._info(step)
+        if info is None:
+            raise CommandError(self._beyond(step))
+        return info.state
+
+    def _beyond(self, step: int, lead: str = "") -> str:
+        """Why there is no step `step`; `lead` says so instead of "no step N"."""
+        stopped = self.stepper.stopped_by
+        lead = lead or f"no step {step}"
+        if isinstance(stopped, LogEnded):
+            return f"{lead}: {stopped}"
+        if isinstance(stopped, Divergence):
+            report = f"{lead}: the code no longer replays the log\n{divergence_report(stopped)}"
+            reached = self.stepper.reached
+            if stopped.step <= reached:
+                report += (
+                    f"\n  (a tool call started while the model streamed asked for it at step "
+                    f"{stopped.step}; the replay learns of it when the calls are collected, "
+                    f"after step {reached}, so steps {stopped.step}..{reached} were shown)"
+                )
+            note = other_machine_note(self.stepper.log)
+            return report if note is None else f"{report}\n{note}"
+        if stopped is not None:
+            return f"the replay stopped after step {self.stepper.reached}: {stopped}"
+        return f"{lead}: the log has steps 0..{self.stepper.index.steps}"
+
+    def _go(self, step: int) -> RenderableType:
+        if step < 0:
+            raise CommandError("already at the start (step 0)")
+        if step > 0 and self._info(step) is None:
+            raise CommandError(self._beyond(step))
+        self.pos = step
+        return self.position()
+
+    def position(self, note: str = "") -> RenderableType:
+        total = self.stepper.index.steps
+        line = Text(f"step {self.pos}/{total}: ", style="bold")
+        if self.pos == 0:
+            line.append(f"start, in {STATES[0]}")
+            turn = self.stepper.initial.turn_count
+        else:
+            info = self._info(self.pos)
+            assert info is not None
+            line.append(f"{info.source} -[", style="")
+            line.append(info.edge, style="bold cyan")
+            line.append(f"]-> {info.dest}")
+            turn = info.state.turn_count
+        line.append(f"  turn {turn}", style="dim")
+        if note:
+            line.append(f"  {note}", style="yellow")
+        if self.pos == total:  # step 0 too: a prompt hook can end a run before step 1
+            result = self.stepper.index.result()
+            if result is not None:
+                line.append(f"  (end: {result.get('reason')})", style="dim")
+            else:
+                line.append("  (end of the log: cut short, no result)", style="dim")
+        return line
+
+    def do_next(self, arg: str) -> RenderableType:
+        """Like `back`, a count past the end stops at the last step (and says so); one
+        past where the replay stops (a divergence) stops there, as `c` does."""
+        target, last = self.pos + _count(arg, "n"), self.stepper.index.steps
+        if self._info(min(target, last)) is None and self.stepper.reached > self.pos:
+            self.pos = self.stepper.reached
+            raise CommandError(self._beyond(self.pos + 1, f"stopped at step {self.pos}"))
+        if target <= last or self.pos >= last:
+            return self._go(target)
+        self._go(last)
+        return self.position(f"the last step (no step {target})")
+
+    do_n = do_s = do_step = do_next
+
+    def do_back(self, arg: str) -> RenderableType:
+        count = _count(arg, "back")
+        return self._go(max(0, self.pos - count) if self.pos else -1)
+
+    def do_goto(self, arg: str) -> RenderableType:
+        try:
+            step = int(arg)
+        except ValueError:
+            raise CommandError("usage: g N (a step number)") from None
+        self._info(step)  # refuses a negative step: _go takes one for "before the start"
+        return self._go(step)
+
+    do_g = do_j = do_jump = do_goto
+
+    def do_continue(self, arg: str) -> RenderableType:
+        return self._run(lambda info: False, "no breakpoint hit: at the end")
+
+    do_c = do_cont = do_continue
+
+    def do_return(self, arg: str) -> RenderableType:
+        """pdb's `return` (run until this frame returns): here, until the iteration
+        ends, on a Continue edge back to preprocess or on a Terminal one."""
+        return self._run(
+            lambda info: info.edge in CONTINUE_REASONS or info.dest in TERMINAL_REASONS,
+            "at the end",
+        )
+
+    do_r = do_return
+
+    def _run(self, until: Callable[[StepInfo], bool], at_end: str) -> RenderableType:
+        """Run on to the first step where a breakpoint hits or `until` holds."""
+        before: list[StepInfo | LoopState] = [self._info(self.pos) or self._state(self.pos)]
+        hit: list[int] = []
+
+        def stop_when(info: StepInfo) -> bool:
+            hit.extend(n for n, bp in self.breakpoints.items() if bp.hits(before[0], info))
+            before[0] = info
+            return bool(hit) or until(info)
+
+        info = self.stepper.run_until(self.pos, stop_when)
+        if info is None:
+            self.pos = self.stepper.reached
+            if self.stepper.stopped_by is not None:
+                raise CommandError(self._beyond(self.pos + 1, f"stopped at step {self.pos}"))
+            return self.position(at_end)
+        self.pos = info.step
+        notes = []
+        for n in hit:
+            bp = self.breakpoints[n]
+            if bp.temporary:
+                del self.breakpoints[n]
+                notes.append(f"temporary breakpoint {n} ({bp.spec}), deleted")
+            else:
+                notes.append(f"breakpoint {n} ({bp.spec})")
+        return self.position(", ".join(notes))
+
+    # -- breakpoints ----------------------------------------------------------
+
+    def do_break(self, arg: str) -> RenderableType:
+        if not arg.strip():
+            if not self.breakpoints:
+                return Text("no breakpoints")
+            table = Table("num", "breakpoint", box=None)
+            for n, bp in self.breakpoints.items():
+                spec = f"{bp.spec} (temporary)" if bp.temporary else bp.spec
+                table.add_row(str(n), Text(spec))
+            return table
+        return self._add(self._checked(Breakpoint.parse(arg)))
+
+    def _checked(self, bp: Breakpoint) -> Breakpoint:
+        """`bp`, refused now if its condition could never hold."""
+        info = self._info(self.pos)
+        bp.check(self._state(self.pos), info.iteration if info is not None else None)
+        return bp
+
+    do_b = do_break
+
+    def do_tbreak(self, arg: str) -> RenderableType:
+        if not arg.strip():
+            raise CommandError("usage: tbreak SPEC (as for break)")
+        return self._add(attrs.evolve(self._checked(Breakpoint.parse(arg)), temporary=True))
+
+    def _add(self, bp: Breakpoint) -> Text:
+        n = self._next_bp
+        self._next_bp += 1
+        self.breakpoints[n] = bp
+        kind = "temporary breakpoint" if bp.temporary else "breakpoint"
+        tools = [spec.name for spec in self.stepper.specs]
+        if bp.kind == "tool" and bp.name not in tools:
+            return Text(
+                f"{kind} {n}: {bp.spec} (this session has no tool {bp.name!r}: "
+                f"{', '.join(tools)}; it fires only if the model asks for one anyway)"
+            )
+        return Text(f"{kind} {n}: {bp.spec}")
+
+    def do_clear(self, arg: str) -> RenderableType:
+        if not arg.strip():
+            count = len(self.breakpoints)
+            self.breakpoints.clear()
+            return Text(f"deleted {count} breakpoint(s)")
+        try:
+            n = int(arg)
+            del self.breakpoints[n]
+        except (ValueError, KeyError):
+            raise CommandError(f"no breakpoint {arg.strip()!r}") from None
+        return Text(f"deleted breakpoint {n}")
+
+    do_cl = do_clear
+
+    # -- looking --------------------------------------------------------------
+
+    def do_p(self, arg: str) -> RenderableType:
+        state = self._state(self.pos)
+        info = self._info(self.pos)
+        iteration = info.iteration if info is not None else None
+        name = arg.strip()
+        if name in ("", "it"):
+            source: Any = state if not name else field_value(state, "it", iteration)
+            table = Table("field", "value", box=None)
+            for f in FIELDS if not name else ITERATION_FIELDS:
+                table.add_row(f, Text(self._show_value(getattr(source, f), 70)))
+            return table
+        value = field_value(state, name, iteration)
+        if isinstance(value, Transcript):
+            lines = [Text(f"{len(value)} messages, digest {value.digest[:16]}")]
+            first = max(0, len(value) - MESSAGES_SHOWN)
+            if first:
+                lines.append(Text(f"     … {first} earlier (p {name}.N shows one)", style="dim"))
+            lines.extend(message_line(i, value[i]) for i in range(first, len(value)))
+            return Group(*lines)
+        if attrs.has(type(value)) or isinstance(value, dict | list | tuple):
+            plain = _plain(value)
+            if not plain:
+                return Text(f"{name} = {dumps(plain)}")
+            return Group(Text(f"{name} ="), Pretty(plain, indent_guides=False))
+        return Text(f"{name} = {self._show_value(value, 2000)}")
+
+    do_print = do_pp = do_p
+
+    @staticmethod
+    def _show_value(value: Any, limit: int) -> str:
+        if isinstance(value, Transcript):
+            return f"{len(value)} messages"
+        if isinstance(value, Enum):
+            return repr(value.value)
+        if isinstance(value, str | int | float | bool) or value is None:
+            return repr(value)
+        return _short(_plain(value), limit)
+
+    def do_msgs(self, arg: str) -> RenderableType:
+        if self.pos == 0:
+            raise CommandError("no request at the start: step forward first")
+        info = self._info(self.pos)
+        assert info is not None
+        model = [r for r in self.stepper.index.effects_of(self.pos) if r["name"] == "model"]
+        if not model:
+            return Text(f"step {self.pos} ({info.source}) sent no model request")
+        sent = {r.digest(): r for r in self.stepper.requests(self.pos)}
+        lines: list[RenderableType] = []
+        for record in model:
+            args = record.get("args") or {}
+            lines.append(
+                Text(
+                    f"model request: {args.get('model')} ({args.get('purpose')}), "
+                    f"max_tokens {args.get('max_tokens')}, {args.get('messages')} messages",
+                    style="bold",
+                )
+            )
+            request = sent.get(record["request"])
+            if request is None:  # the code asked for another request (a divergence)
+                lines.append(Text("  (the code made no such request)", style="dim"))
+                continue
+            lines.extend(message_line(i, m) for i, m in enumerate(request.messages))
+        return Group(*lines)
+
+    def do_diff(self, arg: str) -> RenderableType:
+        parts = arg.split()
+        try:
+            if len(parts) not in (0, 2):
+                raise ValueError
+            a, b = (int(parts[0]), int(parts[1])) if parts else (max(self.pos - 1, 0), self.pos)
+        except ValueError:
+            raise CommandError("usage: diff [A B] (two step numbers)") from None
+        first, second = self._state(a), self._state(b)
+        lines: list[RenderableType] = [Text(f"LoopState, step {a} → step {b}:", style="bold")]
+        for f in FIELDS:
+            x, y = getattr(first, f), getattr(second, f)
+            if x == y:
+                continue
+            if isinstance(x, Transcript):
+                lines.append(Text(f"  messages: {len(x)} → {len(y)}"))
+                start = len(x) if y.items[: len(x)] == x.items else 0
+                lines.extend(message_line(i + start, m) for i, m in enumerate(y.items[start:]))
+                continue
+            for line in short_diff(_plain(x), _plain(y), f"{f}."):
+                lines.append(Text(f"  {line}"))
+        if len(lines) == 1:
+            lines.append(Text("  (no difference)"))
+        return Group(*lines)
+
+    def do_where(self, arg: str) -> RenderableType:
+        index = self.stepper.index
+        first = max(1, self.pos - PATH_SHOWN + 1)
+        lines: list[RenderableType] = []
+        if first > 1:
+            lines.append(Text(f"  … {first - 1} earlier steps", style="dim"))
+        for step in range(first, self.pos + 1):
+            record = index.transition(step)
+            mark = "→" if step == self.pos else " "
+            edge = edge_text((record["from"], record["edge"], record["to"]))
+            lines.append(Text(f"{mark} {step:>4} {edge}  turn {record['turn']}"))
+        if self.pos == 0:
+            lines.append(Text("→    0 start"))
+        return Group(*lines, *self._here())
+
+    do_w = do_bt = do_where
+
+    def do_list(self, arg: str) -> RenderableType:
+        """pdb lists the code around the current line; here the code is the edge table."""
+        return Group(*self._here())
+
+    do_l = do_list
+
+    def _here(self) -> list[Text]:
+        """The state the machine is in, its edges out with their guards, ▶ on the logged one."""
+        index = self.stepper.index
+        state = STATES[0] if self.pos == 0 else index.transition(self.pos)["to"]
+        upcoming = index.transition(self.pos + 1)["edge"] if self.pos < index.steps else None
+        lines = [Text(f"now in {state}", style="bold")]
+        result = index.result() if self.pos == 0 == index.steps else None
+        if result is not None:
+            lines.append(Text(f"  the run ended {result.get('reason')} before its first edge"))
+            return lines
+        for edge in edges_from(state):
+            mark = "▶" if edge.name == upcoming else " "
+            lines.append(Text(f"  {mark} -[{edge.name}]-> {edge.dest}   when {edge.when}"))
+        if not edges_from(state):
+            lines.append(Text("  (a final state)", style="dim"))
+        return lines
+
+    def do_effects(self, arg: str) -> RenderableType:
+        index = self.stepper.index
+        if self.pos == 0 and index.steps:
+            raise CommandError("no effects at the start: step 1 has those asked before it")
+        # A run that ended before step 1 (a blocked prompt) has its effects under step 1.
+        step = self.pos or 1
+        lines = self._effect_lines(step)
+        if not lines:
+            lines.append(Text(f"step {self.pos} has no effect records"))
+        if self.pos == index.steps and index.result_offset is None and index.effects_of(step + 1):
+            # A run killed mid-step: the step has no transition, only these.
+            lines.append(
+                Text(f"step {step + 1}, where the log ends (the run was killed in it), asked for:")
+            )
+            lines.extend(self._effect_lines(step + 1))
+        return Group(*lines)
+
+    def _effect_lines(self, step: int) -> list[RenderableType]:
+        index = self.stepper.index
+        lines: list[RenderableType] = []
+        first = index.first_effect(step)
+        for number, record in enumerate(index.effects_of(step), first):
+            # The number is the K of `replay --edit-effect K FILE`.
+            line = Text(f"#{number:<3} ", style="dim", no_wrap=True, overflow="ellipsis")
+            line.append(f"{record['name']:<12} ", style="bold")
+            line.append(effect_summary(record))
+            lines.append(line)
+        return lines
+
+    def do_help(self, arg: str) -> RenderableType:  # type: ignore[override]
+        """The whole list, or (pdb's `help CMD`) the line of the command named."""
+        wanted = arg.strip()
+        rows = [(names, what) for names, what in HELP if not wanted or _names(names, wanted)]
+        if not rows:
+            raise CommandError(f"no command {wanted!r}; type help for the list")
+        table = Table("command", "what it does", box=None)
+        for names, what in rows:
+            table.add_row(names, what)
+        return table
+
+    do_h = do_help
+
+    def do_quit(self, arg: str) -> RenderableType:
+        self.done = True
+        return Text("")
+
+    do_q = do_exit = do_quit
+
+    def complete_p(self, text: str, *ignored: Any) -> list[str]:
+        options = [*FIELDS, "it", *ITERATION_PATHS]
+        return [f for f in options if f.startswith(text)]
+
+    complete_pp = complete_print = complete_p
+
+    def complete_break(self, text: str, *ignored: Any) -> list[str]:
+        options = [f"state={s}" for s in STATES] + [f"edge={e}" for e in edge_names()]
+        options += [f"tool={spec.name}" for spec in self.stepper.specs]
+        names = dict.fromkeys([*STATES, *edge_names()])
+        return [o for o in [*options, *names, *FIELDS] if o.startswith(text)]
+
+    complete_b = complete_tbreak = complete_break
+
+    def completenames(self, text: str, *ignored: Any) -> list[str]:
+        return [name for name in self.get_names_plain() if name.startswith(text)]
+
+    def get_names_plain(self) -> list[str]:
+        return sorted(n[3:] for n in dir(self.__class__) if n.startswith("do_"))
+
+
+def _plain(value: Any) -> Any:
+    """`value` as JSON-like data, every field shown (defaults too, unlike the log),
+    but messages and content blocks as the converter writes them: their `type`
+    tag is what tells a text block from a tool_use, and `attrs.asdict` drops it."""
+    if isinstance(value, Enum):
+        return value.value
+    if isinstance(value, Message):
+        return unstructure(value)
+    if isinstance(value, ContentBlock):
+        return block_to_api(value)
+    if attrs.has(type(value)):
+        return {k: _plain(v) for k, v in attrs.asdict(value, recurse=False).items()}
+    if isinstance(value, list | tuple | Transcript):
+        return [_plain(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    return unstructure(value)
+
+
+def _model_result(result: Any) -> TypeGuard[dict[str, Any]]:
+    """Whether a recorded model result has the shape a summary reads. The replay checks
+    each as it answers it; one it never reached (a step the run was killed in) may not."""
+    if not isinstance(result, dict):
+        return False
+    events, error = result.get("events") or [], result.get("error")
+    listed = isinstance(events, list) and all(isinstance(e, dict) for e in events)
+    return listed and (error is None or isinstance(error, dict))
+
+
+def effect_summary(record: dict[str, Any]) -> str:
+    """One line for an effect record: what was asked, and what came back."""
+    name, args, result = record["name"], record.get("args"), record.get("result")
+    if name == "model" and isinstance(args, dict) and _model_result(result):
+        events = result.get("events") or []
+        stops = [e.get("stop_reason") for e in events if e.get("event") == "MessageDelta"]
+        error = result.get("error")
+        calls = [
+            b.get("name")
+            for e in events
+            if e.get("event") == "BlockStop"
+            and isinstance(b := e.get("block"), dict)
+            and b.get("type") == "tool_use"
+        ]
+        tools = f", tool_use {', '.join(map(str, calls))}" if calls else ""
+        retried = [str(e.get("status")) for e in events if e.get("event") == "ModelRetry"]
+        retries = f"retried after {', '.join(retried)}; " if retried else ""
+        got = (
+            f"error {error.get('kind')}: {error.get('message')}"
+            if error
+            else f"{len(events)} events, stop_reason {stops[-1] if stops else None}{tools}"
+        )
+        asked = f"{args.get('messages')} messages, last {_short(args.get('last'), 50)}"
+        return f"{asked} → {retries}{got}"
+    if name == "tool" and isinstance(args, dict) and isinstance(result, dict):
+        flag = " (is_error)" if result.get("is_error") else ""
+        call = f"{args.get('name')} {_short(args.get('input'), 40)}"
+        return f"{call} → {_short(result.get('content', ''), 50)}{flag}"
+    if name == "hooks" and isinstance(result, dict):
+        said = {k: v for k, v in result.items() if v} or "no opinion"
+        return f"{args} → {_short(said, 70)}"
+    asked = f"{record['request']} " if record["request"] else ""
+    return f"{asked}→ {_short(result, 80)}"

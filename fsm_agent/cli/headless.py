@@ -1,0 +1,540 @@
+"""Machine-readable output shaped like `claude -p`: one result object, or JSON lines.
+
+`--output-format json` prints `result_object` once; `--output-format
+stream-json` prints a `StreamJson` line per event: `system/init` first, then
+`assistant` and `user` (tool_result) messages, our `transition` lines,
+`stream_event` lines with raw API events when partial messages are asked
+for, and the `result` object last. Subtypes are in `SUBTYPES`.
+"""
+
+from __future__ import annotations
+
+import codecs
+import json
+import re
+import time
+import uuid
+from collections.abc import Callable, Sequence
+from importlib import metadata
+from typing import Any, TextIO
+
+from attrs import evolve
+
+from fsm_agent.cli.cost import CostMeter
+from fsm_agent.core.codec import block_to_api, message_to_api
+from fsm_agent.core.events import (
+    DECIDED_BEFORE_ASKING,
+    REACTIVE,
+    AssistantMessage,
+    BlockDelta,
+    BlockStart,
+    BlockStop,
+    CallsDiscarded,
+    ContextReport,
+    DriverEvent,
+    MessageDelta,
+    MessageStart,
+    MessageStop,
+    ModelEvent,
+    ModelRetry,
+    Notice,
+    StreamEvent,
+    ToolFinished,
+    ToolRefused,
+    ToolUseComplete,
+    Transition,
+)
+from fsm_agent.core.limits import context_window, output_limits
+from fsm_agent.core.messages import Message, ToolResultBlock, Usage
+from fsm_agent.engine.driver import LoopResult
+from fsm_agent.engine.machine import Phase
+from fsm_agent.engine.ports import INTERRUPTED
+
+SUBTYPES: dict[str, str] = {
+    "completed": "success",
+    "max_turns": "error_max_turns",
+}
+"""Terminal reason → `subtype`; every other reason is `error_during_execution`."""
+
+
+def subtype_of(reason: str) -> str:
+    return SUBTYPES.get(reason, "error_during_execution")
+
+
+def _usage(usage: Usage) -> dict[str, int]:
+    return {
+        "input_tokens": usage.input_tokens,
+        "output_tokens": usage.output_tokens,
+        "cache_creation_input_tokens": usage.cache_creation_input_tokens,
+        "cache_read_input_tokens": usage.cache_read_input_tokens,
+    }
+
+
+def run_usage(usage: Usage) -> dict[str, Any]:
+    """A run's summed usage with every field of Claude Code's (`NonNullableUsage`): no
+    server tools run here, and no cache write asks for the one-hour `ttl`, so every
+    write is the default five-minute one."""
+    return {
+        "input_tokens": usage.input_tokens,
+        "cache_creation_input_tokens": usage.cache_creation_input_tokens,
+        "cache_read_input_tokens": usage.cache_read_input_tokens,
+        "output_tokens": usage.output_tokens,
+        "server_tool_use": {"web_search_requests": 0, "web_fetch_requests": 0},
+        "service_tier": "standard",
+        "cache_creation": {
+            "ephemeral_1h_input_tokens": 0,
+            "ephemeral_5m_input_tokens": usage.cache_creation_input_tokens,
+        },
+    }
+
+
+def api_message(message: Message) -> dict[str, Any]:
+    """An assistant message as the Messages API returns it; one no API sent (an
+    `API Error: …` answer) gets a fresh id, as Claude Code's synthetic messages do."""
+    return {
+        "id": message.id if message.id is not None else str(uuid.uuid4()),
+        "type": "message",
+        "role": message.role,
+        "model": message.model,
+        "content": message_to_api(message)["content"],
+        "stop_reason": message.stop_reason,
+        "stop_sequence": None,
+        "usage": _usage(message.usage or Usage()),
+    }
+
+
+def _compacted(event: ContextReport) -> bool:
+    """An autocompaction that replaced the history (a failed or blocked one leaves the
+    count as it was), or a reactive compaction (reported only once made): where Claude
+    Code's stream marks its `compact_boundary`."""
+    if event.level == REACTIVE:
+        return True
+    return event.level == "autocompact" and event.after < event.before
+
+
+class RunTally:
+    """What the result reports beyond the loop's own result, gathered from driver events:
+    the cost (in total and per model), the time spent in model calls (the `api_call`
+    phase, entered to left), and the calls a permission denied."""
+
+    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+        self.meter = CostMeter()
+        self.clock = clock
+        self.api_s = 0.0
+        self._api_since: float | None = None
+        self.denials: list[dict[str, Any]] = []
+        self.path: list[dict[str, str]] = []
+        """The edges taken so far: a run that breaks off has no `LoopResult` to tell them."""
+        self.turns = 0
+        self.stop_reason: str | None = None
+        """The last assistant message's of this run (a resumed conversation ends with the
+        previous run's, which this run never received)."""
+
+    def __call__(self, event: DriverEvent) -> None:
+        self.meter(event)
+        if isinstance(event, AssistantMessage):
+            self.stop_reason = event.message.stop_reason
+        if isinstance(event, Transition):
+            self.path.append({"from": event.source, "to": event.dest, "edge": event.edge})
+            self.turns = event.turn
+            now = self.clock()
+            if self._api_since is not None and event.source == "api_call":
+                self.api_s += now - self._api_since
+                self._api_since = None
+            if event.dest == "api_call":
+                self._api_since = now
+        elif (
+            isinstance(event, ToolRefused)
+            and event.denied_by is not None
+            and event.denied_by not in DECIDED_BEFORE_ASKING
+        ):
+            block = event.block
+            self.denials.append(
+                {"tool_name": block.name, "tool_use_id": block.id, "tool_input": block.input}
+            )
+        elif isinstance(event, CallsDiscarded):
+            gone = set(event.ids)
+            self.denials = [d for d in self.denials if d["tool_use_id"] not in gone]
+
+    def model_usage(self) -> dict[str, dict[str, Any]]:
+        """`modelUsage`, keyed by model, in `claude -p`'s camelCase; `costUSD` null
+        when the model has no price (as `total_cost_usd`); `maxOutputTokens` the most a
+        request of the run asks of the model (the escalated `max_tokens`)."""
+        return {
+            model: {
+                "inputTokens": usage.input_tokens,
+                "outputTokens": usage.output_tokens,
+                "cacheReadInputTokens": usage.cache_read_input_tokens,
+                "cacheCreationInputTokens": usage.cache_creation_input_tokens,
+                "webSearchRequests": 0,
+                "costUSD": cost,
+                "contextWindow": context_window(model),
+                "maxOutputTokens": output_limits(model)[1],
+            }
+            for model, (usage, cost) in self.meter.by_model.items()
+        }
+
+
+def result_object(result: LoopResult, *, duration_ms: int, tally: RunTally) -> dict[str, Any]:
+    """The `result` object: `claude -p`'s fields plus our `log` and `path`."""
+    subtype = subtype_of(result.reason)
+    outcome: dict[str, Any]
+    if subtype == "success":  # an API error answer is what `claude -p` prints last
+        outcome = {"result": result.answer}
+        if result.api_error_status is not None:
+            outcome["api_error_status"] = result.api_error_status
+    else:
+        outcome = {"errors": [result.error or f"the run ended {result.reason}"]}
+    refused_turn = 1 if result.reason == "max_turns" else 0  # as `max_turns_reached` counts
+    return _result(
+        tally,
+        duration_ms,
+        subtype=subtype,
+        is_error=result.is_error,
+        num_turns=result.turns + refused_turn,
+        outcome=outcome,
+        stop_reason=tally.stop_reason,
+        terminal_reason=result.reason,
+        session_id=result.session_id,
+        usage=result.usage,
+        model=result.model,
+        log=result.log_path,
+        path=[{"from": s.source, "to": s.dest, "edge": s.edge} for s in result.path],
+    )
+
+
+def broken_off_object(
+    error: str,
+    *,
+    session_id: str,
+    model: str,
+    log: str | None,
+    duration_ms: int,
+    tally: RunTally,
+) -> dict[str, Any]:
+    """The `result` of a run that broke off before a final state (its log could not be
+    written): `error_during_execution`, no `terminal_reason`, what it did so far. A
+    reader that got `system/init` gets its `result`, as `claude -p` ends a run it began."""
+    return _result(
+        tally,
+        duration_ms,
+        subtype="error_during_execution",
+        is_error=True,
+        num_turns=tally.turns,
+        outcome={"errors": [error]},
+        stop_reason=tally.stop_reason,
+        terminal_reason=None,
+        session_id=session_id,
+        usage=sum((u for u, _ in tally.meter.by_model.values()), Usage()),
+        model=model,
+        log=log,
+        path=tally.path,
+    )
+
+
+def _result(
+    tally: RunTally,
+    duration_ms: int,
+    *,
+    subtype: str,
+    is_error: bool,
+    num_turns: int,
+    outcome: dict[str, Any],
+    stop_reason: str | None,
+    terminal_reason: str | None,
+    session_id: str | None,
+    usage: Usage,
+    model: str | None,
+    log: str | None,
+    path: list[dict[str, str]],
+) -> dict[str, Any]:
+    """The fields of a `result` line, in `claude -p`'s order; `outcome` is the answer
+    (`result`) or the `errors`."""
+    return {
+        "type": "result",
+        "subtype": subtype,
+        "is_error": is_error,
+        "duration_ms": duration_ms,
+        "duration_api_ms": round(tally.api_s * 1000),
+        "num_turns": num_turns,
+        **outcome,
+        "stop_reason": stop_reason,
+        "terminal_reason": terminal_reason,
+        "session_id": session_id,
+        "uuid": str(uuid.uuid4()),
+        "total_cost_usd": tally.meter.total,
+        "usage": run_usage(usage),
+        "modelUsage": tally.model_usage(),
+        "permission_denials": tally.denials,
+        "model": model,
+        "log": log,
+        "path": path,
+    }
+
+
+def api_event(event: StreamEvent) -> dict[str, Any]:
+    """A normalised stream event back in the Messages API's SSE shape."""
+    if isinstance(event, MessageStart):
+        message: dict[str, Any] = {
+            "id": event.id,
+            "type": "message",
+            "role": "assistant",
+            "model": event.model,
+            "content": [],
+            "stop_reason": None,
+            "stop_sequence": None,
+            "usage": _usage(event.usage),
+        }
+        return {"type": "message_start", "message": message}
+    if isinstance(event, BlockStart):
+        return {
+            "type": "content_block_start",
+            "index": event.index,
+            "content_block": block_to_api(event.block),
+        }
+    if isinstance(event, BlockDelta):
+        field = {
+            "text": "text",
+            "thinking": "thinking",
+            "signature": "signature",
+            "input_json": "partial_json",
+        }[event.kind]
+        delta = {"type": f"{event.kind}_delta", field: event.delta}
+        return {"type": "content_block_delta", "index": event.index, "delta": delta}
+    if isinstance(event, BlockStop):
+        return {"type": "content_block_stop", "index": event.index}
+    if isinstance(event, MessageDelta):
+        return {
+            "type": "message_delta",
+            "delta": {"stop_reason": event.stop_reason, "stop_sequence": None},
+            "usage": _usage(event.usage),
+        }
+    assert isinstance(event, MessageStop)
+    return {"type": "message_stop"}
+
+
+_WRAPPED = re.compile(r"\A<tool_use_error>(.*)</tool_use_error>\Z", re.S)
+_SAID_AS_IS = ("Error", "InputValidationError:", INTERRUPTED)
+
+
+def error_result(result: ToolResultBlock) -> str:
+    """Claude Code's `toolUseResult` for a call that failed or never ran: the error the
+    model got, without its `<tool_use_error>` wrapper, as `Error: …` (a schema failure's
+    `InputValidationError: …` and the interrupt's message are said as they are)."""
+    wrapped = _WRAPPED.match(result.text)
+    text = wrapped.group(1) if wrapped else result.text
+    return text if text.startswith(_SAID_AS_IS) else f"Error: {text}"
+
+
+def retry_category(retry: ModelRetry) -> str:
+    """Claude Code's `SDKAssistantMessageError` for a retried request
+    (`categorizeRetryableAPIError`): what a reader of `api_retry` switches on."""
+    if retry.status == 529 or "overloaded_error" in retry.error or retry.status == 429:
+        return "rate_limit"
+    if retry.status in (401, 403):
+        return "authentication_failed"
+    if retry.status >= 408:
+        return "server_error"
+    return "unknown"
+
+
+def ascii_only(stream: TextIO) -> bool:
+    """Whether `stream` cannot take all of Unicode (a legacy locale, PYTHONIOENCODING=ascii):
+    JSON written to it then escapes what it cannot hold, and stays whole and valid."""
+    try:
+        return codecs.lookup(getattr(stream, "encoding", None) or "utf-8").name != "utf-8"
+    except LookupError:
+        return True
+
+
+def init_object(
+    session_id: str,
+    cwd: str,
+    tools: Sequence[str],
+    model: str,
+    permission_mode: str,
+    *,
+    api_key_source: str = "none",
+) -> dict[str, Any]:
+    """`system/init` with every field Claude Code's `SDKSystemMessage` requires, in its
+    order: there are no slash commands, agents, skills, plugins or MCP servers here, so
+    those lists are empty; `claude_code_version` is fsm-agent's own version."""
+    return {
+        "type": "system",
+        "subtype": "init",
+        "cwd": cwd,
+        "session_id": session_id,
+        "tools": list(tools),
+        "mcp_servers": [],
+        "model": model,
+        "permissionMode": permission_mode,
+        "slash_commands": [],
+        "apiKeySource": api_key_source,
+        "claude_code_version": _version(),
+        "output_style": "default",
+        "agents": [],
+        "skills": [],
+        "plugins": [],
+        "uuid": str(uuid.uuid4()),
+    }
+
+
+def _version() -> str:
+    try:
+        return metadata.version("fsm-agent")
+    except metadata.PackageNotFoundError:
+        return "unknown"
+
+
+class StreamJson:
+    """Writes one JSON line per event, flushed, so a reader sees each as it happens.
+
+    A call started while the model still streams (a concurrency-safe tool)
+    can finish before the message that asked for it is whole. Its result
+    waits until that `assistant` line is written, so a reader never meets a
+    `tool_result` before its `tool_use`; if the message never comes (the
+    stream failed), the result is written when the loop leaves `api_call`,
+    unless the message was discarded for a fallback model (`CallsDiscarded`):
+    then it is never written.
+    """
+
+    def __init__(
+        self,
+        out: TextIO,
+        session_id: str,
+        *,
+        partial: bool = False,
+        collect: list[dict[str, Any]] | None = None,
+    ) -> None:
+        self.out = out
+        self.collect = collect
+        """Where the lines go instead of `out`, kept for one JSON array at the end."""
+        self.session_id = session_id
+        self.partial = partial
+        self.closed = False
+        self.write_error: OSError | None = None
+        """Why a write failed other than by the reader going away (a full disk)."""
+        self.ascii = ascii_only(out)
+        self._unannounced: set[str] = set()
+        self._held: list[tuple[str, dict[str, Any]]] = []
+        self._started = Usage()
+        """The usage of the message being streamed, as its `message_start` gave it."""
+
+    def write(self, obj: dict[str, Any]) -> None:
+        """One line, flushed. A reader that went away stops the output, never the run."""
+        if self.collect is not None:
+            self.collect.append(obj)
+            return
+        if self.closed:
+            return
+        self.guarded(lambda: self.out.write(self.text(obj) + "\n"))
+
+    def text(self, value: Any) -> str:
+        """`value` as `claude -p` writes JSON (`JSON.stringify`: no spaces), so a script
+        that greps for `"type":"result"` finds it; escaped where `out` cannot encode."""
+        return json.dumps(value, ensure_ascii=self.ascii, separators=(",", ":"))
+
+    def guarded(self, write: Callable[[], object]) -> None:
+        """`write`, then a flush; a failure closes the output (`write_error` says why,
+        unless the reader went away) and never reaches the run."""
+        try:
+            write()
+            self.out.flush()
+        except BrokenPipeError:
+            self.closed = True
+        except OSError as exc:
+            self.closed = True
+            self.write_error = exc
+
+    def _cumulative(self, event: StreamEvent) -> StreamEvent:
+        """A `message_delta` with the whole message's counts, as the API sends them
+        (the prompt's input and cache counts repeated beside the output's): a model
+        that gives only the output there (older API versions, the scripted model)
+        has its `message_start`'s counts filled in, the same the message's usage has."""
+        if isinstance(event, MessageStart):
+            self._started = event.usage
+        elif isinstance(event, MessageDelta):
+            return evolve(event, usage=self._started.updated_by(event.usage))
+        return event
+
+    def _line(self, kind: str, **fields: Any) -> None:
+        self.write(self._object(kind, **fields))
+
+    def _object(self, kind: str, **fields: Any) -> dict[str, Any]:
+        return {"type": kind, **fields, "session_id": self.session_id, "uuid": str(uuid.uuid4())}
+
+    def _result(self, result: Any, about: dict[str, Any] | str) -> None:
+        block = {**block_to_api(result), "is_error": result.is_error}
+        line = self._object(
+            "user",
+            message={"role": "user", "content": [block]},
+            parent_tool_use_id=None,
+            tool_use_result=about,
+        )
+        if result.tool_use_id in self._unannounced:
+            self._held.append((result.tool_use_id, line))
+        else:
+            self.write(line)
+
+    def _release(self) -> None:
+        held, self._held = self._held, []
+        self._unannounced.clear()
+        for _, line in held:
+            self.write(line)
+
+    def _discard(self, ids: Sequence[str]) -> None:
+        gone = set(ids)
+        self._held = [(i, line) for i, line in self._held if i not in gone]
+        self._unannounced -= gone
+
+    def __call__(self, event: DriverEvent) -> None:
+        if isinstance(event, ToolUseComplete):
+            self._unannounced.add(event.block.id)
+        elif isinstance(event, AssistantMessage):
+            self._line("assistant", message=api_message(event.message), parent_tool_use_id=None)
+            self._release()
+        elif isinstance(event, ToolFinished):
+            about: dict[str, Any] | str | None = event.response
+            if about is None and event.result.is_error:
+                about = error_result(event.result)
+            elif about is None:
+                about = {"tool": event.name, "duration_s": event.duration_s}
+            self._result(event.result, about)
+        elif isinstance(event, ToolRefused):
+            self._result(event.result, error_result(event.result))
+        elif isinstance(event, CallsDiscarded):
+            self._discard(event.ids)
+        elif isinstance(event, ModelEvent) and isinstance(event.event, ModelRetry):
+            retry = event.event
+            delay = None if retry.delay_s is None else round(retry.delay_s * 1000)
+            self._line(
+                "system",
+                subtype="api_retry",
+                attempt=retry.attempt,
+                max_retries=retry.max_retries,
+                retry_delay_ms=delay,
+                error_status=retry.status or None,
+                error=retry_category(retry),
+                error_message=retry.error,
+            )
+        elif isinstance(event, ModelEvent) and self.partial:
+            self._line("stream_event", event=api_event(self._cumulative(event.event)),
+                       parent_tool_use_id=None)  # fmt: skip
+        elif isinstance(event, Transition):
+            if event.source == Phase.API_CALL:
+                self._release()
+            self._line(
+                "transition",
+                step=event.step,
+                **{"from": event.source, "to": event.dest},
+                edge=event.edge,
+                turn=event.turn,
+            )
+        elif isinstance(event, Notice):
+            self._line("system", subtype=event.kind, text=event.text)
+            if isinstance(event, ContextReport) and _compacted(event):
+                self._line(
+                    "system",
+                    subtype="compact_boundary",
+                    compact_metadata={"trigger": "auto", "pre_tokens": event.before},
+                )

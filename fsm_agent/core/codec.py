@@ -1,0 +1,339 @@
+"""The one cattrs converter: every attrs class in the package to and from JSON.
+
+Content blocks are a tagged union on the API's own `type` field, so a block
+unstructures to exactly what the Messages API sends and accepts.
+"""
+
+from __future__ import annotations
+
+import functools
+import types
+import typing
+from collections.abc import Callable, Mapping
+from typing import Any, Literal
+
+import attrs
+import cattrs
+from cattrs.cols import (
+    homogenous_tuple_structure_factory,
+    is_mapping,
+    is_mutable_sequence,
+    is_sequence,
+    list_structure_factory,
+    mapping_structure_factory,
+)
+from cattrs.gen import make_dict_structure_fn, make_dict_unstructure_fn
+from cattrs.strategies import configure_tagged_union
+from cattrs.v import format_exception
+
+from fsm_agent.core.jsontext import canonical
+from fsm_agent.core.messages import (
+    ContentBlock,
+    ImageBlock,
+    ImageSource,
+    Message,
+    TextBlock,
+    ThinkingBlock,
+    ToolResultBlock,
+    ToolResultContent,
+    ToolUseBlock,
+    Usage,
+    check_counts,
+)
+
+converter = cattrs.Converter(omit_if_default=True)
+
+# Structuring takes JSON as it is, never coerced: cattrs would make "false" True,
+# a string a list of its characters, ["a"] the text "['a']", and a string or a list
+# an object of defaults, so a mistake in a scenario or a damaged log would pass.
+# cattrs clears its hook cache whenever it registers a hook, its own collection
+# hooks included, and would then generate a type's hooks again: the factories
+# registered here make each type's hook once.
+
+
+def _json_name(value: Any) -> str:
+    """What a JSON value is, as a reader of the file would say it."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int | float):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, list | tuple):
+        return "a list"
+    if isinstance(value, Mapping):
+        return "an object"
+    return type(value).__name__
+
+
+def _structure_str(value: Any, _: type) -> str:
+    if isinstance(value, str):
+        return value
+    raise TypeError(f"expected a string, got {_json_name(value)}")
+
+
+def _structure_bool(value: Any, _: type) -> bool:
+    if isinstance(value, bool):
+        return value
+    raise TypeError(f"expected true or false, got {_json_name(value)}")
+
+
+def _structure_int(value: Any, _: type) -> int:
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    raise TypeError(f"expected an integer, got {_json_name(value)}")
+
+
+def _structure_float(value: Any, _: type) -> float:
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return float(value)
+    raise TypeError(f"expected a number, got {_json_name(value)}")
+
+
+converter.register_structure_hook(str, _structure_str)
+converter.register_structure_hook(bool, _structure_bool)
+converter.register_structure_hook(int, _structure_int)
+converter.register_structure_hook(float, _structure_float)
+
+
+def _only(kinds: type | tuple[type, ...], hook: Callable[[Any, Any], Any]) -> Any:
+    """`hook`, for a value of one of `kinds` only: a list is a list, an object an object."""
+
+    def structure_only(value: Any, cls: Any) -> Any:
+        if isinstance(value, kinds):
+            return hook(value, cls)
+        raise TypeError(f"got {_json_name(value)}")
+
+    return structure_only
+
+
+def _lists_only(factory: Callable[[Any, cattrs.Converter], Any]) -> Any:
+    return functools.cache(lambda cls, conv: _only((list, tuple), factory(cls, conv)))
+
+
+converter.register_structure_hook_factory(
+    is_sequence, _lists_only(homogenous_tuple_structure_factory)
+)
+converter.register_structure_hook_factory(is_mutable_sequence, _lists_only(list_structure_factory))
+
+
+@functools.cache
+def _mappings_only(cls: Any, conv: cattrs.Converter) -> Any:
+    """cattrs' own mapping hook (not `gen_structure_mapping`, which would also register
+    it, unchecked, as the type's hook), for an object only."""
+    origin = typing.get_origin(cls) or cls
+    to = origin if isinstance(origin, type) and issubclass(origin, dict) else dict
+    hook = mapping_structure_factory(cls, conv, to, detailed_validation=conv.detailed_validation)
+    return _only((dict, Mapping), hook)
+
+
+converter.register_structure_hook_factory(is_mapping, _mappings_only)
+
+converter.register_structure_hook_factory(
+    attrs.has,
+    functools.cache(
+        lambda cls: _only((dict, Mapping), converter.gen_structure_attrs_fromdict(cls))
+    ),
+)
+converter.register_unstructure_hook_factory(
+    attrs.has, functools.cache(converter.gen_unstructure_attrs_fromdict)
+)
+
+
+class CheckFailed(ValueError):
+    """A value of the right shape that a class's check refused; its words are the check's."""
+
+
+def _then(check: Callable[[Any], Any], hook: Callable[[Any, Any], Any]) -> Any:
+    """`hook`, and `check` on what it made."""
+
+    def structure_checked(value: Any, cls: Any) -> Any:
+        made = hook(value, cls)
+        try:
+            return check(made)
+        except ValueError as exc:
+            raise CheckFailed(*exc.args) from None
+
+    return structure_checked
+
+
+CHECKS: dict[type, Callable[[Any], Any]] = {Usage: check_counts}
+"""Checks a class's value gets when read, beyond its fields' types."""
+converter.register_structure_hook(
+    Usage, _only((dict, Mapping), _then(check_counts, make_dict_structure_fn(Usage, converter)))
+)
+
+for _always_whole in (ToolUseBlock, ThinkingBlock, ImageSource):
+    converter.register_unstructure_hook(
+        _always_whole,
+        make_dict_unstructure_fn(_always_whole, converter, _cattrs_omit_if_default=False),
+    )
+
+_TAGGED: dict[Any, tuple[str, str, tuple[str, ...]]] = {}
+"""Each tagged union: what it is called, its tag's key, and the tags it knows."""
+
+
+def _tagged(union: Any, noun: str, tag_name: str, tag_of: Any) -> None:
+    configure_tagged_union(union, converter, tag_generator=tag_of, tag_name=tag_name)
+    _TAGGED[union] = (noun, tag_name, tuple(tag_of(cls) for cls in typing.get_args(union)))
+
+
+_tagged(TextBlock | ImageBlock, "a text or image block", "type", lambda cls: cls.type)
+
+
+def _structure_result_content(value: Any, _: type) -> ToolResultContent:
+    if isinstance(value, str):
+        return value
+    return converter.structure(value, tuple[TextBlock | ImageBlock, ...])
+
+
+converter.register_structure_hook(ToolResultContent, _structure_result_content)
+
+
+def _unstructure_result_content(value: ToolResultContent) -> Any:
+    if isinstance(value, str):
+        return value
+    return [converter.unstructure(b, TextBlock | ImageBlock) for b in value]
+
+
+converter.register_unstructure_hook(ToolResultContent, _unstructure_result_content)
+
+
+def _unstructure_tool_result(block: ToolResultBlock) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "tool_use_id": block.tool_use_id,
+        "content": _unstructure_result_content(block.content),
+    }
+    if block.is_error:
+        out["is_error"] = True
+    return out
+
+
+converter.register_unstructure_hook(ToolResultBlock, _unstructure_tool_result)
+_tagged(ContentBlock, "a content block", "type", lambda cls: cls.type)
+
+
+def forbid_unknown_keys(cls: Any, name: Any = None) -> None:
+    """Structure `cls` (as itself, or as `name`, a NewType of it) refusing keys it does
+    not have, for files people write, where a misspelt key would be quietly ignored.
+    Session logs keep ignoring unknown fields (docs/log-format.md), so a class they
+    also hold is made strict under a NewType only where a person writes it."""
+    hook = make_dict_structure_fn(cls, converter, _cattrs_forbid_extra_keys=True)
+    if cls in CHECKS:
+        hook = _then(CHECKS[cls], hook)
+    converter.register_structure_hook(name or cls, _only((dict, Mapping), hook))
+
+
+class CodecError(ValueError):
+    """Raised when JSON does not have the shape of the class asked for."""
+
+
+def structure(value: Any, cls: Any) -> Any:
+    try:
+        return converter.structure(value, cls)
+    except (cattrs.BaseValidationError, KeyError, TypeError, ValueError) as exc:
+        detail = (
+            "; ".join(cattrs.transform_error(exc, format_exception=_explain))
+            if isinstance(exc, cattrs.BaseValidationError)
+            else str(exc)
+        )
+        raise CodecError(f"not a valid {type_name(cls)}: {detail}") from None
+    except cattrs.errors.CattrsError:  # a Literal, not in a class, that the value is not one of
+        raise CodecError(f"not {type_name(cls)}: got {dumps(value)}") from None
+
+
+def type_name(cls: Any) -> str:
+    """A type as a reader of a JSON file would name it: `TextBlock`, `one of 'a', 'b'`."""
+    if cls in _TAGGED:
+        return _TAGGED[cls][0]
+    args = typing.get_args(cls)
+    if typing.get_origin(cls) is Literal:
+        return "one of " + ", ".join(repr(a) for a in args)
+    if isinstance(cls, types.UnionType) or typing.get_origin(cls) is typing.Union:
+        return " or ".join("null" if a is type(None) else type_name(a) for a in args)
+    origin = typing.get_origin(cls) or cls
+    if origin in (tuple, list):
+        return "list"
+    if origin is dict:
+        return "object"
+    return getattr(cls, "__name__", repr(cls))
+
+
+class _Named:
+    """All cattrs' formatter reads of a type: its `__name__`."""
+
+    def __init__(self, name: str) -> None:
+        self.__name__ = name
+
+
+def _explain(exc: BaseException, cls: Any) -> str:
+    """cattrs' wording for one error, with types named by `type_name`, a tagged
+    union's tag told apart from a missing field, a misspelt key shown next to the
+    keys there are, and a validator's own reason."""
+    if isinstance(exc, cattrs.ForbiddenExtraKeysError):
+        extra = ", ".join(repr(k) for k in sorted(exc.extra_fields))
+        keys = "keys" if len(exc.extra_fields) > 1 else "key"
+        return f"unknown {keys} {extra} (known: {', '.join(a.name for a in attrs.fields(exc.cl))})"
+    if cls in _TAGGED and isinstance(exc, KeyError):
+        noun, tag, known = _TAGGED[cls]
+        key = exc.args[0] if exc.args else None
+        if key == tag:
+            return f"{noun} needs a '{tag}' ({', '.join(known)})"
+        return f"unknown {tag} {key!r} for {noun} (known: {', '.join(known)})"
+    if cls is not None and type(exc) in (Exception, cattrs.errors.CattrsError):
+        return f"invalid value, expected {type_name(cls)}"
+    if isinstance(exc, CheckFailed) or (cls is None and type(exc) is ValueError and exc.args):
+        return f"invalid value ({exc})"
+    return format_exception(exc, None if cls is None else _Named(type_name(cls)))  # type: ignore[arg-type]
+
+
+unstructure_hook = functools.cache(converter.get_unstructure_hook)
+"""The converter's unstructure hook for a class, looked up once: for hot paths that
+unstructure the same few classes on every step (every hook is registered at import)."""
+
+
+def unstructure(value: Any, cls: Any = None) -> Any:
+    return converter.unstructure(value, cls) if cls is not None else converter.unstructure(value)
+
+
+def block_to_api(block: ContentBlock) -> dict[str, Any]:
+    return converter.unstructure(block, ContentBlock)
+
+
+def message_to_api(message: Message) -> dict[str, Any]:
+    """Only `role` and `content`: the fields the Messages API accepts on a request."""
+    return {"role": message.role, "content": [block_to_api(b) for b in message.content]}
+
+
+def dumps(value: Any) -> str:
+    """Canonical JSON (sorted keys, no spaces) as text; digests hash `canonical`'s bytes."""
+    return canonical(value).decode()
+
+
+def _register_stream_events() -> None:
+    from fsm_agent.core.events import StreamEvent
+
+    _tagged(StreamEvent, "a stream event", "event", lambda cls: cls.__name__)
+
+
+_register_stream_events()
+
+
+def _register_permission_updates() -> None:
+    """A hook's permission updates are kept in Claude Code's own JSON shape, checked as
+    its schema checks them, in a log as in a scenario."""
+    from fsm_agent.core.permission_types import PermissionUpdate, read_update, update_json
+
+    def structure_update(value: Any, _: Any) -> PermissionUpdate:
+        try:
+            return read_update(value)
+        except ValueError as exc:
+            raise CheckFailed(*exc.args) from None
+
+    converter.register_structure_hook(PermissionUpdate, structure_update)
+    converter.register_unstructure_hook(PermissionUpdate, update_json)
+
+
+_register_permission_updates()

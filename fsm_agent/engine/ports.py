@@ -1,0 +1,422 @@
+"""The one door: everything that is not a pure function of the log so far.
+
+The engine reaches the model, tools, hooks, token counting, stored tool
+results, the clock, new ids, the abort flag and queued user input only
+through an `Effects`. Live
+runs use `LiveEffects`; `fsm_agent.replay.recording` wraps it to write each call and
+its result to the session log, and answers each call from the log on replay.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+import uuid
+from collections.abc import AsyncIterator, Callable, Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
+
+from attrs import evolve
+
+from fsm_agent.core.events import StreamEvent
+from fsm_agent.core.messages import ImageBlock, TextBlock
+from fsm_agent.core.model import Model, ModelRequest
+from fsm_agent.core.permission_types import (
+    CANCELLED,
+    NO_TERMINAL,
+    Decision,
+    PermissionAsk,
+    PermissionRequest,
+    PermissionSettings,
+    PermissionsUpdated,
+    PermissionUpdate,
+)
+from fsm_agent.core.validation import input_problem
+from fsm_agent.hooks.outcomes import INTERRUPTED_HOOKS, HookOutcome, Hooks, NoHooks
+from fsm_agent.tools.base import (
+    INTERRUPTED,
+    Tool,
+    ToolCall,
+    ToolEnv,
+    ToolInputError,
+    ToolInterrupted,
+    ToolOutcome,
+)
+
+if TYPE_CHECKING:
+    from fsm_agent.live.approvals import Approvals
+
+
+class Effects(Protocol):
+    def model_stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]: ...
+
+    async def count_tokens(self, request: ModelRequest) -> int | None: ...
+
+    async def run_tool(self, call: ToolCall, env: ToolEnv) -> ToolOutcome: ...
+
+    async def run_hooks(self, event: str, payload: dict[str, Any]) -> HookOutcome: ...
+
+    async def check_permission(self, request: PermissionRequest) -> Decision: ...
+
+    async def ask_permission(
+        self,
+        question: PermissionAsk,
+        cancel: AbortSignal | None = None,
+        recheck: PermissionRequest | None = None,
+    ) -> str:
+        """The user's answer; `CANCELLED` if `cancel` (the call's own signal) is set first.
+
+        `recheck` is the call as the rules judged it: a question that waits for another
+        to be answered is judged again once its turn comes if "always" answers added
+        rules meanwhile, and not put when they allow the call (`ALLOW_ONCE`, recorded as
+        any answer). None when the question is not the rules' (a PreToolUse hook's ask)."""
+        ...
+
+    async def update_permissions(self, updates: tuple[PermissionUpdate, ...]) -> PermissionsUpdated:
+        """A PermissionRequest hook's `updatedPermissions`, applied to the run's permissions
+        (and written to the settings files they name): the mode and directories they leave."""
+        ...
+
+    def discarded(self, key: str, cancel: AbortSignal) -> bool:
+        """Whether a call started early goes no further: its stream failed (`cancel`)
+        before it got its slot, or while its PreToolUse hooks ran. `key` names that
+        point of that call within the run."""
+        ...
+
+    async def store_blob(self, name: str, text: str) -> str | None: ...
+
+    async def nested_memory(self, paths: tuple[str, ...]) -> dict[str, str]:
+        """Those of `paths` that are CLAUDE.md files (and what they import), by path,
+        as the model is shown them."""
+        ...
+
+    def now(self) -> float: ...
+
+    def new_id(self, prefix: str) -> str: ...
+
+    def aborted(self, where: str) -> bool: ...
+
+    def queued_input(self) -> tuple[str, ...]: ...
+
+
+class AbortSignal:
+    """Set by Ctrl-C (or a scripted scenario); read only through `Effects.aborted`."""
+
+    def __init__(self) -> None:
+        self._set = False
+        self._armed: set[str] = set()
+        self._listeners: list[Callable[[], None]] = []
+
+    def set(self) -> None:
+        self._set = True
+        for listener in list(self._listeners):
+            listener()
+
+    def subscribe(self, listener: Callable[[], None]) -> None:
+        """Call `listener` when the flag is set, until `unsubscribe(listener)`."""
+        self._listeners.append(listener)
+
+    def unsubscribe(self, listener: Callable[[], None]) -> None:
+        self._listeners.remove(listener)
+
+    def arm(self, where: str) -> None:
+        """Be set from the moment the loop checks at `where` (scripted interrupts)."""
+        self._armed.add(where)
+
+    def clear(self) -> None:
+        self._set = False
+        self._armed.clear()
+
+    def is_set(self, where: str = "") -> bool:
+        return self._set or where in self._armed
+
+
+class AbortGuard:
+    """`with AbortGuard(abort, cancel)`: the awaited work is cancelled the moment
+    either signal is set, and the block raises `TimeoutError`.
+
+    It does what an `asyncio.timeout` that the flag expires does (cancel the
+    task, then turn that cancellation into `TimeoutError` unless someone
+    else also cancelled it) without the timer. Entering and leaving never
+    wait, so it is a plain context manager, used inside the awaiting task.
+    `cancel` is a call's own signal (its stream failed): watching it here
+    costs nothing extra, where racing the call against it in a second task
+    cost more than the rest of a trivial call's pipeline. A guard that is
+    not `armed` lets its task be: a stream holds one guard and arms it only
+    while it waits for the next event.
+    """
+
+    __slots__ = ("_cancelling", "_expired", "_loop", "_task", "abort", "armed", "cancel")
+
+    def __init__(
+        self, abort: AbortSignal, cancel: AbortSignal | None = None, *, armed: bool = True
+    ) -> None:
+        self.abort = abort
+        self.cancel = cancel
+        self.armed = armed
+        self._task: asyncio.Task[Any] | None = None
+        self._expired = False
+
+    def _expire(self) -> None:
+        task = self._task
+        if task is not None and self.armed and not self._expired:
+            self._expired = True
+            task.cancel()
+
+    def _notify(self) -> None:
+        self._loop.call_soon_threadsafe(self._expire)
+
+    def __enter__(self) -> None:
+        self._loop = asyncio.get_running_loop()
+        task = asyncio.current_task()
+        assert task is not None
+        self._task = task
+        self._cancelling = task.cancelling()
+        self.abort.subscribe(self._notify)
+        if self.cancel is not None:
+            self.cancel.subscribe(self._notify)
+
+    def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
+        self.abort.unsubscribe(self._notify)
+        if self.cancel is not None:
+            self.cancel.unsubscribe(self._notify)
+        task, self._task = self._task, None
+        assert task is not None
+        if (
+            self._expired
+            and task.uncancel() <= self._cancelling
+            and exc_type is asyncio.CancelledError
+        ):
+            raise TimeoutError from exc
+
+
+class Inbox:
+    """User input typed while the loop runs, drained in the `attachments` phase."""
+
+    def __init__(self) -> None:
+        self._items: list[str] = []
+
+    def put(self, text: str) -> None:
+        self._items.append(text)
+
+    def drain(self) -> tuple[str, ...]:
+        items, self._items = tuple(self._items), []
+        return items
+
+
+def _wrong_outcome(outcome: object) -> str | None:
+    """What is wrong with a tool's answer (a caller's own tool, say), which the log
+    could not hold: a tool that answers wrongly fails its call, as one that raises."""
+    if not isinstance(outcome, ToolOutcome):
+        return f"it returned {type(outcome).__name__}, not a ToolOutcome"
+    content = outcome.content
+    if isinstance(content, str) or (
+        isinstance(content, tuple) and all(isinstance(b, TextBlock | ImageBlock) for b in content)
+    ):
+        return None
+    return (
+        f"its ToolOutcome's content is {type(content).__name__}, "
+        "not a str or a tuple of TextBlock and ImageBlock"
+    )
+
+
+def tool_error(text: str) -> ToolOutcome:
+    return ToolOutcome.error(f"<tool_use_error>{text}</tool_use_error>")
+
+
+def model_failed(error: str) -> str:
+    """The result of a call its model call's failure left unanswered (Claude Code fills
+    such calls in with the error): not a user interrupt."""
+    return f"Tool not run: the model call failed ({error})"
+
+
+def interrupted() -> ToolOutcome:
+    return ToolOutcome(INTERRUPTED, is_error=True, interrupted=True)
+
+
+class LiveEffects:
+    """The real world: a model, real tools on real files, hooks, the clock."""
+
+    def __init__(
+        self,
+        model: Model,
+        tools: Mapping[str, Tool],
+        hooks: Hooks | None = None,
+        abort: AbortSignal | None = None,
+        inbox: Inbox | None = None,
+        approvals: Approvals | None = None,
+        blob_dir: Path | None = None,
+    ) -> None:
+        self.model = model
+        self.blob_dir = blob_dir
+        self.tools = dict(tools)
+        self.hooks = hooks or NoHooks()
+        self.abort = abort or AbortSignal()
+        self.inbox = inbox or Inbox()
+        if approvals is None:
+            from fsm_agent.live.approvals import Approvals
+
+            approvals = Approvals(PermissionSettings(), ".")
+        self.approvals = approvals
+
+    async def model_stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
+        """The model's stream, cut short the moment the run is interrupted.
+
+        Each wait for the next event is guarded, so Ctrl-C ends a wait for
+        the model (a slow first token, a stalled stream) at once. One guard
+        serves the whole stream, armed only while waiting: an interrupt that
+        comes while the caller handles an event leaves the caller alone, and
+        the stream stops before the next wait.
+        """
+        stream = self.model.stream(request)
+        guard = AbortGuard(self.abort, armed=False)
+        try:
+            with guard:
+                while not self.abort.is_set("streaming"):
+                    guard.armed = True
+                    try:
+                        event = await anext(stream)
+                    except StopAsyncIteration:
+                        return
+                    finally:
+                        guard.armed = False
+                    yield event
+        except TimeoutError:
+            if not self.abort.is_set("streaming"):
+                raise
+        finally:
+            await stream.aclose()  # type: ignore[attr-defined]
+
+    async def count_tokens(self, request: ModelRequest) -> int | None:
+        return await self.model.count_tokens(request)
+
+    async def run_tool(self, call: ToolCall, env: ToolEnv) -> ToolOutcome:
+        """Run one call; Ctrl-C or `env.cancel` (a failed stream) cancels it.
+
+        A cancelled Bash command's process group is killed; the outcome is an
+        `interrupted` error result, recorded like any other: after Ctrl-C, what the
+        command printed until then (`ToolInterrupted`), as Claude Code keeps it.
+        """
+        started = time.perf_counter()
+        cancel = env.cancel
+        if self.abort.is_set() or (cancel is not None and cancel.is_set()):
+            return interrupted()
+        hidden = self.approvals.hidden
+        if hidden is not None:
+            env = evolve(env, hidden=hidden)
+        try:
+            with AbortGuard(self.abort, cancel):
+                outcome = await self._run_tool(call, env)
+        except (TimeoutError, ToolInterrupted) as exc:
+            if not (self.abort.is_set("tools") or (cancel is not None and cancel.is_set())):
+                raise
+            outcome = interrupted()
+            if isinstance(exc, ToolInterrupted) and self.abort.is_set("tools"):
+                outcome = exc.outcome
+        return evolve(outcome, duration_s=round(time.perf_counter() - started, 6))
+
+    async def _run_tool(self, call: ToolCall, env: ToolEnv) -> ToolOutcome:
+        tool = self.tools.get(call.name)
+        if tool is None:
+            return tool_error(f"Error: No such tool available: {call.name}")
+        problem = input_problem(call.name, tool.input_schema, call.input)
+        if problem is not None:
+            return ToolOutcome.error(problem)
+        try:
+            outcome = await tool.run(call.input, env)
+        except ToolInputError as exc:
+            return tool_error(str(exc))
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            return tool_error(f"{call.name} failed: {type(exc).__name__}: {exc}")
+        wrong = _wrong_outcome(outcome)
+        return outcome if wrong is None else tool_error(f"{call.name} failed: {wrong}")
+
+    async def run_hooks(self, event: str, payload: dict[str, Any]) -> HookOutcome:
+        """Run the hooks of `event`; Ctrl-C cancels them at once.
+
+        A cancelled command's process group is killed (as a Bash call's is),
+        and the outcome says `interrupted`. Once the run is interrupted no
+        hook starts: a slow hook would make Ctrl-C wait again.
+        """
+        if self.abort.is_set():
+            return INTERRUPTED_HOOKS
+        try:
+            with AbortGuard(self.abort):
+                return await self.hooks.run(event, payload)
+        except TimeoutError:
+            if not self.abort.is_set():
+                raise
+            return INTERRUPTED_HOOKS
+
+    async def check_permission(self, request: PermissionRequest) -> Decision:
+        return self.approvals.check(request)
+
+    async def ask_permission(
+        self,
+        question: PermissionAsk,
+        cancel: AbortSignal | None = None,
+        recheck: PermissionRequest | None = None,
+    ) -> str:
+        """The user's answer. A question whose call is cancelled (its stream failed) is
+        withdrawn at once, waiting or not: the answer `CANCELLED`, and the prompter is
+        told (`approvals.withdrawn`) so it can take its question off the screen."""
+        if self.abort.is_set():
+            return NO_TERMINAL
+        if cancel is None:
+            return await self.approvals.ask(question, recheck=recheck)
+        if cancel.is_set():
+            return CANCELLED
+        try:
+            with AbortGuard(cancel):
+                return await self.approvals.ask(question, cancel, recheck)
+        except TimeoutError:
+            if not cancel.is_set():
+                raise
+            return CANCELLED
+
+    async def update_permissions(self, updates: tuple[PermissionUpdate, ...]) -> PermissionsUpdated:
+        return self.approvals.update(updates)
+
+    def discarded(self, key: str, cancel: AbortSignal) -> bool:
+        return cancel.is_set()
+
+    async def store_blob(self, name: str, text: str) -> str | None:
+        """Write an oversized tool result next to the session log; None if that failed.
+
+        A file already there is another result's (a tool_use id used twice): the
+        new one gets a name of its own (`-2`, `-3`, …), so no result is lost."""
+        if self.blob_dir is None:
+            return None
+        stem, suffix = Path(name).stem, Path(name).suffix
+        n = 1
+        try:
+            self.blob_dir.mkdir(parents=True, exist_ok=True)
+            while True:
+                path = self.blob_dir / (name if n == 1 else f"{stem}-{n}{suffix}")
+                try:
+                    with path.open("x", encoding="utf-8") as file:
+                        file.write(text)
+                    return str(path)
+                except FileExistsError:
+                    n += 1
+        except OSError:
+            return None
+
+    async def nested_memory(self, paths: tuple[str, ...]) -> dict[str, str]:
+        from fsm_agent.context.claude_md import read_nested
+
+        return read_nested(paths, Path(self.approvals.home), Path(self.approvals.cwd))
+
+    def now(self) -> float:
+        return time.time()
+
+    def new_id(self, prefix: str) -> str:
+        return f"{prefix}_{uuid.uuid4().hex[:24]}"
+
+    def aborted(self, where: str) -> bool:
+        return self.abort.is_set(where)
+
+    def queued_input(self) -> tuple[str, ...]:
+        return self.inbox.drain()

@@ -1,0 +1,339 @@
+"""What the loop carries, and what one iteration learns.
+
+`LoopState` survives iterations and is rebuilt whole at every Continue edge
+(`fsm_agent.engine.actions`); `Iteration` is the per-iteration scratch that
+starts fresh each time round; `Facts` is what a phase found out, read only by
+the guards in `fsm_agent.engine.machine`.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from typing import Any, Literal, overload
+
+from attrs import field, frozen
+from cattrs.gen import make_dict_unstructure_fn, override
+
+from fsm_agent.core.codec import converter, unstructure_hook
+from fsm_agent.core.jsontext import canonical
+from fsm_agent.core.messages import Message, ToolResultBlock, ToolUseBlock, Usage
+from fsm_agent.engine.machine import MAX_STOP_HOOK_BLOCKS, Continue
+
+_EMPTY_DIGEST = hashlib.sha256(b"transcript").hexdigest()
+_unstructure_message = unstructure_hook(Message)
+
+
+def message_digest(message: Message) -> str:
+    return hashlib.sha256(canonical(_unstructure_message(message))).hexdigest()
+
+
+@frozen(eq=False, repr=False)
+class Transcript(Sequence[Message]):
+    """An immutable message list whose digest is chained as it grows.
+
+    Appending costs only the new messages, so hashing the state at every
+    step does not walk the history. Nor does appending copy it: versions
+    share one append-only list (and the list of chained digests) and each
+    reads only its first `length` entries; extending a version that is not
+    the newest copies its prefix first, so no version ever sees a change.
+    """
+
+    store: list[Message] = field(factory=list)
+    length: int = 0
+    digest: str = _EMPTY_DIGEST
+    chain: list[str] | None = field(factory=list)
+    """The digest after each message, shared like `store`; None once a prefix broke the chain."""
+    prefix: tuple[Message, ...] = ()
+    """Messages before the stored ones: a request's view (`with_prefix`), never extended."""
+    _items: tuple[Message, ...] | None = field(default=None, init=False)
+
+    @classmethod
+    def of(cls, messages: Iterable[Message]) -> Transcript:
+        return cls().extend(messages)
+
+    @property
+    def items(self) -> tuple[Message, ...]:
+        items = self._items
+        if items is None:
+            items = self.prefix + tuple(self.store[: self.length])
+            object.__setattr__(self, "_items", items)
+        return items
+
+    def extend(self, messages: Iterable[Message]) -> Transcript:
+        new = tuple(messages)
+        if not new:
+            return self
+        if self.prefix:
+            raise TypeError("a transcript with a prefix is a request's view; extend the original")
+        digest = self.digest
+        links: list[str] = []
+        for message in new:
+            digest = hashlib.sha256((digest + message_digest(message)).encode()).hexdigest()
+            links.append(digest)
+        store, chain, n = self.store, self.chain, self.length
+        if len(store) == n and (chain is None or len(chain) == n):
+            store.extend(new)
+            if chain is not None:
+                chain.extend(links)
+        else:
+            store = [*store[:n], *new]
+            chain = None if chain is None else [*chain[:n], *links]
+        return Transcript(store, n + len(new), digest, chain)
+
+    def replace_from(self, index: int, messages: Iterable[Message]) -> Transcript:
+        """The first `index` messages, then `messages`: rehashes only what changed.
+
+        The digest equals that of building the whole list with `of`, so a
+        level that rewrites the tail of a long history stays cheap.
+        """
+        if index == 0:
+            return Transcript.of(messages)
+        if self.chain is None or self.prefix:
+            return Transcript.of((*self.items[:index], *messages))
+        head = Transcript(self.store, index, self.chain[index - 1], self.chain)
+        return head.extend(messages)
+
+    def with_prefix(self, messages: Iterable[Message]) -> Transcript:
+        """Messages put before this transcript, hashed without re-walking it.
+
+        The digest records how the list was built (prefix, then this
+        transcript), which is all a replay needs to compare requests. The
+        view shares this transcript's store, so building it costs only the prefix.
+        """
+        prefix = messages if isinstance(messages, Transcript) else Transcript.of(messages)
+        if not prefix.length:
+            return self
+        digest = hashlib.sha256(f"{prefix.digest}+{self.digest}".encode()).hexdigest()
+        return Transcript(self.store, self.length, digest, None, (*prefix.items, *self.prefix))
+
+    @overload
+    def __getitem__(self, index: int) -> Message: ...
+    @overload
+    def __getitem__(self, index: slice) -> tuple[Message, ...]: ...
+    def __getitem__(self, index: int | slice) -> Message | tuple[Message, ...]:
+        if isinstance(index, int):
+            size = len(self.prefix) + self.length
+            if index < 0:
+                index += size
+            if not 0 <= index < size:
+                raise IndexError("Transcript index out of range")
+            if index < len(self.prefix):
+                return self.prefix[index]
+            return self.store[index - len(self.prefix)]
+        return self.items[index]
+
+    def __len__(self) -> int:
+        return len(self.prefix) + self.length
+
+    def __iter__(self) -> Iterator[Message]:
+        return iter(self.items)
+
+    def __reversed__(self) -> Iterator[Message]:
+        store = self.store
+        yield from (store[i] for i in range(self.length - 1, -1, -1))
+        yield from reversed(self.prefix)
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not Transcript:
+            return NotImplemented
+        assert isinstance(other, Transcript)
+        return self is other or (self.digest == other.digest and self.items == other.items)
+
+    def __hash__(self) -> int:
+        return hash(self.digest)
+
+    def __repr__(self) -> str:
+        return f"Transcript(items={self.items!r}, digest={self.digest!r})"
+
+
+converter.register_unstructure_hook(
+    Transcript, lambda t: [converter.unstructure(m, Message) for m in t.items]
+)
+converter.register_structure_hook(
+    Transcript, lambda v, _: Transcript.of(converter.structure(m, Message) for m in v)
+)
+
+
+@frozen
+class ToolContext:
+    """What tools need to run: the workspace, the model, files read so far."""
+
+    cwd: str
+    model: str
+    permission_mode: str = "default"
+    read_files: dict[str, float] = field(factory=dict)
+    memory_checked: tuple[str, ...] = ()
+    """Nested CLAUDE.md paths already looked for, so each is shown at most once."""
+
+
+@frozen
+class AutoCompactTracking:
+    compacted: bool = False
+    turn_counter: int = 0
+    consecutive_failures: int = 0
+
+
+@frozen
+class Collapse:
+    """A run of messages `[start, end)` to be shown as `summary` when committed.
+
+    `first` and `after` are the digests of the message at `start` and at
+    `end` (both assistant messages, which no level rewrites): a projection
+    applies the collapse only where both still match, so projecting a view
+    that already has it applied is a no-op.
+    """
+
+    start: int
+    end: int
+    summary: str
+    first: str = ""
+    after: str = ""
+    applied: bool = False
+
+
+@frozen
+class CollapseStore:
+    """Context-collapse bookkeeping: Claude Code keeps this outside the message array."""
+
+    staged: tuple[Collapse, ...] = ()
+    committed: tuple[Collapse, ...] = ()
+
+    @property
+    def staged_count(self) -> int:
+        return len(self.staged)
+
+
+@frozen
+class BudgetTracker:
+    """Token-budget continuation bookkeeping (Claude Code's budgetTracker)."""
+
+    continuation_count: int = 0
+    last_delta_tokens: int = 0
+    last_output_tokens: int = 0
+
+
+@frozen
+class LoopState:
+    """The seed's ten fields, plus the four Claude Code keeps in module state.
+
+    `collapse`, `budget` and `usage` live in mutable module or closure state
+    in Claude Code; here they are fields so that a state is whole and a
+    replay can rebuild it step by step. `stop_hook_blocks` counts consecutive
+    `stop_hook_blocking` continues, as Claude Code's `stopHookBlockingCount`:
+    every other continue resets it, and a block past the cap (8) is overridden.
+    """
+
+    messages: Transcript
+    tool_context: ToolContext
+    auto_compact_tracking: AutoCompactTracking | None = None
+    max_output_tokens_recovery_count: int = 0
+    has_attempted_reactive_compact: bool = False
+    max_output_tokens_override: int | None = None
+    pending_tool_use_summary: str | None = None
+    """The tool round just run (names), taken up by the next round: only `next_turn` sets it."""
+    stop_hook_active: bool = False
+    stop_hook_blocks: int = 0
+    turn_count: int = 1
+    transition: Continue | None = None
+    collapse: CollapseStore = CollapseStore()
+    budget: BudgetTracker = BudgetTracker()
+    usage: Usage = Usage()
+
+    def digest(self) -> str:
+        payload = self.messages.digest.encode() + canonical(_digested()(self))
+        return hashlib.sha256(payload).hexdigest()[:16]
+
+
+@functools.cache
+def _digested() -> Callable[[LoopState], dict[str, Any]]:
+    """Every field but the transcript, whose own chained digest stands for it, each
+    one whole (defaults too): one cattrs hook, made on first use."""
+    return make_dict_unstructure_fn(
+        LoopState, converter, _cattrs_omit_if_default=False, messages=override(omit=True)
+    )
+
+
+Withheld = Literal["prompt_too_long", "media"]
+
+
+@frozen
+class Iteration:
+    """Per-iteration scratch: starts fresh each time round the loop.
+
+    Phases fill it in; Continue edges read it to build the next `LoopState`;
+    terminal edges read it to build the final messages.
+    """
+
+    messages_for_query: Transcript
+    model: str
+    collapse: CollapseStore
+    token_count: int = 0
+    auto_compact_tracking: AutoCompactTracking | None = None
+    assistant_messages: tuple[Message, ...] = ()
+    tool_use_blocks: tuple[ToolUseBlock, ...] = ()
+    invalid_tool_inputs: dict[str, str] = field(factory=dict)
+    stop_reason: str | None = None
+    withheld: Withheld | None = None
+    withheld_message: str | None = None
+    """The API's words for the withheld error: what the user is told if recovery fails."""
+    not_compacted: str | None = None
+    """Why reactive compaction could not change the refused request (nothing older than
+    the last round, a PreCompact hook's block): the user is told with the error."""
+    api_error: str | None = None
+    api_error_status: int | None = None
+    """The HTTP status of the error `api_error` tells, when a response carried one."""
+    model_error: str | None = None
+    tool_results: tuple[ToolResultBlock, ...] = ()
+    read_files: dict[str, float] = field(factory=dict)
+    hook_stop_reason: str | None = None
+    attachments: tuple[str, ...] = ()
+    memory_checked: tuple[str, ...] = ()
+    memory_forgotten: bool = False
+    """A compaction summarised the messages that showed nested CLAUDE.md files:
+    they are shown again when a file in their directory is next read."""
+    usage: Usage = Usage()
+
+
+@frozen
+class Facts:
+    """What a phase found out. Guards read these and nothing else but the state."""
+
+    over_hard_limit: bool = False
+    fallback_model: str | None = None
+    model_error: str | None = None
+    aborted: bool = False
+    needs_follow_up: bool = False
+    withheld: Withheld | None = None
+    collapses_staged: int = 0
+    nothing_to_compact: bool = False
+    """Reactive compaction would leave the refused request as it is (nothing older than
+    the last round, no image to strip, or a PreCompact hook blocked it): its retry
+    would be refused the same way."""
+    truncated: bool = False
+    at_output_limit: bool = False
+    """The cut request already asked for as many tokens as the escalated retry would:
+    escalating would send the same request again."""
+    api_error: str | None = None
+    hook_prevented: bool = False
+    stop_reason: str | None = None
+    blocking_errors: tuple[str, ...] = ()
+    stop_context: tuple[str, ...] = ()
+    budget_nudge: str | None = None
+    block_cap: int = MAX_STOP_HOOK_BLOCKS
+    """The run's `stop_hook_block_cap`: 0 or less, no cap."""
+    max_turns: int | None = None
+
+    @property
+    def stop_blocked(self) -> bool:
+        """A Stop hook asked the model to go on (a block, or context to go on with)."""
+        return bool(self.blocking_errors or self.stop_context)
+
+
+NO_FACTS = Facts()
+"""A phase that found nothing out: every guard takes its edge's usual way."""
+
+facts = functools.lru_cache(maxsize=256)(Facts)
+"""`Facts(...)`, each distinct one made once: a phase's facts take few shapes, and
+making one (fourteen frozen fields) is a visible part of every step's cost."""

@@ -1,0 +1,431 @@
+"""The session log: JSON Lines, append-only, flushed after every record.
+
+Line 1 is the header; then a `start` record (the initial messages), then
+`effect` and `transition` records in the order they happened, and a final
+`result` record. A torn last line (a killed process) is tolerated on read;
+any other malformed line is a `LogError` naming it. See docs/log-format.md.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import IO, Any
+
+from fsm_agent.core import jsontext
+
+FORMAT = "fsm-agent-session"
+VERSION = 2
+READS = (1, 2)
+"""Versions this reader takes: 2 added `ModelRetry` to a model result's events, and a
+version 1 log is a version 2 log without any."""
+TAIL_CHUNK = 8192
+"""How much of a log's end `last_line` reads at a time, backwards."""
+REQUIRED: dict[str, tuple[str, ...]] = {
+    "start": ("messages",),
+    "transition": ("step", "from", "to", "edge", "turn", "state"),
+    "effect": ("step", "name", "request", "result"),
+    "context": ("step", "level", "before", "after", "text"),
+    "result": ("reason", "turns", "steps"),
+}
+"""The fields each record type must have (the schema's `required`, less `t`)."""
+RECORD_TYPES = frozenset(REQUIRED)
+HEADER_REQUIRED = ("format", "version", "session_id", "fingerprint", "config")
+"""The fields a header must have (the schema's header `required`), in every version read."""
+HEADER_TYPES: dict[str, tuple[type, str]] = {
+    "session_id": (str, "a string"),
+    "fingerprint": (str, "a string"),
+    "config": (dict, "an object"),
+    "created": (str, "a string"),
+    "tools": (list, "a list"),
+    "parent": (dict, "an object"),
+}
+"""The JSON type of each header field the schema types, checked when the field is there."""
+_REQUIRED_KEYS = {kind: frozenset(fields) for kind, fields in REQUIRED.items()}
+_STRING, _INTEGER = (str, "a string"), (int, "an integer")
+FIELD_TYPES: dict[str, dict[str, tuple[type, str]]] = {
+    "transition": {
+        "step": _INTEGER, "from": _STRING, "to": _STRING, "edge": _STRING,
+        "turn": _INTEGER, "state": _STRING,
+    },
+    "effect": {"step": _INTEGER, "name": _STRING, "request": _STRING},
+    "context": {
+        "step": _INTEGER, "level": _STRING, "before": _INTEGER, "after": _INTEGER, "text": _STRING,
+    },
+    "result": {"reason": _STRING, "turns": _INTEGER, "steps": _INTEGER},
+}  # fmt: skip
+"""The JSON type of each scalar field a reader keys, counts, compares or prints (the
+schema's `type`, or a string `enum`; all required): a list as an effect's `name` is no
+key, and `true` is no step."""
+
+
+class LogError(Exception):
+    """A session log that cannot be read: the message names the file and line."""
+
+
+def edge_text(key: tuple[str, str, str]) -> str:
+    """A recorded transition as `from -[edge]-> to`, a name that is not plain text (a
+    newline…) as a JSON string. Here, not in `graph`: `replay --path` needs no machine."""
+    source, edge, dest = (n if n.isprintable() else json.dumps(n) for n in key)
+    return f"{source} -[{edge}]-> {dest}"
+
+
+def no_start(path: Path) -> LogError:
+    """A log with no `start` record holds no run: nothing to replay, list or mark."""
+    return LogError(
+        f"{path}: the log ends after its header, before the run started (no `start` record)"
+    )
+
+
+def header_problem(header: Any) -> str | None:
+    """What makes `header` (line 1, parsed) not a header this reader takes, or None.
+
+    The schema's rules for every version read: the format, a known integer
+    version (not `true`, not `2.0`), the required fields, and the JSON type
+    of each typed field, so no reader later trips over a wrong one.
+    """
+    if not isinstance(header, dict) or header.get("format") != FORMAT:
+        return f"not a session log (no '{FORMAT}' header)"
+    version = header.get("version")
+    if type(version) is not int or version not in READS:
+        return (
+            f"unknown log format version {_shown(version)} "
+            f"(this fsm-agent reads versions {', '.join(map(str, READS))})"
+        )
+    missing = [key for key in HEADER_REQUIRED if key not in header]
+    if missing:
+        return f"a header without {', '.join(repr(key) for key in missing)}"
+    for key, (kind, name) in HEADER_TYPES.items():
+        if key in header and not isinstance(header[key], kind):
+            return f"the header's {key} is not {name}: {_shown(header[key])}"
+    return None
+
+
+def _is_utf8(raw: bytes) -> bool:
+    try:
+        raw.decode()
+    except UnicodeDecodeError:
+        return False
+    return True
+
+
+def _a(kind: str) -> str:
+    return f"an {kind}" if kind[0] in "aeiou" else f"a {kind}"
+
+
+def _shown(value: Any) -> str:
+    """A value as the file has it (JSON), cut short for an error line; one nested too
+    deep to write back (orjson reads more levels than a writer takes) by its start."""
+    try:
+        text = jsontext.dumps(value).decode(errors="replace")
+    except RecursionError:
+        text = ("[" if isinstance(value, list) else "{") * 41
+    return text if len(text) <= 40 else text[:39] + "…"
+
+
+def machine_fingerprint() -> str:
+    """A digest of the edge table, so a replay can tell when the machine changed."""
+    import hashlib
+
+    from fsm_agent.engine.machine import EDGES
+
+    rows = "\n".join(f"{e.source}|{e.name}|{e.dest}|{e.when}" for e in EDGES)
+    return hashlib.sha256(rows.encode()).hexdigest()[:16]
+
+
+def other_machine_note(log: SessionLog) -> str | None:
+    """A note when the log's edge table is not this machine's: a likely reason it diverged.
+    `replay --check` and the debugger end a divergence report with it."""
+    recorded, ours = log.header["fingerprint"], machine_fingerprint()
+    if recorded == ours:
+        return None
+    return (
+        "  note: the log was written by another machine: its edge table's fingerprint is "
+        f"{recorded}, this one's {ours}"
+    )
+
+
+def refuse_existing(path: Path) -> None:
+    """A `LogError` if something is at `path`: a new log never replaces a file, which
+    may be the very log being resumed or forked."""
+    if os.path.lexists(path):
+        raise _already_there(path)
+
+
+def _already_there(path: Path) -> LogError:
+    return LogError(f"{path}: already exists; a session log never overwrites a file")
+
+
+def _not_a_directory(path: Path) -> LogError:
+    """`mkdir` names only the first part of the path that is a file, as "File exists"."""
+    blocker = next((p for p in path.parents if p.exists() and not p.is_dir()), path.parent)
+    return LogError(f"{path}: cannot create the session log: {blocker} is not a directory")
+
+
+class LogWriter:
+    """Appends records to a session log, one line each, written through at once.
+
+    The file is unbuffered: each record is one `write` system call, so a
+    killed process leaves at most a torn last line and nothing waits in a buffer.
+    It is created exclusively: a file already at `path` is a `LogError`, never
+    overwritten (it may be a log someone still needs). While open it holds a lock
+    on the file, which the kernel drops when the process dies however it dies, so
+    a log without its `result` tells a run still going from one cut short
+    (`being_written`).
+    """
+
+    def __init__(self, path: Path, header: dict[str, Any]) -> None:
+        self.path = path
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+        except (FileExistsError, NotADirectoryError):
+            raise _not_a_directory(path) from None
+        try:
+            self._file: IO[bytes] | None = path.open("xb", buffering=0)
+        except FileExistsError:
+            raise _already_there(path) from None
+        fcntl.flock(self._file, fcntl.LOCK_EX)  # waits out a reader's brief look only
+        self.write({"format": FORMAT, "version": VERSION, **header})
+
+    def write(self, record: dict[str, Any]) -> None:
+        if self._file is None:
+            raise LogError(f"{self.path}: log is closed")
+        data = jsontext.line(record)
+        written = self._file.write(data)
+        while written < len(data):
+            written += self._file.write(data[written:])
+
+    def close(self) -> None:
+        if self._file is not None:
+            self._file.close()
+            self._file = None
+
+
+def being_written(path: Path) -> bool:
+    """Whether a live `LogWriter` holds the log: a run still writes it."""
+    with path.open("rb") as fh:
+        try:
+            fcntl.flock(fh, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return True
+    return False
+
+
+class MemoryWriter:
+    """A log kept in memory: for tests and for runs that asked for no file."""
+
+    def __init__(self, header: dict[str, Any]) -> None:
+        self.path: Path | None = None
+        self.lines: list[bytes] = [jsontext.line({"format": FORMAT, "version": VERSION, **header})]
+
+    def write(self, record: dict[str, Any]) -> None:
+        self.lines.append(jsontext.line(record))
+
+    def close(self) -> None:
+        pass
+
+
+class SessionLog:
+    """Reads a session log lazily: the header at once, records as they are asked for.
+
+    `offsets` indexes where each line starts, so a debugger can seek to any
+    record of a long log without holding the others in memory.
+    """
+
+    def __init__(self, path: Path, *, as_now: bool = False) -> None:
+        self.path = Path(path)
+        self.torn = False
+        if not self.path.is_file():
+            what = "not a file" if self.path.exists() else "no such log file"
+            raise LogError(f"{self.path}: {what}")
+        self.end = self.path.stat().st_size if as_now else None
+        """With `as_now`, the log is read as it is now: the lines a run still writing it
+        adds later are not, so an index of it and a replay of it see the same records."""
+        with self._open() as fh:
+            first = fh.readline()
+        self.header = self._parse_header(first)
+
+    def _open(self) -> IO[bytes]:
+        """The file for reading; one it cannot open (no permission) is a `LogError`, so
+        every command says so in one line."""
+        try:
+            return self.path.open("rb")
+        except OSError as exc:
+            raise LogError(f"{self.path}: cannot read the log: {exc.strerror or exc}") from None
+
+    def _parse_header(self, raw: bytes) -> dict[str, Any]:
+        if not raw:
+            raise LogError(f"{self.path}: empty, not a session log")
+        try:
+            header = jsontext.loads(raw)
+        except (json.JSONDecodeError, UnicodeDecodeError):
+            what = "JSON" if _is_utf8(raw) else "UTF-8 text (a compressed or binary file?)"
+            raise LogError(
+                f"{self.path}:1: not a session log (the first line is not {what})"
+            ) from None
+        problem = header_problem(header)
+        if problem is not None:
+            raise LogError(f"{self.path}:1: {problem}")
+        return header
+
+    def lines(self, fh: IO[bytes]) -> Iterator[bytes]:
+        """The lines after the header (`fh` is just past it), up to `end`: a line
+        written past it is cut there, so it reads as torn."""
+        pos = fh.tell()
+        for raw in fh:
+            if self.end is not None:
+                if pos >= self.end:
+                    return
+                raw = raw[: self.end - pos]
+            pos += len(raw)
+            yield raw
+
+    def records(self) -> Iterator[tuple[int, dict[str, Any]]]:
+        """Yield `(line number, record)` after the header, streaming from disk."""
+        order = RecordOrder(self.path)
+        with self._open() as fh:
+            fh.readline()
+            lineno = 1
+            pending: bytes | None = None
+            for raw in self.lines(fh):
+                lineno += 1
+                if pending is not None:
+                    yield lineno - 1, order(self.parse(pending, lineno - 1), lineno - 1)
+                pending = raw
+            if pending is not None:
+                torn = not pending.endswith(b"\n")
+                try:
+                    record = order(self.parse(pending, lineno), lineno)
+                except LogError:
+                    if not torn:
+                        raise
+                    self.torn = True
+                else:
+                    yield lineno, record
+
+    def parse(self, raw: bytes, lineno: int) -> dict[str, Any]:
+        try:
+            record = jsontext.loads(raw)
+        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+            raise LogError(f"{self.path}:{lineno}: corrupt record ({exc})") from None
+        kind = record.get("t") if isinstance(record, dict) else None
+        if not isinstance(kind, str) or kind not in RECORD_TYPES:
+            raise LogError(f"{self.path}:{lineno}: not a session record")
+        if not record.keys() >= _REQUIRED_KEYS[kind]:
+            missing = ", ".join(repr(k) for k in REQUIRED[kind] if k not in record)
+            raise LogError(f"{self.path}:{lineno}: a {kind} record without {missing}")
+        for key, (cls, name) in FIELD_TYPES.get(kind, {}).items():
+            value = record[key]
+            if not isinstance(value, cls) or isinstance(value, bool):
+                shown = _shown(value)
+                raise LogError(f"{self.path}:{lineno}: {_a(kind)}'s {key} is not {name}: {shown}")
+        return record
+
+    def offsets(self) -> list[int]:
+        """Byte offset of every record line after the header."""
+        out: list[int] = []
+        with self._open() as fh:
+            pos = len(fh.readline())
+            for raw in fh:
+                out.append(pos)
+                pos += len(raw)
+        return out
+
+    def read_at(self, offset: int) -> dict[str, Any]:
+        """The record at a byte offset (from `offsets` or an index).
+
+        Line numbers are not kept per offset; a damaged record's error counts
+        them then, so it names the real line.
+        """
+        with self._open() as fh:
+            fh.seek(offset)
+            raw = fh.readline()
+            try:
+                return self.parse(raw, 0)
+            except LogError:
+                fh.seek(0)
+                lineno = fh.read(offset).count(b"\n") + 1
+        return self.parse(raw, lineno)
+
+
+class RecordOrder:
+    """Checks that records come in the order a run writes them: `start` first, each
+    transition numbered one past the last, each effect and context record numbered
+    with the step it belongs to (one past the last transition), nothing after `result`.
+
+    Replay matches records by position; a step number out of place (a line moved,
+    repeated or lost, or edited) would otherwise pass unnoticed, and the debugger and
+    `--edit-effect`, which go by the numbers, would show and edit other records.
+    """
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.seen = 0
+        self.steps = 0
+        self.ended = False
+
+    def __call__(self, record: dict[str, Any], lineno: int) -> dict[str, Any]:
+        kind = record["t"]
+        where = f"{self.path}:{lineno}"
+        if self.ended:
+            raise LogError(f"{where}: {_a(kind)} record after the run's result")
+        if kind == "start" and self.seen:
+            raise LogError(f"{where}: a second start record")
+        if kind != "start" and not self.seen:
+            raise LogError(f"{where}: {_a(kind)} record before the run's start record")
+        self.seen += 1
+        self.ended = kind == "result"
+        if kind in ("start", "result"):
+            return record
+        step = self.steps + 1
+        if record["step"] != step:
+            raise LogError(
+                f"{where}: {_a(kind)} record of step {record['step']} where step {step} comes "
+                "(a record moved, repeated or lost)"
+            )
+        if kind == "transition":
+            self.steps = step
+        return record
+
+
+def default_log_path(cwd: str, session_id: str) -> Path:
+    return Path(cwd) / ".fsm-agent" / "sessions" / f"{session_id}.jsonl"
+
+
+def last_line(path: Path) -> tuple[bytes, bool]:
+    """The last line of a file, read backwards from its end, and whether it is whole."""
+    size = os.path.getsize(path)
+    if size == 0:
+        return b"", True
+    with path.open("rb") as fh:
+        fh.seek(size - 1)
+        whole = fh.read(1) == b"\n"
+        pos = size - 1 if whole else size
+        pieces: list[bytes] = []
+        while pos > 0:
+            step = min(TAIL_CHUNK, pos)
+            pos -= step
+            fh.seek(pos)
+            piece = fh.read(step)
+            cut = piece.rfind(b"\n")
+            if cut != -1:
+                pieces.append(piece[cut + 1 :])
+                break
+            pieces.append(piece)
+        return b"".join(reversed(pieces)), whole
+
+
+def is_torn(path: Path) -> bool:
+    """Whether the log ends in a torn line as its reader takes it: a record line cut
+    before its newline that is not a whole record (one lacking only its newline is read)."""
+    tail, whole = last_line(path)  # read backwards: a long log costs nothing
+    if whole or len(tail) == os.path.getsize(path):  # no line cut, or the header alone
+        return False
+    try:
+        SessionLog(path).parse(tail, 0)
+    except LogError:
+        return True
+    return False
