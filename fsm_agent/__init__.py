@@ -38,4 +38,16 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-__all__ = sorted(_HOMES)
+__all__ = [
+    "Divergence",
+    "LoopResult",
+    "RunConfig",
+    "Scenario",
+    "ScriptedModel",
+    "areplay",
+    "arun",
+    "arun_scenario",
+    "replay",
+    "run",
+    "run_scenario",
+]

@@ -10,8 +10,9 @@ from typing import Any, ClassVar
 
 import pytest
 
-from fsm_agent.engine.ports import AbortGuard, AbortSignal, LiveEffects
-from fsm_agent.tools.base import ToolCall, ToolEnv, ToolOutcome
+from fsm_agent.core.abort import AbortGuard, AbortSignal
+from fsm_agent.core.tool import ToolCall, ToolEnv, ToolOutcome
+from fsm_agent.engine.ports import LiveEffects
 from tests.tools_support import NoModel
 
 

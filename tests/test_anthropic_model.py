@@ -38,7 +38,7 @@ from fsm_agent.core.messages import (
     user,
 )
 from fsm_agent.core.model import ModelRequest, ToolSpec
-from fsm_agent.engine.state import Transcript
+from fsm_agent.core.transcript import Transcript
 from fsm_agent.live.anthropic_model import (
     NO_ANSWER,
     STREAM_IDLE_TIMEOUT_S,

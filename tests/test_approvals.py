@@ -302,8 +302,9 @@ def test_a_withdrawn_question_is_given_up_and_its_late_answer_ignored(tmp_path: 
     import threading
     import time
 
+    from fsm_agent.core.abort import AbortSignal
     from fsm_agent.core.permission_types import CANCELLED, PermissionSettings
-    from fsm_agent.engine.ports import AbortSignal, LiveEffects
+    from fsm_agent.engine.ports import LiveEffects
     from fsm_agent.live.approvals import Approvals, withdrawn
 
     said: list[str] = []

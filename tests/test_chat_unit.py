@@ -13,7 +13,7 @@ from rich.console import Console
 
 from fsm_agent.cli.chat import ChatSession, LineReader, ReaderInbox
 from fsm_agent.cli.launch import Plan
-from fsm_agent.engine.ports import AbortSignal
+from fsm_agent.core.abort import AbortSignal
 
 
 def pipe_reader() -> tuple[LineReader, int]:

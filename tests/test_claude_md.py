@@ -19,7 +19,7 @@ from fsm_agent.context.claude_md import (
 )
 from fsm_agent.context.levels import prepend_user_context
 from fsm_agent.core.messages import user
-from fsm_agent.engine.state import Transcript
+from fsm_agent.core.transcript import Transcript
 from tests.conftest import SCENARIOS
 from tests.test_cli import fsm
 

@@ -12,13 +12,12 @@ from typing import Any
 import pytest
 
 from fsm_agent.app.session import arun_scenario, replay, run_scenario
+from fsm_agent.core.abort import AbortSignal
+from fsm_agent.core.config import CommandHook, HookMatcher
 from fsm_agent.core.messages import ToolResultBlock
-from fsm_agent.engine.ports import AbortSignal
 from fsm_agent.hooks.outcomes import HookOutcome, merge
 from fsm_agent.live.command_hooks import (
-    CommandHook,
     CommandHooks,
-    HookMatcher,
     HookRun,
     interpret,
     matcher_matches,
@@ -688,9 +687,9 @@ def test_session_end_runs_once_after_a_cli_run(workspace: Path, tmp_path: Path) 
 
 def test_leaving_a_chat_ends_the_session_with_prompt_input_exit(tmp_path: Path) -> None:
     from fsm_agent.cli.launch import Plan
+    from fsm_agent.core.abort import AbortSignal
     from fsm_agent.core.config import RunConfig
     from fsm_agent.core.messages import user
-    from fsm_agent.engine.ports import AbortSignal
     from fsm_agent.live.scripted import ScriptedModel
 
     end = capture(tmp_path, "end")

@@ -16,6 +16,7 @@ from attrs import evolve
 
 from fsm_agent.app.session import arun, replay, run_scenario
 from fsm_agent.context import levels as ctx
+from fsm_agent.context.collapse import CollapseStore
 from fsm_agent.context.levels import (
     CLEARED,
     apply_compact_summary,
@@ -47,17 +48,12 @@ from fsm_agent.core.messages import (
     user,
 )
 from fsm_agent.core.model import ModelRequest, ToolSpec
+from fsm_agent.core.transcript import Transcript
 from fsm_agent.engine.driver import fresh_iteration, initial_state
 from fsm_agent.engine.phases import Run, blocking_limit_check
 from fsm_agent.engine.ports import LiveEffects
 from fsm_agent.engine.preprocess import preprocess
-from fsm_agent.engine.state import (
-    AutoCompactTracking,
-    CollapseStore,
-    Iteration,
-    LoopState,
-    Transcript,
-)
+from fsm_agent.engine.state import AutoCompactTracking, Iteration, LoopState
 from fsm_agent.live.anthropic_model import AnthropicModel, request_body
 from fsm_agent.live.scripted import Scenario, ScriptedModel
 from fsm_agent.replay.log import SessionLog

@@ -11,6 +11,7 @@ import pytest
 from fsm_agent.app.session import arun, replay
 from fsm_agent.cli.cost import CostMeter
 from fsm_agent.cli.launch import Plan
+from fsm_agent.core.abort import AbortSignal
 from fsm_agent.core.config import RunConfig
 from fsm_agent.core.events import (
     AssistantMessage,
@@ -21,7 +22,6 @@ from fsm_agent.core.events import (
 )
 from fsm_agent.core.messages import Usage
 from fsm_agent.engine.driver import Engine, LoopResult
-from fsm_agent.engine.ports import AbortSignal
 from fsm_agent.replay.log import SessionLog
 from tests.conftest import SCENARIOS
 

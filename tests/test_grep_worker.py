@@ -20,12 +20,13 @@ import pytest
 
 from fsm_agent.app.session import areplay, arun
 from fsm_agent.cli.main import EXIT_CODES
+from fsm_agent.core.abort import AbortSignal
 from fsm_agent.core.config import RunConfig
 from fsm_agent.core.events import DriverEvent, Transition
-from fsm_agent.engine.ports import INTERRUPTED, AbortSignal, LiveEffects
+from fsm_agent.core.tool import ToolCall, ToolEnv, ToolOutcome
+from fsm_agent.engine.ports import INTERRUPTED, LiveEffects
 from fsm_agent.live.scripted import Scenario, ScriptedModel
 from fsm_agent.tools import grep as grep_module
-from fsm_agent.tools.base import ToolCall, ToolEnv, ToolOutcome
 from fsm_agent.tools.grep import GrepTool
 from fsm_agent.tools.worker import KEEP_IDLE
 from tests.tools_support import NoModel, text

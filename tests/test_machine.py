@@ -7,6 +7,7 @@ from attrs import evolve
 from transitions import MachineError
 
 from fsm_agent.core.messages import user
+from fsm_agent.core.transcript import Transcript
 from fsm_agent.engine.machine import (
     EDGES,
     FINAL_STATES,
@@ -17,7 +18,7 @@ from fsm_agent.engine.machine import (
     Terminal,
     edges_from,
 )
-from fsm_agent.engine.state import Facts, LoopState, ToolContext, Transcript
+from fsm_agent.engine.state import Facts, LoopState, ToolContext
 
 STATE = LoopState(Transcript.of([user("hi")]), ToolContext("/ws", "m"))
 

@@ -435,7 +435,7 @@ def test_ctrl_c_while_the_hooks_run_ends_the_run_interrupted(
     workspace: Path, tmp_path: Path
 ) -> None:
     from fsm_agent.app.session import arun_scenario
-    from fsm_agent.engine.ports import AbortSignal
+    from fsm_agent.core.abort import AbortSignal
 
     hook = script(tmp_path / "slow.sh", f"sleep 8\necho '{json.dumps(decision('allow'))}'\n")
     turns = [_tool_turn(("t1", "Bash", {"command": ASKED})), {"content": "done"}]

@@ -469,9 +469,9 @@ def test_a_chats_later_runs_keep_the_session_updates_until_clear(
     """As an "always" answer's rule, a hook's session update holds for the chat's later
     messages; `/clear` ends the session and them, not what a settings file was given."""
     from fsm_agent.cli.launch import Plan
+    from fsm_agent.core.abort import AbortSignal
     from fsm_agent.core.config import RunConfig
     from fsm_agent.core.messages import user
-    from fsm_agent.engine.ports import AbortSignal
     from fsm_agent.live.scripted import ScriptedModel
     from fsm_agent.live.settings import parse_settings
 

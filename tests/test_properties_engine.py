@@ -38,6 +38,7 @@ from fsm_agent.app.fork import ForkPoint, afork
 from fsm_agent.app.history import aresume, follow_up
 from fsm_agent.app.session import areplay, arun, arun_scenario, config_of
 from fsm_agent.context.levels import CLEARED, IMAGE_PLACEHOLDER
+from fsm_agent.core.abort import AbortSignal
 from fsm_agent.core.config import RunConfig
 from fsm_agent.core.events import (
     AssistantMessage,
@@ -59,7 +60,7 @@ from fsm_agent.core.messages import (
 from fsm_agent.core.model import ModelRequest
 from fsm_agent.engine.driver import LoopResult
 from fsm_agent.engine.machine import EDGES, FINAL_STATES, INITIAL, TERMINAL_REASONS
-from fsm_agent.engine.ports import AbortSignal, Inbox
+from fsm_agent.engine.ports import Inbox
 from fsm_agent.engine.prelude import PROMPT_BLOCKED
 from fsm_agent.live.scripted import Scenario, ScriptedHooks, ScriptedModel, StopReason
 from fsm_agent.policy.permissions import MODES

@@ -37,6 +37,7 @@ from fsm_agent.core.messages import (
     ToolUseBlock,
 )
 from fsm_agent.core.permission_types import PermissionRequest, PermissionSettings, RuleSource
+from fsm_agent.core.tool import Tool, ToolCall, ToolEnv, ToolOutcome
 from fsm_agent.core.validation import input_problem, os_string_problem
 from fsm_agent.engine.driver import LoopResult
 from fsm_agent.engine.machine import Terminal
@@ -44,7 +45,6 @@ from fsm_agent.engine.ports import LiveEffects, model_failed
 from fsm_agent.live.anthropic_model import AnthropicModel
 from fsm_agent.live.approvals import Approvals
 from fsm_agent.live.scripted import Scenario, ScriptedModel
-from fsm_agent.tools.base import Tool, ToolCall, ToolEnv, ToolOutcome
 from fsm_agent.tools.bash import BashTool
 from fsm_agent.tools.edit import EditTool
 from fsm_agent.tools.glob import GlobTool

@@ -329,9 +329,9 @@ def test_only_the_first_run_after_a_cut_parent_says_so(tmp_path: Path) -> None:
     """A chat resumed from a cut log: its first run's parent was cut short, the next run's
     parent (that first run) was not."""
     from fsm_agent.cli.launch import Plan
+    from fsm_agent.core.abort import AbortSignal
     from fsm_agent.core.config import RunConfig
     from fsm_agent.core.messages import user
-    from fsm_agent.engine.ports import AbortSignal
     from fsm_agent.live.scripted import Scenario, ScriptedModel
 
     model = ScriptedModel(Scenario.parse({"turns": [{"content": "one"}, {"content": "two"}]}))
@@ -364,7 +364,7 @@ class Gate:
         self.release = asyncio.Event()
 
     async def run(self, input: dict[str, Any], env: Any) -> Any:
-        from fsm_agent.tools.base import ToolOutcome
+        from fsm_agent.core.tool import ToolOutcome
 
         if input["n"] == 1:
             await self.release.wait()

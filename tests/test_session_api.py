@@ -11,8 +11,8 @@ import pytest
 from fsm_agent.app.session import replay, run, run_scenario
 from fsm_agent.core.config import RunConfig
 from fsm_agent.core.messages import ToolResultBlock
+from fsm_agent.core.tool import ToolEnv, ToolOutcome
 from fsm_agent.live.scripted import Scenario, ScriptedModel
-from fsm_agent.tools.base import ToolEnv, ToolOutcome
 from fsm_agent.tools.read import ReadTool
 
 WRITES = Scenario.parse(

@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from fsm_agent.app.session import arun, arun_scenario, default_tools, replay, run_scenario
+from fsm_agent.core.abort import AbortSignal
 from fsm_agent.core.config import RunConfig
 from fsm_agent.core.events import (
     CallsDiscarded,
@@ -26,12 +27,12 @@ from fsm_agent.core.events import (
     Transition,
 )
 from fsm_agent.core.messages import ToolResultBlock, ToolUseBlock
+from fsm_agent.core.tool import ToolEnv, ToolOutcome
 from fsm_agent.engine.driver import LoopResult
-from fsm_agent.engine.ports import INTERRUPTED, AbortSignal, model_failed
+from fsm_agent.engine.ports import INTERRUPTED, model_failed
 from fsm_agent.engine.tool_executor import absolute_paths, partition
 from fsm_agent.live.scripted import Scenario, ScriptedModel
 from fsm_agent.policy.permissions import PermissionSettings, RuleSource
-from fsm_agent.tools.base import ToolEnv, ToolOutcome
 from tests.conftest import SCENARIOS
 from tests.test_cli import fsm
 

@@ -13,10 +13,10 @@ import jsonschema
 import pytest
 
 from fsm_agent.app.session import replay, run_scenario
+from fsm_agent.core.tool import ToolEnv, ToolOutcome
 from fsm_agent.engine import tool_executor
 from fsm_agent.live.scripted import Scenario
 from fsm_agent.tools import default_tools
-from fsm_agent.tools.base import ToolEnv, ToolOutcome
 from fsm_agent.tools.patch import structured_patch
 from tests.conftest import ROOT
 from tests.test_cli import fsm

@@ -11,8 +11,8 @@ import pytest
 from attrs import evolve
 
 from fsm_agent.core.messages import ImageBlock, ImageSource
+from fsm_agent.core.tool import INTERRUPTED, ToolInterrupted, ToolOutcome
 from fsm_agent.tools import output
-from fsm_agent.tools.base import INTERRUPTED, ToolInterrupted, ToolOutcome
 from fsm_agent.tools.bash import DESCRIPTION, KEEP_BYTES, BashTool, timeout_of
 from tests.tools_support import call, make_env, text
 

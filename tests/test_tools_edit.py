@@ -4,7 +4,7 @@ from pathlib import Path
 import pytest
 from attrs import evolve
 
-from fsm_agent.tools.base import ToolEnv, ToolOutcome
+from fsm_agent.core.tool import ToolEnv, ToolOutcome
 from fsm_agent.tools.edit import EditTool
 from fsm_agent.tools.read import ReadTool
 from tests.tools_support import after, call, make_env, text

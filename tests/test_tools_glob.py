@@ -3,8 +3,8 @@ from pathlib import Path
 
 import pytest
 
-from fsm_agent.core.globs import compile_glob, split_globs
-from fsm_agent.tools.glob import GlobTool, split_literal
+from fsm_agent.core.globs import compile_glob, split_globs, split_literal
+from fsm_agent.tools.glob import GlobTool
 from tests.tools_support import call, make_env, text
 
 GLOB = GlobTool()

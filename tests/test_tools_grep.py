@@ -4,9 +4,10 @@ from pathlib import Path
 
 import pytest
 
-from fsm_agent.engine.ports import INTERRUPTED, AbortSignal, LiveEffects
+from fsm_agent.core.abort import AbortSignal
+from fsm_agent.core.tool import ToolCall, ToolEnv, ToolOutcome
+from fsm_agent.engine.ports import INTERRUPTED, LiveEffects
 from fsm_agent.tools import grep as grep_module
-from fsm_agent.tools.base import ToolCall, ToolEnv, ToolOutcome
 from fsm_agent.tools.grep import GrepTool
 from fsm_agent.tools.walk import GitIgnore
 from tests.tools_support import NoModel, call, make_env, text

@@ -6,7 +6,7 @@ import pytest
 from attrs import evolve
 
 from fsm_agent.core.messages import ImageBlock
-from fsm_agent.tools.base import ToolOutcome
+from fsm_agent.core.tool import ToolOutcome
 from fsm_agent.tools.read import ReadTool
 from tests.tools_support import call, make_env, text
 
@@ -308,7 +308,7 @@ def test_a_fifo_put_in_a_file_s_place_after_the_check_is_refused_not_waited_on(
     thread no Ctrl-C reaches. The read past the check now meets the FIFO."""
     import threading
 
-    from fsm_agent.tools.base import ToolInputError
+    from fsm_agent.core.tool import ToolInputError
 
     fifo = tmp_path / "swapped"
     os.mkfifo(fifo)

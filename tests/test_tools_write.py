@@ -3,7 +3,7 @@ from pathlib import Path
 
 import pytest
 
-from fsm_agent.tools.base import ToolOutcome
+from fsm_agent.core.tool import ToolOutcome
 from fsm_agent.tools.read import ReadTool
 from fsm_agent.tools.write import WriteTool
 from tests.tools_support import after, call, make_env, text

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from fsm_agent.core.messages import user
-from fsm_agent.engine.state import Transcript
+from fsm_agent.core.transcript import Transcript
 
 
 def test_versions_share_one_store_and_never_see_each_others_changes() -> None:

@@ -8,9 +8,9 @@ from typing import Any
 import pytest
 
 from fsm_agent.app.session import default_tools, run_scenario
+from fsm_agent.core.tool import ToolEnv, ToolOutcome
 from fsm_agent.core.validation import input_problem
 from fsm_agent.live.scripted import Scenario
-from fsm_agent.tools.base import ToolEnv, ToolOutcome
 
 SCHEMA: dict[str, Any] = {
     "type": "object",

@@ -28,11 +28,12 @@ from attrs import evolve
 from fsm_agent.context.levels import estimate_all
 from fsm_agent.core.config import RunConfig
 from fsm_agent.core.messages import Message, TextBlock, ToolResultBlock, ToolUseBlock, Usage, user
+from fsm_agent.core.transcript import Transcript
 from fsm_agent.engine.driver import fresh_iteration, initial_state
 from fsm_agent.engine.phases import Run
 from fsm_agent.engine.ports import LiveEffects
 from fsm_agent.engine.preprocess import preprocess
-from fsm_agent.engine.state import LoopState, Transcript
+from fsm_agent.engine.state import LoopState
 from fsm_agent.live.scripted import Scenario, ScriptedModel
 
 SIZES = (10, 1_000, 10_000)

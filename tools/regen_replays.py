@@ -29,11 +29,12 @@ if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from fsm_agent.app.session import arun
+from fsm_agent.core.abort import AbortSignal
 from fsm_agent.core.config import RunConfig
-from fsm_agent.engine.ports import AbortSignal, LiveEffects
+from fsm_agent.core.tool import Tool, ToolCall, ToolEnv, ToolOutcome
+from fsm_agent.engine.ports import LiveEffects
 from fsm_agent.live.scripted import Scenario, ScriptedHooks, ScriptedModel
 from fsm_agent.tools import default_tools
-from fsm_agent.tools.base import Tool, ToolCall, ToolEnv, ToolOutcome
 from fsm_agent.tools.bash import BashTool
 
 ROOT = Path(__file__).resolve().parent.parent

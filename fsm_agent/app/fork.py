@@ -22,6 +22,7 @@ from typing import Any
 
 from attrs import evolve, frozen
 
+from fsm_agent.core.abort import AbortSignal
 from fsm_agent.core.codec import CodecError
 from fsm_agent.core.events import DriverEvent, StreamEvent
 from fsm_agent.core.model import Model, ModelRequest
@@ -32,9 +33,10 @@ from fsm_agent.core.permission_types import (
     PermissionsUpdated,
     PermissionUpdate,
 )
+from fsm_agent.core.tool import Tool, ToolCall, ToolEnv, ToolOutcome, close_tools
 from fsm_agent.engine.driver import Engine, LoopResult
 from fsm_agent.engine.machine import FINAL_STATES
-from fsm_agent.engine.ports import AbortSignal, Effects, LiveEffects
+from fsm_agent.engine.ports import Effects, LiveEffects, Tape
 from fsm_agent.hooks.outcomes import HookOutcome, Hooks, events_of, hooked_events, joined
 from fsm_agent.live.approvals import ALLOW_ALWAYS, Approvals
 from fsm_agent.replay.log import LogWriter, SessionLog, default_log_path, no_start
@@ -43,11 +45,9 @@ from fsm_agent.replay.recording import (
     RecordingTape,
     ReplayEffects,
     ReplayTape,
-    Tape,
     read_result,
 )
 from fsm_agent.replay.stepper import LogIndex
-from fsm_agent.tools.base import Tool, ToolCall, ToolEnv, ToolOutcome, close_tools
 
 
 class ForkError(ValueError):
@@ -252,7 +252,7 @@ async def afork(
 ) -> LoopResult:
     """Replay `parent` up to `point`, then run live; the new log's header names both."""
     from fsm_agent.app.session import config_of, default_tools, session_header, tools_of
-    from fsm_agent.live.session_env import with_session_env
+    from fsm_agent.tools.session_env import with_session_env
 
     parent_log = SessionLog(Path(parent))
     check_point(parent_log, point)

@@ -36,11 +36,12 @@ from fsm_agent.replay.log import (
 from fsm_agent.replay.recording import RecordingTape, ReplayTape
 
 if TYPE_CHECKING:
-    from fsm_agent.engine.ports import AbortSignal, Effects, Inbox
+    from fsm_agent.core.abort import AbortSignal
+    from fsm_agent.core.tool import Tool
+    from fsm_agent.engine.ports import Effects, Inbox
     from fsm_agent.hooks.outcomes import Hooks
     from fsm_agent.live.approvals import Prompter
     from fsm_agent.live.scripted import Scenario
-    from fsm_agent.tools.base import Tool
 
 
 def new_session_id() -> str:
@@ -105,14 +106,14 @@ async def arun(
     before the run starts. `read_files` carries the files an earlier run of
     the conversation read.
     """
+    from fsm_agent.core.tool import close_tools
     from fsm_agent.core.validation import check_schema
     from fsm_agent.engine.ports import LiveEffects
     from fsm_agent.hooks.outcomes import NOTIFICATION, events_of, hooked_events, joined, notifier
     from fsm_agent.live.approvals import Approvals
     from fsm_agent.live.command_hooks import CommandHooks
-    from fsm_agent.live.session_env import with_session_env
     from fsm_agent.policy.permissions import check_mode, removed_tools
-    from fsm_agent.tools.base import close_tools
+    from fsm_agent.tools.session_env import with_session_env
 
     live_effects = live_effects or LiveEffects
     config = config or RunConfig()
@@ -190,7 +191,7 @@ def _checked_tools(tools: Mapping[str, Tool]) -> dict[str, Tool]:
         ):
             raise TypeError(
                 f"tools[{key!r}] is not a tool: a tool has a str 'name', a 'description', "
-                "an 'input_schema' and an async 'run' (fsm_agent.tools.base.Tool)"
+                "an 'input_schema' and an async 'run' (fsm_agent.core.tool.Tool)"
             )
         if name != key:
             raise ValueError(
@@ -233,7 +234,7 @@ async def arun_scenario(
     `RunConfig`'s defaults (as command-line options do); the scenario's settings
     add their permission rules and hooks to `config`'s.
     """
-    from fsm_agent.engine.ports import AbortSignal
+    from fsm_agent.core.abort import AbortSignal
     from fsm_agent.live.scripted import (
         Scenario,
         ScenarioError,

@@ -30,6 +30,7 @@ from rich.text import Text
 from fsm_agent.cli.render import printable
 from fsm_agent.core.codec import block_to_api, dumps, unstructure
 from fsm_agent.core.messages import ContentBlock, Message, TextBlock, ToolResultBlock, ToolUseBlock
+from fsm_agent.core.transcript import Transcript
 from fsm_agent.engine.driver import StepInfo
 from fsm_agent.engine.machine import (
     CONTINUE_REASONS,
@@ -39,7 +40,7 @@ from fsm_agent.engine.machine import (
     edge_names,
     edges_from,
 )
-from fsm_agent.engine.state import Iteration, LoopState, Transcript
+from fsm_agent.engine.state import Iteration, LoopState
 from fsm_agent.replay.log import LogError, edge_text, other_machine_note
 from fsm_agent.replay.recording import Divergence, LogEnded, divergence_report, short_diff
 from fsm_agent.replay.stepper import Stepper

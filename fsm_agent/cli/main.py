@@ -323,10 +323,10 @@ def _plan(
     .claude/settings.json and .claude/settings.local.json, once, here.
     """
     from fsm_agent.cli.launch import Plan
+    from fsm_agent.core.abort import AbortSignal
     from fsm_agent.core.config import DEFAULT_MODEL, RunConfig
     from fsm_agent.core.limits import context_window as window_of
     from fsm_agent.core.limits import output_limits
-    from fsm_agent.engine.ports import AbortSignal
     from fsm_agent.live.scripted import ScriptedHooks, ScriptedModel
     from fsm_agent.live.settings import SettingsError, load_settings
     from fsm_agent.policy.permissions import (
@@ -1084,8 +1084,8 @@ def _fork(
 ) -> None:
     from fsm_agent.app.fork import ForkError, ForkPoint, afork, replayed_steps
     from fsm_agent.cli.render import LiveRenderer, RunConsole
+    from fsm_agent.core.abort import AbortSignal
     from fsm_agent.core.events import Transition
-    from fsm_agent.engine.ports import AbortSignal
     from fsm_agent.live.scripted import ScriptedHooks, ScriptedModel
     from fsm_agent.replay.log import LogError, SessionLog
     from fsm_agent.replay.recording import Divergence, divergence_report

@@ -16,6 +16,7 @@ from collections.abc import Iterable, Mapping, Sequence
 
 from attrs import evolve, frozen
 
+from fsm_agent.context.collapse import Collapse, CollapseStore
 from fsm_agent.core import jsontext
 from fsm_agent.core.codec import block_to_api
 from fsm_agent.core.messages import (
@@ -28,7 +29,7 @@ from fsm_agent.core.messages import (
     system_reminder,
     user,
 )
-from fsm_agent.engine.state import Collapse, CollapseStore, Transcript, message_digest
+from fsm_agent.core.transcript import Transcript, message_digest
 
 CHARS_PER_TOKEN = 4
 IMAGE_TOKENS = 2_000

@@ -16,14 +16,37 @@ from fsm_agent.core.limits import (
     MIN_CONTEXT_WINDOW,
 )
 from fsm_agent.core.permission_types import PermissionSettings
-from fsm_agent.engine.machine import MAX_STOP_HOOK_BLOCKS
-from fsm_agent.live.command_hooks import HookMatcher
 
 DEFAULT_MODEL = "claude-sonnet-4-6"
 DEFAULT_SYSTEM_PROMPT = (
     "You are a coding agent working in the user's workspace. Use the tools to read, "
     "change and check files; keep answers short and say what you did."
 )
+
+
+MAX_STOP_HOOK_BLOCKS = 8
+"""How many `stop_hook_blocking` continues in a row a run allows before the next block
+is overridden (Claude Code's cap)."""
+
+
+@frozen
+class CommandHook:
+    """One command; `condition` is its `if`: a permission rule the call must match
+    (tool events only), so `"if": "Bash(git *)"` runs it for git commands alone."""
+
+    command: str
+    timeout: float | None = None
+    condition: str | None = None
+
+
+@frozen
+class HookMatcher:
+    """One entry of `hooks.<event>`: a matcher and its commands, and the file it came from."""
+
+    event: str
+    hooks: tuple[CommandHook, ...]
+    matcher: str = ""
+    origin: str = ""
 
 
 @frozen
@@ -69,7 +92,7 @@ class RunConfig:
     started in an earlier run (a chat's later message): no SessionStart then."""
     session_env: str | None = None
     """The directory of the session's `CLAUDE_ENV_FILE`s, which its Bash commands source
-    (`fsm_agent.live.session_env`): the conversation's first run sets it when a SessionStart
+    (`fsm_agent.tools.session_env`): the conversation's first run sets it when a SessionStart
     command hook may write there; its later runs and a `--resume` keep it (a directory
     that is not one of `~/.claude/session-env` is dropped: it may come from a log)."""
     autocompact: bool = True

@@ -8,6 +8,7 @@ nothing. Patterns match `/`-separated relative paths.
 
 from __future__ import annotations
 
+import os
 import re
 
 STAR = "[^/]*"
@@ -135,3 +136,21 @@ def split_globs(spec: str) -> list[str]:
     for word in spec.split():
         patterns += [word] if "{" in word else [p for p in word.split(",") if p]
     return patterns
+
+
+def split_literal(pattern: str) -> tuple[str, str]:
+    """`src/**/*.py` -> (`src`, `**/*.py`): the leading directories free of glob syntax,
+    and the rest.
+
+    The directories are searched from, so `./`, `..` and an absolute start (models
+    often put the directory in the pattern) lead where they say, and out of the
+    workspace only to be refused. Claude Code splits an absolute pattern so too
+    (`extractGlobBaseDirectory`), handing ripgrep the rest.
+    """
+    parts = pattern.split("/")
+    for i, part in enumerate(parts):
+        if any(c in part for c in "*?[{\\"):
+            if i == 0:
+                return "", pattern
+            return "/".join(parts[:i]) or "/", "/".join(parts[i:])
+    return os.path.dirname(pattern), os.path.basename(pattern)

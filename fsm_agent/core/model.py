@@ -11,7 +11,7 @@ from attrs import field, frozen
 
 from fsm_agent.core.events import StreamEvent
 from fsm_agent.core.jsontext import canonical
-from fsm_agent.engine.state import Transcript
+from fsm_agent.core.transcript import Transcript
 
 
 @frozen

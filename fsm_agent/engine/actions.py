@@ -16,6 +16,7 @@ from typing import Any
 
 from attrs import evolve, fields
 
+from fsm_agent.context.collapse import CollapseStore
 from fsm_agent.context.levels import (
     MAX_OUTPUT_RECOVERY_MESSAGE,
     drain_collapses,
@@ -27,6 +28,7 @@ from fsm_agent.core.config import RunConfig
 from fsm_agent.core.events import REACTIVE, ContextReport, Notice
 from fsm_agent.core.limits import held_to_limit
 from fsm_agent.core.messages import Message, TextBlock, ToolResultBlock, ToolUseBlock, tool_results
+from fsm_agent.core.transcript import Transcript
 from fsm_agent.engine.machine import MODEL_FALLBACK, Continue, Terminal
 from fsm_agent.engine.phases import CONTEXT_WINDOW_EXCEEDED, Run, max_tokens
 from fsm_agent.engine.ports import INTERRUPTED, model_failed
@@ -35,12 +37,10 @@ from fsm_agent.engine.preprocess import compact_hook
 from fsm_agent.engine.state import (
     AutoCompactTracking,
     BudgetTracker,
-    CollapseStore,
     Facts,
     Iteration,
     LoopState,
     ToolContext,
-    Transcript,
 )
 
 _STATE_FIELDS = frozenset(f.name for f in fields(LoopState))

@@ -19,6 +19,7 @@ from fsm_agent.core.config import RunConfig
 from fsm_agent.core.events import ContextReport, DriverEvent, ToolRefused, Transition
 from fsm_agent.core.messages import Message, Usage
 from fsm_agent.core.model import ToolSpec
+from fsm_agent.core.transcript import Transcript
 from fsm_agent.engine.actions import (
     CONTINUE,
     ON_EDGE,
@@ -28,10 +29,9 @@ from fsm_agent.engine.actions import (
 )
 from fsm_agent.engine.machine import EDGES, LoopMachine
 from fsm_agent.engine.phases import PHASES, Run
-from fsm_agent.engine.ports import Effects
+from fsm_agent.engine.ports import Effects, Tape
 from fsm_agent.engine.prelude import PROMPT_BLOCKED, session_prelude
-from fsm_agent.engine.state import Iteration, LoopState, ToolContext, Transcript
-from fsm_agent.replay.recording import Tape
+from fsm_agent.engine.state import Iteration, LoopState, ToolContext
 
 
 @frozen

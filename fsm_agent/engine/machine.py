@@ -19,6 +19,8 @@ from typing import TYPE_CHECKING, Any
 from attrs import Factory, field, frozen
 from transitions import Event, EventData, Machine, MachineError, State, Transition
 
+from fsm_agent.core.config import MAX_STOP_HOOK_BLOCKS
+
 if TYPE_CHECKING:
     from fsm_agent.engine.state import Facts, LoopState
 
@@ -66,7 +68,6 @@ CONTINUE_REASONS = frozenset(c.value for c in Continue)
 TERMINAL_REASONS = frozenset(t.value for t in Terminal)
 MODEL_FALLBACK = "model_fallback"
 MAX_OUTPUT_RECOVERY_LIMIT = 3
-MAX_STOP_HOOK_BLOCKS = 8
 """Claude Code's default cap on Stop-hook blocks in a row (`RunConfig.stop_hook_block_cap`)."""
 
 Guard = Callable[["LoopState", "Facts"], bool]

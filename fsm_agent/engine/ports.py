@@ -12,12 +12,13 @@ from __future__ import annotations
 import asyncio
 import time
 import uuid
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from attrs import evolve
 
+from fsm_agent.core.abort import AbortGuard, AbortSignal
 from fsm_agent.core.events import StreamEvent
 from fsm_agent.core.messages import ImageBlock, TextBlock
 from fsm_agent.core.model import Model, ModelRequest
@@ -31,9 +32,7 @@ from fsm_agent.core.permission_types import (
     PermissionsUpdated,
     PermissionUpdate,
 )
-from fsm_agent.core.validation import input_problem
-from fsm_agent.hooks.outcomes import INTERRUPTED_HOOKS, HookOutcome, Hooks, NoHooks
-from fsm_agent.tools.base import (
+from fsm_agent.core.tool import (
     INTERRUPTED,
     Tool,
     ToolCall,
@@ -42,6 +41,8 @@ from fsm_agent.tools.base import (
     ToolInterrupted,
     ToolOutcome,
 )
+from fsm_agent.core.validation import input_problem
+from fsm_agent.hooks.outcomes import INTERRUPTED_HOOKS, HookOutcome, Hooks, NoHooks
 
 if TYPE_CHECKING:
     from fsm_agent.live.approvals import Approvals
@@ -99,97 +100,6 @@ class Effects(Protocol):
     def queued_input(self) -> tuple[str, ...]: ...
 
 
-class AbortSignal:
-    """Set by Ctrl-C (or a scripted scenario); read only through `Effects.aborted`."""
-
-    def __init__(self) -> None:
-        self._set = False
-        self._armed: set[str] = set()
-        self._listeners: list[Callable[[], None]] = []
-
-    def set(self) -> None:
-        self._set = True
-        for listener in list(self._listeners):
-            listener()
-
-    def subscribe(self, listener: Callable[[], None]) -> None:
-        """Call `listener` when the flag is set, until `unsubscribe(listener)`."""
-        self._listeners.append(listener)
-
-    def unsubscribe(self, listener: Callable[[], None]) -> None:
-        self._listeners.remove(listener)
-
-    def arm(self, where: str) -> None:
-        """Be set from the moment the loop checks at `where` (scripted interrupts)."""
-        self._armed.add(where)
-
-    def clear(self) -> None:
-        self._set = False
-        self._armed.clear()
-
-    def is_set(self, where: str = "") -> bool:
-        return self._set or where in self._armed
-
-
-class AbortGuard:
-    """`with AbortGuard(abort, cancel)`: the awaited work is cancelled the moment
-    either signal is set, and the block raises `TimeoutError`.
-
-    It does what an `asyncio.timeout` that the flag expires does (cancel the
-    task, then turn that cancellation into `TimeoutError` unless someone
-    else also cancelled it) without the timer. Entering and leaving never
-    wait, so it is a plain context manager, used inside the awaiting task.
-    `cancel` is a call's own signal (its stream failed): watching it here
-    costs nothing extra, where racing the call against it in a second task
-    cost more than the rest of a trivial call's pipeline. A guard that is
-    not `armed` lets its task be: a stream holds one guard and arms it only
-    while it waits for the next event.
-    """
-
-    __slots__ = ("_cancelling", "_expired", "_loop", "_task", "abort", "armed", "cancel")
-
-    def __init__(
-        self, abort: AbortSignal, cancel: AbortSignal | None = None, *, armed: bool = True
-    ) -> None:
-        self.abort = abort
-        self.cancel = cancel
-        self.armed = armed
-        self._task: asyncio.Task[Any] | None = None
-        self._expired = False
-
-    def _expire(self) -> None:
-        task = self._task
-        if task is not None and self.armed and not self._expired:
-            self._expired = True
-            task.cancel()
-
-    def _notify(self) -> None:
-        self._loop.call_soon_threadsafe(self._expire)
-
-    def __enter__(self) -> None:
-        self._loop = asyncio.get_running_loop()
-        task = asyncio.current_task()
-        assert task is not None
-        self._task = task
-        self._cancelling = task.cancelling()
-        self.abort.subscribe(self._notify)
-        if self.cancel is not None:
-            self.cancel.subscribe(self._notify)
-
-    def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
-        self.abort.unsubscribe(self._notify)
-        if self.cancel is not None:
-            self.cancel.unsubscribe(self._notify)
-        task, self._task = self._task, None
-        assert task is not None
-        if (
-            self._expired
-            and task.uncancel() <= self._cancelling
-            and exc_type is asyncio.CancelledError
-        ):
-            raise TimeoutError from exc
-
-
 class Inbox:
     """User input typed while the loop runs, drained in the `attachments` phase."""
 
@@ -202,6 +112,28 @@ class Inbox:
     def drain(self) -> tuple[str, ...]:
         items, self._items = tuple(self._items), []
         return items
+
+
+class Tape:
+    """Where transitions and effects go: a log being written, or one being replayed."""
+
+    step: int = 1
+    path: Path | None = None
+
+    def transition(self, record: dict[str, Any]) -> None:
+        raise NotImplementedError
+
+    def start(self, messages: list[Any], read_files: dict[str, float] | None = None) -> None:
+        raise NotImplementedError
+
+    def result(self, record: dict[str, Any]) -> None:
+        raise NotImplementedError
+
+    def context(self, record: dict[str, Any]) -> None:
+        """What a context level did: written to a log, not compared on replay."""
+
+    def wrap(self, effects: Effects | None) -> Effects:
+        raise NotImplementedError
 
 
 def _wrong_outcome(outcome: object) -> str | None:

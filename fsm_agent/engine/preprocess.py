@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from attrs import evolve
 
+from fsm_agent.context.collapse import CollapseStore
 from fsm_agent.context.levels import (
     COMPACT_KEEP_ROUNDS,
     COMPACT_MAX_OUTPUT_TOKENS,
@@ -46,16 +47,9 @@ from fsm_agent.core.events import (
 from fsm_agent.core.limits import held_to_limit
 from fsm_agent.core.messages import TextBlock, Usage
 from fsm_agent.core.model import ModelRequest
+from fsm_agent.core.transcript import Transcript
 from fsm_agent.engine.prelude import reminders, session_start
-from fsm_agent.engine.state import (
-    NO_FACTS,
-    AutoCompactTracking,
-    CollapseStore,
-    Facts,
-    Iteration,
-    LoopState,
-    Transcript,
-)
+from fsm_agent.engine.state import NO_FACTS, AutoCompactTracking, Facts, Iteration, LoopState
 from fsm_agent.hooks.outcomes import consult
 
 if TYPE_CHECKING:

@@ -28,6 +28,7 @@ from typing import Any
 
 from attrs import evolve, frozen
 
+from fsm_agent.core.abort import AbortSignal
 from fsm_agent.core.config import RunConfig
 from fsm_agent.core.events import (
     Denier,
@@ -55,10 +56,10 @@ from fsm_agent.core.permission_types import (
     PermissionRequest,
     PermissionUpdate,
 )
+from fsm_agent.core.tool import ToolCall, ToolEnv, ToolOutcome
 from fsm_agent.core.validation import input_problem, os_string_problem, semantic_input
-from fsm_agent.engine.ports import INTERRUPTED, AbortSignal, Effects
+from fsm_agent.engine.ports import INTERRUPTED, Effects
 from fsm_agent.hooks.outcomes import NO_OPINION, HookOutcome, consult
-from fsm_agent.tools.base import ToolCall, ToolEnv, ToolOutcome
 
 FILE_PATH_TOOLS = frozenset({"Read", "Write", "Edit"})
 

@@ -21,9 +21,9 @@ from contextlib import AbstractContextManager
 
 from attrs import evolve
 
+from fsm_agent.core.abort import AbortSignal
 from fsm_agent.core.events import DriverEvent
 from fsm_agent.core.permission_types import PermissionsUpdated, PermissionUpdate
-from fsm_agent.engine.ports import AbortSignal
 from fsm_agent.policy.permissions import (
     ALLOW_ALWAYS,
     ALLOW_ONCE,

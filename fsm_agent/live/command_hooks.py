@@ -21,10 +21,11 @@ from typing import TYPE_CHECKING, Any
 
 from attrs import evolve, frozen
 
+from fsm_agent.core.config import CommandHook, HookMatcher
 from fsm_agent.core.jsontext import MAX_DEPTH, deeper_than, strict_loads
 from fsm_agent.core.permission_types import PermissionUpdate, UpdateError, read_updates
 from fsm_agent.hooks.outcomes import NO_OPINION, HookOutcome, merge
-from fsm_agent.live import session_env
+from fsm_agent.tools import session_env
 
 if TYPE_CHECKING:
     from fsm_agent.core.config import RunConfig
@@ -49,26 +50,6 @@ _SIMPLE_MATCHER = r"[A-Za-z0-9_ ,|-]*"
 
 class HookSettingsError(ValueError):
     """A `hooks` section that cannot be used; the message names the file and the entry."""
-
-
-@frozen
-class CommandHook:
-    """One command; `condition` is its `if`: a permission rule the call must match
-    (tool events only), so `"if": "Bash(git *)"` runs it for git commands alone."""
-
-    command: str
-    timeout: float | None = None
-    condition: str | None = None
-
-
-@frozen
-class HookMatcher:
-    """One entry of `hooks.<event>`: a matcher and its commands, and the file it came from."""
-
-    event: str
-    hooks: tuple[CommandHook, ...]
-    matcher: str = ""
-    origin: str = ""
 
 
 def _seconds(value: Any) -> float | None:

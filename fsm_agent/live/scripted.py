@@ -18,6 +18,7 @@ from typing import Any, Literal, NewType
 from attrs import Attribute, evolve, field, fields, frozen
 from attrs.validators import ge, lt, optional
 
+from fsm_agent.core.abort import AbortSignal
 from fsm_agent.core.codec import CodecError, forbid_unknown_keys, structure
 from fsm_agent.core.config import RunConfig
 from fsm_agent.core.events import (
@@ -42,7 +43,6 @@ from fsm_agent.core.messages import (
     Usage,
 )
 from fsm_agent.core.model import ModelRequest
-from fsm_agent.engine.ports import AbortSignal
 from fsm_agent.hooks.outcomes import NO_OPINION, PERMISSION_PRECEDENCE, HookOutcome
 
 DELTA_CHARS = 16

@@ -16,8 +16,9 @@ from typing import Any
 
 from attrs import frozen
 
+from fsm_agent.core.config import HookMatcher
 from fsm_agent.core.jsontext import no_constant
-from fsm_agent.live.command_hooks import HookMatcher, HookSettingsError, os_string, parse_hooks
+from fsm_agent.live.command_hooks import HookSettingsError, os_string, parse_hooks
 from fsm_agent.policy.permissions import (
     MODES,
     UNSUPPORTED_MODES,

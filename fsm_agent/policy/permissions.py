@@ -24,7 +24,7 @@ from typing import Any
 
 from attrs import evolve, field, frozen
 
-from fsm_agent.core.globs import translate
+from fsm_agent.core.globs import split_literal, translate
 
 # Re-exported: the engine and the log import these from `fsm_agent.core.permission_types`.
 from fsm_agent.core.permission_types import (  # noqa: F401
@@ -39,7 +39,6 @@ from fsm_agent.core.permission_types import (  # noqa: F401
     PermissionSettings,
     RuleSource,
 )
-from fsm_agent.tools.glob import split_literal
 
 MODES = ("default", "acceptEdits", "plan", "dontAsk", "bypassPermissions")
 MODE_ALIASES = {"manual": "default"}

@@ -15,11 +15,11 @@ import json
 import os
 from collections import defaultdict, deque
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping
-from pathlib import Path
 from typing import Any, Literal
 
 from attrs import frozen
 
+from fsm_agent.core.abort import AbortSignal
 from fsm_agent.core.codec import CodecError, converter, dumps, structure, unstructure_hook
 from fsm_agent.core.events import ModelCallError, StreamEvent
 from fsm_agent.core.jsontext import canonical
@@ -32,11 +32,11 @@ from fsm_agent.core.permission_types import (
     PermissionsUpdated,
     PermissionUpdate,
 )
+from fsm_agent.core.tool import ToolCall, ToolEnv, ToolOutcome
 from fsm_agent.engine.machine import TERMINAL_REASONS
-from fsm_agent.engine.ports import AbortSignal, Effects
+from fsm_agent.engine.ports import Effects, Tape
 from fsm_agent.hooks.outcomes import NO_OPINION, HookOutcome
 from fsm_agent.replay.log import LogError, LogWriter, MemoryWriter, SessionLog, no_start
-from fsm_agent.tools.base import ToolCall, ToolEnv, ToolOutcome
 
 Writer = LogWriter | MemoryWriter
 TOOL_PIPELINE = frozenset(
@@ -156,28 +156,6 @@ def divergence_report(exc: Divergence, name: str = "") -> str:
         lines.append("  diff (log → code):")
         lines.extend(f"    {line}" for line in diff)
     return "\n".join(lines)
-
-
-class Tape:
-    """Where transitions and effects go: a log being written, or one being replayed."""
-
-    step: int = 1
-    path: Path | None = None
-
-    def transition(self, record: dict[str, Any]) -> None:
-        raise NotImplementedError
-
-    def start(self, messages: list[Any], read_files: dict[str, float] | None = None) -> None:
-        raise NotImplementedError
-
-    def result(self, record: dict[str, Any]) -> None:
-        raise NotImplementedError
-
-    def context(self, record: dict[str, Any]) -> None:
-        """What a context level did: written to a log, not compared on replay."""
-
-    def wrap(self, effects: Effects | None) -> Effects:
-        raise NotImplementedError
 
 
 class RecordingTape(Tape):

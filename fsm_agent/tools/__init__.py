@@ -11,7 +11,7 @@ from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from fsm_agent.tools.base import Tool
+    from fsm_agent.core.tool import Tool
     from fsm_agent.tools.bash import BashTool
     from fsm_agent.tools.edit import EditTool
     from fsm_agent.tools.glob import GlobTool

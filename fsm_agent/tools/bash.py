@@ -18,17 +18,17 @@ from typing import Any
 from attrs import define, evolve, frozen
 
 from fsm_agent.core.messages import ToolResultContent
-from fsm_agent.live.session_env import source_chain
-from fsm_agent.tools import exit_codes
-from fsm_agent.tools.base import (
+from fsm_agent.core.tool import (
     INTERRUPTED,
     ToolEnv,
     ToolInputError,
     ToolInterrupted,
     ToolOutcome,
 )
+from fsm_agent.tools import exit_codes
 from fsm_agent.tools.files import mtime, printable
 from fsm_agent.tools.read import MAX_IMAGE_BYTES, image_media_type, shown_image
+from fsm_agent.tools.session_env import source_chain
 from fsm_agent.tools.viewed import viewed_file
 from fsm_agent.tools.workspace import check_path
 
@@ -365,7 +365,7 @@ a SessionStart hook exported (`CDPATH`, `GIT_CONFIG_COUNT`) does not undo it."""
 
 
 def with_session_env(command: str, directory: str | None, cwd: str) -> str:
-    """`command` after the session's `CLAUDE_ENV_FILE`s (`fsm_agent.live.session_env`), all on
+    """`command` after the session's `CLAUDE_ENV_FILE`s (`fsm_agent.tools.session_env`), all on
     its first line, so what the shell says of the command keeps its line numbers; and
     in the workspace still, where the permission check judged it from, whatever the
     files did (a `cd`, `CDPATH`, a `cd` function: the shell's own `cd` goes back)."""

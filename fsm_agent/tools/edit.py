@@ -7,7 +7,7 @@ import re
 from bisect import bisect_left
 from typing import Any
 
-from fsm_agent.tools.base import ToolEnv, ToolInputError, ToolOutcome
+from fsm_agent.core.tool import ToolEnv, ToolInputError, ToolOutcome
 from fsm_agent.tools.files import (
     BOM,
     encoding_name,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 
-from fsm_agent.tools.base import ToolEnv, ToolInputError
+from fsm_agent.core.tool import ToolEnv, ToolInputError
 
 SNIFF_BYTES = 8192
 MAX_LINE_CHARS = 2000

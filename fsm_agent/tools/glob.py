@@ -9,8 +9,8 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from fsm_agent.core.globs import compile_glob, matches
-from fsm_agent.tools.base import ToolEnv, ToolInputError, ToolOutcome
+from fsm_agent.core.globs import compile_glob, matches, split_literal
+from fsm_agent.core.tool import ToolEnv, ToolInputError, ToolOutcome
 from fsm_agent.tools.files import CWD_NOTE, printable
 from fsm_agent.tools.walk import walk_files
 from fsm_agent.tools.workspace import check_path
@@ -70,24 +70,6 @@ class GlobTool:
         return await asyncio.to_thread(
             _glob, check.resolved, pattern, check.roots, env.hidden, started, anywhere
         )
-
-
-def split_literal(pattern: str) -> tuple[str, str]:
-    """`src/**/*.py` -> (`src`, `**/*.py`): the leading directories free of glob syntax,
-    and the rest.
-
-    The directories are searched from, so `./`, `..` and an absolute start (models
-    often put the directory in the pattern) lead where they say, and out of the
-    workspace only to be refused. Claude Code splits an absolute pattern so too
-    (`extractGlobBaseDirectory`), handing ripgrep the rest.
-    """
-    parts = pattern.split("/")
-    for i, part in enumerate(parts):
-        if any(c in part for c in "*?[{\\"):
-            if i == 0:
-                return "", pattern
-            return "/".join(parts[:i]) or "/", "/".join(parts[i:])
-    return os.path.dirname(pattern), os.path.basename(pattern)
 
 
 def _glob(

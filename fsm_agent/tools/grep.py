@@ -27,7 +27,7 @@ from typing import Any
 from attrs import frozen
 
 from fsm_agent.core.globs import compile_glob, split_globs
-from fsm_agent.tools.base import ToolEnv, ToolInputError, ToolOutcome, integer
+from fsm_agent.core.tool import ToolEnv, ToolInputError, ToolOutcome, integer
 from fsm_agent.tools.files import BOM, CWD_NOTE, SNIFF_BYTES, clip_line, looks_binary, printable
 from fsm_agent.tools.walk import walk_files
 from fsm_agent.tools.worker import Workers, serve

@@ -11,7 +11,7 @@ from collections.abc import Iterator
 from typing import Any, BinaryIO
 
 from fsm_agent.core.messages import ImageBlock, ImageSource, ToolResultContent
-from fsm_agent.tools.base import ToolEnv, ToolInputError, ToolOutcome, integer
+from fsm_agent.core.tool import ToolEnv, ToolInputError, ToolOutcome, integer
 from fsm_agent.tools.files import (
     BOM,
     MAX_LINE_CHARS,

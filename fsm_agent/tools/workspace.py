@@ -12,7 +12,7 @@ import os
 
 from attrs import frozen
 
-from fsm_agent.tools.base import ToolEnv, ToolInputError, ToolOutcome
+from fsm_agent.core.tool import ToolEnv, ToolInputError, ToolOutcome
 
 
 @frozen

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from fsm_agent.tools.base import ToolEnv, ToolInputError, ToolOutcome
+from fsm_agent.core.tool import ToolEnv, ToolInputError, ToolOutcome
 from fsm_agent.tools.files import (
     BOM,
     file_encoding,

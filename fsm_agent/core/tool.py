@@ -4,15 +4,12 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Iterable, Mapping
-from typing import TYPE_CHECKING, Any, Protocol, overload
+from typing import Any, Protocol, overload
 
 from attrs import field, frozen
 
+from fsm_agent.core.abort import AbortSignal
 from fsm_agent.core.messages import ImageBlock, TextBlock, ToolResultContent
-
-if TYPE_CHECKING:
-    from fsm_agent.engine.ports import AbortSignal
-
 
 INTERRUPTED = "[Request interrupted by user for tool use]"
 
@@ -77,7 +74,7 @@ class ToolEnv:
     then is it built (a diff, a copy of the file) and written to the log."""
     session_env: str | None = None
     """The directory of the session's `CLAUDE_ENV_FILE`s, which a Bash command sources
-    first (`fsm_agent.live.session_env`)."""
+    first (`fsm_agent.tools.session_env`)."""
 
 
 class Tool(Protocol):
