@@ -1,0 +1,35 @@
+"""The lazy table: `--help` lists the subcommands from it without loading them, so
+each summary must be its command's own, and each target must load."""
+
+from __future__ import annotations
+
+import click
+import pytest
+
+from fsm_agent.cli.lazy import COMMANDS, REPLAY_MODES, load
+from fsm_agent.cli.main import cli
+
+
+@pytest.mark.parametrize("name", sorted(COMMANDS))
+def test_a_summary_is_its_command_s_first_paragraph(name: str) -> None:
+    command = load(COMMANDS[name])
+    assert isinstance(command, click.Command)
+    assert command.name == name
+    assert command.help is not None
+    assert COMMANDS[name].summary == " ".join(command.help.split("\n\n")[0].split())
+
+
+@pytest.mark.parametrize("mode", sorted(REPLAY_MODES))
+def test_every_replay_mode_loads(mode: str) -> None:
+    assert callable(load(REPLAY_MODES[mode]))
+
+
+def test_help_lists_what_the_loaded_commands_would_say() -> None:
+    """The group's listing, from the summaries, is click's own from the loaded commands."""
+    ctx = click.Context(cli, terminal_width=80)
+    formatter = ctx.make_formatter()
+    cli.format_commands(ctx, formatter)
+    loaded = click.Group(commands=[load(lazy) for lazy in COMMANDS.values()])
+    expected = ctx.make_formatter()
+    click.Group.format_commands(loaded, click.Context(loaded, terminal_width=80), expected)
+    assert formatter.getvalue() == expected.getvalue()
