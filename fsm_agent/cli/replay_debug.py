@@ -4,7 +4,6 @@ Python has readline (not every platform's does)."""
 from __future__ import annotations
 
 from pathlib import Path
-from types import ModuleType
 
 from rich.console import Console
 
@@ -13,11 +12,12 @@ from fsm_agent.cli.recorded import warn_if_torn
 from fsm_agent.cli.usage import fail
 from fsm_agent.replay.log import LogError
 
-readline: ModuleType | None
 try:
     import readline
 except ImportError:  # Windows' Python has none
-    readline = None
+    HAS_READLINE = False
+else:
+    HAS_READLINE = True
 
 
 def debug(path: Path) -> None:
@@ -26,7 +26,7 @@ def debug(path: Path) -> None:
     except LogError as exc:
         fail(str(exc))
     warn_if_torn(path)
-    if readline is not None:
+    if HAS_READLINE:
         readline.set_completer(debugger.complete)  # type: ignore[arg-type]  # typeshed: a list
         readline.set_completer_delims(" \t\n")
         readline.parse_and_bind("tab: complete")
