@@ -209,8 +209,7 @@ class LiveRenderer:
 
     def _flush_text(self) -> None:
         if self._text:
-            # Imported here: rich's Markdown brings markdown-it and Pygments (about 20 ms),
-            # which the debugger, which imports this module for `printable`, never needs.
+            # Deferred (listed in fsm_agent/cli/lazy.py): markdown-it and Pygments.
             from rich.markdown import Markdown
 
             self.console.print(Markdown(self._text.strip()))

@@ -107,8 +107,8 @@ def workspace(cwd: str) -> str:
 
 
 class FilePath(click.Path):
-    """A file's path. click takes an empty one (`--log ""`, an unset variable) as `.`,
-    the current directory, and it was refused for what `.` is, or not at all."""
+    """A file's path. click would take an empty one (`--log ""`, an unset variable) as
+    `.`, the current directory: it names no file, and is refused as such."""
 
     def __init__(self) -> None:
         super().__init__(dir_okay=False, path_type=Path)

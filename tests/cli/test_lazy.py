@@ -33,3 +33,10 @@ def test_help_lists_what_the_loaded_commands_would_say() -> None:
     expected = ctx.make_formatter()
     click.Group.format_commands(loaded, click.Context(loaded, terminal_width=80), expected)
     assert formatter.getvalue() == expected.getvalue()
+
+
+def test_a_mistyped_command_is_matched_against_the_whole_table() -> None:
+    """click suggests only from loaded commands; none is loaded before one runs."""
+    with pytest.raises(click.exceptions.NoSuchCommand) as err:
+        cli.main(["sesions"], standalone_mode=False, prog_name="fsm-agent")
+    assert err.value.possibilities == ["sessions"]
