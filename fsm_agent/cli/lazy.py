@@ -18,14 +18,14 @@ Two heavy optional dependencies are imported where they are used, and nowhere el
 from __future__ import annotations
 
 from importlib import import_module
-from typing import Any
+from typing import Any, NamedTuple
 
 import click
-from attrs import frozen
 
 
-@frozen
-class Lazy:
+class Lazy(NamedTuple):
+    """A NamedTuple, not an attrs class: `--help` and `replay --path` would import attrs."""
+
     target: str
     """`module:attribute`."""
     summary: str = ""

@@ -3,6 +3,9 @@ each summary must be its command's own, and each target must load."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
 import click
 import pytest
 
@@ -40,3 +43,19 @@ def test_a_mistyped_command_is_matched_against_the_whole_table() -> None:
     with pytest.raises(click.exceptions.NoSuchCommand) as err:
         cli.main(["sesions"], standalone_mode=False, prog_name="fsm-agent")
     assert err.value.possibilities == ["sessions"]
+
+
+def test_help_loads_no_subcommand_and_no_attrs() -> None:
+    """In a fresh interpreter: the listing comes from the table alone."""
+    modules = [lazy.target.partition(":")[0] for lazy in COMMANDS.values()]
+    code = (
+        "import sys\n"
+        "from fsm_agent.cli.main import main\n"
+        "sys.argv = ['fsm-agent', '--help']\n"
+        "try:\n    main()\nexcept SystemExit as exc:\n    assert not exc.code, exc.code\n"
+        f"loaded = [m for m in {[*modules, 'attrs']!r} if m in sys.modules]\n"
+        "assert not loaded, loaded\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert "replay" in proc.stdout
