@@ -18,7 +18,7 @@ from fsm_agent.cli.recorded import warn_if_torn
 from fsm_agent.cli.render import LiveRenderer, RunConsole
 from fsm_agent.cli.usage import EXIT_DIVERGED, exit_code, fail, say, stdout_lost, workspace
 from fsm_agent.core.abort import AbortSignal
-from fsm_agent.core.events import Transition
+from fsm_agent.core.events import DriverEvent, Transition
 from fsm_agent.core.jsontext import MAX_DEPTH, deeper_than, strict_loads
 from fsm_agent.core.model import Model
 from fsm_agent.live.scripted import ScriptedHooks, ScriptedModel
@@ -87,7 +87,7 @@ def fork(
     if replayed == 0:
         console.rule("live from step 1", style="yellow")
 
-    def on_event(event: Any) -> None:
+    def on_event(event: DriverEvent) -> None:
         renderer(event)
         if isinstance(event, Transition) and event.step == replayed:
             console.rule(f"live from step {replayed + 1}", style="yellow")

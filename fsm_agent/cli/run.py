@@ -36,6 +36,9 @@ from fsm_agent.cli.usage import (
     silence,
     stdout_lost,
 )
+from fsm_agent.core.events import DriverEvent
+from fsm_agent.core.messages import Message
+from fsm_agent.engine.driver import LoopResult
 from fsm_agent.live.approvals import QuestionScreen, terminal_prompter
 from fsm_agent.policy.permissions import removed_tools
 from fsm_agent.replay.log import LogError, default_log_path
@@ -145,8 +148,8 @@ def with_piped(prompt: str, piped: str) -> str:
 
 
 def run_text(
-    plan: Plan, messages: list[Any], *, quiet: bool, verbose: bool, ask: bool = False
-) -> tuple[Any, OSError | None]:
+    plan: Plan, messages: list[Message], *, quiet: bool, verbose: bool, ask: bool = False
+) -> tuple[LoopResult, OSError | None]:
     """The run shown as it goes, and why stdout failed if it did; with `ask` (a
     terminal), the user is asked what the rules leave open, the live status put away
     meanwhile."""
@@ -172,8 +175,8 @@ def run_text(
 
 
 def run_json(
-    plan: Plan, messages: list[Any], *, stream: bool, partial: bool, every: bool = False
-) -> tuple[Any, OSError | None]:
+    plan: Plan, messages: list[Message], *, stream: bool, partial: bool, every: bool = False
+) -> tuple[LoopResult, OSError | None]:
     """The run, with one JSON result at its end, or (`stream`) a JSON line per event;
     with `every` and not `stream`, one JSON array of every line stream-json would print
     but the raw stream events, as `claude -p --output-format json --verbose`.
@@ -210,7 +213,7 @@ def run_json(
                 )
             )
 
-    def on_event(event: Any) -> None:
+    def on_event(event: DriverEvent) -> None:
         begin()
         tally(event)
         if lines:
