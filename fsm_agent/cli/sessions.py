@@ -44,7 +44,7 @@ def _info_json(info: SessionInfo) -> dict[str, Any]:
 def _sessions_table(infos: list[SessionInfo]) -> None:
     """The listing, one line a log. Every column but the prompt has a fixed width and
     the prompt gets what is left, cut with an ellipsis: left to rich, a long prompt
-    on 80 columns squeezed the session and turns columns out entirely."""
+    on 80 columns would squeeze the session and turns columns out entirely."""
     rows = []
     for info in infos:
         when = printable((info.created or "?").replace("T", " ").split("+")[0])
