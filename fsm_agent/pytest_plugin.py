@@ -8,6 +8,10 @@ A `.json` argument is a scenario, run in a fresh workspace with its log in
 the test's tmp_path; so is a scenario written inline, as a dict or a
 `Scenario`. A `.jsonl` argument is a recorded session, replayed with every
 effect answered from it (a divergence fails the test).
+
+pytest loads this module in every session of an environment with fsm-agent
+installed, so the fixture imports the engine only when a test asks for it (one
+of the deferrals listed in `fsm_agent.cli.lazy`).
 """
 
 from __future__ import annotations
@@ -52,6 +56,7 @@ def fsm_run(tmp_path: Path) -> Callable[..., FsmRun]:
     `run_scenario`, or to `replay` for a log. Relative paths are taken from
     the current directory, where pytest was started.
     """
+    # Deferred: about 200 ms of the engine, for every pytest session otherwise.
     from fsm_agent.app.session import replay, run_scenario
     from fsm_agent.live.scripted import Scenario
 

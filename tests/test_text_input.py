@@ -156,7 +156,7 @@ def test_a_pipe_nothing_comes_on_is_left_after_a_wait(capsys: pytest.CaptureFixt
     goes on without, and says so (as Claude Code does)."""
     import os
 
-    from fsm_agent.cli.main import piped_text
+    from fsm_agent.cli.run import piped_text
 
     read, write = os.pipe()
     try:

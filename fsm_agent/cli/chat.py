@@ -9,22 +9,29 @@ the session goes on; at the prompt, a second Ctrl-C or Ctrl-D leaves.
 
 from __future__ import annotations
 
+import io
 import queue
+import sys
 import threading
 import time
 from collections.abc import Callable, Sequence
-from typing import TextIO
+from typing import Any, TextIO
 
+import click
 from rich.console import Console
 from rich.text import Text
 
 from fsm_agent.app.history import follow_up
 from fsm_agent.cli.launch import Plan
+from fsm_agent.cli.options import run_options
+from fsm_agent.cli.plan import plan_of
 from fsm_agent.cli.render import LiveRenderer, QuietRenderer, RunConsole
+from fsm_agent.cli.usage import fail, refuse_undecodable, stdout_lost
 from fsm_agent.core.messages import Message
 from fsm_agent.engine.driver import LoopResult
 from fsm_agent.engine.ports import Inbox
 from fsm_agent.live.approvals import QuestionScreen, withdrawn
+from fsm_agent.replay.log import LogError
 
 PROMPT = "› "
 POLL_S = 0.1
@@ -269,3 +276,43 @@ class ChatSession:
                 return
             if handled is None:
                 self.turn(prompt)
+
+
+def chat_in_terminal(plan: Plan, history: list[Message], *, quiet: bool, verbose: bool) -> None:
+    """A chat on this terminal, its errors as one line; also `run` with no prompt."""
+    if isinstance(sys.stdin, io.TextIOWrapper):
+        sys.stdin.reconfigure(errors="replace")  # a line typed in another encoding still goes
+    console = RunConsole()
+    session = ChatSession(
+        plan, console, LineReader(sys.stdin), messages=history, quiet=quiet, verbose=verbose
+    )
+    if history and plan.parent is not None:
+        resuming = f"resuming {plan.parent} ({len(history)} messages)"
+        session.console.print(resuming, style="dim", markup=False, highlight=False)
+    try:
+        session.loop()
+    except LogError as exc:
+        fail(str(exc))
+    except OSError as exc:
+        fail(f"cannot write the session log: {exc}")
+    plan.end("prompt_input_exit")
+    if console.write_error is not None:
+        stdout_lost(
+            console.write_error,
+            "the chat stopped there (a run under way was finished first, its log whole)",
+        )
+
+
+@click.command()
+@run_options
+def chat(quiet: bool, verbose: bool, **options: Any) -> None:
+    """An interactive session: each message you type runs the loop over the conversation so far.
+
+    Type while a run goes to queue a message for it; Ctrl-C interrupts the
+    run; Ctrl-C twice at the prompt, or Ctrl-D, leaves. With --scripted, each
+    message takes the scenario's next turns.
+    """
+    refuse_undecodable(options)
+    plan, resumed, _ = plan_of(**options)
+    history = list(resumed.messages) if resumed is not None else []
+    chat_in_terminal(plan, history, quiet=quiet, verbose=verbose)

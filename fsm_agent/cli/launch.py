@@ -18,6 +18,8 @@ from typing import Any
 
 from attrs import evolve
 
+from fsm_agent.app.environment import IDLE_NOTIFY_S
+from fsm_agent.app.session import arun
 from fsm_agent.core.abort import AbortSignal
 from fsm_agent.core.config import RunConfig
 from fsm_agent.core.events import DriverEvent
@@ -28,12 +30,11 @@ from fsm_agent.engine.driver import LoopResult
 from fsm_agent.engine.ports import Inbox, LiveEffects
 from fsm_agent.hooks.outcomes import HookOutcome, Hooks
 from fsm_agent.live.approvals import Approvals, Prompter, line_prompter
+from fsm_agent.live.command_hooks import CommandHooks
+from fsm_agent.live.permission_updates import apply_updates
 from fsm_agent.tools.session_env import with_session_env
 
 INTERRUPTS = (signal.SIGINT, signal.SIGTERM)
-IDLE_NOTIFY_S = 60.0
-"""Claude Code's `messageIdleNotifThresholdMs`: the wait for the user's next message,
-after an answer, past which Notification hooks hear `idle_prompt`."""
 
 
 class Plan:
@@ -122,8 +123,6 @@ class Plan:
         None when no settings file has one."""
         if not any(m.event == event for m in self.config.hooks):
             return None
-        from fsm_agent.live.command_hooks import CommandHooks
-
         hooks = CommandHooks.for_run(self.config, str(self.parent or ""))
         payload = {
             "hook_event_name": event,
@@ -147,8 +146,6 @@ class Plan:
             return
         permissions, mode = self._start
         if self._written:
-            from fsm_agent.live.permission_updates import apply_updates
-
             permissions, mode, _ = apply_updates(
                 permissions, mode, self._written, cwd=self.config.cwd,
                 home=os.path.expanduser("~"), start_mode=mode,
@@ -193,8 +190,6 @@ class Plan:
         session_id: str | None = None,
     ) -> LoopResult:
         """Run the loop over `messages`; the next run continues from this one."""
-        from fsm_agent.app.session import arun
-
         if self._start is None:
             self._start = (self.config.permissions, self.config.permission_mode)
         result = await arun(

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
 from collections.abc import Iterator
 from typing import IO, Any
 
@@ -21,6 +20,7 @@ from rich.spinner import Spinner
 from rich.text import Text
 
 from fsm_agent.cli.cost import CostMeter
+from fsm_agent.cli.usage import silence
 from fsm_agent.core.events import (
     AssistantMessage,
     CallsDiscarded,
@@ -98,21 +98,6 @@ def _isatty(stream: IO[str]) -> bool:
         return stream.isatty()
     except (AttributeError, OSError, ValueError):
         return False
-
-
-def silence(stream: IO[str]) -> None:
-    """Point `stream`'s descriptor at /dev/null, so what is still buffered for a reader
-    that went away (flushed again at exit) and anything printed later goes nowhere,
-    without another `BrokenPipeError`."""
-    try:
-        fd = stream.fileno()
-    except (AttributeError, OSError, ValueError):
-        return
-    devnull = os.open(os.devnull, os.O_WRONLY)
-    try:
-        os.dup2(devnull, fd)
-    finally:
-        os.close(devnull)
 
 
 def printable(text: str) -> str:
@@ -224,8 +209,7 @@ class LiveRenderer:
 
     def _flush_text(self) -> None:
         if self._text:
-            # Imported here: rich's Markdown brings markdown-it and Pygments (about 20 ms),
-            # which the debugger, which imports this module for `printable`, never needs.
+            # Deferred (listed in fsm_agent/cli/lazy.py): markdown-it and Pygments.
             from rich.markdown import Markdown
 
             self.console.print(Markdown(self._text.strip()))

@@ -1,0 +1,38 @@
+"""A recorded session's transition path, read without the engine: `graph --highlight`,
+`replay --path` and `coverage` need no more, and must start fast."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from fsm_agent.cli.usage import fail, say
+from fsm_agent.replay.log import LogError, SessionLog, is_torn, no_start
+
+
+def recorded_path(path: Path) -> list[dict[str, Any]]:
+    try:
+        return read_path(path)
+    except LogError as exc:
+        fail(str(exc))
+
+
+def read_path(path: Path) -> list[dict[str, Any]]:
+    """The log's transitions; a log without a `start` record (only a header) holds no run
+    and is an error (`LogError`), as for `--check`, not an empty path."""
+    steps: list[dict[str, Any]] = []
+    started = False
+    for _, record in SessionLog(path).records():
+        started = started or record["t"] == "start"
+        if record["t"] == "transition":
+            steps.append(record)
+    if not started:
+        raise no_start(path)
+    warn_if_torn(path)
+    return steps
+
+
+def warn_if_torn(path: Path) -> None:
+    """A killed run leaves a torn last line: it is read up to it, and the user is told."""
+    if path.is_file() and is_torn(path):
+        say(f"fsm-agent: warning: {path}: the last line is torn; read up to it")
