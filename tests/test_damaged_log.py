@@ -245,7 +245,8 @@ def test_resume_and_fork_refuse_a_damaged_header_in_one_line(case: str, tmp_path
 
 def test_every_effect_a_log_records_has_a_shape_to_be_read_back_as() -> None:
     """Replay and fork's edit check read results through one table, `RESULTS`."""
-    from fsm_agent.replay.recording import RESULTS, read_result
+    from fsm_agent.replay.effects import read_result
+    from fsm_agent.replay.recording import RESULTS
 
     names = {
         r["name"]

@@ -41,8 +41,9 @@ from fsm_agent.engine.machine import (
     edges_from,
 )
 from fsm_agent.engine.state import Iteration, LoopState
-from fsm_agent.replay.log import LogError, edge_text, other_machine_note
-from fsm_agent.replay.recording import Divergence, LogEnded, divergence_report, short_diff
+from fsm_agent.replay.divergence import Divergence, LogEnded, divergence_report, short_diff
+from fsm_agent.replay.header import other_machine_note
+from fsm_agent.replay.log import LogError, edge_text
 from fsm_agent.replay.stepper import Stepper
 
 FIELDS = tuple(f.name for f in fields(LoopState))

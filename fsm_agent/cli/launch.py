@@ -18,6 +18,7 @@ from typing import Any
 
 from attrs import evolve
 
+from fsm_agent.cli.questions import line_prompter
 from fsm_agent.core.abort import AbortSignal
 from fsm_agent.core.config import RunConfig
 from fsm_agent.core.events import DriverEvent
@@ -25,9 +26,9 @@ from fsm_agent.core.messages import Message
 from fsm_agent.core.model import Model
 from fsm_agent.core.permission_types import PermissionSettings, PermissionUpdate
 from fsm_agent.engine.driver import LoopResult
-from fsm_agent.engine.ports import Inbox, LiveEffects
 from fsm_agent.hooks.outcomes import HookOutcome, Hooks
-from fsm_agent.live.approvals import Approvals, Prompter, line_prompter
+from fsm_agent.live.approvals import Approvals, Prompter
+from fsm_agent.live.effects import Inbox, LiveEffects
 from fsm_agent.tools.session_env import with_session_env
 
 INTERRUPTS = (signal.SIGINT, signal.SIGTERM)

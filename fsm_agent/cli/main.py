@@ -192,7 +192,7 @@ def _context(cwd: str) -> tuple[dict[str, str], dict[str, str], tuple[str, ...]]
     """CLAUDE.md files, date, working directory, git status: read once, kept in the log header."""
     import datetime as dt
 
-    from fsm_agent.context.claude_md import gather
+    from fsm_agent.live.memory_files import gather
 
     return gather(Path(cwd), Path.home(), dt.date.today().isoformat())
 
@@ -347,7 +347,7 @@ def _plan(
     if not os.path.isdir(workspace):
         fail(f"the resumed session's workspace {workspace} does not exist (pass --cwd)")
     user_context, system_context, memory_paths = _context(workspace)
-    from fsm_agent.context.claude_md import path_rules
+    from fsm_agent.live.memory_files import path_rules
 
     try:
         settings = load_settings(
@@ -712,8 +712,8 @@ def _run_text(
     """The run shown as it goes, and why stdout failed if it did; with `ask` (a
     terminal), the user is asked what the rules leave open, the live status put away
     meanwhile."""
+    from fsm_agent.cli.questions import QuestionScreen, terminal_prompter
     from fsm_agent.cli.render import LiveRenderer, QuietRenderer, RunConsole
-    from fsm_agent.live.approvals import QuestionScreen, terminal_prompter
     from fsm_agent.replay.log import LogError
 
     console = RunConsole()
@@ -1087,8 +1087,8 @@ def _fork(
     from fsm_agent.core.abort import AbortSignal
     from fsm_agent.core.events import Transition
     from fsm_agent.live.scripted import ScriptedHooks, ScriptedModel
+    from fsm_agent.replay.divergence import Divergence, divergence_report
     from fsm_agent.replay.log import LogError, SessionLog
-    from fsm_agent.replay.recording import Divergence, divergence_report
 
     if fork_at is not None and edit_effect is not None:
         fail("give --fork-at or --edit-effect, not both (an edit is itself the fork point)")
@@ -1213,9 +1213,9 @@ def _check_all(logs: tuple[Path, ...]) -> None:
 def _check(path: Path, name: str) -> int:
     import asyncio
 
-    from fsm_agent.app.session import areplay
+    from fsm_agent.app.replaying import areplay
+    from fsm_agent.replay.divergence import Divergence, LogEnded, divergence_report
     from fsm_agent.replay.log import LogError
-    from fsm_agent.replay.recording import Divergence, LogEnded, divergence_report
 
     try:
         result = asyncio.run(areplay(path))
@@ -1240,7 +1240,8 @@ def _check(path: Path, name: str) -> int:
 
 
 def _other_machine(path: Path) -> str | None:
-    from fsm_agent.replay.log import LogError, SessionLog, other_machine_note
+    from fsm_agent.replay.header import other_machine_note
+    from fsm_agent.replay.log import LogError, SessionLog
 
     try:
         return other_machine_note(SessionLog(path))
