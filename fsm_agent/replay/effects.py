@@ -87,8 +87,9 @@ def structured(value: Any, cls: Any) -> Any:
 class Effect:
     """One effect: see the module docstring.
 
-    `usual` is the answer a call gives most of the time, when the log holds no record
-    of it (a poll that found nothing); `polled` calls are told apart by their place in
+    A call that is only `sometimes` written leaves its `usual` answer out of the log
+    (a poll that found nothing, most polls do): the replay gives it where the log has
+    no record. `polled` calls are told apart by their place in
     the step (`Polls`). `pipeline` effects belong to a tool call's pipeline and may be
     written anywhere up to their iteration's `tool_execution` transition (the call
     started while the model streamed). `after_end` is the recorded answer to the call
@@ -105,7 +106,6 @@ class Effect:
     read: Callable[[Any], Any] | None = None
     usual: Any = None
     sometimes: bool = False
-    """Written only when the answer is not `usual`."""
     polled: bool = False
     pipeline: bool = False
 
@@ -193,7 +193,7 @@ def _nothing() -> Key:
     return "", None
 
 
-ANSWERS = Literal["allow_once", "allow_always", "deny", "no_terminal", "cancelled"]
+Answer = Literal["allow_once", "allow_always", "deny", "no_terminal", "cancelled"]
 
 EFFECTS: tuple[Effect, ...] = (
     Effect("model_stream", "model", _model_key, None, {"events": [], "error": None},
@@ -208,7 +208,7 @@ EFFECTS: tuple[Effect, ...] = (
     # to its tool, whose answer is the interrupt's, not a denial nobody gave.
     Effect("check_permission", "permission", _plain_key, Decision,
            unstructure(Decision("allow")), pipeline=True),
-    Effect("ask_permission", "ask_permission", _ask_key, ANSWERS, ALLOW_ONCE, encode=same,
+    Effect("ask_permission", "ask_permission", _ask_key, Answer, ALLOW_ONCE, encode=same,
            pipeline=True),
     Effect("update_permissions", "permission_update", _updates_key, PermissionsUpdated, {},
            pipeline=True),
