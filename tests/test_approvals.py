@@ -10,8 +10,8 @@ from typing import Any
 from fsm_agent.app.session import arun, replay
 from fsm_agent.core.config import RunConfig
 from fsm_agent.core.messages import ToolResultBlock
+from fsm_agent.core.permission_types import ALLOW_ALWAYS, ALLOW_ONCE, DENY, PermissionAsk
 from fsm_agent.live.scripted import Scenario, ScriptedModel
-from fsm_agent.policy.permissions import ALLOW_ALWAYS, ALLOW_ONCE, DENY, PermissionAsk
 
 
 def _bash_turns(*commands: str) -> Scenario:
@@ -103,8 +103,8 @@ def test_always_for_an_outside_path_grants_what_was_asked_and_nothing_more(
 ) -> None:
     """ "Always" on a Bash or Grep call that reaches outside must not add an Edit rule:
     that let the model write the file the user had only let a command read."""
+    from fsm_agent.core.permission_types import PermissionRequest, PermissionSettings
     from fsm_agent.live.approvals import Approvals
-    from fsm_agent.policy.permissions import PermissionRequest, PermissionSettings
 
     ws = tmp_path / "ws"
     ws.mkdir()
@@ -265,9 +265,9 @@ def test_dont_ask_mode_never_asks_not_for_an_ask_rule_nor_a_hooks_ask(
 ) -> None:
     """dontAsk denies "anything that would ask": an ask rule, or a PreToolUse hook
     answering ask, put the question to the user all the same."""
+    from fsm_agent.core.permission_types import PermissionSettings, RuleSource
     from fsm_agent.hooks.outcomes import HookOutcome
     from fsm_agent.live.scripted import ScriptedHooks
-    from fsm_agent.policy.permissions import PermissionSettings, RuleSource
 
     asked: list[PermissionAsk] = []
 
@@ -347,8 +347,8 @@ def test_always_for_an_outside_path_with_glob_characters_names_that_path_alone(
     """`Read(//…/data[1].csv)` is a pattern: its class matched `data1.csv` and not the
     file the user let the model read, which asked again. The rule "always" adds, and
     the one the reason suggests, escape the pattern characters of the path."""
+    from fsm_agent.core.permission_types import PermissionRequest, PermissionSettings
     from fsm_agent.live.approvals import Approvals
-    from fsm_agent.policy.permissions import PermissionRequest, PermissionSettings
 
     ws = tmp_path / "ws"
     ws.mkdir()

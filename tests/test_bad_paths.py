@@ -14,9 +14,9 @@ import pytest
 from fsm_agent.app.session import arun, replay
 from fsm_agent.core.config import RunConfig
 from fsm_agent.core.messages import ToolResultBlock
+from fsm_agent.core.permission_types import PermissionRequest, PermissionSettings
 from fsm_agent.live.approvals import Approvals
 from fsm_agent.live.scripted import Scenario, ScriptedModel
-from fsm_agent.policy.permissions import PermissionRequest, PermissionSettings
 from tests.test_cli import fsm
 
 NUL_CALLS: list[tuple[str, dict[str, Any]]] = [

@@ -65,7 +65,7 @@ def test_slash_commands_at_the_prompt(tmp_path: Path) -> None:
     next run starts a new one; `/exit` leaves; a path is a message, not a command."""
     from fsm_agent.core.config import RunConfig
     from fsm_agent.core.messages import user
-    from fsm_agent.live.command_hooks import parse_hooks
+    from fsm_agent.hooks.commands import parse_hooks
     from fsm_agent.live.scripted import Scenario, ScriptedModel
     from tests.test_command_hooks import capture
 

@@ -15,14 +15,9 @@ from fsm_agent.app.session import arun_scenario, replay, run_scenario
 from fsm_agent.core.abort import AbortSignal
 from fsm_agent.core.config import CommandHook, HookMatcher
 from fsm_agent.core.messages import ToolResultBlock
+from fsm_agent.hooks.commands import HookRun, interpret, matcher_matches, parse_hooks
 from fsm_agent.hooks.outcomes import HookOutcome, merge
-from fsm_agent.live.command_hooks import (
-    CommandHooks,
-    HookRun,
-    interpret,
-    matcher_matches,
-    parse_hooks,
-)
+from fsm_agent.live.command_hooks import CommandHooks
 from fsm_agent.live.scripted import Scenario
 
 
@@ -409,7 +404,7 @@ def test_precedence_deny_defer_ask_allow() -> None:
 
 
 def test_bad_hooks_section_is_a_clear_error() -> None:
-    from fsm_agent.live.command_hooks import HookSettingsError
+    from fsm_agent.hooks.commands import HookSettingsError
 
     with pytest.raises(HookSettingsError, match=r"f.json: hooks.Stop\[0\] must be an object"):
         parse_hooks({"Stop": ["echo"]}, "f.json")
@@ -639,7 +634,7 @@ def test_a_hooks_if_rule_limits_it_to_the_calls_it_names(workspace: Path, tmp_pa
 
 
 def test_a_hooks_if_must_be_a_permission_rule() -> None:
-    from fsm_agent.live.command_hooks import HookSettingsError
+    from fsm_agent.hooks.commands import HookSettingsError
 
     def section(condition: Any) -> dict[str, Any]:
         return {"PreToolUse": [{"hooks": [{"type": "command", "command": "x", "if": condition}]}]}

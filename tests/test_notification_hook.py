@@ -9,8 +9,8 @@ from pathlib import Path
 from typing import Any
 
 from fsm_agent.app.session import replay, run_scenario
+from fsm_agent.core.permission_types import ALLOW_ONCE, DENY, PermissionAsk
 from fsm_agent.live.scripted import Scenario
-from fsm_agent.policy.permissions import ALLOW_ONCE, DENY, PermissionAsk
 from tests.conftest import SCENARIOS
 from tests.test_command_hooks import _results, _tool_turn, script
 from tests.test_permission_request_hook import ASKED, decision

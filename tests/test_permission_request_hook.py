@@ -12,10 +12,10 @@ import pytest
 
 from fsm_agent.app.session import replay, run_scenario
 from fsm_agent.core.events import Notice, ToolRefused
+from fsm_agent.core.permission_types import ALLOW_ONCE, PermissionAsk
+from fsm_agent.hooks.commands import HookRun, interpret
 from fsm_agent.hooks.outcomes import HookOutcome, merge
-from fsm_agent.live.command_hooks import HookRun, interpret
 from fsm_agent.live.scripted import Scenario, ScenarioError
-from fsm_agent.policy.permissions import ALLOW_ONCE, PermissionAsk
 from tests.test_cli import fsm
 from tests.test_command_hooks import _results, _tool_turn, script
 

@@ -24,10 +24,11 @@ from fsm_agent.core.permission_types import (
     read_updates,
     update_json,
 )
+from fsm_agent.hooks.commands import HookRun, interpret
 from fsm_agent.hooks.outcomes import HookOutcome, merge
-from fsm_agent.live.command_hooks import HookRun, interpret
+from fsm_agent.live.permission_updates import apply_updates, persist
 from fsm_agent.live.scripted import Scenario, ScenarioError
-from fsm_agent.policy.permission_updates import SESSION, apply_updates, persist
+from fsm_agent.policy.permission_updates import SESSION
 from tests.test_cli import fsm
 from tests.test_command_hooks import _results, _tool_turn
 from tests.test_permission_request_hook import (
@@ -557,8 +558,8 @@ def test_a_waiting_question_is_judged_by_the_updates_a_hook_made_meanwhile(
 ) -> None:
     """As after an "always": a question whose turn comes once a hook's rules allow its
     call is not put; one whose "always" rule a hook took off again is."""
+    from fsm_agent.core.permission_types import ALLOW_ONCE, DENY, PermissionAsk, PermissionRequest
     from fsm_agent.live.approvals import Approvals
-    from fsm_agent.policy.permissions import ALLOW_ONCE, DENY, PermissionAsk, PermissionRequest
 
     asked: list[PermissionAsk] = []
 

@@ -8,27 +8,22 @@ from pathlib import Path
 
 import pytest
 
+from fsm_agent.core.permission_types import PermissionSettings, RuleSource
+from fsm_agent.live.paths import default_expand, default_resolve, read_denied
 from fsm_agent.live.settings import SettingsError, load_settings
+from fsm_agent.policy.bash_lexer import split_command, strip_wrappers, words
 from fsm_agent.policy.permissions import (
     CallFacts,
     PermissionError_,
-    PermissionSettings,
     Rule,
-    RuleSource,
     Workspace,
     bash_pattern,
     bash_rule_matches,
     call_facts,
     check_mode,
-    default_expand,
-    default_resolve,
     evaluate,
     is_read_only,
-    read_denied,
     removed_tools,
-    split_command,
-    strip_wrappers,
-    words,
 )
 
 WS = Workspace("/ws", "/home/u", ("/extra",))
@@ -352,7 +347,7 @@ def test_read_denied_says_which_files_glob_and_grep_leave_out(tmp_path) -> None:
 
 
 def test_a_glob_with_too_many_matches_counts_as_outside(tmp_path, monkeypatch) -> None:
-    import fsm_agent.policy.permissions as perms
+    import fsm_agent.live.paths as perms
 
     for i in range(4):
         (tmp_path / f"f{i}").write_text("x")
@@ -370,7 +365,7 @@ def test_a_glob_that_looks_at_too_many_entries_counts_as_outside(tmp_path, monke
     file system: the permission check ran for more than ten minutes in the event
     loop, where neither Ctrl-C nor SIGTERM could stop it. The directory entries a
     word may look at are bounded; past them the word counts as reaching outside."""
-    import fsm_agent.policy.permissions as perms
+    import fsm_agent.live.paths as perms
 
     for i in range(8):
         for j in range(8):
@@ -438,8 +433,8 @@ def test_a_user_rules_slash_path_holds_when_home_is_a_link(tmp_path: Path) -> No
     """`/path` in ~/.claude/settings.json is anchored at ~/.claude; paths are judged
     resolved, so with HOME a link (/home -> /usr/home) the anchor, left unresolved,
     matched nothing and a deny rule let the read through."""
+    from fsm_agent.core.permission_types import PermissionRequest
     from fsm_agent.live.approvals import Approvals
-    from fsm_agent.policy.permissions import PermissionRequest
 
     real = tmp_path / "real-home"
     (real / ".claude").mkdir(parents=True)
@@ -512,7 +507,7 @@ def test_a_long_quoted_argument_is_split_in_linear_time() -> None:
 
     code = (
         "from fsm_agent.live.approvals import Approvals\n"
-        "from fsm_agent.policy.permissions import PermissionRequest, PermissionSettings\n"
+        "from fsm_agent.core.permission_types import PermissionRequest, PermissionSettings\n"
         "approvals = Approvals(PermissionSettings(), '.')\n"
         "command = 'echo \"' + 'x' * 2_000_000 + '\" > out.txt'\n"
         "decision = approvals.check(PermissionRequest('Bash', {'command': command}))\n"

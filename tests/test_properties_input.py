@@ -926,13 +926,12 @@ def test_a_rule_parses_and_judges_every_call_or_is_refused(text: str, kind: str,
     (allow, ask or deny), covers it or not as a hook's `if`, and filters Glob and Grep
     as a Read deny rule: never an exception."""
     from fsm_agent.core.permission_types import PermissionSettings, RuleSource
+    from fsm_agent.live.paths import default_resolve, read_denied
     from fsm_agent.policy.permissions import (
         Place,
         Workspace,
         call_facts,
-        default_resolve,
         evaluate,
-        read_denied,
         removed_tools,
         rule_covers_call,
     )
@@ -950,7 +949,8 @@ def test_a_rule_parses_and_judges_every_call_or_is_refused(text: str, kind: str,
             facts = call_facts(tool, tool_input, ws, default_resolve(ws.cwd))
             decision = evaluate(facts, permissions, mode, ws)
             assert decision.behavior in ("allow", "ask", "deny")
-            rule_covers_call(rule, tool, tool_input, Place(ws.cwd, ws.home))
+            place = Place(ws.cwd, ws.home)
+            rule_covers_call(rule, tool, tool_input, place, default_resolve(ws.cwd))
         removed_tools(permissions)
         denied = read_denied(permissions, ws)
         if denied is not None:

@@ -114,9 +114,9 @@ def test_an_interrupt_while_a_tool_runs_replays_to_aborted_tools(tmp_path: Path)
     from fsm_agent.app.session import run
     from fsm_agent.core.abort import AbortSignal
     from fsm_agent.core.config import RunConfig
+    from fsm_agent.core.permission_types import PermissionSettings, RuleSource
     from fsm_agent.core.tool import ToolEnv, ToolOutcome
     from fsm_agent.live.scripted import Scenario, ScriptedModel
-    from fsm_agent.policy.permissions import PermissionSettings, RuleSource
 
     abort = AbortSignal()
 

@@ -371,7 +371,7 @@ def test_bash_that_follows_links_inside_the_workspace_runs(world, tmp_path: Path
 def test_the_links_a_recursive_command_follows_are_found_once_through_loops(
     tmp_path: Path,
 ) -> None:
-    from fsm_agent.policy.permissions import default_links
+    from fsm_agent.live.paths import default_links
 
     (tmp_path / "d").mkdir()
     (tmp_path / "d" / "loop").symlink_to(tmp_path / "d")
@@ -566,8 +566,8 @@ def test_a_command_that_changes_directory_past_count_asks(tmp_path: Path) -> Non
     """Each part of a command is judged from every directory a `cd` may have left it in;
     a command with `cd`s to more than 32 places counts as reaching outside (thousands of
     them would otherwise cost seconds of checks in the event loop)."""
+    from fsm_agent.core.permission_types import PermissionRequest, PermissionSettings
     from fsm_agent.live.approvals import Approvals
-    from fsm_agent.policy.permissions import PermissionRequest, PermissionSettings
 
     approvals = Approvals(PermissionSettings(), str(tmp_path))
     many = " ; ".join(f"cd d{i}" for i in range(40))

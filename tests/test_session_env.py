@@ -18,7 +18,7 @@ from fsm_agent.cli.launch import Plan
 from fsm_agent.core.abort import AbortSignal
 from fsm_agent.core.config import RunConfig
 from fsm_agent.core.messages import ToolResultBlock, user
-from fsm_agent.live.command_hooks import parse_hooks
+from fsm_agent.hooks.commands import parse_hooks
 from fsm_agent.live.scripted import Scenario, ScriptedModel
 from tests.test_cli import fsm
 

@@ -27,12 +27,12 @@ from fsm_agent.core.events import (
     Transition,
 )
 from fsm_agent.core.messages import ToolResultBlock, ToolUseBlock
+from fsm_agent.core.permission_types import PermissionSettings, RuleSource
 from fsm_agent.core.tool import ToolEnv, ToolOutcome
 from fsm_agent.engine.driver import LoopResult
 from fsm_agent.engine.ports import INTERRUPTED, model_failed
 from fsm_agent.engine.tool_executor import absolute_paths, partition
 from fsm_agent.live.scripted import Scenario, ScriptedModel
-from fsm_agent.policy.permissions import PermissionSettings, RuleSource
 from tests.conftest import SCENARIOS
 from tests.test_cli import fsm
 

@@ -48,9 +48,9 @@ from fsm_agent.core import jsontext
 from fsm_agent.core.config import RunConfig
 from fsm_agent.core.events import DriverEvent, Transition
 from fsm_agent.core.messages import ToolResultBlock
+from fsm_agent.core.permission_types import PermissionSettings, RuleSource
 from fsm_agent.core.tool import ToolEnv, ToolOutcome
 from fsm_agent.live.scripted import Scenario, ScriptedModel
-from fsm_agent.policy.permissions import PermissionSettings, RuleSource
 from fsm_agent.replay.log import LogWriter
 
 

@@ -25,9 +25,9 @@ from typing import Any, ClassVar
 from fsm_agent.app.session import arun, default_tools
 from fsm_agent.core.config import RunConfig
 from fsm_agent.core.events import DriverEvent, ToolStarted, ToolUseComplete, Transition
+from fsm_agent.core.permission_types import PermissionSettings, RuleSource
 from fsm_agent.core.tool import ToolEnv, ToolOutcome
 from fsm_agent.live.scripted import Scenario, ScriptedModel
-from fsm_agent.policy.permissions import PermissionSettings, RuleSource
 
 
 class Sleep:

@@ -148,7 +148,7 @@ class Plan:
             return
         permissions, mode = self._start
         if self._written:
-            from fsm_agent.policy.permission_updates import apply_updates
+            from fsm_agent.live.permission_updates import apply_updates
 
             permissions, mode, _ = apply_updates(
                 permissions, mode, self._written, cwd=self.config.cwd,

@@ -2,9 +2,8 @@
 records, the question asked through the effects door, and the verdict.
 
 How a verdict is reached (rule syntax, Bash parsing, path patterns) is
-`fsm_agent.policy.permissions`, which re-exports all of this. Only a live run
-evaluates; a replay answers every permission effect from its log, so it
-loads these classes and not the evaluator.
+`fsm_agent.policy`. Only a live run evaluates; a replay answers every permission
+effect from its log, so it loads these classes and not the evaluator.
 """
 
 from __future__ import annotations

@@ -4,15 +4,12 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable, Sequence
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
 from attrs import frozen
 
 from fsm_agent.core.events import DriverEvent, Notice
-from fsm_agent.core.permission_types import PermissionUpdate
-
-if TYPE_CHECKING:
-    from fsm_agent.core.permission_types import PermissionAsk
+from fsm_agent.core.permission_types import PermissionAsk, PermissionUpdate
 
 PERMISSION_PRECEDENCE = ("deny", "defer", "ask", "allow")
 

@@ -19,29 +19,35 @@ from collections.abc import Callable, Sequence
 from attrs import evolve
 
 from fsm_agent.core.abort import AbortSignal
-from fsm_agent.core.permission_types import PermissionsUpdated, PermissionUpdate
-from fsm_agent.policy.permission_updates import apply_updates, persist, persisted
-from fsm_agent.policy.permissions import (
+from fsm_agent.core.permission_types import (
     ALLOW_ALWAYS,
     ALLOW_ONCE,
     DENY,
-    EDIT_TOOLS,
     NO_TERMINAL,
-    READ_TOOLS,
     Decision,
     PermissionAsk,
     PermissionRequest,
     PermissionSettings,
+    PermissionsUpdated,
+    PermissionUpdate,
     RuleSource,
-    Workspace,
-    call_facts,
+)
+from fsm_agent.live.paths import (
     command_resolve,
     default_expand,
     default_links,
     default_resolve,
+    read_denied,
+)
+from fsm_agent.live.permission_updates import apply_updates, persist
+from fsm_agent.policy.permission_updates import persisted
+from fsm_agent.policy.permissions import (
+    EDIT_TOOLS,
+    READ_TOOLS,
+    Workspace,
+    call_facts,
     evaluate,
     path_rule,
-    read_denied,
 )
 
 Prompter = Callable[[PermissionAsk], str]

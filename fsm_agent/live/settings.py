@@ -18,15 +18,15 @@ from attrs import frozen
 
 from fsm_agent.core.config import HookMatcher
 from fsm_agent.core.jsontext import no_constant
-from fsm_agent.live.command_hooks import HookSettingsError, os_string, parse_hooks
+from fsm_agent.core.permission_types import PermissionSettings, RuleSource
+from fsm_agent.hooks.commands import HookSettingsError, parse_hooks
 from fsm_agent.policy.permissions import (
     MODES,
     UNSUPPORTED_MODES,
     PermissionError_,
-    PermissionSettings,
     Rule,
-    RuleSource,
     check_mode,
+    os_string,
     unsupported_mode_warning,
 )
 

@@ -5,31 +5,32 @@ are kept by destination (`session`, `cliArg`, each settings file), so `replaceRu
 `removeRules` touch only the rules of the destination they name; `setMode` sets the
 mode; `addDirectories`/`removeDirectories` change the directories beyond the workspace.
 `persistPermissionUpdate` also writes the three settings-file destinations to their
-file. Both happen only in a live run, behind `Effects.update_permissions`: a replay
-answers that effect from its log and neither applies nor writes anything.
+file (`fsm_agent.live.permission_updates`). Here is what both decide, given where
+each destination is (`Destinations`), so neither reads a file to decide it; a replay
+answers the whole effect from its log.
 """
 
 from __future__ import annotations
 
-import json
-import os
-import stat
-import tempfile
-from collections.abc import Callable, Sequence
-from pathlib import Path
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from attrs import evolve
+from attrs import evolve, field, frozen
 
-from fsm_agent.core.jsontext import no_constant
-from fsm_agent.core.permission_types import PERSISTED, RULE_UPDATES, PermissionUpdate, RuleValue
-from fsm_agent.live.command_hooks import os_string
+from fsm_agent.core.permission_types import (
+    PERSISTED,
+    RULE_UPDATES,
+    PermissionSettings,
+    PermissionUpdate,
+    RuleSource,
+    RuleValue,
+)
 from fsm_agent.policy.permissions import (
     UNSUPPORTED_MODES,
     PermissionError_,
-    PermissionSettings,
+    Resolve,
     Rule,
-    RuleSource,
+    os_string,
     unsupported_mode_warning,
 )
 
@@ -39,34 +40,39 @@ COMMAND_LINE = {"allow": "--allowed-tools", "deny": "--disallowed-tools", "ask":
 WHO = "PermissionRequest hook"
 
 
-def settings_file(destination: str, cwd: str, home: str) -> tuple[Path, str]:
-    """The settings file Claude Code writes a destination to, and the root its `/path`
-    rules are anchored at (as `fsm_agent.live.settings.settings_files` reads them)."""
-    from fsm_agent.live.settings import settings_files
+@frozen
+class Destinations:
+    """Where a run's rules come from, resolved by the live side: the root of the
+    session's and the command line's `/path` rules (the real cwd), each settings file
+    with the root its `/path` rules use, and how a path resolves on this machine."""
 
-    user, project, local = settings_files(cwd, home)
-    return {"userSettings": user, "projectSettings": project, "localSettings": local}[destination]
+    root: str
+    files: Mapping[str, tuple[str, str]] = field(hash=False)
+    """`userSettings`, `projectSettings`, `localSettings`: the file and its rules' root."""
+    real: Resolve
+    """A path as it really leads (`os.path.realpath`), to tell a settings file's rules."""
+    directory: Resolve
+    """A directory as written, resolved as settings files' are."""
 
 
-def _in_destination(destination: str, kind: str, cwd: str, home: str) -> Callable[[str], bool]:
+def _in_destination(destination: str, kind: str, places: Destinations) -> Callable[[str], bool]:
     """Whether a rule's origin is of `destination`: Claude Code keeps its rules apart by
     where they came from."""
     if destination == "session":
         return lambda origin: origin == SESSION
     if destination == "cliArg":
         return lambda origin: origin == COMMAND_LINE[kind]
-    path = os.path.realpath(settings_file(destination, cwd, home)[0])
-    return lambda origin: os.path.realpath(origin) == path if origin else False
+    path = places.real(places.files[destination][0])
+    return lambda origin: places.real(origin) == path if origin else False
 
 
-def _origin(destination: str, kind: str, cwd: str, home: str) -> tuple[str, str]:
+def _origin(destination: str, kind: str, places: Destinations) -> tuple[str, str]:
     """The origin and `/path` root of a rule a destination adds."""
     if destination == "session":
-        return SESSION, os.path.realpath(cwd)
+        return SESSION, places.root
     if destination == "cliArg":
-        return COMMAND_LINE[kind], os.path.realpath(cwd)
-    path, root = settings_file(destination, cwd, home)
-    return str(path), root
+        return COMMAND_LINE[kind], places.root
+    return places.files[destination]
 
 
 def _normal(rule: str) -> str:
@@ -92,20 +98,19 @@ def _readable(rules: Sequence[RuleValue], notes: list[str]) -> list[str]:
     return out
 
 
-def apply_updates(
+def applied(
     settings: PermissionSettings,
     mode: str,
     updates: Sequence[PermissionUpdate],
+    places: Destinations,
     *,
-    cwd: str,
-    home: str,
     start_mode: str,
 ) -> tuple[PermissionSettings, str, list[str]]:
     """`settings` and `mode` with `updates` applied in order, and what to tell the user.
 
     `setMode` to `bypassPermissions` is refused unless the run started in it, as Claude
     Code refuses it when the session was not launched so; `auto` runs as `default`.
-    Directories are resolved against `cwd`, as settings files' are."""
+    Directories are resolved by `places.directory`, as settings files' are."""
     notes: list[str] = []
     for update in updates:
         if update.type == "setMode":
@@ -122,8 +127,8 @@ def apply_updates(
             mode = wanted
         elif update.type in RULE_UPDATES:
             kind = update.behavior or "allow"
-            ours = _in_destination(update.destination, kind, cwd, home)
-            origin, root = _origin(update.destination, kind, cwd, home)
+            ours = _in_destination(update.destination, kind, places)
+            origin, root = _origin(update.destination, kind, places)
             named = _readable(update.rules, notes)
             rules: list[RuleSource] = list(getattr(settings, kind))
             if update.type == "removeRules":
@@ -135,7 +140,7 @@ def apply_updates(
                 rules += [RuleSource(r, root, origin) for r in named]
             settings = _with_rules(settings, kind, tuple(rules))
         else:
-            named_dirs = [_directory(d, cwd, notes) for d in update.directories]
+            named_dirs = [_directory(d, places, notes) for d in update.directories]
             dirs = settings.additional_directories
             if update.type == "addDirectories":
                 dirs += tuple(d for d in dict.fromkeys(named_dirs) if d and d not in dirs)
@@ -145,12 +150,12 @@ def apply_updates(
     return settings, mode, notes
 
 
-def _directory(path: str, cwd: str, notes: list[str]) -> str:
+def _directory(path: str, places: Destinations, notes: list[str]) -> str:
     """A directory resolved as settings files' are; "" for one no OS call takes."""
     if not os_string(path):
         notes.append(f"{WHO}'s directory {path!r} is ignored: no path can hold it")
         return ""
-    return os.path.realpath(os.path.join(cwd, os.path.expanduser(path)))
+    return places.directory(path)
 
 
 def _with_rules(
@@ -161,28 +166,11 @@ def _with_rules(
     return evolve(settings, ask=rules) if kind == "ask" else evolve(settings, allow=rules)
 
 
-def persist(update: PermissionUpdate, cwd: str, home: str) -> str:
-    """Write one update of a settings-file destination to its file, as Claude Code's
-    `persistPermissionUpdate` does (rules added once, a list replaced or filtered,
-    `defaultMode` set; the file's other keys kept); what was done, for the user.
-
-    A file that is there but not a JSON object is left alone: writing it would lose
-    what it holds."""
-    path = settings_file(update.destination, cwd, home)[0]
-    try:
-        data: Any = (
-            json.loads(path.read_text(encoding="utf-8"), parse_constant=no_constant)
-            if path.exists()
-            else {}
-        )
-    except (OSError, ValueError, RecursionError) as exc:
-        return f"{WHO}'s {update.type} was not written to {path}: cannot read it ({exc})"
-    permissions = data.get("permissions", {}) if isinstance(data, dict) else None
-    if not isinstance(permissions, dict):
-        return (
-            f"{WHO}'s {update.type} was not written to {path}: it is not a settings object "
-            "with a 'permissions' object"
-        )
+def rewritten(permissions: Mapping[str, Any], update: PermissionUpdate) -> dict[str, Any]:
+    """A settings file's `permissions` object with one update written into it, as Claude
+    Code's `persistPermissionUpdate` writes it: rules added once, a list replaced or
+    filtered, `defaultMode` set; its other keys kept."""
+    permissions = dict(permissions)
     ignored: list[str] = []
     if update.type in RULE_UPDATES:
         kind = update.behavior or "allow"
@@ -208,33 +196,7 @@ def persist(update: PermissionUpdate, cwd: str, home: str) -> str:
             ]
         else:
             permissions["additionalDirectories"] = [d for d in held if d not in update.directories]
-    data["permissions"] = permissions
-    try:
-        _write(path, json.dumps(data, indent=2, ensure_ascii=False) + "\n")
-    except (OSError, ValueError) as exc:  # ValueError: text no file can hold
-        return f"{WHO}'s {update.type} was not written to {path}: {exc}"
-    return f"{WHO}'s {update.type} ({update.destination}) written to {path}"
-
-
-def _write(path: Path, text: str) -> None:
-    """The whole file or none of it: a run killed mid-write leaves the old one. A
-    settings file that is a link (to a dotfiles repository, say) stays one: its target
-    is written."""
-    path = Path(os.path.realpath(path))
-    path.parent.mkdir(parents=True, exist_ok=True)
-    if not path.exists():  # nothing to lose: made as any new file, under the umask
-        with path.open("x", encoding="utf-8") as new:
-            new.write(text)
-        return
-    fd, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-    try:
-        os.chmod(temporary, stat.S_IMODE(path.stat().st_mode))
-        with os.fdopen(fd, "w", encoding="utf-8") as file:
-            file.write(text)
-        os.replace(temporary, path)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise
+    return permissions
 
 
 def refused(update: PermissionUpdate, start_mode: str) -> bool:

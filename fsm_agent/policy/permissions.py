@@ -1,10 +1,11 @@
 """Permission rules and modes in Claude Code's syntax, evaluated as a pure function.
 
 `evaluate` answers allow / ask / deny for one tool call from the loaded rules,
-the permission mode and the workspace. It only reads the file system through
-the `resolve` function it is given (symlinks), so tests can drive it with
-real temporary trees and the engine can run it behind an effect, where a
-replay answers it from the log instead.
+the permission mode and the workspace. What only the file system knows (where a
+path really leads, what a glob matches, where links under a directory go) comes
+in through the functions `call_facts` is given, so a live run passes real ones
+(`fsm_agent.live.paths`), a test passes real temporary trees or plain functions,
+and a replay answers the whole check from its log.
 
 Order, as in Claude Code: deny rules, then ask rules, then the mode's
 bypass, then allow rules, then the tool's own default; the first match wins.
@@ -14,30 +15,25 @@ rule whose path pattern matches them, or by the user at a prompt.
 
 from __future__ import annotations
 
-import fnmatch
 import functools
-import glob
 import os
 import re
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from attrs import evolve, field, frozen
 
 from fsm_agent.core.globs import split_literal, translate
-
-# Re-exported: the engine and the log import these from `fsm_agent.core.permission_types`.
-from fsm_agent.core.permission_types import (  # noqa: F401
-    ALLOW_ALWAYS,
-    ALLOW_ONCE,
-    DENY,
-    NO_TERMINAL,
-    Behavior,
-    Decision,
-    PermissionAsk,
-    PermissionRequest,
-    PermissionSettings,
-    RuleSource,
+from fsm_agent.core.permission_types import Behavior, Decision, PermissionSettings, RuleSource
+from fsm_agent.policy.bash_lexer import (
+    cd_target,
+    command_paths,
+    command_words,
+    has_expansion,
+    has_write_syntax,
+    split_command,
+    strip_wrappers,
+    words,
 )
 
 MODES = ("default", "acceptEdits", "plan", "dontAsk", "bypassPermissions")
@@ -131,8 +127,6 @@ def check_mode(mode: str) -> str:
 
 # --- bash commands ---------------------------------------------------------
 
-_SEPARATORS = ("&&", "||", "|&", ";", "|", "&", "\n")
-WRAPPERS = frozenset({"timeout", "time", "nice", "nohup", "stdbuf", "command", "builtin", "noglob"})
 READ_ONLY_COMMANDS = frozenset(
     {"ls", "cat", "echo", "pwd", "head", "tail", "grep", "find", "wc", "which", "diff", "stat",
      "du", "cd", "true", "false"}
@@ -159,159 +153,9 @@ hooks, settings and their hooks, shell start-up files). No mode writes them unas
 header a fork takes its hooks and permissions from."""
 
 
-def split_command(command: str) -> list[str]:
-    """Split a compound command on `&&`, `||`, `;`, `|`, `|&`, `&` and newlines, outside quotes."""
-    parts: list[str] = []
-    current: list[str] = []
-    quote: str | None = None
-    i, n = 0, len(command)
-    while i < n:
-        c = command[i]
-        if quote:
-            current.append(c)
-            if c == "\\" and quote == '"' and i + 1 < n:
-                current.append(command[i + 1])
-                i += 1
-            elif c == quote:
-                quote = None
-            i += 1
-            continue
-        if c in "'\"":
-            quote = c
-            current.append(c)
-            i += 1
-            continue
-        if c == "\\" and i + 1 < n:
-            current.append(command[i : i + 2])
-            i += 2
-            continue
-        sep = next((s for s in _SEPARATORS if command.startswith(s, i)), None)
-        if sep == "&" and _is_redirect_amp(command, i):
-            sep = None
-        if sep is not None:
-            parts.append("".join(current))
-            current = []
-            i += len(sep)
-            continue
-        current.append(c)
-        i += 1
-    parts.append("".join(current))
-    return [p.strip() for p in parts if p.strip()]
-
-
-def _is_redirect_amp(command: str, i: int) -> bool:
-    """`2>&1` and `&>file` use `&` without separating commands."""
-    before = command[i - 1] if i else ""
-    after = command[i + 1] if i + 1 < len(command) else ""
-    return before in "<>" or after == ">"
-
-
-def words(command: str) -> list[str]:
-    """`shlex.split(command)` (POSIX mode) in one pass; a command it refuses (an
-    unclosed quote, a trailing backslash) split on whitespace. shlex builds each word
-    a character at a time, quadratic in its length: judging `echo "<1 MB>"` held
-    the event loop for 53 seconds."""
-    out: list[str] = []
-    word: list[str] = []
-    in_word = False
-    quote = ""
-    i, n = 0, len(command)
-    while i < n:
-        c = command[i]
-        if quote == "'":
-            end = command.find("'", i)
-            if end < 0:
-                return command.split()
-            word.append(command[i:end])
-            quote, i = "", end + 1
-            continue
-        if quote == '"':
-            end = min((k for k in (command.find('"', i), command.find("\\", i)) if k >= 0),
-                      default=-1)  # fmt: skip
-            if end < 0:
-                return command.split()
-            word.append(command[i:end])
-            if command[end] == '"':
-                quote, i = "", end + 1
-            elif end + 1 >= n:
-                return command.split()
-            else:
-                escaped = command[end + 1]
-                word.append(escaped if escaped in '"\\' else "\\" + escaped)
-                i = end + 2
-            continue
-        if c in " \t\r\n":
-            if in_word:
-                out.append("".join(word))
-                word, in_word = [], False
-        elif c in "'\"":
-            in_word, quote = True, c
-        elif c == "\\":
-            if i + 1 >= n:
-                return command.split()
-            in_word = True
-            word.append(command[i + 1])
-            i += 1
-        else:
-            in_word = True
-            word.append(c)
-        i += 1
-    if quote:
-        return command.split()
-    if in_word:
-        out.append("".join(word))
-    return out
-
-
-def strip_wrappers(command: str) -> str:
-    """Drop `timeout 10`, `nice -n 5`, `nohup`, bare `xargs` … in front of the real command."""
-    while True:
-        ws = command.split()
-        if not ws:
-            return command
-        head = ws[0]
-        if head == "xargs" and len(ws) > 1 and not ws[1].startswith("-"):
-            command = command.split(None, 1)[1]
-            continue
-        if head not in WRAPPERS:
-            return command
-        rest = ws[1:]
-        if head == "timeout":
-            while rest and rest[0].startswith("-"):
-                takes_value = rest[0] in ("-s", "-k", "--signal", "--kill-after")
-                rest = rest[2:] if takes_value else rest[1:]
-            rest = rest[1:] if rest else rest
-        elif head in ("nice", "stdbuf"):
-            while rest and rest[0].startswith("-"):
-                takes_value = rest[0] in ("-n",)
-                rest = rest[2:] if takes_value else rest[1:]
-        if not rest:
-            return command
-        command = " ".join(rest) if rest != ws[1:] else command.split(None, 1)[1]
-
-
-def _has_write_syntax(command: str) -> bool:
-    """Output redirection or command substitution makes a command not read-only."""
-    text = re.sub(r"'[^']*'", "''", command)
-    text = re.sub(r'"(?:[^"\\$`]|\\.)*"', '""', text)
-    text = re.sub(r"[0-9]?>&[0-9-]|[0-9]?>\s*/dev/null\b", " ", text)
-    return any(token in text for token in (">", "$(", "`", "<("))
-
-
-def _has_expansion(command: str) -> bool:
-    """Parameter, brace or directory-tilde expansion (`$HOME/x`, `${X}`, `{../a,b}`,
-    `x{1..3}`, `~+/..`, `~-`) names paths only the shell knows, so no path check
-    can judge such a command."""
-    text = re.sub(r"'[^']*'", "''", command)
-    if re.search(r"\$[A-Za-z0-9_{@*#?$!-]|(?:^|[\s=:])~[+-]", text):
-        return True
-    text = re.sub(r'"(?:[^"\\]|\\.)*"', '""', text)
-    return re.search(r"\{[^{}\s]*(?:,|\.\.)[^{}\s]*\}", text) is not None
-
-
 def is_read_only(command: str) -> bool:
     """Claude Code's built-in read-only set: never prompts (paths are checked separately)."""
-    if _has_write_syntax(command) or _has_expansion(command):
+    if has_write_syntax(command) or has_expansion(command):
         return False
     ws = words(strip_wrappers(command))
     if not ws:
@@ -334,48 +178,14 @@ def is_read_only(command: str) -> bool:
     return name in READ_ONLY_COMMANDS
 
 
-_REDIRECTION = r"^(?:[0-9]+|&)?(?:<<<|<<-?|<>|<&|>&|>>|>\||<|>)"
-
-
-def _arguments(command: str) -> list[str]:
-    """The words after the program, a redirection's operator taken off the path it is
-    written against (`0<../x`, `<../x`, `2>>log` name `../x`, `../x`, `log`), and
-    an option's value as a word of its own: `--from-file=../x`, and a path
-    written against short options (`-rf../x`, `-I/usr/include`)."""
-    out: list[str] = []
-    for word in words(strip_wrappers(command))[1:]:
-        word = re.sub(_REDIRECTION, "", word)
-        out.append(word)
-        if word.startswith("-") and "=" in word:
-            out.append(word.split("=", 1)[1])
-        elif attached := re.match(r"-[A-Za-z0-9]+([./~].*)", word, re.DOTALL):
-            out.append(attached.group(1))
-    return out
-
-
-def command_paths(command: str) -> list[str]:
-    """The arguments of a command that look like paths (for the workspace check)."""
-    return [w for w in _arguments(command) if not w.startswith("-") and _looks_like_path(w)]
-
-
-def command_words(command: str) -> list[str]:
-    """Every argument that is not an option: any of them may name a symlink."""
-    return [w for w in _arguments(command) if w and not w.startswith("-") and "\0" not in w]
-
-
-def _looks_like_path(word: str) -> bool:
-    return word.startswith(("/", "~", "..")) or "/" in word or word in (".", "..")
-
-
 def bash_pattern(content: str) -> re.Pattern[str]:
     """`npm test *` (or legacy `npm test:*`) as a regex over a whole command.
 
     A trailing ` *` also matches the bare command, keeping the word boundary:
     `ls *` matches `ls` and `ls -la` but not `lsof`; `ls*` matches `lsof`.
     A piece between two `*` takes its first occurrence, in an atomic group (the
-    next `*` takes up whatever lies between): with plain `.*` around each,
-    `Bash(a*b*c*d)` took nine seconds on a 6,000-character command, as `re`
-    tried every split.
+    next `*` takes up whatever lies between), so `re` does not try every split of
+    a long command.
     """
     if content.endswith(":*"):
         content = content[:-2] + " *"
@@ -465,6 +275,18 @@ def path_rule_matches(rule: Rule, path: str, place: Place, kind: Behavior) -> bo
 
 def within(path: str, roots: Iterable[str]) -> bool:
     return any(path == r or path.startswith(r.rstrip("/") + "/") for r in roots)
+
+
+def os_string(text: str) -> bool:
+    """Whether an OS call takes `text` (a command, a path): no null byte, and nothing
+    the file-system encoding cannot hold (JSON's `"\\ud800"`); else subprocess raises."""
+    if "\0" in text:
+        return False
+    try:
+        os.fsencode(text)
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 # --- evaluation ----------------------------------------------------------------
@@ -623,181 +445,6 @@ def follows_links(command: str) -> bool:
     return False
 
 
-def cd_target(command: str) -> str | None:
-    """Where a `cd` takes the parts of a command after it, as written: `~` for a bare
-    `cd` (home), `-` for `cd -` (the shell's previous directory); None if not a `cd`.
-    Redirections are not the operand (`cd - >/dev/null`)."""
-    ws = words(strip_wrappers(command))
-    if not ws or ws[0] != "cd":
-        return None
-    rest = iter(ws[1:])
-    for word in rest:
-        if (op := re.match(_REDIRECTION, word)) is not None:
-            if op.end() == len(word):
-                next(rest, None)
-            continue
-        if word == "--" or (word.startswith("-") and word != "-"):
-            continue
-        return word
-    return "~"
-
-
-def default_resolve(cwd: str) -> Resolve:
-    def resolve(path: str) -> str:
-        return os.path.realpath(os.path.join(cwd, os.path.expanduser(path)))
-
-    return resolve
-
-
-MAX_LINK_HOPS = 40
-
-
-def command_resolve(cwd: str) -> Resolve:
-    """`default_resolve` for the paths a command names. A path that leads through
-    /proc (`/proc/self/cwd/..`, `/dev/fd/..`, a link to them) names the command's own
-    process there, which `realpath` in this process cannot resolve for it: such a path
-    is given as it leads into /proc, outside any workspace."""
-    resolve = default_resolve(cwd)
-
-    def resolve_command(path: str) -> str:
-        full = os.path.join(cwd, os.path.expanduser(path))
-        real = resolve(path)
-        if real == os.path.normpath(full) and not real.startswith("/proc"):
-            return real  # no link on the way: nothing led through /proc
-        return _into_proc(full) or real
-
-    return resolve_command
-
-
-def _into_proc(path: str) -> str | None:
-    """The path as it enters /proc, following links one at a time, or None if it does not."""
-    todo = list(reversed(path.split("/")))
-    resolved, hops = "/", 0
-    while todo:
-        part = todo.pop()
-        if part in ("", "."):
-            continue
-        if part == "..":
-            resolved = os.path.dirname(resolved)
-            continue
-        candidate = os.path.join(resolved, part)
-        if candidate == "/proc":
-            return "/".join([candidate, *reversed(todo)])
-        if hops < MAX_LINK_HOPS and os.path.islink(candidate):
-            hops += 1
-            target = os.readlink(candidate)
-            resolved = "/" if target.startswith("/") else resolved
-            todo += reversed(target.split("/"))
-        else:
-            resolved = candidate
-    return None
-
-
-MAX_GLOB_MATCHES = 1000
-MAX_GLOB_SCAN = 50_000
-"""Directory entries one glob word may look at: `/*/*/*/*/*/*/*/*/zz` matches
-nothing but would walk the whole file system, in the event loop, past Ctrl-C."""
-
-
-class _TooWide(Exception):
-    """A glob that would look at more than `MAX_GLOB_SCAN` entries."""
-
-
-def default_expand(cwd: str) -> Expand:
-    """What the shell would expand a glob word to (dotfiles only when the word asks).
-
-    Past `MAX_GLOB_MATCHES` matches, or `MAX_GLOB_SCAN` entries looked at, the
-    answer includes `/`, which lies outside any workspace, so such a command is
-    asked about, not assumed safe.
-    """
-
-    def expand(word: str) -> list[str]:
-        pattern = os.path.join(cwd, os.path.expanduser(word))
-        found: list[str] = []
-        try:
-            for path in _glob(pattern, [MAX_GLOB_SCAN]):
-                found.append(path)
-                if len(found) > MAX_GLOB_MATCHES:
-                    raise _TooWide
-        except _TooWide:
-            return [*found, "/"]
-        return found
-
-    return expand
-
-
-def default_links(cwd: str) -> Links:
-    """The real targets of the symlinks under a directory (None for what is not one),
-    the directories they lead to searched in turn, as a command following them would.
-
-    Past `MAX_GLOB_SCAN` entries looked at, the answer includes `/`, outside any
-    workspace: such a command is asked about, not assumed to stay inside.
-    """
-
-    def links(top: str) -> list[str] | None:
-        start = os.path.realpath(os.path.join(cwd, os.path.expanduser(top)))
-        if not os.path.isdir(start):
-            return None
-        found: list[str] = []
-        budget = MAX_GLOB_SCAN
-        todo, seen = [start], set()
-        while todo:
-            directory = todo.pop()
-            if directory in seen:
-                continue
-            seen.add(directory)
-            try:
-                with os.scandir(directory) as entries:
-                    for entry in entries:
-                        budget -= 1
-                        if budget < 0:
-                            return [*found, "/"]
-                        if entry.is_symlink():
-                            real = os.path.realpath(entry.path)
-                            found.append(real)
-                            if os.path.isdir(real):
-                                todo.append(real)
-                        elif entry.is_dir(follow_symlinks=False):
-                            todo.append(entry.path)
-            except OSError:
-                continue
-        return found
-
-    return links
-
-
-def _glob(pattern: str, budget: list[int]) -> Iterator[str]:
-    """`glob.iglob(pattern)`, counting each directory entry it looks at against
-    `budget` (raising `_TooWide` past it)."""
-    if not glob.has_magic(pattern):
-        if os.path.lexists(pattern):
-            yield pattern
-        return
-    dirname, base = os.path.split(pattern)
-    parents = _glob(dirname, budget) if glob.has_magic(dirname) else iter([dirname])
-    for parent in parents:
-        if not glob.has_magic(base):
-            path = os.path.join(parent, base)
-            if os.path.isdir(parent) if not base else os.path.lexists(path):
-                yield path
-            continue
-        try:
-            with os.scandir(parent) as entries:
-                names = []
-                for entry in entries:
-                    budget[0] -= 1
-                    if budget[0] < 0:
-                        raise _TooWide
-                    names.append(entry.name)
-        except OSError:
-            continue
-        for name in sorted(names):
-            if (base.startswith(".") or not name.startswith(".")) and fnmatch.fnmatchcase(
-                name, base
-            ):
-                yield os.path.join(parent, name)
-
-
 def _matching(rules: Iterable[Rule], call: CallFacts, place: Place, kind: Behavior) -> Rule | None:
     for rule in rules:
         if not rule.covers_tool(call.tool):
@@ -928,8 +575,8 @@ def _by_mode(call: CallFacts, mode: str, ws: Workspace) -> Decision:
             and not call.protected
             and all(
                 (words(strip_wrappers(s)) or [""])[0] in ACCEPT_EDITS_COMMANDS
-                and not _has_write_syntax(s)
-                and not _has_expansion(s)
+                and not has_write_syntax(s)
+                and not has_expansion(s)
                 for s in call.subcommands
             )
         ):
@@ -955,16 +602,17 @@ def _by_mode(call: CallFacts, mode: str, ws: Workspace) -> Decision:
     return _ask_or_deny(f"{name} needs approval", mode, suggestion=name)
 
 
-def rule_covers_call(rule: Rule, tool: str, tool_input: Mapping[str, Any], place: Place) -> bool:
+def rule_covers_call(
+    rule: Rule, tool: str, tool_input: Mapping[str, Any], place: Place, resolve: Resolve
+) -> bool:
     """Whether one rule, read as a hook's `if`, covers a call: the tool, then its
-    command (any part of a compound one) or its path (`file_path`, or Glob/Grep's `path`)."""
+    command (any part of a compound one) or its path (`file_path`, or Glob/Grep's `path`),
+    resolved by `resolve` as the permission check resolves it."""
     if not rule.covers_tool(tool):
         return False
     if rule.content is None:
         return True
-    facts = call_facts(
-        tool, tool_input, Workspace(place.cwd, place.home), default_resolve(place.cwd)
-    )
+    facts = call_facts(tool, tool_input, Workspace(place.cwd, place.home), resolve)
     if tool == "Bash":
         return any(bash_rule_matches(rule, sub) for sub in facts.subcommands)
     return bool(facts.paths) and all(
@@ -972,8 +620,11 @@ def rule_covers_call(rule: Rule, tool: str, tool_input: Mapping[str, Any], place
     )
 
 
-def read_denied(settings: PermissionSettings, ws: Workspace) -> Callable[[str], bool] | None:
-    """Whether a Read deny rule covers a file, for Glob and Grep to leave it out of results.
+def denied_reads(
+    settings: PermissionSettings, ws: Workspace, real: Resolve
+) -> Callable[[str], bool] | None:
+    """Whether a Read deny rule covers a file (its real path by `real`), for Glob and Grep
+    to leave it out of results.
 
     Claude Code applies Read rules to the tools that read files "best effort";
     judging only their search path would let `Grep` over `.` show a denied
@@ -986,8 +637,8 @@ def read_denied(settings: PermissionSettings, ws: Workspace) -> Callable[[str], 
     place = Place(ws.cwd, ws.home)
 
     def denied(path: str) -> bool:
-        real = os.path.realpath(path)
-        return any(path_rule_matches(r, real, place, "deny") for r in rules)
+        resolved = real(path)
+        return any(path_rule_matches(r, resolved, place, "deny") for r in rules)
 
     return denied
 
