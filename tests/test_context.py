@@ -51,10 +51,10 @@ from fsm_agent.core.model import ModelRequest, ToolSpec
 from fsm_agent.core.transcript import Transcript
 from fsm_agent.engine.driver import fresh_iteration, initial_state
 from fsm_agent.engine.phases import Run, blocking_limit_check
-from fsm_agent.engine.ports import LiveEffects
 from fsm_agent.engine.preprocess import preprocess
 from fsm_agent.engine.state import AutoCompactTracking, Iteration, LoopState
 from fsm_agent.live.anthropic_model import AnthropicModel, request_body
+from fsm_agent.live.effects import LiveEffects
 from fsm_agent.live.scripted import Scenario, ScriptedModel
 from fsm_agent.replay.log import SessionLog
 from tests.conftest import SCENARIOS

@@ -244,8 +244,8 @@ def test_resume_and_fork_refuse_a_damaged_header_in_one_line(case: str, tmp_path
 
 
 def test_every_effect_a_log_records_has_a_shape_to_be_read_back_as() -> None:
-    """Replay and fork's edit check read results through one table, `RESULTS`."""
-    from fsm_agent.replay.recording import RESULTS, read_result
+    """Replay and fork's edit check read results through one table, `EFFECTS`."""
+    from fsm_agent.replay.effects import BY_NAME, read_result
 
     names = {
         r["name"]
@@ -253,7 +253,7 @@ def test_every_effect_a_log_records_has_a_shape_to_be_read_back_as() -> None:
         for r in map(json.loads, log.read_text().splitlines())
         if r.get("t") == "effect"
     }
-    assert names - {"model"} <= RESULTS.keys()
+    assert names <= BY_NAME.keys()
     for log in (ROOT / "replays").glob("*.jsonl"):
         for r in map(json.loads, log.read_text().splitlines()):
             if r.get("t") == "effect":

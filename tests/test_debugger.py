@@ -13,7 +13,7 @@ import pytest
 
 from fsm_agent.cli.debugger import Breakpoint, CommandError, Debugger
 from fsm_agent.engine.driver import StepInfo
-from fsm_agent.replay.recording import LogEnded
+from fsm_agent.replay.divergence import LogEnded
 from fsm_agent.replay.stepper import CACHE, LogIndex, Stepper
 from tests.conftest import ROOT
 from tests.test_cli import fsm

@@ -155,7 +155,7 @@ def test_an_event_callback_that_raises_ends_the_run_with_its_error_and_a_log_cut
     a run cut short."""
     from fsm_agent.app.session import replay, run_scenario
     from fsm_agent.core.events import TextDelta
-    from fsm_agent.replay.recording import LogEnded
+    from fsm_agent.replay.divergence import LogEnded
 
     def broken(event: object) -> None:
         if isinstance(event, TextDelta):
@@ -175,9 +175,9 @@ def test_an_event_callback_that_raises_ends_the_run_with_its_error_and_a_log_cut
 
 def _engine(tmp_path: Path, turns: list[dict[str, object]]) -> Engine:
     """An engine over a scripted model, its log kept in memory."""
-    from fsm_agent.app.session import session_header
-    from fsm_agent.engine.ports import LiveEffects
+    from fsm_agent.live.effects import LiveEffects
     from fsm_agent.live.scripted import Scenario, ScriptedModel
+    from fsm_agent.replay.header import session_header
     from fsm_agent.replay.log import MemoryWriter
     from fsm_agent.replay.recording import RecordingTape
 

@@ -18,13 +18,15 @@ from typing import Any
 
 import pytest
 
-from fsm_agent.app.session import areplay, arun
+from fsm_agent.app.replaying import areplay
+from fsm_agent.app.session import arun
 from fsm_agent.cli.main import EXIT_CODES
 from fsm_agent.core.abort import AbortSignal
 from fsm_agent.core.config import RunConfig
 from fsm_agent.core.events import DriverEvent, Transition
 from fsm_agent.core.tool import ToolCall, ToolEnv, ToolOutcome
-from fsm_agent.engine.ports import INTERRUPTED, LiveEffects
+from fsm_agent.engine.ports import INTERRUPTED
+from fsm_agent.live.effects import LiveEffects
 from fsm_agent.live.scripted import Scenario, ScriptedModel
 from fsm_agent.tools import grep as grep_module
 from fsm_agent.tools.grep import GrepTool

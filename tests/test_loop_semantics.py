@@ -16,8 +16,8 @@ from fsm_agent.core.model import ModelRequest
 from fsm_agent.engine.driver import LoopResult, fresh_iteration, initial_state
 from fsm_agent.engine.machine import CONTINUE_REASONS
 from fsm_agent.engine.phases import Run, stop_hooks
-from fsm_agent.engine.ports import LiveEffects
 from fsm_agent.hooks.outcomes import HookOutcome
+from fsm_agent.live.effects import LiveEffects
 from fsm_agent.live.scripted import Scenario, ScriptedHooks, ScriptedModel
 from tests.conftest import SCENARIOS
 

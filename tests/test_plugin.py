@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from fsm_agent.replay.divergence import Divergence, LogEnded
 from fsm_agent.replay.log import LogError
-from fsm_agent.replay.recording import Divergence, LogEnded
 from tests.conftest import ROOT, SCENARIOS
 
 pytest_plugins = ["pytester"]

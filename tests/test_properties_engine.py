@@ -32,11 +32,12 @@ from attrs import evolve, frozen
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-import fsm_agent.live.scripted as scripted
+import fsm_agent.app.session as session_module
 import fsm_agent.replay.stepper as stepper_module
 from fsm_agent.app.fork import ForkPoint, afork
 from fsm_agent.app.history import aresume, follow_up
-from fsm_agent.app.session import areplay, arun, arun_scenario, config_of
+from fsm_agent.app.replaying import areplay
+from fsm_agent.app.session import arun, arun_scenario
 from fsm_agent.context.levels import CLEARED, IMAGE_PLACEHOLDER
 from fsm_agent.core.abort import AbortSignal
 from fsm_agent.core.config import RunConfig
@@ -60,12 +61,13 @@ from fsm_agent.core.messages import (
 from fsm_agent.core.model import ModelRequest
 from fsm_agent.engine.driver import LoopResult
 from fsm_agent.engine.machine import EDGES, FINAL_STATES, INITIAL, TERMINAL_REASONS
-from fsm_agent.engine.ports import Inbox
 from fsm_agent.engine.prelude import PROMPT_BLOCKED
+from fsm_agent.live.effects import Inbox
 from fsm_agent.live.scripted import Scenario, ScriptedHooks, ScriptedModel, StopReason
 from fsm_agent.policy.permissions import MODES
+from fsm_agent.replay.divergence import LogEnded
+from fsm_agent.replay.header import config_of
 from fsm_agent.replay.log import SessionLog
-from fsm_agent.replay.recording import LogEnded
 from fsm_agent.replay.stepper import Stepper
 from tests.conftest import ROOT, examples
 
@@ -466,7 +468,7 @@ def _live(data: dict[str, Any], root: Path, knobs: dict[str, Any] | None = None)
     for text in options.pop("typed_ahead", ()):
         inbox.put(text)
     config = RunConfig(**options)
-    with mock.patch.object(scripted, "ScriptedModel", _Watched):
+    with mock.patch.object(session_module, "ScriptedModel", _Watched):
         result = asyncio.run(
             arun_scenario(
                 scenario, cwd=ws, log=log, config=config, on_event=events.append, inbox=inbox

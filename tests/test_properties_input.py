@@ -40,8 +40,8 @@ from fsm_agent.core.jsontext import finite_float, no_constant
 from fsm_agent.live.scripted import Scenario, ScenarioError
 from fsm_agent.live.settings import Settings, SettingsError, load_settings, parse_settings
 from fsm_agent.policy.permissions import PermissionError_, Rule
+from fsm_agent.replay.divergence import Divergence, LogEnded, divergence_report
 from fsm_agent.replay.log import LogError, SessionLog
-from fsm_agent.replay.recording import Divergence, LogEnded, divergence_report
 from fsm_agent.replay.stepper import Stepper
 from tests.conftest import ROOT, SCENARIOS, examples
 
@@ -1300,7 +1300,8 @@ def test_memory_files_the_user_writes_are_read(texts: list[Any], data: st.DataOb
     globs of any shape, imports, bytes that are not UTF-8, NUL): read at the start of a
     run, and the path rules matched against any file the model reads; never an
     exception."""
-    from fsm_agent.context.claude_md import gather, matching_rules, path_rules
+    from fsm_agent.context.claude_md import matching_rules
+    from fsm_agent.live.memory_files import gather, path_rules
 
     with _workdir() as where:
         ws = where / "ws"

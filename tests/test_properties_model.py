@@ -41,9 +41,10 @@ from fsm_agent.core.tool import Tool, ToolCall, ToolEnv, ToolOutcome
 from fsm_agent.core.validation import input_problem, os_string_problem
 from fsm_agent.engine.driver import LoopResult
 from fsm_agent.engine.machine import Terminal
-from fsm_agent.engine.ports import LiveEffects, model_failed
+from fsm_agent.engine.ports import model_failed
 from fsm_agent.live.anthropic_model import AnthropicModel
 from fsm_agent.live.approvals import Approvals
+from fsm_agent.live.effects import LiveEffects
 from fsm_agent.live.scripted import Scenario, ScriptedModel
 from fsm_agent.tools.bash import BashTool
 from fsm_agent.tools.edit import EditTool

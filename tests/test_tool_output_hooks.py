@@ -16,8 +16,8 @@ from fsm_agent.core.codec import unstructure
 from fsm_agent.core.events import Notice
 from fsm_agent.core.messages import ToolResultBlock
 from fsm_agent.core.tool import ToolCall, ToolEnv, ToolOutcome, close_tools
-from fsm_agent.engine.ports import LiveEffects
 from fsm_agent.hooks.commands import HookRun, interpret
+from fsm_agent.live.effects import LiveEffects
 from fsm_agent.live.scripted import Scenario
 from fsm_agent.tools import default_tools
 from fsm_agent.tools.output import rendered, replacement_problem

@@ -6,7 +6,8 @@ import pytest
 
 from fsm_agent.core.abort import AbortSignal
 from fsm_agent.core.tool import ToolCall, ToolEnv, ToolOutcome
-from fsm_agent.engine.ports import INTERRUPTED, LiveEffects
+from fsm_agent.engine.ports import INTERRUPTED
+from fsm_agent.live.effects import LiveEffects
 from fsm_agent.tools import grep as grep_module
 from fsm_agent.tools.grep import GrepTool
 from fsm_agent.tools.walk import GitIgnore

@@ -10,7 +10,7 @@ from typing import Any
 from fsm_agent.core.events import StreamEvent
 from fsm_agent.core.model import ModelRequest
 from fsm_agent.core.tool import Tool, ToolCall, ToolEnv, ToolOutcome
-from fsm_agent.engine.ports import LiveEffects
+from fsm_agent.live.effects import LiveEffects
 
 
 class NoModel:

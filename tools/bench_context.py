@@ -31,9 +31,9 @@ from fsm_agent.core.messages import Message, TextBlock, ToolResultBlock, ToolUse
 from fsm_agent.core.transcript import Transcript
 from fsm_agent.engine.driver import fresh_iteration, initial_state
 from fsm_agent.engine.phases import Run
-from fsm_agent.engine.ports import LiveEffects
 from fsm_agent.engine.preprocess import preprocess
 from fsm_agent.engine.state import LoopState
+from fsm_agent.live.effects import LiveEffects
 from fsm_agent.live.scripted import Scenario, ScriptedModel
 
 SIZES = (10, 1_000, 10_000)

@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 
 from fsm_agent.core.tool import ToolCall, ToolEnv
-from fsm_agent.engine.ports import LiveEffects
+from fsm_agent.live.effects import LiveEffects
 from fsm_agent.live.scripted import Scenario, ScriptedModel
 from fsm_agent.tools.grep import GrepTool
 

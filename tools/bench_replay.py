@@ -24,7 +24,8 @@ from pathlib import Path
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from fsm_agent.app.session import areplay, arun
+from fsm_agent.app.replaying import areplay
+from fsm_agent.app.session import arun
 from fsm_agent.live.scripted import ScriptedModel
 from tools.bench_engine import Noop, bench_config, scenario
 

@@ -32,7 +32,7 @@ from fsm_agent.app.session import arun
 from fsm_agent.core.abort import AbortSignal
 from fsm_agent.core.config import RunConfig
 from fsm_agent.core.tool import Tool, ToolCall, ToolEnv, ToolOutcome
-from fsm_agent.engine.ports import LiveEffects
+from fsm_agent.live.effects import LiveEffects
 from fsm_agent.live.scripted import Scenario, ScriptedHooks, ScriptedModel
 from fsm_agent.tools import default_tools
 from fsm_agent.tools.bash import BashTool

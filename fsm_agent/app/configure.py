@@ -27,13 +27,13 @@ from fsm_agent.app.environment import (
     stop_hook_block_cap,
 )
 from fsm_agent.app.history import Resumed, ResumeError, aresume, find_log
-from fsm_agent.context.claude_md import gather, path_rules
 from fsm_agent.core.abort import AbortSignal
 from fsm_agent.core.config import DEFAULT_MODEL, RunConfig
 from fsm_agent.core.limits import context_window as window_of
 from fsm_agent.core.limits import output_limits
 from fsm_agent.core.model import Model
 from fsm_agent.hooks.outcomes import Hooks
+from fsm_agent.live.memory_files import gather, path_rules
 from fsm_agent.live.scripted import (
     Scenario,
     ScenarioConfig,

@@ -18,36 +18,36 @@ from __future__ import annotations
 import uuid
 from collections.abc import AsyncIterator, Callable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from attrs import evolve, frozen
 
 from fsm_agent.core.abort import AbortSignal
 from fsm_agent.core.codec import CodecError
 from fsm_agent.core.events import DriverEvent, StreamEvent
-from fsm_agent.core.model import Model, ModelRequest
+from fsm_agent.core.model import Model
 from fsm_agent.core.permission_types import (
-    Decision,
     PermissionAsk,
     PermissionRequest,
     PermissionsUpdated,
     PermissionUpdate,
 )
-from fsm_agent.core.tool import Tool, ToolCall, ToolEnv, ToolOutcome, close_tools
+from fsm_agent.core.tool import Tool, close_tools
 from fsm_agent.engine.driver import Engine, LoopResult
 from fsm_agent.engine.machine import FINAL_STATES
-from fsm_agent.engine.ports import Effects, LiveEffects, Tape
-from fsm_agent.hooks.outcomes import HookOutcome, Hooks, events_of, hooked_events, joined
+from fsm_agent.engine.ports import Effects, Tape
+from fsm_agent.hooks.outcomes import Hooks, events_of, hooked_events, joined
 from fsm_agent.live.approvals import ALLOW_ALWAYS, Approvals
+from fsm_agent.live.command_hooks import CommandHooks
+from fsm_agent.live.effects import LiveEffects
+from fsm_agent.replay.effects import EFFECTS, Effect, read_result
+from fsm_agent.replay.header import config_of, session_header, tools_of
 from fsm_agent.replay.log import LogWriter, SessionLog, default_log_path, no_start
-from fsm_agent.replay.recording import (
-    RecordingEffects,
-    RecordingTape,
-    ReplayEffects,
-    ReplayTape,
-    read_result,
-)
+from fsm_agent.replay.matcher import ReplayTape, answering
+from fsm_agent.replay.recording import RecordingTape, recording
 from fsm_agent.replay.stepper import LogIndex
+from fsm_agent.tools import default_tools
+from fsm_agent.tools.session_env import with_session_env
 
 
 class ForkError(ValueError):
@@ -71,8 +71,6 @@ class ForkPoint:
 def check_point(log: SessionLog, point: ForkPoint) -> None:
     """Refuse a parent that holds no run or a damaged header, a fork point the parent log
     does not have, or an edit of the wrong shape."""
-    from fsm_agent.app.session import config_of, tools_of
-
     config_of(log)
     tools_of(log)
     index = LogIndex(log)
@@ -163,43 +161,20 @@ class ForkTape(Tape):
     def wrap(self, effects: Effects | None) -> Effects:
         if effects is None:
             raise ValueError("a fork needs live effects to go on with")
-        return RecordingEffects(
-            SwitchEffects(ReplayEffects(self.replay), effects, self), self.recording
-        )
+        return recording(switch(answering(self.replay), effects, self), self.recording)
 
 
 class SwitchEffects:
-    """The log's answers before the fork point, the live world's after."""
+    """The log's answers before the fork point, the live world's after; its methods
+    are made from `EFFECTS` below, but for the two that carry permissions forward."""
 
-    def __init__(self, replayed: ReplayEffects, live: Effects, tape: ForkTape) -> None:
+    def __init__(self, replayed: Effects, live: Effects, tape: ForkTape) -> None:
         self.replayed = replayed
         self.live_effects = live
         self.tape = tape
 
     def _source(self) -> Effects:
         return self.live_effects if self.tape.live else self.replayed
-
-    async def model_stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
-        async for event in self._source().model_stream(request):
-            yield event
-
-    async def count_tokens(self, request: ModelRequest) -> int | None:
-        return await self._source().count_tokens(request)
-
-    async def run_tool(self, call: ToolCall, env: ToolEnv) -> ToolOutcome:
-        return await self._source().run_tool(call, env)
-
-    async def run_hooks(self, event: str, payload: dict[str, Any]) -> HookOutcome:
-        return await self._source().run_hooks(event, payload)
-
-    async def store_blob(self, name: str, text: str) -> str | None:
-        return await self._source().store_blob(name, text)
-
-    async def nested_memory(self, paths: tuple[str, ...]) -> dict[str, str]:
-        return await self._source().nested_memory(paths)
-
-    async def check_permission(self, request: PermissionRequest) -> Decision:
-        return await self._source().check_permission(request)
 
     async def ask_permission(
         self,
@@ -222,20 +197,36 @@ class SwitchEffects:
             self.live_effects.approvals.update(updates, write=False)  # the parent wrote them
         return result
 
-    def discarded(self, key: str, cancel: AbortSignal) -> bool:
-        return self._source().discarded(key, cancel)
 
-    def now(self) -> float:
-        return self._source().now()
+def switch(replayed: Effects, live: Effects, tape: ForkTape) -> Effects:
+    return cast(Effects, SwitchEffects(replayed, live, tape))
 
-    def new_id(self, prefix: str) -> str:
-        return self._source().new_id(prefix)
 
-    def aborted(self, where: str) -> bool:
-        return self._source().aborted(where)
+def _switched(effect: Effect) -> Any:
+    method = effect.method
+    if effect.kind == "stream":
 
-    def queued_input(self) -> tuple[str, ...]:
-        return self._source().queued_input()
+        async def stream(self: SwitchEffects, request: Any) -> AsyncIterator[StreamEvent]:
+            async for event in getattr(self._source(), method)(request):
+                yield event
+
+        return stream
+    if effect.kind == "sync":
+
+        def call(self: SwitchEffects, *args: Any, **kwargs: Any) -> Any:
+            return getattr(self._source(), method)(*args, **kwargs)
+
+        return call
+
+    async def acall(self: SwitchEffects, *args: Any, **kwargs: Any) -> Any:
+        return await getattr(self._source(), method)(*args, **kwargs)
+
+    return acall
+
+
+for _effect in EFFECTS:
+    if _effect.method not in vars(SwitchEffects):
+        setattr(SwitchEffects, _effect.method, _switched(_effect))
 
 
 async def afork(
@@ -251,9 +242,6 @@ async def afork(
     abort: AbortSignal | None = None,
 ) -> LoopResult:
     """Replay `parent` up to `point`, then run live; the new log's header names both."""
-    from fsm_agent.app.session import config_of, default_tools, session_header, tools_of
-    from fsm_agent.tools.session_env import with_session_env
-
     parent_log = SessionLog(Path(parent))
     check_point(parent_log, point)
     parent_config = config_of(parent_log)
@@ -275,8 +263,6 @@ async def afork(
     tape = ForkTape(replay, writer, point)
     blobs = path.parent / path.stem / "tool-results"
     if config.hooks:
-        from fsm_agent.live.command_hooks import CommandHooks
-
         hooks = joined(CommandHooks.for_run(config, str(path.resolve())), hooks)
     tools = default_tools() if tools is None else tools
     live = LiveEffects(

@@ -21,9 +21,13 @@ from typing import Any
 
 from attrs import frozen
 
+from fsm_agent.app.replaying import areplay
 from fsm_agent.core import jsontext
 from fsm_agent.core.config import RunConfig
 from fsm_agent.core.messages import Message, TextBlock
+from fsm_agent.replay.cut_log import CutTape
+from fsm_agent.replay.divergence import Divergence
+from fsm_agent.replay.header import config_of
 from fsm_agent.replay.log import (
     TAIL_CHUNK,
     LogError,
@@ -209,10 +213,6 @@ async def aresume(path: Path) -> Resumed:
     A log cut short by a kill goes on from where it stops, as an interrupt there
     would have left it (`fsm_agent.replay.cut_log`); a damaged one is refused.
     """
-    from fsm_agent.app.session import areplay, config_of
-    from fsm_agent.replay.cut_log import CutTape
-    from fsm_agent.replay.recording import Divergence
-
     tapes: list[CutTape] = []
 
     def tape(log: SessionLog) -> CutTape:

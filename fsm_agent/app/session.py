@@ -1,47 +1,67 @@
-"""Putting a run together: a model, tools, hooks, a log, the engine.
+"""Putting a live run together: a model, tools, hooks, permissions, a log, the engine.
 
-`arun` records a live run; `areplay` re-runs a recorded log with every
-effect answered from it. Both go through the same `Engine`. What only a
-live run needs (live effects, permissions, command hooks, the scripted
-model, `tempfile`) is imported by the functions that use it, so `replay`
-starts fast.
+`arun` records a live run; a replay (`areplay`, re-exported here for the package's
+users) is put together in `fsm_agent.app.replaying`, which loads nothing live.
 """
 
 from __future__ import annotations
 
 import asyncio
-import datetime as dt
 import os
+import tempfile
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from attrs import evolve
 
-from fsm_agent.core.codec import CodecError, structure, unstructure
+from fsm_agent.app.replaying import areplay, own_loop, replay
+from fsm_agent.core.abort import AbortSignal
 from fsm_agent.core.config import RunConfig
 from fsm_agent.core.events import DriverEvent
 from fsm_agent.core.messages import Message, user
 from fsm_agent.core.model import Model, ToolSpec
+from fsm_agent.core.tool import Tool, close_tools
+from fsm_agent.core.validation import check_schema
 from fsm_agent.engine.driver import Engine, LoopResult
-from fsm_agent.replay.log import (
-    LogError,
-    LogWriter,
-    MemoryWriter,
-    SessionLog,
-    default_log_path,
-    machine_fingerprint,
+from fsm_agent.engine.ports import Effects
+from fsm_agent.hooks.outcomes import (
+    NOTIFICATION,
+    Hooks,
+    events_of,
+    hooked_events,
+    joined,
+    notifier,
 )
-from fsm_agent.replay.recording import RecordingTape, ReplayTape
+from fsm_agent.live.approvals import Approvals, Prompter
+from fsm_agent.live.command_hooks import CommandHooks
+from fsm_agent.live.effects import Inbox, LiveEffects
+from fsm_agent.live.scripted import (
+    Scenario,
+    ScenarioError,
+    ScriptedHooks,
+    ScriptedModel,
+    callers_choices,
+)
+from fsm_agent.policy.permissions import check_mode, removed_tools
+from fsm_agent.replay.header import session_header
+from fsm_agent.replay.log import LogWriter, MemoryWriter, default_log_path
+from fsm_agent.replay.recording import RecordingTape
+from fsm_agent.tools import default_tools
+from fsm_agent.tools.session_env import with_session_env
 
-if TYPE_CHECKING:
-    from fsm_agent.core.abort import AbortSignal
-    from fsm_agent.core.tool import Tool
-    from fsm_agent.engine.ports import Effects, Inbox
-    from fsm_agent.hooks.outcomes import Hooks
-    from fsm_agent.live.approvals import Prompter
-    from fsm_agent.live.scripted import Scenario
+__all__ = [
+    "areplay",
+    "arun",
+    "arun_scenario",
+    "default_tools",
+    "new_session_id",
+    "replay",
+    "run",
+    "run_scenario",
+    "tool_specs",
+]
 
 
 def new_session_id() -> str:
@@ -50,26 +70,6 @@ def new_session_id() -> str:
 
 def tool_specs(tools: Mapping[str, Tool]) -> tuple[ToolSpec, ...]:
     return tuple(ToolSpec(t.name, t.description, t.input_schema) for t in tools.values())
-
-
-def default_tools() -> dict[str, Tool]:
-    from fsm_agent.tools import default_tools as make
-
-    return make()
-
-
-def session_header(
-    session_id: str, config: RunConfig, specs: Sequence[ToolSpec], **extra: Any
-) -> dict[str, Any]:
-    """A new log's header: who, when, which machine, and everything a replay needs."""
-    return {
-        "session_id": session_id,
-        "created": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
-        "fingerprint": machine_fingerprint(),
-        "config": unstructure(config),
-        "tools": unstructure(list(specs)),
-        **extra,
-    }
 
 
 def _messages(prompt: str | Sequence[Message]) -> list[Message]:
@@ -106,15 +106,6 @@ async def arun(
     before the run starts. `read_files` carries the files an earlier run of
     the conversation read.
     """
-    from fsm_agent.core.tool import close_tools
-    from fsm_agent.core.validation import check_schema
-    from fsm_agent.engine.ports import LiveEffects
-    from fsm_agent.hooks.outcomes import NOTIFICATION, events_of, hooked_events, joined, notifier
-    from fsm_agent.live.approvals import Approvals
-    from fsm_agent.live.command_hooks import CommandHooks
-    from fsm_agent.policy.permissions import check_mode, removed_tools
-    from fsm_agent.tools.session_env import with_session_env
-
     live_effects = live_effects or LiveEffects
     config = config or RunConfig()
     _check_workspace(config.cwd)
@@ -140,8 +131,6 @@ async def arun(
         writer: LogWriter | MemoryWriter = LogWriter(path, header)
         blobs = path.parent / path.stem / "tool-results"
     else:
-        import tempfile
-
         writer = MemoryWriter(header)
         blobs = Path(tempfile.gettempdir()) / "fsm-agent" / session_id / "tool-results"
     tape = RecordingTape(writer)
@@ -201,22 +190,9 @@ def _checked_tools(tools: Mapping[str, Tool]) -> dict[str, Tool]:
     return dict(tools)
 
 
-def _own_loop(name: str) -> None:
-    """The sync wrappers run their own event loop, which asyncio forbids inside a
-    running one (an async test, a notebook): say which coroutine to await instead."""
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return
-    raise RuntimeError(
-        f"fsm_agent.{name}() runs its own event loop, and one is already running "
-        f"here: use `await fsm_agent.a{name}(...)` instead"
-    )
-
-
 def run(prompt: str | Sequence[Message], **kwargs: Any) -> LoopResult:
     """`arun` for scripts: runs its own event loop."""
-    _own_loop("run")
+    own_loop("run")
     return asyncio.run(arun(prompt, **kwargs))
 
 
@@ -234,15 +210,6 @@ async def arun_scenario(
     `RunConfig`'s defaults (as command-line options do); the scenario's settings
     add their permission rules and hooks to `config`'s.
     """
-    from fsm_agent.core.abort import AbortSignal
-    from fsm_agent.live.scripted import (
-        Scenario,
-        ScenarioError,
-        ScriptedHooks,
-        ScriptedModel,
-        callers_choices,
-    )
-
     if not isinstance(scenario, Scenario):
         scenario = Scenario.load(scenario)
     text = prompt or scenario.prompt
@@ -263,61 +230,5 @@ async def arun_scenario(
 
 
 def run_scenario(scenario: Scenario | str | Path, **kwargs: Any) -> LoopResult:
-    _own_loop("run_scenario")
+    own_loop("run_scenario")
     return asyncio.run(arun_scenario(scenario, **kwargs))
-
-
-def config_of(log: SessionLog) -> RunConfig:
-    """The recorded run's configuration; a header that does not hold one is a `LogError`."""
-    return _from_header(log, "config", {}, RunConfig)
-
-
-def tools_of(log: SessionLog, *, checked: bool = True) -> list[ToolSpec]:
-    """The tool definitions the recorded run sent the model. `checked`: a schema that
-    does not compile is a `LogError` now, not a traceback when the model first calls
-    the tool; unchecked, the caller turns a `SchemaError` into one (`header_tools_error`)."""
-    from fsm_agent.core.validation import SchemaError, check_schema
-
-    specs: list[ToolSpec] = _from_header(log, "tools", [], list[ToolSpec])
-    if checked:
-        for spec in specs:
-            try:
-                check_schema(spec.name, spec.input_schema)
-            except SchemaError as exc:
-                raise header_tools_error(log, exc) from None
-    return specs
-
-
-def header_tools_error(log: SessionLog, exc: Exception) -> LogError:
-    return LogError(f"{log.path}:1: the header's tools: {exc}")
-
-
-def _from_header(log: SessionLog, key: str, default: Any, cls: Any) -> Any:
-    try:
-        return structure(log.header.get(key, default), cls)
-    except CodecError as exc:
-        raise LogError(f"{log.path}:1: the header's {key}: {exc}") from None
-
-
-async def areplay(
-    path: str | Path,
-    *,
-    on_event: Callable[[DriverEvent], None] | None = None,
-    tape_type: Callable[[SessionLog], ReplayTape] = ReplayTape,
-) -> LoopResult:
-    """Re-run a recorded session from its log; raises `Divergence` at the first difference."""
-    from fsm_agent.core.validation import SchemaError
-
-    log = SessionLog(Path(path))
-    tape = tape_type(log)
-    specs = tools_of(log, checked=False)  # compiled as calls need them: a quicker start
-    engine = Engine(config_of(log), tape, None, specs, log.header.get("session_id", ""), on_event)
-    try:
-        return await engine.run(tape.messages(), tape.start_read_files)
-    except SchemaError as exc:
-        raise header_tools_error(log, exc) from None
-
-
-def replay(path: str | Path, **kwargs: Any) -> LoopResult:
-    _own_loop("replay")
-    return asyncio.run(areplay(path, **kwargs))

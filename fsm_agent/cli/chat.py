@@ -25,12 +25,13 @@ from fsm_agent.app.history import follow_up
 from fsm_agent.cli.launch import Plan
 from fsm_agent.cli.options import run_options
 from fsm_agent.cli.plan import plan_of
+from fsm_agent.cli.questions import QuestionScreen
 from fsm_agent.cli.render import LiveRenderer, QuietRenderer, RunConsole
 from fsm_agent.cli.usage import fail, refuse_undecodable, stdout_lost
 from fsm_agent.core.messages import Message
 from fsm_agent.engine.driver import LoopResult
-from fsm_agent.engine.ports import Inbox
-from fsm_agent.live.approvals import QuestionScreen, withdrawn
+from fsm_agent.live.approvals import withdrawn
+from fsm_agent.live.effects import Inbox
 from fsm_agent.replay.log import LogError
 
 PROMPT = "› "

@@ -44,8 +44,9 @@ from fsm_agent.replay.breakpoints import (
     CommandError,
     field_value,
 )
-from fsm_agent.replay.log import LogError, edge_text, other_machine_note
-from fsm_agent.replay.recording import Divergence, LogEnded, divergence_report, short_diff
+from fsm_agent.replay.divergence import Divergence, LogEnded, divergence_report, short_diff
+from fsm_agent.replay.header import other_machine_note
+from fsm_agent.replay.log import LogError, edge_text
 from fsm_agent.replay.stepper import Stepper
 
 PATH_SHOWN = 15

@@ -20,6 +20,7 @@ from attrs import evolve
 
 from fsm_agent.app.environment import IDLE_NOTIFY_S
 from fsm_agent.app.session import arun
+from fsm_agent.cli.questions import line_prompter
 from fsm_agent.core.abort import AbortSignal
 from fsm_agent.core.config import RunConfig
 from fsm_agent.core.events import DriverEvent
@@ -27,10 +28,10 @@ from fsm_agent.core.messages import Message
 from fsm_agent.core.model import Model
 from fsm_agent.core.permission_types import PermissionSettings, PermissionUpdate
 from fsm_agent.engine.driver import LoopResult
-from fsm_agent.engine.ports import Inbox, LiveEffects
 from fsm_agent.hooks.outcomes import HookOutcome, Hooks
-from fsm_agent.live.approvals import Approvals, Prompter, line_prompter
+from fsm_agent.live.approvals import Approvals, Prompter
 from fsm_agent.live.command_hooks import CommandHooks
+from fsm_agent.live.effects import Inbox, LiveEffects
 from fsm_agent.live.permission_updates import apply_updates
 from fsm_agent.tools.session_env import with_session_env
 

@@ -9,11 +9,12 @@ from pathlib import Path
 
 import click
 
-from fsm_agent.app.session import areplay
+from fsm_agent.app.replaying import areplay
 from fsm_agent.cli.recorded import warn_if_torn
 from fsm_agent.cli.usage import EXIT_DIVERGED, EXIT_USAGE, error_line, say
-from fsm_agent.replay.log import LogError, SessionLog, other_machine_note
-from fsm_agent.replay.recording import Divergence, LogEnded, divergence_report
+from fsm_agent.replay.divergence import Divergence, LogEnded, divergence_report
+from fsm_agent.replay.header import other_machine_note
+from fsm_agent.replay.log import LogError, SessionLog
 
 
 def check_all(logs: tuple[Path, ...]) -> None:

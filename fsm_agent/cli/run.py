@@ -26,6 +26,7 @@ from fsm_agent.cli.headless import (
 from fsm_agent.cli.launch import Plan
 from fsm_agent.cli.options import run_options
 from fsm_agent.cli.plan import plan_of
+from fsm_agent.cli.questions import QuestionScreen, terminal_prompter
 from fsm_agent.cli.render import LiveRenderer, QuietRenderer, RunConsole
 from fsm_agent.cli.usage import (
     exit_code,
@@ -39,7 +40,6 @@ from fsm_agent.cli.usage import (
 from fsm_agent.core.events import DriverEvent
 from fsm_agent.core.messages import Message
 from fsm_agent.engine.driver import LoopResult
-from fsm_agent.live.approvals import QuestionScreen, terminal_prompter
 from fsm_agent.policy.permissions import removed_tools
 from fsm_agent.replay.log import LogError, default_log_path
 

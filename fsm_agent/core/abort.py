@@ -51,11 +51,10 @@ class AbortGuard:
     task, then turn that cancellation into `TimeoutError` unless someone
     else also cancelled it) without the timer. Entering and leaving never
     wait, so it is a plain context manager, used inside the awaiting task.
-    `cancel` is a call's own signal (its stream failed): watching it here
-    costs nothing extra, where racing the call against it in a second task
-    cost more than the rest of a trivial call's pipeline. A guard that is
-    not `armed` lets its task be: a stream holds one guard and arms it only
-    while it waits for the next event.
+    `cancel` is a call's own signal (its stream failed), watched by the same
+    guard: a second task per call to race it would cost more than the rest of
+    a trivial call's pipeline. A guard that is not `armed` lets its task be:
+    a stream holds one guard and arms it only while it waits for the next event.
     """
 
     __slots__ = ("_cancelling", "_expired", "_loop", "_task", "abort", "armed", "cancel")

@@ -44,6 +44,8 @@ from fsm_agent.core.messages import (
 )
 from fsm_agent.core.model import ModelRequest
 from fsm_agent.hooks.outcomes import NO_OPINION, PERMISSION_PRECEDENCE, HookOutcome
+from fsm_agent.live.settings import SettingsError, parse_settings
+from fsm_agent.policy.permissions import MODE_ALIASES, PermissionError_, check_mode
 
 DELTA_CHARS = 16
 StopReason = Literal[
@@ -115,8 +117,6 @@ class ScriptedTurn:
 def _known_mode(_: object, attribute: Attribute[str | None], mode: str | None) -> None:
     """A mode `--permission-mode` takes, checked where the file is read, so the error
     names the file rather than coming when the run starts."""
-    from fsm_agent.policy.permissions import PermissionError_, check_mode
-
     if mode is not None:
         try:
             check_mode(mode)
@@ -127,8 +127,6 @@ def _known_mode(_: object, attribute: Attribute[str | None], mode: str | None) -
 def _valid_settings(_: object, attribute: Attribute[Any], settings: dict[str, Any] | None) -> None:
     """Settings a run can use, checked where the file is read, as `_known_mode` is.
     Nothing in the check depends on the workspace, which only resolves paths."""
-    from fsm_agent.live.settings import SettingsError, parse_settings
-
     if settings is not None:
         try:
             parse_settings(settings, attribute.name, ".", ".")
@@ -165,16 +163,12 @@ class Scenario:
         their `defaultMode` is the mode unless the scenario's config names one.
         Options that should win over the scenario's are applied after: the command
         line's by cli.py, a Python caller's by `callers_choices` in `arun_scenario`."""
-        from fsm_agent.policy.permissions import MODE_ALIASES
-
         chosen = {name: getattr(self.config, name) for name in SCENARIO_OPTIONS}
         named = chosen["permission_mode"]
         chosen["permission_mode"] = MODE_ALIASES.get(named, named) if named else None
         config = evolve(base, **{k: v for k, v in chosen.items() if v is not None})
         if self.settings is None:
             return config
-        from fsm_agent.live.settings import parse_settings
-
         extra = parse_settings(self.settings, "scenario settings", config.cwd, config.cwd)
         mode = extra.permissions.default_mode
         return evolve(

@@ -22,33 +22,15 @@ from __future__ import annotations
 import contextlib
 from typing import Any
 
-from fsm_agent.core.codec import unstructure
-from fsm_agent.core.permission_types import ALLOW_ONCE, Decision
-from fsm_agent.engine.ports import interrupted
-from fsm_agent.hooks.outcomes import INTERRUPTED_HOOKS
-from fsm_agent.replay.recording import Divergence, LogEnded, ReplayTape
+from fsm_agent.replay.divergence import Divergence, LogEnded
+from fsm_agent.replay.effects import EFFECTS
+from fsm_agent.replay.matcher import ReplayTape
 
 AFTER_THE_END = 1000
 """Steps an interrupt may take past the log's end before the replay gives up; the
 abort paths end a run in a handful, so reaching it means a loop, not a long end."""
 
-INTERRUPTED_ANSWERS: dict[str, Any] = {
-    "model": {"events": [], "error": None},
-    "count_tokens": None,
-    "tool": unstructure(interrupted()),
-    "hooks": unstructure(INTERRUPTED_HOOKS),
-    "store_blob": None,
-    # A call killed in its permission check was cut short like a running one: it goes on
-    # to its tool, whose answer is the interrupt's, not a denial nobody gave.
-    "permission": unstructure(Decision("allow")),
-    "ask_permission": ALLOW_ONCE,
-    "permission_update": {},
-    "memory": {},
-    "now": 0.0,
-    "new_id": "cut_short",
-    "aborted": True,
-    "queued_input": [],
-}
+INTERRUPTED_ANSWERS: dict[str, Any] = {effect.name: effect.after_end for effect in EFFECTS}
 """What each effect answers past the log's end, in the recorded form `read_result` reads."""
 
 

@@ -126,28 +126,6 @@ def _shown(value: Any) -> str:
     return text if len(text) <= 40 else text[:39] + "…"
 
 
-def machine_fingerprint() -> str:
-    """A digest of the edge table, so a replay can tell when the machine changed."""
-    import hashlib
-
-    from fsm_agent.engine.machine import EDGES
-
-    rows = "\n".join(f"{e.source}|{e.name}|{e.dest}|{e.when}" for e in EDGES)
-    return hashlib.sha256(rows.encode()).hexdigest()[:16]
-
-
-def other_machine_note(log: SessionLog) -> str | None:
-    """A note when the log's edge table is not this machine's: a likely reason it diverged.
-    `replay --check` and the debugger end a divergence report with it."""
-    recorded, ours = log.header["fingerprint"], machine_fingerprint()
-    if recorded == ours:
-        return None
-    return (
-        "  note: the log was written by another machine: its edge table's fingerprint is "
-        f"{recorded}, this one's {ours}"
-    )
-
-
 def refuse_existing(path: Path) -> None:
     """A `LogError` if something is at `path`: a new log never replaces a file, which
     may be the very log being resumed or forked."""

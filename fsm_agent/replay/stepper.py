@@ -24,17 +24,18 @@ import contextlib
 import json
 import re
 from collections import OrderedDict
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from fsm_agent.core import jsontext
-from fsm_agent.core.events import StreamEvent
 from fsm_agent.core.model import ModelRequest
 from fsm_agent.engine.driver import Engine, LoopResult, StepInfo, initial_state
 from fsm_agent.engine.ports import Effects
+from fsm_agent.replay.effects import Effect
+from fsm_agent.replay.header import config_of, tools_of
 from fsm_agent.replay.log import RECORD_TYPES, LogError, RecordOrder, SessionLog
-from fsm_agent.replay.recording import ReplayEffects, ReplayTape
+from fsm_agent.replay.matcher import ReplayEffects, ReplayTape
 
 _HEAD = re.compile(rb'^\{\s*"t"\s*:\s*"(\w+)"\s*(?:,\s*"step"\s*:\s*(\d{1,18})\s*[,}])?')
 """A record's kind and step, read without parsing it; a longer number is parsed whole, so
@@ -133,15 +134,16 @@ class _WatchedTape(ReplayTape):
         self.requests: list[tuple[int, ModelRequest]] = []
 
     def wrap(self, effects: Effects | None) -> Effects:
-        return _WatchedEffects(self)
+        return cast(Effects, _WatchedEffects(self))
 
 
 class _WatchedEffects(ReplayEffects):
     tape: _WatchedTape
 
-    def model_stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
-        self.tape.requests.append((self.tape.step, request))
-        return super().model_stream(request)
+    def _answer(self, effect: Effect, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        if effect.kind == "stream":
+            self.tape.requests.append((self.tape.step, args[0]))
+        return super()._answer(effect, args, kwargs)
 
 
 class Stepper:
@@ -150,8 +152,6 @@ class Stepper:
     def __init__(self, path: Path) -> None:
         self.log = SessionLog(path, as_now=True)  # a run may still be writing it
         self.index = LogIndex(self.log)
-        from fsm_agent.app.session import config_of, tools_of
-
         self.config = config_of(self.log)
         self.specs = tools_of(self.log)
         self.session_id = str(self.log.header.get("session_id", ""))

@@ -1,0 +1,22 @@
+"""What a replay allows for in logs that older releases wrote: each rule is one thing
+those logs lack, and how the replay answers in its place."""
+
+from __future__ import annotations
+
+from collections.abc import Collection
+
+LATER_EVENTS = frozenset({"PermissionRequest", "PostToolBatch"})
+"""Hook events an older log may hold no record of although its settings had such a
+hook: its writer did not ask them. The replay then gives those hooks no say."""
+
+
+def hooks_had_no_say(event: str, hooked: Collection[str] | None) -> bool:
+    """The recorded run asked no hooks about `event`: its header's `hooked_events`
+    (absent from the oldest logs: None, every event may have been asked) leaves it out."""
+    return hooked is not None and event not in hooked
+
+
+def poll_keys(key: str, where: str) -> tuple[str, ...]:
+    """The records a poll's answer may be under: its place in the step (`where#2`), or,
+    in a log that wrote every poll, each poll as `where`."""
+    return (key,) if key == where else (key, where)
