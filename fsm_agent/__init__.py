@@ -16,7 +16,7 @@ if TYPE_CHECKING:
     from fsm_agent.core.config import RunConfig
     from fsm_agent.engine.driver import LoopResult
     from fsm_agent.live.scripted import Scenario, ScriptedModel
-    from fsm_agent.replay.divergence import Divergence
+    from fsm_agent.tape.divergence import Divergence
 
 _HOMES = {
     "run": "fsm_agent.app.session",
@@ -29,7 +29,7 @@ _HOMES = {
     "LoopResult": "fsm_agent.engine.driver",
     "Scenario": "fsm_agent.live.scripted",
     "ScriptedModel": "fsm_agent.live.scripted",
-    "Divergence": "fsm_agent.replay.divergence",
+    "Divergence": "fsm_agent.tape.divergence",
 }
 
 

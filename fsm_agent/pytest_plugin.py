@@ -10,8 +10,8 @@ the test's tmp_path; so is a scenario written inline, as a dict or a
 effect answered from it (a divergence fails the test).
 
 pytest loads this module in every session of an environment with fsm-agent
-installed, so the fixture imports the engine only when a test asks for it (one
-of the deferrals listed in `fsm_agent.cli.lazy`).
+installed, so it reaches the engine through the package's lazy face: a session
+that never asks for the fixture never loads it.
 """
 
 from __future__ import annotations
@@ -22,6 +22,8 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 from attrs import frozen
+
+import fsm_agent
 
 if TYPE_CHECKING:
     from fsm_agent.engine.driver import LoopResult
@@ -56,28 +58,24 @@ def fsm_run(tmp_path: Path) -> Callable[..., FsmRun]:
     `run_scenario`, or to `replay` for a log. Relative paths are taken from
     the current directory, where pytest was started.
     """
-    # Deferred: about 200 ms of the engine, for every pytest session otherwise.
-    from fsm_agent.app.session import replay, run_scenario
-    from fsm_agent.live.scripted import Scenario
-
     runs = 0
 
     def go(source: str | Path | dict[str, Any] | Scenario, **kwargs: Any) -> FsmRun:
         nonlocal runs
         if isinstance(source, dict):
-            source = Scenario.parse(source, "the inline scenario")
-        if isinstance(source, Scenario):
+            source = fsm_agent.Scenario.parse(source, "the inline scenario")
+        if isinstance(source, fsm_agent.Scenario):
             name = "scenario"
         else:
             source = Path(source)
             if source.suffix.lower() == ".jsonl":
-                return FsmRun(replay(source, **kwargs), source)
+                return FsmRun(fsm_agent.replay(source, **kwargs), source)
             name = source.stem
         runs += 1
         suffix = "" if runs == 1 else f"-{runs}"
         workspace = Path(kwargs.pop("cwd", tmp_path / f"workspace{suffix}"))
         workspace.mkdir(parents=True, exist_ok=True)
         log = Path(kwargs.pop("log", tmp_path / f"{name}{suffix}.jsonl"))
-        return FsmRun(run_scenario(source, cwd=workspace, log=log, **kwargs), log)
+        return FsmRun(fsm_agent.run_scenario(source, cwd=workspace, log=log, **kwargs), log)
 
     return go

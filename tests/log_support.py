@@ -10,7 +10,7 @@ import jsonschema
 import pytest
 
 from fsm_agent.app.session import replay
-from fsm_agent.replay.log import LogError
+from fsm_agent.tape.log import LogError
 
 Damage = tuple[int, tuple[str | int, ...], Any]
 """A record's index in the log, the keys down to a value in it, and the value put there."""

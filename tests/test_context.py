@@ -56,7 +56,7 @@ from fsm_agent.engine.state import AutoCompactTracking, Iteration, LoopState
 from fsm_agent.live.anthropic_model import AnthropicModel, request_body
 from fsm_agent.live.effects import LiveEffects
 from fsm_agent.live.scripted import Scenario, ScriptedModel
-from fsm_agent.replay.log import SessionLog
+from fsm_agent.tape.log import SessionLog
 from tests.conftest import SCENARIOS
 from tests.messages_server import (
     MessagesServer,

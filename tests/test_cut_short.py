@@ -12,7 +12,7 @@ import pytest
 
 from fsm_agent.app.session import replay
 from fsm_agent.cli.debugger import Debugger
-from fsm_agent.replay.divergence import Divergence, LogEnded
+from fsm_agent.tape.divergence import Divergence, LogEnded
 from tests.conftest import ROOT
 from tests.test_cli import fsm
 from tests.test_divergence import change_next_turn

@@ -17,7 +17,7 @@ import pytest
 
 from fsm_agent.app.session import replay
 from fsm_agent.cli.debugger import Debugger
-from fsm_agent.replay.log import LogError
+from fsm_agent.tape.log import LogError
 from tests.conftest import ROOT
 from tests.test_cli import fsm
 
@@ -245,7 +245,7 @@ def test_resume_and_fork_refuse_a_damaged_header_in_one_line(case: str, tmp_path
 
 def test_every_effect_a_log_records_has_a_shape_to_be_read_back_as() -> None:
     """Replay and fork's edit check read results through one table, `EFFECTS`."""
-    from fsm_agent.replay.effects import BY_NAME, read_result
+    from fsm_agent.tape.effects import BY_NAME, read_result
 
     names = {
         r["name"]
@@ -262,7 +262,7 @@ def test_every_effect_a_log_records_has_a_shape_to_be_read_back_as() -> None:
 
 def test_an_edited_result_is_checked_like_a_recorded_one(tmp_path: Path) -> None:
     from fsm_agent.app.fork import ForkError, ForkPoint, check_point
-    from fsm_agent.replay.log import SessionLog
+    from fsm_agent.tape.log import SessionLog
 
     rows = [json.loads(line) for line in SOURCE.read_text().splitlines()]
     effects = [r for r in rows if r.get("t") == "effect"]

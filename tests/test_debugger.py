@@ -13,8 +13,8 @@ import pytest
 
 from fsm_agent.cli.debugger import Breakpoint, CommandError, Debugger
 from fsm_agent.engine.driver import StepInfo
-from fsm_agent.replay.divergence import LogEnded
-from fsm_agent.replay.stepper import CACHE, LogIndex, Stepper
+from fsm_agent.tape.divergence import LogEnded
+from fsm_agent.tape.stepper import CACHE, LogIndex, Stepper
 from tests.conftest import ROOT
 from tests.test_cli import fsm
 
@@ -453,14 +453,14 @@ def test_a_torn_last_line_is_not_a_step(tool_round: Path) -> None:
     finally:
         dbg.stepper.close()
     from fsm_agent.app.fork import ForkError, ForkPoint, check_point
-    from fsm_agent.replay.log import SessionLog
+    from fsm_agent.tape.log import SessionLog
 
     with pytest.raises(ForkError, match=r"no step 13: the log has steps 0\.\.12"):
         check_point(SessionLog(tool_round), ForkPoint(step=13))
 
 
 def test_a_damaged_record_read_by_offset_names_its_line(tool_round: Path) -> None:
-    from fsm_agent.replay.log import LogError, SessionLog
+    from fsm_agent.tape.log import LogError, SessionLog
 
     lines = tool_round.read_text().splitlines(keepends=True)
     i = next(n for n, line in enumerate(lines) if '"step":5,' in line and "transition" in line)

@@ -13,7 +13,7 @@ from fsm_agent.app.session import replay
 from fsm_agent.core.messages import user
 from fsm_agent.engine import actions as continuations
 from fsm_agent.engine import phases
-from fsm_agent.replay.divergence import Divergence, divergence_report
+from fsm_agent.tape.divergence import Divergence, divergence_report
 from tests.test_cli import fsm
 
 
@@ -169,7 +169,7 @@ def test_a_same_name_effect_found_ahead_is_compared(scenario, tmp_path: Path) ->
 def test_check_says_when_a_diverging_log_was_written_by_another_machine(tmp_path: Path) -> None:
     """The header's fingerprint is there so a reader can tell (docs/log-format.md): a
     divergence from a log of another edge table says so; a log that replays does not."""
-    from fsm_agent.replay.header import machine_fingerprint
+    from fsm_agent.tape.header import machine_fingerprint
     from tests.conftest import ROOT
 
     rows = rows_of(ROOT / "replays" / "tool_round.jsonl")

@@ -14,6 +14,7 @@ from click.testing import CliRunner
 
 from fsm_agent.cli.main import EXIT_CODES, EXIT_ERROR_ANSWER, cli
 from fsm_agent.core.config import RunConfig
+from fsm_agent.tape.effects import EFFECTS
 from tests.conftest import ROOT, SCENARIOS
 
 DOCS = ROOT / "docs"
@@ -445,8 +446,7 @@ def test_the_effect_table_schema_and_recorder_name_the_same_effects() -> None:
     documented = {row[0].strip("`") for row in rows}
     schema = json.loads(text("log-format.schema.json"))
     (effect,) = [v for v in schema["oneOf"] if v["title"] == "effect"]
-    recorder = (ROOT / "fsm_agent" / "recording.py").read_text()
-    recorded = set(re.findall(r'self\.tape\.effect\(\s*"(\w+)"', recorder))
+    recorded = {effect.name for effect in EFFECTS}
     assert documented == set(effect["properties"]["name"]["enum"]) == recorded
 
 

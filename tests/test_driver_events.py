@@ -22,7 +22,7 @@ from fsm_agent.core.events import (
 )
 from fsm_agent.core.messages import Usage
 from fsm_agent.engine.driver import Engine, LoopResult
-from fsm_agent.replay.log import SessionLog
+from fsm_agent.tape.log import SessionLog
 from tests.conftest import SCENARIOS
 
 
@@ -155,7 +155,7 @@ def test_an_event_callback_that_raises_ends_the_run_with_its_error_and_a_log_cut
     a run cut short."""
     from fsm_agent.app.session import replay, run_scenario
     from fsm_agent.core.events import TextDelta
-    from fsm_agent.replay.divergence import LogEnded
+    from fsm_agent.tape.divergence import LogEnded
 
     def broken(event: object) -> None:
         if isinstance(event, TextDelta):
@@ -177,9 +177,9 @@ def _engine(tmp_path: Path, turns: list[dict[str, object]]) -> Engine:
     """An engine over a scripted model, its log kept in memory."""
     from fsm_agent.live.effects import LiveEffects
     from fsm_agent.live.scripted import Scenario, ScriptedModel
-    from fsm_agent.replay.header import session_header
-    from fsm_agent.replay.log import MemoryWriter
-    from fsm_agent.replay.recording import RecordingTape
+    from fsm_agent.tape.header import session_header
+    from fsm_agent.tape.log import MemoryWriter
+    from fsm_agent.tape.recording import RecordingTape
 
     config = RunConfig(model="scripted", cwd=str(tmp_path))
     model = ScriptedModel(Scenario.parse({"turns": turns}))

@@ -12,7 +12,7 @@ import pytest
 from fsm_agent.app.fork import ForkError, ForkPoint, afork
 from fsm_agent.app.session import replay
 from fsm_agent.live.scripted import Scenario, ScriptedHooks, ScriptedModel
-from fsm_agent.replay.log import SessionLog
+from fsm_agent.tape.log import SessionLog
 from tests.conftest import SCENARIOS
 from tests.test_cli import fsm
 
@@ -329,7 +329,7 @@ def test_a_fork_of_a_log_with_a_damaged_header_says_so_before_replaying(
 def test_a_fork_whose_parent_start_is_damaged_writes_no_log(
     parent: Path, elsewhere: Path, tmp_path: Path
 ) -> None:
-    from fsm_agent.replay.log import LogError
+    from fsm_agent.tape.log import LogError
 
     lines = parent.read_text().splitlines()
     start = json.loads(lines[1])

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from fsm_agent.replay.log import LogError, SessionLog
+from fsm_agent.tape.log import LogError, SessionLog
 
 
 def lines(path: Path) -> list[dict]:
@@ -119,7 +119,7 @@ def test_every_line_matches_the_documented_schema(scenario, tmp_path: Path) -> N
 
 
 def test_the_fields_a_record_must_have_are_the_schema_s() -> None:
-    from fsm_agent.replay.log import REQUIRED
+    from fsm_agent.tape.log import REQUIRED
     from tests.conftest import ROOT
 
     schema = json.loads((ROOT / "docs" / "log-format.schema.json").read_text())
@@ -132,7 +132,7 @@ def test_the_fields_a_record_must_have_are_the_schema_s() -> None:
 
 
 def test_the_fields_a_header_must_have_and_their_types_are_the_schema_s() -> None:
-    from fsm_agent.replay.log import HEADER_REQUIRED, HEADER_TYPES
+    from fsm_agent.tape.log import HEADER_REQUIRED, HEADER_TYPES
     from tests.conftest import ROOT
 
     schema = json.loads((ROOT / "docs" / "log-format.schema.json").read_text())
@@ -156,7 +156,7 @@ def test_a_record_without_a_field_it_needs_names_the_line_and_the_field(
 
 
 def test_the_record_field_types_checked_are_the_schema_s() -> None:
-    from fsm_agent.replay.log import FIELD_TYPES
+    from fsm_agent.tape.log import FIELD_TYPES
     from tests.conftest import ROOT
 
     schema = json.loads((ROOT / "docs" / "log-format.schema.json").read_text())

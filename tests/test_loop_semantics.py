@@ -582,7 +582,7 @@ def test_only_next_turn_carries_a_tool_summary(workspace: Path, tmp_path: Path) 
 def _summaries(log: Path) -> dict[str, str | None]:
     """The pending tool summary the debugger shows after the first step of each
     Continue edge the log takes."""
-    from fsm_agent.replay.stepper import Stepper
+    from fsm_agent.tape.stepper import Stepper
 
     stepper = Stepper(log)
     summaries: dict[str, str | None] = {}

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from fsm_agent.cli.launch import Plan
-from fsm_agent.replay.log import LogError, LogWriter
+from fsm_agent.tape.log import LogError, LogWriter
 from tests.conftest import ROOT, SCENARIOS
 from tests.test_cli import _one_error_line, fsm
 

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from fsm_agent.app.session import replay
-from fsm_agent.replay.coverage import REASONS
+from fsm_agent.tape.coverage import REASONS
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "logs_0_1_0"
 LOGS = sorted(FIXTURES.glob("*.jsonl"))

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from fsm_agent.replay.divergence import Divergence, LogEnded
-from fsm_agent.replay.log import LogError
+from fsm_agent.tape.divergence import Divergence, LogEnded
+from fsm_agent.tape.log import LogError
 from tests.conftest import ROOT, SCENARIOS
 
 pytest_plugins = ["pytester"]

@@ -33,7 +33,7 @@ from hypothesis import example, given
 from hypothesis import strategies as st
 
 import fsm_agent.app.session as session_module
-import fsm_agent.replay.stepper as stepper_module
+import fsm_agent.tape.stepper as stepper_module
 from fsm_agent.app.fork import ForkPoint, afork
 from fsm_agent.app.history import aresume, follow_up
 from fsm_agent.app.replaying import areplay
@@ -65,10 +65,10 @@ from fsm_agent.engine.prelude import PROMPT_BLOCKED
 from fsm_agent.live.effects import Inbox
 from fsm_agent.live.scripted import Scenario, ScriptedHooks, ScriptedModel, StopReason
 from fsm_agent.policy.permissions import MODES
-from fsm_agent.replay.divergence import LogEnded
-from fsm_agent.replay.header import config_of
-from fsm_agent.replay.log import SessionLog
-from fsm_agent.replay.stepper import Stepper
+from fsm_agent.tape.divergence import LogEnded
+from fsm_agent.tape.header import config_of
+from fsm_agent.tape.log import SessionLog
+from fsm_agent.tape.stepper import Stepper
 from tests.conftest import ROOT, examples
 
 SCHEMA = json.loads((ROOT / "docs" / "log-format.schema.json").read_text())

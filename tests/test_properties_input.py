@@ -40,9 +40,9 @@ from fsm_agent.core.jsontext import finite_float, no_constant
 from fsm_agent.live.scripted import Scenario, ScenarioError
 from fsm_agent.live.settings import Settings, SettingsError, load_settings, parse_settings
 from fsm_agent.policy.permissions import PermissionError_, Rule
-from fsm_agent.replay.divergence import Divergence, LogEnded, divergence_report
-from fsm_agent.replay.log import LogError, SessionLog
-from fsm_agent.replay.stepper import Stepper
+from fsm_agent.tape.divergence import Divergence, LogEnded, divergence_report
+from fsm_agent.tape.log import LogError, SessionLog
+from fsm_agent.tape.stepper import Stepper
 from tests.conftest import ROOT, SCENARIOS, examples
 
 # --- JSON values and how they are written ------------------------------------------

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from fsm_agent.app.session import replay
-from fsm_agent.replay.divergence import Divergence
+from fsm_agent.tape.divergence import Divergence
 from tests.conftest import SCENARIOS
 
 NAMES = sorted(p.stem for p in SCENARIOS.glob("*.json"))

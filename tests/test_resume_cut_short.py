@@ -25,7 +25,7 @@ from fsm_agent.app.history import ResumeError, aresume
 from fsm_agent.app.session import replay
 from fsm_agent.core.messages import Message, ToolResultBlock, ToolUseBlock
 from fsm_agent.engine.ports import INTERRUPTED
-from fsm_agent.replay.divergence import LogEnded
+from fsm_agent.tape.divergence import LogEnded
 from tests.conftest import ROOT
 from tests.test_cli import _one_error_line, fsm
 from tests.test_cut_short import cut, transitions_in

@@ -256,7 +256,7 @@ def test_content_blocks_keep_the_messages_apis_extra_fields() -> None:
 def test_a_logs_hook_outcome_still_ignores_fields_it_does_not_know() -> None:
     """Session logs ignore unknown fields (docs/log-format.md); only a scenario is strict."""
     from fsm_agent.hooks.outcomes import HookOutcome
-    from fsm_agent.replay.effects import read_result
+    from fsm_agent.tape.effects import read_result
 
     outcome = read_result("hooks", {"blocking_errors": ["x"], "from_a_later_version": 1})
     assert outcome == HookOutcome(blocking_errors=("x",))

@@ -15,7 +15,7 @@ from fsm_agent.app.history import ResumeError, aresume, describe, follow_up
 from fsm_agent.app.session import replay
 from fsm_agent.core.codec import unstructure
 from fsm_agent.core.messages import Message, TextBlock, user
-from fsm_agent.replay.log import TAIL_CHUNK, LogWriter, being_written, last_line
+from fsm_agent.tape.log import TAIL_CHUNK, LogWriter, being_written, last_line
 from tests.conftest import ROOT, SCENARIOS
 from tests.test_cli import _one_error_line, fsm
 
@@ -501,7 +501,7 @@ def test_a_resumed_run_remembers_the_files_read(workspace: Path, tmp_path: Path)
 
 def test_a_log_with_read_files_steps_and_forks(workspace: Path, tmp_path: Path) -> None:
     """The debugger's stepper and a fork start from the files the log says were read."""
-    from fsm_agent.replay.stepper import Stepper
+    from fsm_agent.tape.stepper import Stepper
 
     first = tmp_path / "first.jsonl"
     scripted_run(workspace, "tool_round", "--log", str(first))

@@ -9,8 +9,8 @@ import pytest
 
 from fsm_agent.app.session import replay
 from fsm_agent.engine.machine import EDGES
-from fsm_agent.replay.coverage import REASONS
-from fsm_agent.replay.log import SessionLog
+from fsm_agent.tape.coverage import REASONS
+from fsm_agent.tape.log import SessionLog
 from tests.conftest import ROOT, SCENARIOS
 from tests.test_cli import fsm
 

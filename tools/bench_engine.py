@@ -51,7 +51,7 @@ from fsm_agent.core.messages import ToolResultBlock
 from fsm_agent.core.permission_types import PermissionSettings, RuleSource
 from fsm_agent.core.tool import ToolEnv, ToolOutcome
 from fsm_agent.live.scripted import Scenario, ScriptedModel
-from fsm_agent.replay.log import LogWriter
+from fsm_agent.tape.log import LogWriter
 
 
 class Noop:

@@ -43,7 +43,7 @@ from fsm_agent.live.scripted import (
 )
 from fsm_agent.live.settings import SettingsError, load_settings
 from fsm_agent.policy.permissions import MODE_ALIASES, UNSUPPORTED_MODES, unsupported_mode_warning
-from fsm_agent.replay.log import LogError, refuse_existing
+from fsm_agent.tape.log import LogError, refuse_existing
 
 Warn = Callable[[str], None]
 

@@ -40,12 +40,12 @@ from fsm_agent.hooks.outcomes import Hooks, events_of, hooked_events, joined
 from fsm_agent.live.approvals import ALLOW_ALWAYS, Approvals
 from fsm_agent.live.command_hooks import CommandHooks
 from fsm_agent.live.effects import LiveEffects
-from fsm_agent.replay.effects import EFFECTS, Effect, read_result
-from fsm_agent.replay.header import config_of, session_header, tools_of
-from fsm_agent.replay.log import LogWriter, SessionLog, default_log_path, no_start
-from fsm_agent.replay.matcher import ReplayTape, answering
-from fsm_agent.replay.recording import RecordingTape, recording
-from fsm_agent.replay.stepper import LogIndex
+from fsm_agent.tape.effects import EFFECTS, Effect, read_result
+from fsm_agent.tape.header import config_of, session_header, tools_of
+from fsm_agent.tape.log import LogWriter, SessionLog, default_log_path, no_start
+from fsm_agent.tape.matcher import ReplayTape, answering
+from fsm_agent.tape.recording import RecordingTape, recording
+from fsm_agent.tape.stepper import LogIndex
 from fsm_agent.tools import default_tools
 from fsm_agent.tools.session_env import with_session_env
 

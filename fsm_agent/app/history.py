@@ -25,10 +25,10 @@ from fsm_agent.app.replaying import areplay
 from fsm_agent.core import jsontext
 from fsm_agent.core.config import RunConfig
 from fsm_agent.core.messages import Message, TextBlock
-from fsm_agent.replay.cut_log import CutTape
-from fsm_agent.replay.divergence import Divergence
-from fsm_agent.replay.header import config_of
-from fsm_agent.replay.log import (
+from fsm_agent.tape.cut_log import CutTape
+from fsm_agent.tape.divergence import Divergence
+from fsm_agent.tape.header import config_of
+from fsm_agent.tape.log import (
     TAIL_CHUNK,
     LogError,
     SessionLog,
@@ -211,7 +211,7 @@ async def aresume(path: Path) -> Resumed:
     """The conversation a log ended with, by replaying it offline (no network, no tools).
 
     A log cut short by a kill goes on from where it stops, as an interrupt there
-    would have left it (`fsm_agent.replay.cut_log`); a damaged one is refused.
+    would have left it (`fsm_agent.tape.cut_log`); a damaged one is refused.
     """
     tapes: list[CutTape] = []
 

@@ -14,9 +14,9 @@ from typing import Any
 from fsm_agent.core.events import DriverEvent
 from fsm_agent.core.validation import SchemaError
 from fsm_agent.engine.driver import Engine, LoopResult
-from fsm_agent.replay.header import config_of, header_tools_error, tools_of
-from fsm_agent.replay.log import SessionLog
-from fsm_agent.replay.matcher import ReplayTape
+from fsm_agent.tape.header import config_of, header_tools_error, tools_of
+from fsm_agent.tape.log import SessionLog
+from fsm_agent.tape.matcher import ReplayTape
 
 
 def own_loop(name: str) -> None:

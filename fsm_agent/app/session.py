@@ -45,9 +45,9 @@ from fsm_agent.live.scripted import (
     callers_choices,
 )
 from fsm_agent.policy.permissions import check_mode, removed_tools
-from fsm_agent.replay.header import session_header
-from fsm_agent.replay.log import LogWriter, MemoryWriter, default_log_path
-from fsm_agent.replay.recording import RecordingTape
+from fsm_agent.tape.header import session_header
+from fsm_agent.tape.log import LogWriter, MemoryWriter, default_log_path
+from fsm_agent.tape.recording import RecordingTape
 from fsm_agent.tools import default_tools
 from fsm_agent.tools.session_env import with_session_env
 

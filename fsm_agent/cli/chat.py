@@ -32,7 +32,7 @@ from fsm_agent.core.messages import Message
 from fsm_agent.engine.driver import LoopResult
 from fsm_agent.live.approvals import withdrawn
 from fsm_agent.live.effects import Inbox
-from fsm_agent.replay.log import LogError
+from fsm_agent.tape.log import LogError
 
 PROMPT = "› "
 POLL_S = 0.1

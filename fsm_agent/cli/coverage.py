@@ -10,8 +10,8 @@ import click
 
 from fsm_agent.cli.recorded import read_path
 from fsm_agent.cli.usage import EXIT_USAGE, FilePath, error_line
-from fsm_agent.replay.coverage import REASONS, Coverage
-from fsm_agent.replay.log import LogError, edge_text
+from fsm_agent.tape.coverage import REASONS, Coverage
+from fsm_agent.tape.log import LogError, edge_text
 
 
 @click.command()

@@ -4,8 +4,8 @@
 renderable), so the command loop is driven directly in tests; `interact`
 is the terminal loop around it. Positions are steps: at step k the machine
 has just taken transition k (step 0 is the start, before any transition).
-States come from `fsm_agent.replay.stepper.Stepper`, which replays lazily;
-breakpoints are parsed and judged by `fsm_agent.replay.breakpoints`.
+States come from `fsm_agent.tape.stepper.Stepper`, which replays lazily;
+breakpoints are parsed and judged by `fsm_agent.tape.breakpoints`.
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ from fsm_agent.engine.machine import (
     edges_from,
 )
 from fsm_agent.engine.state import LoopState
-from fsm_agent.replay.breakpoints import (
+from fsm_agent.tape.breakpoints import (
     FIELDS,
     ITERATION_FIELDS,
     ITERATION_PATHS,
@@ -44,10 +44,10 @@ from fsm_agent.replay.breakpoints import (
     CommandError,
     field_value,
 )
-from fsm_agent.replay.divergence import Divergence, LogEnded, divergence_report, short_diff
-from fsm_agent.replay.header import other_machine_note
-from fsm_agent.replay.log import LogError, edge_text
-from fsm_agent.replay.stepper import Stepper
+from fsm_agent.tape.divergence import Divergence, LogEnded, divergence_report, short_diff
+from fsm_agent.tape.header import other_machine_note
+from fsm_agent.tape.log import LogError, edge_text
+from fsm_agent.tape.stepper import Stepper
 
 PATH_SHOWN = 15
 MESSAGES_SHOWN = 10

@@ -22,8 +22,8 @@ from fsm_agent.core.events import DriverEvent, Transition
 from fsm_agent.core.jsontext import MAX_DEPTH, deeper_than, strict_loads
 from fsm_agent.core.model import Model
 from fsm_agent.live.scripted import ScriptedHooks, ScriptedModel
-from fsm_agent.replay.divergence import Divergence, divergence_report
-from fsm_agent.replay.log import LogError, SessionLog
+from fsm_agent.tape.divergence import Divergence, divergence_report
+from fsm_agent.tape.log import LogError, SessionLog
 
 
 def fork(

@@ -9,7 +9,7 @@ import click
 from fsm_agent.cli.recorded import recorded_path
 from fsm_agent.cli.usage import FilePath, say
 from fsm_agent.engine.graph import RENDERERS, count_path, unknown
-from fsm_agent.replay.log import edge_text
+from fsm_agent.tape.log import edge_text
 
 
 @click.command()

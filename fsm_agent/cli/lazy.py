@@ -7,16 +7,12 @@ idiom); `--help` lists the commands from the summaries here. `replay`'s modes ar
 loaded the same way: `--path` must not load the engine, nor `--check` rich or the
 live adapters.
 
-Three heavy imports are made where they are used, and nowhere else:
+Two heavy imports are made where they are used, and nowhere else:
 - the `anthropic` SDK (about a second): `fsm_agent.app.configure.real_model`, so only a
   run against a real model pays for it;
 - rich's Markdown (markdown-it and Pygments, about 20 ms):
   `fsm_agent.cli.render.LiveRenderer._flush_text`, so only a live run's finished text
-  does, not the debugger, which shares `render`;
-- the engine (about 200 ms) in `fsm_agent.pytest_plugin.fsm_run`: pytest loads the plugin
-  in every session of an environment with fsm-agent installed. (The package face would
-  do, but its lazy `fsm_agent.replay` is shadowed by the `fsm_agent.replay` sub-package
-  as soon as that is imported.)
+  does, not the debugger, which shares `render`.
 """
 
 from __future__ import annotations

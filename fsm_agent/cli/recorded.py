@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from fsm_agent.cli.usage import fail, say
-from fsm_agent.replay.log import LogError, SessionLog, is_torn, no_start
+from fsm_agent.tape.log import LogError, SessionLog, is_torn, no_start
 
 
 def recorded_path(path: Path) -> list[dict[str, Any]]:

@@ -17,7 +17,7 @@ from click.core import ParameterSource
 from fsm_agent.cli.lazy import REPLAY_MODES, load
 from fsm_agent.cli.recorded import recorded_path
 from fsm_agent.cli.usage import FilePath, fail
-from fsm_agent.replay.log import edge_text
+from fsm_agent.tape.log import edge_text
 
 
 @click.command()

@@ -12,9 +12,9 @@ import click
 from fsm_agent.app.replaying import areplay
 from fsm_agent.cli.recorded import warn_if_torn
 from fsm_agent.cli.usage import EXIT_DIVERGED, EXIT_USAGE, error_line, say
-from fsm_agent.replay.divergence import Divergence, LogEnded, divergence_report
-from fsm_agent.replay.header import other_machine_note
-from fsm_agent.replay.log import LogError, SessionLog
+from fsm_agent.tape.divergence import Divergence, LogEnded, divergence_report
+from fsm_agent.tape.header import other_machine_note
+from fsm_agent.tape.log import LogError, SessionLog
 
 
 def check_all(logs: tuple[Path, ...]) -> None:

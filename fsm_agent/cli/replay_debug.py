@@ -10,7 +10,7 @@ from rich.console import Console
 from fsm_agent.cli.debugger import Debugger
 from fsm_agent.cli.recorded import warn_if_torn
 from fsm_agent.cli.usage import fail
-from fsm_agent.replay.log import LogError
+from fsm_agent.tape.log import LogError
 
 try:
     import readline

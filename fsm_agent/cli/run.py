@@ -41,7 +41,7 @@ from fsm_agent.core.events import DriverEvent
 from fsm_agent.core.messages import Message
 from fsm_agent.engine.driver import LoopResult
 from fsm_agent.policy.permissions import removed_tools
-from fsm_agent.replay.log import LogError, default_log_path
+from fsm_agent.tape.log import LogError, default_log_path
 
 
 @click.command()

@@ -3,9 +3,9 @@
 The engine reaches the model, tools, hooks, permissions, memory files, the
 clock and ids, and the user's input only through these small protocols;
 `Effects` is all of them, what a run is given. The live side implements them
-(`fsm_agent.live.effects`); `fsm_agent.replay` records each call and its
+(`fsm_agent.live.effects`); `fsm_agent.tape` records each call and its
 result to the session log, and answers each call from the log on replay. How
-each effect is written to the log is declared once, in `fsm_agent.replay.effects`.
+each effect is written to the log is declared once, in `fsm_agent.tape.effects`.
 """
 
 from __future__ import annotations

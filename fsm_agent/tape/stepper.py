@@ -32,10 +32,10 @@ from fsm_agent.core import jsontext
 from fsm_agent.core.model import ModelRequest
 from fsm_agent.engine.driver import Engine, LoopResult, StepInfo, initial_state
 from fsm_agent.engine.ports import Effects
-from fsm_agent.replay.effects import Effect
-from fsm_agent.replay.header import config_of, tools_of
-from fsm_agent.replay.log import RECORD_TYPES, LogError, RecordOrder, SessionLog
-from fsm_agent.replay.matcher import ReplayEffects, ReplayTape
+from fsm_agent.tape.effects import Effect
+from fsm_agent.tape.header import config_of, tools_of
+from fsm_agent.tape.log import RECORD_TYPES, LogError, RecordOrder, SessionLog
+from fsm_agent.tape.matcher import ReplayEffects, ReplayTape
 
 _HEAD = re.compile(rb'^\{\s*"t"\s*:\s*"(\w+)"\s*(?:,\s*"step"\s*:\s*(\d{1,18})\s*[,}])?')
 """A record's kind and step, read without parsing it; a longer number is parsed whole, so

@@ -8,10 +8,10 @@ import inspect
 
 from fsm_agent.app.fork import SwitchEffects
 from fsm_agent.engine.ports import Effects
-from fsm_agent.replay.cut_log import INTERRUPTED_ANSWERS
-from fsm_agent.replay.effects import BY_NAME, EFFECTS, read_result
-from fsm_agent.replay.matcher import ReplayEffects
-from fsm_agent.replay.recording import RecordingEffects
+from fsm_agent.tape.cut_log import INTERRUPTED_ANSWERS
+from fsm_agent.tape.effects import BY_NAME, EFFECTS, read_result
+from fsm_agent.tape.matcher import ReplayEffects
+from fsm_agent.tape.recording import RecordingEffects
 
 
 def _port_methods() -> set[str]:

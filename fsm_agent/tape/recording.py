@@ -2,7 +2,7 @@
 call and result, as `EFFECTS` declares it.
 
 The effects a phase asks for belong to the step of the transition that follows
-the phase; a replay (`fsm_agent.replay.matcher`) counts steps the same way.
+the phase; a replay (`fsm_agent.tape.matcher`) counts steps the same way.
 """
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ from typing import Any, cast
 
 from fsm_agent.core.events import ModelCallError, StreamEvent
 from fsm_agent.engine.ports import Effects, Tape
-from fsm_agent.replay.effects import EFFECTS, Effect, Polls, model_record
-from fsm_agent.replay.log import LogWriter, MemoryWriter
+from fsm_agent.tape.effects import EFFECTS, Effect, Polls, model_record
+from fsm_agent.tape.log import LogWriter, MemoryWriter
 
 Writer = LogWriter | MemoryWriter
 

@@ -22,9 +22,9 @@ from __future__ import annotations
 import contextlib
 from typing import Any
 
-from fsm_agent.replay.divergence import Divergence, LogEnded
-from fsm_agent.replay.effects import EFFECTS
-from fsm_agent.replay.matcher import ReplayTape
+from fsm_agent.tape.divergence import Divergence, LogEnded
+from fsm_agent.tape.effects import EFFECTS
+from fsm_agent.tape.matcher import ReplayTape
 
 AFTER_THE_END = 1000
 """Steps an interrupt may take past the log's end before the replay gives up; the

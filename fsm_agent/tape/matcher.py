@@ -20,11 +20,11 @@ from fsm_agent.core.messages import Message
 from fsm_agent.engine.machine import TERMINAL_REASONS
 from fsm_agent.engine.ports import Effects, Tape
 from fsm_agent.hooks.outcomes import NO_OPINION, HookOutcome
-from fsm_agent.replay.divergence import Divergence, LogEnded, short
-from fsm_agent.replay.effects import BY_NAME, EFFECTS, TOOL_PIPELINE, Effect, Polls, plain
-from fsm_agent.replay.header import config_of
-from fsm_agent.replay.log import LogError, SessionLog, no_start
-from fsm_agent.replay.old_logs import LATER_EVENTS, hooks_had_no_say, poll_keys
+from fsm_agent.tape.divergence import Divergence, LogEnded, short
+from fsm_agent.tape.effects import BY_NAME, EFFECTS, TOOL_PIPELINE, Effect, Polls, plain
+from fsm_agent.tape.header import config_of
+from fsm_agent.tape.log import LogError, SessionLog, no_start
+from fsm_agent.tape.old_logs import LATER_EVENTS, hooks_had_no_say, poll_keys
 
 
 class ReplayTape(Tape):

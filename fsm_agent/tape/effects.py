@@ -3,8 +3,8 @@
 Each `Effect` names a port's method, its record's `name`, what of a call is
 written (`key`: the request the replay matches it by, and the `args` shown in
 reports), and how its result is written and read back. Recording
-(`fsm_agent.replay.recording`), replay (`fsm_agent.replay.answering`), a cut
-log's interrupt (`fsm_agent.replay.cut_log`) and a fork's switch
+(`fsm_agent.tape.recording`), replay (`fsm_agent.tape.answering`), a cut
+log's interrupt (`fsm_agent.tape.cut_log`) and a fork's switch
 (`fsm_agent.app.fork`) are all derived from `EFFECTS`: adding an effect is its
 port's method, its line here, and its live implementation.
 """

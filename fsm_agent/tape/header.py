@@ -3,7 +3,7 @@
 The header holds everything a replay needs besides the records: the run's
 configuration, the tool definitions the model was sent, and the fingerprint of
 the machine that wrote it. Reading it needs the codec and the machine, which
-`fsm_agent.replay.log` (the file format alone, enough for `replay --path`) does not.
+`fsm_agent.tape.log` (the file format alone, enough for `replay --path`) does not.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from fsm_agent.core.config import RunConfig
 from fsm_agent.core.model import ToolSpec
 from fsm_agent.core.validation import SchemaError, check_schema
 from fsm_agent.engine.machine import EDGES
-from fsm_agent.replay.log import LogError, SessionLog
+from fsm_agent.tape.log import LogError, SessionLog
 
 
 def machine_fingerprint() -> str:
