@@ -109,6 +109,9 @@ async def arun(
     live_effects = live_effects or LiveEffects
     config = config or RunConfig()
     _check_workspace(config.cwd)
+    # The workspace as the tools see it (they resolve every path), so the pure context
+    # layer matches CLAUDE.md files and `paths:` rules without asking the file system.
+    config = evolve(config, cwd=os.path.realpath(config.cwd))
     mode = check_mode(config.permission_mode)
     if mode != config.permission_mode:  # `manual`, Claude Code's newer name, as the CLI has it
         config = evolve(config, permission_mode=mode)
