@@ -1,7 +1,7 @@
 """The driver: run the phase of the current state, fire the machine, apply the edge.
 
 This is the whole loop. It holds no decision of its own: which edge is taken
-is the machine's, what an edge does to the state is `continuations`', and
+is the machine's, what an edge does to the state is its action's (`actions`), and
 what the world answers is the effects'. The same code records a live run and
 replays a log.
 """
@@ -28,9 +28,11 @@ from fsm_agent.engine.actions import (
     unanswered_results,
 )
 from fsm_agent.engine.machine import EDGES, LoopMachine
-from fsm_agent.engine.phases import PHASES, Run
+from fsm_agent.engine.phases import CONFIRMS, PHASES
 from fsm_agent.engine.ports import Effects, Tape
 from fsm_agent.engine.prelude import PROMPT_BLOCKED, session_prelude
+from fsm_agent.engine.reasons import Kind
+from fsm_agent.engine.run import Run
 from fsm_agent.engine.state import Iteration, LoopState, ToolContext
 
 
@@ -55,8 +57,8 @@ class LoopResult:
     """How a run ended: the Terminal reason, the path taken, the conversation.
 
     The path and the conversation stay out of the repr: `asyncio.run` formats
-    its main task's result when it restores the SIGINT handler, and a long
-    session's repr took a fifth of a second, twice.
+    its main task's result when it restores the SIGINT handler, and a repr
+    that walks a long session would be paid at the end of every run.
     """
 
     reason: str
@@ -162,7 +164,7 @@ class Engine:
         self.tool_specs = tuple(tool_specs)
         self.session_id = session_id
         self.on_event = on_event
-        self.machine = LoopMachine()
+        self.machine = LoopMachine(config)
 
     def _emit(self, event: DriverEvent) -> None:
         if isinstance(event, ContextReport):
@@ -204,14 +206,18 @@ class Engine:
         while not machine.is_final:
             source = machine.state
             it, facts = await PHASES[source](run, state, it)
-            edge = machine.fire(state, facts)
+            edge = machine.choose(state, facts)
+            if edge.confirm is not None:
+                it, facts = await CONFIRMS[edge.confirm](run, state, it, facts)
+                edge = machine.choose(state, facts)
+            machine.take(edge)
             done = it
-            if edge.kind == "continue":
-                state = await CONTINUE[edge.name](run, state, it, facts)
+            if edge.kind is Kind.CONTINUE:
+                state = await CONTINUE[edge.action](run, state, it, facts)
                 it = fresh_iteration(state)
                 digest = state.digest()
-            elif edge.name in ON_EDGE:
-                it = done = ON_EDGE[edge.name](run, state, it, facts)
+            else:
+                it = done = await ON_EDGE[edge.action](run, state, it, facts)
             record = {
                 "from": source,
                 "to": edge.dest,

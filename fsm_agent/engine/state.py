@@ -3,7 +3,7 @@
 `LoopState` survives iterations and is rebuilt whole at every Continue edge
 (`fsm_agent.engine.actions`); `Iteration` is the per-iteration scratch that
 starts fresh each time round; `Facts` is what a phase found out, read only by
-the guards in `fsm_agent.engine.machine`.
+the guards in `fsm_agent.engine.machine` (with the run's configuration).
 """
 
 from __future__ import annotations
@@ -18,11 +18,10 @@ from cattrs.gen import make_dict_unstructure_fn, override
 
 from fsm_agent.context.collapse import CollapseStore
 from fsm_agent.core.codec import converter
-from fsm_agent.core.config import MAX_STOP_HOOK_BLOCKS
 from fsm_agent.core.jsontext import canonical
 from fsm_agent.core.messages import Message, ToolResultBlock, ToolUseBlock, Usage
 from fsm_agent.core.transcript import Transcript
-from fsm_agent.engine.machine import Continue
+from fsm_agent.engine.reasons import Continue
 
 
 @frozen
@@ -124,6 +123,8 @@ class Iteration:
     api_error_status: int | None = None
     """The HTTP status of the error `api_error` tells, when a response carried one."""
     model_error: str | None = None
+    streamed_calls: tuple[str, ...] = ()
+    """The tool_use ids a failed stream completed: the calls a fallback discards."""
     tool_results: tuple[ToolResultBlock, ...] = ()
     read_files: dict[str, float] = field(factory=dict)
     hook_stop_reason: str | None = None
@@ -140,7 +141,9 @@ class Facts:
     """What a phase found out. Guards read these and nothing else but the state."""
 
     over_hard_limit: bool = False
-    fallback_model: str | None = None
+    overloaded: bool = False
+    model: str | None = None
+    """The model a failed call went to: the fallback guard switches only to another."""
     model_error: str | None = None
     aborted: bool = False
     needs_follow_up: bool = False
@@ -160,9 +163,6 @@ class Facts:
     blocking_errors: tuple[str, ...] = ()
     stop_context: tuple[str, ...] = ()
     budget_nudge: str | None = None
-    block_cap: int = MAX_STOP_HOOK_BLOCKS
-    """The run's `stop_hook_block_cap`: 0 or less, no cap."""
-    max_turns: int | None = None
 
     @property
     def stop_blocked(self) -> bool:
@@ -174,5 +174,5 @@ NO_FACTS = Facts()
 """A phase that found nothing out: every guard takes its edge's usual way."""
 
 facts = functools.lru_cache(maxsize=256)(Facts)
-"""`Facts(...)`, each distinct one made once: a phase's facts take few shapes, and
-making one (fourteen frozen fields) is a visible part of every step's cost."""
+"""`Facts(...)`, each distinct one made once: a phase's facts take few shapes, and a
+frozen class of this many fields is dear to build on every step."""
