@@ -16,7 +16,7 @@ and the table stays the one place that states that priority.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from attrs import frozen
 from transitions import Event, EventData, Machine, MachineError, State, Transition
@@ -31,7 +31,9 @@ from fsm_agent.engine.reasons import (
     Phase,
     Terminal,
 )
-from fsm_agent.engine.state import Facts, LoopState
+
+if TYPE_CHECKING:  # for annotations only: `fsm-agent graph` draws the table without them
+    from fsm_agent.engine.state import Facts, LoopState
 
 __all__ = [
     "CONTINUE_REASONS",
@@ -46,7 +48,7 @@ __all__ = [
 MAX_OUTPUT_RECOVERY_LIMIT = 3
 """How many times in a row the model is asked to resume a cut answer (Claude Code's)."""
 
-Guard = Callable[[LoopState, Facts, RunConfig], bool]
+Guard = Callable[["LoopState", "Facts", RunConfig], bool]
 """A guard reads the loop state, what the phase found out, and the run's configuration."""
 
 
