@@ -103,6 +103,7 @@ async def next_turn(run: Run, state: LoopState, it: Iteration, facts: Facts) -> 
         collapse=it.collapse,
         budget=state.budget,
         usage=state.usage + it.usage,
+        permissions=it.permissions or state.permissions,
     )
 
 
@@ -131,6 +132,7 @@ async def max_output_tokens_escalate(
         collapse=it.collapse,
         budget=state.budget,
         usage=state.usage + it.usage,
+        permissions=it.permissions or state.permissions,
     )
 
 
@@ -161,6 +163,7 @@ async def max_output_tokens_recovery(
         collapse=it.collapse,
         budget=state.budget,
         usage=state.usage + it.usage,
+        permissions=it.permissions or state.permissions,
     )
 
 
@@ -190,6 +193,7 @@ async def reactive_compact_retry(
         collapse=CollapseStore(committed=it.collapse.committed),
         budget=state.budget,
         usage=state.usage + it.usage,
+        permissions=it.permissions or state.permissions,
     )
 
 
@@ -219,6 +223,7 @@ async def collapse_drain_retry(
         collapse=drained,
         budget=state.budget,
         usage=state.usage + it.usage,
+        permissions=it.permissions or state.permissions,
     )
 
 
@@ -246,6 +251,7 @@ async def stop_hook_blocking(run: Run, state: LoopState, it: Iteration, facts: F
         collapse=it.collapse,
         budget=state.budget,
         usage=state.usage + it.usage,
+        permissions=it.permissions or state.permissions,
     )
 
 
@@ -276,6 +282,7 @@ async def token_budget_continuation(
             last_output_tokens=spent,
         ),
         usage=usage,
+        permissions=it.permissions or state.permissions,
     )
 
 

@@ -33,7 +33,7 @@ from fsm_agent.engine.ports import Effects, Tape
 from fsm_agent.engine.prelude import PROMPT_BLOCKED, session_prelude
 from fsm_agent.engine.reasons import Kind
 from fsm_agent.engine.run import Run
-from fsm_agent.engine.state import Iteration, LoopState, ToolContext
+from fsm_agent.engine.state import Iteration, LoopState, Permissions, ToolContext
 
 
 @frozen
@@ -108,6 +108,11 @@ def initial_state(
         messages=Transcript.of(messages),
         tool_context=ToolContext(
             cwd=config.cwd, model=config.model, read_files=dict(read_files or {})
+        ),
+        permissions=Permissions(
+            config.permission_mode,
+            config.permission_mode,
+            config.permissions.additional_directories,
         ),
     )
 
@@ -200,7 +205,8 @@ class Engine:
         messages = prelude.messages
         state = initial_state(messages, self.config, read_files)
         it = fresh_iteration(state)
-        digest = state.digest()
+        start = state.permissions
+        digest = state.digest(start)
         path: list[Step] = []
         machine = self.machine
         while not machine.is_final:
@@ -215,7 +221,7 @@ class Engine:
             if edge.kind is Kind.CONTINUE:
                 state = await CONTINUE[edge.action](run, state, it, facts)
                 it = fresh_iteration(state)
-                digest = state.digest()
+                digest = state.digest(start)
             else:
                 it = done = await ON_EDGE[edge.action](run, state, it, facts)
             record = {

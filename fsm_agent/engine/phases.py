@@ -168,7 +168,7 @@ def _early_starter(run: Run, state: LoopState) -> Callable[[ToolUseBlock], bool]
         if blocked or not executor.is_safe(block):
             blocked = True
             return False
-        executor.start(block, state.tool_context.read_files)
+        executor.start(block, state.tool_context.read_files, state.permissions)
         return True
 
     return on_tool_use
@@ -366,12 +366,14 @@ def token_budget_nudge(config: RunConfig, state: LoopState, it: Iteration) -> st
 
 async def tool_execution(run: Run, state: LoopState, it: Iteration) -> tuple[Iteration, Facts]:
     batch = await run.executor.run_all(
-        it.tool_use_blocks, state.tool_context.read_files, it.invalid_tool_inputs
-    )
+        it.tool_use_blocks, state.tool_context.read_files, it.invalid_tool_inputs,
+        state.permissions,
+    )  # fmt: skip
     aborted, stop = batch.aborted, batch.stop_reason
     if not (aborted or stop) and run.config.has_hooks(POST_TOOL_BATCH):
         aborted, stop = await post_tool_batch(run)
-    it = evolve(it, tool_results=batch.results, read_files=batch.read_files, hook_stop_reason=stop)
+    it = evolve(it, tool_results=batch.results, read_files=batch.read_files,
+                hook_stop_reason=stop, permissions=batch.permissions)  # fmt: skip
     return it, facts(aborted=aborted, hook_prevented=stop is not None)
 
 

@@ -17,7 +17,7 @@ from attrs import field, frozen
 from cattrs.gen import make_dict_unstructure_fn, override
 
 from fsm_agent.context.collapse import CollapseStore
-from fsm_agent.core.codec import converter
+from fsm_agent.core.codec import converter, unstructure_hook
 from fsm_agent.core.jsontext import canonical
 from fsm_agent.core.messages import Message, ToolResultBlock, ToolUseBlock, Usage
 from fsm_agent.core.transcript import Transcript
@@ -31,9 +31,37 @@ class ToolContext:
     cwd: str
     model: str
     permission_mode: str = "default"
+    """Never read: calls are judged in `LoopState.permissions.mode`. It stays because
+    every recorded state digest holds it."""
     read_files: dict[str, float] = field(factory=dict)
     memory_checked: tuple[str, ...] = ()
     """Nested CLAUDE.md paths already looked for, so each is shown at most once."""
+
+
+@frozen
+class Permissions:
+    """The permission mode calls are judged in, the mode a PermissionRequest hook's
+    `setMode` asked for (it holds from the next group of calls on, so calls running
+    together are judged in one mode, live and on replay), and the directories beyond
+    the workspace the tools may use (a hook may add some)."""
+
+    mode: str = "default"
+    next_mode: str = "default"
+    additional_directories: tuple[str, ...] = ()
+
+    def updated(self, mode: str | None, directories: tuple[str, ...] | None) -> Permissions:
+        """As a hook's updates leave them: a mode for the next group, directories now."""
+        return Permissions(
+            self.mode,
+            self.next_mode if mode is None else mode,
+            self.additional_directories if directories is None else directories,
+        )
+
+    def next_group(self) -> Permissions:
+        """For the next group of calls: the mode a hook asked for holds from now."""
+        if self.mode == self.next_mode:
+            return self
+        return Permissions(self.next_mode, self.next_mode, self.additional_directories)
 
 
 @frozen
@@ -61,6 +89,8 @@ class LoopState:
     replay can rebuild it step by step. `stop_hook_blocks` counts consecutive
     `stop_hook_blocking` continues, as Claude Code's `stopHookBlockingCount`:
     every other continue resets it, and a block past the cap (8) is overridden.
+    `permissions` is what the tool calls are judged by, as the run's hooks left it,
+    so a fork and the debugger carry and show it.
     """
 
     messages: Transcript
@@ -78,19 +108,34 @@ class LoopState:
     collapse: CollapseStore = CollapseStore()
     budget: BudgetTracker = BudgetTracker()
     usage: Usage = Usage()
+    permissions: Permissions = Permissions()
 
-    def digest(self) -> str:
-        payload = self.messages.digest.encode() + canonical(_digested()(self))
+    def digest(self, start: Permissions | None = None) -> str:
+        """A digest of the whole state, recorded at every step. `permissions` counts only
+        where it differs from `start` (the run's first), so the state of a run in
+        which no hook changed them digests as it did before the state held them."""
+        fields = _digested()(self)
+        if start is not None and self.permissions != start:
+            fields["permissions"] = _unstructure_permissions(self.permissions)
+        payload = self.messages.digest.encode() + canonical(fields)
         return hashlib.sha256(payload).hexdigest()[:16]
 
 
 @functools.cache
 def _digested() -> Callable[[LoopState], dict[str, Any]]:
-    """Every field but the transcript, whose own chained digest stands for it, each
-    one whole (defaults too): one cattrs hook, made on first use."""
+    """Every field but the transcript, whose own chained digest stands for it, and the
+    permissions (`LoopState.digest`), each one whole (defaults too): one cattrs hook,
+    made on first use."""
     return make_dict_unstructure_fn(
-        LoopState, converter, _cattrs_omit_if_default=False, messages=override(omit=True)
+        LoopState,
+        converter,
+        _cattrs_omit_if_default=False,
+        messages=override(omit=True),
+        permissions=override(omit=True),
     )
+
+
+_unstructure_permissions = unstructure_hook(Permissions)
 
 
 Withheld = Literal["prompt_too_long", "media"]
@@ -127,6 +172,8 @@ class Iteration:
     """The tool_use ids a failed stream completed: the calls a fallback discards."""
     tool_results: tuple[ToolResultBlock, ...] = ()
     read_files: dict[str, float] = field(factory=dict)
+    permissions: Permissions | None = None
+    """As the turn's tool calls left them, when they ran: the next state takes them."""
     hook_stop_reason: str | None = None
     attachments: tuple[str, ...] = ()
     memory_checked: tuple[str, ...] = ()
