@@ -48,6 +48,7 @@ from fsm_agent.replay.recording import (
     read_result,
 )
 from fsm_agent.replay.stepper import LogIndex
+from fsm_agent.tools.replacements import BUILTIN_OUTPUTS
 
 
 class ForkError(ValueError):
@@ -287,7 +288,7 @@ async def afork(
         blob_dir=blobs,
         approvals=Approvals(config.permissions, config.cwd, mode=config.permission_mode),
     )
-    engine = Engine(config, tape, live, specs, session_id, on_event)
+    engine = Engine(config, tape, live, specs, session_id, on_event, outputs=BUILTIN_OUTPUTS)
     try:
         return await engine.run(messages, tape.replay.start_read_files)
     finally:

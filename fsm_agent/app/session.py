@@ -34,6 +34,7 @@ from fsm_agent.replay.log import (
     machine_fingerprint,
 )
 from fsm_agent.replay.recording import RecordingTape, ReplayTape
+from fsm_agent.tools.replacements import BUILTIN_OUTPUTS
 
 if TYPE_CHECKING:
     from fsm_agent.core.abort import AbortSignal
@@ -156,7 +157,7 @@ async def arun(
         mode=config.permission_mode,
     )  # fmt: skip
     effects = live_effects(model, tools, hooks, abort, inbox, blob_dir=blobs, approvals=approvals)
-    engine = Engine(config, tape, effects, specs, session_id, on_event)
+    engine = Engine(config, tape, effects, specs, session_id, on_event, outputs=BUILTIN_OUTPUTS)
     try:
         return await engine.run(_messages(prompt), read_files)
     finally:
@@ -311,7 +312,10 @@ async def areplay(
     log = SessionLog(Path(path))
     tape = tape_type(log)
     specs = tools_of(log, checked=False)  # compiled as calls need them: a quicker start
-    engine = Engine(config_of(log), tape, None, specs, log.header.get("session_id", ""), on_event)
+    session_id = log.header.get("session_id", "")
+    engine = Engine(
+        config_of(log), tape, None, specs, session_id, on_event, outputs=BUILTIN_OUTPUTS
+    )
     try:
         return await engine.run(tape.messages(), tape.start_read_files)
     except SchemaError as exc:

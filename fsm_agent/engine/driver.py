@@ -19,6 +19,7 @@ from fsm_agent.core.config import RunConfig
 from fsm_agent.core.events import ContextReport, DriverEvent, ToolRefused, Transition
 from fsm_agent.core.messages import Message, Usage
 from fsm_agent.core.model import ToolSpec
+from fsm_agent.core.tool import ToolOutputs
 from fsm_agent.core.transcript import Transcript
 from fsm_agent.engine.actions import (
     CONTINUE,
@@ -149,7 +150,9 @@ class Engine:
     """Drives one run of the loop over a tape (a log being written or replayed).
 
     `on_step` is called after every transition; if it returns an awaitable the
-    engine awaits it, so an observer can pause the run between steps.
+    engine awaits it, so an observer can pause the run between steps. `outputs` are
+    the tools' output shapes, for hooks that replace an output (the engine imports
+    no tool).
     """
 
     def __init__(
@@ -161,8 +164,10 @@ class Engine:
         session_id: str = "",
         on_event: Callable[[DriverEvent], None] | None = None,
         on_step: OnStep | None = None,
+        outputs: ToolOutputs | None = None,
     ) -> None:
         self.config = config
+        self.outputs = outputs
         self.on_step = on_step
         self.tape = tape
         self.effects = tape.wrap(effects)
@@ -188,7 +193,14 @@ class Engine:
         self, messages: Sequence[Message], read_files: Mapping[str, float] | None = None
     ) -> LoopResult:
         """Run the loop over `messages`; `read_files` carries what an earlier run read."""
-        run = Run(self.config, self.effects, self.tool_specs, self._emit, self.session_id)
+        run = Run(
+            self.config,
+            self.effects,
+            self.tool_specs,
+            self._emit,
+            self.session_id,
+            outputs=self.outputs,
+        )
         self.tape.start([unstructure(m, Message) for m in messages], dict(read_files or {}))
         try:
             return await self._loop(run, messages, read_files)

@@ -14,6 +14,7 @@ from fsm_agent.context.levels import append_system_context
 from fsm_agent.core.config import RunConfig
 from fsm_agent.core.events import DriverEvent
 from fsm_agent.core.model import ToolSpec
+from fsm_agent.core.tool import ToolOutputs
 from fsm_agent.engine.ports import Effects
 from fsm_agent.engine.tool_executor import ToolExecutor
 
@@ -28,6 +29,8 @@ class Run:
     emit: Callable[[DriverEvent], None]
     session_id: str
     executor: ToolExecutor = field(default=None)
+    outputs: ToolOutputs | None = None
+    """The tools' output shapes, for hooks that replace an output (the app's to give)."""
     system: tuple[str, ...] = field(init=False)
     """The system prompt with the system context appended: every request sends it."""
 
@@ -36,6 +39,11 @@ class Run:
         object.__setattr__(self, "system", system)
         if self.executor is None:
             executor = ToolExecutor(
-                self.config, self.effects, self.tool_specs, self.emit, self.session_id
+                self.config,
+                self.effects,
+                self.tool_specs,
+                self.emit,
+                self.session_id,
+                self.outputs,
             )
             object.__setattr__(self, "executor", executor)

@@ -57,7 +57,7 @@ from fsm_agent.core.permission_types import (
     PermissionsUpdated,
     PermissionUpdate,
 )
-from fsm_agent.core.tool import ToolCall, ToolEnv, ToolOutcome
+from fsm_agent.core.tool import ToolCall, ToolEnv, ToolOutcome, ToolOutputs
 from fsm_agent.core.validation import input_problem, os_string_problem, semantic_input
 from fsm_agent.engine.ports import INTERRUPTED, Effects
 from fsm_agent.engine.state import Permissions
@@ -146,8 +146,10 @@ class ToolExecutor:
         specs: Sequence[ToolSpec],
         emit: Callable[[DriverEvent], None],
         session_id: str,
+        outputs: ToolOutputs | None = None,
     ) -> None:
         self.config = config
+        self.outputs = outputs
         self.effects = effects
         self.emit = emit
         self.session_id = session_id
@@ -467,11 +469,14 @@ class ToolExecutor:
         """The output the model reads after PostToolUse hooks replaced it, and whether it
         is an error: the last replacement that fits the tool's output shape, rendered as
         the tool renders its own; one that does not fit is ignored with a note, as Claude
-        Code ignores it."""
-        from fsm_agent.tools.output import marked_error, rendered, replacement_problem
-
+        Code ignores it. A run given no output shapes takes none."""
+        outputs = self.outputs
         structured = outcome.response is not None
-        problems = [replacement_problem(name, structured, value) for value in replacements]
+        if outputs is None:
+            problems: list[str | None] = ["cannot be checked (the run has no output shapes)"]
+            problems *= len(replacements)
+        else:
+            problems = [outputs.problem(name, structured, value) for value in replacements]
         fitting = [v for v, p in zip(replacements, problems, strict=True) if p is None]
         kept = "another hook's replacement" if fitting else "the original output"
         for problem in filter(None, problems):
@@ -483,9 +488,11 @@ class ToolExecutor:
             )
         if not fitting:
             return outcome.content, outcome.response, outcome.is_error
+        assert outputs is not None
         value = fitting[-1]
-        content = rendered(name, structured, value)
-        return content, value if structured else None, marked_error(name, structured, value)
+        content = outputs.rendered(name, structured, value)
+        is_error = outputs.marked_error(name, structured, value)
+        return content, value if structured else None, is_error
 
     async def _permission(
         self,
