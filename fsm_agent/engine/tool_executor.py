@@ -56,6 +56,7 @@ from fsm_agent.core.permission_types import (
     PermissionRequest,
     PermissionsUpdated,
     PermissionUpdate,
+    RuleValue,
 )
 from fsm_agent.core.tool import ToolCall, ToolEnv, ToolOutcome, ToolOutputs
 from fsm_agent.core.validation import input_problem, os_string_problem, semantic_input
@@ -652,12 +653,10 @@ UNDECIDED = Undecided.UNDECIDED
 def _suggested(rule: str) -> dict[str, Any]:
     """The rule an "always" answer would add, as Claude Code suggests it to the hook: a
     `PermissionUpdate` adding it for the rest of the session (the run, here)."""
-    from fsm_agent.policy.permissions import Rule  # only when a PermissionRequest hook listens
-
-    parsed = Rule.parse(rule)
-    value: dict[str, Any] = {"toolName": parsed.tool}
-    if parsed.content is not None:
-        value["ruleContent"] = parsed.content
+    parsed = RuleValue.parse(rule)
+    value: dict[str, Any] = {"toolName": parsed.tool_name}
+    if parsed.rule_content is not None:
+        value["ruleContent"] = parsed.rule_content
     return {"type": "addRules", "rules": [value], "behavior": "allow", "destination": "session"}
 
 
