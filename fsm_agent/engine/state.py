@@ -112,8 +112,8 @@ class LoopState:
 
     def digest(self, start: Permissions | None = None) -> str:
         """A digest of the whole state, recorded at every step. `permissions` counts only
-        where it differs from `start` (the run's first), so the state of a run in
-        which no hook changed them digests as it did before the state held them."""
+        where it differs from `start` (the run's first): the digests in logs of
+        engines whose state did not hold it then still match."""
         fields = _digested()(self)
         if start is not None and self.permissions != start:
             fields["permissions"] = _unstructure_permissions(self.permissions)
