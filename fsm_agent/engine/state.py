@@ -185,7 +185,7 @@ class Iteration:
 
 @frozen
 class Facts:
-    """What a phase found out. Guards read these and nothing else but the state."""
+    """What a phase found out. Guards read these, the state and the run's configuration."""
 
     over_hard_limit: bool = False
     overloaded: bool = False

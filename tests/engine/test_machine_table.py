@@ -6,12 +6,17 @@ from __future__ import annotations
 import inspect
 
 import pytest
+from attrs import evolve
 
+from fsm_agent.core.config import RunConfig
+from fsm_agent.core.messages import user
+from fsm_agent.core.transcript import Transcript
 from fsm_agent.engine import machine
 from fsm_agent.engine.actions import CONTINUE, ON_EDGE
-from fsm_agent.engine.machine import EDGES, Edge, Kind
+from fsm_agent.engine.machine import EDGES, Edge, Kind, LoopMachine
 from fsm_agent.engine.phases import CONFIRMS, PHASES
 from fsm_agent.engine.reasons import MODEL_FALLBACK, Continue, Phase, Terminal
+from fsm_agent.engine.state import Facts, LoopState, ToolContext
 
 
 def missing(edges: tuple[Edge, ...], continue_actions: dict, edge_actions: dict) -> list[str]:
@@ -99,3 +104,41 @@ def test_guards_are_named_functions_of_the_module_taking_the_config() -> None:
         assert guard.__name__ != "<lambda>"
         assert getattr(machine, guard.__name__) is guard
         assert list(inspect.signature(guard).parameters) == ["s", "f", "c"]
+
+
+STATE = LoopState(Transcript.of([user("hi")]), ToolContext("/ws", "m"))
+
+
+@pytest.mark.parametrize(
+    ("fallback", "facts", "edge"),
+    [
+        ("m2", Facts(overloaded=True, model="m1", model_error="overloaded: x"), "model_fallback"),
+        ("m1", Facts(overloaded=True, model="m1", model_error="overloaded: x"), "model_error"),
+        (None, Facts(overloaded=True, model="m1", model_error="overloaded: x"), "model_error"),
+        ("m2", Facts(model="m1", model_error="connection: x"), "model_error"),
+        ("m2", Facts(), "streamed"),
+    ],
+)
+def test_the_fallback_is_the_tables_to_choose(
+    fallback: str | None, facts: Facts, edge: str
+) -> None:
+    """Overloaded, and the run's fallback model is another: the table switches; the phase
+    only says what happened."""
+    machine = LoopMachine(RunConfig(fallback_model=fallback), initial="api_call")
+    assert machine.fire(STATE, facts).name == edge
+
+
+def test_ctrl_c_while_stop_hooks_run_is_its_own_fact() -> None:
+    machine = LoopMachine(initial="stop_hooks")
+    assert machine.fire(STATE, Facts(aborted=True, blocking_errors=("x",))).name == (
+        "stop_hook_prevented"
+    )
+
+
+def test_the_stop_hook_block_cap_is_the_configs() -> None:
+    blocked = Facts(blocking_errors=("x",))
+    at_cap = evolve(STATE, stop_hook_blocks=2)
+    capped = LoopMachine(RunConfig(stop_hook_block_cap=2), initial="stop_hooks")
+    assert capped.fire(at_cap, blocked).name == "completed"
+    uncapped = LoopMachine(RunConfig(stop_hook_block_cap=0), initial="stop_hooks")
+    assert uncapped.fire(at_cap, blocked).name == "stop_hook_blocking"
