@@ -6,6 +6,7 @@ import pytest
 from attrs import evolve
 from transitions import MachineError
 
+from fsm_agent.core.config import RunConfig
 from fsm_agent.core.messages import user
 from fsm_agent.core.transcript import Transcript
 from fsm_agent.engine.machine import (
@@ -103,9 +104,12 @@ def test_recovery_guards(state: LoopState, facts: Facts, expected: str) -> None:
 
 
 def test_max_turns_guard_looks_at_the_next_turn() -> None:
-    assert machine_at("continuation").fire(STATE, Facts(max_turns=1)).name == "max_turns"
-    assert machine_at("continuation").fire(STATE, Facts(max_turns=2)).name == "next_turn"
-    assert machine_at("continuation").fire(STATE, Facts()).name == "next_turn"
+    def at_continuation(config: RunConfig) -> LoopMachine:
+        return LoopMachine(config, initial="continuation")
+
+    assert at_continuation(RunConfig(max_turns=1)).fire(STATE, Facts()).name == "max_turns"
+    assert at_continuation(RunConfig(max_turns=2)).fire(STATE, Facts()).name == "next_turn"
+    assert at_continuation(RunConfig()).fire(STATE, Facts()).name == "next_turn"
 
 
 def test_stop_hooks_order() -> None:

@@ -47,6 +47,7 @@ from fsm_agent.tape.matcher import ReplayTape, answering
 from fsm_agent.tape.recording import RecordingTape, recording
 from fsm_agent.tape.stepper import LogIndex
 from fsm_agent.tools import default_tools
+from fsm_agent.tools.replacements import BUILTIN_OUTPUTS
 from fsm_agent.tools.session_env import with_session_env
 
 
@@ -273,7 +274,7 @@ async def afork(
         blob_dir=blobs,
         approvals=Approvals(config.permissions, config.cwd, mode=config.permission_mode),
     )
-    engine = Engine(config, tape, live, specs, session_id, on_event)
+    engine = Engine(config, tape, live, specs, session_id, on_event, outputs=BUILTIN_OUTPUTS)
     try:
         return await engine.run(messages, tape.replay.start_read_files)
     finally:

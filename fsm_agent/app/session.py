@@ -49,6 +49,7 @@ from fsm_agent.tape.header import session_header
 from fsm_agent.tape.log import LogWriter, MemoryWriter, default_log_path
 from fsm_agent.tape.recording import RecordingTape
 from fsm_agent.tools import default_tools
+from fsm_agent.tools.replacements import BUILTIN_OUTPUTS
 from fsm_agent.tools.session_env import with_session_env
 
 __all__ = [
@@ -148,7 +149,7 @@ async def arun(
         mode=config.permission_mode,
     )  # fmt: skip
     effects = live_effects(model, tools, hooks, abort, inbox, blob_dir=blobs, approvals=approvals)
-    engine = Engine(config, tape, effects, specs, session_id, on_event)
+    engine = Engine(config, tape, effects, specs, session_id, on_event, outputs=BUILTIN_OUTPUTS)
     try:
         return await engine.run(_messages(prompt), read_files)
     finally:

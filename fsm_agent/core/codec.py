@@ -9,7 +9,7 @@ from __future__ import annotations
 import functools
 import types
 import typing
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Literal
 
 import attrs
@@ -26,6 +26,7 @@ from cattrs.gen import make_dict_structure_fn, make_dict_unstructure_fn
 from cattrs.strategies import configure_tagged_union
 from cattrs.v import format_exception
 
+from fsm_agent.core.events import StreamEvent
 from fsm_agent.core.jsontext import canonical
 from fsm_agent.core.messages import (
     ContentBlock,
@@ -40,8 +41,7 @@ from fsm_agent.core.messages import (
     Usage,
     check_counts,
 )
-
-converter = cattrs.Converter(omit_if_default=True)
+from fsm_agent.core.permission_types import PermissionUpdate, read_update, update_json
 
 # Structuring takes JSON as it is, never coerced: cattrs would make "false" True,
 # a string a list of its characters, ["a"] the text "['a']", and a string or a list
@@ -92,12 +92,6 @@ def _structure_float(value: Any, _: type) -> float:
     raise TypeError(f"expected a number, got {_json_name(value)}")
 
 
-converter.register_structure_hook(str, _structure_str)
-converter.register_structure_hook(bool, _structure_bool)
-converter.register_structure_hook(int, _structure_int)
-converter.register_structure_hook(float, _structure_float)
-
-
 def _only(kinds: type | tuple[type, ...], hook: Callable[[Any, Any], Any]) -> Any:
     """`hook`, for a value of one of `kinds` only: a list is a list, an object an object."""
 
@@ -113,12 +107,6 @@ def _lists_only(factory: Callable[[Any, cattrs.Converter], Any]) -> Any:
     return functools.cache(lambda cls, conv: _only((list, tuple), factory(cls, conv)))
 
 
-converter.register_structure_hook_factory(
-    is_sequence, _lists_only(homogenous_tuple_structure_factory)
-)
-converter.register_structure_hook_factory(is_mutable_sequence, _lists_only(list_structure_factory))
-
-
 @functools.cache
 def _mappings_only(cls: Any, conv: cattrs.Converter) -> Any:
     """cattrs' own mapping hook (not `gen_structure_mapping`, which would also register
@@ -127,19 +115,6 @@ def _mappings_only(cls: Any, conv: cattrs.Converter) -> Any:
     to = origin if isinstance(origin, type) and issubclass(origin, dict) else dict
     hook = mapping_structure_factory(cls, conv, to, detailed_validation=conv.detailed_validation)
     return _only((dict, Mapping), hook)
-
-
-converter.register_structure_hook_factory(is_mapping, _mappings_only)
-
-converter.register_structure_hook_factory(
-    attrs.has,
-    functools.cache(
-        lambda cls: _only((dict, Mapping), converter.gen_structure_attrs_fromdict(cls))
-    ),
-)
-converter.register_unstructure_hook_factory(
-    attrs.has, functools.cache(converter.gen_unstructure_attrs_fromdict)
-)
 
 
 class CheckFailed(ValueError):
@@ -161,78 +136,152 @@ def _then(check: Callable[[Any], Any], hook: Callable[[Any, Any], Any]) -> Any:
 
 CHECKS: dict[type, Callable[[Any], Any]] = {Usage: check_counts}
 """Checks a class's value gets when read, beyond its fields' types."""
-converter.register_structure_hook(
-    Usage, _only((dict, Mapping), _then(check_counts, make_dict_structure_fn(Usage, converter)))
-)
 
-for _always_whole in (ToolUseBlock, ThinkingBlock, ImageSource):
-    converter.register_unstructure_hook(
-        _always_whole,
-        make_dict_unstructure_fn(_always_whole, converter, _cattrs_omit_if_default=False),
+ALWAYS_WHOLE = (ToolUseBlock, ThinkingBlock, ImageSource)
+"""Classes written with every field, defaults too: the API requires each of them."""
+
+
+def _tag_of(cls: Any) -> str:
+    return cls.type
+
+
+def _event_tag(cls: Any) -> str:
+    return cls.__name__
+
+
+TAGGED: dict[Any, tuple[str, str, Callable[[Any], str]]] = {
+    TextBlock | ImageBlock: ("a text or image block", "type", _tag_of),
+    ContentBlock: ("a content block", "type", _tag_of),
+    StreamEvent: ("a stream event", "event", _event_tag),
+}
+"""Each tagged union: what it is called, its tag's key, and how a class names its tag."""
+
+
+def _is_item_list(cls: Any) -> bool:
+    """A frozen list class (`Transcript`): a Sequence with an `of` to build one from items."""
+    return isinstance(cls, type) and issubclass(cls, Sequence) and hasattr(cls, "of")
+
+
+def _item_type(cls: type) -> Any:
+    """The item type a list class declares in its base (`Sequence[Message]`)."""
+    for base in getattr(cls, "__orig_bases__", ()):
+        if typing.get_origin(base) is not None and issubclass(typing.get_origin(base), Sequence):
+            return typing.get_args(base)[0]
+    raise TypeError(f"{cls.__name__} names no item type")
+
+
+def _structure_update(value: Any, _: Any) -> PermissionUpdate:
+    """A hook's permission updates are kept in Claude Code's own JSON shape, checked as
+    its schema checks them, in a log as in a scenario."""
+    try:
+        return read_update(value)
+    except ValueError as exc:
+        raise CheckFailed(*exc.args) from None
+
+
+def make_converter(strict: Iterable[tuple[type, Any]] = ()) -> cattrs.Converter:
+    """The package's converter, with every hook it needs, registered in the order their
+    factories need.
+
+    `strict` adds, for files people write, classes structured refusing keys they
+    do not have, so a misspelt key is not quietly ignored: each pair is a class and
+    the name it is read as (itself, or a NewType of it). Session logs keep ignoring
+    unknown fields (docs/log-format.md), so a class they also hold is made strict
+    under a NewType only where a person writes it. List inner classes first: a
+    class's hook takes its fields' hooks as they are then.
+    """
+    conv = cattrs.Converter(omit_if_default=True)
+    conv.register_structure_hook(str, _structure_str)
+    conv.register_structure_hook(bool, _structure_bool)
+    conv.register_structure_hook(int, _structure_int)
+    conv.register_structure_hook(float, _structure_float)
+    conv.register_structure_hook_factory(
+        is_sequence, _lists_only(homogenous_tuple_structure_factory)
     )
+    conv.register_structure_hook_factory(is_mutable_sequence, _lists_only(list_structure_factory))
+    conv.register_structure_hook_factory(is_mapping, _mappings_only)
+    conv.register_structure_hook_factory(
+        attrs.has,
+        functools.cache(lambda cls: _only((dict, Mapping), conv.gen_structure_attrs_fromdict(cls))),
+    )
+    conv.register_unstructure_hook_factory(
+        attrs.has, functools.cache(conv.gen_unstructure_attrs_fromdict)
+    )
+    conv.register_structure_hook(
+        Usage, _only((dict, Mapping), _then(check_counts, make_dict_structure_fn(Usage, conv)))
+    )
+    for whole in ALWAYS_WHOLE:
+        conv.register_unstructure_hook(
+            whole, make_dict_unstructure_fn(whole, conv, _cattrs_omit_if_default=False)
+        )
 
-_TAGGED: dict[Any, tuple[str, str, tuple[str, ...]]] = {}
-"""Each tagged union: what it is called, its tag's key, and the tags it knows."""
+    def structure_result_content(value: Any, _: type) -> ToolResultContent:
+        if isinstance(value, str):
+            return value
+        return conv.structure(value, tuple[TextBlock | ImageBlock, ...])
+
+    def unstructure_result_content(value: ToolResultContent) -> Any:
+        if isinstance(value, str):
+            return value
+        return [conv.unstructure(b, TextBlock | ImageBlock) for b in value]
+
+    def unstructure_tool_result(block: ToolResultBlock) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "tool_use_id": block.tool_use_id,
+            "content": unstructure_result_content(block.content),
+        }
+        if block.is_error:
+            out["is_error"] = True
+        return out
+
+    _configure_tagged(conv, TextBlock | ImageBlock)
+    conv.register_structure_hook(ToolResultContent, structure_result_content)
+    conv.register_unstructure_hook(ToolResultContent, unstructure_result_content)
+    conv.register_unstructure_hook(ToolResultBlock, unstructure_tool_result)
+    _configure_tagged(conv, ContentBlock)
+    _configure_tagged(conv, StreamEvent)
+    conv.register_structure_hook(PermissionUpdate, _structure_update)
+    conv.register_unstructure_hook(PermissionUpdate, update_json)
+
+    def unstructure_items(cls: Any) -> Callable[[Any], list[Any]]:
+        item = _item_type(cls)
+        return lambda value: [conv.unstructure(i, item) for i in value]
+
+    def structure_items(cls: Any) -> Callable[[Any, Any], Any]:
+        item = _item_type(cls)
+        items = conv.get_structure_hook(tuple[item, ...])  # type: ignore[valid-type]
+        return lambda value, _: cls.of(items(value, tuple))
+
+    conv.register_unstructure_hook_factory(_is_item_list, unstructure_items)
+    conv.register_structure_hook_factory(_is_item_list, structure_items)
+    for cls, name in strict:
+        hook: Callable[[Any, Any], Any] = make_dict_structure_fn(
+            cls, conv, _cattrs_forbid_extra_keys=True
+        )
+        if cls in CHECKS:
+            hook = _then(CHECKS[cls], hook)
+        conv.register_structure_hook(name or cls, _only((dict, Mapping), hook))
+    return conv
 
 
-def _tagged(union: Any, noun: str, tag_name: str, tag_of: Any) -> None:
-    configure_tagged_union(union, converter, tag_generator=tag_of, tag_name=tag_name)
-    _TAGGED[union] = (noun, tag_name, tuple(tag_of(cls) for cls in typing.get_args(union)))
+def _configure_tagged(conv: cattrs.Converter, union: Any) -> None:
+    _, tag_name, tag_of = TAGGED[union]
+    configure_tagged_union(union, conv, tag_generator=tag_of, tag_name=tag_name)
 
 
-_tagged(TextBlock | ImageBlock, "a text or image block", "type", lambda cls: cls.type)
-
-
-def _structure_result_content(value: Any, _: type) -> ToolResultContent:
-    if isinstance(value, str):
-        return value
-    return converter.structure(value, tuple[TextBlock | ImageBlock, ...])
-
-
-converter.register_structure_hook(ToolResultContent, _structure_result_content)
-
-
-def _unstructure_result_content(value: ToolResultContent) -> Any:
-    if isinstance(value, str):
-        return value
-    return [converter.unstructure(b, TextBlock | ImageBlock) for b in value]
-
-
-converter.register_unstructure_hook(ToolResultContent, _unstructure_result_content)
-
-
-def _unstructure_tool_result(block: ToolResultBlock) -> dict[str, Any]:
-    out: dict[str, Any] = {
-        "tool_use_id": block.tool_use_id,
-        "content": _unstructure_result_content(block.content),
-    }
-    if block.is_error:
-        out["is_error"] = True
-    return out
-
-
-converter.register_unstructure_hook(ToolResultBlock, _unstructure_tool_result)
-_tagged(ContentBlock, "a content block", "type", lambda cls: cls.type)
-
-
-def forbid_unknown_keys(cls: Any, name: Any = None) -> None:
-    """Structure `cls` (as itself, or as `name`, a NewType of it) refusing keys it does
-    not have, for files people write, where a misspelt key would be quietly ignored.
-    Session logs keep ignoring unknown fields (docs/log-format.md), so a class they
-    also hold is made strict under a NewType only where a person writes it."""
-    hook = make_dict_structure_fn(cls, converter, _cattrs_forbid_extra_keys=True)
-    if cls in CHECKS:
-        hook = _then(CHECKS[cls], hook)
-    converter.register_structure_hook(name or cls, _only((dict, Mapping), hook))
+converter = make_converter()
+"""The one converter of session logs, requests and state: built here, changed nowhere."""
 
 
 class CodecError(ValueError):
     """Raised when JSON does not have the shape of the class asked for."""
 
 
-def structure(value: Any, cls: Any) -> Any:
+def structure(value: Any, cls: Any, conv: cattrs.Converter = converter) -> Any:
+    """`value` as a `cls`, through `conv` (a strict one for a file a person wrote), or
+    a `CodecError` in words for whoever wrote it."""
     try:
-        return converter.structure(value, cls)
+        return conv.structure(value, cls)
     except (cattrs.BaseValidationError, KeyError, TypeError, ValueError) as exc:
         detail = (
             "; ".join(cattrs.transform_error(exc, format_exception=_explain))
@@ -246,8 +295,8 @@ def structure(value: Any, cls: Any) -> Any:
 
 def type_name(cls: Any) -> str:
     """A type as a reader of a JSON file would name it: `TextBlock`, `one of 'a', 'b'`."""
-    if cls in _TAGGED:
-        return _TAGGED[cls][0]
+    if cls in TAGGED:
+        return TAGGED[cls][0]
     args = typing.get_args(cls)
     if typing.get_origin(cls) is Literal:
         return "one of " + ", ".join(repr(a) for a in args)
@@ -276,8 +325,9 @@ def _explain(exc: BaseException, cls: Any) -> str:
         extra = ", ".join(repr(k) for k in sorted(exc.extra_fields))
         keys = "keys" if len(exc.extra_fields) > 1 else "key"
         return f"unknown {keys} {extra} (known: {', '.join(a.name for a in attrs.fields(exc.cl))})"
-    if cls in _TAGGED and isinstance(exc, KeyError):
-        noun, tag, known = _TAGGED[cls]
+    if cls in TAGGED and isinstance(exc, KeyError):
+        noun, tag, tag_of = TAGGED[cls]
+        known = tuple(tag_of(c) for c in typing.get_args(cls))
         key = exc.args[0] if exc.args else None
         if key == tag:
             return f"{noun} needs a '{tag}' ({', '.join(known)})"
@@ -291,7 +341,7 @@ def _explain(exc: BaseException, cls: Any) -> str:
 
 unstructure_hook = functools.cache(converter.get_unstructure_hook)
 """The converter's unstructure hook for a class, looked up once: for hot paths that
-unstructure the same few classes on every step (every hook is registered at import)."""
+unstructure the same few classes on every step (`make_converter` registered every hook)."""
 
 
 def unstructure(value: Any, cls: Any = None) -> Any:
@@ -310,30 +360,3 @@ def message_to_api(message: Message) -> dict[str, Any]:
 def dumps(value: Any) -> str:
     """Canonical JSON (sorted keys, no spaces) as text; digests hash `canonical`'s bytes."""
     return canonical(value).decode()
-
-
-def _register_stream_events() -> None:
-    from fsm_agent.core.events import StreamEvent
-
-    _tagged(StreamEvent, "a stream event", "event", lambda cls: cls.__name__)
-
-
-_register_stream_events()
-
-
-def _register_permission_updates() -> None:
-    """A hook's permission updates are kept in Claude Code's own JSON shape, checked as
-    its schema checks them, in a log as in a scenario."""
-    from fsm_agent.core.permission_types import PermissionUpdate, read_update, update_json
-
-    def structure_update(value: Any, _: Any) -> PermissionUpdate:
-        try:
-            return read_update(value)
-        except ValueError as exc:
-            raise CheckFailed(*exc.args) from None
-
-    converter.register_structure_hook(PermissionUpdate, structure_update)
-    converter.register_unstructure_hook(PermissionUpdate, update_json)
-
-
-_register_permission_updates()

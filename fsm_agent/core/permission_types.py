@@ -8,11 +8,13 @@ effect from its log, so it loads these classes and not the evaluator.
 
 from __future__ import annotations
 
+import re
 from typing import Any, Literal
 
 from attrs import field, frozen
 
 Behavior = Literal["allow", "ask", "deny"]
+_RULE_TEXT = re.compile(r"([A-Za-z0-9_\-*]+)(?:\((.*)\))?", re.DOTALL)
 
 
 @frozen
@@ -114,6 +116,19 @@ class RuleValue:
 
     tool_name: str
     rule_content: str | None = None
+
+    @classmethod
+    def parse(cls, text: str) -> RuleValue:
+        """A rule's text (`Tool` or `Tool(specifier)`) as its parts, `Tool(*)` as `Tool`,
+        as `fsm_agent.policy.permissions.Rule.parse` reads it; a ValueError if it is
+        not one."""
+        m = _RULE_TEXT.fullmatch(text.strip())
+        if m is None:
+            raise ValueError(f"not a permission rule: {text!r}")
+        content = m.group(2)
+        if content is not None:
+            content = content.strip()
+        return cls(m.group(1), None if content in (None, "", "*") else content)
 
     def __str__(self) -> str:
         content = self.rule_content

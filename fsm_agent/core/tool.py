@@ -88,6 +88,26 @@ class Tool(Protocol):
     async def run(self, input: dict[str, Any], env: ToolEnv) -> ToolOutcome: ...
 
 
+class ToolOutputs(Protocol):
+    """The output shapes of a run's tools, for a PostToolUse hook that replaces a call's
+    output (`updatedToolOutput`): the app hands them to the engine, which checks a
+    replacement against its tool's shape and renders it as the tool renders its own,
+    without importing any tool. `structured`: the call's output was an object (a
+    built-in tool's `tool_response`), not its text."""
+
+    def problem(self, name: str, structured: bool, value: Any) -> str | None:
+        """None when `value` fits, else why not (after "updatedToolOutput that")."""
+        ...
+
+    def rendered(self, name: str, structured: bool, value: Any) -> ToolResultContent:
+        """What the model reads of a replacement that fits."""
+        ...
+
+    def marked_error(self, name: str, structured: bool, value: Any) -> bool:
+        """Whether the model reads a replacement that fits as an error."""
+        ...
+
+
 def close_tools(tools: Iterable[Tool]) -> None:
     """End what the tools of a run hold, once it is over (however it ended)."""
     for tool in tools:

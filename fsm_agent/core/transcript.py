@@ -12,7 +12,7 @@ from typing import overload
 
 from attrs import field, frozen
 
-from fsm_agent.core.codec import converter, unstructure_hook
+from fsm_agent.core.codec import unstructure_hook
 from fsm_agent.core.jsontext import canonical
 from fsm_agent.core.messages import Message
 
@@ -26,7 +26,8 @@ def message_digest(message: Message) -> str:
 
 @frozen(eq=False, repr=False)
 class Transcript(Sequence[Message]):
-    """An immutable message list whose digest is chained as it grows.
+    """An immutable message list whose digest is chained as it grows; in JSON, the list
+    of its messages (the codec's hooks for a frozen list class).
 
     Appending costs only the new messages, so hashing the state at every
     step does not walk the history. Nor does appending copy it: versions
@@ -141,11 +142,3 @@ class Transcript(Sequence[Message]):
 
     def __repr__(self) -> str:
         return f"Transcript(items={self.items!r}, digest={self.digest!r})"
-
-
-converter.register_unstructure_hook(
-    Transcript, lambda t: [converter.unstructure(m, Message) for m in t.items]
-)
-converter.register_structure_hook(
-    Transcript, lambda v, _: Transcript.of(converter.structure(m, Message) for m in v)
-)

@@ -25,15 +25,16 @@ from fsm_agent.context.levels import (
     token_count,
 )
 from fsm_agent.core.config import RunConfig
-from fsm_agent.core.events import REACTIVE, ContextReport, Notice
+from fsm_agent.core.events import REACTIVE, AssistantMessage, ContextReport, Notice
 from fsm_agent.core.limits import held_to_limit
 from fsm_agent.core.messages import Message, TextBlock, ToolResultBlock, ToolUseBlock, tool_results
 from fsm_agent.core.transcript import Transcript
-from fsm_agent.engine.machine import MODEL_FALLBACK, Continue, Terminal
-from fsm_agent.engine.phases import CONTEXT_WINDOW_EXCEEDED, Run, max_tokens
+from fsm_agent.engine.phases import CONTEXT_WINDOW_EXCEEDED, drop_calls, max_tokens
 from fsm_agent.engine.ports import INTERRUPTED, model_failed
 from fsm_agent.engine.prelude import reminders
 from fsm_agent.engine.preprocess import compact_hook
+from fsm_agent.engine.reasons import Continue, Terminal
+from fsm_agent.engine.run import Run
 from fsm_agent.engine.state import (
     AutoCompactTracking,
     BudgetTracker,
@@ -102,6 +103,7 @@ async def next_turn(run: Run, state: LoopState, it: Iteration, facts: Facts) -> 
         collapse=it.collapse,
         budget=state.budget,
         usage=state.usage + it.usage,
+        permissions=it.permissions or state.permissions,
     )
 
 
@@ -130,6 +132,7 @@ async def max_output_tokens_escalate(
         collapse=it.collapse,
         budget=state.budget,
         usage=state.usage + it.usage,
+        permissions=it.permissions or state.permissions,
     )
 
 
@@ -160,6 +163,7 @@ async def max_output_tokens_recovery(
         collapse=it.collapse,
         budget=state.budget,
         usage=state.usage + it.usage,
+        permissions=it.permissions or state.permissions,
     )
 
 
@@ -189,6 +193,7 @@ async def reactive_compact_retry(
         collapse=CollapseStore(committed=it.collapse.committed),
         budget=state.budget,
         usage=state.usage + it.usage,
+        permissions=it.permissions or state.permissions,
     )
 
 
@@ -218,6 +223,7 @@ async def collapse_drain_retry(
         collapse=drained,
         budget=state.budget,
         usage=state.usage + it.usage,
+        permissions=it.permissions or state.permissions,
     )
 
 
@@ -245,6 +251,7 @@ async def stop_hook_blocking(run: Run, state: LoopState, it: Iteration, facts: F
         collapse=it.collapse,
         budget=state.budget,
         usage=state.usage + it.usage,
+        permissions=it.permissions or state.permissions,
     )
 
 
@@ -275,29 +282,46 @@ async def token_budget_continuation(
             last_output_tokens=spent,
         ),
         usage=usage,
+        permissions=it.permissions or state.permissions,
     )
 
 
 ContinueFn = Callable[[Run, LoopState, Iteration, Facts], Awaitable[LoopState]]
 
 CONTINUE: dict[str, ContinueFn] = {
-    Continue.NEXT_TURN: next_turn,
-    Continue.MAX_OUTPUT_TOKENS_ESCALATE: max_output_tokens_escalate,
-    Continue.MAX_OUTPUT_TOKENS_RECOVERY: max_output_tokens_recovery,
-    Continue.REACTIVE_COMPACT_RETRY: reactive_compact_retry,
-    Continue.COLLAPSE_DRAIN_RETRY: collapse_drain_retry,
-    Continue.STOP_HOOK_BLOCKING: stop_hook_blocking,
-    Continue.TOKEN_BUDGET_CONTINUATION: token_budget_continuation,
+    "next_turn": next_turn,
+    "max_output_tokens_escalate": max_output_tokens_escalate,
+    "max_output_tokens_recovery": max_output_tokens_recovery,
+    "reactive_compact_retry": reactive_compact_retry,
+    "collapse_drain_retry": collapse_drain_retry,
+    "stop_hook_blocking": stop_hook_blocking,
+    "token_budget_continuation": token_budget_continuation,
 }
+"""The actions of the `continue` edges, which build the next `LoopState`, by the name
+their row gives."""
 
 
-def switch_model(run: Run, state: LoopState, it: Iteration, facts: Facts) -> Iteration:
-    """The `model_fallback` self-edge: drop what the failed attempt streamed, retry."""
-    assert facts.fallback_model is not None
-    run.emit(Notice("fallback", f"{it.model} is overloaded; switching to {facts.fallback_model}"))
+async def proceed(run: Run, state: LoopState, it: Iteration, facts: Facts) -> Iteration:
+    """A phase edge: the next phase takes the iteration as this one left it."""
+    return it
+
+
+async def end(run: Run, state: LoopState, it: Iteration, facts: Facts) -> Iteration:
+    """A terminal edge with nothing of its own to do: the driver builds the final
+    messages from the iteration and the reason (`final_messages`)."""
+    return it
+
+
+async def switch_model(run: Run, state: LoopState, it: Iteration, facts: Facts) -> Iteration:
+    """The `model_fallback` self-edge: drop what the failed attempt streamed, and the
+    calls it started, and retry on the run's fallback model."""
+    fallback = run.config.fallback_model
+    assert fallback is not None
+    await drop_calls(run, it, report=False)
+    run.emit(Notice("fallback", f"{it.model} is overloaded; switching to {fallback}"))
     return Iteration(
         messages_for_query=it.messages_for_query,
-        model=facts.fallback_model,
+        model=fallback,
         collapse=it.collapse,
         token_count=it.token_count,
         auto_compact_tracking=it.auto_compact_tracking,
@@ -305,13 +329,23 @@ def switch_model(run: Run, state: LoopState, it: Iteration, facts: Facts) -> Ite
     )
 
 
-def surface_cut_output(run: Run, state: LoopState, it: Iteration, facts: Facts) -> Iteration:
-    """`completed` with the output still cut after every recovery: Claude Code then shows
-    the error it withheld (the last request's output limit, or the context window's), and the run
-    is an error. The cut answer stays the conversation's last message (an error note
-    after it would make two assistant messages in a row, which the API refuses when the
-    conversation goes on). Any other `completed` is left as it is."""
-    if not facts.truncated or facts.api_error is not None:
+async def fail_model(run: Run, state: LoopState, it: Iteration, facts: Facts) -> Iteration:
+    """`model_error`: the calls the stream started are cut (what they finished and read
+    is kept), then the user sees what the model had said."""
+    it = await drop_calls(run, it, report=True)
+    for complete in it.assistant_messages:
+        run.emit(AssistantMessage(complete))
+    return it
+
+
+async def surface_cut_output(run: Run, state: LoopState, it: Iteration, facts: Facts) -> Iteration:
+    """`recovery`'s `completed`: an API error, which is the answer already, or the output
+    still cut after every recovery. Claude Code then shows the error it withheld (the
+    last request's output limit, or the context window's), and the run is an error.
+    The cut answer stays the conversation's last message (an error note after it would
+    make two assistant messages in a row, which the API refuses when the conversation
+    goes on)."""
+    if facts.api_error is not None:
         return it
     if it.stop_reason == CONTEXT_WINDOW_EXCEEDED:
         return evolve(it, api_error="API Error: The model has reached its context window limit.")
@@ -321,10 +355,10 @@ def surface_cut_output(run: Run, state: LoopState, it: Iteration, facts: Facts) 
     )
 
 
-def override_stop_block(run: Run, state: LoopState, it: Iteration, facts: Facts) -> Iteration:
-    """`completed` although a Stop hook blocked: the table ended the turn because the
-    hook blocked once too often in a row. Claude Code tells the user, as a warning,
-    and its feedback does not reach the model."""
+async def override_stop_block(run: Run, state: LoopState, it: Iteration, facts: Facts) -> Iteration:
+    """`stop_hooks`' `completed`: the turn ends. If a Stop hook blocked, the table ended
+    it because the hook blocked once too often in a row: Claude Code tells the user,
+    as a warning, and its feedback does not reach the model."""
     if facts.stop_blocked:
         run.emit(
             Notice(
@@ -338,17 +372,18 @@ def override_stop_block(run: Run, state: LoopState, it: Iteration, facts: Facts)
     return it
 
 
-def completed(run: Run, state: LoopState, it: Iteration, facts: Facts) -> Iteration:
-    return surface_cut_output(run, state, override_stop_block(run, state, it, facts), facts)
-
-
-OnEdgeFn = Callable[[Run, LoopState, Iteration, Facts], Iteration]
+OnEdgeFn = Callable[[Run, LoopState, Iteration, Facts], Awaitable[Iteration]]
 
 ON_EDGE: dict[str, OnEdgeFn] = {
-    MODEL_FALLBACK: switch_model,
-    Terminal.COMPLETED: completed,
+    "proceed": proceed,
+    "end": end,
+    "switch_model": switch_model,
+    "fail_model": fail_model,
+    "surface_cut_output": surface_cut_output,
+    "override_stop_block": override_stop_block,
 }
-"""What taking an edge does to the iteration, for edges that end it or retry it in place."""
+"""The actions of the edges that keep the iteration (every kind but `continue`), by the
+name their row gives."""
 
 
 def final_messages(reason: str, it: Iteration) -> Transcript:

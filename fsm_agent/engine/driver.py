@@ -1,7 +1,7 @@
 """The driver: run the phase of the current state, fire the machine, apply the edge.
 
 This is the whole loop. It holds no decision of its own: which edge is taken
-is the machine's, what an edge does to the state is `continuations`', and
+is the machine's, what an edge does to the state is its action's (`actions`), and
 what the world answers is the effects'. The same code records a live run and
 replays a log.
 """
@@ -19,6 +19,7 @@ from fsm_agent.core.config import RunConfig
 from fsm_agent.core.events import ContextReport, DriverEvent, ToolRefused, Transition
 from fsm_agent.core.messages import Message, Usage
 from fsm_agent.core.model import ToolSpec
+from fsm_agent.core.tool import ToolOutputs
 from fsm_agent.core.transcript import Transcript
 from fsm_agent.engine.actions import (
     CONTINUE,
@@ -28,10 +29,12 @@ from fsm_agent.engine.actions import (
     unanswered_results,
 )
 from fsm_agent.engine.machine import EDGES, LoopMachine
-from fsm_agent.engine.phases import PHASES, Run
+from fsm_agent.engine.phases import CONFIRMS, PHASES
 from fsm_agent.engine.ports import Effects, Tape
 from fsm_agent.engine.prelude import PROMPT_BLOCKED, session_prelude
-from fsm_agent.engine.state import Iteration, LoopState, ToolContext
+from fsm_agent.engine.reasons import Kind
+from fsm_agent.engine.run import Run
+from fsm_agent.engine.state import Iteration, LoopState, Permissions, ToolContext
 
 
 @frozen
@@ -55,8 +58,8 @@ class LoopResult:
     """How a run ended: the Terminal reason, the path taken, the conversation.
 
     The path and the conversation stay out of the repr: `asyncio.run` formats
-    its main task's result when it restores the SIGINT handler, and a long
-    session's repr took a fifth of a second, twice.
+    its main task's result when it restores the SIGINT handler, and a repr
+    that walks a long session would be paid at the end of every run.
     """
 
     reason: str
@@ -107,6 +110,11 @@ def initial_state(
         tool_context=ToolContext(
             cwd=config.cwd, model=config.model, read_files=dict(read_files or {})
         ),
+        permissions=Permissions(
+            config.permission_mode,
+            config.permission_mode,
+            config.permissions.additional_directories,
+        ),
     )
 
 
@@ -142,7 +150,9 @@ class Engine:
     """Drives one run of the loop over a tape (a log being written or replayed).
 
     `on_step` is called after every transition; if it returns an awaitable the
-    engine awaits it, so an observer can pause the run between steps.
+    engine awaits it, so an observer can pause the run between steps. `outputs` are
+    the tools' output shapes, for hooks that replace an output (the engine imports
+    no tool).
     """
 
     def __init__(
@@ -154,15 +164,17 @@ class Engine:
         session_id: str = "",
         on_event: Callable[[DriverEvent], None] | None = None,
         on_step: OnStep | None = None,
+        outputs: ToolOutputs | None = None,
     ) -> None:
         self.config = config
+        self.outputs = outputs
         self.on_step = on_step
         self.tape = tape
         self.effects = tape.wrap(effects)
         self.tool_specs = tuple(tool_specs)
         self.session_id = session_id
         self.on_event = on_event
-        self.machine = LoopMachine()
+        self.machine = LoopMachine(config)
 
     def _emit(self, event: DriverEvent) -> None:
         if isinstance(event, ContextReport):
@@ -181,7 +193,14 @@ class Engine:
         self, messages: Sequence[Message], read_files: Mapping[str, float] | None = None
     ) -> LoopResult:
         """Run the loop over `messages`; `read_files` carries what an earlier run read."""
-        run = Run(self.config, self.effects, self.tool_specs, self._emit, self.session_id)
+        run = Run(
+            self.config,
+            self.effects,
+            self.tool_specs,
+            self._emit,
+            self.session_id,
+            outputs=self.outputs,
+        )
         self.tape.start([unstructure(m, Message) for m in messages], dict(read_files or {}))
         try:
             return await self._loop(run, messages, read_files)
@@ -198,20 +217,25 @@ class Engine:
         messages = prelude.messages
         state = initial_state(messages, self.config, read_files)
         it = fresh_iteration(state)
-        digest = state.digest()
+        start = state.permissions
+        digest = state.digest(start)
         path: list[Step] = []
         machine = self.machine
         while not machine.is_final:
             source = machine.state
             it, facts = await PHASES[source](run, state, it)
-            edge = machine.fire(state, facts)
+            edge = machine.choose(state, facts)
+            if edge.confirm is not None:
+                it, facts = await CONFIRMS[edge.confirm](run, state, it, facts)
+                edge = machine.choose(state, facts)
+            machine.take(edge)
             done = it
-            if edge.kind == "continue":
-                state = await CONTINUE[edge.name](run, state, it, facts)
+            if edge.kind is Kind.CONTINUE:
+                state = await CONTINUE[edge.action](run, state, it, facts)
                 it = fresh_iteration(state)
-                digest = state.digest()
-            elif edge.name in ON_EDGE:
-                it = done = ON_EDGE[edge.name](run, state, it, facts)
+                digest = state.digest(start)
+            else:
+                it = done = await ON_EDGE[edge.action](run, state, it, facts)
             record = {
                 "from": source,
                 "to": edge.dest,

@@ -78,9 +78,14 @@ RENDERERS = {"mermaid": mermaid, "dot": dot}
 
 def edge_table() -> str:
     """The edge table as Markdown: the order within a state is the priority."""
-    rows = ["| from | edge | to | guard |", "|---|---|---|---|"]
-    for edge in EDGES:
-        rows.append(f"| `{edge.source.value}` | `{edge.name}` | `{edge.dest}` | {edge.when} |")
+    rows = ["| from | edge | to | kind | guard | action |", "|---|---|---|---|---|---|"]
+    for e in EDGES:
+        guard = f"`{e.guard.__name__}`: {e.when}"
+        if e.confirm is not None:
+            guard += f" (confirmed by `{e.confirm}`)"
+        rows.append(
+            f"| `{e.source.value}` | `{e.name}` | `{e.dest}` | {e.kind} | {guard} | `{e.action}` |"
+        )
     return "\n".join(rows) + "\n"
 
 

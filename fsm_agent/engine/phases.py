@@ -10,12 +10,11 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable
 
-from attrs import evolve, field, frozen
+from attrs import evolve
 
 from fsm_agent.context.claude_md import matching_rules, nested_candidates
 from fsm_agent.context.levels import (
     NOTHING_OLDER,
-    append_system_context,
     budget_nudge,
     prepend_user_context,
     reactive_compaction,
@@ -26,7 +25,6 @@ from fsm_agent.core.events import (
     BlockDelta,
     BlockStop,
     CallsDiscarded,
-    DriverEvent,
     MessageDelta,
     MessageStart,
     MessageStop,
@@ -47,38 +45,17 @@ from fsm_agent.core.messages import (
     Usage,
     reminder_text,
 )
-from fsm_agent.core.model import ModelRequest, ToolSpec
-from fsm_agent.engine.machine import Continue, Phase, first_edge
-from fsm_agent.engine.ports import Effects, model_failed
+from fsm_agent.core.model import ModelRequest
+from fsm_agent.engine.ports import model_failed
+from fsm_agent.engine.preprocess import compact_hook, preprocess
+from fsm_agent.engine.reasons import Phase
+from fsm_agent.engine.run import Run
 from fsm_agent.engine.state import NO_FACTS, BudgetTracker, Facts, Iteration, LoopState, facts
-from fsm_agent.engine.tool_executor import ToolExecutor, reads_of
+from fsm_agent.engine.tool_executor import reads_of
 from fsm_agent.hooks.outcomes import NO_OPINION, consult
 
 BUDGET_COMPLETION_THRESHOLD = 0.9
 DIMINISHING_DELTA_TOKENS = 500
-
-
-@frozen
-class Run:
-    """What stays fixed for a whole run."""
-
-    config: RunConfig
-    effects: Effects
-    tool_specs: tuple[ToolSpec, ...]
-    emit: Callable[[DriverEvent], None]
-    session_id: str
-    executor: ToolExecutor = field(default=None)
-    system: tuple[str, ...] = field(init=False)
-    """The system prompt with the system context appended: every request sends it."""
-
-    def __attrs_post_init__(self) -> None:
-        system = append_system_context(self.config.system_prompt, self.config.system_context)
-        object.__setattr__(self, "system", system)
-        if self.executor is None:
-            executor = ToolExecutor(
-                self.config, self.effects, self.tool_specs, self.emit, self.session_id
-            )
-            object.__setattr__(self, "executor", executor)
 
 
 PhaseFn = Callable[[Run, LoopState, Iteration], Awaitable[tuple[Iteration, Facts]]]
@@ -191,7 +168,7 @@ def _early_starter(run: Run, state: LoopState) -> Callable[[ToolUseBlock], bool]
         if blocked or not executor.is_safe(block):
             blocked = True
             return False
-        executor.start(block, state.tool_context.read_files)
+        executor.start(block, state.tool_context.read_files, state.permissions)
         return True
 
     return on_tool_use
@@ -230,31 +207,28 @@ async def api_call(run: Run, state: LoopState, it: Iteration) -> tuple[Iteration
         it = _refused(it)
     facts = NO_FACTS
     if error is not None:
-        it, facts = _classify(run, it, error)
-        if it.withheld is None:  # a withheld error keeps the calls going
-            it = await _drop_calls(run, it, facts, error, assembler)
-    if facts.fallback_model is None:
+        it, facts = await _classify(run, it, error, assembler)
+    if it.model_error is None:  # a failed call's message waits for its edge's action
         for complete in it.assistant_messages:
             run.emit(AssistantMessage(complete))
     return it, facts
 
 
-async def _drop_calls(
-    run: Run, it: Iteration, facts: Facts, error: ModelCallError, assembler: _Assembler
-) -> Iteration:
-    """Cut the calls the failed stream started. The fallback's answer, or an API error's,
-    replaces this message and its calls; after a model error the transcript keeps their
-    answers, and what they read."""
-    dropped = facts.fallback_model is not None or error.kind == "api"
-    cut = await run.executor.cancel(
-        reason=model_failed(f"{error.kind}: {error.message}"), report=not dropped
-    )
+def streamed_calls(assembler: _Assembler) -> tuple[str, ...]:
+    """The ids of every tool_use block the stream completed, valid or not."""
+    return tuple(b.id for b in assembler.blocks.values() if isinstance(b, ToolUseBlock))
+
+
+async def drop_calls(run: Run, it: Iteration, *, report: bool) -> Iteration:
+    """Cut the calls the failed stream started. With `report` (a model error ends the
+    run) the transcript keeps their answers, and what they read; without (the
+    fallback's answer, or an API error's, replaces this message and its calls) they
+    are discarded, and the user is told."""
+    cut = await run.executor.cancel(reason=model_failed(it.model_error or ""), report=report)
     it = evolve(it, tool_results=tuple(c.result for c in cut))
-    if facts.model_error is not None:
-        it = evolve(it, read_files=reads_of(cut))
-    if dropped:
-        asked = [b.id for b in assembler.blocks.values() if isinstance(b, ToolUseBlock)]
-        run.emit(CallsDiscarded(tuple(asked)))
+    if report:
+        return evolve(it, read_files=reads_of(cut))
+    run.emit(CallsDiscarded(it.streamed_calls))
     return it
 
 
@@ -276,20 +250,28 @@ def _refused(it: Iteration) -> Iteration:
     return evolve(it, api_error=REFUSAL, assistant_messages=(note,))
 
 
-def _classify(run: Run, it: Iteration, error: ModelCallError) -> tuple[Iteration, Facts]:
+async def _classify(
+    run: Run, it: Iteration, error: ModelCallError, assembler: _Assembler
+) -> tuple[Iteration, Facts]:
+    """What the failed call means. A withheld error keeps the calls going (recovery
+    may retry); an API error becomes the answer, its calls dropped; any other error
+    is a model error, and which of its edges is taken (the fallback model, or the end)
+    is the table's, whose actions cut the calls."""
     if error.kind in ("prompt_too_long", "media"):
         return evolve(it, withheld=error.kind, withheld_message=error.message), NO_FACTS
-    if error.kind == "overloaded":
-        fallback = run.config.fallback_model
-        if fallback and fallback != it.model:
-            return it, facts(fallback_model=fallback)
-    if error.kind == "api":
-        text = f"API Error: {error.message}"
-        note = Message("assistant", (TextBlock(text),), model=it.model, stop_reason="stop_sequence")
-        it = evolve(it, api_error=text, api_error_status=error.status)
-        return evolve(it, assistant_messages=(note,), tool_use_blocks=()), NO_FACTS
     text = f"{error.kind}: {error.message}"
-    return evolve(it, model_error=text), facts(model_error=text)
+    it = evolve(it, streamed_calls=streamed_calls(assembler))
+    if error.kind == "api":
+        api_text = f"API Error: {error.message}"
+        note = Message(
+            "assistant", (TextBlock(api_text),), model=it.model, stop_reason="stop_sequence"
+        )
+        cut = await drop_calls(run, evolve(it, model_error=text), report=False)
+        it = evolve(it, tool_results=cut.tool_results)
+        it = evolve(it, api_error=api_text, api_error_status=error.status)
+        return evolve(it, assistant_messages=(note,), tool_use_blocks=()), NO_FACTS
+    found = facts(model_error=text, overloaded=error.kind == "overloaded", model=it.model)
+    return evolve(it, model_error=text), found
 
 
 async def abort_check(run: Run, state: LoopState, it: Iteration) -> tuple[Iteration, Facts]:
@@ -301,23 +283,26 @@ async def abort_check(run: Run, state: LoopState, it: Iteration) -> tuple[Iterat
 
 
 async def recovery(run: Run, state: LoopState, it: Iteration) -> tuple[Iteration, Facts]:
-    """What the call withheld; and, when the table would compact next, whether the
-    compaction can change the request, PreCompact hooks asked then and only then."""
+    """What the call withheld, or how its answer was cut."""
     escalated = held_to_limit(it.model, run.config.escalated_max_output_tokens)
-    found = {
-        "withheld": it.withheld,
-        "collapses_staged": it.collapse.staged_count,
-        "truncated": it.stop_reason in CUT_STOP_REASONS,
-        "at_output_limit": escalated <= max_tokens(run.config, state, it.model),
-        "api_error": it.api_error,
-    }
-    edge = first_edge(Phase.RECOVERY, state, facts(**found))
-    if edge.name != Continue.REACTIVE_COMPACT_RETRY:
-        return it, facts(**found)
+    return it, facts(
+        withheld=it.withheld,
+        collapses_staged=it.collapse.staged_count,
+        truncated=it.stop_reason in CUT_STOP_REASONS,
+        at_output_limit=escalated <= max_tokens(run.config, state, it.model),
+        api_error=it.api_error,
+    )
+
+
+async def compaction_check(
+    run: Run, state: LoopState, it: Iteration, found: Facts
+) -> tuple[Iteration, Facts]:
+    """`reactive_compact_retry`'s confirmation, run when the table picks it: whether the
+    compaction can change the request, PreCompact hooks asked then and only then."""
     why = await _why_not_compacted(run, it)
     if why is None:
-        return it, facts(**found)
-    return evolve(it, not_compacted=why), facts(**found, nothing_to_compact=True)
+        return it, found
+    return evolve(it, not_compacted=why), evolve(found, nothing_to_compact=True)
 
 
 async def _why_not_compacted(run: Run, it: Iteration) -> str | None:
@@ -352,12 +337,12 @@ async def stop_hooks(run: Run, state: LoopState, it: Iteration) -> tuple[Iterati
         )
     stop_reason = STOP_HOOKS_INTERRUPTED if outcome.interrupted else outcome.stop_reason
     return evolve(it, hook_stop_reason=stop_reason), facts(
-        hook_prevented=outcome.prevent_continuation or outcome.interrupted,
+        hook_prevented=outcome.prevent_continuation,
+        aborted=outcome.interrupted,
         stop_reason=stop_reason,
         blocking_errors=tuple(outcome.blocking_errors),
         stop_context=tuple(outcome.additional_context),
         budget_nudge=token_budget_nudge(run.config, state, it),
-        block_cap=run.config.stop_hook_block_cap,
     )
 
 
@@ -381,12 +366,14 @@ def token_budget_nudge(config: RunConfig, state: LoopState, it: Iteration) -> st
 
 async def tool_execution(run: Run, state: LoopState, it: Iteration) -> tuple[Iteration, Facts]:
     batch = await run.executor.run_all(
-        it.tool_use_blocks, state.tool_context.read_files, it.invalid_tool_inputs
-    )
+        it.tool_use_blocks, state.tool_context.read_files, it.invalid_tool_inputs,
+        state.permissions,
+    )  # fmt: skip
     aborted, stop = batch.aborted, batch.stop_reason
     if not (aborted or stop) and run.config.has_hooks(POST_TOOL_BATCH):
         aborted, stop = await post_tool_batch(run)
-    it = evolve(it, tool_results=batch.results, read_files=batch.read_files, hook_stop_reason=stop)
+    it = evolve(it, tool_results=batch.results, read_files=batch.read_files,
+                hook_stop_reason=stop, permissions=batch.permissions)  # fmt: skip
     return it, facts(aborted=aborted, hook_prevented=stop is not None)
 
 
@@ -436,10 +423,9 @@ async def _memory_notes(
 
 
 async def continuation(run: Run, state: LoopState, it: Iteration) -> tuple[Iteration, Facts]:
-    return it, facts(max_turns=run.config.max_turns)
+    """Nothing to find out: whether the next turn passes `max_turns` is the table's."""
+    return it, NO_FACTS
 
-
-from fsm_agent.engine.preprocess import compact_hook, preprocess  # noqa: E402  (they need `Run`, above)
 
 PHASES: dict[str, PhaseFn] = {
     Phase.PREPROCESS: preprocess,
@@ -452,3 +438,11 @@ PHASES: dict[str, PhaseFn] = {
     Phase.ATTACHMENTS: attachments,
     Phase.CONTINUATION: continuation,
 }
+
+ConfirmFn = Callable[[Run, LoopState, Iteration, Facts], Awaitable[tuple[Iteration, Facts]]]
+
+CONFIRMS: dict[str, ConfirmFn] = {
+    "compaction_check": compaction_check,
+}
+"""The checks with effects an edge's row names (`Edge.confirm`), run only when the table
+picks that edge."""

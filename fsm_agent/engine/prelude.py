@@ -15,16 +15,13 @@ its context then put before the summary.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
 
 from attrs import evolve, frozen
 
 from fsm_agent.context.levels import meta
 from fsm_agent.core.messages import Message, TextBlock, reminder_text
+from fsm_agent.engine.run import Run
 from fsm_agent.hooks.outcomes import NO_OPINION, HookOutcome, consult
-
-if TYPE_CHECKING:
-    from fsm_agent.engine.phases import Run
 
 PROMPT_BLOCKED = "prompt_blocked"
 

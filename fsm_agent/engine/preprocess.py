@@ -9,7 +9,7 @@ the compaction request through `model_stream`) and reports what each did.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from attrs import evolve
 
@@ -49,11 +49,9 @@ from fsm_agent.core.messages import TextBlock, Usage
 from fsm_agent.core.model import ModelRequest
 from fsm_agent.core.transcript import Transcript
 from fsm_agent.engine.prelude import reminders, session_start
+from fsm_agent.engine.run import Run
 from fsm_agent.engine.state import NO_FACTS, AutoCompactTracking, Facts, Iteration, LoopState
 from fsm_agent.hooks.outcomes import consult
-
-if TYPE_CHECKING:
-    from fsm_agent.engine.phases import Run
 
 NEAR_THRESHOLD = 0.8
 NOT_COMPACTED = AutoCompactTracking()

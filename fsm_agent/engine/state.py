@@ -3,7 +3,7 @@
 `LoopState` survives iterations and is rebuilt whole at every Continue edge
 (`fsm_agent.engine.actions`); `Iteration` is the per-iteration scratch that
 starts fresh each time round; `Facts` is what a phase found out, read only by
-the guards in `fsm_agent.engine.machine`.
+the guards in `fsm_agent.engine.machine` (with the run's configuration).
 """
 
 from __future__ import annotations
@@ -17,12 +17,11 @@ from attrs import field, frozen
 from cattrs.gen import make_dict_unstructure_fn, override
 
 from fsm_agent.context.collapse import CollapseStore
-from fsm_agent.core.codec import converter
-from fsm_agent.core.config import MAX_STOP_HOOK_BLOCKS
+from fsm_agent.core.codec import converter, unstructure_hook
 from fsm_agent.core.jsontext import canonical
 from fsm_agent.core.messages import Message, ToolResultBlock, ToolUseBlock, Usage
 from fsm_agent.core.transcript import Transcript
-from fsm_agent.engine.machine import Continue
+from fsm_agent.engine.reasons import Continue
 
 
 @frozen
@@ -32,9 +31,37 @@ class ToolContext:
     cwd: str
     model: str
     permission_mode: str = "default"
+    """Never read: calls are judged in `LoopState.permissions.mode`. It stays because
+    every recorded state digest holds it."""
     read_files: dict[str, float] = field(factory=dict)
     memory_checked: tuple[str, ...] = ()
     """Nested CLAUDE.md paths already looked for, so each is shown at most once."""
+
+
+@frozen
+class Permissions:
+    """The permission mode calls are judged in, the mode a PermissionRequest hook's
+    `setMode` asked for (it holds from the next group of calls on, so calls running
+    together are judged in one mode, live and on replay), and the directories beyond
+    the workspace the tools may use (a hook may add some)."""
+
+    mode: str = "default"
+    next_mode: str = "default"
+    additional_directories: tuple[str, ...] = ()
+
+    def updated(self, mode: str | None, directories: tuple[str, ...] | None) -> Permissions:
+        """As a hook's updates leave them: a mode for the next group, directories now."""
+        return Permissions(
+            self.mode,
+            self.next_mode if mode is None else mode,
+            self.additional_directories if directories is None else directories,
+        )
+
+    def next_group(self) -> Permissions:
+        """For the next group of calls: the mode a hook asked for holds from now."""
+        if self.mode == self.next_mode:
+            return self
+        return Permissions(self.next_mode, self.next_mode, self.additional_directories)
 
 
 @frozen
@@ -62,6 +89,8 @@ class LoopState:
     replay can rebuild it step by step. `stop_hook_blocks` counts consecutive
     `stop_hook_blocking` continues, as Claude Code's `stopHookBlockingCount`:
     every other continue resets it, and a block past the cap (8) is overridden.
+    `permissions` is what the tool calls are judged by, as the run's hooks left it,
+    so a fork and the debugger carry and show it.
     """
 
     messages: Transcript
@@ -79,19 +108,34 @@ class LoopState:
     collapse: CollapseStore = CollapseStore()
     budget: BudgetTracker = BudgetTracker()
     usage: Usage = Usage()
+    permissions: Permissions = Permissions()
 
-    def digest(self) -> str:
-        payload = self.messages.digest.encode() + canonical(_digested()(self))
+    def digest(self, start: Permissions | None = None) -> str:
+        """A digest of the whole state, recorded at every step. `permissions` counts only
+        where it differs from `start` (the run's first): the digests in logs of
+        engines whose state did not hold it then still match."""
+        fields = _digested()(self)
+        if start is not None and self.permissions != start:
+            fields["permissions"] = _unstructure_permissions(self.permissions)
+        payload = self.messages.digest.encode() + canonical(fields)
         return hashlib.sha256(payload).hexdigest()[:16]
 
 
 @functools.cache
 def _digested() -> Callable[[LoopState], dict[str, Any]]:
-    """Every field but the transcript, whose own chained digest stands for it, each
-    one whole (defaults too): one cattrs hook, made on first use."""
+    """Every field but the transcript, whose own chained digest stands for it, and the
+    permissions (`LoopState.digest`), each one whole (defaults too): one cattrs hook,
+    made on first use."""
     return make_dict_unstructure_fn(
-        LoopState, converter, _cattrs_omit_if_default=False, messages=override(omit=True)
+        LoopState,
+        converter,
+        _cattrs_omit_if_default=False,
+        messages=override(omit=True),
+        permissions=override(omit=True),
     )
+
+
+_unstructure_permissions = unstructure_hook(Permissions)
 
 
 Withheld = Literal["prompt_too_long", "media"]
@@ -124,8 +168,12 @@ class Iteration:
     api_error_status: int | None = None
     """The HTTP status of the error `api_error` tells, when a response carried one."""
     model_error: str | None = None
+    streamed_calls: tuple[str, ...] = ()
+    """The tool_use ids a failed stream completed: the calls a fallback discards."""
     tool_results: tuple[ToolResultBlock, ...] = ()
     read_files: dict[str, float] = field(factory=dict)
+    permissions: Permissions | None = None
+    """As the turn's tool calls left them, when they ran: the next state takes them."""
     hook_stop_reason: str | None = None
     attachments: tuple[str, ...] = ()
     memory_checked: tuple[str, ...] = ()
@@ -137,10 +185,12 @@ class Iteration:
 
 @frozen
 class Facts:
-    """What a phase found out. Guards read these and nothing else but the state."""
+    """What a phase found out. Guards read these, the state and the run's configuration."""
 
     over_hard_limit: bool = False
-    fallback_model: str | None = None
+    overloaded: bool = False
+    model: str | None = None
+    """The model a failed call went to: the fallback guard switches only to another."""
     model_error: str | None = None
     aborted: bool = False
     needs_follow_up: bool = False
@@ -160,9 +210,6 @@ class Facts:
     blocking_errors: tuple[str, ...] = ()
     stop_context: tuple[str, ...] = ()
     budget_nudge: str | None = None
-    block_cap: int = MAX_STOP_HOOK_BLOCKS
-    """The run's `stop_hook_block_cap`: 0 or less, no cap."""
-    max_turns: int | None = None
 
     @property
     def stop_blocked(self) -> bool:
@@ -174,5 +221,5 @@ NO_FACTS = Facts()
 """A phase that found nothing out: every guard takes its edge's usual way."""
 
 facts = functools.lru_cache(maxsize=256)(Facts)
-"""`Facts(...)`, each distinct one made once: a phase's facts take few shapes, and
-making one (fourteen frozen fields) is a visible part of every step's cost."""
+"""`Facts(...)`, each distinct one made once: a phase's facts take few shapes, and a
+frozen class of this many fields is dear to build on every step."""

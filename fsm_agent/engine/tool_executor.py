@@ -54,11 +54,14 @@ from fsm_agent.core.permission_types import (
     Decision,
     PermissionAsk,
     PermissionRequest,
+    PermissionsUpdated,
     PermissionUpdate,
+    RuleValue,
 )
-from fsm_agent.core.tool import ToolCall, ToolEnv, ToolOutcome
+from fsm_agent.core.tool import ToolCall, ToolEnv, ToolOutcome, ToolOutputs
 from fsm_agent.core.validation import input_problem, os_string_problem, semantic_input
 from fsm_agent.engine.ports import INTERRUPTED, Effects
+from fsm_agent.engine.state import Permissions
 from fsm_agent.hooks.outcomes import NO_OPINION, HookOutcome, consult
 
 FILE_PATH_TOOLS = frozenset({"Read", "Write", "Edit"})
@@ -80,6 +83,10 @@ class CallResult:
     discarded: bool = False
     """A call started early whose stream failed before its tool began: it went no
     further, and has no result of its own."""
+    mode_update: str | None = None
+    dirs_update: tuple[str, ...] | None = None
+    """What a PermissionRequest hook's `updatedPermissions` left: the mode for the next
+    group of calls, the directories from now on."""
 
 
 @frozen
@@ -108,6 +115,7 @@ class BatchResult:
     read_files: dict[str, float]
     aborted: bool
     stop_reason: str | None
+    permissions: Permissions
 
 
 def with_text(content: ToolResultContent, extra: Sequence[str]) -> ToolResultContent:
@@ -139,8 +147,10 @@ class ToolExecutor:
         specs: Sequence[ToolSpec],
         emit: Callable[[DriverEvent], None],
         session_id: str,
+        outputs: ToolOutputs | None = None,
     ) -> None:
         self.config = config
+        self.outputs = outputs
         self.effects = effects
         self.emit = emit
         self.session_id = session_id
@@ -150,12 +160,6 @@ class ToolExecutor:
         self._cancel: dict[str, AbortSignal] = {}
         self._slots: asyncio.Semaphore | None = None
         self._starts = itertools.count(1)
-        self._mode = self._next_mode = config.permission_mode
-        """The mode calls are judged in, and the one a hook's `setMode` asked for: it holds
-        from the next group of calls on, so calls running together (whose hooks finish in
-        any order) are judged in one mode, live and on replay."""
-        self._dirs = config.permissions.additional_directories
-        """The directories beyond the workspace the tools may use (a hook may add some)."""
 
     # --- scheduling -----------------------------------------------------
 
@@ -163,7 +167,11 @@ class ToolExecutor:
         return block.name in self.config.concurrency_safe_tools
 
     def start(
-        self, block: ToolUseBlock, read_files: Mapping[str, float], invalid: str | None = None
+        self,
+        block: ToolUseBlock,
+        read_files: Mapping[str, float],
+        permissions: Permissions,
+        invalid: str | None = None,
     ) -> asyncio.Task[CallResult]:
         """Start a call now; its result is collected by `run_all` (or `cancel`)."""
         if block.id not in self._tasks:
@@ -171,7 +179,7 @@ class ToolExecutor:
             self._cancel[block.id] = cancel
             key = f"{next(self._starts)}:{block.id}"
             self._tasks[block.id] = asyncio.ensure_future(
-                self._limited(block, dict(read_files), invalid, cancel, key)
+                self._limited(block, dict(read_files), permissions, invalid, cancel, key)
             )
         return self._tasks[block.id]
 
@@ -179,6 +187,7 @@ class ToolExecutor:
         self,
         block: ToolUseBlock,
         read_files: dict[str, float],
+        permissions: Permissions,
         invalid: str | None,
         cancel: AbortSignal,
         key: str,
@@ -189,7 +198,7 @@ class ToolExecutor:
         async with self._semaphore():
             if self.effects.discarded(key, cancel):
                 return _discarded(block)
-            return await self.call(block, read_files, invalid, cancel, key)
+            return await self.call(block, read_files, permissions, invalid, cancel, key)
 
     def _semaphore(self) -> asyncio.Semaphore:
         if self._slots is None:
@@ -230,7 +239,8 @@ class ToolExecutor:
         return calls
 
     async def _collect(self, block: ToolUseBlock, read_files: dict[str, float],
-                       invalid: str | None, *, alone: bool = False) -> CallResult:  # fmt: skip
+                       permissions: Permissions, invalid: str | None, *,
+                       alone: bool = False) -> CallResult:  # fmt: skip
         """The result of a call started early, or of the call run here and now.
 
         A call not started early runs in this task with no cancel event:
@@ -242,9 +252,9 @@ class ToolExecutor:
         task = self._tasks.get(block.id)
         if task is None:
             if alone:
-                return await self.call(block, dict(read_files), invalid)
+                return await self.call(block, dict(read_files), permissions, invalid)
             async with self._semaphore():
-                return await self.call(block, dict(read_files), invalid)
+                return await self.call(block, dict(read_files), permissions, invalid)
         try:
             call = await task
         finally:
@@ -259,8 +269,11 @@ class ToolExecutor:
         blocks: Sequence[ToolUseBlock],
         read_files: Mapping[str, float],
         invalid: Mapping[str, str],
+        permissions: Permissions,
     ) -> BatchResult:
-        """Every call of the turn, in groups; one result per call, in the calls' order."""
+        """Every call of the turn, in groups; one result per call, in the calls' order.
+        A hook's permission updates are taken in the calls' order once their group is
+        done: a mode holds from the next group, directories from the next call on."""
         files = dict(read_files)
         results: list[ToolResultBlock] = []
         aborted = False
@@ -280,11 +293,17 @@ class ToolExecutor:
                     results.append(result := ToolResultBlock(b.id, text, True))
                     self.emit(ToolRefused(b, result))
                 continue
+            perms = permissions
             if len(group) == 1:
-                done = [await self._collect(group[0], files, invalid.get(group[0].id), alone=True)]
+                only = group[0]
+                done = [await self._collect(only, files, perms, invalid.get(only.id), alone=True)]
             else:
-                done = await _together(self._collect(b, files, invalid.get(b.id)) for b in group)
-            self._mode = self._next_mode
+                done = await _together(
+                    self._collect(b, files, perms, invalid.get(b.id)) for b in group
+                )
+            for call in done:
+                permissions = permissions.updated(call.mode_update, call.dirs_update)
+            permissions = permissions.next_group()
             for call in done:
                 files.update(call.read_files)
                 results.append(call.result)
@@ -292,7 +311,7 @@ class ToolExecutor:
                 stop = stop or call.stop_reason
         if not aborted and self.effects.aborted("tools"):
             aborted = True
-        return BatchResult(tuple(results), files, aborted, stop)
+        return BatchResult(tuple(results), files, aborted, stop, permissions)
 
     async def abandon(self) -> None:
         """The run ended by an exception (a replay that diverged, or whose log ran out):
@@ -307,12 +326,14 @@ class ToolExecutor:
 
     # --- one call -------------------------------------------------------
 
-    def _payload(self, event: str, block: ToolUseBlock, tool_input: dict[str, Any]) -> dict:
+    def _payload(
+        self, event: str, block: ToolUseBlock, tool_input: dict[str, Any], mode: str
+    ) -> dict:
         return {
             "hook_event_name": event,
             "session_id": self.session_id,
             "cwd": self.config.cwd,
-            "permission_mode": self._mode,
+            "permission_mode": mode,
             "tool_name": block.name,
             "tool_input": absolute_paths(block.name, tool_input, self.config.cwd),
             "tool_use_id": block.id,
@@ -332,6 +353,7 @@ class ToolExecutor:
         self,
         block: ToolUseBlock,
         read_files: dict[str, float],
+        permissions: Permissions,
         invalid: str | None = None,
         cancel: AbortSignal | None = None,
         key: str = "",
@@ -359,7 +381,7 @@ class ToolExecutor:
         effects = self.effects
         pre = NO_OPINION
         if self.config.has_hooks("PreToolUse"):
-            payload = self._payload("PreToolUse", block, tool_input)
+            payload = self._payload("PreToolUse", block, tool_input, permissions.mode)
             pre = await consult(effects.run_hooks, self.emit, "PreToolUse", payload)
         if pre.interrupted:
             result = ToolResultBlock(block.id, INTERRUPTED, True)
@@ -379,23 +401,29 @@ class ToolExecutor:
             problem = self._validate(block.name, tool_input)
             if problem is not None:
                 return refused(problem)
-        verdict = await self._permission(block, tool_input, pre, cancel, key)
+        verdict, updated = await self._permission(block, tool_input, pre, permissions, cancel, key)
         if verdict is None:
-            return _discarded(block)
+            return _with_updates(_discarded(block), updated)
         if isinstance(verdict, Refusal):
-            return refused(
-                with_text(verdict.text, _reminders(pre)),
-                verdict.stop,
-                verdict.denied_by,
-                verdict.interrupted,
+            return _with_updates(
+                refused(
+                    with_text(verdict.text, _reminders(pre)),
+                    verdict.stop,
+                    verdict.denied_by,
+                    verdict.interrupted,
+                ),
+                updated,
             )
         tool_input = verdict.tool_input
+        dirs = permissions.additional_directories
+        if updated is not None and updated.additional_directories is not None:
+            dirs = updated.additional_directories
         self.emit(ToolStarted(block))
         env = ToolEnv(
             cwd=self.config.cwd,
             read_files=read_files,
-            additional_dirs=self._dirs + verdict.paths,
-            permission_mode=self._mode,
+            additional_dirs=dirs + verdict.paths,
+            permission_mode=permissions.mode,
             cancel=cancel,
             wants_response=self.wants_response,
             session_env=self.config.session_env,
@@ -407,7 +435,7 @@ class ToolExecutor:
         content, response, is_error = outcome.content, outcome.response, outcome.is_error
         event = "PostToolUseFailure" if outcome.is_error else "PostToolUse"
         if self.config.has_hooks(event):
-            payload = self._payload(event, block, tool_input)
+            payload = self._payload(event, block, tool_input, permissions.mode)
             payload["duration_ms"] = round(outcome.duration_s * 1000)
             if outcome.is_error:
                 payload["error"] = _response_text(outcome.content)
@@ -430,10 +458,11 @@ class ToolExecutor:
         reported = not (outcome.interrupted and cancel is not None)
         if reported:
             self.emit(ToolFinished(result, block.name, outcome.duration_s, response))
-        return CallResult(
+        call = CallResult(
             result, block.name, dict(outcome.read_files), stop, interrupted, outcome.duration_s,
             reported,
         )  # fmt: skip
+        return _with_updates(call, updated)
 
     def _replaced(
         self, name: str, outcome: ToolOutcome, replacements: Sequence[Any]
@@ -441,11 +470,14 @@ class ToolExecutor:
         """The output the model reads after PostToolUse hooks replaced it, and whether it
         is an error: the last replacement that fits the tool's output shape, rendered as
         the tool renders its own; one that does not fit is ignored with a note, as Claude
-        Code ignores it."""
-        from fsm_agent.tools.output import marked_error, rendered, replacement_problem
-
+        Code ignores it. A run given no output shapes takes none."""
+        outputs = self.outputs
         structured = outcome.response is not None
-        problems = [replacement_problem(name, structured, value) for value in replacements]
+        if outputs is None:
+            problems: list[str | None] = ["cannot be checked (the run has no output shapes)"]
+            problems *= len(replacements)
+        else:
+            problems = [outputs.problem(name, structured, value) for value in replacements]
         fitting = [v for v, p in zip(replacements, problems, strict=True) if p is None]
         kept = "another hook's replacement" if fitting else "the original output"
         for problem in filter(None, problems):
@@ -457,28 +489,32 @@ class ToolExecutor:
             )
         if not fitting:
             return outcome.content, outcome.response, outcome.is_error
+        assert outputs is not None
         value = fitting[-1]
-        content = rendered(name, structured, value)
-        return content, value if structured else None, marked_error(name, structured, value)
+        content = outputs.rendered(name, structured, value)
+        is_error = outputs.marked_error(name, structured, value)
+        return content, value if structured else None, is_error
 
     async def _permission(
         self,
         block: ToolUseBlock,
         tool_input: dict[str, Any],
         pre: HookOutcome,
+        permissions: Permissions,
         cancel: AbortSignal | None,
         key: str = "",
-    ) -> Grant | Refusal | None:
+    ) -> tuple[Grant | Refusal | None, PermissionsUpdated | None]:
         """Whether the call may run, and with what; None if it was discarded while it
-        waited for PermissionRequest hooks or the user (`cancel`: the stream failed)."""
+        waited for PermissionRequest hooks or the user (`cancel`: the stream failed).
+        With it, what a PermissionRequest hook's `updatedPermissions` left, if any."""
         name = block.name
         if pre.permission_decision == "deny":
             why = pre.permission_reason or "no reason given"
             return Refusal(
                 f"<tool_use_error>A PreToolUse hook denied {name}: {why}</tool_use_error>",
                 "pre_tool_use_hook",
-            )
-        mode = self._mode
+            ), None
+        mode = permissions.mode
         # dontAsk is default with every question denied; a hook's allow skips the question
         # (deny and ask rules still hold), so the rules are asked as in default mode.
         judged = "default" if mode == "dontAsk" and pre.permission_decision == "allow" else mode
@@ -490,14 +526,14 @@ class ToolExecutor:
             return Refusal(
                 f"<tool_use_error>{decision.reason}</tool_use_error>",
                 "rule_over_hook" if over_hook else "rule",
-            )
+            ), None
         behavior = decision.behavior
         if pre.permission_decision in ("ask", "defer"):
             behavior = "ask"
         elif pre.permission_decision == "allow" and decision.rule is None and not decision.outside:
             behavior = "allow"
         if behavior == "allow":
-            return Grant(decision.grant, tool_input)
+            return Grant(decision.grant, tool_input), None
         reason = decision.reason
         if pre.permission_decision in ("ask", "defer") and pre.permission_reason:
             reason = pre.permission_reason
@@ -506,19 +542,22 @@ class ToolExecutor:
                 f"<tool_use_error>Permission to use {name} was denied: {reason}; permission "
                 "mode dontAsk denies what is not allowed.</tool_use_error>",
                 "mode",
-            )
+            ), None
         if self.config.has_hooks("PermissionRequest"):
-            settled = await self._requested(block, tool_input, decision, judged, cancel, key)
+            settled, updated = await self._requested(
+                block, tool_input, decision, judged, permissions.mode, cancel, key
+            )
             if not isinstance(settled, Undecided):
-                return settled
+                return settled, updated
+            assert updated is None
         question = PermissionAsk(name, tool_input, reason, decision.suggestion, decision.outside)
         hooked = pre.permission_decision in ("ask", "defer")
         recheck = None if hooked else PermissionRequest(name, tool_input, judged)
         answer = await self.effects.ask_permission(question, cancel, recheck)
         if answer == CANCELLED and cancel is not None:
-            return None
+            return None, None
         if answer in (ALLOW_ONCE, ALLOW_ALWAYS):
-            return Grant(decision.outside or decision.grant, tool_input)
+            return Grant(decision.outside or decision.grant, tool_input), None
         if answer == NO_TERMINAL:
             hint = (
                 f" To allow it, add a rule such as `{decision.suggestion}` to permissions.allow."
@@ -530,12 +569,12 @@ class ToolExecutor:
                 f"no terminal to ask the user (permission mode {mode}).{hint} Do not retry "
                 "this call; do the task another way or say what is needed.</tool_use_error>",
                 "no_terminal",
-            )
+            ), None
         return Refusal(
             f"<tool_use_error>The user denied permission to use {name} ({reason}). "
             "Do not retry this call; ask the user how to proceed.</tool_use_error>",
             "user",
-        )
+        ), None
 
     async def _requested(
         self,
@@ -543,9 +582,10 @@ class ToolExecutor:
         tool_input: dict[str, Any],
         decision: Decision,
         mode: str,
+        hook_mode: str,
         cancel: AbortSignal | None,
         key: str,
-    ) -> Grant | Refusal | Undecided | None:
+    ) -> tuple[Grant | Refusal | Undecided | None, PermissionsUpdated | None]:
         """The PermissionRequest hooks' answer to a call that would be asked, as Claude
         Code asks them where its permission dialog would show (and in `-p`, where
         none can): an allow stands for the user's yes, a deny for their no; with no
@@ -553,52 +593,52 @@ class ToolExecutor:
         denied. An allow's `updatedInput` is validated and judged again: a deny rule
         still holds for what would actually run."""
         name = block.name
-        payload = self._payload("PermissionRequest", block, tool_input)
+        payload = self._payload("PermissionRequest", block, tool_input, hook_mode)
         del payload["tool_use_id"]  # Claude Code's PermissionRequest input has none
         if decision.suggestion:
             payload["permission_suggestions"] = [_suggested(decision.suggestion)]
         outcome = await consult(self.effects.run_hooks, self.emit, "PermissionRequest", payload)
+        changed: PermissionsUpdated | None = None
         if outcome.interrupted:
-            return Refusal(INTERRUPTED, None, interrupted=True)
+            return Refusal(INTERRUPTED, None, interrupted=True), None
         if outcome.prevent_continuation:
             reason = outcome.stop_reason or "stopped by a PermissionRequest hook"
-            return Refusal(f"Execution stopped by PermissionRequest hook: {reason}", None, reason)
+            return Refusal(
+                f"Execution stopped by PermissionRequest hook: {reason}", None, reason
+            ), None
         if cancel is not None and self.effects.discarded(f"{key}:requested", cancel):
-            return None
+            return None, None
         if outcome.permission_decision == "deny":
             why = outcome.permission_reason or "no reason given"
             return Refusal(
                 f"<tool_use_error>A PermissionRequest hook denied {name}: {why}</tool_use_error>",
                 "permission_request_hook",
                 interrupted=outcome.interrupt,
-            )
+            ), None
         if outcome.permission_decision != "allow":
-            return UNDECIDED
+            return UNDECIDED, None
         if outcome.updated_permissions:
-            await self._update(outcome.updated_permissions)
+            changed = await self._update(outcome.updated_permissions)
         if outcome.updated_input is None:
-            return Grant(decision.outside or decision.grant, tool_input)
+            return Grant(decision.outside or decision.grant, tool_input), changed
         updated = self._semantic(name, outcome.updated_input)
         problem = self._validate(name, updated)
         if problem is not None:
-            return Refusal(problem, None)
+            return Refusal(problem, None), changed
         again: Decision = await self.effects.check_permission(
             PermissionRequest(name, updated, mode)
         )
         if again.behavior == "deny":
-            return Refusal(f"<tool_use_error>{again.reason}</tool_use_error>", "rule")
-        return Grant(again.outside or again.grant, updated)
+            return Refusal(f"<tool_use_error>{again.reason}</tool_use_error>", "rule"), changed
+        return Grant(again.outside or again.grant, updated), changed
 
-    async def _update(self, updates: tuple[PermissionUpdate, ...]) -> None:
+    async def _update(self, updates: tuple[PermissionUpdate, ...]) -> PermissionsUpdated:
         """An allowing hook's `updatedPermissions`, applied through the effects door (a
         replay reads what they left from the log): later calls are judged by them."""
         updated = await self.effects.update_permissions(updates)
         for text in updated.messages:
             self.emit(Notice("hook", text))
-        if updated.mode is not None:
-            self._next_mode = updated.mode
-        if updated.additional_directories is not None:
-            self._dirs = updated.additional_directories
+        return updated
 
 
 class Undecided(enum.Enum):
@@ -613,12 +653,10 @@ UNDECIDED = Undecided.UNDECIDED
 def _suggested(rule: str) -> dict[str, Any]:
     """The rule an "always" answer would add, as Claude Code suggests it to the hook: a
     `PermissionUpdate` adding it for the rest of the session (the run, here)."""
-    from fsm_agent.policy.permissions import Rule  # only when a PermissionRequest hook listens
-
-    parsed = Rule.parse(rule)
-    value: dict[str, Any] = {"toolName": parsed.tool}
-    if parsed.content is not None:
-        value["ruleContent"] = parsed.content
+    parsed = RuleValue.parse(rule)
+    value: dict[str, Any] = {"toolName": parsed.tool_name}
+    if parsed.rule_content is not None:
+        value["ruleContent"] = parsed.rule_content
     return {"type": "addRules", "rules": [value], "behavior": "allow", "destination": "session"}
 
 
@@ -638,6 +676,13 @@ async def _together(calls: Iterable[Coroutine[Any, Any, CallResult]]) -> list[Ca
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
         raise
+
+
+def _with_updates(call: CallResult, updated: PermissionsUpdated | None) -> CallResult:
+    """`call`, carrying what a PermissionRequest hook's permission updates left."""
+    if updated is None:
+        return call
+    return evolve(call, mode_update=updated.mode, dirs_update=updated.additional_directories)
 
 
 def _discarded(block: ToolUseBlock) -> CallResult:

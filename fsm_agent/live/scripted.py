@@ -19,7 +19,7 @@ from attrs import Attribute, evolve, field, fields, frozen
 from attrs.validators import ge, lt, optional
 
 from fsm_agent.core.abort import AbortSignal
-from fsm_agent.core.codec import CodecError, forbid_unknown_keys, structure
+from fsm_agent.core.codec import CodecError, make_converter, structure
 from fsm_agent.core.config import RunConfig
 from fsm_agent.core.events import (
     BlockDelta,
@@ -207,7 +207,7 @@ class Scenario:
             )
         turns = [_text_shorthand(turn) for turn in data["turns"]]
         try:
-            scenario: Scenario = structure({**data, "turns": turns}, cls)
+            scenario: Scenario = structure({**data, "turns": turns}, cls, _SCENARIO_CONVERTER)
         except CodecError as exc:
             raise ScenarioError(f"{where}: {exc}") from None
         misfit = _misfit(scenario)
@@ -233,12 +233,14 @@ def callers_choices(config: RunConfig) -> dict[str, Any]:
     }
 
 
-# A scenario is written by hand: a misspelt key is refused, not quietly ignored.
-# Inner classes first: a class's hook takes its fields' hooks as they are then.
-forbid_unknown_keys(HookOutcome, ScriptedOutcome)
-forbid_unknown_keys(Usage, ScriptedUsage)
-for _cls in (ScriptedError, ScriptedTurn, ScenarioConfig, Scenario):
-    forbid_unknown_keys(_cls)
+_SCENARIO_CONVERTER = make_converter(
+    strict=(
+        (HookOutcome, ScriptedOutcome),
+        (Usage, ScriptedUsage),
+        *((cls, cls) for cls in (ScriptedError, ScriptedTurn, ScenarioConfig, Scenario)),
+    )
+)
+"""A scenario is written by hand: a misspelt key is refused, not quietly ignored."""
 
 
 ANSWER_BLOCKS = (TextBlock, ThinkingBlock, RedactedThinkingBlock, ToolUseBlock)

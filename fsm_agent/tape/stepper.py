@@ -36,6 +36,7 @@ from fsm_agent.tape.effects import Effect
 from fsm_agent.tape.header import config_of, tools_of
 from fsm_agent.tape.log import RECORD_TYPES, LogError, RecordOrder, SessionLog
 from fsm_agent.tape.matcher import ReplayEffects, ReplayTape
+from fsm_agent.tools.replacements import BUILTIN_OUTPUTS
 
 _HEAD = re.compile(rb'^\{\s*"t"\s*:\s*"(\w+)"\s*(?:,\s*"step"\s*:\s*(\d{1,18})\s*[,}])?')
 """A record's kind and step, read without parsing it; a longer number is parsed whole, so
@@ -242,7 +243,10 @@ class Stepper:
 
     async def _main(self) -> None:
         tape = self._tape = _WatchedTape(self.log)
-        engine = Engine(self.config, tape, None, self.specs, self.session_id, on_step=self._seen)
+        engine = Engine(
+            self.config, tape, None, self.specs, self.session_id,
+            on_step=self._seen, outputs=BUILTIN_OUTPUTS,
+        )  # fmt: skip
         try:
             self.result = await engine.run(self.start_messages, self.read_files)
         except Exception as exc:
