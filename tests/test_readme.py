@@ -29,7 +29,7 @@ def test_quick_start_runs_a_shipped_scenario() -> None:
 def test_python_example_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Run as written, in a fresh place: the example makes its workspace itself."""
     example = re.search(
-        r"```python\n(import os\n\nfrom fsm_agent.core.config import .*?)```", README, re.S
+        r"```python\n(import os\n\nfrom fsm_agent import .*?)```", README, re.S
     )
     assert example is not None
     work = tmp_path / "work"
