@@ -33,6 +33,8 @@ from fsm_agent.engine.driver import LoopResult
 from fsm_agent.engine.ports import INTERRUPTED, model_failed
 from fsm_agent.engine.tool_executor import absolute_paths, partition
 from fsm_agent.live.scripted import Scenario, ScriptedModel
+from fsm_agent.tape.header import config_of
+from fsm_agent.tape.log import SessionLog
 from tests.conftest import SCENARIOS
 from tests.test_cli import fsm
 
@@ -374,11 +376,34 @@ def test_invalid_input_is_refused_with_a_clear_message(workspace: Path, tmp_path
 
 
 def test_hooks_see_the_path_the_file_tool_uses() -> None:
-    """A file tool expands `~`; a hook judging the call must see the same absolute path."""
-    home = os.path.expanduser("~/notes.txt")
-    assert absolute_paths("Read", {"file_path": "~/notes.txt"}, "/w")["file_path"] == home
-    assert absolute_paths("Edit", {"file_path": "src/../a.py"}, "/w")["file_path"] == "/w/a.py"
-    assert absolute_paths("Bash", {"command": "ls ~"}, "/w") == {"command": "ls ~"}
+    """A file tool expands `~`; a hook judging the call must see the same absolute path,
+    with the run's recorded home, so a replay on another machine expands it alike."""
+    assert absolute_paths("Read", {"file_path": "~/notes.txt"}, "/w", "/h")["file_path"] == (
+        "/h/notes.txt"
+    )
+    assert absolute_paths("Read", {"file_path": "~"}, "/w", "/h")["file_path"] == "/h"
+    assert absolute_paths("Read", {"file_path": "~x/a"}, "/w", "/h")["file_path"] == "/w/~x/a"
+    assert (
+        absolute_paths("Edit", {"file_path": "src/../a.py"}, "/w", "/h")["file_path"] == "/w/a.py"
+    )
+    assert absolute_paths("Bash", {"command": "ls ~"}, "/w", "/h") == {"command": "ls ~"}
+
+
+def test_a_run_records_its_home_and_an_old_log_replays_with_this_machines(
+    workspace: Path, tmp_path: Path
+) -> None:
+    """The home a `~` path means is part of the run's configuration (in the log's header),
+    read once where the run is assembled; a log written before it was recorded gets the
+    replaying machine's, as its engine read it then."""
+    log = tmp_path / "s.jsonl"
+    run_scenario(SCENARIOS / "tool_round.json", cwd=workspace, log=log)
+    header = SessionLog(log).header
+    assert header["config"]["home"] == os.path.expanduser("~")
+    del header["config"]["home"]
+    old = tmp_path / "old.jsonl"
+    lines = log.read_text().splitlines(keepends=True)
+    old.write_text(json.dumps(header) + "\n" + "".join(lines[1:]))
+    assert config_of(SessionLog(old)).home == os.path.expanduser("~")
 
 
 def test_sigterm_while_bash_runs_ends_the_run_as_ctrl_c_does(

@@ -87,6 +87,10 @@ def stable_tools() -> dict[str, Tool]:
     return {**default_tools(), "Bash": BashTool({})}
 
 
+HOME = "/home/user"
+"""The home directory the shipped logs record, the same on every machine that writes them."""
+
+
 async def regenerate(name: str, out: Path = REPLAYS) -> str:
     scenario = Scenario.load(SCENARIOS / f"{name}.json")
     workspace = workspace_for(name)
@@ -98,7 +102,7 @@ async def regenerate(name: str, out: Path = REPLAYS) -> str:
     result = await arun(
         scenario.prompt or "",
         model=ScriptedModel(scenario, abort),
-        config=scenario.run_config(RunConfig(cwd=str(workspace))),
+        config=scenario.run_config(RunConfig(cwd=str(workspace), home=HOME)),
         hooks=ScriptedHooks(scenario.hooks),
         abort=abort,
         log=log,

@@ -17,6 +17,7 @@ from fsm_agent.engine.driver import Engine, LoopResult
 from fsm_agent.tape.header import config_of, header_tools_error, tools_of
 from fsm_agent.tape.log import SessionLog
 from fsm_agent.tape.matcher import ReplayTape
+from fsm_agent.tools.replacements import BUILTIN_OUTPUTS
 
 
 def own_loop(name: str) -> None:
@@ -42,7 +43,15 @@ async def areplay(
     log = SessionLog(Path(path))
     tape = tape_type(log)
     specs = tools_of(log, checked=False)  # compiled as calls need them: a quicker start
-    engine = Engine(config_of(log), tape, None, specs, log.header.get("session_id", ""), on_event)
+    engine = Engine(
+        config_of(log),
+        tape,
+        None,
+        specs,
+        log.header.get("session_id", ""),
+        on_event,
+        outputs=BUILTIN_OUTPUTS,
+    )
     try:
         return await engine.run(tape.messages(), tape.start_read_files)
     except SchemaError as exc:

@@ -112,7 +112,11 @@ async def arun(
     _check_workspace(config.cwd)
     # The workspace as the tools see it (they resolve every path), so the pure context
     # layer matches CLAUDE.md files and `paths:` rules without asking the file system.
-    config = evolve(config, cwd=os.path.realpath(config.cwd))
+    config = evolve(
+        config,
+        cwd=os.path.realpath(config.cwd),
+        home=config.home if config.home is not None else os.path.expanduser("~"),
+    )
     mode = check_mode(config.permission_mode)
     if mode != config.permission_mode:  # `manual`, Claude Code's newer name, as the CLI has it
         config = evolve(config, permission_mode=mode)

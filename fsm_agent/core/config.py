@@ -108,6 +108,10 @@ class RunConfig:
     hooked_events: tuple[str, ...] | None = None
     """The hook events something listens to; the engine calls no hooks for the others.
     None: any event may have a hook (in-process hooks that do not say)."""
+    home: str | None = None
+    """The user's home directory, which a model's `~/…` file path means: hooks see such a
+    path expanded, and a replay must expand it as the run did, not from its own machine.
+    Set when a run starts; None in logs from before it was recorded."""
 
     @property
     def workspaces(self) -> tuple[str, ...]:

@@ -335,7 +335,7 @@ class ToolExecutor:
             "cwd": self.config.cwd,
             "permission_mode": mode,
             "tool_name": block.name,
-            "tool_input": absolute_paths(block.name, tool_input, self.config.cwd),
+            "tool_input": absolute_paths(block.name, tool_input, self.config.cwd, self.config.home),
             "tool_use_id": block.id,
         }
 
@@ -710,11 +710,14 @@ def _response_text(content: ToolResultContent) -> str:
     return "\n".join(b.text for b in content if isinstance(b, TextBlock))
 
 
-def absolute_paths(name: str, tool_input: dict[str, Any], cwd: str) -> dict[str, Any]:
+def absolute_paths(
+    name: str, tool_input: dict[str, Any], cwd: str, home: str | None
+) -> dict[str, Any]:
     """Hooks see file paths absolute, as Claude Code sends them, `~` expanded as the
-    tools expand it."""
+    tools expand it (with the run's recorded `home`, so a replay expands it alike)."""
     path = tool_input.get("file_path")
     if name in FILE_PATH_TOOLS and isinstance(path, str):
-        absolute = os.path.join(cwd, os.path.expanduser(path))
-        return {**tool_input, "file_path": os.path.normpath(absolute)}
+        if home is not None and (path == "~" or path.startswith("~/")):
+            path = home + path[1:]
+        return {**tool_input, "file_path": os.path.normpath(os.path.join(cwd, path))}
     return tool_input

@@ -19,6 +19,7 @@ from fsm_agent.core.model import ToolSpec
 from fsm_agent.core.validation import SchemaError, check_schema
 from fsm_agent.engine.machine import EDGES
 from fsm_agent.tape.log import LogError, SessionLog
+from fsm_agent.tape.old_logs import with_home
 
 
 def machine_fingerprint() -> str:
@@ -55,7 +56,7 @@ def session_header(
 
 def config_of(log: SessionLog) -> RunConfig:
     """The recorded run's configuration; a header that does not hold one is a `LogError`."""
-    return _from_header(log, "config", {}, RunConfig)
+    return with_home(_from_header(log, "config", {}, RunConfig))
 
 
 def tools_of(log: SessionLog, *, checked: bool = True) -> list[ToolSpec]:

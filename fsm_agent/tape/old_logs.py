@@ -3,7 +3,12 @@ those logs lack, and how the replay answers in its place."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Collection
+
+from attrs import evolve
+
+from fsm_agent.core.config import RunConfig
 
 LATER_EVENTS = frozenset({"PermissionRequest", "PostToolBatch"})
 """Hook events an older log may hold no record of although its settings had such a
@@ -20,3 +25,11 @@ def poll_keys(key: str, where: str) -> tuple[str, ...]:
     """The records a poll's answer may be under: its place in the step (`where#2`), or,
     in a log that wrote every poll, each poll as `where`."""
     return (key,) if key == where else (key, where)
+
+
+def with_home(config: RunConfig) -> RunConfig:
+    """A log from before `home` was recorded expanded a model's `~/…` path with the home
+    of the machine that replays it (its engine read the environment): so does this."""
+    if config.home is not None:
+        return config
+    return evolve(config, home=os.path.expanduser("~"))
