@@ -13,8 +13,8 @@ from fsm_agent.app.fork import ForkError, ForkPoint, afork
 from fsm_agent.app.session import replay
 from fsm_agent.live.scripted import Scenario, ScriptedHooks, ScriptedModel
 from fsm_agent.replay.log import SessionLog
-from tests.cli.test_cli import fsm
 from tests.conftest import SCENARIOS
+from tests.support.cli import fsm
 
 ALT = {
     "prompt": "unused: a fork keeps the parent's conversation",

@@ -26,10 +26,9 @@ from fsm_agent.app.session import replay
 from fsm_agent.core.messages import Message, ToolResultBlock, ToolUseBlock
 from fsm_agent.engine.ports import INTERRUPTED
 from fsm_agent.replay.recording import LogEnded
-from tests.cli.test_cli import _one_error_line, fsm
 from tests.conftest import ROOT
-from tests.replay.test_cut_short import cut, transitions_in
-from tests.replay.test_divergence import change_next_turn
+from tests.support.cli import fsm, one_error_line
+from tests.support.logs import change_next_turn, cut, transitions_in
 
 SHIPPED = sorted((ROOT / "replays").glob("*.jsonl"))
 ANSWER = {"turns": [{"content": [{"type": "text", "text": "Going on."}]}]}
@@ -138,7 +137,7 @@ def test_a_run_killed_while_a_tool_ran_resumes_where_it_stopped(
         _wait_for(pid_file, proc)
         assert _sessions(workspace)["killed.jsonl"]["status"] == "running"
         busy = fsm("run", "--resume", str(log), "--scripted", str(scenario), "x")
-        _one_error_line(busy, "cannot resume: a run is still writing this log")
+        one_error_line(busy, "cannot resume: a run is still writing this log")
         proc.send_signal(signal.SIGKILL)
         proc.communicate(timeout=30)
         # The command it ran lives on; it holds no lock on the log.
@@ -296,7 +295,7 @@ def test_a_damaged_cut_log_is_one_error_line(damage: str, tmp_path: Path) -> Non
     damaged.write_bytes(b"".join(rows))
     needle = "corrupt record" if damage == "corrupt_record" else "cannot resume"
     done = fsm("run", "--resume", str(damaged), "--scripted", str(tmp_path / "none.json"), "x")
-    _one_error_line(done, needle)
+    one_error_line(done, needle)
 
 
 def test_a_log_torn_mid_record_resumes_as_cut_short(workspace: Path, tmp_path: Path) -> None:

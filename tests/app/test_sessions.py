@@ -16,8 +16,8 @@ from fsm_agent.app.session import replay
 from fsm_agent.core.codec import unstructure
 from fsm_agent.core.messages import Message, TextBlock, user
 from fsm_agent.replay.log import TAIL_CHUNK, LogWriter, being_written, last_line
-from tests.cli.test_cli import _one_error_line, fsm
 from tests.conftest import ROOT, SCENARIOS
+from tests.support.cli import fsm, one_error_line
 
 ANSWER = {"turns": [{"content": [{"type": "text", "text": "It says hello."}]}]}
 
@@ -73,7 +73,7 @@ def test_resume_refuses_a_foreign_log(workspace: Path, tmp_path: Path) -> None:
     cut short, which resumes (tests/test_resume_cut_short.py)."""
     junk = tmp_path / "junk.jsonl"
     junk.write_text("hello\n")
-    _one_error_line(fsm("run", "--resume", str(junk), "x"), "not a session log")
+    one_error_line(fsm("run", "--resume", str(junk), "x"), "not a session log")
 
 
 @pytest.mark.parametrize("cut", ["torn", "missing"])
@@ -111,7 +111,7 @@ def test_resume_by_session_id_prefix(workspace: Path, tmp_path: Path) -> None:
     proc = fsm("run", "--resume", prefix, "--scripted", str(answer), "-q", "and?", cwd=workspace)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout == "It says hello.\n"
-    _one_error_line(fsm("run", "--resume", "nosuch", "x", cwd=workspace), "no session log")
+    one_error_line(fsm("run", "--resume", "nosuch", "x", cwd=workspace), "no session log")
 
 
 @pytest.mark.parametrize("command", ["run", "chat"])
@@ -125,7 +125,7 @@ def test_resume_of_a_missing_absolute_path_is_one_error_line(
     answer.write_text(json.dumps(ANSWER))
     prompt = ["x"] if command == "run" else []
     proc = fsm(command, "--resume", str(missing), "--scripted", str(answer), *prompt, cwd=workspace)
-    _one_error_line(proc, f"{missing}: no session log by that path or session id")
+    one_error_line(proc, f"{missing}: no session log by that path or session id")
 
 
 def test_resume_of_an_unreadable_log_is_one_error_line(
@@ -575,7 +575,7 @@ def test_resume_of_a_scripted_session_without_a_scenario_is_a_usage_error(
         [sys.executable, "-m", "fsm_agent.cli", "run", "--resume", str(log), "and?"],
         capture_output=True, text=True, env=env, timeout=120,
     )  # fmt: skip
-    _one_error_line(proc, "ran a scripted model")
+    one_error_line(proc, "ran a scripted model")
     assert "--scripted" in proc.stderr and "--model" in proc.stderr
     assert not list((workspace / ".fsm-agent").glob("sessions/*.jsonl")), "nothing ran"
 

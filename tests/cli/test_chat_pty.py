@@ -4,9 +4,7 @@ from __future__ import annotations
 
 import io
 import json
-import os
 import re
-import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -14,9 +12,8 @@ from typing import Any
 import pexpect
 import pytest
 
-from tests.cli.test_cli import fsm
-
-TIMEOUT = 30
+from tests.support.cli import fsm
+from tests.support.pty import leave, logs, spawn
 
 CHAT = {
     "description": "a chat: an answer, a slow turn to interrupt, a tool round",
@@ -39,21 +36,6 @@ CHAT = {
 }
 
 
-def spawn(args: list[str], cwd: Path) -> pexpect.spawn:
-    env = {k: v for k, v in os.environ.items() if k != "ANTHROPIC_API_KEY"}
-    env.update(TERM="xterm-256color", COLUMNS="100", LINES="30")
-    child = pexpect.spawn(
-        sys.executable,
-        ["-m", "fsm_agent.cli", *args],
-        cwd=str(cwd),
-        env=env,
-        encoding="utf-8",
-        timeout=TIMEOUT,
-        dimensions=(30, 100),
-    )
-    return child
-
-
 def chatting(
     workspace: Path, tmp_path: Path, scenario: dict[str, Any] | Path, line: str
 ) -> pexpect.spawn:
@@ -67,30 +49,6 @@ def chatting(
     child.expect("› ")
     child.sendline(line)
     return child
-
-
-def leave(child: pexpect.spawn) -> int | None:
-    """Ctrl-D at the prompt, as a user leaves a chat; the exit status."""
-    child.sendeof()
-    child.expect(pexpect.EOF)
-    child.close()
-    return child.exitstatus
-
-
-def logs(workspace: Path) -> list[dict]:
-    """Each run's log (header, records), in the order the parent links chain them."""
-    by_parent = {}
-    for path in (workspace / ".fsm-agent" / "sessions").glob("*.jsonl"):
-        lines = path.read_text().splitlines()
-        header = json.loads(lines[0])
-        log = {"header": header, "records": [json.loads(x) for x in lines[1:]]}
-        by_parent[header.get("parent", {}).get("session_id")] = log
-    chain, parent = [], None
-    while parent in by_parent:
-        chain.append(by_parent[parent])
-        parent = chain[-1]["header"]["session_id"]
-    assert len(chain) == len(by_parent), "every run's log links to the one before"
-    return chain
 
 
 @pytest.fixture

@@ -14,6 +14,7 @@ from rich.console import Console
 from fsm_agent.cli.chat import ChatSession, LineReader, ReaderInbox
 from fsm_agent.cli.launch import Plan
 from fsm_agent.core.abort import AbortSignal
+from tests.support.hooks import capture
 
 
 def pipe_reader() -> tuple[LineReader, int]:
@@ -67,7 +68,6 @@ def test_slash_commands_at_the_prompt(tmp_path: Path) -> None:
     from fsm_agent.core.messages import user
     from fsm_agent.live.command_hooks import parse_hooks
     from fsm_agent.live.scripted import Scenario, ScriptedModel
-    from tests.live.test_command_hooks import capture
 
     end = capture(tmp_path, "end")
     hooks = parse_hooks({"SessionEnd": [{"hooks": [{"type": "command", "command": end}]}]}, "s")

@@ -13,9 +13,7 @@ import pytest
 
 from fsm_agent.cli.headless import StreamJson
 from fsm_agent.core.events import ModelEvent, ModelRetry
-from tests.cli.test_cli import fsm, run_scripted
-from tests.cli.test_run_output import run_json, stream_lines
-from tests.cli.test_run_real_server import MODEL, cli
+from tests.support.cli import MODEL, fsm, fsm_on_server, run_json, run_scripted, stream_lines
 from tests.support.messages_server import (
     MessagesServer,
     messages_server_fixture,  # noqa: F401
@@ -53,7 +51,7 @@ def test_init_names_the_key_a_real_model_uses(
 ) -> None:
     """The key comes from `ANTHROPIC_API_KEY`, the source Claude Code names the same way."""
     messages_server.reply(text("Hi.", model=MODEL))
-    proc = cli(messages_server, workspace, "hi", "--output-format", "stream-json")
+    proc = fsm_on_server(messages_server, workspace, "hi", "--output-format", "stream-json")
     assert proc.returncode == 0, proc.stderr
     init = json.loads(proc.stdout.splitlines()[0])
     assert init["apiKeySource"] == "ANTHROPIC_API_KEY"
@@ -164,7 +162,7 @@ def test_result_usage_has_the_fields_claude_codes_usage_has(
     Every cache write here is the default five-minute one (no `ttl` is asked)."""
     usage = {"input_tokens": 10, "output_tokens": 5, "cache_creation_input_tokens": 300}
     messages_server.reply(text("Hi.", usage=usage, model=MODEL))
-    proc = cli(messages_server, workspace, "hi", "--output-format", "json")
+    proc = fsm_on_server(messages_server, workspace, "hi", "--output-format", "json")
     assert proc.returncode == 0, proc.stderr
     got = json.loads(proc.stdout)["usage"]
     assert got == {

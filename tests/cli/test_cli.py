@@ -12,32 +12,7 @@ import pytest
 
 from fsm_agent.cli.main import EXIT_CODES
 from tests.conftest import ROOT, SCENARIOS
-
-
-def fsm(
-    *args: str | bytes,
-    cwd: Path | None = None,
-    env: dict | None = None,
-    input: str | bytes | None = None,
-) -> subprocess.CompletedProcess:
-    """`fsm-agent ARGS` with no API key; text in and out, or bytes given `input` bytes."""
-    full_env = {**os.environ, **(env or {})}
-    full_env.pop("ANTHROPIC_API_KEY", None)
-    return subprocess.run(
-        [sys.executable, "-m", "fsm_agent.cli", *args],
-        capture_output=True,
-        text=not isinstance(input, bytes),
-        cwd=cwd,
-        env=full_env,
-        input=input,
-        timeout=60,
-    )
-
-
-def run_scripted(name: str, workspace: Path, log: Path, *extra: str) -> subprocess.CompletedProcess:
-    """`fsm-agent run --scripted` on a shipped scenario, in `workspace`, logging to `log`."""
-    scenario = str(SCENARIOS / f"{name}.json")
-    return fsm("run", "--scripted", scenario, "--cwd", str(workspace), "--log", str(log), *extra)
+from tests.support.cli import fsm, one_error_line, run_scripted
 
 
 def test_run_scripted_end_to_end(workspace: Path, tmp_path: Path) -> None:
@@ -73,27 +48,19 @@ def test_claude_codes_max_turns_variable_sets_it_and_the_option_wins(
     proc = fsm(*args, *options, env={"CLAUDE_CODE_MAX_TURNS": "1"})
     assert proc.returncode == 0, proc.stderr
     bad = fsm(*args, env={"CLAUDE_CODE_MAX_TURNS": "zero"})
-    _one_error_line(bad, "CLAUDE_CODE_MAX_TURNS must be a whole number of 1 or more, not 'zero'")
-
-
-def _one_error_line(proc: subprocess.CompletedProcess, needle: str) -> None:
-    assert proc.returncode == 2
-    assert "Traceback" not in proc.stderr
-    lines = proc.stderr.strip().splitlines()
-    assert len(lines) == 1, proc.stderr
-    assert lines[0].startswith("fsm-agent: error:") and needle in lines[0]
+    one_error_line(bad, "CLAUDE_CODE_MAX_TURNS must be a whole number of 1 or more, not 'zero'")
 
 
 def test_malformed_scenario(tmp_path: Path, workspace: Path) -> None:
     bad = tmp_path / "bad.json"
     bad.write_text('{"turns": [{"content": [{"type": "bogus"}]}]}')
-    _one_error_line(fsm("run", "--scripted", str(bad), "--cwd", str(workspace), "x"), "bad.json")
+    one_error_line(fsm("run", "--scripted", str(bad), "--cwd", str(workspace), "x"), "bad.json")
     bad.write_text("{not json")
-    _one_error_line(fsm("run", "--scripted", str(bad), "x"), "not valid JSON")
+    one_error_line(fsm("run", "--scripted", str(bad), "x"), "not valid JSON")
     bad.write_text("[]")
-    _one_error_line(fsm("run", "--scripted", str(bad), "x"), "'turns' list")
+    one_error_line(fsm("run", "--scripted", str(bad), "x"), "'turns' list")
     bad.write_text('{"turns": [{"content": "hi"}], "hooks": {"Stop": [{"blocking_error": []}]}}')
-    _one_error_line(
+    one_error_line(
         fsm("run", "--scripted", str(bad), "x"),
         "bad.json: not a valid Scenario: unknown key 'blocking_error'",
     )
@@ -113,21 +80,21 @@ def test_a_scenario_mistake_found_at_run_time_names_the_file_too(
     bad = tmp_path / "bad.json"
     bad.write_text(json.dumps({"turns": [{"content": "hi"}], **data}))
     proc = fsm("run", "--scripted", str(bad), "--cwd", str(workspace), "x")
-    _one_error_line(proc, f"{bad}: not a valid Scenario: ")
+    one_error_line(proc, f"{bad}: not a valid Scenario: ")
     assert problem in proc.stderr
 
 
 def test_bad_option_value_and_missing_workspace(tmp_path: Path) -> None:
-    _one_error_line(fsm("run", "--max-turns", "zero", "x"), "--max-turns")
-    _one_error_line(fsm("run", "--cwd", str(tmp_path / "missing"), "x"), "does not exist")
+    one_error_line(fsm("run", "--max-turns", "zero", "x"), "--max-turns")
+    one_error_line(fsm("run", "--cwd", str(tmp_path / "missing"), "x"), "does not exist")
     missing = fsm("run", "--add-dir", str(tmp_path / "gone"), "x")
-    _one_error_line(missing, "does not exist")
+    one_error_line(missing, "does not exist")
     assert str(tmp_path / "gone") in missing.stderr
 
 
 def test_missing_key_names_the_variable_and_the_offline_ways() -> None:
     proc = fsm("run", "hello")
-    _one_error_line(proc, "ANTHROPIC_API_KEY")
+    one_error_line(proc, "ANTHROPIC_API_KEY")
     assert "--scripted" in proc.stderr and "replay" in proc.stderr
 
 
@@ -148,12 +115,12 @@ def test_replay_path_and_json(scenario, tmp_path: Path) -> None:
 def test_replay_of_a_non_log(tmp_path: Path) -> None:
     junk = tmp_path / "junk.jsonl"
     junk.write_text("hello\n")
-    _one_error_line(fsm("replay", str(junk), "--check"), "not a session log")
-    _one_error_line(fsm("replay", str(tmp_path / "nope.jsonl")), "no such log file")
+    one_error_line(fsm("replay", str(junk), "--check"), "not a session log")
+    one_error_line(fsm("replay", str(tmp_path / "nope.jsonl")), "no such log file")
     empty = tmp_path / "empty.jsonl"
     empty.write_text("")
-    _one_error_line(fsm("replay", str(empty), "--check"), f"{empty}: empty, not a session log")
-    _one_error_line(fsm("replay", os.devnull, "--check"), f"{os.devnull}: not a file")
+    one_error_line(fsm("replay", str(empty), "--check"), f"{empty}: empty, not a session log")
+    one_error_line(fsm("replay", os.devnull, "--check"), f"{os.devnull}: not a file")
 
 
 def test_replay_check_reports_divergence(scenario, tmp_path: Path) -> None:
@@ -201,8 +168,8 @@ def test_replay_check_takes_several_logs_and_exits_with_the_worst(tmp_path: Path
 
 def test_only_check_takes_several_logs(tmp_path: Path) -> None:
     good = str(ROOT / "replays" / "tool_round.jsonl")
-    _one_error_line(fsm("replay", good, good, "--path"), "got 2 logs: only --check takes several")
-    _one_error_line(
+    one_error_line(fsm("replay", good, good, "--path"), "got 2 logs: only --check takes several")
+    one_error_line(
         fsm("replay", good, "--check", "--fork-at", "3"), "a fork (--fork-at, --edit-effect)"
     )
 
@@ -302,7 +269,7 @@ def test_permission_mode_flag_and_bad_settings(workspace: Path, tmp_path: Path) 
     (workspace / ".claude" / "settings.local.json").write_text('{"permissions": {"allow": 3}}')
     proc = fsm(*args)
     assert proc.returncode == 2
-    _one_error_line(proc, "permissions.allow must be a list of rule strings")
+    one_error_line(proc, "permissions.allow must be a list of rule strings")
 
 
 def test_torn_log_replays_with_a_warning(scenario, tmp_path: Path) -> None:
@@ -410,5 +377,5 @@ def test_a_replay_option_that_would_do_nothing_is_refused(
     scenario = str(ROOT / "replays" / "scenarios" / "tool_round.json")
     args = [scenario if a == "S" else a for a in args]
     proc = fsm("replay", log, *args, cwd=tmp_path)
-    _one_error_line(proc, message)
+    one_error_line(proc, message)
     assert not list(tmp_path.iterdir())

@@ -15,8 +15,8 @@ from fsm_agent.cli.debugger import Breakpoint, CommandError, Debugger
 from fsm_agent.engine.driver import StepInfo
 from fsm_agent.replay.recording import LogEnded
 from fsm_agent.replay.stepper import CACHE, LogIndex, Stepper
-from tests.cli.test_cli import fsm
 from tests.conftest import ROOT
+from tests.support.cli import fsm
 
 
 @pytest.fixture

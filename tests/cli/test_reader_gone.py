@@ -12,9 +12,8 @@ from typing import Any
 import pytest
 
 from fsm_agent.cli.main import EXIT_CODES
-from tests.cli.test_cli import fsm
-from tests.cli.test_run_output import fsm_argv
 from tests.conftest import SCENARIOS
+from tests.support.cli import fsm, fsm_argv
 
 FORMATS = [
     [],

@@ -15,23 +15,8 @@ from fsm_agent.cli.main import EXIT_CODES, EXIT_ERROR_ANSWER, EXIT_USAGE
 from fsm_agent.core.events import CallsDiscarded, ToolRefused
 from fsm_agent.core.messages import ToolResultBlock, ToolUseBlock
 from fsm_agent.engine.machine import TERMINAL_REASONS
-from tests.cli.test_cli import fsm, run_scripted
 from tests.conftest import SCENARIOS
-
-
-def run_json(workspace: Path, tmp_path: Path, name: str, *extra: str) -> tuple[dict, int]:
-    proc = run_scripted(
-        name, workspace, tmp_path / f"{name}.jsonl", "--output-format", "json", *extra
-    )
-    return json.loads(proc.stdout), proc.returncode
-
-
-def stream_lines(workspace: Path, tmp_path: Path, name: str, *extra: str) -> list[dict]:
-    proc = run_scripted(
-        name, workspace, tmp_path / f"{name}.jsonl", "--output-format", "stream-json", *extra
-    )
-    assert proc.returncode == 0, proc.stderr
-    return [json.loads(line) for line in proc.stdout.splitlines()]
+from tests.support.cli import fsm, fsm_argv, run_json, run_scripted, stream_lines
 
 
 def test_json_result_on_success(workspace: Path, tmp_path: Path) -> None:
@@ -275,12 +260,6 @@ def test_prompt_read_from_stdin(workspace: Path, tmp_path: Path) -> None:
         timeout=60,
     )
     assert empty.returncode == EXIT_USAGE and "no prompt given" in empty.stderr
-
-
-def fsm_argv() -> list[str]:
-    import sys
-
-    return [sys.executable, "-m", "fsm_agent.cli"]
 
 
 def test_cost_is_summed_per_response_and_unknown_models_cost_none() -> None:

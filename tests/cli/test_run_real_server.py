@@ -14,7 +14,8 @@ from fsm_agent.app.session import replay
 from fsm_agent.core.config import DEFAULT_MODEL
 from fsm_agent.core.messages import ToolResultBlock, Usage
 from fsm_agent.core.pricing import cost_usd
-from tests.cli.test_cli import fsm as fsm_cli
+from tests.support.cli import MODEL, fsm_on_server, fsm_with
+from tests.support.cli import fsm as fsm_cli
 from tests.support.messages_server import (
     MessagesServer,
     Sse,
@@ -26,26 +27,6 @@ from tests.support.messages_server import (
     stream_error,
     text,
 )
-
-MODEL = "claude-sonnet-4-6"
-
-
-def fsm_with(env: dict[str, str], *args: str) -> subprocess.CompletedProcess:
-    """`fsm-agent ARGS` in a fresh interpreter with `env`, stdin empty."""
-    return subprocess.run(
-        [sys.executable, "-m", "fsm_agent.cli", *args],
-        capture_output=True,
-        text=True,
-        env=env,
-        stdin=subprocess.DEVNULL,
-        timeout=60,
-    )
-
-
-def cli(server: MessagesServer, workspace: Path, *args: str) -> subprocess.CompletedProcess:
-    env = {**os.environ, "ANTHROPIC_API_KEY": "test-key"}
-    where = ["--base-url", server.url, "--model", MODEL, "--cwd", str(workspace)]
-    return fsm_with(env, "run", *args, *where)
 
 
 def texts(message: dict) -> list[str]:
@@ -61,7 +42,7 @@ def test_json_cost_and_resume_sends_the_history(
     usage = {"input_tokens": 1000, "output_tokens": 100}
     messages_server.reply(text("First answer.", usage=usage, model=MODEL))
     first_log = tmp_path / "first.jsonl"
-    proc = cli(
+    proc = fsm_on_server(
         messages_server, workspace, "first", "--log", str(first_log), "--output-format", "json"
     )
     assert proc.returncode == 0, proc.stderr
@@ -71,7 +52,7 @@ def test_json_cost_and_resume_sends_the_history(
     assert first["result"] == "First answer."
 
     messages_server.reply(text("Second answer.", model=MODEL))
-    proc = cli(
+    proc = fsm_on_server(
         messages_server, workspace, "second", "--resume", str(first_log), "--output-format", "json"
     )
     assert proc.returncode == 0, proc.stderr
@@ -91,7 +72,7 @@ def test_stream_json_passes_the_raw_stream_through(
     messages_server: MessagesServer, workspace: Path, tmp_path: Path
 ) -> None:
     messages_server.reply(text("Hi there, how are you today?", model=MODEL))
-    proc = cli(
+    proc = fsm_on_server(
         messages_server,
         workspace,
         "hello",
@@ -127,7 +108,7 @@ def test_system_prompt_options_shape_what_the_model_is_sent(
 
     messages_server.reply(text("A.", model=MODEL), text("B.", model=MODEL))
     log = tmp_path / "a.jsonl"
-    proc = cli(messages_server, workspace, "hi", "--append-system-prompt", "Be terse.",
+    proc = fsm_on_server(messages_server, workspace, "hi", "--append-system-prompt", "Be terse.",
                "--log", str(log))  # fmt: skip
     assert proc.returncode == 0, proc.stderr
     first = system_texts(messages_server.bodies()[-1])[0]
@@ -138,8 +119,9 @@ def test_system_prompt_options_shape_what_the_model_is_sent(
     )  # fmt: skip
     assert check.returncode == 0, check.stderr
 
-    proc = cli(messages_server, workspace, "hi", "--system-prompt", "You answer in French.",
-               "--append-system-prompt", "Briefly.")  # fmt: skip
+    proc = fsm_on_server(messages_server, workspace, "hi",
+                         "--system-prompt", "You answer in French.",
+                         "--append-system-prompt", "Briefly.")  # fmt: skip
     assert proc.returncode == 0, proc.stderr
     assert system_texts(messages_server.bodies()[-1])[0] == "You answer in French.\n\nBriefly."
 
@@ -160,7 +142,7 @@ def test_a_retry_is_told_as_it_happens_and_again_on_replay(
     limited = error(429, "rate_limit_error", "slow down", headers={"retry-after": "0.05"})
     messages_server.reply(limited, text("After the wait.", model=MODEL))
     log = tmp_path / "r.jsonl"
-    proc = cli(
+    proc = fsm_on_server(
         messages_server, workspace, "hi", "--log", str(log), "--output-format", "stream-json"
     )
     assert proc.returncode == 0, proc.stderr
@@ -201,7 +183,7 @@ def test_a_request_refitted_to_the_context_window_is_an_api_retry_line(
         error(400, "invalid_request_error", overflow),
         text("Whole.", model=MODEL),
     )
-    proc = cli(messages_server, workspace, "hi", "--output-format", "stream-json")
+    proc = fsm_on_server(messages_server, workspace, "hi", "--output-format", "stream-json")
     assert proc.returncode == 0, proc.stderr
     lines = [json.loads(line) for line in proc.stdout.splitlines()]
     (told,) = [line for line in lines if line.get("subtype") == "api_retry"]
@@ -239,7 +221,7 @@ def test_a_response_cut_by_an_error_is_counted_and_priced(
         )
         args += ["--fallback-model", HAIKU]
     messages_server.reply(*replies)
-    proc = cli(messages_server, workspace, *args)
+    proc = fsm_on_server(messages_server, workspace, *args)
     assert proc.returncode == (0 if fallback else 13), proc.stderr
     out = json.loads(proc.stdout)
     first = Usage(input_tokens=50000, output_tokens=1)  # message_start's count: no delta came
@@ -282,7 +264,7 @@ def test_calls_of_a_message_dropped_for_a_fallback_are_not_reported(
         _cut_after_the_read("overloaded_error", "Overloaded"), text("from fallback", model=HAIKU)
     )
     log = tmp_path / "fb.jsonl"
-    proc = cli(messages_server, workspace, "go", "--output-format", "stream-json",
+    proc = fsm_on_server(messages_server, workspace, "go", "--output-format", "stream-json",
                "--verbose", "--fallback-model", HAIKU, "--log", str(log))  # fmt: skip
     assert proc.returncode == 0, proc.stderr
     lines = _lines(proc)
@@ -307,7 +289,7 @@ def test_a_call_cut_by_a_model_error_says_so_not_that_the_user_interrupted(
     )
     messages_server.reply(_cut_after_the_read("api_error", "boom"))
     log = tmp_path / "err.jsonl"
-    proc = cli(messages_server, workspace, "go", "--output-format", "stream-json",
+    proc = fsm_on_server(messages_server, workspace, "go", "--output-format", "stream-json",
                "--verbose", "--log", str(log))  # fmt: skip
     assert proc.returncode == 13, proc.stderr
     (user,) = [line for line in _lines(proc) if line["type"] == "user"]
@@ -358,7 +340,7 @@ def test_input_counts_that_come_only_with_message_delta_are_counted(
     start["message"] = {**start["message"], "usage": {**zeros, "output_tokens": 1}}
     events[0] = Sse("message_start", start)
     messages_server.reply(StreamReply(tuple(events)))
-    proc = cli(messages_server, workspace, "go", "--output-format", "json")
+    proc = fsm_on_server(messages_server, workspace, "go", "--output-format", "json")
     assert proc.returncode == 0, proc.stderr
     out = json.loads(proc.stdout)
     assert out["usage"]["input_tokens"] == 1200
@@ -375,7 +357,7 @@ def test_an_api_error_answer_carries_its_http_status(
 ) -> None:
     """The server's status reaches the result as `api_error_status`, as in `claude -p`."""
     messages_server.reply(error(status, kind, "no"))
-    proc = cli(messages_server, workspace, "hi", "--output-format", "json")
+    proc = fsm_on_server(messages_server, workspace, "hi", "--output-format", "json")
     assert proc.returncode == 20, proc.stderr
     result = json.loads(proc.stdout)
     assert (result["subtype"], result["is_error"]) == ("success", True)
@@ -426,8 +408,10 @@ def test_a_stream_with_fields_left_out_ends_cleanly_and_replays(
     messages_server.reply(StreamReply(tuple(events)), StreamReply(tuple(called)))
     logs = [tmp_path / "first.jsonl", tmp_path / "second.jsonl"]
 
-    first = cli(messages_server, workspace, "hi", "--log", str(logs[0]), "--output-format", "json")
-    second = cli(messages_server, workspace, "go", "--log", str(logs[1]))
+    first = fsm_on_server(
+        messages_server, workspace, "hi", "--log", str(logs[0]), "--output-format", "json"
+    )
+    second = fsm_on_server(messages_server, workspace, "go", "--log", str(logs[1]))
 
     assert first.returncode == 0, first.stderr
     assert json.loads(first.stdout)["result"] == "Hello."
@@ -447,7 +431,7 @@ def test_an_answer_whose_blocks_are_never_stopped_is_kept(
     events = message_events([{"type": "text", "text": "The answer is 42."}], model=MODEL)
     messages_server.reply(StreamReply(tuple(e for e in events if e.event != "content_block_stop")))
 
-    proc = cli(messages_server, workspace, "go", "--output-format", "json")
+    proc = fsm_on_server(messages_server, workspace, "go", "--output-format", "json")
 
     assert proc.returncode == 0, proc.stderr
     out = json.loads(proc.stdout)
@@ -483,7 +467,7 @@ def test_an_emoji_split_across_deltas_does_not_stop_the_conversation(
     events[deltas[0] : deltas[-1] + 1] = halves
     messages_server.reply(StreamReply(tuple(events)), text("Done.", model=MODEL))
 
-    proc = cli(messages_server, workspace, "go", "--output-format", "json")
+    proc = fsm_on_server(messages_server, workspace, "go", "--output-format", "json")
 
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert json.loads(proc.stdout)["result"] == "Done."
@@ -537,7 +521,7 @@ def test_a_refusal_is_an_api_error_answer(messages_server: MessagesServer, works
     success, exit 0, with whatever was streamed before the cut as the result."""
     messages_server.reply(text("Sure, here is how to", stop_reason="refusal", model=MODEL))
 
-    proc = cli(messages_server, workspace, "go", "--output-format", "json")
+    proc = fsm_on_server(messages_server, workspace, "go", "--output-format", "json")
 
     assert proc.returncode == 20, proc.stdout + proc.stderr
     out = json.loads(proc.stdout)
@@ -557,7 +541,7 @@ def test_a_refusal_before_any_text_answers_with_the_error(
     API error's is, so the conversation still ends on an assistant message with text."""
     messages_server.reply(message([], stop_reason="refusal", model=MODEL))
 
-    proc = cli(messages_server, workspace, "go", "--output-format", "json")
+    proc = fsm_on_server(messages_server, workspace, "go", "--output-format", "json")
 
     assert proc.returncode == 20, proc.stdout + proc.stderr
     out = json.loads(proc.stdout)

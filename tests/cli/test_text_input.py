@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.cli.test_cli import fsm
 from tests.conftest import SCENARIOS
+from tests.support.cli import fsm
 
 BAD = b"caf\xe9 \xff"
 ANSWER = {"turns": [{"content": "Noted."}, {"content": "Noted again."}]}

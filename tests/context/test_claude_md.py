@@ -20,8 +20,8 @@ from fsm_agent.context.claude_md import (
 from fsm_agent.context.levels import prepend_user_context
 from fsm_agent.core.messages import user
 from fsm_agent.core.transcript import Transcript
-from tests.cli.test_cli import fsm
 from tests.conftest import SCENARIOS
+from tests.support.cli import fsm
 
 
 @pytest.fixture

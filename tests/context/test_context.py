@@ -58,6 +58,7 @@ from fsm_agent.live.anthropic_model import AnthropicModel, request_body
 from fsm_agent.live.scripted import Scenario, ScriptedModel
 from fsm_agent.replay.log import SessionLog
 from tests.conftest import SCENARIOS
+from tests.support.cli import fsm
 from tests.support.messages_server import (
     MessagesServer,
     StreamReply,
@@ -951,7 +952,6 @@ def reason_against(server: MessagesServer, prompt: str, config: RunConfig, log: 
 
 
 def test_fsm_agent_run_shows_what_each_level_did(tmp_path: Path, workspace: Path) -> None:
-    from tests.cli.test_cli import fsm
 
     scenario = str(SCENARIOS / "autocompact.json")
     log = str(tmp_path / "ac.jsonl")

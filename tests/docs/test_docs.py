@@ -15,6 +15,7 @@ from click.testing import CliRunner
 from fsm_agent.cli.main import EXIT_CODES, EXIT_ERROR_ANSWER, cli
 from fsm_agent.core.config import RunConfig
 from tests.conftest import ROOT, SCENARIOS
+from tests.support.pty import leave, spawn
 
 DOCS = ROOT / "docs"
 PAGES = [ROOT / "README.md", *sorted(DOCS.glob("*.md"))]
@@ -252,8 +253,6 @@ def test_the_autocompact_threshold_example_is_the_formula_s() -> None:
 def test_the_chat_transcript_is_what_a_terminal_shows(tmp_path: Path) -> None:
     """docs/cli.md's chat, typed as shown, in a pseudo-terminal, with docs/demo_chat.json."""
     import io
-
-    from tests.cli.test_chat_pty import leave, spawn
 
     shown = re.search(
         r"```\n\$ fsm-agent chat --scripted demo_chat.json\n(.*?)\n›\n\$\n```", text("cli.md"), re.S

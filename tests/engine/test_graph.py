@@ -11,8 +11,8 @@ from click.testing import CliRunner
 from fsm_agent.cli.main import cli
 from fsm_agent.engine.graph import count_path, dot, machine_doc, mermaid
 from fsm_agent.engine.machine import EDGES, STATES
-from tests.cli.test_cli import fsm
 from tests.conftest import ROOT
+from tests.support.cli import fsm
 
 
 def test_mermaid_has_every_state_and_every_named_edge() -> None:

@@ -17,7 +17,7 @@ from fsm_agent.app.session import run_scenario
 from fsm_agent.core.config import RunConfig
 from fsm_agent.core.events import DriverEvent, Notice
 from fsm_agent.engine.driver import LoopResult
-from tests.cli.test_cli import fsm
+from tests.support.cli import fsm
 
 CAP = "CLAUDE_CODE_STOP_HOOK_BLOCK_CAP"
 ALWAYS_BLOCKS = {"Stop": [{"blocking_errors": ["Keep going."]}] * 40}

@@ -33,8 +33,9 @@ from fsm_agent.engine.ports import INTERRUPTED, model_failed
 from fsm_agent.engine.tool_executor import absolute_paths, partition
 from fsm_agent.live.scripted import Scenario, ScriptedModel
 from fsm_agent.policy.permissions import PermissionSettings, RuleSource
-from tests.cli.test_cli import fsm
 from tests.conftest import SCENARIOS
+from tests.support.cli import fsm
+from tests.support.hooks import effect_records
 
 
 class Probe:
@@ -652,13 +653,6 @@ def test_a_call_started_early_that_fails_is_not_hidden_by_an_interrupt(tmp_path:
         _run_instant(data, tmp_path, tmp_path / "hidden.jsonl", on_event)
 
 
-def _effects(log: Path) -> list[dict[str, Any]]:
-    import json
-
-    rows = [json.loads(line) for line in log.read_text().splitlines()]
-    return [r for r in rows if r.get("t") == "effect"]
-
-
 def _hooked_reads(
     workspace: Path, tmp_path: Path, data: dict[str, Any]
 ) -> tuple[Any, list[str], list[DriverEvent], Path]:
@@ -714,7 +708,7 @@ def test_a_call_queued_behind_the_cap_does_not_start_once_the_stream_failed(
     assert not [e for e in seen if isinstance(e, ToolStarted)]
     assert [e.result for e in seen if isinstance(e, ToolRefused)] == [r1, r2]
     pipeline = ("hooks", "permission", "ask_permission", "tool", "discarded")
-    ran = [(e["name"], e["request"]) for e in _effects(log) if e["name"] in pipeline]
+    ran = [(e["name"], e["request"]) for e in effect_records(log) if e["name"] in pipeline]
     assert [r if n == "discarded" else n for n, r in ran] == ["hooks", "1:r1:hooked", "2:r2"]
 
 
@@ -731,7 +725,7 @@ def test_a_call_queued_behind_the_cap_is_dropped_with_its_message_for_the_fallba
     assert result.reason == "completed"
     assert calls == ["r1", "r1", "r2"]
     assert [r.text.split("\n")[0].split("→")[-1] for r in _results(result)] == ["a", "b"]
-    discarded = [e["request"] for e in _effects(log) if e["name"] == "discarded"]
+    discarded = [e["request"] for e in effect_records(log) if e["name"] == "discarded"]
     assert discarded == ["1:r1:hooked", "2:r2"]
 
 
@@ -776,7 +770,7 @@ def test_a_call_queued_behind_the_cap_does_not_start_after_an_interrupt(tmp_path
         ("w1", INTERRUPTED), ("i2", INTERRUPTED)
     ]  # fmt: skip
     assert ran == []
-    assert [e["args"]["id"] for e in _effects(log) if e["name"] == "tool"] == ["w1"]
+    assert [e["args"]["id"] for e in effect_records(log) if e["name"] == "tool"] == ["w1"]
     assert fsm("replay", "--check", str(log)).returncode == 0
 
 
@@ -848,7 +842,7 @@ def test_a_question_still_waiting_for_the_user_is_withdrawn_when_the_stream_fail
     (r1,) = _results(result)
     assert (r1.content, r1.is_error) == (model_failed("connection: connection reset"), True)
     assert [e.result for e in seen if isinstance(e, ToolRefused)] == [r1]
-    effects = _effects(log)
+    effects = effect_records(log)
     assert [e["result"] for e in effects if e["name"] == "ask_permission"] == ["cancelled"]
     assert not [e for e in effects if e["name"] == "tool"]
     proc = fsm("replay", "--check", str(log))

@@ -12,8 +12,9 @@ from fsm_agent.app.session import replay, run_scenario
 from fsm_agent.live.scripted import Scenario
 from fsm_agent.policy.permissions import ALLOW_ONCE, DENY, PermissionAsk
 from tests.conftest import SCENARIOS
-from tests.hooks.test_permission_request_hook import ASKED, decision
-from tests.live.test_command_hooks import _results, _tool_turn, script
+from tests.support.cli import fsm
+from tests.support.hooks import ASKED, decision, results_by_id, script, tool_turn
+from tests.support.pty import leave, logs, spawn
 
 
 def notifier(tmp_path: Path) -> str:
@@ -52,7 +53,7 @@ def waiting_for(tmp_path: Path, answer: str, asked: list[str], seconds: float = 
 
 def go(ws: Path, tmp_path: Path, settings: dict[str, Any], **kw: Any) -> tuple[Any, Path]:
     log = tmp_path / "run.jsonl"
-    turns = [_tool_turn(("t1", "Bash", {"command": ASKED})), {"content": "done"}]
+    turns = [tool_turn(("t1", "Bash", {"command": ASKED})), {"content": "done"}]
     data = {"prompt": "go", "settings": settings, "turns": turns}
     return run_scenario(Scenario.parse(data), cwd=ws, log=log, **kw), log
 
@@ -87,7 +88,7 @@ def test_the_matcher_is_tested_against_the_notification_type(
     prompter = waiting_for(tmp_path, DENY, asked, seconds=1)
     result, _ = go(workspace, tmp_path, settings, prompter=prompter)
     assert asked == ["Bash"]
-    assert _results(result)["t1"].is_error
+    assert results_by_id(result)["t1"].is_error
     assert notified(tmp_path) == []
 
     settings = hooks(notifier(tmp_path), matcher="permission_prompt|idle_prompt")
@@ -100,7 +101,7 @@ def test_no_question_no_notification(workspace: Path, tmp_path: Path) -> None:
     """Without a terminal nobody is asked, and a PermissionRequest hook that answers
     keeps the question from being put: neither notifies."""
     result, _ = go(workspace, tmp_path, hooks(notifier(tmp_path)))
-    assert _results(result)["t1"].is_error
+    assert results_by_id(result)["t1"].is_error
     assert notified(tmp_path) == []
 
     allow = script(tmp_path / "allow.sh", f"echo '{json.dumps(decision('allow'))}'\n")
@@ -134,7 +135,6 @@ def test_a_chat_waiting_for_the_next_message_notifies_idle_prompt_once(
 ) -> None:
     """After an answer, a prompt left waiting past the threshold tells Notification hooks
     once (`idle_prompt`); the first prompt, before any answer, tells them nothing."""
-    from tests.cli.test_chat_pty import leave, logs, spawn
 
     (workspace / ".claude").mkdir()
     settings = hooks(notifier(tmp_path))
@@ -165,7 +165,6 @@ def test_a_chat_waiting_for_the_next_message_notifies_idle_prompt_once(
 
 
 def test_a_bad_idle_threshold_is_a_usage_error(workspace: Path) -> None:
-    from tests.cli.test_cli import fsm
 
     scenario = str(SCENARIOS / "tool_round.json")
     proc = fsm("run", "--scripted", scenario, "--cwd", str(workspace),

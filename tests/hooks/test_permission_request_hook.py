@@ -16,81 +16,27 @@ from fsm_agent.hooks.outcomes import HookOutcome, merge
 from fsm_agent.live.command_hooks import HookRun, interpret
 from fsm_agent.live.scripted import Scenario, ScenarioError
 from fsm_agent.policy.permissions import ALLOW_ONCE, PermissionAsk
-from tests.cli.test_cli import fsm
-from tests.live.test_command_hooks import _results, _tool_turn, script
-
-ASKED = "touch made"
-"""A command default mode asks about: not read-only, no rule allows it."""
-
-
-def answering(tmp_path: Path, answer: dict[str, Any] | None, code: int = 0) -> str:
-    """A hook that keeps every payload it gets (one JSON line each) and answers `answer`."""
-    out = "" if answer is None else json.dumps(answer).replace("'", "'\\''")
-    return script(
-        tmp_path / "request.sh",
-        f"cat >> {tmp_path / 'requests.jsonl'}\necho >> {tmp_path / 'requests.jsonl'}\n"
-        + (f"echo '{out}'\n" if out else "")
-        + "echo 'said on stderr' >&2\n"
-        + f"exit {code}\n",
-    )
-
-
-def decision(behavior: str, **more: Any) -> dict[str, Any]:
-    return {
-        "hookSpecificOutput": {
-            "hookEventName": "PermissionRequest",
-            "decision": {"behavior": behavior, **more},
-        }
-    }
-
-
-def settings_with(hook: str, **permissions: Any) -> dict[str, Any]:
-    return {
-        "permissions": permissions,
-        "hooks": {
-            "PermissionRequest": [
-                {"matcher": "Bash", "hooks": [{"type": "command", "command": hook}]}
-            ]
-        },
-    }
-
-
-def requests(tmp_path: Path) -> list[dict[str, Any]]:
-    path = tmp_path / "requests.jsonl"
-    if not path.exists():
-        return []
-    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
-
-
-def run(ws: Path, tmp_path: Path, settings: dict[str, Any], *commands: str, **kw: Any) -> Any:
-    """A headless run (no prompter: no terminal) of one Bash call per command; the log
-    replays to the same path and outcome."""
-    turns = [
-        _tool_turn(*((f"t{n}", "Bash", {"command": c}) for n, c in enumerate(commands, 1))),
-        {"content": "done"},
-    ]
-    log = tmp_path / f"run{len(list(tmp_path.glob('run*.jsonl')))}.jsonl"
-    result = run_scenario(
-        Scenario.parse({"prompt": "go", "settings": settings, "turns": turns}),
-        cwd=ws,
-        log=log,
-        **kw,
-    )
-    again = replay(log)
-    assert (again.path, again.reason, again.messages) == (
-        result.path,
-        result.reason,
-        result.messages,
-    )
-    return result
+from tests.support.cli import fsm
+from tests.support.hooks import (
+    ASKED,
+    answering,
+    bash_run,
+    decision,
+    effect_records,
+    requests,
+    results_by_id,
+    script,
+    settings_with,
+    tool_turn,
+)
 
 
 def test_an_allow_runs_a_call_that_would_be_denied_without_a_terminal(
     workspace: Path, tmp_path: Path
 ) -> None:
     hook = answering(tmp_path, decision("allow"))
-    result = run(workspace, tmp_path, settings_with(hook), ASKED, "echo hi")
-    r = _results(result)
+    result = bash_run(workspace, tmp_path, settings_with(hook), ASKED, "echo hi")
+    r = results_by_id(result)
     assert not r["t1"].is_error, r["t1"].text
     assert (workspace / "made").exists()
     assert r["t2"].text == "hi"
@@ -114,9 +60,9 @@ def test_an_allow_runs_a_call_that_would_be_denied_without_a_terminal(
 def test_a_deny_refuses_the_call_with_the_hooks_message(workspace: Path, tmp_path: Path) -> None:
     hook = answering(tmp_path, decision("deny", message="Builds only on CI"))
     seen: list[Any] = []
-    result = run(workspace, tmp_path, settings_with(hook), ASKED, on_event=seen.append)
-    text = _results(result)["t1"].text
-    assert _results(result)["t1"].is_error
+    result = bash_run(workspace, tmp_path, settings_with(hook), ASKED, on_event=seen.append)
+    text = results_by_id(result)["t1"].text
+    assert results_by_id(result)["t1"].is_error
     assert text == (
         "<tool_use_error>A PermissionRequest hook denied Bash: Builds only on CI</tool_use_error>"
     )
@@ -146,8 +92,8 @@ def test_no_opinion_falls_through_to_the_no_terminal_denial(
 ) -> None:
     hook = answering(tmp_path, answer, code)
     seen: list[Any] = []
-    result = run(workspace, tmp_path, settings_with(hook), ASKED, on_event=seen.append)
-    text = _results(result)["t1"].text
+    result = bash_run(workspace, tmp_path, settings_with(hook), ASKED, on_event=seen.append)
+    text = results_by_id(result)["t1"].text
     assert "there is no terminal to ask the user" in text
     assert not (workspace / "made").exists()
     assert len(requests(tmp_path)) == 1
@@ -165,11 +111,11 @@ def test_no_opinion_puts_the_question_to_the_user_and_an_allow_does_not(
         return ALLOW_ONCE
 
     quiet = answering(tmp_path, None)
-    run(workspace, tmp_path, settings_with(quiet), ASKED, prompter=prompter)
+    bash_run(workspace, tmp_path, settings_with(quiet), ASKED, prompter=prompter)
     assert [q.input for q in asked] == [{"command": ASKED}]
     (workspace / "made").unlink()
     allow = answering(tmp_path, decision("allow"))
-    run(workspace, tmp_path, settings_with(allow), ASKED, prompter=prompter)
+    bash_run(workspace, tmp_path, settings_with(allow), ASKED, prompter=prompter)
     assert len(asked) == 1
     assert (workspace / "made").exists()
 
@@ -178,17 +124,17 @@ def test_updated_input_runs_in_place_of_the_calls_validated_and_judged_again(
     workspace: Path, tmp_path: Path
 ) -> None:
     changed = answering(tmp_path, decision("allow", updatedInput={"command": "touch other"}))
-    r = _results(run(workspace, tmp_path, settings_with(changed), ASKED))
+    r = results_by_id(bash_run(workspace, tmp_path, settings_with(changed), ASKED))
     assert not r["t1"].is_error, r["t1"].text
     assert (workspace / "other").exists() and not (workspace / "made").exists()
 
     wrong = answering(tmp_path, decision("allow", updatedInput={"command": 5}))
-    text = _results(run(workspace, tmp_path, settings_with(wrong), ASKED))["t1"].text
+    text = results_by_id(bash_run(workspace, tmp_path, settings_with(wrong), ASKED))["t1"].text
     assert "InputValidationError" in text and "`command`" in text
 
     denied = answering(tmp_path, decision("allow", updatedInput={"command": "rm -f other"}))
     settings = settings_with(denied, deny=["Bash(rm *)"])
-    text = _results(run(workspace, tmp_path, settings, ASKED))["t1"].text
+    text = results_by_id(bash_run(workspace, tmp_path, settings, ASKED))["t1"].text
     assert "Bash(rm *)" in text
     assert (workspace / "other").exists() and not (workspace / "made").exists()
 
@@ -209,13 +155,13 @@ def test_an_allow_is_the_users_yes_so_it_opens_an_outside_path_for_that_call(
 ) -> None:
     outside, settings = _outside_file_and_a_hook_allowing_reads(tmp_path)
     turns = [
-        _tool_turn(("t1", "Read", {"file_path": str(outside / "notes.txt")})),
+        tool_turn(("t1", "Read", {"file_path": str(outside / "notes.txt")})),
         {"content": "done"},
     ]
     log = tmp_path / "run.jsonl"
     data = {"prompt": "go", "settings": settings, "turns": turns}
     result = run_scenario(Scenario.parse(data), cwd=workspace, log=log)
-    assert "outside notes" in _results(result)["t1"].text
+    assert "outside notes" in results_by_id(result)["t1"].text
     assert replay(log).messages == result.messages
 
 
@@ -223,8 +169,8 @@ def test_a_deny_with_interrupt_ends_the_run_as_ctrl_c_would(
     workspace: Path, tmp_path: Path
 ) -> None:
     hook = answering(tmp_path, decision("deny", message="stop everything", interrupt=True))
-    result = run(workspace, tmp_path, settings_with(hook), ASKED, "echo later")
-    r = _results(result)
+    result = bash_run(workspace, tmp_path, settings_with(hook), ASKED, "echo later")
+    r = results_by_id(result)
     assert "stop everything" in r["t1"].text
     assert r["t2"].text == "[Request interrupted by user for tool use]"
     assert result.reason == "aborted_tools"
@@ -232,8 +178,8 @@ def test_a_deny_with_interrupt_ends_the_run_as_ctrl_c_would(
 
 def test_continue_false_stops_the_run(workspace: Path, tmp_path: Path) -> None:
     hook = answering(tmp_path, {"continue": False, "stopReason": "policy says stop"})
-    result = run(workspace, tmp_path, settings_with(hook), ASKED)
-    assert "policy says stop" in _results(result)["t1"].text
+    result = bash_run(workspace, tmp_path, settings_with(hook), ASKED)
+    assert "policy says stop" in results_by_id(result)["t1"].text
     assert result.reason == "hook_stopped"
 
 
@@ -241,7 +187,7 @@ def test_dont_ask_denies_without_asking_the_hooks(workspace: Path, tmp_path: Pat
     """Claude Code turns dontAsk's asks into denials before any PermissionRequest hook."""
     hook = answering(tmp_path, decision("allow"))
     settings = settings_with(hook, defaultMode="dontAsk")
-    text = _results(run(workspace, tmp_path, settings, ASKED))["t1"].text
+    text = results_by_id(bash_run(workspace, tmp_path, settings, ASKED))["t1"].text
     assert "dontAsk" in text
     assert requests(tmp_path) == []
 
@@ -262,7 +208,7 @@ def test_a_pre_tool_use_ask_reaches_the_permission_request_hooks(
     hook = answering(tmp_path, decision("deny", message="not today"))
     settings = settings_with(hook, allow=["Bash(touch *)"])
     settings["hooks"]["PreToolUse"] = [{"hooks": [{"type": "command", "command": ask}]}]
-    text = _results(run(workspace, tmp_path, settings, ASKED))["t1"].text
+    text = results_by_id(bash_run(workspace, tmp_path, settings, ASKED))["t1"].text
     assert "not today" in text
     assert len(requests(tmp_path)) == 1
 
@@ -277,14 +223,14 @@ def test_a_scripted_scenario_answers_permission_requests(workspace: Path, tmp_pa
             ]
         },
         "turns": [
-            _tool_turn(("t1", "Bash", {"command": ASKED})),
-            _tool_turn(("t2", "Bash", {"command": "touch again"})),
+            tool_turn(("t1", "Bash", {"command": ASKED})),
+            tool_turn(("t2", "Bash", {"command": "touch again"})),
             {"content": "done"},
         ],
     }
     log = tmp_path / "run.jsonl"
     result = run_scenario(Scenario.parse(data), cwd=workspace, log=log)
-    r = _results(result)
+    r = results_by_id(result)
     assert not r["t1"].is_error and (workspace / "made").exists()
     assert "no more" in r["t2"].text and not (workspace / "again").exists()
     assert replay(log).messages == result.messages
@@ -300,7 +246,7 @@ def test_through_the_cli_headless_and_replayed_with_check(workspace: Path, tmp_p
     (workspace / ".claude" / "settings.json").write_text(json.dumps(settings_with(allow)))
     scenario = tmp_path / "s.json"
     scenario.write_text(
-        json.dumps({"turns": [_tool_turn(("t1", "Bash", {"command": ASKED})), {"content": "ok"}]})
+        json.dumps({"turns": [tool_turn(("t1", "Bash", {"command": ASKED})), {"content": "ok"}]})
     )
     log = tmp_path / "run.jsonl"
     base = ("run", "--scripted", str(scenario), "--cwd", str(workspace), "--log", str(log))
@@ -376,12 +322,12 @@ def test_a_log_that_does_not_say_what_it_listened_to_replays_without_the_event(
         async def run(self, event: str, payload: dict[str, Any]) -> HookOutcome:
             return NO_OPINION
 
-    turns = [_tool_turn(("t1", "Bash", {"command": ASKED})), {"content": "done"}]
+    turns = [tool_turn(("t1", "Bash", {"command": ASKED})), {"content": "done"}]
     model = ScriptedModel(Scenario.parse({"turns": turns}))
     log = tmp_path / "run.jsonl"
     config = RunConfig(cwd=str(workspace))
     result = asyncio.run(arun("go", model=model, config=config, hooks=Silent(), log=log))
-    assert "no terminal" in _results(result)["t1"].text
+    assert "no terminal" in results_by_id(result)["t1"].text
     lines = log.read_text().splitlines()
     older = [line for line in lines if '"PermissionRequest"' not in line]
     assert len(older) == len(lines) - 1
@@ -396,8 +342,8 @@ def test_a_log_written_before_the_event_was_asked_replays_though_settings_had_th
     """Settings made for Claude Code may have had a PermissionRequest hook before this
     engine asked it: the header's `hooked_events` (taken from the settings) lists the
     event, yet the log has no record of it, and it replays as it ran."""
-    result = run(workspace, tmp_path, settings_with(answering(tmp_path, None)), ASKED)
-    assert "no terminal" in _results(result)["t1"].text
+    result = bash_run(workspace, tmp_path, settings_with(answering(tmp_path, None)), ASKED)
+    assert "no terminal" in results_by_id(result)["t1"].text
     log = tmp_path / "run0.jsonl"
     lines = log.read_text().splitlines()
     assert "PermissionRequest" in json.loads(lines[0])["config"]["hooked_events"]
@@ -413,7 +359,7 @@ def test_a_fork_replays_the_hooks_answer_from_its_parent(workspace: Path, tmp_pa
     """A fork runs in a new session, so the hooks' payload (and its digest) is not the
     parent's: the replayed part still takes the parent's answer, by event."""
     hook = answering(tmp_path, decision("allow"))
-    run(workspace, tmp_path, settings_with(hook), ASKED)
+    bash_run(workspace, tmp_path, settings_with(hook), ASKED)
     (workspace / "made").unlink()
     parent = tmp_path / "run0.jsonl"
     scenario = tmp_path / "fork.json"
@@ -438,7 +384,7 @@ def test_ctrl_c_while_the_hooks_run_ends_the_run_interrupted(
     from fsm_agent.core.abort import AbortSignal
 
     hook = script(tmp_path / "slow.sh", f"sleep 8\necho '{json.dumps(decision('allow'))}'\n")
-    turns = [_tool_turn(("t1", "Bash", {"command": ASKED})), {"content": "done"}]
+    turns = [tool_turn(("t1", "Bash", {"command": ASKED})), {"content": "done"}]
     scenario = Scenario.parse({"prompt": "go", "settings": settings_with(hook), "turns": turns})
     log = tmp_path / "run.jsonl"
     abort = AbortSignal()
@@ -449,7 +395,7 @@ def test_ctrl_c_while_the_hooks_run_ends_the_run_interrupted(
 
     result = asyncio.run(main())
     assert result.reason == "aborted_tools"
-    assert _results(result)["t1"].text == "[Request interrupted by user for tool use]"
+    assert results_by_id(result)["t1"].text == "[Request interrupted by user for tool use]"
     assert not (workspace / "made").exists()
     again = replay(log)
     assert (again.path, again.reason, again.messages) == (
@@ -466,7 +412,6 @@ def test_a_call_started_early_whose_stream_fails_while_the_hooks_run_goes_no_fur
     stream fails while its PermissionRequest hook runs, so, allowed or not, it is
     discarded after the hook (a `discarded` effect says so) and never reads."""
     from fsm_agent.engine.ports import model_failed
-    from tests.engine.test_tool_executor import _effects
 
     outside, settings = _outside_file_and_a_hook_allowing_reads(tmp_path)
     call = {"type": "tool_use", "id": "r1", "name": "Read",
@@ -476,10 +421,10 @@ def test_a_call_started_early_whose_stream_fails_while_the_hooks_run_goes_no_fur
     log = tmp_path / "run.jsonl"
     result = run_scenario(Scenario.parse(data), cwd=workspace, log=log)
     assert result.reason == "model_error"
-    assert _results(result)["r1"].text == model_failed("connection: connection reset")
+    assert results_by_id(result)["r1"].text == model_failed("connection: connection reset")
     assert len(requests(tmp_path)) == 1
     pipeline = ("hooks", "permission", "ask_permission", "tool", "discarded")
-    ran = [(e["name"], e["request"]) for e in _effects(log) if e["name"] in pipeline]
+    ran = [(e["name"], e["request"]) for e in effect_records(log) if e["name"] in pipeline]
     assert [r if n == "discarded" else n for n, r in ran] == [
         "permission", "hooks", "1:r1:requested"
     ]  # fmt: skip

@@ -9,7 +9,7 @@ from typing import Any
 
 from fsm_agent.app.session import replay, run_scenario
 from fsm_agent.live.scripted import Scenario
-from tests.live.test_command_hooks import _results, _tool_turn, script
+from tests.support.hooks import results_by_id, script, tool_turn
 
 
 def batch_hook(tmp_path: Path, body: str) -> dict[str, Any]:
@@ -43,8 +43,8 @@ def go(ws: Path, tmp_path: Path, settings: dict[str, Any], turns: list[Any]) -> 
 
 
 READS = [
-    _tool_turn(("t1", "Glob", {"pattern": "*"}), ("t2", "Glob", {"pattern": "*.py"})),
-    _tool_turn(("t3", "Glob", {"pattern": "*.md"})),
+    tool_turn(("t1", "Glob", {"pattern": "*"}), ("t2", "Glob", {"pattern": "*.py"})),
+    tool_turn(("t3", "Glob", {"pattern": "*.md"})),
     {"content": "done"},
 ]
 
@@ -54,7 +54,7 @@ def test_asked_once_a_turn_after_all_its_calls_and_not_after_an_answer(
 ) -> None:
     result = go(workspace, tmp_path, batch_hook(tmp_path, "exit 0\n"), READS)
     assert result.reason == "completed"
-    assert set(_results(result)) == {"t1", "t2", "t3"}
+    assert set(results_by_id(result)) == {"t1", "t2", "t3"}
     payloads = batches(tmp_path)
     assert [p["hook_event_name"] for p in payloads] == ["PostToolBatch", "PostToolBatch"]
     assert payloads[0]["session_id"] == result.session_id
@@ -67,7 +67,7 @@ def test_exit_2_stops_the_loop_before_the_next_model_call(workspace: Path, tmp_p
     )
     assert result.reason == "hook_stopped"
     assert "tests are red" in (result.error or "")
-    assert set(_results(result)) == {"t1", "t2"}
+    assert set(results_by_id(result)) == {"t1", "t2"}
     assert len(batches(tmp_path)) == 1
     assert result.path[-1].edge == "hook_stopped"
 
@@ -114,5 +114,5 @@ def test_a_scenario_scripts_a_batch_hooks_block(workspace: Path, tmp_path: Path)
     log = tmp_path / "scripted.jsonl"
     result = run_scenario(Scenario.parse(data), cwd=workspace, log=log)
     assert (result.reason, result.error) == ("hook_stopped", "coverage dropped")
-    assert set(_results(result)) == {"t1", "t2", "t3"}
+    assert set(results_by_id(result)) == {"t1", "t2", "t3"}
     assert replay(log).path == result.path

@@ -37,7 +37,7 @@ from fsm_agent.core.messages import (
     Usage,
     user,
 )
-from fsm_agent.core.model import ModelRequest, ToolSpec
+from fsm_agent.core.model import ModelRequest
 from fsm_agent.core.transcript import Transcript
 from fsm_agent.live.anthropic_model import (
     NO_ANSWER,
@@ -63,32 +63,8 @@ from tests.support.messages_server import (
     text,
     token_count,
 )
+from tests.support.model_request import BASH, HISTORY, READ, REQUEST
 
-BASH = ToolSpec(
-    "Bash",
-    "Run a shell command.",
-    {"type": "object", "properties": {"command": {"type": "string"}}, "required": ["command"]},
-)
-READ = ToolSpec(
-    "Read",
-    "Read a file.",
-    {"type": "object", "properties": {"file_path": {"type": "string"}}},
-)
-HISTORY = (
-    user("List the files."),
-    Message(
-        "assistant",
-        (TextBlock("Listing."), ToolUseBlock("toolu_01", "Bash", {"command": "ls"})),
-    ),
-    Message("user", (ToolResultBlock("toolu_01", "a.py\nb.py"),)),
-)
-REQUEST = ModelRequest(
-    model="claude-test-1",
-    system=("You are a coding agent.", "cwd: /work"),
-    messages=Transcript.of(HISTORY),
-    tools=(BASH, READ),
-    max_tokens=CAPPED_DEFAULT_MAX_TOKENS,
-)
 FAST = "0.01"
 """A `retry-after` that keeps SDK retries quick."""
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import stat
 import time
 from pathlib import Path
 from typing import Any
@@ -14,7 +13,6 @@ import pytest
 from fsm_agent.app.session import arun_scenario, replay, run_scenario
 from fsm_agent.core.abort import AbortSignal
 from fsm_agent.core.config import CommandHook, HookMatcher
-from fsm_agent.core.messages import ToolResultBlock
 from fsm_agent.hooks.outcomes import HookOutcome, merge
 from fsm_agent.live.command_hooks import (
     CommandHooks,
@@ -24,13 +22,8 @@ from fsm_agent.live.command_hooks import (
     parse_hooks,
 )
 from fsm_agent.live.scripted import Scenario
-
-
-def script(path: Path, body: str) -> str:
-    path.write_text("#!/bin/sh\n" + body)
-    path.chmod(path.stat().st_mode | stat.S_IEXEC)
-    return str(path)
-
+from tests.support.cli import fsm
+from tests.support.hooks import capture, results_by_id, script, tool_turn
 
 # A hook as one would write it for Claude Code: no jq, python3 reads stdin.
 GUARD = """\
@@ -63,12 +56,6 @@ def test_matchers(matcher: str, value: str, hit: bool) -> None:
     assert matcher_matches(matcher, value) is hit
 
 
-def _tool_turn(*calls: tuple[str, str, dict[str, Any]]) -> dict[str, Any]:
-    return {
-        "content": [{"type": "tool_use", "id": i, "name": n, "input": inp} for i, n, inp in calls]
-    }
-
-
 def _run(ws: Path, data: dict[str, Any], tmp_path: Path, **kw: Any) -> Any:
     data = {"prompt": "go", **data}
     log = tmp_path / "run.jsonl"
@@ -76,15 +63,6 @@ def _run(ws: Path, data: dict[str, Any], tmp_path: Path, **kw: Any) -> Any:
     replayed = replay(log)
     assert replayed.path == result.path
     return result
-
-
-def _results(result: Any) -> dict[str, ToolResultBlock]:
-    return {
-        b.tool_use_id: b
-        for m in result.messages
-        for b in m.content
-        if isinstance(b, ToolResultBlock)
-    }
 
 
 def test_pre_tool_use_hook_blocks_with_exit_2_and_gets_claude_code_stdin(
@@ -102,14 +80,14 @@ def test_pre_tool_use_hook_blocks_with_exit_2_and_gets_claude_code_stdin(
         {
             "settings": settings,
             "turns": [
-                _tool_turn(("t1", "Bash", {"command": "rm -rf build"})),
-                _tool_turn(("t2", "Bash", {"command": "echo fine"})),
+                tool_turn(("t1", "Bash", {"command": "rm -rf build"})),
+                tool_turn(("t2", "Bash", {"command": "echo fine"})),
                 {"content": [{"type": "text", "text": "done"}]},
             ],
         },
         tmp_path,
     )
-    results = _results(result)
+    results = results_by_id(result)
     assert results["t1"].is_error
     assert "Blocked: rm -rf is not allowed here" in results["t1"].text
     assert results["t2"].text == "fine"
@@ -146,7 +124,7 @@ esac
         {
             "settings": settings,
             "turns": [
-                _tool_turn(
+                tool_turn(
                     ("t1", "Read", {"file_path": "a.txt"}), ("t2", "Read", {"file_path": "c.txt"})
                 ),
                 {"content": [{"type": "text", "text": "done"}]},
@@ -154,7 +132,7 @@ esac
         },
         tmp_path,
     )
-    r = _results(result)
+    r = results_by_id(result)
     assert r["t1"].is_error and "a.txt is off limits" in r["t1"].text
     assert "B" in r["t2"].text and not r["t2"].is_error
     assert "<system-reminder>\nredirected to b\n</system-reminder>" in r["t2"].text
@@ -187,7 +165,7 @@ echo '{"hookSpecificOutput":{"hookEventName":"PreToolUse","permissionDecision":"
         {
             "settings": settings,
             "turns": [
-                _tool_turn(
+                tool_turn(
                     ("t1", "Bash", {"command": "touch made"}),
                     ("t2", "Bash", {"command": "rm made"}),
                 ),
@@ -196,7 +174,7 @@ echo '{"hookSpecificOutput":{"hookEventName":"PreToolUse","permissionDecision":"
         },
         tmp_path,
     )
-    r = _results(result)
+    r = results_by_id(result)
     assert not r["t1"].is_error, r["t1"].text
     assert r["t2"].is_error and refused_by in r["t2"].text
     assert (workspace / "made").exists()
@@ -232,14 +210,14 @@ echo '{"continue": false, "stopReason": "quota reached"}'
             "config": {"permission_mode": "acceptEdits"},
             "settings": settings,
             "turns": [
-                _tool_turn(("t1", "Write", {"file_path": "x.txt", "content": "x"})),
-                _tool_turn(("t2", "Edit", {"file_path": "x.txt", "old_string": "x", "new_string": "y"}),
+                tool_turn(("t1", "Write", {"file_path": "x.txt", "content": "x"})),
+                tool_turn(("t2", "Edit", {"file_path": "x.txt", "old_string": "x", "new_string": "y"}),
                            ("t3", "Write", {"file_path": "z.txt", "content": "z"})),
             ],
         },
         tmp_path,
     )  # fmt: skip
-    r = _results(result)
+    r = results_by_id(result)
     assert "PostToolUse hook feedback:\nlint says: add a newline" in r["t1"].text
     assert result.reason == "hook_stopped"
     assert result.error == "quota reached"
@@ -461,16 +439,6 @@ echo '{"continue": false, "stopReason": "out of budget"}'
     assert result.error == "out of budget"
 
 
-CAPTURE = """\
-cat > "$CLAUDE_PROJECT_DIR/{name}.json"
-{rest}
-"""
-
-
-def capture(tmp_path: Path, name: str, rest: str = "exit 0") -> str:
-    return script(tmp_path / f"{name}.sh", CAPTURE.format(name=name, rest=rest))
-
-
 def test_post_tool_use_failure_sees_the_error_and_its_feedback_reaches_the_model(
     workspace: Path, tmp_path: Path
 ) -> None:
@@ -489,13 +457,13 @@ def test_post_tool_use_failure_sees_the_error_and_its_feedback_reaches_the_model
         {
             "settings": settings,
             "turns": [
-                _tool_turn(("r1", "Read", {"file_path": "missing.txt"})),
+                tool_turn(("r1", "Read", {"file_path": "missing.txt"})),
                 {"content": [{"type": "text", "text": "done"}]},
             ],
         },
         tmp_path,
     )
-    text = _results(result)["r1"].text
+    text = results_by_id(result)["r1"].text
     assert "PostToolUseFailure hook feedback:\nthe file is in docs/" in text
     sent = json.loads((workspace / "failure.json").read_text())
     assert sent["hook_event_name"] == "PostToolUseFailure"
@@ -618,16 +586,16 @@ def test_a_hooks_if_rule_limits_it_to_the_calls_it_names(workspace: Path, tmp_pa
             "settings": settings,
             "config": {"permission_mode": "acceptEdits"},
             "turns": [
-                _tool_turn(("b1", "Bash", {"command": "echo fine"})),
-                _tool_turn(("b2", "Bash", {"command": "cd . && git log"})),
-                _tool_turn(("w1", "Write", {"file_path": "notes.txt", "content": "x"})),
-                _tool_turn(("w2", "Write", {"file_path": "src/a.py", "content": "y"})),
+                tool_turn(("b1", "Bash", {"command": "echo fine"})),
+                tool_turn(("b2", "Bash", {"command": "cd . && git log"})),
+                tool_turn(("w1", "Write", {"file_path": "notes.txt", "content": "x"})),
+                tool_turn(("w2", "Write", {"file_path": "src/a.py", "content": "y"})),
                 {"content": [{"type": "text", "text": "done"}]},
             ],
         },
         tmp_path,
     )
-    results = _results(result)
+    results = results_by_id(result)
     assert results["b1"].text == "fine"
     assert results["b2"].is_error and "no git here" in results["b2"].text
     assert (
@@ -655,7 +623,6 @@ def test_a_hooks_if_must_be_a_permission_rule() -> None:
 
 
 def test_session_end_runs_once_after_a_cli_run(workspace: Path, tmp_path: Path) -> None:
-    from tests.cli.test_cli import fsm
 
     end = capture(tmp_path, "end")
     scenario = tmp_path / "s.json"
@@ -813,7 +780,7 @@ def test_ctrl_c_kills_a_running_hook_and_ends_the_run_interrupted(
     }  # fmt: skip
     turns = [{"content": [{"type": "text", "text": "all done"}]}]
     if event != "Stop":
-        turns.insert(0, _tool_turn(("t1", "Bash", {"command": "echo ran > ran.txt"})))
+        turns.insert(0, tool_turn(("t1", "Bash", {"command": "echo ran > ran.txt"})))
     scenario = Scenario.parse({"prompt": "go", "settings": settings, "turns": turns})
     log = tmp_path / "run.jsonl"
     abort = AbortSignal()
@@ -827,11 +794,11 @@ def test_ctrl_c_kills_a_running_hook_and_ends_the_run_interrupted(
     assert time.monotonic() - started < 5
     assert (result.reason, result.error) == (reason, error)
     if event == "PreToolUse":
-        assert _results(result)["t1"].text == "[Request interrupted by user for tool use]"
+        assert results_by_id(result)["t1"].text == "[Request interrupted by user for tool use]"
         assert not (workspace / "ran.txt").exists()
     elif event == "PostToolUse":
         assert (workspace / "ran.txt").exists()
-        assert not _results(result)["t1"].is_error
+        assert not results_by_id(result)["t1"].is_error
     else:
         assert result.messages[-1].role == "assistant"
     time.sleep(0.3)
@@ -984,7 +951,7 @@ def test_a_hook_answer_with_a_number_past_a_double_is_no_json(
     data = {
         "config": {"permission_mode": "bypassPermissions"},
         "settings": {"hooks": {"PreToolUse": [{"hooks": [{"type": "command", "command": hook}]}]}},
-        "turns": [_tool_turn(("t1", "Bash", {"command": "echo as written"})), {"content": "ok"}],
+        "turns": [tool_turn(("t1", "Bash", {"command": "echo as written"})), {"content": "ok"}],
     }
     result = _run(workspace, data, tmp_path)
-    assert "as written" in _results(result)["t1"].text
+    assert "as written" in results_by_id(result)["t1"].text

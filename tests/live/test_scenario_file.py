@@ -13,8 +13,8 @@ from fsm_agent.app.session import run_scenario
 from fsm_agent.core.config import RunConfig
 from fsm_agent.core.messages import TextBlock, ToolResultBlock, Usage
 from fsm_agent.live.scripted import Scenario, ScenarioError
-from tests.cli.test_cli import fsm
 from tests.conftest import ROOT
+from tests.support.cli import fsm
 
 
 def test_a_string_content_is_one_text_block(workspace: Path) -> None:

@@ -28,16 +28,17 @@ from fsm_agent.hooks.outcomes import HookOutcome, merge
 from fsm_agent.live.command_hooks import HookRun, interpret
 from fsm_agent.live.scripted import Scenario, ScenarioError
 from fsm_agent.policy.permission_updates import SESSION, apply_updates, persist
-from tests.cli.test_cli import fsm
-from tests.hooks.test_permission_request_hook import (
+from tests.support.cli import fsm
+from tests.support.hooks import (
     ASKED,
     answering,
+    bash_run,
     decision,
     requests,
-    run,
+    results_by_id,
     settings_with,
+    tool_turn,
 )
-from tests.live.test_command_hooks import _results, _tool_turn
 
 
 def add_rule(rule: str, destination: str = "session", behavior: str = "allow") -> dict:
@@ -296,11 +297,11 @@ def test_a_session_rule_from_the_hook_answers_the_later_identical_call(
     log replays with no hook run, to the same path and digests."""
     hook = allowing(tmp_path, add_rule("Bash(touch *)"))
     seen: list[Any] = []
-    result = run(
+    result = bash_run(
         workspace, tmp_path, settings_with(hook), ASKED, ASKED, "touch other",
         on_event=seen.append,
     )  # fmt: skip
-    r = _results(result)
+    r = results_by_id(result)
     assert [r[t].is_error for t in ("t1", "t2", "t3")] == [False] * 3
     assert (workspace / "made").exists() and (workspace / "other").exists()
     assert len(requests(tmp_path)) == 1
@@ -324,14 +325,14 @@ def test_a_denys_updates_and_a_malformed_allow_change_nothing(
     deny = answering(
         tmp_path, decision("deny", message="no", updatedPermissions=[add_rule("Bash")])
     )
-    result = run(workspace, tmp_path, settings_with(deny), ASKED, ASKED)
-    assert all("denied Bash: no" in _results(result)[t].text for t in ("t1", "t2"))
+    result = bash_run(workspace, tmp_path, settings_with(deny), ASKED, ASKED)
+    assert all("denied Bash: no" in results_by_id(result)[t].text for t in ("t1", "t2"))
     assert len(requests(tmp_path)) == 2
 
     bad = allowing(tmp_path, {**add_rule("Bash"), "destination": "everywhere"})
     seen: list[Any] = []
-    result = run(workspace, tmp_path, settings_with(bad), ASKED, on_event=seen.append)
-    assert "no terminal to ask the user" in _results(result)["t1"].text
+    result = bash_run(workspace, tmp_path, settings_with(bad), ASKED, on_event=seen.append)
+    assert "no terminal to ask the user" in results_by_id(result)["t1"].text
     [notice] = [e.text for e in seen if isinstance(e, Notice)]
     assert "JSON validation failed" in notice and "destination" in notice
     assert not (workspace / "made").exists()
@@ -346,8 +347,8 @@ def test_set_mode_judges_the_later_calls_in_the_new_mode(workspace: Path, tmp_pa
     settings["hooks"]["PermissionRequest"][0]["matcher"] = "Bash|Write"
     settings["hooks"]["PreToolUse"] = [{"hooks": [{"type": "command", "command": hook}]}]
     turns = [
-        _tool_turn(("t1", "Bash", {"command": ASKED})),
-        _tool_turn(("t2", "Write", {"file_path": "w.txt", "content": "hi"})),
+        tool_turn(("t1", "Bash", {"command": ASKED})),
+        tool_turn(("t2", "Write", {"file_path": "w.txt", "content": "hi"})),
         {"content": "done"},
     ]
     log = tmp_path / "run.jsonl"
@@ -380,14 +381,14 @@ def test_add_directories_opens_a_directory_to_the_later_calls(
     settings = settings_with(hook)
     settings["hooks"]["PermissionRequest"][0]["matcher"] = "Read"
     turns = [
-        _tool_turn(("t1", "Read", {"file_path": str(outside / "a.txt")})),
-        _tool_turn(("t2", "Read", {"file_path": str(outside / "b.txt")})),
+        tool_turn(("t1", "Read", {"file_path": str(outside / "a.txt")})),
+        tool_turn(("t2", "Read", {"file_path": str(outside / "b.txt")})),
         {"content": "done"},
     ]
     log = tmp_path / "run.jsonl"
     data = {"prompt": "go", "settings": settings, "turns": turns}
     result = run_scenario(Scenario.parse(data), cwd=workspace, log=log)
-    r = _results(result)
+    r = results_by_id(result)
     assert "a.txt text" in r["t1"].text and "b.txt text" in r["t2"].text
     assert len(requests(tmp_path)) == 1
     [update] = effects(log, "permission_update")
@@ -404,8 +405,8 @@ def test_a_local_settings_rule_is_written_once_and_a_replay_writes_nothing(
     uses it at once, a later run reads it from the file, and a replay writes nothing."""
     hook = allowing(tmp_path, add_rule("Bash(touch *)", "localSettings"))
     seen: list[Any] = []
-    result = run(workspace, tmp_path, settings_with(hook), ASKED, ASKED, on_event=seen.append)
-    assert not _results(result)["t2"].is_error
+    result = bash_run(workspace, tmp_path, settings_with(hook), ASKED, ASKED, on_event=seen.append)
+    assert not results_by_id(result)["t2"].is_error
     local = workspace / ".claude" / "settings.local.json"
     assert json.loads(local.read_text()) == {"permissions": {"allow": ["Bash(touch *)"]}}
     shown = f"PermissionRequest hook's addRules (localSettings) written to {local}"
@@ -419,7 +420,7 @@ def test_a_local_settings_rule_is_written_once_and_a_replay_writes_nothing(
 
     local.write_text(json.dumps({"permissions": {"allow": ["Bash(touch *)"]}}))
     scenario = tmp_path / "again.json"
-    scenario.write_text(json.dumps({"turns": [_tool_turn(("t1", "Bash", {"command": "touch x"})),
+    scenario.write_text(json.dumps({"turns": [tool_turn(("t1", "Bash", {"command": "touch x"})),
                                               {"content": "ok"}]}))  # fmt: skip
     proc = fsm("run", "--scripted", str(scenario), "--cwd", str(workspace), "go")
     assert proc.returncode == 0, proc.stderr
@@ -433,7 +434,7 @@ def test_user_settings_go_to_the_home_directory(
     home.mkdir()
     monkeypatch.setenv("HOME", str(home))
     hook = allowing(tmp_path, add_rule("Bash(touch *)", "userSettings"))
-    run(workspace, tmp_path, settings_with(hook), ASKED)
+    bash_run(workspace, tmp_path, settings_with(hook), ASKED)
     user = home / ".claude" / "settings.json"
     assert json.loads(user.read_text()) == {"permissions": {"allow": ["Bash(touch *)"]}}
 
@@ -449,8 +450,8 @@ def test_a_scenario_scripts_the_updates_in_claude_codes_shape(
             ]
         },
         "turns": [
-            _tool_turn(("t1", "Bash", {"command": ASKED})),
-            _tool_turn(("t2", "Bash", {"command": "touch again"})),
+            tool_turn(("t1", "Bash", {"command": ASKED})),
+            tool_turn(("t2", "Bash", {"command": "touch again"})),
             {"content": "done"},
         ],
     }
@@ -483,8 +484,8 @@ def test_a_chats_later_runs_keep_the_session_updates_until_clear(
     )
     loaded = parse_settings(settings_with(hook), "settings", str(workspace), str(workspace))
     config = RunConfig(cwd=str(workspace), permissions=loaded.permissions, hooks=loaded.hooks)
-    turns = [_tool_turn(("t1", "Bash", {"command": ASKED})), {"content": "one"}]
-    turns += [_tool_turn(("t2", "Bash", {"command": "touch b"})), {"content": "two"}]
+    turns = [tool_turn(("t1", "Bash", {"command": ASKED})), {"content": "one"}]
+    turns += [tool_turn(("t2", "Bash", {"command": "touch b"})), {"content": "two"}]
     model = ScriptedModel(Scenario.parse({"turns": turns}))
     plan = Plan(model=model, config=config, hooks=None, abort=AbortSignal(),
                 log=tmp_path / "chat.jsonl")  # fmt: skip
@@ -503,12 +504,12 @@ def test_a_fork_goes_on_with_the_updates_its_replayed_part_made(
     workspace: Path, tmp_path: Path
 ) -> None:
     hook = allowing(tmp_path, add_rule("Bash(touch *)"))
-    run(workspace, tmp_path, settings_with(hook), ASKED, "echo hi")
+    bash_run(workspace, tmp_path, settings_with(hook), ASKED, "echo hi")
     parent = tmp_path / "run0.jsonl"
     records = [json.loads(line) for line in parent.read_text().splitlines()]
     before = max(r["step"] for r in records if r.get("to") == "api_call")  # the second call
     scenario = tmp_path / "fork.json"
-    scenario.write_text(json.dumps({"turns": [_tool_turn(("f1", "Bash", {"command": "touch f"})),
+    scenario.write_text(json.dumps({"turns": [tool_turn(("f1", "Bash", {"command": "touch f"})),
                                               {"content": "forked"}]}))  # fmt: skip
     fork = tmp_path / "fork.jsonl"
     proc = fsm(
@@ -535,7 +536,7 @@ def test_the_records_match_the_schema_and_their_damage_is_refused(
         add_rule("Bash(touch *)"),
         {"type": "addDirectories", "directories": ["sub"], "destination": "session"},
     )
-    run(workspace, tmp_path, settings_with(hook), ASKED, ASKED)
+    bash_run(workspace, tmp_path, settings_with(hook), ASKED, ASKED)
     log = tmp_path / "run0.jsonl"
     schema = json.loads((ROOT / "docs" / "log-format.schema.json").read_text())
     rows = [json.loads(line) for line in log.read_text().splitlines()]

@@ -30,6 +30,7 @@ from fsm_agent.policy.permissions import (
     strip_wrappers,
     words,
 )
+from tests.support.cli import run_scripted
 
 WS = Workspace("/ws", "/home/u", ("/extra",))
 
@@ -400,7 +401,6 @@ def test_auto_mode_from_a_settings_file_runs_as_default_with_a_warning(tmp_path:
 
 
 def test_auto_mode_on_the_command_line_warns_and_runs(workspace: Path, tmp_path: Path) -> None:
-    from tests.cli.test_cli import run_scripted
 
     proc = run_scripted("tool_round", workspace, tmp_path / "r.jsonl", "--permission-mode", "auto")
     assert proc.returncode == 0, proc.stderr

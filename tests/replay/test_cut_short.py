@@ -13,22 +13,12 @@ import pytest
 from fsm_agent.app.session import replay
 from fsm_agent.cli.debugger import Debugger
 from fsm_agent.replay.recording import Divergence, LogEnded
-from tests.cli.test_cli import fsm
 from tests.conftest import ROOT
-from tests.replay.test_divergence import change_next_turn
+from tests.support.cli import fsm
+from tests.support.logs import change_next_turn, cut, transitions_in
 
 REPLAYS = ROOT / "replays"
 SHIPPED = sorted(REPLAYS.glob("*.jsonl"))
-
-
-def cut(log: Path, keep: int, to: Path) -> Path:
-    """The first `keep` lines of `log`, as a killed run would have left them."""
-    to.write_bytes(b"".join(log.read_bytes().splitlines(keepends=True)[:keep]))
-    return to
-
-
-def transitions_in(path: Path) -> int:
-    return path.read_bytes().count(b'"t":"transition"')
 
 
 @pytest.mark.parametrize("log", SHIPPED, ids=lambda p: p.stem)

@@ -18,8 +18,8 @@ import pytest
 from fsm_agent.app.session import replay
 from fsm_agent.cli.debugger import Debugger
 from fsm_agent.replay.log import LogError
-from tests.cli.test_cli import fsm
 from tests.conftest import ROOT
+from tests.support.cli import fsm
 
 SOURCE = ROOT / "replays" / "tool_round.jsonl"
 Rows = list[dict[str, Any]]

@@ -11,10 +11,10 @@ from attrs import evolve
 
 from fsm_agent.app.session import replay
 from fsm_agent.core.messages import user
-from fsm_agent.engine import actions as continuations
 from fsm_agent.engine import phases
 from fsm_agent.replay.recording import Divergence, divergence_report
-from tests.cli.test_cli import fsm
+from tests.support.cli import fsm
+from tests.support.logs import change_next_turn
 
 
 def rows_of(path: Path) -> list[dict[str, Any]]:
@@ -27,16 +27,6 @@ def write_rows(path: Path, rows: list[dict[str, Any]]) -> None:
 
 def first_step(rows: list[dict[str, Any]], edge: str) -> int:
     return next(r["step"] for r in rows if r.get("t") == "transition" and r["edge"] == edge)
-
-
-def change_next_turn(monkeypatch: pytest.MonkeyPatch) -> None:
-    """A code change the logs do not know: `next_turn` builds a different `LoopState`."""
-    original = continuations.CONTINUE["next_turn"]
-
-    async def changed(run: Any, state: Any, it: Any, facts: Any) -> Any:
-        return evolve(await original(run, state, it, facts), stop_hook_active=True)
-
-    monkeypatch.setitem(continuations.CONTINUE, "next_turn", changed)
 
 
 def test_changed_continuation_reports_the_first_next_turn(

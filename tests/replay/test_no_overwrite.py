@@ -15,8 +15,8 @@ import pytest
 
 from fsm_agent.cli.launch import Plan
 from fsm_agent.replay.log import LogError, LogWriter
-from tests.cli.test_cli import _one_error_line, fsm
 from tests.conftest import ROOT, SCENARIOS
+from tests.support.cli import fsm, one_error_line
 
 TOOL_ROUND = str(SCENARIOS / "tool_round.json")
 REFUSED = "already exists; a session log never overwrites a file"
@@ -44,7 +44,7 @@ def test_run_log_onto_an_existing_file_is_refused_before_anything_runs(
     log = tmp_path / "old.jsonl"
     log.write_text("precious\n")
     proc = fsm("run", "--scripted", TOOL_ROUND, "--cwd", str(workspace), "--log", str(log))
-    _one_error_line(proc, f"{log}: {REFUSED}")
+    one_error_line(proc, f"{log}: {REFUSED}")
     assert log.read_text() == "precious\n"
     assert not (workspace / "notes.txt").exists(), "no tool may run"
 
@@ -57,7 +57,7 @@ def test_resume_onto_the_log_being_resumed_keeps_it(parent: Path, workspace: Pat
         "run", "--scripted", str(answer), "--resume", str(parent), "--log", str(parent),
         "--cwd", str(workspace), "more",
     )  # fmt: skip
-    _one_error_line(proc, f"{parent}: {REFUSED}")
+    one_error_line(proc, f"{parent}: {REFUSED}")
     assert parent.read_bytes() == before
 
 
@@ -67,7 +67,7 @@ def test_fork_onto_the_log_being_forked_keeps_it(parent: Path, workspace: Path) 
         "replay", str(parent), "--fork-at", "3", "--scripted", TOOL_ROUND,
         "--cwd", str(workspace), "--log", str(parent),
     )  # fmt: skip
-    _one_error_line(proc, f"{parent}: {REFUSED}")
+    one_error_line(proc, f"{parent}: {REFUSED}")
     assert parent.read_bytes() == before
 
 

@@ -11,8 +11,8 @@ from fsm_agent.app.session import replay
 from fsm_agent.engine.machine import EDGES
 from fsm_agent.replay.coverage import REASONS
 from fsm_agent.replay.log import SessionLog
-from tests.cli.test_cli import fsm
 from tests.conftest import ROOT, SCENARIOS
+from tests.support.cli import fsm
 
 REPLAYS = ROOT / "replays"
 NAMES = sorted(p.stem for p in SCENARIOS.glob("*.json"))

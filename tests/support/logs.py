@@ -1,4 +1,5 @@
-"""Checking that damage to a recorded log is refused, by its schema and by replay."""
+"""Recorded logs damaged, cut short, or made stale by a code change: the ways tests
+make a log the engine must refuse or stop on."""
 
 from __future__ import annotations
 
@@ -8,8 +9,10 @@ from typing import Any
 
 import jsonschema
 import pytest
+from attrs import evolve
 
 from fsm_agent.app.session import replay
+from fsm_agent.engine import actions as continuations
 from fsm_agent.replay.log import LogError
 
 Damage = tuple[int, tuple[str | int, ...], Any]
@@ -33,3 +36,24 @@ def assert_damage_refused(
         path.write_text("".join(json.dumps(r) + "\n" for r in damaged))
         with pytest.raises(LogError, match=rf"{what}.jsonl:{i + 1}: "):
             replay(path)
+
+
+def cut(log: Path, keep: int, to: Path) -> Path:
+    """The first `keep` lines of `log`, as a killed run would have left them."""
+    to.write_bytes(b"".join(log.read_bytes().splitlines(keepends=True)[:keep]))
+    return to
+
+
+def transitions_in(path: Path) -> int:
+    """How many transitions a log records."""
+    return path.read_bytes().count(b'"t":"transition"')
+
+
+def change_next_turn(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A code change the logs do not know: `next_turn` builds a different `LoopState`."""
+    original = continuations.CONTINUE["next_turn"]
+
+    async def changed(run: Any, state: Any, it: Any, facts: Any) -> Any:
+        return evolve(await original(run, state, it, facts), stop_hook_active=True)
+
+    monkeypatch.setitem(continuations.CONTINUE, "next_turn", changed)

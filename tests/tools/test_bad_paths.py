@@ -17,7 +17,7 @@ from fsm_agent.core.messages import ToolResultBlock
 from fsm_agent.live.approvals import Approvals
 from fsm_agent.live.scripted import Scenario, ScriptedModel
 from fsm_agent.policy.permissions import PermissionRequest, PermissionSettings
-from tests.cli.test_cli import fsm
+from tests.support.cli import fsm
 
 NUL_CALLS: list[tuple[str, dict[str, Any]]] = [
     ("Read", {"file_path": "ok.txt\0x"}),

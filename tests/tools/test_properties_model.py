@@ -54,8 +54,7 @@ from fsm_agent.tools.read import ReadTool
 from fsm_agent.tools.workspace import is_within
 from fsm_agent.tools.write import WriteTool
 from tests.conftest import examples
-from tests.live.test_anthropic_model import REQUEST
-from tests.live.test_command_hooks import _results
+from tests.support.hooks import results_by_id
 from tests.support.messages_server import (
     MessagesServer,
     StreamReply,
@@ -65,6 +64,7 @@ from tests.support.messages_server import (
     messages_server_fixture,  # noqa: F401
     text,
 )
+from tests.support.model_request import REQUEST
 from tests.support.tools import NoModel
 
 SECRET = "SECRET-outside-the-workspace"
@@ -368,7 +368,7 @@ def test_a_path_no_file_name_can_be_is_the_models_input_error(
               "input": located_input(tool_input, ws, outside)}],
             "default",
         )  # fmt: skip
-        answer = _results(result)["t1"]
+        answer = results_by_id(result)["t1"]
         assert answer.is_error
         assert "failed: UnicodeEncodeError" not in answer.text
         assert "cannot be resolved" in answer.text
@@ -1012,7 +1012,7 @@ def test_a_run_whose_stream_fails_anywhere_ends_as_the_seeds_say(
             else:
                 assert result.reason == "model_error"
         uses = [b for m in result.messages for b in m.content if isinstance(b, ToolUseBlock)]
-        answers = _results(result)
+        answers = results_by_id(result)
         assert sorted(answers) == sorted(u.id for u in uses)
         if result.reason == "model_error":  # only a safe call may have started while streaming
             failed = model_failed(result.error or "")
@@ -1084,7 +1084,7 @@ def test_a_call_with_an_infinite_number_is_refused_and_the_run_replays(
 
     result = asyncio.run(go())
     assert (result.reason, result.error) == ("completed", None)
-    answer = _results(result)["t1"]
+    answer = results_by_id(result)["t1"]
     assert answer.is_error
     assert answer.text.startswith("<tool_use_error>invalid JSON in tool input: ")
     assert "1e400" in answer.text
@@ -1258,7 +1258,7 @@ def test_a_run_whose_stream_breaks_the_protocol_ends_and_replays(
         note(f"{result.reason} {result.error}")
         assert result.reason in {t.value for t in Terminal}
         uses = [b for m in result.messages for b in m.content if isinstance(b, ToolUseBlock)]
-        assert sorted(_results(result)) == sorted(u.id for u in uses)
+        assert sorted(results_by_id(result)) == sorted(u.id for u in uses)
         assert tree(outside) == before
         assert replay(ws.parent / "run.jsonl").path == result.path
 
@@ -1303,7 +1303,7 @@ def test_an_overloaded_stream_switches_to_the_fallback_and_drops_its_calls(
         assert [b["model"] for b in messages_server.bodies()] == ["claude-test-1", "claude-test-2"]
         uses = [b for m in result.messages for b in m.content if isinstance(b, ToolUseBlock)]
         assert uses == []
-        assert _results(result) == {}
+        assert results_by_id(result) == {}
         assert not (ws / "new.txt").exists()
         assert (ws / "a.txt").read_text() == "alpha\nbeta\n"
         assert tree(outside) == before
@@ -1341,7 +1341,7 @@ def test_a_call_cut_by_the_output_limit_is_never_run(
         uses = [b for m in result.messages for b in m.content if isinstance(b, ToolUseBlock)]
         cut_id = blocks[-1]["id"]
         assert cut_id not in [u.id for u in uses]
-        assert sorted(_results(result)) == sorted(u.id for u in uses)
+        assert sorted(results_by_id(result)) == sorted(u.id for u in uses)
         if calls[-1][0] == "Write" and all(name != "Write" for name, _ in calls[:-1]):
             assert not (ws / "new.txt").exists()
         assert tree(outside) == before

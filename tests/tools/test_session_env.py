@@ -20,7 +20,7 @@ from fsm_agent.core.config import RunConfig
 from fsm_agent.core.messages import ToolResultBlock, user
 from fsm_agent.live.command_hooks import parse_hooks
 from fsm_agent.live.scripted import Scenario, ScriptedModel
-from tests.cli.test_cli import fsm
+from tests.support.cli import fsm
 
 APPEND = 'echo \'export GREETING="hello there"\' >> "$CLAUDE_ENV_FILE"'
 SHOW = 'echo "[${GREETING-unset}]"'

@@ -21,10 +21,9 @@ from fsm_agent.live.command_hooks import HookRun, interpret
 from fsm_agent.live.scripted import Scenario
 from fsm_agent.tools import default_tools
 from fsm_agent.tools.output import rendered, replacement_problem
-from tests.cli.test_cli import fsm
-from tests.live.test_command_hooks import script
+from tests.support.cli import fsm
+from tests.support.hooks import CALLS, PNG, hooked_run, script
 from tests.support.tools import NoModel
-from tests.tools.test_tool_response import CALLS, PNG, _hooked_run
 
 REDACTED = {"stdout": "REDACTED", "stderr": "", "interrupted": False}
 
@@ -154,7 +153,7 @@ def test_each_tools_own_response_renders_as_the_tool_rendered_it(
 ) -> None:
     """A hook that hands back the `tool_response` it got unchanged changes nothing the
     model reads: each tool's response fits its shape and renders to its own text."""
-    _, _, log = _hooked_run(workspace, tmp_path)
+    _, _, log = hooked_run(workspace, tmp_path)
     tools = [json.loads(line) for line in log.read_text().splitlines() if '"name":"tool"' in line]
     assert [t["args"]["name"] for t in tools] == [name for name, _ in CALLS]
     for tool in tools:

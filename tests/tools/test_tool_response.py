@@ -12,64 +12,20 @@ from typing import Any
 import jsonschema
 import pytest
 
-from fsm_agent.app.session import replay, run_scenario
+from fsm_agent.app.session import replay
 from fsm_agent.core.tool import ToolEnv, ToolOutcome
 from fsm_agent.engine import tool_executor
-from fsm_agent.live.scripted import Scenario
 from fsm_agent.tools import default_tools
 from fsm_agent.tools.patch import structured_patch
-from tests.cli.test_cli import fsm
 from tests.conftest import ROOT
-from tests.live.test_command_hooks import script
-
-PNG = bytes.fromhex(
-    "89504e470d0a1a0a0000000d4948445200000001000000010806000000"
-    "1f15c4890000000d49444154789c6360000002000154a24f5d0000000049454e44ae426082"
-)
-
-
-def _turn(n: int, name: str, tool_input: dict[str, Any]) -> dict[str, Any]:
-    return {"content": [{"type": "tool_use", "id": f"t{n}", "name": name, "input": tool_input}]}
-
-
-CALLS: list[tuple[str, dict[str, Any]]] = [
-    ("Write", {"file_path": "a.txt", "content": "one\ntwo\nthree\n"}),
-    ("Read", {"file_path": "a.txt"}),
-    ("Edit", {"file_path": "a.txt", "old_string": "two", "new_string": "TWO"}),
-    ("Write", {"file_path": "a.txt", "content": "one\nTWO\nfour\n"}),
-    ("Bash", {"command": "echo out; echo err >&2"}),
-    ("Glob", {"pattern": "*.txt"}),
-    ("Grep", {"pattern": "TWO"}),
-    ("Grep", {"pattern": "o", "output_mode": "content"}),
-]
-
-
-def _hooked_run(workspace: Path, tmp_path: Path) -> tuple[Any, dict[str, dict[str, Any]], Path]:
-    """Every call of CALLS, one a turn, with a command hook on PostToolUse that writes
-    its stdin to a file; the stdin it got, by tool_use_id, and the log."""
-    sent = tmp_path / "post.jsonl"
-    hook = script(tmp_path / "post.sh", f'{{ cat; echo; }} >> "{sent}"\n')
-    settings = {
-        "permissions": {"allow": ["Bash"]},
-        "hooks": {
-            "PostToolUse": [{"matcher": "*", "hooks": [{"type": "command", "command": hook}]}]
-        },
-    }
-    turns = [_turn(n, name, tool_input) for n, (name, tool_input) in enumerate(CALLS, start=1)]
-    turns.append({"content": [{"type": "text", "text": "done"}]})
-    data = {"prompt": "go", "config": {"permission_mode": "acceptEdits"}, "settings": settings}
-    log = tmp_path / "run.jsonl"
-    result = run_scenario(Scenario.parse({**data, "turns": turns}), cwd=workspace, log=log)
-    assert result.reason == "completed"
-    payloads = [json.loads(line) for line in sent.read_text().splitlines()]
-    assert [p["hook_event_name"] for p in payloads] == ["PostToolUse"] * len(CALLS)
-    return result, {p["tool_use_id"]: p for p in payloads}, log
+from tests.support.cli import fsm
+from tests.support.hooks import CALLS, PNG, hooked_run
 
 
 def test_each_tool_gives_a_post_tool_use_hook_claude_codes_tool_response(
     workspace: Path, tmp_path: Path
 ) -> None:
-    _, sent, _ = _hooked_run(workspace, tmp_path)
+    _, sent, _ = hooked_run(workspace, tmp_path)
     path = os.path.join(os.path.realpath(workspace), "a.txt")
 
     write = sent["t1"]["tool_response"]
@@ -147,7 +103,7 @@ def test_each_tool_gives_a_post_tool_use_hook_claude_codes_tool_response(
 def test_a_run_whose_hooks_got_tool_responses_replays_with_check(
     workspace: Path, tmp_path: Path
 ) -> None:
-    result, _, log = _hooked_run(workspace, tmp_path)
+    result, _, log = hooked_run(workspace, tmp_path)
     tools = [json.loads(line) for line in log.read_text().splitlines() if '"name":"tool"' in line]
     assert len(tools) == len(CALLS) and all("response" in t["result"] for t in tools)
     schema = json.loads((ROOT / "docs" / "log-format.schema.json").read_text())
@@ -167,7 +123,7 @@ def test_post_tool_use_hooks_get_the_recorded_duration_in_ms(
 ) -> None:
     """`duration_ms`, as Claude Code sends it, is the tool effect's recorded duration,
     so a replay asks the hook with the same payload (its digest is checked)."""
-    _, sent, log = _hooked_run(workspace, tmp_path)
+    _, sent, log = hooked_run(workspace, tmp_path)
     records = [json.loads(line) for line in log.read_text().splitlines()]
     ran = {
         r["args"]["id"]: r["result"].get("duration_s", 0.0)
@@ -191,7 +147,7 @@ def test_a_log_written_before_the_field_still_replays(
         return real_env(**{**kw, "wants_response": False})
 
     monkeypatch.setattr(tool_executor, "ToolEnv", no_response)
-    result, sent, log = _hooked_run(workspace, tmp_path)
+    result, sent, log = hooked_run(workspace, tmp_path)
     monkeypatch.undo()
     assert sent["t5"]["tool_response"] == "out\nerr"
     assert '"response"' not in log.read_text()
