@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pexpect
 import pytest
 
 from fsm_agent.app.fork import ForkError, ForkPoint, afork
@@ -15,6 +16,7 @@ from fsm_agent.live.scripted import Scenario, ScriptedHooks, ScriptedModel
 from fsm_agent.replay.log import SessionLog
 from tests.conftest import SCENARIOS
 from tests.support.cli import fsm
+from tests.support.pty import spawn
 
 ALT = {
     "prompt": "unused: a fork keeps the parent's conversation",
@@ -448,20 +450,11 @@ def test_ctrl_c_in_the_live_part_ends_the_fork_as_it_ends_a_run(
     parent: Path, elsewhere: Path, tmp_path: Path
 ) -> None:
     """Ctrl-C interrupts the wait for the model: the fork ends aborted_streaming, its log whole."""
-    import sys
-
-    import pexpect
-
     slow = tmp_path / "slow.json"
     slow.write_text(json.dumps({"turns": [{"content": "too late", "delay": 60}]}))
     new = tmp_path / "f.jsonl"
-    child = pexpect.spawn(
-        sys.executable,
-        ["-m", "fsm_agent.cli", "replay", str(parent), "--fork-at", "9", "--scripted", str(slow),
-         "--cwd", str(elsewhere), "--log", str(new)],
-        timeout=30,
-        encoding="utf-8",
-    )  # fmt: skip
+    child = spawn(["replay", str(parent), "--fork-at", "9", "--scripted", str(slow),
+                   "--cwd", str(elsewhere), "--log", str(new)], tmp_path)  # fmt: skip
     child.expect("live from step .*10")
     child.sendintr()
     child.expect(pexpect.EOF)

@@ -13,7 +13,7 @@ import pexpect
 import pytest
 
 from tests.support.cli import fsm
-from tests.support.pty import leave, logs, spawn
+from tests.support.pty import TIMEOUT, leave, logs, spawn, wrapped
 
 CHAT = {
     "description": "a chat: an answer, a slow turn to interrupt, a tool round",
@@ -173,7 +173,7 @@ def test_chat_asks_before_a_write_and_always_adds_a_rule(workspace: Path, tmp_pa
         ]
     }
     child = chatting(workspace, tmp_path, scenario, "write two files")
-    child.expect("needs approval")
+    child.expect(wrapped("needs approval"))  # after the file's path, as long as it is
     child.expect(r"Allow\? \[y\] once  \[a\] always \(Edit\(\./\*\*\)\)  \[n\] deny")
     child.sendline("a")
     child.expect("Both written.")
@@ -309,12 +309,14 @@ def test_a_question_is_withdrawn_when_the_stream_fails(workspace: Path, tmp_path
 
 def _two_reads_one_asked(workspace: Path, tmp_path: Path) -> tuple[Path, Path]:
     """A scenario reading a file outside (asked about) and globbing inside (not asked)
-    at once; the glob's PostToolUse hook touches the returned marker as it ends."""
+    at once; the glob's PostToolUse hook ends once the returned marker exists (at most
+    10 s), so the glob's result comes while the question waits however slow the machine."""
     outside = tmp_path / "outside.txt"
     outside.write_text("far\n")
-    done = tmp_path / "glob-done"
+    go = tmp_path / "glob-go"
     (workspace / ".claude").mkdir(exist_ok=True)
-    hook = {"type": "command", "command": f"sleep 1; touch {done}"}
+    wait = f"for i in $(seq 200); do [ -e {go} ] && break; sleep 0.05; done"
+    hook = {"type": "command", "command": wait}
     settings = {"hooks": {"PostToolUse": [{"matcher": "Glob", "hooks": [hook]}]}}
     (workspace / ".claude" / "settings.json").write_text(json.dumps(settings))
     read = {"type": "tool_use", "id": "r", "name": "Read", "input": {"file_path": str(outside)}}
@@ -322,17 +324,23 @@ def _two_reads_one_asked(workspace: Path, tmp_path: Path) -> tuple[Path, Path]:
     scenario = {"turns": [{"content": [read, glob]}, {"content": "Both seen."}]}
     path = tmp_path / "ask.json"
     path.write_text(json.dumps(scenario))
-    return path, done
+    return path, go
 
 
-def _answered_after_the_glob(child: pexpect.spawn, done: Path) -> str:
-    """Answer y once the glob's result has come; what the screen showed, escapes out."""
+def _answered_after_the_glob(child: pexpect.spawn, go: Path, workspace: Path) -> str:
+    """Once the question is on the screen, let the glob end; answer y once its result
+    has come (its hook's outcome is in the log); what the screen showed."""
     shown = io.StringIO()
     child.logfile_read = shown
     child.expect(r"Allow\?")
-    while not done.exists():
-        time.sleep(0.1)
-    time.sleep(0.5)  # the Glob's result is handed to the screen as its hook ends
+    child.expect("deny")  # the question's last word, styled apart from `[n]` in `run`
+    go.touch()
+    sessions = workspace / ".fsm-agent" / "sessions"
+    deadline = time.monotonic() + TIMEOUT
+    while not any('"args":"PostToolUse"' in p.read_text() for p in sessions.glob("*.jsonl")):
+        assert time.monotonic() < deadline, "the glob's PostToolUse hook never ended"
+        time.sleep(0.05)
+    time.sleep(0.5)  # the result is handed to the screen just after its hook's record
     child.sendline("y")
     child.expect("Both seen.")
     return shown.getvalue()
@@ -352,9 +360,9 @@ def test_a_result_that_comes_while_a_question_waits_is_shown_after_the_answer(
     """A call running beside the one asked about (two reads at once) printed its result
     while the question waited, onto the question's line: `[n] deny   ⎿ …` with the
     typed answer under it. It is held until the question is answered."""
-    path, done = _two_reads_one_asked(workspace, tmp_path)
+    path, go = _two_reads_one_asked(workspace, tmp_path)
     child = chatting(workspace, tmp_path, path, "look")
-    shown = _answered_after_the_glob(child, done)
+    shown = _answered_after_the_glob(child, go, workspace)
     child.expect("› ")
     leave(child)
     _answer_comes_first(shown)
@@ -365,9 +373,9 @@ def test_a_one_shot_run_s_question_is_not_interleaved_either(
 ) -> None:
     """`run` in a terminal asks on it too: the glob's `● Glob(*)` and result came after
     `[y/a/n] (n):`, the answer typed under them."""
-    path, done = _two_reads_one_asked(workspace, tmp_path)
+    path, go = _two_reads_one_asked(workspace, tmp_path)
     child = spawn(["run", "--scripted", str(path), "--cwd", str(workspace), "look"], workspace)
-    shown = _answered_after_the_glob(child, done)
+    shown = _answered_after_the_glob(child, go, workspace)
     child.expect(pexpect.EOF)
     _answer_comes_first(shown)
 

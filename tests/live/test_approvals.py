@@ -12,6 +12,7 @@ from fsm_agent.core.config import RunConfig
 from fsm_agent.core.messages import ToolResultBlock
 from fsm_agent.live.scripted import Scenario, ScriptedModel
 from fsm_agent.policy.permissions import ALLOW_ALWAYS, ALLOW_ONCE, DENY, PermissionAsk
+from tests.support.pty import spawn
 
 
 def _bash_turns(*commands: str) -> Scenario:
@@ -175,17 +176,8 @@ def _run_in_a_terminal(
 ) -> Any:
     """`fsm-agent run` of `scenario` in a pseudo-terminal, stopped where it prints `until`
     (by default its first question)."""
-    import sys
-
-    import pexpect
-
-    child = pexpect.spawn(
-        sys.executable,
-        ["-m", "fsm_agent.cli", "run", "--scripted", str(scenario), "--cwd", str(workspace),
-         "--log", str(tmp_path / "l.jsonl")],
-        timeout=30,
-        encoding="utf-8",
-    )  # fmt: skip
+    child = spawn(["run", "--scripted", str(scenario), "--cwd", str(workspace),
+                   "--log", str(tmp_path / "l.jsonl")], workspace)  # fmt: skip
     child.expect(until)
     return child
 

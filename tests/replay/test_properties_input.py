@@ -890,7 +890,8 @@ def test_the_debugger_on_a_step_number_python_will_not_read(
     lines[n] += b"" if last else b"\n"
     path = tmp_path / "damaged.jsonl"
     path.write_bytes(b"".join(lines))
-    debugger = Debugger(path)
+    # Wide enough that the message after the path is one line however long tmp_path is.
+    debugger = Debugger(path, width=len(str(path)) + 200)
     try:
         shown = debugger.text("c")
     finally:
