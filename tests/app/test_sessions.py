@@ -70,7 +70,7 @@ def test_resume_continues_the_conversation(workspace: Path, tmp_path: Path) -> N
 
 def test_resume_refuses_a_foreign_log(workspace: Path, tmp_path: Path) -> None:
     """A file that is no session log is refused; a torn one (killed mid-write) is a log
-    cut short, which resumes (tests/test_resume_cut_short.py)."""
+    cut short, which resumes (tests/app/test_resume_cut_short.py)."""
     junk = tmp_path / "junk.jsonl"
     junk.write_text("hello\n")
     one_error_line(fsm("run", "--resume", str(junk), "x"), "not a session log")

@@ -17,6 +17,7 @@ from fsm_agent.replay.recording import LogEnded
 from fsm_agent.replay.stepper import CACHE, LogIndex, Stepper
 from tests.conftest import ROOT
 from tests.support.cli import fsm
+from tests.support.pty import wrapped
 
 
 @pytest.fixture
@@ -219,7 +220,7 @@ def test_debugger_in_a_terminal(tool_round: Path) -> None:
         timeout=30,
         dimensions=(40, 120),
     )
-    child.expect_exact("Type help for the commands.")
+    child.expect(wrapped("Type help for the commands."))  # after the log's path, however long
     child.expect_exact("step 0/20: start, in preprocess")
     child.expect_exact("(fsm) ")
     child.sendline("n")

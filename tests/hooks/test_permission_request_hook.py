@@ -286,7 +286,7 @@ def test_interpretation_of_a_permission_request_hooks_answer() -> None:
         permission_decision="allow"
     )
     # Claude Code's schema refuses a malformed updatedPermissions, and the whole answer
-    # with it: the hook has no say (see tests/test_permission_updates.py).
+    # with it: the hook has no say (see tests/policy/test_permission_updates.py).
     said = outcome(decision("allow", updatedPermissions=[{"type": "addRules"}]))
     assert said.permission_decision is None and said.updated_permissions == ()
     assert said.messages == (

@@ -428,7 +428,7 @@ def _read(name: str, path: str) -> dict[str, Any]:
 def test_a_tool_use_id_used_twice_in_a_turn_is_refused(tmp_path: Path, workspace: Path) -> None:
     """Two calls of one turn sharing an id ran as one (the second got the first's result,
     and the log did not replay): the file is refused. A later turn may use an id again
-    (tests/test_context.py: a server may)."""
+    (tests/context/test_context.py: a server may)."""
     both = {"turns": [{"content": [_read("t1", "a.txt"), _read("t1", "b.txt")]}, {"content": "ok"}]}
     assert _error(both) == (
         "s.json: not a valid Scenario: tool_use id 't1' is used again in the turn (first "

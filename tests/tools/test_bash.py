@@ -175,7 +175,7 @@ def test_cancellation_as_the_command_starts_kills_what_it_started(tmp_path: Path
 def test_long_output_comes_back_whole_for_the_context_to_store(tmp_path: Path) -> None:
     """Claude Code keeps Bash output inline up to 30,000 characters, then saves it to a
     file and shows a preview: the tool hands over all of it, and the tool-result budget
-    stores what is over Bash's 30,000 (tests/test_context.py)."""
+    stores what is over Bash's 30,000 (tests/context/test_context.py)."""
     out = text(bash(tmp_path, "printf HEAD; head -c 100000 /dev/zero | tr '\\0' x; printf TAIL"))
     assert out == "HEAD" + "x" * 100_000 + "TAIL"
 
