@@ -348,7 +348,9 @@ def _answered_after_the_glob(child: pexpect.spawn, go: Path, workspace: Path) ->
 
 def _answer_comes_first(shown: str) -> None:
     plain = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", shown)
-    end = max(plain.find(m) + len(m) for m in ("[n] deny", "(n):") if m in plain)
+    # The question names the file outside, a tmp path: its line may wrap anywhere.
+    found = (re.search(pattern, plain) for pattern in (r"\[n\]\s+deny", r"\(n\):"))
+    end = max(m.end() for m in found if m)
     after_question = plain[end:]
     assert after_question.lstrip(" ").startswith("y"), after_question[:200]
     assert after_question.count("⎿") == 2

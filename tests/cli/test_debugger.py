@@ -243,7 +243,7 @@ def test_a_corrupt_line_stops_the_debugger_there(tool_round: Path) -> None:
     i = next(n for n, line in enumerate(lines) if '"step":9,' in line and "transition" in line)
     lines[i] = "{not json\n"
     tool_round.write_text("".join(lines))
-    dbg = Debugger(tool_round)
+    dbg = Debugger(tool_round, width=len(str(tool_round)) + 200)  # the path's line unwrapped
     assert dbg.text("g 7").startswith("step 7/19")
     out = dbg.text("n")
     assert out.startswith("*** the replay stopped after step 7: "), "reads step 9 ahead"
