@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -56,12 +57,33 @@ def examples(n: int) -> settings:
     return settings(max_examples=max(1, n * settings.default.max_examples // base))
 
 
+TERMINAL = {"COLUMNS": "80", "LINES": "25", "TERM": "xterm"}
+"""The terminal every test and every command it starts sees: what rich assumes for a
+pipe, so output wraps at 80 columns whatever the developer's terminal is (rich reads
+the size of standard input, a terminal when a developer runs the suite)."""
+COLOUR_FORCING = (
+    "NO_COLOR",
+    "FORCE_COLOR",
+    "CLICOLOR_FORCE",
+    "COLORTERM",
+    "TTY_COMPATIBLE",
+    "TTY_INTERACTIVE",
+)
+"""Variables that switch colour (or a terminal's behaviour) on or off whatever the output
+is; unset, colour is on exactly where a test asks for a terminal (a pseudo-terminal,
+`force_terminal`)."""
+
+
 def pytest_configure(config: pytest.Config) -> None:
-    """The commands the tests start inherit standard input; a run with its PROMPT reads
+    """The terminal is pinned (TERMINAL, COLOUR_FORCING) for the suite's process and
+    the commands it starts, before any test module builds a console.
+
+    The commands the tests start inherit standard input; a run with its PROMPT reads
     a piped one. Unless it is a terminal (a developer's, for --pdb), it becomes /dev/null,
     so no test waits on a pipe its runner left open, whoever started the suite."""
-    import os
-
+    os.environ.update(TERMINAL)
+    for name in COLOUR_FORCING:
+        os.environ.pop(name, None)
     if not os.isatty(0):
         null = os.open(os.devnull, os.O_RDONLY)
         os.dup2(null, 0)

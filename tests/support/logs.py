@@ -1,0 +1,59 @@
+"""Recorded logs damaged, cut short, or made stale by a code change: the ways tests
+make a log the engine must refuse or stop on."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import pytest
+from attrs import evolve
+
+from fsm_agent.app.session import replay
+from fsm_agent.engine import actions
+from fsm_agent.tape.log import LogError
+
+Damage = tuple[int, tuple[str | int, ...], Any]
+"""A record's index in the log, the keys down to a value in it, and the value put there."""
+
+
+def assert_damage_refused(
+    rows: list[dict[str, Any]], damages: dict[str, Damage], schema: Any, tmp_path: Path
+) -> None:
+    """Each damage, made alone to a copy of `rows`, fails the schema, and replay refuses
+    the log it makes with the line it is on."""
+    for what, (i, keys, value) in damages.items():
+        damaged = json.loads(json.dumps(rows))
+        target: Any = damaged[i]
+        for key in keys[:-1]:
+            target = target[key]
+        target[keys[-1]] = value
+        with pytest.raises(jsonschema.ValidationError):
+            jsonschema.validate(damaged[i], schema)
+        path = tmp_path / f"{what}.jsonl"
+        path.write_text("".join(json.dumps(r) + "\n" for r in damaged))
+        with pytest.raises(LogError, match=rf"{what}.jsonl:{i + 1}: "):
+            replay(path)
+
+
+def cut(log: Path, keep: int, to: Path) -> Path:
+    """The first `keep` lines of `log`, as a killed run would have left them."""
+    to.write_bytes(b"".join(log.read_bytes().splitlines(keepends=True)[:keep]))
+    return to
+
+
+def transitions_in(path: Path) -> int:
+    """How many transitions a log records."""
+    return path.read_bytes().count(b'"t":"transition"')
+
+
+def change_next_turn(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A code change the logs do not know: `next_turn` builds a different `LoopState`."""
+    original = actions.CONTINUE["next_turn"]
+
+    async def changed(run: Any, state: Any, it: Any, facts: Any) -> Any:
+        return evolve(await original(run, state, it, facts), stop_hook_active=True)
+
+    monkeypatch.setitem(actions.CONTINUE, "next_turn", changed)
