@@ -374,8 +374,12 @@ async def override_stop_block(run: Run, state: LoopState, it: Iteration, facts: 
 
 OnEdgeFn = Callable[[Run, LoopState, Iteration, Facts], Awaitable[Iteration]]
 
+PROCEED = "proceed"
+"""The phase edges' action: the iteration as it is, which the driver hands on without
+calling it (six edges an iteration)."""
+
 ON_EDGE: dict[str, OnEdgeFn] = {
-    "proceed": proceed,
+    PROCEED: proceed,
     "end": end,
     "switch_model": switch_model,
     "fail_model": fail_model,

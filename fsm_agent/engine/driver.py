@@ -24,6 +24,7 @@ from fsm_agent.core.transcript import Transcript
 from fsm_agent.engine.actions import (
     CONTINUE,
     ON_EDGE,
+    PROCEED,
     final_messages,
     terminal_error,
     unanswered_results,
@@ -234,7 +235,7 @@ class Engine:
                 state = await CONTINUE[edge.action](run, state, it, facts)
                 it = fresh_iteration(state)
                 digest = state.digest(start)
-            else:
+            elif edge.action != PROCEED:  # a phase edge hands the iteration on as it is
                 it = done = await ON_EDGE[edge.action](run, state, it, facts)
             record = {
                 "from": source,

@@ -7,12 +7,12 @@ the phase; a replay (`fsm_agent.tape.matcher`) counts steps the same way.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from typing import Any, cast
 
 from fsm_agent.core.events import ModelCallError, StreamEvent
 from fsm_agent.engine.ports import Effects, Tape
-from fsm_agent.tape.effects import EFFECTS, Effect, Polls, model_record
+from fsm_agent.tape.effects import EFFECTS, Effect, Polls, model_record, same
 from fsm_agent.tape.log import LogWriter, MemoryWriter
 
 Writer = LogWriter | MemoryWriter
@@ -63,23 +63,36 @@ class RecordingEffects:
         self.tape = tape
         self._polls = Polls()
 
-    def _write(
-        self, effect: Effect, args: tuple[Any, ...], kwargs: dict[str, Any], value: Any
-    ) -> None:
-        request, logged = effect.key(*args, **kwargs)
-        if effect.polled:  # every poll counts, written or not
-            request = self._polls.key(self.tape.step, request)
-        if effect.sometimes and value == effect.usual:
-            return
-        self.tape.effect(effect.name, request, effect.encode(value), logged)
-
 
 def recording(inner: Effects, tape: RecordingTape) -> Effects:
     return cast(Effects, RecordingEffects(inner, tape))
 
 
+def _writer(
+    effect: Effect,
+) -> Callable[[RecordingEffects, tuple[Any, ...], dict[str, Any], Any], None]:
+    """What writes one call of `effect` and its result, with what the declaration says
+    bound once: the recorder runs for every effect of every step."""
+    key, name, usual = effect.key, effect.name, effect.usual
+    encode = None if effect.encode is same else effect.encode
+    polled, sometimes = effect.polled, effect.sometimes
+
+    def write(
+        self: RecordingEffects, args: tuple[Any, ...], kwargs: dict[str, Any], value: Any
+    ) -> None:
+        request, logged = key(*args, **kwargs)
+        if polled:  # every poll counts, written or not
+            request = self._polls.key(self.tape.step, request)
+        if sometimes and value == usual:
+            return
+        self.tape.effect(name, request, value if encode is None else encode(value), logged)
+
+    return write
+
+
 def _recorder(effect: Effect) -> Any:
     method = effect.method
+    write = _writer(effect)
     if effect.kind == "stream":
 
         async def stream(self: RecordingEffects, request: Any) -> AsyncIterator[StreamEvent]:
@@ -93,21 +106,21 @@ def _recorder(effect: Effect) -> Any:
                 error = exc
                 raise
             finally:
-                self._write(effect, (request,), {}, model_record(events, error))
+                write(self, (request,), {}, model_record(events, error))
 
         return stream
     if effect.kind == "sync":
 
         def call(self: RecordingEffects, *args: Any, **kwargs: Any) -> Any:
             value = getattr(self.inner, method)(*args, **kwargs)
-            self._write(effect, args, kwargs, value)
+            write(self, args, kwargs, value)
             return value
 
         return call
 
     async def acall(self: RecordingEffects, *args: Any, **kwargs: Any) -> Any:
         value = await getattr(self.inner, method)(*args, **kwargs)
-        self._write(effect, args, kwargs, value)
+        write(self, args, kwargs, value)
         return value
 
     return acall
