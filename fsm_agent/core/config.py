@@ -13,6 +13,7 @@ from fsm_agent.core.limits import (
     CAPPED_DEFAULT_MAX_TOKENS,
     DEFAULT_CONTEXT_WINDOW,
     ESCALATED_MAX_TOKENS,
+    MAX_STOP_HOOK_BLOCKS,
     MIN_CONTEXT_WINDOW,
 )
 from fsm_agent.core.permission_types import PermissionSettings
@@ -22,11 +23,6 @@ DEFAULT_SYSTEM_PROMPT = (
     "You are a coding agent working in the user's workspace. Use the tools to read, "
     "change and check files; keep answers short and say what you did."
 )
-
-
-MAX_STOP_HOOK_BLOCKS = 8
-"""How many `stop_hook_blocking` continues in a row a run allows before the next block
-is overridden (Claude Code's cap)."""
 
 
 @frozen

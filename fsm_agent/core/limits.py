@@ -111,3 +111,8 @@ def held_to_limit(model: str, max_tokens: int) -> int:
     were set for (a fallback model)."""
     limit = output_limit(model)
     return max_tokens if limit is None else min(max_tokens, limit)
+
+
+MAX_STOP_HOOK_BLOCKS = 8
+"""How many `stop_hook_blocking` continues in a row a run allows before the next block
+is overridden (Claude Code's cap): a limit the loop runs under, as the window is."""

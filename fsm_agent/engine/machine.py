@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 from attrs import frozen
 from transitions import Event, EventData, Machine, MachineError, State, Transition
 
-from fsm_agent.core.config import MAX_STOP_HOOK_BLOCKS, RunConfig
+from fsm_agent.core.limits import MAX_STOP_HOOK_BLOCKS
 from fsm_agent.engine.reasons import (
     CONTINUE_REASONS,
     MODEL_FALLBACK,
@@ -33,6 +33,7 @@ from fsm_agent.engine.reasons import (
 )
 
 if TYPE_CHECKING:  # for annotations only: `fsm-agent graph` draws the table without them
+    from fsm_agent.core.config import RunConfig
     from fsm_agent.engine.state import Facts, LoopState
 
 __all__ = [
@@ -48,7 +49,7 @@ __all__ = [
 MAX_OUTPUT_RECOVERY_LIMIT = 3
 """How many times in a row the model is asked to resume a cut answer (Claude Code's)."""
 
-Guard = Callable[["LoopState", "Facts", RunConfig], bool]
+Guard = Callable[["LoopState", "Facts", "RunConfig"], bool]
 """A guard reads the loop state, what the phase found out, and the run's configuration."""
 
 
@@ -381,9 +382,9 @@ class LoopMachine:
     for every guard that does not hold.
     """
 
-    def __init__(self, config: RunConfig | None = None, initial: str = INITIAL) -> None:
+    def __init__(self, config: RunConfig, initial: str = INITIAL) -> None:
         initial = str(initial)
-        self.config = RunConfig() if config is None else config
+        self.config = config
         self.state: str = initial
         self._machine = _Machine(
             model=self,

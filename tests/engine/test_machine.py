@@ -25,7 +25,7 @@ STATE = LoopState(Transcript.of([user("hi")]), ToolContext("/ws", "m"))
 
 
 def machine_at(state: str) -> LoopMachine:
-    return LoopMachine(initial=state)
+    return LoopMachine(RunConfig(), initial=state)
 
 
 def test_every_reason_is_an_edge_and_every_terminal_a_final_state() -> None:
@@ -41,7 +41,7 @@ def test_every_reason_is_an_edge_and_every_terminal_a_final_state() -> None:
 
 
 def test_no_auto_transitions() -> None:
-    machine = LoopMachine()
+    machine = LoopMachine(RunConfig())
     assert not hasattr(machine, "to_completed")
 
 
@@ -120,7 +120,7 @@ def test_stop_hooks_order() -> None:
 
 
 def test_an_edge_not_in_the_table_cannot_happen() -> None:
-    machine = LoopMachine()
+    machine = LoopMachine(RunConfig())
     with pytest.raises(AttributeError):
         machine.to_completed()  # type: ignore[attr-defined]
     with pytest.raises(MachineError, match="next_turn"):
@@ -131,7 +131,7 @@ def test_an_edge_not_in_the_table_cannot_happen() -> None:
 
 
 def test_each_named_edge_is_a_trigger_of_the_transitions_machine() -> None:
-    machine = LoopMachine()
+    machine = LoopMachine(RunConfig())
     assert set(machine._machine.events) == {e.name for e in EDGES}
     for edge in EDGES:
         transitions = machine._machine.events[edge.name].transitions[edge.source.value]
@@ -139,7 +139,7 @@ def test_each_named_edge_is_a_trigger_of_the_transitions_machine() -> None:
 
 
 def test_a_trigger_with_nothing_registered_changes_state_as_the_library_does() -> None:
-    machine = LoopMachine()
+    machine = LoopMachine(RunConfig())
     entered: list[str] = []
     machine._machine.get_state("blocking_limit_check").add_callback(
         "enter", lambda: entered.append("blocking_limit_check")
@@ -175,7 +175,7 @@ def test_callbacks_see_what_a_plain_transitions_machine_shows_them() -> None:
             lambda e: seen.append(("final", e.state.name, e.transition.dest, e.event.name))
         )
 
-    ours = LoopMachine()
+    ours = LoopMachine(RunConfig())
     seen_ours: list[tuple[str, ...]] = []
     watch(ours._machine, ours, seen_ours)
     ours.fire(STATE, Facts())
@@ -209,7 +209,7 @@ def test_callbacks_see_what_a_plain_transitions_machine_shows_them() -> None:
 def test_anything_registered_on_a_trigger_takes_the_library_s_whole_path(where: str) -> None:
     """The fast paths of `trigger` and `execute` are only for triggers with nothing
     to run around them."""
-    machine = LoopMachine()
+    machine = LoopMachine(RunConfig())
     ran: list[str] = []
     (transition,) = machine._machine.events["preprocessed"].transitions["preprocess"]
 
@@ -233,7 +233,7 @@ def test_anything_registered_on_a_trigger_takes_the_library_s_whole_path(where: 
 
 
 def test_an_exception_callback_on_the_machine_sees_a_trigger_s_error() -> None:
-    machine = LoopMachine()
+    machine = LoopMachine(RunConfig())
     seen: list[str] = []
     machine._machine.on_exception = [lambda event_data: seen.append(str(event_data.error))]
     machine._machine.send_event = True
@@ -249,7 +249,7 @@ def test_an_exception_callback_on_the_machine_sees_a_trigger_s_error() -> None:
 
 
 def test_a_trigger_from_a_state_the_edge_does_not_leave_raises() -> None:
-    machine = LoopMachine()
+    machine = LoopMachine(RunConfig())
     with pytest.raises(MachineError, match="Can't trigger event tools_done from state preprocess"):
         machine._events["tools_done"].trigger(machine)
     assert machine.state == "preprocess"
@@ -258,7 +258,7 @@ def test_a_trigger_from_a_state_the_edge_does_not_leave_raises() -> None:
 def test_an_edge_a_condition_refuses_is_not_taken() -> None:
     from transitions.core import Condition
 
-    machine = LoopMachine()
+    machine = LoopMachine(RunConfig())
     (transition,) = machine._machine.events["preprocessed"].transitions["preprocess"]
     transition.conditions.append(Condition(lambda: False))
     with pytest.raises(NoEdge, match="'preprocessed' out of 'preprocess' was refused"):

@@ -129,7 +129,7 @@ def test_the_fallback_is_the_tables_to_choose(
 
 
 def test_ctrl_c_while_stop_hooks_run_is_its_own_fact() -> None:
-    machine = LoopMachine(initial="stop_hooks")
+    machine = LoopMachine(RunConfig(), initial="stop_hooks")
     assert machine.fire(STATE, Facts(aborted=True, blocking_errors=("x",))).name == (
         "stop_hook_prevented"
     )
