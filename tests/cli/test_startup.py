@@ -8,10 +8,12 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from pathlib import Path
 
 from tests.conftest import ROOT
 
 SHIPPED = ROOT / "replays" / "fix_bug.jsonl"
+SCENARIO = ROOT / "replays" / "scenarios" / "tool_round.json"
 
 
 def _python(code: str) -> subprocess.CompletedProcess[str]:
@@ -97,9 +99,10 @@ def test_help_graph_and_path_import_none_of_the_engine() -> None:
         "fsm_agent.core.events",
     ]
     machine = ["transitions", "fsm_agent.engine.machine"]
+    config = ["fsm_agent.core.config", "fsm_agent.core.permission_types"]
     for argv, unneeded in (
-        (["--help"], engine + machine),
-        (["graph"], engine),
+        (["--help"], engine + machine + config),
+        (["graph"], engine + config),
         (["replay", str(SHIPPED), "--path"], engine + machine),
     ):
         code = (
@@ -122,6 +125,21 @@ def test_the_debugger_does_not_load_markdown() -> None:
         "import fsm_agent.cli.debugger\n"
         "loaded = [m for m in ('rich.markdown', 'markdown_it', 'pygments') if m in sys.modules]\n"
         "assert not loaded, loaded\n"
+    )
+    proc = _python(code)
+    assert proc.returncode == 0, proc.stderr
+
+
+def test_a_text_run_reads_no_package_metadata(tmp_path: Path) -> None:
+    """Only stream-json's `system/init` line names the installed version; reading package
+    metadata (zipfile, email, csv) would cost every run about 10 ms."""
+    code = (
+        "import sys\n"
+        "from fsm_agent.cli.main import main\n"
+        f"sys.argv = ['fsm-agent', 'run', '--scripted', {str(SCENARIO)!r}, '--cwd', "
+        f"{str(tmp_path)!r}]\n"
+        "try:\n    main()\nexcept SystemExit as exc:\n    assert not exc.code, exc.code\n"
+        "assert 'importlib.metadata' not in sys.modules\n"
     )
     proc = _python(code)
     assert proc.returncode == 0, proc.stderr
