@@ -103,7 +103,9 @@ def configure(options: RunOptions, warn: Warn) -> Configured:
     resumed = resume(options.resume, options.cwd) if options.resume is not None else None
     if resumed is not None and options.scripted is None and options.model is None:
         _refuse_scripted_model(resumed)
-    base = resumed.config if resumed is not None else RunConfig()
+    # A resumed run is live here: its `~` is this machine's home (arun fills it in), not
+    # the one the earlier run recorded.
+    base = evolve(resumed.config, home=None) if resumed is not None else RunConfig()
     workspace = os.path.realpath(options.cwd or (base.cwd if resumed is not None else "."))
     if not os.path.isdir(workspace):
         raise ConfigError(

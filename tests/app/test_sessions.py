@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import shutil
 import sys
 from pathlib import Path
@@ -66,6 +67,21 @@ def test_resume_continues_the_conversation(workspace: Path, tmp_path: Path) -> N
     }
     check = fsm("replay", str(second), "--check")
     assert check.returncode == 0, check.stderr
+
+
+def test_a_resumed_run_expands_home_as_this_machine_does(workspace: Path, tmp_path: Path) -> None:
+    """The earlier run's recorded home is for replaying it; going on is a live run here."""
+    first = tmp_path / "first.jsonl"
+    scripted_run(workspace, "tool_round", "--log", str(first))
+    records = lines_of(first)
+    records[0]["config"]["home"] = "/home/elsewhere"
+    first.write_text("".join(json.dumps(r) + "\n" for r in records))
+    answer = tmp_path / "answer.json"
+    answer.write_text(json.dumps(ANSWER))
+    second = tmp_path / "second.jsonl"
+    proc = fsm("run", "--resume", str(first), "--scripted", str(answer), "--log", str(second), "x")
+    assert proc.returncode == 0, proc.stderr
+    assert lines_of(second)[0]["config"]["home"] == os.path.expanduser("~")
 
 
 def test_resume_refuses_a_foreign_log(workspace: Path, tmp_path: Path) -> None:
