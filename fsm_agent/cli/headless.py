@@ -37,6 +37,7 @@ from fsm_agent.core.events import (
     ModelEvent,
     ModelRetry,
     Notice,
+    PromptBlocked,
     StreamEvent,
     ToolFinished,
     ToolRefused,
@@ -51,6 +52,7 @@ from fsm_agent.engine.ports import INTERRUPTED
 
 SUBTYPES: dict[str, str] = {
     "completed": "success",
+    "prompt_blocked": "success",  # as `claude -p`: the hook did what it is for
     "max_turns": "error_max_turns",
 }
 """Terminal reason → `subtype`; every other reason is `error_during_execution`."""
@@ -530,6 +532,19 @@ class StreamJson:
                 **{"from": event.source, "to": event.dest},
                 edge=event.edge,
                 turn=event.turn,
+            )
+        elif isinstance(event, PromptBlocked):
+            self._line(
+                "system",
+                subtype=event.kind,
+                content=event.text,
+                level="warning",
+                prevent_continuation=True,
+                prompt_submit_outcome={
+                    "kind": event.outcome,
+                    "prompt_kept": event.prompt_kept,
+                    "reason": event.reason,
+                },
             )
         elif isinstance(event, Notice):
             self._line("system", subtype=event.kind, text=event.text)

@@ -28,6 +28,7 @@ from fsm_agent.core.events import (
     ModelEvent,
     ModelRetry,
     Notice,
+    PromptBlocked,
     ResponseUsage,
     TextDelta,
     ThinkingDelta,
@@ -38,6 +39,7 @@ from fsm_agent.core.events import (
 )
 from fsm_agent.core.messages import ToolUseBlock, Usage
 from fsm_agent.engine.driver import LoopResult
+from fsm_agent.engine.prelude import PROMPT_BLOCKED
 
 KEY_INPUTS = ("file_path", "command", "pattern", "path", "url")
 CONTROLS = dict.fromkeys([*range(0x09), *range(0x0B, 0x20), 0x7F, *range(0x80, 0xA0)])
@@ -250,6 +252,8 @@ class LiveRenderer:
             self._last_call = None
         elif isinstance(event, CallsDiscarded):
             self._running = {i: b for i, b in self._running.items() if i not in event.ids}
+        elif isinstance(event, PromptBlocked):
+            pass  # the summary says it, in the model's place
         elif isinstance(event, Notice):
             self._notice("⚠" if event.kind == "hook" else "↻", event.text)
         elif isinstance(event, ModelEvent) and isinstance(event.event, ModelRetry):
@@ -312,7 +316,8 @@ class LiveRenderer:
         line.append("  " + " · ".join(details), style="dim")
         self.console.print(line)
         if result.error:
-            self.console.print(Text(f"  {printable(result.error)}", style="red"))
+            said = "yellow" if result.reason == PROMPT_BLOCKED else "red"
+            self.console.print(Text(f"  {printable(result.error)}", style=said))
         if result.log_path:
             self.console.print(Text(f"  log: {result.log_path}", style="dim"), soft_wrap=True)
 
@@ -342,6 +347,6 @@ class QuietRenderer:
             self._text = event.message.text
 
     def summary(self, result: LoopResult) -> None:
-        answer = result.answer if result.reason == "completed" else self._text
+        answer = result.answer if result.reason in ("completed", PROMPT_BLOCKED) else self._text
         if answer:
             self.console.print(answer, markup=False, highlight=False, soft_wrap=True)

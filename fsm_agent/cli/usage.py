@@ -29,8 +29,10 @@ EXIT_CODES: dict[str, int] = {
     "stop_hook_prevented": 16,
     "hook_stopped": 17,
     "max_turns": 18,
-    "prompt_blocked": 19,
+    "prompt_blocked": 0,
 }
+"""A prompt a UserPromptSubmit hook blocked exits 0, as `claude -p` does (a `success`:
+the hook did its job); `terminal_reason` tells it from `completed`."""
 EXIT_ERROR_ANSWER = 20
 """`completed`, but the answer is an error (an API error such as a 401): the task
 was not done, so a script must not read it as success."""

@@ -237,6 +237,21 @@ class Notice:
     text: str
 
 
+@frozen
+class PromptBlocked(Notice):
+    """A UserPromptSubmit hook ended the run before the loop began: `text` is what Claude
+    Code answers in its place (`result`), `reason` the hook's own words. `outcome` is
+    `blocked_by_hook` (the prompt is erased) or `stopped_by_hook` (`continue: false`:
+    the prompt is kept in the conversation)."""
+
+    reason: str
+    outcome: str
+
+    @property
+    def prompt_kept(self) -> bool:
+        return self.outcome == "stopped_by_hook"
+
+
 REACTIVE = "reactive_compact"
 """The level of a reactive compaction, made after the API refused a request."""
 

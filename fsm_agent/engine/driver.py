@@ -16,7 +16,13 @@ from attrs import field, frozen
 
 from fsm_agent.core.codec import unstructure
 from fsm_agent.core.config import RunConfig
-from fsm_agent.core.events import ContextReport, DriverEvent, ToolRefused, Transition
+from fsm_agent.core.events import (
+    ContextReport,
+    DriverEvent,
+    PromptBlocked,
+    ToolRefused,
+    Transition,
+)
 from fsm_agent.core.messages import Message, Usage
 from fsm_agent.core.model import ToolSpec
 from fsm_agent.core.tool import ToolOutputs
@@ -80,7 +86,11 @@ class LoopResult:
     @property
     def is_error(self) -> bool:
         """Anything but a clean `completed`: an API error answer (a 401, say) ends the
-        loop `completed`, with `error` set, and is still an error."""
+        loop `completed`, with `error` set, and is still an error. A prompt a hook
+        blocked is not one: the hook did its job (Claude Code's `success`), and `error`
+        holds what it answers in the model's place."""
+        if self.reason == PROMPT_BLOCKED:
+            return False
         return self.reason != "completed" or self.error is not None
 
     @property
@@ -94,7 +104,7 @@ class LoopResult:
     def answer(self) -> str:
         """What `claude -p` answers a run that completed with: the `API Error: …` it
         ended on (a refusal after some text, say), else the final text."""
-        if self.reason == "completed":
+        if self.reason in ("completed", PROMPT_BLOCKED):
             return self.error or self.text
         return self.text
 
@@ -283,7 +293,8 @@ class Engine:
         )
         return result
 
-    def _blocked(self, messages: Sequence[Message], reason: str) -> LoopResult:
+    def _blocked(self, messages: Sequence[Message], blocked: PromptBlocked) -> LoopResult:
+        self._emit(blocked)
         result = LoopResult(
             reason=PROMPT_BLOCKED,
             path=(),
@@ -292,7 +303,7 @@ class Engine:
             usage=Usage(),
             session_id=self.session_id,
             model=self.config.model,
-            error=reason,
+            error=blocked.text,
             log_path=str(self.tape.path) if self.tape.path else None,
         )
         self.tape.result({"reason": PROMPT_BLOCKED, "turns": 0, "usage": {}, "steps": 0})

@@ -3,13 +3,15 @@
 In Claude Code these run in `processUserInput`, before `query()` is
 called, so they are not states of the loop's machine either. Their hook
 runs are effects of step 1 (recorded, replayed). A UserPromptSubmit hook
-that blocks (exit 2, or `decision: "block"`, or `continue: false`) erases
-the prompt: the run ends `prompt_blocked` with no transition taken and no
-model call. Context the hooks add (plain stdout, `additionalContext`) goes
-to the model as meta user messages in a `<system-reminder>`: SessionStart's
-before the conversation, UserPromptSubmit's after the prompt. SessionStart
-runs again, with source `compact`, after an autocompaction (in `preprocess`),
-its context then put before the summary.
+that blocks (exit 2, or `decision: "block"`) erases the prompt, one that
+says `continue: false` keeps it: either way the run ends `prompt_blocked`
+with no transition taken and no model call, and what Claude Code answers in
+place of the model is the run's answer (a `success`, as `claude -p` reports it).
+Context the hooks add (plain stdout, `additionalContext`) goes to the model as
+meta user messages in a `<system-reminder>`: SessionStart's before the
+conversation, UserPromptSubmit's after the prompt. SessionStart runs again, with
+source `compact`, after an autocompaction (in `preprocess`), its context then put
+before the summary.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from collections.abc import Sequence
 from attrs import evolve, frozen
 
 from fsm_agent.context.levels import meta
+from fsm_agent.core.events import PromptBlocked
 from fsm_agent.core.messages import Message, TextBlock, reminder_text
 from fsm_agent.engine.run import Run
 from fsm_agent.hooks.outcomes import NO_OPINION, HookOutcome, consult
@@ -29,7 +32,20 @@ PROMPT_BLOCKED = "prompt_blocked"
 @frozen
 class Prelude:
     messages: tuple[Message, ...]
-    blocked: str | None = None
+    blocked: PromptBlocked | None = None
+
+
+def blocked_by(submit: HookOutcome, prompt: str) -> PromptBlocked:
+    """What Claude Code tells the user when a UserPromptSubmit hook ends the run, in its
+    words: a block names the hook's errors and the erased prompt; `continue: false`
+    only its stop reason."""
+    if submit.blocking_errors:
+        errors = "\n".join(submit.blocking_errors)
+        text = f"UserPromptSubmit operation blocked by hook:\n{errors}\n\nOriginal prompt: {prompt}"
+        return PromptBlocked("informational", text, errors.strip(), "blocked_by_hook")
+    reason = submit.stop_reason or ""
+    text = f"Operation stopped by hook: {reason}" if reason else "Operation stopped by hook"
+    return PromptBlocked("informational", text, reason, "stopped_by_hook")
 
 
 def typed_prompt(messages: Sequence[Message]) -> str:
@@ -96,9 +112,9 @@ async def session_prelude(run: Run, messages: Sequence[Message]) -> Prelude:
             },
         )
     if submit.blocking_errors or submit.prevent_continuation:
-        why = "; ".join(submit.blocking_errors) or submit.stop_reason or "no reason given"
-        blocked = f"The prompt was blocked by a UserPromptSubmit hook: {why}"
-        return Prelude(without_prompt(messages), blocked)
+        blocked = blocked_by(submit, prompt)
+        kept = tuple(messages) if blocked.prompt_kept else without_prompt(messages)
+        return Prelude(kept, blocked)
     return Prelude(
         (
             *reminders(start.additional_context),

@@ -262,6 +262,8 @@ def interpret(event: str, run: HookRun) -> HookOutcome:
             reason = message
         elif event == "SessionStart":
             messages.append(message)
+        elif event == "UserPromptSubmit" and not reason and stderr:
+            blocking.append(f"[{run.command}]: {_cap(run.stderr)}")  # Claude Code's words
         else:
             blocking.append(message)
     elif run.code != 0 and data is None:

@@ -94,9 +94,9 @@ def test_an_answer_still_cut_after_every_recovery_is_the_error_it_hit(
 
 def test_exit_codes_are_distinct_and_cover_every_reason() -> None:
     assert set(EXIT_CODES) == TERMINAL_REASONS | {"prompt_blocked"}
-    assert EXIT_CODES["completed"] == 0
+    assert EXIT_CODES["completed"] == EXIT_CODES["prompt_blocked"] == 0, "as `claude -p`"
     codes = [*EXIT_CODES.values(), EXIT_ERROR_ANSWER, EXIT_USAGE, 1, 130]
-    assert len(codes) == len(set(codes))
+    assert len(codes) == len(set(codes)) + 1, "only the blocked prompt shares completed's 0"
 
 
 def test_subtypes() -> None:
@@ -206,12 +206,32 @@ def test_a_resumed_run_never_reports_the_previous_run_s_answer(
     hooks = {"UserPromptSubmit": [{"blocking_errors": ["not now"]}]}
     blocked.write_text(json.dumps({"hooks": hooks, "turns": []}))
     where = ("--resume", str(first), "and then?", "--scripted", str(blocked))
+    said = "UserPromptSubmit operation blocked by hook:\nnot now\n\nOriginal prompt: and then?"
     quiet = fsm("run", *where, "--quiet", "--log", str(tmp_path / "q.jsonl"))
-    assert quiet.returncode == EXIT_CODES["prompt_blocked"]
-    assert quiet.stdout == ""
-    assert "prompt_blocked" in quiet.stderr
+    assert (quiet.returncode, quiet.stdout) == (0, said + "\n"), "`claude -p` prints it, exit 0"
     as_json = fsm("run", *where, "--output-format", "json", "--log", str(tmp_path / "j.jsonl"))
-    assert json.loads(as_json.stdout)["stop_reason"] is None
+    result = json.loads(as_json.stdout)
+    assert as_json.returncode == 0
+    assert (result["subtype"], result["is_error"], result["result"]) == ("success", False, said)
+    assert (result["terminal_reason"], result["num_turns"], result["stop_reason"]) == (
+        "prompt_blocked",
+        0,
+        None,
+    )
+    lines = fsm("run", *where, "--output-format", "stream-json", "--verbose",
+                "--log", str(tmp_path / "s.jsonl")).stdout.splitlines()  # fmt: skip
+    told = [json.loads(line) for line in lines][-2]
+    assert {k: told[k] for k in ("type", "subtype", "content", "level")} == {
+        "type": "system",
+        "subtype": "informational",
+        "content": said,
+        "level": "warning",
+    }
+    assert told["prompt_submit_outcome"] == {
+        "kind": "blocked_by_hook",
+        "prompt_kept": False,
+        "reason": "not now",
+    }
 
 
 def test_piped_text_output_is_plain(workspace: Path, tmp_path: Path) -> None:

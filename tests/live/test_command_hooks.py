@@ -277,7 +277,31 @@ case "$input" in *password*) echo "Prompt contains a secret" >&2; exit 2 ;; esac
     result = _run(workspace, data, tmp_path)
     assert result.reason == "prompt_blocked"
     assert result.path == ()
-    assert "Prompt contains a secret" in (result.error or "")
+    assert not result.is_error, "Claude Code's `success`: the hook did its job"
+    assert result.error == (  # what Claude Code 2.1.332 answers, to the character
+        f"UserPromptSubmit operation blocked by hook:\n[{block}]: Prompt contains a secret\n"
+        "\n\nOriginal prompt: my password is hunter2"
+    )
+    assert result.messages.items == (), "the blocked prompt is erased"
+
+
+def test_user_prompt_submit_json_block_and_continue_false(workspace: Path, tmp_path: Path) -> None:
+    """`decision: block` erases the prompt and names the hook's reason; `continue: false`
+    keeps the prompt and says only the stop reason (both as the real CLI words them)."""
+    for answer, text, kept in (
+        ('{"decision":"block","reason":"json says no"}',
+         "UserPromptSubmit operation blocked by hook:\njson says no\n\nOriginal prompt: hi", 0),
+        ('{"continue":false,"stopReason":"halt now"}', "Operation stopped by hook: halt now", 1),
+    ):  # fmt: skip
+        hook = script(tmp_path / "answer.sh", f"cat > /dev/null\necho '{answer}'\n")
+        settings = {
+            "hooks": {"UserPromptSubmit": [{"hooks": [{"type": "command", "command": hook}]}]}
+        }
+        where = tmp_path / f"case{kept}"
+        where.mkdir()
+        result = _run(workspace, {"prompt": "hi", "settings": settings, "turns": []}, where)
+        assert (result.reason, result.error, result.is_error) == ("prompt_blocked", text, False)
+        assert len(result.messages.items) == kept
 
 
 def test_session_start_and_prompt_submit_add_context(workspace: Path, tmp_path: Path) -> None:
