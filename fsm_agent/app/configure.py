@@ -8,8 +8,11 @@ the `warn` callback, in the order it is found.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import datetime as dt
+import gc
 import os
+import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -95,6 +98,8 @@ def configure(options: RunOptions, warn: Warn) -> Configured:
     Permission rules and hooks are read from ~/.claude/settings.json,
     .claude/settings.json and .claude/settings.local.json, once, here.
     """
+    if options.scripted is None and api_key():
+        start_loading_sdk()
     max_turns = options.max_turns
     if max_turns is None:
         max_turns = max_turns_variable()
@@ -262,6 +267,32 @@ def real_model(base_url: str | None, given_by: str = "--base-url") -> Model:
     except ValueError as exc:
         raise ConfigError(str(exc)) from None
     return AnthropicModel(api_key=key, base_url=base_url, stream_idle_timeout=idle)
+
+
+def start_loading_sdk() -> threading.Thread:
+    """Import the SDK in a thread, now: a run against a real model needs it for its first
+    request, and reading settings, CLAUDE.md files and git status meanwhile waits on
+    files and processes. `real_model`'s import then finds it loaded, or waits for it."""
+    thread = threading.Thread(target=_load_sdk, name="fsm-agent-sdk-import", daemon=True)
+    thread.start()
+    return thread
+
+
+def _load_sdk() -> None:
+    # The import builds some 100,000 objects, nearly none of them garbage: collecting
+    # meanwhile costs it about 15 %, and once frozen, later collections skip them.
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        # A failure is `real_model`'s to report, when it imports the module again.
+        with contextlib.suppress(Exception):
+            from fsm_agent.live.anthropic_model import warm
+
+            warm()
+    finally:
+        gc.freeze()
+        if collecting:
+            gc.enable()
 
 
 def is_http_url(url: str) -> bool:

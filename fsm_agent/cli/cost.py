@@ -46,3 +46,9 @@ class CostMeter:
     def total(self) -> float | None:
         """`None` when a response's price is unknown: never a guess."""
         return self.usd if self.responses else 0.0
+
+    def total_for(self, model: str | None) -> float | None:
+        """`total`, but a run that got no response (interrupted, or its prompt blocked)
+        costs what its model prices nothing at: 0 for a priced model, None for one
+        without a price (a scripted model), as if it had answered."""
+        return self.usd if self.responses else cost_usd(model or "", Usage())

@@ -263,7 +263,7 @@ def _result(
         "terminal_reason": terminal_reason,
         "session_id": session_id,
         "uuid": str(uuid.uuid4()),
-        "total_cost_usd": tally.meter.total,
+        "total_cost_usd": tally.meter.total_for(model),
         "usage": run_usage(usage),
         "modelUsage": tally.model_usage(),
         "permission_denials": tally.denials,

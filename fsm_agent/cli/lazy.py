@@ -8,8 +8,9 @@ loaded the same way: `--path` must not load the engine, nor `--check` rich or th
 live adapters.
 
 Two heavy imports are made where they are used, and nowhere else:
-- the `anthropic` SDK (about a second): `fsm_agent.app.configure.real_model`, so only a
-  run against a real model pays for it;
+- the `anthropic` SDK (about half a second, through `fsm_agent.live.lazy_sdk`):
+  `fsm_agent.app.configure` (`real_model`, and the thread `start_loading_sdk` starts), so
+  only a run against a real model pays for it;
 - rich's Markdown (markdown-it and Pygments, about 20 ms):
   `fsm_agent.cli.render.LiveRenderer._flush_text`, so only a live run's finished text
   does, not the debugger, which shares `render`.

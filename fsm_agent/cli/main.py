@@ -7,6 +7,7 @@ Each subcommand lives in its own module, loaded only when it runs (the table in
 from __future__ import annotations
 
 import errno
+import gc
 import io
 import os
 import sys
@@ -96,6 +97,10 @@ def main() -> None:
     except (click.exceptions.Abort, KeyboardInterrupt):
         say("fsm-agent: interrupted")
         sys.exit(130)
+    finally:
+        # The interpreter's last collection would walk every object the SDK made (a
+        # second or more on a busy machine after a run has printed all): the OS frees them.
+        gc.freeze()
 
 
 if __name__ == "__main__":

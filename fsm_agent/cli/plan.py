@@ -23,6 +23,12 @@ def base_url_given_by() -> str:
 
 def plan_of(**options: Any) -> tuple[Plan, Resumed | None, str | None]:
     """The run the options describe: `(plan, resumed session or None, scenario prompt)`."""
+    typed = click.get_current_context().get_parameter_source("base_url")
+    if options.get("scripted") is not None and typed == ParameterSource.COMMANDLINE:
+        # ANTHROPIC_BASE_URL may be set for other runs; a typed --base-url was meant.
+        fail(
+            "--base-url is for a real model, and --scripted runs a scenario: give one or the other"
+        )
     try:
         made = configure(RunOptions(**options, base_url_given_by=base_url_given_by()), say)
     except ConfigError as exc:

@@ -295,16 +295,21 @@ class LiveRenderer:
         self._turn = event.turn
         self._label = PHASE_LABELS.get(event.dest, "Finishing")
         if self.verbose:
+            # A step line is a note between lines, not output: the result of the call
+            # printed before it still follows its own `●` line, which is not repeated.
             self._flush_text()
             self.console.print(
                 Text(f"  [{event.step}] {event.source} -[{event.edge}]-> {event.dest}", style="dim")
             )
-            self._last_call = None
 
     def summary(self, result: LoopResult) -> None:
         self.stop()
         style = "red" if result.is_error else "green"
-        line = Text(f"■ {result.reason}", style=f"bold {style}")
+        # The loop ends `completed` on an API error's answer (as Claude Code's does), but
+        # the exit code says it failed (20): the headline must not say otherwise.
+        failed = result.reason == "completed" and result.is_error
+        ended = "completed with an error" if failed else result.reason
+        line = Text(f"■ {ended}", style=f"bold {style}")
         details = [
             f"turns {result.turns}",
             f"tokens in {result.usage.input_tokens} out {result.usage.output_tokens}",

@@ -277,6 +277,21 @@ class CodecError(ValueError):
     """Raised when JSON does not have the shape of the class asked for."""
 
 
+def grouped(errors: list[str]) -> str:
+    """cattrs' `PROBLEM @ WHERE` lines as one line, each problem said once with every
+    place it is found: one typo repeated over a file read as the same sentence four times."""
+    places: dict[str, list[str]] = {}
+    for error in errors:
+        problem, at, where = error.rpartition(" @ ")
+        if not at:
+            problem, where = error, ""
+        places.setdefault(problem, []).append(where)
+    return "; ".join(
+        f"{problem} @ {', '.join(w for w in wheres if w)}" if any(wheres) else problem
+        for problem, wheres in places.items()
+    )
+
+
 def structure(value: Any, cls: Any, conv: cattrs.Converter = converter) -> Any:
     """`value` as a `cls`, through `conv` (a strict one for a file a person wrote), or
     a `CodecError` in words for whoever wrote it."""
@@ -284,7 +299,7 @@ def structure(value: Any, cls: Any, conv: cattrs.Converter = converter) -> Any:
         return conv.structure(value, cls)
     except (cattrs.BaseValidationError, KeyError, TypeError, ValueError) as exc:
         detail = (
-            "; ".join(cattrs.transform_error(exc, format_exception=_explain))
+            grouped(cattrs.transform_error(exc, format_exception=_explain))
             if isinstance(exc, cattrs.BaseValidationError)
             else str(exc)
         )

@@ -129,3 +129,11 @@ def nonfinite(value: Any) -> bool:
         elif isinstance(item, list):
             stack.extend(item)
     return False
+
+
+def decode_error(exc: json.JSONDecodeError) -> str:
+    """`LINE:COLUMN: not valid JSON: WHAT`, for a file's error line. The decoder's own
+    message ends in "at" where its text goes on with the position (`Invalid control
+    character at`), which alone read as cut off."""
+    what = exc.msg.removesuffix(" at").removesuffix(" starting")
+    return f"{exc.lineno}:{exc.colno}: not valid JSON: {what}"

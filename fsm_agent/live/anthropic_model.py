@@ -1,7 +1,9 @@
 """The real model: the Anthropic Messages API through the official SDK, streamed.
 
-Importing this module imports the SDK, which takes about a second, so only
-code paths that need a real model import it (the CLI does so lazily).
+Importing this module imports the SDK, so only code paths that need a real model
+import it (the CLI does so lazily, in a thread as soon as a run knows it needs
+one). `lazy_sdk` is installed first: the SDK's type tables, beta API and other
+platforms' clients then load only when used (docs/performance.md has the figures).
 
 The SDK retries 408/409/429/5xx and connection failures itself, honouring
 `retry-after`; what is still failing after `max_retries` arrives here and is
@@ -16,16 +18,18 @@ import asyncio
 import contextlib
 import contextvars
 import email.utils
+import functools
 import html
 import importlib
 import json
 import os
 import re
+import ssl
+import sys
 import time
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Mapping
 from typing import Any
 
-import anthropic
 import attrs
 
 from fsm_agent.core.codec import message_to_api
@@ -52,6 +56,11 @@ from fsm_agent.core.messages import (
     Usage,
 )
 from fsm_agent.core.model import ModelRequest
+from fsm_agent.live import lazy_sdk
+
+lazy_sdk.install()  # before the SDK's first import, or it loads whole
+
+import anthropic  # noqa: E402
 
 EPHEMERAL = {"type": "ephemeral"}
 _UNCACHEABLE = ("thinking", "redacted_thinking")
@@ -71,6 +80,31 @@ def _base_url(given: str | None) -> str | None:
         return given
     blank = not os.environ.get("ANTHROPIC_BASE_URL", "unset").strip()
     return DEFAULT_BASE_URL if blank else None
+
+
+def warm() -> None:
+    """Do now what the first request would (load the messages resource and the HTTP
+    transport, read the CA bundle, build the validator of stream events): a run that
+    starts this in a thread has it done when it asks."""
+    client = anthropic.AsyncAnthropic(
+        api_key="unused",
+        base_url=DEFAULT_BASE_URL,
+        http_client=anthropic.DefaultAsyncHttpxClient(verify=tls_context()),
+    )
+    _ = client.messages
+    with contextlib.suppress(Exception):  # the SDK's own cache of validators, if it has one
+        anthropic._models.construct_type(
+            type_=anthropic.types.RawMessageStreamEvent, value={"type": "message_stop"}
+        )
+
+
+@functools.cache
+def tls_context() -> ssl.SSLContext:
+    """The TLS context of every client, as the HTTP library makes it by default: loading
+    the CA bundle takes about 0.1 s, which one context pays once (in `warm`'s thread)."""
+    library = sys.modules[anthropic.DefaultAsyncHttpxClient.__mro__[1].__module__.split(".")[0]]
+    context: ssl.SSLContext = library.create_ssl_context()
+    return context
 
 
 def _transport_errors() -> tuple[type[Exception], ...]:
@@ -618,6 +652,7 @@ class AnthropicModel:
                 timeout=timeout,
                 http_client=anthropic.DefaultAsyncHttpxClient(
                     timeout=timeout,
+                    verify=tls_context(),
                     event_hooks={"request": [_report_attempt], "response": [_report_failure]},
                 ),
             )

@@ -32,7 +32,7 @@ from fsm_agent.core.events import (
     ModelCallError,
     StreamEvent,
 )
-from fsm_agent.core.jsontext import MAX_DEPTH, deeper_than, strict_loads
+from fsm_agent.core.jsontext import MAX_DEPTH, decode_error, deeper_than, strict_loads
 from fsm_agent.core.limits import MIN_CONTEXT_WINDOW
 from fsm_agent.core.messages import (
     ContentBlock,
@@ -190,7 +190,7 @@ class Scenario:
         except (OSError, UnicodeDecodeError) as exc:
             raise ScenarioError(f"{path}: cannot read: {exc}") from None
         except json.JSONDecodeError as exc:
-            raise ScenarioError(f"{path}:{exc.lineno}: not valid JSON: {exc.msg}") from None
+            raise ScenarioError(f"{path}:{decode_error(exc)}") from None
         except RecursionError:
             raise ScenarioError(f"{path}: not valid JSON: nested too deeply") from None
         except ValueError as exc:

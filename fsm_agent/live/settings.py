@@ -17,7 +17,7 @@ from typing import Any
 from attrs import frozen
 
 from fsm_agent.core.config import HookMatcher
-from fsm_agent.core.jsontext import no_constant
+from fsm_agent.core.jsontext import decode_error, no_constant
 from fsm_agent.core.permission_types import PermissionSettings, RuleSource
 from fsm_agent.hooks.commands import HookSettingsError, parse_hooks
 from fsm_agent.policy.permissions import (
@@ -129,7 +129,7 @@ def load_settings(
         try:
             data = json.loads(path.read_text(encoding="utf-8"), parse_constant=no_constant)
         except json.JSONDecodeError as exc:
-            raise SettingsError(f"{path}:{exc.lineno}: not valid JSON: {exc.msg}") from None
+            raise SettingsError(f"{path}:{decode_error(exc)}") from None
         except RecursionError:
             raise SettingsError(f"{path}: not valid JSON: nested too deeply") from None
         except (OSError, UnicodeDecodeError) as exc:

@@ -379,3 +379,17 @@ def test_a_replay_option_that_would_do_nothing_is_refused(
     proc = fsm("replay", log, *args, cwd=tmp_path)
     one_error_line(proc, message)
     assert not list(tmp_path.iterdir())
+
+
+def test_run_refuses_a_base_url_that_a_scripted_run_would_ignore(tmp_path: Path) -> None:
+    """`replay` refuses options that would do nothing, and `run` without --scripted refuses
+    a bad base URL: with --scripted, the typed one was ignored and the run exited 0.
+    The variable (set for other runs) is no mistake."""
+    scenario = str(SCENARIOS / "tool_round.json")
+    proc = fsm("run", "--scripted", scenario, "--cwd", str(tmp_path), "--base-url", "foo")
+    one_error_line(proc, "--base-url is for a real model")
+    assert not (tmp_path / "notes.txt").exists()
+    proc = fsm(
+        "run", "--scripted", scenario, "--cwd", str(tmp_path), env={"ANTHROPIC_BASE_URL": "x"}
+    )
+    assert proc.returncode == 0, proc.stderr

@@ -159,7 +159,7 @@ def test_the_summary_is_red_when_the_answer_is_an_error(workspace: Path, tmp_pat
     renderer = LiveRenderer(c, live=False)
     result = run_scenario(SCENARIOS / "api_error.json", cwd=workspace, log=tmp_path / "l.jsonl")
     renderer.summary(result)
-    assert "\x1b[1;31m■ completed" in output(c)
+    assert "\x1b[1;31m■ completed with an error" in output(c)
     c.file = io.StringIO()
     renderer.summary(
         run_scenario(SCENARIOS / "tool_round.json", cwd=workspace, log=tmp_path / "m.jsonl")
@@ -215,3 +215,30 @@ def test_a_tool_name_the_model_made_up_never_reaches_the_terminal_as_escapes() -
         assert CLEAR not in shown and "\x1b]" not in shown, repr(shown)
         assert terminal or "\x1b" not in shown, repr(shown)
         assert "● Evil[2J]52;c;aGk=(" in shown
+
+
+def test_the_summary_of_an_error_answer_does_not_read_as_success(
+    workspace: Path, tmp_path: Path
+) -> None:
+    """The exit code of an API error's answer is 20: the headline says so too, where it
+    said `■ completed` as a clean run's does."""
+    c = console(terminal=False)
+    renderer = LiveRenderer(c)
+    result = run_scenario(SCENARIOS / "api_error.json", cwd=workspace, log=tmp_path / "l.jsonl")
+    renderer.summary(result)
+    assert output(c).startswith("■ completed with an error  turns 1")
+
+
+def test_verbose_output_shows_each_call_once(workspace: Path, tmp_path: Path) -> None:
+    """The step lines between a call and its result are notes: the result still follows
+    its call, whose `●` line was printed twice around them."""
+    c = console(terminal=False)
+    renderer = LiveRenderer(c, verbose=True)
+    result = run_scenario(
+        SCENARIOS / "tool_round.json", cwd=workspace, log=tmp_path / "l.jsonl", on_event=renderer
+    )
+    renderer.summary(result)
+    lines = output(c).splitlines()
+    calls = [line for line in lines if line.startswith("● ")]
+    assert calls == ["● Write(notes.txt)", "● Read(notes.txt)"]
+    assert any(line.startswith("  [") for line in lines)  # the steps are shown

@@ -726,3 +726,24 @@ def test_a_partial_message_delta_carries_the_cumulative_usage(
     assert delta["usage"] == expected
     (assistant,) = [line for line in lines if line["type"] == "assistant"]
     assert {k: assistant["message"]["usage"][k] for k in expected} == expected
+
+
+def test_a_run_with_no_response_costs_null_for_a_model_without_a_price(
+    workspace: Path, tmp_path: Path
+) -> None:
+    """A run that got no response (its prompt blocked, or interrupted before the model
+    answered) printed `total_cost_usd: 0.0` for the scripted model, where every other
+    run of a model without a price says null."""
+    from fsm_agent.cli.cost import CostMeter
+
+    scenario = tmp_path / "blocked.json"
+    blocked = {"UserPromptSubmit": [{"blocking_errors": ["not today"]}]}
+    scenario.write_text(json.dumps({"prompt": "go", "turns": [], "hooks": blocked}))
+    proc = fsm(
+        "run", "--scripted", str(scenario), "--cwd", str(workspace),
+        "--log", str(tmp_path / "l.jsonl"), "--output-format", "json",
+    )  # fmt: skip
+    result = json.loads(proc.stdout)
+    assert result["terminal_reason"] == "prompt_blocked"
+    assert result["total_cost_usd"] is None
+    assert CostMeter().total_for("claude-sonnet-4-6") == 0.0  # a priced model: nothing spent

@@ -11,6 +11,8 @@ import sys
 from pathlib import Path
 
 from tests.conftest import ROOT
+from tests.support.cli import MODEL
+from tests.support.messages_server import MessagesServer, text
 
 SHIPPED = ROOT / "replays" / "fix_bug.jsonl"
 SCENARIO = ROOT / "replays" / "scenarios" / "tool_round.json"
@@ -143,3 +145,41 @@ def test_a_text_run_reads_no_package_metadata(tmp_path: Path) -> None:
     )
     proc = _python(code)
     assert proc.returncode == 0, proc.stderr
+
+
+def test_a_real_run_loads_only_the_parts_of_the_sdk_it_uses(tmp_path: Path) -> None:
+    """The SDK's beta API, the other platforms' clients and its tool runner are most of
+    its import (docs/performance.md): a run against a real model sends its request
+    without them, and still ends as a completed run."""
+    unneeded = [
+        "anthropic.lib.vertex",
+        "anthropic.lib.bedrock",
+        "anthropic.lib.foundry",
+        "anthropic.lib.tools",
+        "anthropic.resources.beta.beta",
+        "anthropic.types.beta.session_create_params",
+    ]
+    with MessagesServer() as server:
+        server.reply(text("Hello.", model=MODEL))
+        code = (
+            "import os, sys\n"
+            "from fsm_agent.cli.main import main\n"
+            "os.environ['ANTHROPIC_API_KEY'] = 'test-key'\n"
+            f"sys.argv = ['fsm-agent', 'run', 'hi', '--base-url', {server.url!r}, "
+            f"'--model', {MODEL!r}, '--cwd', {str(tmp_path)!r}]\n"
+            "try:\n    main()\nexcept SystemExit as exc:\n    assert not exc.code, exc.code\n"
+            "assert 'anthropic._client' in sys.modules\n"
+            f"loaded = [m for m in {unneeded!r} if m in sys.modules]\n"
+            "assert not loaded, loaded\n"
+        )
+        proc = subprocess.run(
+            [sys.executable, "-c", code],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            cwd=ROOT,
+            stdin=subprocess.DEVNULL,
+        )
+    assert proc.returncode == 0, proc.stderr
+    assert "Hello." in proc.stdout
+    assert len(server.bodies()) == 1

@@ -489,3 +489,31 @@ def test_a_number_past_a_double_in_a_scenario_is_not_valid_json(tmp_path: Path) 
     )
     with pytest.raises(ScenarioError, match=r"not valid JSON: 1e400 is beyond a double's range"):
         Scenario.load(path)
+
+
+def test_a_json_error_names_its_line_and_column_and_reads_whole(tmp_path: Path) -> None:
+    """The decoder's message stops at "at" where it goes on with the position: the error
+    line said `broken.json:23: not valid JSON: Invalid control character at`."""
+    broken = tmp_path / "broken.json"
+    broken.write_text('{\n  "prompt": "hel\tlo",\n  "turns": []\n}\n')
+    with pytest.raises(ScenarioError) as caught:
+        Scenario.load(broken)
+    assert str(caught.value) == f"{broken}:2:17: not valid JSON: Invalid control character"
+    unterminated = tmp_path / "cut.json"
+    unterminated.write_text('{"prompt": "go')
+    with pytest.raises(ScenarioError) as caught:
+        Scenario.load(unterminated)
+    assert str(caught.value) == f"{unterminated}:1:12: not valid JSON: Unterminated string"
+
+
+def test_one_mistake_made_in_several_places_is_said_once(tmp_path: Path) -> None:
+    """A typo repeated over a file (`tool_usee` in two turns) said the whole sentence once
+    per place; now once, naming every place."""
+    typo = {"type": "tool_usee", "id": "t", "name": "Read", "input": {}}
+    path = tmp_path / "typo.json"
+    path.write_text(json.dumps({"turns": [{"content": [typo]}, {"content": [typo]}]}))
+    with pytest.raises(ScenarioError) as caught:
+        Scenario.load(path)
+    message = str(caught.value)
+    assert message.count("unknown type 'tool_usee'") == 1
+    assert message.endswith("@ $.turns[0].content[0], $.turns[1].content[0]")

@@ -307,7 +307,7 @@ def test_bad_settings_file_is_one_clear_error(tmp_path: Path) -> None:
     (tmp_path / ".claude").mkdir()
     f = tmp_path / ".claude" / "settings.json"
     f.write_text("{oops")
-    with pytest.raises(SettingsError, match=r"settings.json:1: not valid JSON"):
+    with pytest.raises(SettingsError, match=r"settings.json:1:2: not valid JSON"):
         load_settings(str(tmp_path), str(tmp_path / "nohome"))
     f.write_text(json.dumps({"permissions": {"allow": ["Bash(("]}}))
     with pytest.raises(SettingsError, match=r"permissions.allow.*not a permission rule"):

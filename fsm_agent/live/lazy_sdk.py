@@ -1,0 +1,286 @@
+"""Import the `anthropic` SDK without executing the parts a run does not use.
+
+The SDK's `types` and `resources` packages are tables of re-exports: their
+`__init__.py` files import every model and resource class there is (2,881
+modules, about a second on a slow machine, most of it the beta and organization
+APIs), although a run streams one kind of message. A finder on `sys.meta_path`
+gives each such package a loader that reads the table without running it: the
+package's names resolve on first use (PEP 562's module `__getattr__`), each
+importing only the submodule that defines it. A package whose `__init__.py`
+does anything but re-export is loaded as written, so what the SDK exposes and
+how it behaves stay the same; only when its modules load changes.
+
+The package `anthropic` itself also imports, at its end, every platform's client
+(Bedrock, Vertex, Foundry, AWS, Google Cloud), the beta tool runner and the
+stream helpers (`anthropic.lib.*`), and those import the whole beta API. Its
+`__init__.py` runs as written but for those imports, whose names resolve on
+first use instead (and are then renamed into `anthropic` as the file renames
+the others). If the file's shape is not the one expected, it runs unchanged.
+"""
+
+from __future__ import annotations
+
+import ast
+import contextlib
+import importlib.abc
+import importlib.machinery
+import os
+import sys
+import threading
+from collections.abc import Callable, Sequence
+from importlib import import_module
+from types import ModuleType
+from typing import Any
+
+SDK = "anthropic"
+LAZY_PACKAGES = ("anthropic.types", "anthropic.resources")
+"""The SDK's packages, with every package under them, that may load lazily."""
+
+Exports = dict[str, tuple[str, str | None]]
+"""A name the package exports → (the absolute module it comes from, its name there;
+None when the name is that module itself)."""
+
+
+def exports_of(package: str, source: str) -> tuple[Exports, list[str] | None] | None:
+    """The re-export table of a package's `__init__.py`, and its `__all__`; None when
+    the file does anything else (then it must run as written)."""
+    table: Exports = {}
+    names: list[str] | None = None
+    for node in ast.parse(source).body:
+        if isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant):
+            continue  # a docstring
+        if isinstance(node, ast.ImportFrom) and node.module == "__future__":
+            table.update({a.name: ("__future__", a.name) for a in node.names})
+            continue
+        if isinstance(node, ast.ImportFrom) and node.level == 1:
+            for alias in node.names:
+                if alias.name == "*":
+                    return None
+                bound = alias.asname or alias.name
+                if node.module is None:  # from . import sub
+                    table[bound] = (f"{package}.{alias.name}", None)
+                else:
+                    table[bound] = (f"{package}.{node.module}", alias.name)
+            continue
+        if _is_all(node):
+            assert isinstance(node, ast.Assign)
+            value = ast.literal_eval(node.value)
+            if not isinstance(value, list | tuple) or not all(isinstance(v, str) for v in value):
+                return None
+            names = list(value)
+            continue
+        return None
+    return table, names
+
+
+def _is_name(node: ast.expr, name: str) -> bool:
+    return isinstance(node, ast.Name) and node.id == name
+
+
+def _is_all(node: ast.stmt) -> bool:
+    return (
+        isinstance(node, ast.Assign)
+        and len(node.targets) == 1
+        and isinstance(node.targets[0], ast.Name)
+        and node.targets[0].id == "__all__"
+    )
+
+
+def _resolver(module: ModuleType, table: Exports) -> Callable[[str], Any]:
+    def __getattr__(name: str) -> Any:
+        try:
+            source, attr = table[name]
+        except KeyError:
+            raise AttributeError(f"module {module.__name__!r} has no attribute {name!r}") from None
+        origin = import_module(source)
+        if attr is None:
+            value: Any = origin
+        else:
+            try:
+                value = getattr(origin, attr)
+            except AttributeError:  # from .pkg import submodule
+                value = import_module(f"{source}.{attr}")
+        setattr(module, name, value)
+        return value
+
+    return __getattr__
+
+
+class _ReexportLoader(importlib.abc.Loader):
+    """Loads a re-export package as its table: nothing of it runs until a name is used."""
+
+    def __init__(self, table: Exports, names: list[str] | None) -> None:
+        self.table = table
+        self.names = names
+
+    def create_module(self, spec: importlib.machinery.ModuleSpec) -> ModuleType | None:
+        return None
+
+    def exec_module(self, module: ModuleType) -> None:
+        module.__getattr__ = _resolver(module, self.table)  # type: ignore[method-assign]
+        exported = sorted(self.table)
+        module.__dir__ = lambda: sorted({*module.__dict__, *exported})  # type: ignore[method-assign]
+        if self.names is not None:
+            module.__all__ = self.names  # type: ignore[attr-defined]
+
+
+def public_names(source: str) -> list[str]:
+    """The names `from MODULE import *` binds, read from its source: its `__all__`, else
+    every public name its top level binds."""
+    names: list[str] = []
+    for node in ast.parse(source).body:
+        if _is_all(node):
+            assert isinstance(node, ast.Assign)
+            value = ast.literal_eval(node.value)
+            return [str(v) for v in value]
+        if isinstance(node, ast.ImportFrom | ast.Import):
+            names += [(a.asname or a.name).split(".")[0] for a in node.names if a.name != "*"]
+        elif isinstance(node, ast.Assign):
+            names += [t.id for t in node.targets if isinstance(t, ast.Name)]
+        elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+            names.append(node.target.id)
+        elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            names.append(node.name)
+    return [n for n in names if not n.startswith("_")]
+
+
+def _source_of(package_dir: str, relative: str) -> str:
+    path = os.path.join(package_dir, *relative.split("."))
+    for candidate in (os.path.join(path, "__init__.py"), path + ".py"):
+        if os.path.isfile(candidate):
+            with open(candidate, encoding="utf-8") as file:
+                return file.read()
+    raise OSError(f"no source for {relative} under {package_dir}")
+
+
+def deferring_tail(
+    package: str, package_dir: str, source: str
+) -> tuple[ast.Module, Exports, list[str]] | None:
+    """The SDK's `__init__.py` without its `from .lib.… import` statements, the names those
+    bind, and its `__all__` names among them; None when the file has none, or uses
+    them in a way this does not know."""
+    tree = ast.parse(source)
+    table: Exports = {}
+    kept: list[ast.stmt] = []
+    for node in tree.body:
+        if isinstance(node, ast.ImportFrom) and node.level == 1 and _deferred(node.module):
+            origin = f"{package}.{node.module}"
+            for alias in node.names:
+                if alias.name == "*":
+                    names = public_names(_source_of(package_dir, str(node.module)))
+                    table.update({name: (origin, name) for name in names})
+                else:
+                    table[alias.asname or alias.name] = (origin, alias.name)
+            continue
+        kept.append(node)
+    if not table:
+        return None
+    exported: list[str] = []
+    for node in kept:
+        if _is_all(node):
+            assert isinstance(node, ast.Assign)
+            exported = [str(v) for v in ast.literal_eval(node.value)]
+    deferred = [name for name in exported if name in table]
+    if deferred and not _skip_in_loops_over_all(kept, deferred):
+        return None
+    tree.body = kept
+    return ast.fix_missing_locations(tree), table, deferred
+
+
+def _deferred(module: str | None) -> bool:
+    return module is not None and module.startswith("lib.")
+
+
+def _skip_in_loops_over_all(body: list[ast.stmt], deferred: list[str]) -> bool:
+    """Make each top-level `for … in __all__:` skip the deferred names (the file renames
+    each exported object's `__module__`; the resolver does it for those on first use).
+    False when a statement other than such a loop reads `__all__`."""
+    for node in body:
+        if isinstance(node, ast.For) and _is_name(node.iter, "__all__"):
+            node.iter = ast.parse(
+                f"[n for n in __all__ if n not in {tuple(deferred)!r}]", mode="eval"
+            ).body
+            continue
+        if _is_all(node):
+            continue
+        if any(isinstance(n, ast.Name) and n.id == "__all__" for n in ast.walk(node)):
+            return False
+    return True
+
+
+class _DeferringLoader(importlib.machinery.SourceFileLoader):
+    """Runs the SDK's `__init__.py` but its `anthropic.lib` imports, which resolve on use."""
+
+    def __init__(self, name: str, path: str, tail: tuple[ast.Module, Exports, list[str]]):
+        super().__init__(name, path)
+        self.tail = tail
+
+    def exec_module(self, module: ModuleType) -> None:
+        tree, table, renamed = self.tail
+        resolve = _resolver(module, table)
+
+        def __getattr__(name: str) -> Any:
+            value = resolve(name)
+            if name in renamed:
+                with contextlib.suppress(TypeError, AttributeError):
+                    value.__module__ = module.__name__
+            return value
+
+        module.__getattr__ = __getattr__  # type: ignore[method-assign]
+        module.__dir__ = lambda: sorted({*module.__dict__, *table})  # type: ignore[method-assign]
+        exec(compile(tree, self.path, "exec"), module.__dict__)
+
+
+class ReexportFinder(importlib.abc.MetaPathFinder):
+    """Finds the SDK's re-export packages as the path finder does, with a lazy loader."""
+
+    def __init__(self, prefixes: Sequence[str] = LAZY_PACKAGES) -> None:
+        self.prefixes = tuple(prefixes)
+
+    def find_spec(
+        self, fullname: str, path: Sequence[str] | None, target: ModuleType | None = None
+    ) -> importlib.machinery.ModuleSpec | None:
+        if fullname == SDK:
+            return self._sdk_spec(fullname, path, target)
+        if not any(fullname == p or fullname.startswith(p + ".") for p in self.prefixes):
+            return None
+        spec = importlib.machinery.PathFinder.find_spec(fullname, path, target)
+        if spec is None or spec.submodule_search_locations is None or not spec.origin:
+            return spec
+        if not spec.origin.endswith("__init__.py"):
+            return spec
+        try:
+            with open(spec.origin, encoding="utf-8") as file:
+                parsed = exports_of(fullname, file.read())
+        except (OSError, SyntaxError, ValueError):
+            return spec
+        if parsed is not None:
+            spec.loader = _ReexportLoader(*parsed)
+        return spec
+
+    def _sdk_spec(
+        self, fullname: str, path: Sequence[str] | None, target: ModuleType | None
+    ) -> importlib.machinery.ModuleSpec | None:
+        spec = importlib.machinery.PathFinder.find_spec(fullname, path, target)
+        if spec is None or not spec.origin or not spec.submodule_search_locations:
+            return spec
+        try:
+            with open(spec.origin, encoding="utf-8") as file:
+                tail = deferring_tail(fullname, os.path.dirname(spec.origin), file.read())
+        except (OSError, SyntaxError, ValueError):
+            return spec
+        if tail is not None:
+            spec.loader = _DeferringLoader(fullname, spec.origin, tail)
+        return spec
+
+
+_installed = threading.Lock()
+
+
+def install() -> None:
+    """Put the finder first on `sys.meta_path`, once; too late once the SDK is imported."""
+    with _installed:
+        if "anthropic" in sys.modules:
+            return
+        if not any(isinstance(f, ReexportFinder) for f in sys.meta_path):
+            sys.meta_path.insert(0, ReexportFinder())
