@@ -12,6 +12,7 @@ blocks, not its stream events.
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -23,6 +24,7 @@ from fsm_agent.core.messages import Message, Usage
 from fsm_agent.core.model import ModelRequest
 from fsm_agent.core.pricing import cost_usd
 from fsm_agent.core.transcript import Transcript
+from fsm_agent.engine.driver import StepInfo
 from fsm_agent.engine.machine import EDGES, FINAL_STATES, INITIAL, STATES
 from fsm_agent.engine.state import LoopState
 from fsm_agent.tape.divergence import Divergence, LogEnded
@@ -48,7 +50,7 @@ class _Pool:
         self.messages: list[Any] = []
         self._number: dict[int, int] = {}
         self._kept: list[Message] = []  # keeps the ids above from being reused
-        self._stores: dict[int, list[int]] = {}
+        self._stores: dict[int, _Runs] = {}
 
     def number(self, message: Message) -> int:
         key = id(message)
@@ -60,14 +62,46 @@ class _Pool:
         return found
 
     def runs(self, transcript: Transcript) -> list[list[int]]:
-        numbers = [self.number(m) for m in transcript.prefix]
+        runs = _runs([self.number(m) for m in transcript.prefix])
         store = transcript.store
-        known = self._stores.setdefault(id(store), [])
-        if not known:
+        known = self._stores.get(id(store))
+        if known is None:
+            known = self._stores[id(store)] = _Runs()
             self._kept.append(store)  # type: ignore[arg-type]  # kept alive, like messages
-        while len(known) < transcript.length:
-            known.append(self.number(store[len(known)]))
-        return _runs([*numbers, *known[: transcript.length]])
+        while known.length < transcript.length:
+            known.add(self.number(store[known.length]))
+        head = known.first(transcript.length)
+        if runs and head and runs[-1][0] + runs[-1][1] == head[0][0]:
+            runs[-1][1] += head.pop(0)[1]
+        return runs + head
+
+
+class _Runs:
+    """A store's message numbers as runs `[first, count]`, grown as the store grows, so
+    that the runs of its first `n` messages cost the number of runs, not of messages:
+    a long session's history is one or two runs, and it is asked for at every turn."""
+
+    def __init__(self) -> None:
+        self.runs: list[list[int]] = []
+        self.ends: list[int] = []
+        self.length = 0
+
+    def add(self, number: int) -> None:
+        self.length += 1
+        if self.runs and self.runs[-1][0] + self.runs[-1][1] == number:
+            self.runs[-1][1] += 1
+            self.ends[-1] += 1
+        else:
+            self.runs.append([number, 1])
+            self.ends.append(self.length)
+
+    def first(self, n: int) -> list[list[int]]:
+        if n == 0:
+            return []
+        i = bisect_left(self.ends, n)
+        head = [list(run) for run in self.runs[: i + 1]]
+        head[-1][1] -= self.ends[i] - n
+        return head
 
 
 def _runs(numbers: list[int]) -> list[list[int]]:
@@ -192,18 +226,33 @@ def _build(stepper: Stepper, path: Path) -> dict[str, Any]:
     pool = _Pool()
     edges = [[e.source.value, e.name, e.dest, str(e.kind), e.when] for e in EDGES]
     number = {(e[0], e[1], e[2]): i for i, e in enumerate(edges)}
-    previous = stepper.initial
-    initial = {name: _field(pool, previous, name) for name in _FIELDS}
+    initial = {name: _field(pool, stepper.initial, name) for name in _FIELDS}
+    changes: dict[int, dict[str, Any]] = {}
+    sent: dict[int, dict[str, Any]] = {}
+    systems: dict[tuple[str, ...], int] = {}
+    previous = [stepper.initial]
+
+    def visit(info: StepInfo, requests: list[ModelRequest]) -> None:
+        state, before = info.state, previous[0]
+        if state is not before:
+            changed = {
+                name: _field(pool, state, name)
+                for name in _FIELDS
+                if getattr(state, name) != getattr(before, name)
+            }
+            if changed:
+                changes[info.step] = changed
+            previous[0] = state
+        if requests:
+            sent[info.step] = _requests(pool, systems, requests)
+
+    stepper.visit_all(visit)
     steps: list[int] = []
     turns: list[int] = []
     marks: list[int] = []
-    changes: dict[int, dict[str, Any]] = {}
     effects: dict[int, list[dict[str, Any]]] = {}
-    sent: dict[int, dict[str, Any]] = {}
-    systems: dict[tuple[str, ...], int] = {}
     usage: list[list[Any]] = []
     spent = 0.0
-    replayed = True
     for step in range(1, index.steps + 1):
         record = index.transition(step)
         key = (str(record.get("from")), str(record.get("edge")), str(record.get("to")))
@@ -218,23 +267,6 @@ def _build(stepper: Stepper, path: Path) -> dict[str, Any]:
         if shown:
             effects[step] = shown
         marks.append(_marks(key[1], shown))
-        info = stepper.at(step) if replayed else None
-        if info is None:
-            replayed = False
-            continue
-        if info.state is not previous:
-            changed = {
-                name: _field(pool, info.state, name)
-                for name in _FIELDS
-                if getattr(info.state, name) != getattr(previous, name)
-            }
-            if changed:
-                changes[step] = changed
-            previous = info.state
-        if requests := stepper.requests(step):
-            sent[step] = _requests(pool, systems, requests)
-    if replayed:  # on past the last step: the run's end, or where the log stops
-        stepper.at(index.steps + 1)
     result = index.result()
     return {
         "format": FORMAT,
