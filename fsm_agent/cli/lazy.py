@@ -53,6 +53,10 @@ COMMANDS: dict[str, Lazy] = {
         "fsm_agent.cli.replay:replay",
         "Replay a recorded session: no network, no API key, no file touched.",
     ),
+    "view": Lazy(
+        "fsm_agent.cli.view:view",
+        "Write a recorded session as one HTML page that opens offline in any browser.",
+    ),
     "coverage": Lazy(
         "fsm_agent.cli.coverage:coverage",
         "Which edges of the machine the LOGS take (with counts), and which none does.",
@@ -64,6 +68,7 @@ REPLAY_MODES: dict[str, Lazy] = {
     "check": Lazy("fsm_agent.cli.replay_check:check_all"),
     "fork": Lazy("fsm_agent.cli.fork:fork"),
     "debugger": Lazy("fsm_agent.cli.replay_debug:debug"),
+    "view": Lazy("fsm_agent.cli.view:open_divergence"),
 }
 """`replay`'s modes but `--path`, which `replay` prints itself."""
 

@@ -27,6 +27,11 @@ from fsm_agent.tape.log import edge_text
     is_flag=True,
     help="Re-run the engine against the log (or each of several); exit 1 on a divergence.",
 )
+@click.option(
+    "--view",
+    is_flag=True,
+    help="With --check: open a log that diverged in the viewer, at the first differing step.",
+)
 @click.option("--path", "show_path", is_flag=True, help="Print the recorded transition path.")
 @click.option("--json", "as_json", is_flag=True, help="With --path: print it as JSON.")
 @click.option(
@@ -66,6 +71,7 @@ from fsm_agent.tape.log import edge_text
 def replay(
     logs: tuple[Path, ...],
     check: bool,
+    view: bool,
     show_path: bool,
     as_json: bool,
     fork_at: int | None,
@@ -99,10 +105,12 @@ def replay(
         if value and (check or forking):
             what = "--check replays the log" if check else "a fork goes on live"
             fail(f"{option} prints the recorded path; {what}: give one or the other")
+    if view and not check:
+        fail("--view is for --check: it opens a log that diverged (fsm-agent view LOG for any)")
     if check:
         if forking:
             fail("--check replays a log to its end; a fork (--fork-at, --edit-effect) goes on live")
-        load(REPLAY_MODES["check"])(logs)
+        load(REPLAY_MODES["check"])(logs, view)
         return
     if len(logs) > 1:
         fail(f"got {len(logs)} logs: only --check takes several")

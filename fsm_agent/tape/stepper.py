@@ -205,6 +205,17 @@ class Stepper:
             self._advance(after, None)
         return self._advance(10**12, stop_when)
 
+    def visit_all(self, visit: Callable[[StepInfo, list[ModelRequest]], None]) -> None:
+        """Replay from the start to the end (or the divergence), handing each step and
+        the requests made at it to `visit` without pausing: the viewer reads every step
+        once, and a pause per step would double the replay's time."""
+
+        def each(info: StepInfo) -> bool:
+            visit(info, self._requests.get(info.step, []))
+            return False
+
+        self.run_until(0, each)
+
     def reset(self) -> None:
         """Forget the replay in flight and its cache: Ctrl-C stopped it midway (inside
         the engine, or in the loop between steps), and it starts again when needed."""

@@ -188,3 +188,66 @@ def test_a_sync_wrapper_inside_a_running_loop_says_what_to_await(
         asyncio.run(inside())
     gc.collect()
     assert not [w for w in recwarn if "never awaited" in str(w.message)]
+
+
+def _tool_rounds(n: int) -> dict:
+    """A scenario of `n` tool rounds (a Glob each), then an answer."""
+    call = {"type": "tool_use", "name": "Glob", "input": {"pattern": "*.txt"}}
+    turns = [{"content": [{**call, "id": f"toolu_{i}"}]} for i in range(n)]
+    return {"prompt": "go", "turns": [*turns, {"content": [{"type": "text", "text": "done"}]}]}
+
+
+SNAPSHOT_TEST = """
+import json, os
+
+def test_path(fsm_run, snapshot):
+    run = fsm_run(json.loads(os.environ["SCENARIO"]))
+    assert run.path_lines == snapshot
+"""
+
+
+def test_a_changed_path_snapshot_names_its_first_differing_step_in_plain_q(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Three tool rounds recorded, two run: the paths part at turn 3, whose answer ends
+    the run, at step 18 (syrupy's own diff, under -vv only, aligns lines without steps)."""
+    pytester.makepyfile(test_path=SNAPSHOT_TEST)
+    monkeypatch.setenv("SCENARIO", json.dumps(_tool_rounds(3)))
+    pytester.runpytest("-p", "no:cacheprovider", "--snapshot-update").assert_outcomes(passed=1)
+    monkeypatch.setenv("SCENARIO", json.dumps(_tool_rounds(2)))
+    failed = pytester.runpytest("-p", "no:cacheprovider", "-q")
+    failed.assert_outcomes(failed=1)
+    failed.stdout.fnmatch_lines(
+        [
+            "E         the path differs from step 18 (turn 3) on; "
+            "the snapshot has 27 steps, this run 20:",
+            "E              17 api_call -[[]streamed[]]-> abort_check",
+            "E         -    18 abort_check -[[]tool_use[]]-> tool_execution",
+            "E         +    18 abort_check -[[]no_tool_use[]]-> recovery",
+        ]
+    )
+    assert "truncated" not in failed.stdout.str()
+    verbose = pytester.runpytest("-p", "no:cacheprovider", "-vv").stdout.str()
+    assert "the path differs from step 18 (turn 3)" in verbose
+    assert "-    27 stop_hooks -[completed]-> completed" in verbose  # every step from there on
+    assert "+    20 stop_hooks -[completed]-> completed" in verbose
+
+
+def test_a_snapshot_of_something_else_keeps_syrupy_s_explanation(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pytester.makepyfile(
+        test_other="""
+import os
+
+def test_other(snapshot):
+    assert [os.environ["VALUE"], "b"] == snapshot
+"""
+    )
+    monkeypatch.setenv("VALUE", "a")
+    pytester.runpytest("-p", "no:cacheprovider", "--snapshot-update").assert_outcomes(passed=1)
+    monkeypatch.setenv("VALUE", "z")
+    failed = pytester.runpytest("-p", "no:cacheprovider", "-q")
+    failed.assert_outcomes(failed=1)
+    assert "[+ received] == [- snapshot]" in failed.stdout.str()
+    assert "the path differs" not in failed.stdout.str()
