@@ -52,6 +52,10 @@ COMMANDS: dict[str, Lazy] = {
         "fsm_agent.cli.replay:replay",
         "Replay a recorded session: no network, no API key, no file touched.",
     ),
+    "mcp": Lazy(
+        "fsm_agent.cli.mcp:mcp",
+        "The MCP servers a run in the workspace would start, and their state.",
+    ),
     "coverage": Lazy(
         "fsm_agent.cli.coverage:coverage",
         "Which edges of the machine the LOGS take (with counts), and which none does.",
