@@ -14,7 +14,7 @@ import asyncio
 import contextlib
 import tempfile
 from collections.abc import Sequence
-from typing import IO, Any
+from typing import Any, TextIO, cast
 
 import httpx2
 from mcp import ClientSession
@@ -71,7 +71,7 @@ class McpConnection:
         """Set once it started (None) or failed to (why): a result, never an exception,
         so a run that ends before asking leaves no unretrieved error behind."""
         self._stop: asyncio.Event | None = None
-        self._stderr: IO[str] | None = None
+        self._stderr: TextIO | None = None
 
     @property
     def name(self) -> str:
@@ -127,7 +127,7 @@ class McpConnection:
         ready, stop = self._ready, self._stop
         try:
             async with contextlib.AsyncExitStack() as stack:
-                read, write = await stack.enter_async_context(self._transport(stack))
+                read, write = await stack.enter_async_context(self._transport())
                 session = await stack.enter_async_context(
                     ClientSession(read, write, message_handler=self._message)
                 )
@@ -147,11 +147,11 @@ class McpConnection:
         finally:
             self.session = None
 
-    def _transport(self, stack: contextlib.AsyncExitStack) -> Any:
+    def _transport(self) -> Any:
         config = self.config
         if config.transport == "stdio":
-            # The server's stderr, kept for the line that says why it failed to start.
-            self._stderr = stack.enter_context(tempfile.TemporaryFile("w+", encoding="utf-8"))  # noqa: SIM115
+            if self._stderr is None:  # kept past the transport: its last line says why it failed
+                self._stderr = cast(TextIO, tempfile.TemporaryFile("w+", encoding="utf-8"))  # noqa: SIM115
             params = StdioServerParameters(
                 command=config.command, args=list(config.args), env=config.env or None,
                 cwd=self.cwd,
@@ -203,6 +203,7 @@ class McpConnection:
         task, self._task = self._task, None
         if task is None:
             return
+        stderr, self._stderr = self._stderr, None
         if self._stop is not None:
             self._stop.set()
         try:
@@ -211,6 +212,8 @@ class McpConnection:
             task.cancel()
             with contextlib.suppress(BaseException):
                 await task
+        if stderr is not None:
+            stderr.close()
 
 
 def _info(tool: Any) -> McpToolInfo:
