@@ -1,0 +1,57 @@
+"""`fsm-agent mcp list`, and MCP configuration mistakes as one error line."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+from tests.support.cli import fsm, one_error_line
+from tests.support.mcp_fixtures import SERVER
+
+
+def config(tmp_path: Path) -> str:
+    path = tmp_path / "servers.json"
+    path.write_text(json.dumps({"mcpServers": {
+        "probe": {"command": sys.executable, "args": [str(SERVER)]},
+        "broken": {"command": str(tmp_path / "not-installed")},
+    }}))  # fmt: skip
+    return str(path)
+
+
+def test_mcp_list_shows_each_servers_state_and_tools(tmp_path: Path) -> None:
+    (tmp_path / ".mcp.json").write_text(json.dumps({"mcpServers": {"new": {"command": "x"}}}))
+    env = {"HOME": str(tmp_path)}
+    proc = fsm("mcp", "list", "--cwd", str(tmp_path), "--mcp-config", config(tmp_path), env=env)
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    assert lines[0] == "probe: connected (8 tools)  [stdio, dynamic]"
+    assert "  mcp__probe__hello  (read-only)" in lines and "  mcp__probe__die" in lines
+    assert any(line.startswith("broken: failed: [Errno 2] No such file") for line in lines)
+    assert lines[-1] == (
+        "new: needs approval: a project server (.mcp.json) not approved  [stdio, project]"
+    )
+    as_json = fsm("mcp", "list", "--cwd", str(tmp_path), "--strict-mcp-config",
+                  "--mcp-config", config(tmp_path), "--json", env=env)  # fmt: skip
+    states = json.loads(as_json.stdout)
+    assert [(s["name"], s["status"]) for s in states] == [
+        ("probe", "connected"), ("broken", "failed"),
+    ]  # fmt: skip
+
+
+def test_no_servers_is_said(tmp_path: Path) -> None:
+    proc = fsm("mcp", "list", "--cwd", str(tmp_path), env={"HOME": str(tmp_path)})
+    assert proc.stdout.strip() == f"no MCP servers configured for {tmp_path.resolve()}"
+
+
+def test_configuration_mistakes_are_one_error_line(tmp_path: Path) -> None:
+    env = {"HOME": str(tmp_path)}
+    scenario = tmp_path / "scenario.json"
+    scenario.write_text(json.dumps({"prompt": "hi", "turns": [{"content": "hello"}]}))
+    run = fsm("run", "--scripted", str(scenario), "--cwd", str(tmp_path), "--mcp-config", "{nope",
+              env=env)  # fmt: skip
+    one_error_line(run, "--mcp-config: not valid JSON")
+    one_error_line(fsm("mcp", "list", "--cwd", str(tmp_path), "--mcp-config", "gone.json",
+                       env=env), "--mcp-config gone.json: no such file")  # fmt: skip
+    one_error_line(fsm("mcp", "list", "--cwd", str(tmp_path), env={**env, "MCP_TIMEOUT": "soon"}),
+                   "MCP_TIMEOUT must be a whole number of milliseconds")  # fmt: skip
