@@ -251,7 +251,7 @@ class LiveRenderer:
         elif isinstance(event, CallsDiscarded):
             self._running = {i: b for i, b in self._running.items() if i not in event.ids}
         elif isinstance(event, Notice):
-            self._notice("⚠" if event.kind == "hook" else "↻", event.text)
+            self._notice("⚠" if event.kind in ("hook", "mcp") else "↻", event.text)
         elif isinstance(event, ModelEvent) and isinstance(event.event, ModelRetry):
             self._notice("↻", event.event.text)
         elif isinstance(event, Transition):

@@ -16,7 +16,14 @@ from attrs import field, frozen
 
 from fsm_agent.core.codec import unstructure
 from fsm_agent.core.config import RunConfig
-from fsm_agent.core.events import ContextReport, DriverEvent, Notice, ToolRefused, Transition
+from fsm_agent.core.events import (
+    ContextReport,
+    DriverEvent,
+    McpReady,
+    Notice,
+    ToolRefused,
+    Transition,
+)
 from fsm_agent.core.mcp import CONNECTED, describe, mcp_tools
 from fsm_agent.core.messages import Message, Usage
 from fsm_agent.core.model import ToolSpec
@@ -197,6 +204,8 @@ class Engine:
         """Run the loop over `messages`; `read_files` carries what an earlier run read."""
         self.tape.start([unstructure(m, Message) for m in messages], dict(read_files or {}))
         servers = await self.effects.mcp_servers()
+        if servers:
+            self._emit(McpReady(servers))
         for state in servers:
             if state.status != CONNECTED:
                 self._emit(Notice("mcp", f"MCP server {describe(state)}"))

@@ -55,3 +55,19 @@ def test_configuration_mistakes_are_one_error_line(tmp_path: Path) -> None:
                        env=env), "--mcp-config gone.json: no such file")  # fmt: skip
     one_error_line(fsm("mcp", "list", "--cwd", str(tmp_path), env={**env, "MCP_TIMEOUT": "soon"}),
                    "MCP_TIMEOUT must be a whole number of milliseconds")  # fmt: skip
+
+
+def test_stream_json_init_lists_the_servers_and_their_tools(tmp_path: Path) -> None:
+    scenario = tmp_path / "scenario.json"
+    scenario.write_text(json.dumps({"prompt": "hi", "turns": [{"content": "hello"}]}))
+    proc = fsm("run", "--scripted", str(scenario), "--cwd", str(tmp_path), "--output-format",
+               "stream-json", "--strict-mcp-config", "--mcp-config", config(tmp_path),
+               env={"HOME": str(tmp_path)})  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    init, notice = (json.loads(line) for line in proc.stdout.splitlines()[:2])
+    assert init["mcp_servers"] == [
+        {"name": "probe", "status": "connected", "source": "dynamic"},
+        {"name": "broken", "status": "failed", "source": "dynamic"},
+    ]
+    assert "mcp__probe__hello" in init["tools"] and "Read" in init["tools"]
+    assert (notice["subtype"], notice["text"].split(":")[0]) == ("mcp", "MCP server broken")
