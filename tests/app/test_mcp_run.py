@@ -3,6 +3,7 @@ deny rule and PreToolUse hook, and its log replayed with no server at all."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import subprocess
@@ -12,12 +13,16 @@ from typing import Any
 
 import pytest
 
-from fsm_agent.app.session import replay
+from fsm_agent.app.session import arun_scenario, replay
 from fsm_agent.core.codec import unstructure
+from fsm_agent.core.config import RunConfig
+from fsm_agent.core.events import ToolFinished, ToolStarted
 from fsm_agent.core.messages import ToolResultBlock
+from fsm_agent.live.mcp_servers import McpServers
+from fsm_agent.live.scripted import Scenario
 from tests.support.cli import fsm
 from tests.support.hooks import script, tool_turn
-from tests.support.mcp_fixtures import SERVER, everything_command, git_repo, pypi_server
+from tests.support.mcp_fixtures import SERVER, everything_command, git_repo, probe, pypi_server
 
 NO_MCP = """
 import sys
@@ -163,3 +168,32 @@ def test_an_unapproved_project_server_stays_off_without_a_terminal(
         assert (content, is_error) == ('{"result":"hello a"}', False)
     else:
         assert is_error and "MCP server probe: needs approval" in content
+
+
+def test_read_only_mcp_tools_run_together_and_others_one_at_a_time(tmp_path: Path) -> None:
+    """`hello` is annotated `readOnlyHint: true`, `structured` is not: two of the first
+    both start before either finishes; two of the second, one after the other."""
+    scenario = {"prompt": "go", "turns": [
+        tool_turn(("r1", "mcp__probe__hello", {"name": "a"}),
+                  ("r2", "mcp__probe__hello", {"name": "b"})),
+        tool_turn(("w1", "mcp__probe__structured", {"x": 1}),
+                  ("w2", "mcp__probe__structured", {"x": 2})),
+        {"content": "done"},
+    ]}  # fmt: skip
+    order: list[str] = []
+
+    def note(event: object) -> None:
+        if isinstance(event, ToolStarted | ToolFinished):
+            block = event.block if isinstance(event, ToolStarted) else event.result
+            name = getattr(block, "id", None) or getattr(block, "tool_use_id", "?")
+            order.append(f"{type(event).__name__[4:].lower()} {name}")
+
+    async def go() -> None:
+        async with McpServers([probe()], str(tmp_path)) as mcp:
+            await arun_scenario(Scenario.parse(scenario), cwd=tmp_path, keep_log=False, mcp=mcp,
+                                config=RunConfig(permission_mode="bypassPermissions"),
+                                on_event=note)  # fmt: skip
+
+    asyncio.run(go())
+    assert order[:2] == ["started r1", "started r2"]
+    assert order[4:] == ["started w1", "finished w1", "started w2", "finished w2"]
