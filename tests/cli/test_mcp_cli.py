@@ -6,8 +6,11 @@ import json
 import sys
 from pathlib import Path
 
+import pexpect
+
 from tests.support.cli import fsm, one_error_line
 from tests.support.mcp_fixtures import SERVER
+from tests.support.pty import spawn
 
 
 def config(tmp_path: Path) -> str:
@@ -34,7 +37,7 @@ def test_mcp_list_shows_each_servers_state_and_tools(tmp_path: Path) -> None:
     as_json = fsm("mcp", "list", "--cwd", str(tmp_path), "--strict-mcp-config",
                   "--mcp-config", config(tmp_path), "--json", env=env)  # fmt: skip
     states = json.loads(as_json.stdout)
-    assert [(s["name"], s["status"]) for s in states] == [
+    assert [(s["name"], s["status"]) for s in states if s["name"] in ("yes", "no")] == [
         ("probe", "connected"), ("broken", "failed"),
     ]  # fmt: skip
 
@@ -71,3 +74,29 @@ def test_stream_json_init_lists_the_servers_and_their_tools(tmp_path: Path) -> N
     ]
     assert "mcp__probe__hello" in init["tools"] and "Read" in init["tools"]
     assert (notice["subtype"], notice["text"].split(":")[0]) == ("mcp", "MCP server broken")
+
+
+def test_in_a_terminal_an_unapproved_project_server_is_asked_about(tmp_path: Path) -> None:
+    """Yes to one, no to the other: the first's tool answers, the second's is not there."""
+    servers = {name: {"command": sys.executable, "args": [str(SERVER)]} for name in ("yes", "no")}
+    (tmp_path / ".mcp.json").write_text(json.dumps({"mcpServers": servers}))
+    scenario = tmp_path / "scenario.json"
+    calls = [{"type": "tool_use", "id": f"u{n}", "name": f"mcp__{name}__hello",
+              "input": {"name": name}} for n, name in enumerate(("yes", "no"))]  # fmt: skip
+    scenario.write_text(json.dumps({"prompt": "hi", "turns": [
+        {"content": calls}, {"content": "done"}]}))  # fmt: skip
+    log = tmp_path / "run.jsonl"
+    child = spawn(["run", "--scripted", str(scenario), "--cwd", str(tmp_path), "--log", str(log),
+                   "--permission-mode", "bypassPermissions"], tmp_path)  # fmt: skip
+    child.expect("New MCP server found in .mcp.json: yes")
+    child.sendline("y")
+    child.expect("New MCP server found in .mcp.json: no")
+    child.sendline("n")
+    child.expect(pexpect.EOF, timeout=120)
+    records = [json.loads(line) for line in log.read_text().splitlines()[1:]]
+    (states,) = [r["result"] for r in records if r.get("name") == "mcp_servers"]
+    assert [(s["name"], s["status"]) for s in states if s["name"] in ("yes", "no")] == [
+        ("yes", "connected"), ("no", "needs approval"),
+    ]  # fmt: skip
+    ran = [r["args"]["name"] for r in records if r.get("name") == "tool"]
+    assert ran == ["mcp__yes__hello"]  # the other: No such tool available (needs approval)
