@@ -356,6 +356,8 @@ class ToolExecutor:
             down = self.mcp.missing(name)
             said = "" if down is None else f" (MCP server {down})"
             return f"<tool_use_error>Error: No such tool available: {name}{said}</tool_use_error>"
+        if name in self.mcp.servers:  # Claude Code leaves an MCP tool's input to its server
+            return None
         return input_problem(name, schema, tool_input) or os_string_problem(name, tool_input)
 
     async def call(
