@@ -27,6 +27,7 @@ from fsm_agent.app.environment import (
     concurrency_cap,
     idle_notify_s,
     max_turns_variable,
+    mcp_limits,
     stop_hook_block_cap,
 )
 from fsm_agent.app.history import Resumed, ResumeError, aresume, find_log
@@ -34,8 +35,10 @@ from fsm_agent.core.abort import AbortSignal
 from fsm_agent.core.config import DEFAULT_MODEL, RunConfig
 from fsm_agent.core.limits import context_window as window_of
 from fsm_agent.core.limits import output_limits
+from fsm_agent.core.mcp_config import McpConfigError
 from fsm_agent.core.model import Model
 from fsm_agent.hooks.outcomes import Hooks
+from fsm_agent.live.mcp_files import McpSetup, load_mcp
 from fsm_agent.live.memory_files import gather, path_rules
 from fsm_agent.live.scripted import (
     Scenario,
@@ -70,6 +73,8 @@ class RunOptions:
     allowed_tools: tuple[str, ...] = ()
     disallowed_tools: tuple[str, ...] = ()
     add_dir: tuple[str, ...] = ()
+    mcp_config: tuple[str, ...] = ()
+    strict_mcp_config: bool = False
     base_url_given_by: str = "--base-url"
     """How a bad base URL is named in its error: the option, or the variable it came from."""
 
@@ -85,6 +90,8 @@ class Configured:
     resumed: Resumed | None
     scenario_prompt: str | None
     idle_notify_s: float
+    mcp: McpSetup | None = None
+    """The MCP servers the run starts (and those awaiting approval); None: none."""
 
 
 def config_with(config: RunConfig, **changes: Any) -> RunConfig:
@@ -196,7 +203,30 @@ def configure(options: RunOptions, warn: Warn) -> Configured:
             f"{resumed.cut_short} (killed?); going on from where its log stops, with every "
             "call it left unanswered marked interrupted"
         )
-    return Configured(model, config, hooks, abort, resumed, scenario_prompt, idle)
+    mcp = mcp_setup(options, workspace, warn)
+    return Configured(model, config, hooks, abort, resumed, scenario_prompt, idle, mcp)
+
+
+def mcp_setup(options: RunOptions, workspace: str, warn: Warn) -> McpSetup | None:
+    """The MCP servers of `.mcp.json`, `~/.claude.json` and `--mcp-config`, read once."""
+    return mcp_servers_in(workspace, options.mcp_config, options.strict_mcp_config, warn)
+
+
+def mcp_servers_in(
+    workspace: str, configs: tuple[str, ...], strict: bool, warn: Warn
+) -> McpSetup | None:
+    """The MCP servers a run in `workspace` starts (and those awaiting approval)."""
+    start, call, tokens = mcp_limits()
+    try:
+        setup, warnings = load_mcp(
+            workspace, os.path.expanduser("~"), os.environ, configs=configs, strict=strict,
+            start_timeout=start, call_timeout=call, max_tokens=tokens,
+        )  # fmt: skip
+    except McpConfigError as exc:
+        raise ConfigError(str(exc)) from None
+    for warning in warnings:
+        warn(f"fsm-agent: warning: {warning}")
+    return setup if setup else None
 
 
 def _context(cwd: str) -> tuple[dict[str, str], dict[str, str], tuple[str, ...]]:

@@ -86,3 +86,23 @@ def api_key() -> str:
     """The API key, trimmed as Claude Code trims it: a key read from a file keeps its
     line break. Empty when unset."""
     return (os.environ.get(API_KEY_VARIABLE) or "").strip()
+
+
+MCP_TIMEOUT_VARIABLE = "MCP_TIMEOUT"
+MCP_TOOL_TIMEOUT_VARIABLE = "MCP_TOOL_TIMEOUT"
+MCP_OUTPUT_VARIABLE = "MAX_MCP_OUTPUT_TOKENS"
+
+
+def mcp_limits() -> tuple[float, float | None, int]:
+    """Claude Code's MCP variables: how long a server may take to start (`MCP_TIMEOUT`,
+    ms, default 30 s), a call to answer (`MCP_TOOL_TIMEOUT`, ms, default no limit), and
+    how many tokens of a result the model reads (`MAX_MCP_OUTPUT_TOKENS`, 25 000)."""
+    ms = "a whole number of milliseconds, 1 or more"
+    start = whole_number_variable(MCP_TIMEOUT_VARIABLE, ms)
+    call = whole_number_variable(MCP_TOOL_TIMEOUT_VARIABLE, ms)
+    tokens = whole_number_variable(MCP_OUTPUT_VARIABLE, AT_LEAST_ONE)
+    return (
+        30.0 if start is None else start / 1000,
+        None if call is None else call / 1000,
+        25_000 if tokens is None else tokens,
+    )

@@ -12,7 +12,7 @@ import tempfile
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from attrs import evolve
 
@@ -51,6 +51,9 @@ from fsm_agent.tape.recording import RecordingTape
 from fsm_agent.tools import default_tools
 from fsm_agent.tools.replacements import BUILTIN_OUTPUTS
 from fsm_agent.tools.session_env import with_session_env
+
+if TYPE_CHECKING:  # the mcp SDK under it takes seconds to import: only MCP runs load it
+    from fsm_agent.live.mcp_servers import McpServers
 
 __all__ = [
     "areplay",
@@ -94,6 +97,7 @@ async def arun(
     session_id: str | None = None,
     live_effects: Callable[..., Effects] | None = None,
     read_files: Mapping[str, float] | None = None,
+    mcp: McpServers | None = None,
 ) -> LoopResult:
     """Run the loop live, recording every transition and effect.
 
@@ -105,8 +109,11 @@ async def arun(
     tools/regen_replays.py write logs that are the same on every run;
     stream-json passes `session_id` to name the session in `system/init`
     before the run starts. `read_files` carries the files an earlier run of
-    the conversation read.
+    the conversation read. `mcp` are the MCP servers whose tools the run offers:
+    started here if they are not yet, stopped by their owner (`async with`).
     """
+    if mcp is not None:
+        mcp.start()  # in parallel with everything else before the first request
     live_effects = live_effects or LiveEffects
     config = config or RunConfig()
     _check_workspace(config.cwd)
@@ -152,7 +159,10 @@ async def arun(
         config.permissions, config.cwd, prompter=prompter, notify=notify,
         mode=config.permission_mode,
     )  # fmt: skip
-    effects = live_effects(model, tools, hooks, abort, inbox, blob_dir=blobs, approvals=approvals)
+    more: dict[str, Any] = {} if mcp is None else {"mcp": mcp}
+    effects = live_effects(
+        model, tools, hooks, abort, inbox, blob_dir=blobs, approvals=approvals, **more
+    )
     engine = Engine(config, tape, effects, specs, session_id, on_event, outputs=BUILTIN_OUTPUTS)
     try:
         return await engine.run(_messages(prompt), read_files)

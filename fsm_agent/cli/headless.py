@@ -356,17 +356,19 @@ def init_object(
     permission_mode: str,
     *,
     api_key_source: str = "none",
+    mcp_servers: Sequence[dict[str, str]] = (),
 ) -> dict[str, Any]:
     """`system/init` with every field Claude Code's `SDKSystemMessage` requires, in its
-    order: there are no slash commands, agents, skills, plugins or MCP servers here, so
-    those lists are empty; `claude_code_version` is fsm-agent's own version."""
+    order: there are no slash commands, agents, skills or plugins here, so those lists
+    are empty; `mcp_servers` are the run's (`{name, status, source}`, as Claude Code
+    lists them); `claude_code_version` is fsm-agent's own version."""
     return {
         "type": "system",
         "subtype": "init",
         "cwd": cwd,
         "session_id": session_id,
         "tools": list(tools),
-        "mcp_servers": [],
+        "mcp_servers": list(mcp_servers),
         "model": model,
         "permissionMode": permission_mode,
         "slash_commands": [],

@@ -9,6 +9,7 @@ each run writing its own log whose header names the previous one.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import signal
 import threading
@@ -32,6 +33,7 @@ from fsm_agent.hooks.outcomes import HookOutcome, Hooks
 from fsm_agent.live.approvals import Approvals, Prompter
 from fsm_agent.live.command_hooks import CommandHooks
 from fsm_agent.live.effects import Inbox, LiveEffects
+from fsm_agent.live.mcp_files import McpSetup
 from fsm_agent.live.permission_updates import apply_updates
 from fsm_agent.tools.session_env import with_session_env
 
@@ -54,8 +56,11 @@ class Plan:
         read_files: dict[str, float] | None = None,
         parent_cut_short: int | None = None,
         idle_notify_s: float = IDLE_NOTIFY_S,
+        mcp: McpSetup | None = None,
     ) -> None:
         self.model = model
+        self.mcp = mcp
+        """The MCP servers each run starts (in parallel, as it starts) and stops."""
         self.idle_notify_s = idle_notify_s
         """How long a chat's prompt waits after an answer before `notify_idle`."""
         self.config = config
@@ -193,21 +198,24 @@ class Plan:
         """Run the loop over `messages`; the next run continues from this one."""
         if self._start is None:
             self._start = (self.config.permissions, self.config.permission_mode)
-        result = await arun(
-            list(messages),
-            model=self.model,
-            config=self.config,
-            hooks=self.hooks,
-            log=self.next_log(),
-            on_event=on_event,
-            abort=self.abort,
-            inbox=inbox,
-            header_extra=self.header_extra(),
-            session_id=session_id,
-            read_files=self.read_files,
-            prompter=self._prompter(),
-            live_effects=self._live,
-        )
+        async with contextlib.AsyncExitStack() as stack:
+            mcp = None if self.mcp is None else await stack.enter_async_context(self.mcp.open())
+            result = await arun(
+                list(messages),
+                model=self.model,
+                config=self.config,
+                hooks=self.hooks,
+                log=self.next_log(),
+                on_event=on_event,
+                abort=self.abort,
+                inbox=inbox,
+                header_extra=self.header_extra(),
+                session_id=session_id,
+                read_files=self.read_files,
+                prompter=self._prompter(),
+                live_effects=self._live,
+                mcp=mcp,
+            )
         self.runs += 1
         self._keep_permissions()
         self._open = True

@@ -57,6 +57,10 @@ COMMANDS: dict[str, Lazy] = {
         "fsm_agent.cli.view:view",
         "Write a recorded session as one HTML page that opens offline in any browser.",
     ),
+    "mcp": Lazy(
+        "fsm_agent.cli.mcp:mcp",
+        "The MCP servers a run in the workspace would start, and their state.",
+    ),
     "coverage": Lazy(
         "fsm_agent.cli.coverage:coverage",
         "Which edges of the machine the LOGS take (with counts), and which none does.",

@@ -91,6 +91,16 @@ def run_options(fn: Any) -> Any:
             type=click.Path(exists=True, file_okay=False),
             help="Another directory the tools may use.",
         ),
+        click.option(
+            "--mcp-config",
+            multiple=True,
+            help='MCP servers from a JSON file or string ({"mcpServers": ...}); may repeat.',
+        ),
+        click.option(
+            "--strict-mcp-config",
+            is_flag=True,
+            help="Only the servers of --mcp-config: no .mcp.json, no ~/.claude.json servers.",
+        ),
         click.option("-q", "--quiet", is_flag=True, help="Print only the final answer."),
         click.option("-v", "--verbose", is_flag=True, help="Show every transition as it is taken."),
     ]

@@ -3,6 +3,7 @@ CLI (`fsm_agent.app.configure`); here what it cannot use becomes an error line."
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 import click
@@ -13,6 +14,7 @@ from fsm_agent.app.environment import ConfigError
 from fsm_agent.app.history import Resumed
 from fsm_agent.cli.launch import Plan
 from fsm_agent.cli.usage import fail, say
+from fsm_agent.live.mcp_files import McpSetup
 
 
 def base_url_given_by() -> str:
@@ -46,5 +48,23 @@ def plan_of(**options: Any) -> tuple[Plan, Resumed | None, str | None]:
         read_files=resumed.read_files if resumed is not None else None,
         parent_cut_short=resumed.cut_short if resumed is not None else None,
         idle_notify_s=made.idle_notify_s,
+        mcp=approved(made.mcp),
     )
     return plan, resumed, made.scenario_prompt
+
+
+def approved(setup: McpSetup | None) -> McpSetup | None:
+    """`.mcp.json` servers no setting approves, put to the user in a terminal as Claude
+    Code asks; without one they stay off (`fsm-agent mcp list` shows them)."""
+    if setup is None or not setup.unapproved or not sys.stdin.isatty():
+        return setup
+    yes = [
+        server.name
+        for server in setup.unapproved
+        if click.confirm(
+            f"New MCP server found in .mcp.json: {server.name}. Use it in this session?",
+            default=False,
+            err=True,
+        )
+    ]
+    return setup.approved(yes)

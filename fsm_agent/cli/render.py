@@ -255,7 +255,7 @@ class LiveRenderer:
         elif isinstance(event, PromptBlocked):
             pass  # the summary says it, in the model's place
         elif isinstance(event, Notice):
-            self._notice("⚠" if event.kind == "hook" else "↻", event.text)
+            self._notice("⚠" if event.kind in ("hook", "mcp") else "↻", event.text)
         elif isinstance(event, ModelEvent) and isinstance(event.event, ModelRetry):
             self._notice("↻", event.event.text)
         elif isinstance(event, Transition):

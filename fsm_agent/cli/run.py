@@ -37,7 +37,8 @@ from fsm_agent.cli.usage import (
     silence,
     stdout_lost,
 )
-from fsm_agent.core.events import DriverEvent
+from fsm_agent.core.events import DriverEvent, McpReady
+from fsm_agent.core.mcp import McpServerState, tool_name
 from fsm_agent.core.messages import Message
 from fsm_agent.engine.driver import LoopResult
 from fsm_agent.policy.permissions import removed_tools
@@ -192,6 +193,7 @@ def run_json(
     config = plan.config
     log = plan.next_log() or default_log_path(config.cwd, session_id)
     began = False
+    mcp: tuple[McpServerState, ...] = ()
 
     def begin() -> None:
         nonlocal began
@@ -201,6 +203,7 @@ def run_json(
         if lines:
             removed = removed_tools(config.permissions)
             tools = [name for name in config.tools if name not in removed]
+            tools += [tool_name(s.name, t.name) for s in mcp for t in s.tools]
             key_source = "ANTHROPIC_API_KEY" if getattr(plan.model, "api_key", None) else "none"
             writer.write(
                 init_object(
@@ -210,10 +213,16 @@ def run_json(
                     config.model,
                     config.permission_mode,
                     api_key_source=key_source,
+                    mcp_servers=[
+                        {"name": s.name, "status": s.status, "source": s.source} for s in mcp
+                    ],
                 )
             )
 
     def on_event(event: DriverEvent) -> None:
+        nonlocal mcp
+        if isinstance(event, McpReady):  # the run's first event when it has servers
+            mcp = event.servers
         begin()
         tally(event)
         if lines:

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from attrs import frozen
 
 from fsm_agent.core.messages import ContentBlock, Message, ToolResultBlock, ToolUseBlock, Usage
+
+if TYPE_CHECKING:  # core.mcp needs core.model, which needs these events
+    from fsm_agent.core.mcp import McpServerState
 
 # --- the model stream, normalised from the API's SSE events -----------------
 
@@ -266,6 +269,14 @@ class ContextReport(Notice):
     after: int
 
 
+@frozen
+class McpReady:
+    """The run's MCP servers have started (or failed to): what stream-json's `system/init`
+    line lists, and the tools they add."""
+
+    servers: tuple[McpServerState, ...]
+
+
 DriverEvent = (
     TextDelta
     | ThinkingDelta
@@ -280,4 +291,5 @@ DriverEvent = (
     | Transition
     | Notice
     | ContextReport
+    | McpReady
 )

@@ -19,10 +19,13 @@ from fsm_agent.core.config import RunConfig
 from fsm_agent.core.events import (
     ContextReport,
     DriverEvent,
+    McpReady,
+    Notice,
     PromptBlocked,
     ToolRefused,
     Transition,
 )
+from fsm_agent.core.mcp import CONNECTED, describe, mcp_tools
 from fsm_agent.core.messages import Message, Usage
 from fsm_agent.core.model import ToolSpec
 from fsm_agent.core.tool import ToolOutputs
@@ -204,15 +207,23 @@ class Engine:
         self, messages: Sequence[Message], read_files: Mapping[str, float] | None = None
     ) -> LoopResult:
         """Run the loop over `messages`; `read_files` carries what an earlier run read."""
+        self.tape.start([unstructure(m, Message) for m in messages], dict(read_files or {}))
+        servers = await self.effects.mcp_servers()
+        if servers:
+            self._emit(McpReady(servers))
+        for state in servers:
+            if state.status != CONNECTED:
+                self._emit(Notice("mcp", f"MCP server {describe(state)}"))
+        mcp = mcp_tools(servers)
         run = Run(
             self.config,
             self.effects,
-            self.tool_specs,
+            self.tool_specs + mcp.specs,
             self._emit,
             self.session_id,
             outputs=self.outputs,
+            mcp=mcp,
         )
-        self.tape.start([unstructure(m, Message) for m in messages], dict(read_files or {}))
         try:
             return await self._loop(run, messages, read_files)
         except BaseException:

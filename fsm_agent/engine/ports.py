@@ -16,6 +16,7 @@ from typing import Any, Protocol
 
 from fsm_agent.core.abort import AbortSignal
 from fsm_agent.core.events import StreamEvent
+from fsm_agent.core.mcp import McpServerState
 from fsm_agent.core.model import ModelRequest
 from fsm_agent.core.permission_types import (
     Decision,
@@ -44,6 +45,13 @@ class ToolPort(Protocol):
         ...
 
     async def store_blob(self, name: str, text: str) -> str | None: ...
+
+
+class McpPort(Protocol):
+    async def mcp_servers(self) -> tuple[McpServerState, ...]:
+        """The run's MCP servers once each has started or failed: their states and
+        tools. Their calls are tool calls (`run_tool`), so a replay starts no server."""
+        ...
 
 
 class HookPort(Protocol):
@@ -93,7 +101,15 @@ class UserInputPort(Protocol):
 
 
 class Effects(
-    ModelPort, ToolPort, HookPort, PermissionPort, MemoryPort, ClockPort, UserInputPort, Protocol
+    ModelPort,
+    ToolPort,
+    McpPort,
+    HookPort,
+    PermissionPort,
+    MemoryPort,
+    ClockPort,
+    UserInputPort,
+    Protocol,
 ):
     """Every port: what a run is given, live, recorded or replayed."""
 

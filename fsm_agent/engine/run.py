@@ -13,6 +13,7 @@ from attrs import field, frozen
 from fsm_agent.context.levels import append_system_context
 from fsm_agent.core.config import RunConfig
 from fsm_agent.core.events import DriverEvent
+from fsm_agent.core.mcp import McpTools
 from fsm_agent.core.model import ToolSpec
 from fsm_agent.core.tool import ToolOutputs
 from fsm_agent.engine.ports import Effects
@@ -31,6 +32,8 @@ class Run:
     executor: ToolExecutor = field(default=None)
     outputs: ToolOutputs | None = None
     """The tools' output shapes, for hooks that replace an output (the app's to give)."""
+    mcp: McpTools = field(factory=McpTools)
+    """The MCP servers' tools offered this run (their specs are in `tool_specs` too)."""
     system: tuple[str, ...] = field(init=False)
     """The system prompt with the system context appended: every request sends it."""
 
@@ -45,5 +48,6 @@ class Run:
                 self.emit,
                 self.session_id,
                 self.outputs,
+                self.mcp,
             )
             object.__setattr__(self, "executor", executor)

@@ -38,6 +38,7 @@ from fsm_agent.core.events import (
     ToolRefused,
     ToolStarted,
 )
+from fsm_agent.core.mcp import McpTools, hook_response
 from fsm_agent.core.messages import (
     TextBlock,
     ToolResultBlock,
@@ -148,8 +149,10 @@ class ToolExecutor:
         emit: Callable[[DriverEvent], None],
         session_id: str,
         outputs: ToolOutputs | None = None,
+        mcp: McpTools | None = None,
     ) -> None:
         self.config = config
+        self.mcp = mcp or McpTools()
         self.outputs = outputs
         self.effects = effects
         self.emit = emit
@@ -164,7 +167,7 @@ class ToolExecutor:
     # --- scheduling -----------------------------------------------------
 
     def is_safe(self, block: ToolUseBlock) -> bool:
-        return block.name in self.config.concurrency_safe_tools
+        return block.name in self.config.concurrency_safe_tools or block.name in self.mcp.read_only
 
     def start(
         self,
@@ -329,7 +332,7 @@ class ToolExecutor:
     def _payload(
         self, event: str, block: ToolUseBlock, tool_input: dict[str, Any], mode: str
     ) -> dict:
-        return {
+        payload = {
             "hook_event_name": event,
             "session_id": self.session_id,
             "cwd": self.config.cwd,
@@ -338,6 +341,10 @@ class ToolExecutor:
             "tool_input": absolute_paths(block.name, tool_input, self.config.cwd, self.config.home),
             "tool_use_id": block.id,
         }
+        server = self.mcp.servers.get(block.name)
+        if server is not None:  # Claude Code names an MCP tool's server in its payloads
+            payload["mcp_server"] = dict(server)
+        return payload
 
     def _semantic(self, name: str, tool_input: dict[str, Any]) -> dict[str, Any]:
         schema = self.schemas.get(name)
@@ -346,7 +353,11 @@ class ToolExecutor:
     def _validate(self, name: str, tool_input: dict[str, Any]) -> str | None:
         schema = self.schemas.get(name)
         if schema is None:
-            return f"<tool_use_error>Error: No such tool available: {name}</tool_use_error>"
+            down = self.mcp.missing(name)
+            said = "" if down is None else f" (MCP server {down})"
+            return f"<tool_use_error>Error: No such tool available: {name}{said}</tool_use_error>"
+        if name in self.mcp.servers:  # Claude Code leaves an MCP tool's input to its server
+            return None
         return input_problem(name, schema, tool_input) or os_string_problem(name, tool_input)
 
     async def call(
@@ -440,6 +451,8 @@ class ToolExecutor:
             if outcome.is_error:
                 payload["error"] = _response_text(outcome.content)
                 payload["is_interrupt"] = outcome.interrupted
+            elif block.name in self.mcp.servers:
+                payload["tool_response"] = hook_response(outcome.content)
             elif outcome.response is not None:
                 payload["tool_response"] = outcome.response
             else:

@@ -11,12 +11,13 @@ import time
 import uuid
 from collections.abc import AsyncIterator, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from attrs import evolve
 
 from fsm_agent.core.abort import AbortGuard, AbortSignal
 from fsm_agent.core.events import StreamEvent
+from fsm_agent.core.mcp import McpServerState, is_mcp, tool_name
 from fsm_agent.core.messages import ImageBlock, TextBlock
 from fsm_agent.core.model import Model, ModelRequest
 from fsm_agent.core.permission_types import (
@@ -42,6 +43,10 @@ from fsm_agent.engine.ports import interrupted
 from fsm_agent.hooks.outcomes import INTERRUPTED_HOOKS, HookOutcome, Hooks, NoHooks
 from fsm_agent.live.approvals import Approvals
 from fsm_agent.live.memory_files import read_nested
+from fsm_agent.policy.permissions import tool_removed
+
+if TYPE_CHECKING:  # the mcp SDK under it takes seconds to import: only MCP runs load it
+    from fsm_agent.live.mcp_servers import McpServers
 
 
 class Inbox:
@@ -90,7 +95,9 @@ class LiveEffects:
         inbox: Inbox | None = None,
         approvals: Approvals | None = None,
         blob_dir: Path | None = None,
+        mcp: McpServers | None = None,
     ) -> None:
+        self.mcp = mcp
         self.model = model
         self.blob_dir = blob_dir
         self.tools = dict(tools)
@@ -159,7 +166,9 @@ class LiveEffects:
         tool = self.tools.get(call.name)
         if tool is None:
             return tool_error(f"Error: No such tool available: {call.name}")
-        problem = input_problem(call.name, tool.input_schema, call.input)
+        # An MCP tool's input is its server's to check, as Claude Code leaves it.
+        problem = None if is_mcp(call.name) else input_problem(call.name, tool.input_schema,
+                                                                call.input)  # fmt: skip
         if problem is not None:
             return ToolOutcome.error(problem)
         try:
@@ -172,6 +181,24 @@ class LiveEffects:
             return tool_error(f"{call.name} failed: {type(exc).__name__}: {exc}")
         wrong = _wrong_outcome(outcome)
         return outcome if wrong is None else tool_error(f"{call.name} failed: {wrong}")
+
+    async def mcp_servers(self) -> tuple[McpServerState, ...]:
+        """Wait for the servers started with the run; their tools join the run's, but for
+        those a bare deny rule takes out (`mcp__git`, `mcp__git__git_commit`), as Claude
+        Code never offers them."""
+        if self.mcp is None:
+            return ()
+        settings = self.approvals.settings
+        states = tuple(
+            evolve(s, tools=tuple(
+                t for t in s.tools if not tool_removed(settings, tool_name(s.name, t.name))
+            ))
+            for s in await self.mcp.states()
+        )  # fmt: skip
+        for tool in self.mcp.tools():
+            if not tool_removed(settings, tool.name):
+                self.tools[tool.name] = tool
+        return states
 
     async def run_hooks(self, event: str, payload: dict[str, Any]) -> HookOutcome:
         """Run the hooks of `event`; Ctrl-C cancels them at once.

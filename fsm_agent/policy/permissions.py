@@ -98,6 +98,8 @@ class Rule:
             return True
         if self.tool.startswith("mcp__") and self.tool.endswith("__*"):
             return tool.startswith(self.tool[:-1])
+        if self.tool.startswith("mcp__") and self.tool.count("__") == 1:
+            return tool.startswith(self.tool + "__")  # `mcp__server`: each of its tools
         if self.tool == "Edit":
             return tool in EDIT_TOOLS
         if self.tool == "Read":
@@ -641,6 +643,12 @@ def denied_reads(
         return any(path_rule_matches(r, resolved, place, "deny") for r in rules)
 
     return denied
+
+
+def tool_removed(settings: PermissionSettings, tool: str) -> bool:
+    """Whether a bare deny rule takes `tool` out of the model's tool list (`mcp__git`
+    takes each of that server's tools, as in Claude Code)."""
+    return any(r.covers_tool(tool) for r in rules_of(settings, "deny") if r.content is None)
 
 
 def removed_tools(settings: PermissionSettings) -> frozenset[str]:

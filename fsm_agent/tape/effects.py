@@ -22,6 +22,7 @@ from attrs import frozen
 from fsm_agent.core.codec import CodecError, converter, structure, unstructure, unstructure_hook
 from fsm_agent.core.events import ModelCallError, StreamEvent
 from fsm_agent.core.jsontext import canonical
+from fsm_agent.core.mcp import McpServerState
 from fsm_agent.core.model import ModelRequest
 from fsm_agent.core.permission_types import (
     ALLOW_ONCE,
@@ -185,6 +186,10 @@ def _memory_key(paths: tuple[str, ...]) -> Key:
     return digest_of(list(paths)), list(paths)
 
 
+def _servers(states: tuple[McpServerState, ...]) -> Any:
+    return unstructure(list(states), list[McpServerState])
+
+
 def _named(name: str, *rest: Any) -> Key:
     return name, None
 
@@ -201,6 +206,9 @@ EFFECTS: tuple[Effect, ...] = (
     Effect("count_tokens", "count_tokens", _digest_key, int | None, None, encode=same),
     Effect("run_tool", "tool", _tool_key, ToolOutcome, unstructure(interrupted()),
            read=_tool_outcome, pipeline=True),
+    # Written only when the run has MCP servers: a log without them holds no record.
+    Effect("mcp_servers", "mcp_servers", _nothing, tuple[McpServerState, ...], [],
+           encode=_servers, usual=(), sometimes=True),
     Effect("run_hooks", "hooks", _hooks_key, HookOutcome, unstructure(INTERRUPTED_HOOKS),
            pipeline=True),
     Effect("store_blob", "store_blob", _blob_key, str | None, None, encode=same),
