@@ -354,10 +354,12 @@ def init_object(
     permission_mode: str,
     *,
     api_key_source: str = "none",
+    claude_code_version: str | None = None,
 ) -> dict[str, Any]:
     """`system/init` with every field Claude Code's `SDKSystemMessage` requires, in its
     order: there are no slash commands, agents, skills, plugins or MCP servers here, so
-    those lists are empty; `claude_code_version` is fsm-agent's own version."""
+    those lists are empty; `claude_code_version` is fsm-agent's own version unless the
+    caller names the Claude Code release it stands in for (`fsm-claude`)."""
     return {
         "type": "system",
         "subtype": "init",
@@ -369,7 +371,7 @@ def init_object(
         "permissionMode": permission_mode,
         "slash_commands": [],
         "apiKeySource": api_key_source,
-        "claude_code_version": _version(),
+        "claude_code_version": claude_code_version or version(),
         "output_style": "default",
         "agents": [],
         "skills": [],
@@ -378,7 +380,8 @@ def init_object(
     }
 
 
-def _version() -> str:
+def version() -> str:
+    """fsm-agent's installed version ("unknown" when run from a tree not installed)."""
     import importlib.metadata as metadata  # about 10 ms (zipfile, email, csv): init lines only
 
     try:
