@@ -9,6 +9,7 @@ loop cannot honour yet is refused with one line naming it, never ignored.
 
 from __future__ import annotations
 
+import json
 import sys
 import uuid
 from pathlib import Path
@@ -37,7 +38,6 @@ MODES = ["default", "acceptEdits", "plan", "dontAsk", "bypassPermissions", "auto
 REFUSED: dict[str, bool] = {
     "--max-budget-usd": True,
     "--json-schema": True,
-    "--mcp-config": True,
     "--settings": True,
     "--setting-sources": True,
     "--continue": False,
@@ -95,6 +95,7 @@ def _refused(fn: Any) -> Any:
 @click.option("--permission-prompt-tool", help="stdio: the SDK's can_use_tool answers.")
 @click.option("--resume", help="A session id (or log) of this workspace to continue.")
 @click.option("--session-id", help="The session's id (a UUID).")
+@click.option("--mcp-config", multiple=True, help="MCP servers: only the SDK's (type sdk).")
 @click.option("--strict-mcp-config", is_flag=True, help="No MCP servers but --mcp-config's.")
 @click.option("--base-url", envvar="ANTHROPIC_BASE_URL", hidden=True)
 @_refused
@@ -112,7 +113,8 @@ def claude(**options: Any) -> None:
     verbose, partial = options.pop("verbose"), options.pop("include_partial_messages")
     prompt: str | None = options.pop("prompt")
     options.pop("print_")
-    options.pop("strict_mcp_config")  # no MCP server but --mcp-config's: there are none
+    options.pop("strict_mcp_config")  # no MCP server but --mcp-config's: no other is read
+    sdk_servers = _sdk_servers(options.pop("mcp_config"))
     if output == "stream-json" and not verbose:
         fail("--output-format stream-json needs --verbose (as claude -p does)")
     if partial and output != "stream-json":
@@ -143,6 +145,8 @@ def claude(**options: Any) -> None:
     if output == "stream-json":  # the tools' own output shapes, as `tool_use_result`
         plan.config = evolve(plan.config, structured_results=True)
     history = list(resumed.messages) if resumed is not None else []
+    if sdk_servers and input_format != "stream-json":
+        fail("--mcp-config's SDK servers need --input-format stream-json (the SDK serves them)")
     if input_format == "stream-json":
         plan.log = default_log_path(plan.config.cwd, session_id)
         session = SdkSession(
@@ -151,6 +155,7 @@ def claude(**options: Any) -> None:
             history=history,
             partial=partial,
             can_use_tool=prompt_tool == "stdio",
+            sdk_servers=sdk_servers,
             claude_code_version=CLAUDE_CODE_VERSION,
         )
         sys.exit(session.serve(sys.stdin))
@@ -168,6 +173,29 @@ def claude(**options: Any) -> None:
                              every=verbose)  # fmt: skip
     plan.end("other")
     sys.exit(exit_code(result))
+
+
+def _sdk_servers(configs: tuple[str, ...]) -> tuple[str, ...]:
+    """The SDK servers `--mcp-config` names (JSON, or a file of it); a server of another
+    type (stdio, sse, http) is refused by name: fsm-agent does not start MCP servers yet."""
+    names: list[str] = []
+    for given in configs:
+        text = Path(given).read_text(encoding="utf-8") if Path(given).is_file() else given
+        try:
+            servers = json.loads(text).get("mcpServers")
+        except (ValueError, AttributeError):
+            servers = None
+        if not isinstance(servers, dict):
+            fail(f'--mcp-config {given[:80]}: not {{"mcpServers": {{name: config}}}}')
+        other = [
+            f"{name} ({cfg.get('type', 'stdio') if isinstance(cfg, dict) else '?'})"
+            for name, cfg in servers.items()
+            if not (isinstance(cfg, dict) and cfg.get("type") == "sdk")
+        ]
+        if other:
+            fail(f"not supported by fsm-agent yet: --mcp-config servers {', '.join(other)}")
+        names += [name for name in servers if name not in names]
+    return tuple(names)
 
 
 def _session_id(given: str | None) -> str:

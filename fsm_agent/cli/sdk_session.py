@@ -15,6 +15,7 @@ written whole under one lock, as the reader thread writes its answers too.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import sys
@@ -45,6 +46,7 @@ from fsm_agent.live.sdk_control import ControlChannel
 from fsm_agent.live.sdk_hooks import RegistrationError, SdkHooks, registered
 from fsm_agent.policy.permissions import removed_tools
 from fsm_agent.tape.log import LogError
+from fsm_agent.tools import default_tools
 
 MODES = ("acceptEdits", "bypassPermissions", "default", "dontAsk", "plan")
 """The modes `set_permission_mode` takes (Claude Code's list, less `auto`, whose
@@ -67,6 +69,7 @@ class SdkSession:
         partial: bool,
         can_use_tool: bool,
         claude_code_version: str,
+        sdk_servers: tuple[str, ...] = (),
         out: TextIO | None = None,
     ) -> None:
         self.plan = plan
@@ -91,6 +94,9 @@ class SdkSession:
         self.failed = False
         """The last run ended in an error result (the exit code then is 1, as claude's)."""
         self._line = 0
+        self.sdk_servers = sdk_servers
+        self._servers: dict[str, str] | None = None
+        """Each SDK MCP server's status, once its tools were listed (before the first run)."""
 
     def send(self, obj: dict[str, Any]) -> None:
         """One line to the SDK, whole, whichever thread writes it."""
@@ -183,7 +189,7 @@ class SdkSession:
             self._changes["model"] = model or self._default_model
             return {}
         if subtype == "mcp_status":
-            return {"mcpServers": []}
+            return {"mcpServers": self._server_list()}
         if subtype == "get_context_usage":
             window = context_window(config.model)
             used = self._last_input_tokens
@@ -250,6 +256,8 @@ class SdkSession:
         if self._sdk_hooks is not None:
             self._sdk_hooks.permission_mode = plan.config.permission_mode
             plan.hooks = joined(self._base_hooks, self._sdk_hooks)
+        if self._servers is None:
+            self._servers = self._list_sdk_tools() if self.sdk_servers else {}
         inbox = self._inbox
         assert inbox is not None
         tally = RunTally()
@@ -293,18 +301,39 @@ class SdkSession:
             self.writer.write(result_object(result, duration_ms=duration_ms, tally=tally))
         self.failed = result.is_error
 
+    def _list_sdk_tools(self) -> dict[str, str]:
+        """The SDK servers' tools, added to the built-in ones for every run; a server that
+        cannot be listed is said on stderr and in its status, its tools left out."""
+        import fsm_agent.live.sdk_mcp as sdk_mcp  # the mcp SDK: see the lazy-load table
+
+        tools, status = asyncio.run(sdk_mcp.sdk_tools(self.channel, self.sdk_servers, self.version))
+        for name, state in status.items():
+            if state != "connected":
+                say(f"fsm-agent: error: the SDK's MCP server {name} {state}")
+        self.plan.tools = {**default_tools(), **tools}
+        return status
+
+    def _server_list(self) -> list[dict[str, str]]:
+        return [
+            {"name": name, "status": "connected" if state == "connected" else "failed"}
+            for name, state in (self._servers or {n: "pending" for n in self.sdk_servers}).items()
+        ]
+
     def _init(self) -> dict[str, Any]:
         config = self.plan.config
         removed = removed_tools(config.permissions)
-        return init_object(
+        extra = [name for name in (self.plan.tools or {}) if name not in config.tools]
+        line = init_object(
             self.session_id,
             config.cwd,
-            [name for name in config.tools if name not in removed],
+            [name for name in (*config.tools, *extra) if name not in removed],
             config.model,
             config.permission_mode,
             api_key_source=self._key_source(),
             claude_code_version=self.version,
         )
+        line["mcp_servers"] = self._server_list()
+        return line
 
     def _key_source(self) -> str:
         return "ANTHROPIC_API_KEY" if getattr(self.plan.model, "api_key", None) else "none"

@@ -401,3 +401,30 @@ def test_set_model_and_context_usage(
     assert usage["totalTokens"] == 1234 and usage["maxTokens"] > 1234
     assert [b["model"] for b in messages_server.bodies()] == [MODEL, "claude-haiku-4-5"]
     replays(workspace)
+
+
+def test_an_sdk_mcp_servers_tool_is_called_through_the_sdk(
+    messages_server: MessagesServer, workspace: Path, tmp_path: Path
+) -> None:
+    calls: list[dict[str, Any]] = []
+
+    @sdk.tool("add", "Add two numbers", {"a": int, "b": int})
+    async def add(args: dict[str, Any]) -> dict[str, Any]:
+        calls.append(args)
+        return {"content": [{"type": "text", "text": str(args["a"] + args["b"])}]}
+
+    server = sdk.create_sdk_mcp_server("calc", tools=[add])
+    call = {"type": "tool_use", "id": "toolu_1", "name": "mcp__calc__add",
+            "input": {"a": 2, "b": 3}}  # fmt: skip
+    messages_server.reply(message([call], stop_reason="tool_use"), text("5"))
+    opts = options(messages_server, workspace, tmp_path, mcp_servers={"calc": server},
+                   allowed_tools=["mcp__calc__add"])  # fmt: skip
+    messages = ask(prompts("add 2 and 3"), opts)
+    assert calls == [{"a": 2, "b": 3}]
+    assert results(messages)[0].content == "5"
+    init = of_type(messages, "SystemMessage")[0].data
+    assert "mcp__calc__add" in init["tools"]
+    assert init["mcp_servers"] == [{"name": "calc", "status": "connected"}]
+    offered = [t["name"] for t in messages_server.bodies()[0]["tools"]]
+    assert "mcp__calc__add" in offered
+    replays(workspace)
