@@ -26,7 +26,10 @@ from fsm_agent.cli.run import piped_text, run_json, run_text
 from fsm_agent.cli.sdk_session import SdkSession
 from fsm_agent.cli.usage import exit_code, fail, is_utf8
 from fsm_agent.core.permission_types import RuleSource
+from fsm_agent.core.validation import SchemaError, check_schema
 from fsm_agent.tape.log import default_log_path
+from fsm_agent.tools import default_tools
+from fsm_agent.tools.structured_output import NAME, StructuredOutputTool
 
 CLAUDE_CODE_VERSION = "2.1.332"
 """The Claude Code release whose flags and stream-json this entry point follows (the
@@ -37,7 +40,6 @@ MODES = ["default", "acceptEdits", "plan", "dontAsk", "bypassPermissions", "auto
 
 REFUSED: dict[str, bool] = {
     "--max-budget-usd": True,
-    "--json-schema": True,
     "--settings": True,
     "--setting-sources": True,
     "--continue": False,
@@ -95,6 +97,7 @@ def _refused(fn: Any) -> Any:
 @click.option("--permission-prompt-tool", help="stdio: the SDK's can_use_tool answers.")
 @click.option("--resume", help="A session id (or log) of this workspace to continue.")
 @click.option("--session-id", help="The session's id (a UUID).")
+@click.option("--json-schema", help="The final answer's JSON Schema (StructuredOutput).")
 @click.option("--mcp-config", multiple=True, help="MCP servers: only the SDK's (type sdk).")
 @click.option("--strict-mcp-config", is_flag=True, help="No MCP servers but --mcp-config's.")
 @click.option("--base-url", envvar="ANTHROPIC_BASE_URL", hidden=True)
@@ -115,6 +118,7 @@ def claude(**options: Any) -> None:
     options.pop("print_")
     options.pop("strict_mcp_config")  # no MCP server but --mcp-config's: no other is read
     sdk_servers = _sdk_servers(options.pop("mcp_config"))
+    schema = _schema(options.pop("json_schema"))
     if output == "stream-json" and not verbose:
         fail("--output-format stream-json needs --verbose (as claude -p does)")
     if partial and output != "stream-json":
@@ -147,6 +151,13 @@ def claude(**options: Any) -> None:
     history = list(resumed.messages) if resumed is not None else []
     if sdk_servers and input_format != "stream-json":
         fail("--mcp-config's SDK servers need --input-format stream-json (the SDK serves them)")
+    if schema is not None and input_format != "stream-json":
+        fail("--json-schema needs --input-format stream-json here (as the SDKs send it)")
+    if schema is not None:  # the answer's own tool needs no permission (Claude Code's allows)
+        plan.tools = {**default_tools(), NAME: StructuredOutputTool(schema)}
+        rule = RuleSource(NAME, plan.config.cwd, "--json-schema")
+        permissions = evolve(plan.config.permissions, allow=(*plan.config.permissions.allow, rule))
+        plan.config = evolve(plan.config, permissions=permissions)
     if input_format == "stream-json":
         plan.log = default_log_path(plan.config.cwd, session_id)
         session = SdkSession(
@@ -156,6 +167,7 @@ def claude(**options: Any) -> None:
             partial=partial,
             can_use_tool=prompt_tool == "stdio",
             sdk_servers=sdk_servers,
+            structured=schema is not None,
             claude_code_version=CLAUDE_CODE_VERSION,
         )
         sys.exit(session.serve(sys.stdin))
@@ -196,6 +208,20 @@ def _sdk_servers(configs: tuple[str, ...]) -> tuple[str, ...]:
             fail(f"not supported by fsm-agent yet: --mcp-config servers {', '.join(other)}")
         names += [name for name in servers if name not in names]
     return tuple(names)
+
+
+def _schema(given: str | None) -> dict[str, Any] | None:
+    """`--json-schema`'s schema, refused in one line when it is no JSON Schema object."""
+    if given is None:
+        return None
+    try:
+        schema = json.loads(given)
+        if not isinstance(schema, dict):
+            raise SchemaError("it is not a JSON object")
+        check_schema(NAME, schema)
+    except (ValueError, SchemaError) as exc:
+        fail(f"--json-schema: not a JSON Schema ({exc})")
+    return schema
 
 
 def _session_id(given: str | None) -> str:

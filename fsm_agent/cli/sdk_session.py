@@ -47,6 +47,7 @@ from fsm_agent.live.sdk_hooks import RegistrationError, SdkHooks, registered
 from fsm_agent.policy.permissions import removed_tools
 from fsm_agent.tape.log import LogError
 from fsm_agent.tools import default_tools
+from fsm_agent.tools.structured_output import StructuredOutputNudge, structured_output
 
 MODES = ("acceptEdits", "bypassPermissions", "default", "dontAsk", "plan")
 """The modes `set_permission_mode` takes (Claude Code's list, less `auto`, whose
@@ -70,6 +71,7 @@ class SdkSession:
         can_use_tool: bool,
         claude_code_version: str,
         sdk_servers: tuple[str, ...] = (),
+        structured: bool = False,
         out: TextIO | None = None,
     ) -> None:
         self.plan = plan
@@ -95,6 +97,9 @@ class SdkSession:
         """The last run ended in an error result (the exit code then is 1, as claude's)."""
         self._line = 0
         self.sdk_servers = sdk_servers
+        self.structured = structured
+        """`--json-schema`: each run is nudged to call StructuredOutput, and its result
+        carries that call's input as `structured_output`."""
         self._servers: dict[str, str] | None = None
         """Each SDK MCP server's status, once its tools were listed (before the first run)."""
 
@@ -255,7 +260,8 @@ class SdkSession:
             self._changes = {}
         if self._sdk_hooks is not None:
             self._sdk_hooks.permission_mode = plan.config.permission_mode
-            plan.hooks = joined(self._base_hooks, self._sdk_hooks)
+        nudge = StructuredOutputNudge() if self.structured else None
+        plan.hooks = joined(self._base_hooks, self._sdk_hooks, nudge)
         if self._servers is None:
             self._servers = self._list_sdk_tools() if self.sdk_servers else {}
         inbox = self._inbox
@@ -297,8 +303,11 @@ class SdkSession:
         self.messages = list(result.messages.items)
         self._last_input_tokens = _context_tokens(result)
         duration_ms = round((time.monotonic() - started) * 1000)
+        line = result_object(result, duration_ms=duration_ms, tally=tally)
+        if self.structured:
+            line["structured_output"] = structured_output(result.messages.items)
         with self._out_lock:
-            self.writer.write(result_object(result, duration_ms=duration_ms, tally=tally))
+            self.writer.write(line)
         self.failed = result.is_error
 
     def _list_sdk_tools(self) -> dict[str, str]:
@@ -310,7 +319,7 @@ class SdkSession:
         for name, state in status.items():
             if state != "connected":
                 say(f"fsm-agent: error: the SDK's MCP server {name} {state}")
-        self.plan.tools = {**default_tools(), **tools}
+        self.plan.tools = {**(self.plan.tools or default_tools()), **tools}
         return status
 
     def _server_list(self) -> list[dict[str, str]]:

@@ -245,7 +245,7 @@ def test_include_partial_messages(
 @pytest.mark.parametrize(
     ("option", "flag"),
     [({"max_budget_usd": 1.0}, "--max-budget-usd"),
-     ({"output_format": {"type": "json_schema", "schema": {"type": "object"}}}, "--json-schema")],
+     ({"effort": "high"}, "--effort")],
 )  # fmt: skip
 def test_a_flag_not_honoured_is_refused_by_name(
     messages_server: MessagesServer,
@@ -427,4 +427,34 @@ def test_an_sdk_mcp_servers_tool_is_called_through_the_sdk(
     assert init["mcp_servers"] == [{"name": "calc", "status": "connected"}]
     offered = [t["name"] for t in messages_server.bodies()[0]["tools"]]
     assert "mcp__calc__add" in offered
+    replays(workspace)
+
+
+def test_structured_output_through_json_schema(
+    messages_server: MessagesServer, workspace: Path, tmp_path: Path
+) -> None:
+    schema = {"type": "object", "properties": {"answer": {"type": "integer"}},
+              "required": ["answer"]}  # fmt: skip
+
+    def structured(call_id: str, answer: Any) -> Any:
+        block = {"type": "tool_use", "id": call_id, "name": "StructuredOutput",
+                 "input": {"answer": answer}}  # fmt: skip
+        return message([block], stop_reason="tool_use")
+
+    messages_server.reply(
+        text("It is four."),  # no structured answer: told to give one
+        structured("toolu_1", "four"),  # the wrong shape: an error it can mend
+        structured("toolu_2", 4),
+        text("Done."),
+    )
+    opts = options(messages_server, workspace, tmp_path,
+                   output_format={"type": "json_schema", "schema": schema})  # fmt: skip
+    messages = ask(prompts("two plus two"), opts)
+    result = of_type(messages, "ResultMessage")[0]
+    assert result.structured_output == {"answer": 4}
+    offered = {t["name"]: t for t in messages_server.bodies()[0]["tools"]}
+    assert offered["StructuredOutput"]["input_schema"] == schema
+    told = json.dumps(messages_server.bodies()[1]["messages"][-1])
+    assert "StructuredOutput" in told
+    assert [r.is_error for r in results(messages)] == [True, False]
     replays(workspace)
