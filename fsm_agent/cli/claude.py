@@ -18,7 +18,7 @@ from typing import Any
 import click
 from attrs import evolve
 
-from fsm_agent.app.history import follow_up
+from fsm_agent.app.history import follow_up, glob_escape, sessions_dir
 from fsm_agent.cli.headless import version
 from fsm_agent.cli.main import main as run_command
 from fsm_agent.cli.plan import plan_of
@@ -138,7 +138,7 @@ def claude(**options: Any) -> None:
     resume = options.pop("resume")
     plan, resumed, _ = plan_of(
         **options,
-        resume=Path(resume) if resume else None,
+        resume=_last_log(resume) if resume else None,
         scripted=None,
         cwd=None,
         log=None,
@@ -222,6 +222,20 @@ def _schema(given: str | None) -> dict[str, Any] | None:
     except (ValueError, SchemaError) as exc:
         fail(f"--json-schema: not a JSON Schema ({exc})")
     return schema
+
+
+def _last_log(ref: str) -> Path:
+    """`--resume`'s log: a session id names its session's last run (an SDK session's runs
+    are `ID.jsonl`, `ID.2.jsonl`, …), which holds the whole conversation; anything else
+    (a log's path, an id's prefix) is looked up as `fsm-agent run --resume` does."""
+    folder = sessions_dir(Path.cwd())
+    first = folder / f"{ref}.jsonl"
+    if "/" in ref or not first.is_file():
+        return Path(ref)
+    later = [
+        p for p in folder.glob(f"{glob_escape(ref)}.*.jsonl") if p.stem[len(ref) + 1 :].isdigit()
+    ]
+    return max(later, key=lambda p: int(p.stem[len(ref) + 1 :]), default=first)
 
 
 def _session_id(given: str | None) -> str:

@@ -458,3 +458,24 @@ def test_structured_output_through_json_schema(
     assert "StructuredOutput" in told
     assert [r.is_error for r in results(messages)] == [True, False]
     replays(workspace)
+
+
+def test_resume_continues_a_several_run_session(
+    messages_server: MessagesServer, workspace: Path, tmp_path: Path
+) -> None:
+    messages_server.reply(text("one"), text("two"), text("three"))
+
+    async def body(client: Any) -> str:
+        for prompt in ("first", "second"):
+            await client.query(prompt)
+            answer = of_type(await one_response(client), "ResultMessage")[0]
+        return str(answer.session_id)
+
+    session_id = with_client(options(messages_server, workspace, tmp_path), body)
+    messages = ask(prompts("third"), options(messages_server, workspace, tmp_path,
+                                             resume=session_id))  # fmt: skip
+    assert of_type(messages, "ResultMessage")[0].result == "three"
+    said = [b["text"] for m in messages_server.bodies()[-1]["messages"] for b in m["content"]
+            if b["type"] == "text" and not b["text"].startswith("<system-reminder>")]  # fmt: skip
+    assert said == ["first", "one", "second", "two", "third"]
+    assert len(replays(workspace)) == 3
