@@ -54,6 +54,22 @@ MODES = ("acceptEdits", "bypassPermissions", "default", "dontAsk", "plan")
 classifier fsm-agent does not have)."""
 
 
+class SharedInbox(Inbox):
+    """The run's inbox, put to by the stdin thread while the run drains it."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._lock = threading.Lock()
+
+    def put(self, text: str) -> None:
+        with self._lock:
+            super().put(text)
+
+    def drain(self) -> tuple[str, ...]:
+        with self._lock:
+            return super().drain()
+
+
 class BadRequest(Exception):
     """A control request that cannot be carried out: its `error` response says why."""
 
@@ -113,8 +129,12 @@ class SdkSession:
     def _pump(self, stream: TextIO) -> None:
         for line in iter(stream.readline, ""):
             self._line += 1
-            if line.strip():
+            if not line.strip():
+                continue
+            try:
                 self.take(line)
+            except Exception as exc:  # a reader thread that died would leave the SDK waiting
+                say(f"fsm-agent: error: stdin line {self._line} could not be handled: {exc!r}")
         self.channel.close("standard input was closed")
         with self._state:
             self._ended = True
@@ -184,14 +204,16 @@ class SdkSession:
             mode = request.get("mode")
             if mode not in MODES:
                 raise BadRequest(f"Cannot set permission mode: must be one of {', '.join(MODES)}")
-            self._changes["permission_mode"] = mode
+            with self._state:
+                self._changes["permission_mode"] = mode
             self.send(self._line_of("system", subtype="status", status=None, permissionMode=mode))
             return {"mode": mode}
         if subtype == "set_model":
             model = request.get("model")
             if model is not None and not isinstance(model, str):
                 raise BadRequest("set_model: model is a string or null")
-            self._changes["model"] = model or self._default_model
+            with self._state:
+                self._changes["model"] = model or self._default_model
             return {}
         if subtype == "mcp_status":
             return {"mcpServers": self._server_list()}
@@ -246,7 +268,7 @@ class SdkSession:
                 if not self._prompts:
                     break
                 prompt = self._prompts.popleft()
-                self._inbox = Inbox()
+                self._inbox = SharedInbox()
             self.turn(prompt)
         self.plan.end("other")
         return 1 if self.failed else 0
@@ -255,9 +277,10 @@ class SdkSession:
         """One user message: a run of the loop over the conversation so far."""
         plan = self.plan
         plan.abort.clear()
-        if self._changes:
-            plan.config = evolve(plan.config, **self._changes)
-            self._changes = {}
+        with self._state:
+            changes, self._changes = self._changes, {}
+        if changes:
+            plan.config = evolve(plan.config, **changes)
         if self._sdk_hooks is not None:
             self._sdk_hooks.permission_mode = plan.config.permission_mode
         nudge = StructuredOutputNudge() if self.structured else None

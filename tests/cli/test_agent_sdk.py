@@ -479,3 +479,20 @@ def test_resume_continues_a_several_run_session(
             if b["type"] == "text" and not b["text"].startswith("<system-reminder>")]  # fmt: skip
     assert said == ["first", "one", "second", "two", "third"]
     assert len(replays(workspace)) == 3
+
+
+def test_print_mode_takes_a_prompt_as_claude_p_does(
+    messages_server: MessagesServer, workspace: Path, tmp_path: Path
+) -> None:
+    messages_server.reply(text("printed"))
+    env = {"ANTHROPIC_BASE_URL": messages_server.url, "ANTHROPIC_API_KEY": "k",
+           "PATH": "/usr/bin:/bin"}  # fmt: skip
+    proc = subprocess.run(
+        [str(entry_point(tmp_path)), "-p", "say it", "--output-format", "json", "--model", MODEL],
+        capture_output=True, text=True, cwd=workspace, env=env, stdin=subprocess.DEVNULL,
+        timeout=60,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    result = json.loads(proc.stdout)
+    assert result["type"] == "result" and result["result"] == "printed"
+    assert replays(workspace)
