@@ -357,11 +357,13 @@ def init_object(
     *,
     api_key_source: str = "none",
     mcp_servers: Sequence[dict[str, str]] = (),
+    claude_code_version: str | None = None,
 ) -> dict[str, Any]:
     """`system/init` with every field Claude Code's `SDKSystemMessage` requires, in its
     order: there are no slash commands, agents, skills or plugins here, so those lists
     are empty; `mcp_servers` are the run's (`{name, status, source}`, as Claude Code
-    lists them); `claude_code_version` is fsm-agent's own version."""
+    lists them); `claude_code_version` is fsm-agent's own version unless the caller
+    names the Claude Code release it stands in for (`fsm-claude`)."""
     return {
         "type": "system",
         "subtype": "init",
@@ -373,7 +375,7 @@ def init_object(
         "permissionMode": permission_mode,
         "slash_commands": [],
         "apiKeySource": api_key_source,
-        "claude_code_version": _version(),
+        "claude_code_version": claude_code_version or version(),
         "output_style": "default",
         "agents": [],
         "skills": [],
@@ -382,7 +384,8 @@ def init_object(
     }
 
 
-def _version() -> str:
+def version() -> str:
+    """fsm-agent's installed version ("unknown" when run from a tree not installed)."""
     import importlib.metadata as metadata  # about 10 ms (zipfile, email, csv): init lines only
 
     try:

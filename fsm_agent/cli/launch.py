@@ -28,6 +28,7 @@ from fsm_agent.core.events import DriverEvent
 from fsm_agent.core.messages import Message
 from fsm_agent.core.model import Model
 from fsm_agent.core.permission_types import PermissionSettings, PermissionUpdate
+from fsm_agent.core.tool import Tool
 from fsm_agent.engine.driver import LoopResult
 from fsm_agent.hooks.outcomes import HookOutcome, Hooks
 from fsm_agent.live.approvals import Approvals, Prompter
@@ -89,6 +90,9 @@ class Plan:
         session to ask inline; `None` when no one can answer (piped, JSON output)."""
         self.prompter: Prompter | None = None
         """A terminal prompt for one-shot runs in a terminal; `ask` wins when set."""
+        self.tools: dict[str, Tool] | None = None
+        """The tools the runs get: None for the built-in ones (an SDK session adds its
+        MCP servers' tools)."""
 
     def next_log(self) -> Path | None:
         """`--log PATH` names the first run's log; later runs go next to it as `STEM.N.jsonl`,
@@ -215,6 +219,7 @@ class Plan:
                 prompter=self._prompter(),
                 live_effects=self._live,
                 mcp=mcp,
+                tools=self.tools,
             )
         self.runs += 1
         self._keep_permissions()

@@ -85,11 +85,12 @@ def _open_closed_streams() -> None:
             setattr(sys, name, open(os.devnull, mode, encoding="utf-8"))  # noqa: SIM115
 
 
-def main() -> None:
+def main(command: click.Command = cli, prog_name: str = "fsm-agent") -> None:
+    """Run `command` (the `fsm-agent` group, or `fsm-claude`'s), its errors as one line."""
     _open_closed_streams()
     _escape_what_stdout_cannot_encode()
     try:
-        cli.main(standalone_mode=False, prog_name="fsm-agent")
+        command.main(standalone_mode=False, prog_name=prog_name)
     except click.exceptions.Exit as exc:
         sys.exit(exc.exit_code)
     except click.ClickException as exc:
