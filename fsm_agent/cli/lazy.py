@@ -52,6 +52,10 @@ COMMANDS: dict[str, Lazy] = {
         "fsm_agent.cli.replay:replay",
         "Replay a recorded session: no network, no API key, no file touched.",
     ),
+    "import": Lazy(
+        "fsm_agent.cli.import_transcript:import_transcript",
+        "Import a Claude Code transcript (~/.claude/projects/…/SESSION.jsonl) as session logs.",
+    ),
     "coverage": Lazy(
         "fsm_agent.cli.coverage:coverage",
         "Which edges of the machine the LOGS take (with counts), and which none does.",
