@@ -164,6 +164,9 @@ class _Reader:
         self.model = ""
         self.retries: list[ModelRetry] = []
         self.pending_feedback: list[tuple[int, str]] = []
+        self.has_summaries = False
+        """Whether the transcript writes `stop_hook_summary` lines (newer Claude Code): they
+        say every Stop hook's outcome, and the feedback meta lines only repeat them."""
 
     def warn(self, line: int, text: str) -> None:
         self.warnings.append(f"{self.where}:{line}: {text}")
@@ -236,7 +239,7 @@ class _Reader:
             return
         if value.get("isMeta") is True:
             text = "\n".join(texts)
-            if text.startswith(STOP_FEEDBACK):
+            if text.startswith(STOP_FEEDBACK) and not self.has_summaries:
                 self.pending_feedback.append((n, text[len(STOP_FEEDBACK) :]))
             return
         if results:
@@ -357,7 +360,6 @@ class _Reader:
                 )
             )
         elif subtype == "stop_hook_summary":
-            self.pending_feedback.clear()  # the summary says it all, the meta line repeats it
             self.stop_hook(n, value)
         elif subtype == "compact_boundary" and self.run is not None:
             self.replace_run(evolve(self.run, compacted=True))
@@ -409,6 +411,7 @@ def read_transcript(data: bytes, where: str = "transcript") -> Transcript:
     Broken lines (not JSON, not an object, an entry without its message) are
     warnings naming the line; the rest is read."""
     reader = _Reader(where)
+    reader.has_summaries = b'"stop_hook_summary"' in data
     lines = data.split(b"\n")
     if lines and lines[0].startswith(b"\xef\xbb\xbf"):
         lines[0] = lines[0][3:]

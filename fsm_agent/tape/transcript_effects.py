@@ -155,10 +155,11 @@ class TranscriptEffects:
         last = index == len(self.responses) - 1
         calls = [b for b in response.content if isinstance(b, ToolUseBlock)]
         results = [self.run.results.get(b.id) for b in calls]
-        if last and self.run.interrupted and any(r is None or r.interrupted for r in results):
-            self.abort.arm(
-                "tools" if calls and any(r is not None for r in results) else "streaming"
-            )
+        if last and self.run.interrupted:
+            if not calls or all(r is None for r in results):
+                self.abort.arm("streaming")
+            elif any(r is None or r.interrupted for r in results):
+                self.abort.arm("tools")
         for event in response_events(response, self.model):
             yield event
         if response.error is not None:
