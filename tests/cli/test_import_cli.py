@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 from tests.support.cli import fsm, one_error_line, run_scripted
@@ -84,3 +85,42 @@ def test_a_missing_transcript_and_a_taken_log_are_one_error_line_each(tmp_path: 
     )
     one_error_line(proc, "already there")
     assert taken.read_text() == "mine"
+
+
+def test_the_commands_that_take_logs_take_a_transcript(tmp_path: Path) -> None:
+    transcript = tmp_path / "t.jsonl"
+    transcript.write_bytes(
+        jsonl(
+            prompt(1, "go"),
+            said(2, "m1", CALL),
+            result(3, "t1", "a.txt"),
+            said(4, "m2", {"type": "text", "text": "One file."}),
+        )
+    )
+    check = fsm("replay", "--check", str(transcript))
+    assert check.returncode == 0 and "steps match the log; ends completed" in check.stdout
+    path = fsm("replay", "--path", str(transcript))
+    assert path.returncode == 0 and "abort_check -[tool_use]-> tool_execution" in path.stdout
+    coverage = fsm("coverage", str(transcript))
+    assert coverage.returncode == 0
+    assert re.search(r"tool_execution -\[tools_done\]-> attachments +1\n", coverage.stdout)
+    graph = fsm("graph", "--highlight", str(transcript))
+    assert graph.returncode == 0 and "taken" in graph.stdout
+    assert "assumed: max_tokens" in check.stderr
+
+
+def test_a_transcript_of_several_runs_is_checked_whole_but_not_debugged_as_one(
+    tmp_path: Path,
+) -> None:
+    transcript = tmp_path / "t.jsonl"
+    transcript.write_bytes(
+        jsonl(
+            prompt(1, "a"),
+            said(2, "m1", {"type": "text", "text": "x"}),
+            prompt(3, "b"),
+            said(4, "m2", {"type": "text", "text": "y"}),
+        )
+    )
+    check = fsm("replay", "--check", str(transcript))
+    assert check.returncode == 0 and "2 logs: 2 match" in check.stdout
+    one_error_line(fsm("replay", "--path", str(transcript)), "a Claude Code transcript of 2 runs")
