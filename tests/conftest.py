@@ -17,6 +17,15 @@ ROOT = Path(__file__).resolve().parent.parent
 SCENARIOS = ROOT / "replays" / "scenarios"
 
 
+@pytest.fixture(autouse=True, scope="session")
+def claude_config_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Every run's Claude Code transcript goes to a directory of the test session's, not
+    to the user's `~/.claude` (a test that reads them sets its own)."""
+    path = tmp_path_factory.mktemp("claude-config")
+    os.environ["CLAUDE_CONFIG_DIR"] = str(path)
+    return path
+
+
 @pytest.fixture
 def workspace(tmp_path: Path) -> Path:
     ws = tmp_path / "ws"

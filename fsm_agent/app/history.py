@@ -25,6 +25,7 @@ from fsm_agent.app.replaying import areplay
 from fsm_agent.core import jsontext
 from fsm_agent.core.config import RunConfig
 from fsm_agent.core.messages import Message, TextBlock
+from fsm_agent.live.transcript_writer import ENTRYPOINT, project_dir
 from fsm_agent.tape.cut_log import CutTape
 from fsm_agent.tape.divergence import Divergence
 from fsm_agent.tape.header import config_of
@@ -53,7 +54,8 @@ class SessionInfo:
     a run still writes it), `cut_short` (no `result`, and no run writes it: the
     run was killed between records; `--resume` goes on from where it stops),
     `torn` (the last line was cut mid-write) or `corrupt` (no readable header or
-    `start` record; `problem` says why).
+    `start` record; `problem` says why); `claude_code`: a Claude Code transcript of
+    the workspace (`fsm-agent import` makes it logs).
     """
 
     path: Path
@@ -167,6 +169,48 @@ def list_sessions(cwd: str | Path) -> list[SessionInfo]:
     if not folder.is_dir():
         return []
     infos = [(describe(p), p.stat().st_mtime) for p in folder.glob("*.jsonl") if p.is_file()]
+    infos.sort(key=lambda pair: (pair[0].created or "", pair[1]), reverse=True)
+    return [info for info, _ in infos]
+
+
+CLAUDE_HEAD = 64 * 1024
+"""How much of a Claude Code transcript listing reads: its first prompt is near the top."""
+
+
+def describe_transcript(path: Path) -> SessionInfo | None:
+    """A Claude Code transcript as a listing shows it, from its first lines; None for
+    one fsm-agent wrote (its log is listed) or one with no prompt in its head."""
+    try:
+        with path.open("rb") as fh:
+            head = fh.read(CLAUDE_HEAD)
+    except OSError as exc:
+        return SessionInfo(path, "corrupt", problem=str(exc))
+    info: dict[str, Any] = {}
+    for raw in head.split(b"\n"):
+        entry = _json_line(raw)
+        if entry is None:
+            continue
+        if entry.get("entrypoint") == ENTRYPOINT:
+            return None
+        info.setdefault("session_id", _of_type(entry.get("sessionId"), str))
+        if entry.get("type") == "user" and not entry.get("isMeta") and "prompt" not in info:
+            message = entry.get("message")
+            prompt = prompt_of([message]) if isinstance(message, dict) else None
+            if prompt is not None and not prompt.startswith("[Request interrupted"):
+                info["prompt"] = prompt
+                info["created"] = _of_type(entry.get("timestamp"), str)
+    if "prompt" not in info:
+        return None
+    return SessionInfo(path, "claude_code", **info)
+
+
+def list_claude_sessions(cwd: str | Path) -> list[SessionInfo]:
+    """The workspace's Claude Code transcripts (`~/.claude/projects/<cwd>/`), newest first."""
+    folder = project_dir(str(cwd))
+    if not folder.is_dir():
+        return []
+    found = [(describe_transcript(p), p.stat().st_mtime) for p in folder.glob("*.jsonl")]
+    infos = [(i, t) for i, t in found if i is not None]
     infos.sort(key=lambda pair: (pair[0].created or "", pair[1]), reverse=True)
     return [info for info, _ in infos]
 

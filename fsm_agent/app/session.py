@@ -44,6 +44,7 @@ from fsm_agent.live.scripted import (
     ScriptedModel,
     callers_choices,
 )
+from fsm_agent.live.transcript_writer import TranscriptWriter, transcript_path
 from fsm_agent.policy.permissions import check_mode, removed_tools
 from fsm_agent.tape.header import session_header
 from fsm_agent.tape.log import LogWriter, MemoryWriter, default_log_path
@@ -98,6 +99,7 @@ async def arun(
     live_effects: Callable[..., Effects] | None = None,
     read_files: Mapping[str, float] | None = None,
     mcp: McpServers | None = None,
+    claude_transcript: bool = True,
 ) -> LoopResult:
     """Run the loop live, recording every transition and effect.
 
@@ -111,6 +113,10 @@ async def arun(
     before the run starts. `read_files` carries the files an earlier run of
     the conversation read. `mcp` are the MCP servers whose tools the run offers:
     started here if they are not yet, stopped by their owner (`async with`).
+    A run with a log file also writes its conversation
+    as a Claude Code transcript (`fsm_agent.live.transcript_writer`), which hooks
+    get as `transcript_path`; `claude_transcript=False` (or
+    `FSM_AGENT_CLAUDE_TRANSCRIPT=0`) turns that off.
     """
     if mcp is not None:
         mcp.start()  # in parallel with everything else before the first request
@@ -149,8 +155,14 @@ async def arun(
         writer = MemoryWriter(header)
         blobs = Path(tempfile.gettempdir()) / "fsm-agent" / session_id / "tool-results"
     tape = RecordingTape(writer)
+    claude_path = transcript_path(config.cwd, session_id) if path and claude_transcript else None
+    claude = (
+        TranscriptWriter(claude_path, session_id=session_id, cwd=config.cwd, model=config.model)
+        if claude_path is not None
+        else None
+    )
     if config.hooks:
-        transcript = str(path.resolve()) if path else ""
+        transcript = str(claude_path) if claude is not None else str(path.resolve()) if path else ""
         hooks = joined(CommandHooks.for_run(config, transcript), hooks)
     notify = None
     if hooks is not None and prompter is not None and config.has_hooks(NOTIFICATION):
@@ -163,12 +175,33 @@ async def arun(
     effects = live_effects(
         model, tools, hooks, abort, inbox, blob_dir=blobs, approvals=approvals, **more
     )
-    engine = Engine(config, tape, effects, specs, session_id, on_event, outputs=BUILTIN_OUTPUTS)
+    on_step = None
+    if claude is not None:
+        on_event, on_step = _also(claude.on_event, on_event), claude.observe
+    engine = Engine(
+        config, tape, effects, specs, session_id, on_event, on_step, outputs=BUILTIN_OUTPUTS
+    )
     try:
-        return await engine.run(_messages(prompt), read_files)
+        result = await engine.run(_messages(prompt), read_files)
+        if claude is not None:
+            claude.sync(result.messages.items)
+        return result
     finally:
         close_tools(tools.values())
         writer.close()
+        if claude is not None:
+            claude.close()
+
+
+def _also(
+    first: Callable[[DriverEvent], None], then: Callable[[DriverEvent], None] | None
+) -> Callable[[DriverEvent], None]:
+    def both(event: DriverEvent) -> None:
+        first(event)
+        if then is not None:
+            then(event)
+
+    return both
 
 
 def _check_workspace(cwd: str) -> None:

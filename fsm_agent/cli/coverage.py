@@ -9,6 +9,7 @@ from typing import Any
 import click
 
 from fsm_agent.cli.recorded import read_path
+from fsm_agent.cli.transcripts import session_logs
 from fsm_agent.cli.usage import EXIT_USAGE, FilePath, error_line
 from fsm_agent.tape.coverage import REASONS, Coverage
 from fsm_agent.tape.log import LogError, edge_text
@@ -25,7 +26,7 @@ def coverage(logs: tuple[Path, ...]) -> None:
     named: dict[Path, Path] = {}
     for log in logs:
         named.setdefault(log.resolve(), log)
-    logs = tuple(named.values())
+    logs = session_logs(tuple(named.values()))
     paths: list[list[dict[str, Any]]] = []
     for log in logs:
         try:

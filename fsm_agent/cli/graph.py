@@ -7,6 +7,7 @@ from pathlib import Path
 import click
 
 from fsm_agent.cli.recorded import recorded_path
+from fsm_agent.cli.transcripts import session_logs
 from fsm_agent.cli.usage import FilePath, say
 from fsm_agent.engine.graph import RENDERERS, count_path, unknown
 from fsm_agent.tape.log import edge_text
@@ -29,6 +30,7 @@ def graph(fmt: str, highlight: Path | None) -> None:
     """Print the state machine, every edge labelled with its name."""
     taken = None
     if highlight is not None:
+        (highlight,) = session_logs((highlight,), one=True)
         taken = count_path((s["from"], s["edge"], s["to"]) for s in recorded_path(highlight))
         if odd := unknown(taken):
             say(

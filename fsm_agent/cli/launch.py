@@ -36,6 +36,7 @@ from fsm_agent.live.command_hooks import CommandHooks
 from fsm_agent.live.effects import Inbox, LiveEffects
 from fsm_agent.live.mcp_files import McpSetup
 from fsm_agent.live.permission_updates import apply_updates
+from fsm_agent.live.transcript_writer import transcript_path
 from fsm_agent.tools.session_env import with_session_env
 
 INTERRUPTS = (signal.SIGINT, signal.SIGTERM)
@@ -133,7 +134,13 @@ class Plan:
         None when no settings file has one."""
         if not any(m.event == event for m in self.config.hooks):
             return None
-        hooks = CommandHooks.for_run(self.config, str(self.parent or ""))
+        claude = (
+            transcript_path(self.config.cwd, self.parent_session_id)
+            if self.parent_session_id
+            else None
+        )
+        transcript = str(claude) if claude is not None and claude.exists() else ""
+        hooks = CommandHooks.for_run(self.config, transcript or str(self.parent or ""))
         payload = {
             "hook_event_name": event,
             "session_id": self.parent_session_id or "",

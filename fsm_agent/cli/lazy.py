@@ -61,6 +61,10 @@ COMMANDS: dict[str, Lazy] = {
         "fsm_agent.cli.mcp:mcp",
         "The MCP servers a run in the workspace would start, and their state.",
     ),
+    "import": Lazy(
+        "fsm_agent.cli.import_transcript:import_transcript",
+        "Import a Claude Code transcript (~/.claude/projects/…/SESSION.jsonl) as session logs.",
+    ),
     "coverage": Lazy(
         "fsm_agent.cli.coverage:coverage",
         "Which edges of the machine the LOGS take (with counts), and which none does.",

@@ -16,6 +16,7 @@ from click.core import ParameterSource
 
 from fsm_agent.cli.lazy import REPLAY_MODES, load
 from fsm_agent.cli.recorded import recorded_path
+from fsm_agent.cli.transcripts import session_logs
 from fsm_agent.cli.usage import FilePath, fail
 from fsm_agent.tape.log import edge_text
 
@@ -85,6 +86,7 @@ def replay(
 ) -> None:
     """Replay a recorded session: no network, no API key, no file touched.
 
+    A Claude Code transcript is taken too: imported first (see `fsm-agent import`).
     In a terminal, with neither --check nor --path, this opens the step
     debugger (type help there); otherwise it prints the recorded path.
     """
@@ -110,8 +112,11 @@ def replay(
     if check:
         if forking:
             fail("--check replays a log to its end; a fork (--fork-at, --edit-effect) goes on live")
-        load(REPLAY_MODES["check"])(logs, view)
+        load(REPLAY_MODES["check"])(session_logs(logs), view)
         return
+    if len(logs) > 1:
+        fail(f"got {len(logs)} logs: only --check takes several")
+    logs = session_logs(logs, one=True)
     if len(logs) > 1:
         fail(f"got {len(logs)} logs: only --check takes several")
     (log,) = logs

@@ -12,7 +12,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from fsm_agent.app.history import SessionInfo, list_sessions
+from fsm_agent.app.history import SessionInfo, list_claude_sessions, list_sessions
 from fsm_agent.cli.render import printable
 from fsm_agent.cli.usage import workspace
 
@@ -25,9 +25,19 @@ from fsm_agent.cli.usage import workspace
     help="The workspace whose sessions to list. Default: the current directory.",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print the list as JSON.")
-def sessions(cwd: str, as_json: bool) -> None:
-    """List the workspace's recorded sessions, newest first (.fsm-agent/sessions/)."""
+@click.option(
+    "--claude/--no-claude",
+    default=True,
+    help="Also list the workspace's Claude Code sessions (~/.claude/projects/…). Default: yes.",
+)
+def sessions(cwd: str, as_json: bool, claude: bool) -> None:
+    """List the workspace's recorded sessions, newest first (.fsm-agent/sessions/).
+
+    The workspace's Claude Code sessions follow, `ended` saying `claude code`:
+    `fsm-agent import` makes one session logs."""
     infos = list_sessions(workspace(cwd))
+    if claude:
+        infos += list_claude_sessions(workspace(cwd))
     if as_json:
         click.echo(json.dumps([_info_json(i) for i in infos], indent=2))
         return
@@ -51,7 +61,9 @@ def _sessions_table(infos: list[SessionInfo]) -> None:
         prompt = printable(" ".join((info.prompt or "").split()))
         if info.parent:
             prompt = "↳ " + prompt
-        if info.status == "complete":
+        if info.status == "claude_code":
+            ended, style = "claude code", "blue"
+        elif info.status == "complete":
             ended = printable(info.reason or "?")
             style = "green" if info.reason == "completed" else "red"
         else:

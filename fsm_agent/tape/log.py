@@ -80,6 +80,27 @@ def no_start(path: Path) -> LogError:
     )
 
 
+def is_claude_entry(value: Any) -> bool:
+    """Whether a first line is a Claude Code transcript's (an entry with a `type` and
+    a `sessionId`, or an old transcript's `summary` line)."""
+    return (
+        isinstance(value, dict)
+        and isinstance(value.get("type"), str)
+        and ("sessionId" in value or value["type"] == "summary")
+    )
+
+
+def is_claude_transcript(path: Path) -> bool:
+    """Whether `path`'s first line is a Claude Code transcript's: read alone, so telling
+    the two formats apart costs a command that takes logs nothing."""
+    try:
+        with path.open("rb") as fh:
+            first = fh.readline()
+        return is_claude_entry(jsontext.loads(first))
+    except (OSError, json.JSONDecodeError, UnicodeDecodeError):
+        return False
+
+
 def header_problem(header: Any) -> str | None:
     """What makes `header` (line 1, parsed) not a header this reader takes, or None.
 
@@ -245,6 +266,11 @@ class SessionLog:
                 f"{self.path}:1: not a session log (the first line is not {what})"
             ) from None
         problem = header_problem(header)
+        if problem is not None and is_claude_entry(header):
+            raise LogError(
+                f"{self.path}: a Claude Code transcript, not a session log: "
+                f"`fsm-agent import {self.path} -o LOG` makes it session logs"
+            )
         if problem is not None:
             raise LogError(f"{self.path}:1: {problem}")
         return header

@@ -11,6 +11,7 @@ from typing import Any
 from fsm_agent.app.session import replay, run_scenario
 from fsm_agent.core.permission_types import ALLOW_ONCE, DENY, PermissionAsk
 from fsm_agent.live.scripted import Scenario
+from fsm_agent.live.transcript_writer import transcript_path
 from tests.conftest import SCENARIOS
 from tests.support.cli import fsm
 from tests.support.hooks import ASKED, decision, results_by_id, script, tool_turn
@@ -72,7 +73,7 @@ def test_a_question_put_to_the_user_notifies_with_claude_codes_payload(
     assert payload["message"] == "Claude needs your permission to use Bash"
     assert payload["session_id"] == result.session_id
     assert payload["cwd"] == str(workspace)
-    assert payload["transcript_path"] == str(log.resolve())
+    assert payload["transcript_path"] == str(transcript_path(str(workspace), result.session_id))
 
     (tmp_path / "notified.jsonl").unlink()
     again = replay(log)

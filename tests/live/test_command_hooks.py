@@ -17,6 +17,7 @@ from fsm_agent.hooks.commands import HookRun, interpret, matcher_matches, parse_
 from fsm_agent.hooks.outcomes import HookOutcome, merge
 from fsm_agent.live.command_hooks import CommandHooks
 from fsm_agent.live.scripted import Scenario
+from fsm_agent.live.transcript_writer import transcript_path
 from tests.support.cli import fsm
 from tests.support.hooks import capture, results_by_id, script, tool_turn
 
@@ -93,7 +94,7 @@ def test_pre_tool_use_hook_blocks_with_exit_2_and_gets_claude_code_stdin(
     assert sent["tool_use_id"] == "t2"
     assert sent["cwd"] == str(workspace)
     assert sent["permission_mode"] == "default"
-    assert sent["transcript_path"] == str(tmp_path / "run.jsonl")
+    assert sent["transcript_path"] == str(transcript_path(str(workspace), result.session_id))
     assert sent["session_id"] == result.session_id
 
 
@@ -666,7 +667,7 @@ def test_session_end_runs_once_after_a_cli_run(workspace: Path, tmp_path: Path) 
     header = json.loads(log.read_text().splitlines()[0])
     assert sent["hook_event_name"] == "SessionEnd" and sent["reason"] == "other"
     assert sent["session_id"] == header["session_id"]
-    assert sent["transcript_path"] == str(log)
+    assert sent["transcript_path"] == str(transcript_path(str(workspace), header["session_id"]))
     rows = [json.loads(line) for line in log.read_text().splitlines()]
     assert not [r for r in rows if r.get("name") == "hooks"], "not part of the run: not recorded"
 

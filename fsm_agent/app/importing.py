@@ -1,0 +1,191 @@
+"""Importing a Claude Code transcript: each of its runs re-enacted and recorded.
+
+Each run goes through the same engine a live run does, with every effect
+answered from the transcript (`fsm_agent.tape.transcript_effects`), and is
+recorded as a live run is: the logs it writes replay with `--check` like any
+other. A transcript of several prompts is several runs of one conversation,
+each log's `parent` naming the one before, as a chat writes them. Where the
+engine's conversation parts from the transcript's, the import says so.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
+from pathlib import Path
+
+from attrs import evolve, frozen
+
+from fsm_agent.app.history import follow_up
+from fsm_agent.core.config import RunConfig
+from fsm_agent.core.messages import Message, ToolResultBlock, ToolUseBlock, user
+from fsm_agent.core.model import ToolSpec
+from fsm_agent.engine.driver import Engine, LoopResult
+from fsm_agent.tape.claude_transcript import Run, Transcript, read_transcript, tool_names
+from fsm_agent.tape.header import session_header
+from fsm_agent.tape.log import LogError, LogWriter
+from fsm_agent.tape.recording import RecordingTape
+from fsm_agent.tape.transcript_effects import TranscriptEffects
+from fsm_agent.tools import default_tools
+from fsm_agent.tools.replacements import BUILTIN_OUTPUTS
+
+ANY_INPUT = {"type": "object", "additionalProperties": True}
+
+
+@frozen
+class ImportedRun:
+    """One run's log, how the engine ended it, and where it parted from the transcript."""
+
+    log: Path
+    reason: str
+    line: int
+    differences: tuple[str, ...] = ()
+
+
+@frozen
+class Imported:
+    transcript: Transcript
+    runs: tuple[ImportedRun, ...]
+
+    @property
+    def logs(self) -> tuple[Path, ...]:
+        return tuple(run.log for run in self.runs)
+
+
+def run_logs(first: Path, count: int) -> list[Path]:
+    """Where each run's log goes: `first`, then `first` with `-2`, `-3`, … before `.jsonl`."""
+    return [first] + [
+        first.with_name(f"{first.stem}-{n}{first.suffix}") for n in range(2, count + 1)
+    ]
+
+
+def tool_specs_for(names: Sequence[str]) -> tuple[ToolSpec, ...]:
+    """The tools offered: a built-in one as fsm-agent defines it, any other with any input."""
+    builtin = default_tools()
+    specs = []
+    for name in names:
+        tool = builtin.get(name)
+        if tool is not None:
+            specs.append(ToolSpec(name, tool.description, tool.input_schema))
+        else:
+            specs.append(ToolSpec(name, f"{name} (a tool of the imported session)", ANY_INPUT))
+    return tuple(specs)
+
+
+def _session_ids(transcript: Transcript, count: int) -> list[str]:
+    base = transcript.session_id or str(uuid.uuid5(uuid.NAMESPACE_URL, "fsm-agent-import"))
+    try:
+        namespace = uuid.UUID(base)
+    except ValueError:
+        namespace = uuid.uuid5(uuid.NAMESPACE_URL, base)
+    first = str(namespace) if transcript.session_id == str(namespace) else base
+    return [first] + [str(uuid.uuid5(namespace, f"run-{n}")) for n in range(2, count + 1)]
+
+
+def _recorded(messages: Sequence[Message]) -> list[tuple[str, object]]:
+    """What a conversation says that the transcript also says: the model's blocks and
+    the tool results, in order; injected messages and the prompt left out."""
+    said: list[tuple[str, object]] = []
+    for message in messages:
+        if message.is_meta:
+            continue
+        for block in message.content:
+            if message.role == "assistant":
+                said.append(("assistant", block))
+            elif isinstance(block, ToolResultBlock):
+                said.append(("tool_result", (block.tool_use_id, block.text, block.is_error)))
+    return said
+
+
+def _expected(run: Run) -> list[tuple[str, object]]:
+    said: list[tuple[str, object]] = []
+    for response in run.responses:
+        said.extend(("assistant", block) for block in response.content)
+        for block in response.content:
+            if not isinstance(block, ToolUseBlock):
+                continue
+            result = run.results.get(block.id)
+            if result is not None:
+                text = ToolResultBlock(block.id, result.content, result.is_error).text
+                said.append(("tool_result", (block.id, text, result.is_error)))
+    return said
+
+
+def _short(item: object, limit: int = 160) -> str:
+    text = repr(item)
+    return text if len(text) <= limit else f"{text[: limit - 1]}…"
+
+
+def differences(run: Run, result: LoopResult, start: int, effects: TranscriptEffects) -> list[str]:
+    """Where the engine's run parts from the transcript's: the first differing item of
+    the conversation, responses or results it never asked for, and what it missed."""
+    found: list[str] = list(effects.misses)
+    got = _recorded(result.messages.items[start:])
+    want = _expected(run)
+    for n, (a, b) in enumerate(zip(want, got, strict=False)):
+        if a != b:
+            found.append(
+                f"item {n + 1} of the run's conversation: the transcript has "
+                f"{_short(a)}, the engine {_short(b)}"
+            )
+            break
+    else:
+        if len(got) < len(want):
+            found.append(
+                f"the engine's run ends after {len(got)} of the transcript's {len(want)} blocks"
+            )
+    unused = len(run.responses) - effects.calls
+    if unused > 0:
+        found.append(f"{unused} response(s) of the transcript were never asked for")
+    return found
+
+
+async def aimport_transcript(
+    path: str | Path, log: str | Path, *, config: RunConfig | None = None
+) -> Imported:
+    """Read the transcript at `path` and write a log per run, the first at `log`.
+
+    Raises `TranscriptError` for a file that is no transcript, `OSError` if it cannot
+    be read, `LogError` if a log's path is taken."""
+    path = Path(path)
+    transcript = read_transcript(path.read_bytes(), str(path))
+    base = config or RunConfig()
+    config = evolve(
+        base,
+        model=transcript.model or base.model,
+        cwd=transcript.cwd or base.cwd,
+        hooked_events=("Stop",) if any(r.stop_hooks for r in transcript.runs) else (),
+    )
+    specs = tool_specs_for(tool_names(transcript))
+    logs = run_logs(Path(log), len(transcript.runs))
+    ids = _session_ids(transcript, len(transcript.runs))
+    for target in logs:
+        if target.exists():
+            raise LogError(f"{target}: a file is already there (a log is never overwritten)")
+    runs: list[ImportedRun] = []
+    messages: list[Message] = []
+    parent: dict[str, str] | None = None
+    for n, run in enumerate(transcript.runs):
+        if run.compacted or not messages:
+            start = [user(run.prompt)]
+        else:
+            start = follow_up(messages, run.prompt)
+        header = session_header(
+            ids[n], config, specs, imported={"transcript": str(path.resolve()), "line": run.line},
+            **({"parent": parent} if parent else {}),
+        )  # fmt: skip
+        writer = LogWriter(logs[n], header)
+        effects = TranscriptEffects(run, config.model)
+        engine = Engine(
+            config, RecordingTape(writer), effects, specs, ids[n], outputs=BUILTIN_OUTPUTS
+        )
+        try:
+            result = await engine.run(start, None)
+        finally:
+            writer.close()
+        found = differences(run, result, len(start), effects)
+        runs.append(ImportedRun(logs[n], result.reason, run.line, tuple(found)))
+        messages = list(result.messages.items)
+        parent = {"log": str(logs[n].resolve()), "session_id": ids[n]}
+        config = evolve(config, session_source=None)
+    return Imported(transcript, tuple(runs))

@@ -1,0 +1,227 @@
+"""A run's conversation as Claude Code writes it: a transcript under its config directory.
+
+Hooks receive it as `transcript_path`, and tools built for Claude Code's
+transcripts read it: the Agent SDK's `list_sessions()` and
+`get_session_messages()`, `claude --resume <session-id>`, a Stop hook that
+copies the conversation. It goes to `$CLAUDE_CONFIG_DIR/projects/<cwd with
+every non-alphanumeric character a '-'>/<session-id>.jsonl` (`~/.claude` when
+the variable is unset), one line per entry as the real CLI writes them: a
+`user` line per user message (`isMeta` on injected ones, `toolUseResult` on
+tool results), an `assistant` line per content block of a response (the
+lines share `message.id`), a `system` `compact_boundary` line where the
+conversation was compacted. `FSM_AGENT_CLAUDE_TRANSCRIPT=0` turns it off.
+
+The session log stays what replays a run; this file is written from what the
+run records (its states, step by step) and is never read back by fsm-agent.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+import re
+import uuid
+from collections.abc import Sequence
+from pathlib import Path
+from typing import IO, Any
+
+from fsm_agent.core import jsontext
+from fsm_agent.core.codec import block_to_api, unstructure
+from fsm_agent.core.events import DriverEvent, ToolFinished
+from fsm_agent.core.messages import Message, TextBlock, ToolResultBlock, ToolUseBlock
+from fsm_agent.engine.driver import StepInfo
+
+SWITCH_VARIABLE = "FSM_AGENT_CLAUDE_TRANSCRIPT"
+ENTRYPOINT = "fsm-agent"
+"""Each line's `entrypoint` (Claude Code writes `cli`, `sdk-cli`…): `fsm-agent sessions`
+tells its own transcripts, whose logs it lists, from Claude Code's."""
+OFF = frozenset({"0", "false", "off", "no"})
+MAX_NAME = 200
+"""Claude Code truncates a project directory's name past this, and adds a hash."""
+
+CLAUDE_CODE_VERSION = "2.1.332"
+"""The Claude Code release whose transcript lines these match (the CLI the tests run)."""
+
+
+def project_dir_name(cwd: str) -> str:
+    """The directory Claude Code keeps a workspace's transcripts in, under `projects/`."""
+    name = re.sub(r"[^a-zA-Z0-9]", "-", cwd)
+    if len(name) <= MAX_NAME:
+        return name
+    return f"{name[:MAX_NAME]}-{_string_hash(cwd)}"
+
+
+def _string_hash(text: str) -> str:
+    """The 32-bit string hash (`h = 31 * h + c`, as a signed int) in base 36, as Claude
+    Code names a long path's directory, so its readers (the Agent SDK) find it."""
+    h = 0
+    for char in text:
+        h = (31 * h + ord(char)) & 0xFFFFFFFF
+    n = abs(h - (1 << 32) if h >= 1 << 31 else h)
+    digits = ""
+    while True:
+        n, rest = divmod(n, 36)
+        digits = "0123456789abcdefghijklmnopqrstuvwxyz"[rest] + digits
+        if n == 0:
+            return digits
+
+
+def claude_config_dir() -> Path:
+    configured = os.environ.get("CLAUDE_CONFIG_DIR", "").strip()
+    return Path(configured) if configured else Path.home() / ".claude"
+
+
+def project_dir(cwd: str) -> Path:
+    """Where Claude Code keeps the transcripts of sessions in `cwd`."""
+    return claude_config_dir() / "projects" / project_dir_name(cwd)
+
+
+def transcript_path(cwd: str, session_id: str) -> Path | None:
+    """Where a run in `cwd` writes its transcript; None when the variable turns it off."""
+    if os.environ.get(SWITCH_VARIABLE, "").strip().lower() in OFF:
+        return None
+    return project_dir(cwd) / f"{session_id}.jsonl"
+
+
+def _now() -> str:
+    return dt.datetime.now(dt.UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+class TranscriptWriter:
+    """Appends the run's messages to its transcript as they come, each once.
+
+    `observe` is the engine's `on_step`: a response is written the step it is
+    streamed (a Stop hook that reads the file finds it), a user message once a
+    state holds it. A state whose messages no longer extend what was written
+    was compacted: a `compact_boundary` line, then its messages. A transcript
+    that cannot be written is given up, never the run's failure.
+    """
+
+    def __init__(self, path: Path, *, session_id: str, cwd: str, model: str) -> None:
+        self.path = path
+        self.session_id = session_id
+        self.cwd = cwd
+        self.model = model
+        self.written: list[Message] = []
+        self.last_uuid: str | None = None
+        self.uuids: dict[str, str] = {}
+        """Each tool_use id to the uuid of the assistant line that holds it."""
+        self.responses: dict[str, dict[str, Any]] = {}
+        self.file: IO[bytes] | None = None
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            self.file = path.open("ab")
+        except OSError:
+            self.file = None
+
+    def on_event(self, event: DriverEvent) -> None:
+        """A finished tool's structured output, for its result's `toolUseResult`."""
+        if isinstance(event, ToolFinished) and event.response is not None:
+            self.responses[event.result.tool_use_id] = event.response
+
+    def observe(self, step: StepInfo) -> None:
+        messages = list(step.state.messages.items)
+        pending = [m for m in step.iteration.assistant_messages if m not in messages[-4:]]
+        self.sync(messages + pending)
+
+    def sync(self, messages: Sequence[Message]) -> None:
+        """Write what `messages` hold beyond what is written already."""
+        if self.file is None:
+            return
+        done = len(self.written)
+        if done and (len(messages) < done or messages[done - 1] != self.written[-1]):
+            self._boundary()
+            done = 0
+            self.written = []
+        for message in messages[done:]:
+            self._message(message, compact_summary=not self.written and self.last_uuid is not None)
+            self.written.append(message)
+
+    def close(self) -> None:
+        if self.file is not None:
+            self.file.close()
+            self.file = None
+
+    def _write(self, entry: dict[str, Any]) -> None:
+        if self.file is None:
+            return
+        try:
+            self.file.write(jsontext.dumps(entry) + b"\n")
+            self.file.flush()
+        except OSError:
+            self.close()
+
+    def _entry(self, kind: str, **fields: Any) -> dict[str, Any]:
+        line_uuid = str(uuid.uuid4())
+        entry = {
+            "parentUuid": self.last_uuid,
+            "isSidechain": False,
+            "userType": "external",
+            "entrypoint": ENTRYPOINT,
+            "cwd": self.cwd,
+            "sessionId": self.session_id,
+            "version": CLAUDE_CODE_VERSION,
+            "gitBranch": "",
+            "type": kind,
+            **fields,
+            "uuid": line_uuid,
+            "timestamp": _now(),
+        }
+        self.last_uuid = line_uuid
+        return entry
+
+    def _message(self, message: Message, *, compact_summary: bool) -> None:
+        if message.role == "assistant":
+            self._assistant(message)
+            return
+        blocks = [block_to_api(b) for b in message.content]
+        results = [b for b in message.content if isinstance(b, ToolResultBlock)]
+        single = len(message.content) == 1 and isinstance(message.content[0], TextBlock)
+        content: Any = message.content[0].text if single else blocks  # type: ignore[union-attr]
+        fields: dict[str, Any] = {"message": {"role": "user", "content": content}}
+        if message.is_meta:
+            fields["isMeta"] = True
+        if compact_summary:
+            fields["isCompactSummary"] = True
+        if results:
+            first = results[0]
+            fields["toolUseResult"] = self.responses.get(
+                first.tool_use_id, f"Error: {first.text}" if first.is_error else first.text
+            )
+            source = self.uuids.get(first.tool_use_id)
+            if source is not None:
+                fields["sourceToolAssistantUUID"] = source
+        self._write(self._entry("user", **fields))
+
+    def _assistant(self, message: Message) -> None:
+        usage = unstructure(message.usage) if message.usage is not None else {}
+        for block in message.content or (TextBlock(""),):
+            body = {
+                "id": message.id or f"msg_{uuid.uuid4().hex[:24]}",
+                "type": "message",
+                "role": "assistant",
+                "model": message.model or self.model,
+                "content": [block_to_api(block)],
+                "stop_reason": message.stop_reason,
+                "stop_sequence": None,
+                "usage": usage,
+            }
+            entry = self._entry("assistant", message=body)
+            if isinstance(block, ToolUseBlock):
+                self.uuids[block.id] = entry["uuid"]
+            self._write(entry)
+
+    def _boundary(self) -> None:
+        logical = self.last_uuid
+        self.last_uuid = None
+        self._write(
+            self._entry(
+                "system",
+                subtype="compact_boundary",
+                content="Conversation compacted",
+                isMeta=False,
+                level="info",
+                compactMetadata={"trigger": "auto"},
+                logicalParentUuid=logical,
+            )
+        )

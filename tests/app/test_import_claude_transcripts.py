@@ -1,0 +1,88 @@
+"""Transcripts the real Claude Code CLI writes import, take Claude Code's path, and replay.
+
+Each conformance session (`tests/support/claude_sessions.py`) is run through the
+real CLI offline; `fsm-agent import` makes its transcript session logs, and
+`fsm-agent replay --check` must pass on every one of them.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from fsm_agent.tape.log import SessionLog
+from tests.support.claude_sessions import SESSIONS, Session, record
+from tests.support.cli import fsm
+from tests.support.real_claude import require_claude
+
+EDGES = {
+    "tool_call": {"tool_use", "next_turn", "completed"},
+    "tool_error": {"tool_use", "next_turn", "completed"},
+    "bash_exit_code": {"tool_use", "next_turn", "completed"},
+    "api_error_retry": {"completed"},
+    "stop_hook_block": {"stop_hook_blocking", "completed"},
+    "resumed": {"completed"},
+}
+"""Edges each session's import must take (Claude Code's path, as the transcript shows it)."""
+
+
+def _records(log: Path) -> list[dict]:
+    return [record for _, record in SessionLog(log).records()]
+
+
+def _edges(log: Path) -> set[str]:
+    return {r["edge"] for r in _records(log) if r.get("t") == "transition"}
+
+
+@pytest.mark.parametrize("session", SESSIONS, ids=lambda s: s.name)
+def test_a_real_transcript_imports_and_replays(session: Session, tmp_path: Path) -> None:
+    require_claude()
+    transcript = record(session, tmp_path / "claude")
+    out = tmp_path / "imported.jsonl"
+    imported = fsm("import", str(transcript), "-o", str(out))
+    assert imported.returncode == 0, imported.stderr
+    assert "differs" not in imported.stderr
+    logs = [Path(line.split()[0]) for line in imported.stdout.splitlines()]
+    assert len(logs) == len(session.prompts)
+    check = fsm("replay", "--check", *map(str, logs))
+    assert check.returncode == 0, check.stdout + check.stderr
+    taken = set().union(*map(_edges, logs))
+    assert EDGES[session.name] <= taken, taken
+
+
+def test_several_prompts_are_runs_of_one_conversation(tmp_path: Path) -> None:
+    require_claude()
+    session = next(s for s in SESSIONS if s.name == "resumed")
+    transcript = record(session, tmp_path / "claude")
+    out = tmp_path / "imported.jsonl"
+    assert fsm("import", str(transcript), "-o", str(out), "-q").returncode == 0
+    second = SessionLog(out.with_name("imported-2.jsonl"))
+    assert second.header["parent"]["log"] == str(out.resolve())
+    start = next(r for r in _records(second.path) if r.get("t") == "start")
+    texts = json.dumps(start["messages"])
+    assert "Hello." in texts and "and again" in texts  # the whole conversation so far
+
+
+def test_a_retried_api_error_is_the_response_s_retry(tmp_path: Path) -> None:
+    require_claude()
+    session = next(s for s in SESSIONS if s.name == "api_error_retry")
+    transcript = record(session, tmp_path / "claude")
+    out = tmp_path / "imported.jsonl"
+    assert fsm("import", str(transcript), "-o", str(out), "-q").returncode == 0
+    model = next(r for r in _records(out) if r.get("name") == "model")
+    retry = model["result"]["events"][0]
+    assert retry["event"] == "ModelRetry" and retry["status"] == 529
+
+
+def test_a_blocking_stop_hook_is_the_stop_hook_s_outcome(tmp_path: Path) -> None:
+    require_claude()
+    session = next(s for s in SESSIONS if s.name == "stop_hook_block")
+    transcript = record(session, tmp_path / "claude")
+    out = tmp_path / "imported.jsonl"
+    assert fsm("import", str(transcript), "-o", str(out), "-q").returncode == 0
+    hooks = [r for r in _records(out) if r.get("name") == "hooks"]
+    assert [h["args"] for h in hooks] == ["Stop", "Stop"]
+    assert "say what you changed" in hooks[0]["result"]["blocking_errors"][0]
+    assert not hooks[1]["result"].get("blocking_errors")

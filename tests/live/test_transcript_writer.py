@@ -1,0 +1,190 @@
+"""Every run writes a Claude Code transcript, and Claude Code's own readers read it.
+
+The readers are the real ones: the Agent SDK's `list_sessions()` and
+`get_session_messages()` (its source, reading the files), the real CLI's
+`claude -p --resume <session-id>` (against the local Messages server, whose
+request must carry the whole conversation), a Stop hook that parses
+`transcript_path`, and fsm-agent's own `import`, which must take the same path.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+from fsm_agent.live.transcript_writer import SWITCH_VARIABLE, project_dir_name, transcript_path
+from fsm_agent.tape.log import SessionLog
+from tests.conftest import SCENARIOS
+from tests.support.cli import fsm
+from tests.support.messages_server import MessagesServer, text
+from tests.support.real_claude import require_claude, run_claude, trusted_home
+
+FIX_BUG = SCENARIOS / "fix_bug.json"
+
+
+def _run(workspace: Path, config_dir: Path, *extra: str) -> tuple[str, Path]:
+    """`fsm-agent run --scripted fix_bug.json`; its session id and its transcript."""
+    env = {"CLAUDE_CONFIG_DIR": str(config_dir)}
+    proc = fsm(
+        "run",
+        "--scripted",
+        str(FIX_BUG),
+        "--cwd",
+        str(workspace),
+        "--output-format",
+        "json",
+        *extra,
+        env=env,
+    )
+    assert proc.returncode == 0, proc.stderr
+    session_id = json.loads(proc.stdout)["session_id"]
+    cwd = os.path.realpath(workspace)
+    return session_id, config_dir / "projects" / project_dir_name(cwd) / f"{session_id}.jsonl"
+
+
+def _entries(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+def test_a_run_writes_claude_code_s_lines(workspace: Path, tmp_path: Path) -> None:
+    session_id, path = _run(workspace, tmp_path / "claude")
+    entries = _entries(path)
+    assert {e["type"] for e in entries} == {"user", "assistant"}
+    assert all(
+        e["sessionId"] == session_id and e["cwd"] == os.path.realpath(workspace) for e in entries
+    )
+    assert entries[0]["parentUuid"] is None
+    assert [e["parentUuid"] for e in entries[1:]] == [e["uuid"] for e in entries[:-1]]
+    first = [e for e in entries if e["type"] == "assistant" and e["message"]["id"].endswith("1")]
+    assert [e["message"]["content"][0]["type"] for e in first] == ["text", "tool_use"]
+    results = [e for e in entries if "toolUseResult" in e]
+    assert len(results) == 4
+    assert all(e["sourceToolAssistantUUID"] in {x["uuid"] for x in entries} for e in results)
+
+
+def test_the_variable_turns_it_off(
+    workspace: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(SWITCH_VARIABLE, "0")
+    _, path = _run(workspace, tmp_path / "claude")
+    assert not path.exists() and not (tmp_path / "claude").exists()
+
+
+def test_the_agent_sdk_lists_and_reads_fsm_agent_s_sessions(
+    workspace: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    sdk = pytest.importorskip("claude_agent_sdk")
+    config_dir = tmp_path / "claude"
+    session_id, _ = _run(workspace, config_dir)
+    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(config_dir))
+    [info] = sdk.list_sessions(directory=str(workspace))
+    assert info.session_id == session_id
+    assert info.first_prompt.startswith("average.py prints the wrong average")
+    messages = sdk.get_session_messages(session_id, directory=str(workspace))
+    assert [m.type for m in messages][:2] == ["user", "assistant"]
+    said = [
+        b.get("text")
+        for m in messages
+        if m.type == "assistant"
+        for b in m.message["content"]
+        if b.get("type") == "text"
+    ]
+    assert said[-1].startswith("Fixed: `average` divided by")
+
+
+def test_the_real_cli_resumes_an_fsm_agent_session(workspace: Path, tmp_path: Path) -> None:
+    require_claude()
+    home = trusted_home(tmp_path / "home", workspace)
+    session_id, _ = _run(workspace, home / ".claude")
+    with MessagesServer() as server:
+        server.reply(text("It divides by len(xs) now."))
+        run = run_claude(
+            server,
+            workspace,
+            home,
+            "-p",
+            "--resume",
+            session_id,
+            "what did you change?",
+            "--output-format",
+            "json",
+        )
+        assert run.returncode == 0, run.stderr
+        [body] = server.bodies()
+    sent = json.dumps(body["messages"])
+    for needle in (
+        "average.py prints the wrong average",
+        "toolu_01write",
+        "toolu_04check",
+        "3.75",
+        "Fixed: `average` divided by",
+        "what did you change?",
+    ):
+        assert needle in sent, needle
+    uses = [
+        b["id"]
+        for m in body["messages"]
+        if m["role"] == "assistant"
+        for b in m["content"]
+        if isinstance(b, dict) and b.get("type") == "tool_use"
+    ]
+    assert uses == ["toolu_01write", "toolu_02run", "toolu_03edit", "toolu_04check"]
+
+
+STOP_HOOK = """
+import json, sys
+payload = json.load(sys.stdin)
+lines = [json.loads(l) for l in open(payload["transcript_path"])]
+chat = [{"role": e["type"], "content": e["message"]["content"]}
+        for e in lines if e.get("type") in ("user", "assistant")]
+json.dump(chat, open("chat.json", "w"))
+"""
+
+
+def test_a_stop_hook_parsing_transcript_path_finds_the_conversation(
+    workspace: Path, tmp_path: Path
+) -> None:
+    hook = tmp_path / "copy_chat.py"
+    hook.write_text(STOP_HOOK)
+    (workspace / ".claude").mkdir()
+    command = f"{sys.executable} {hook}"
+    settings = {"hooks": {"Stop": [{"hooks": [{"type": "command", "command": command}]}]}}
+    (workspace / ".claude" / "settings.json").write_text(json.dumps(settings))
+    _run(workspace, tmp_path / "claude")
+    chat = json.loads((workspace / "chat.json").read_text())
+    roles = [m["role"] for m in chat]
+    assert roles[0] == "user" and roles.count("assistant") == 7
+    assert chat[-1]["role"] == "assistant"  # the answer the Stop hook is judging
+    assert chat[-1]["content"][0]["text"].startswith("Fixed: `average` divided by")
+
+
+def test_fsm_agent_s_transcript_imports_to_the_run_s_own_path(
+    workspace: Path, tmp_path: Path
+) -> None:
+    log = tmp_path / "run.jsonl"
+    _, path = _run(workspace, tmp_path / "claude", "--log", str(log))
+    out = tmp_path / "imported.jsonl"
+    proc = fsm("import", str(path), "-o", str(out), "-q")
+    assert proc.returncode == 0, proc.stderr
+    assert fsm("replay", "--check", str(out)).returncode == 0
+
+    def edges(p: Path) -> list[str]:
+        return [r["edge"] for _, r in SessionLog(p).records() if r.get("t") == "transition"]
+
+    assert edges(out) == edges(log)
+
+
+def test_the_path_is_claude_code_s(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(tmp_path))
+    monkeypatch.delenv(SWITCH_VARIABLE, raising=False)
+    assert (
+        transcript_path("/home/me/my_proj.v2", "s1")
+        == tmp_path / "projects" / "-home-me-my-proj-v2" / "s1.jsonl"
+    )
+    sdk = pytest.importorskip("claude_agent_sdk._internal.sessions")
+    for cwd in ("/" + "a" * 300, "/tmp/" + "é😀-x" * 80):
+        assert project_dir_name(cwd) == sdk._sanitize_path(cwd)  # where the SDK looks

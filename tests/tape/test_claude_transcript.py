@@ -1,0 +1,142 @@
+"""Reading a Claude Code transcript: hand-made ones, each the smallest that shows a rule."""
+
+from __future__ import annotations
+
+import pytest
+
+from fsm_agent.core.messages import TextBlock, ToolUseBlock
+from fsm_agent.tape.claude_transcript import TranscriptError, read_transcript
+from tests.support.transcripts import CALL, entry, jsonl, prompt, result, said
+
+
+def test_a_response_s_lines_sharing_a_message_id_are_one_response() -> None:
+    found = read_transcript(
+        jsonl(
+            prompt(1, "go"),
+            said(2, "m1", {"type": "text", "text": "Listing."}),
+            said(3, "m1", CALL),
+            result(4, "t1", "a.txt"),
+            said(5, "m2", {"type": "text", "text": "One file."}),
+        )
+    )
+    (run,) = found.runs
+    assert [r.message_id for r in run.responses] == ["m1", "m2"]
+    assert run.responses[0].content == (
+        TextBlock("Listing."),
+        ToolUseBlock("t1", "Bash", {"command": "ls"}),
+    )
+    assert run.results["t1"].content == "a.txt"
+    assert run.results["t1"].response == {"stdout": "a.txt"}
+    assert found.session_id == "s-1" and found.cwd == "/ws" and found.model == "claude-x"
+
+
+def test_what_a_transcript_does_not_record_is_assumed_once() -> None:
+    found = read_transcript(
+        jsonl(
+            prompt(1, "a"),
+            said(2, "m1", {"type": "text", "text": "x"}),
+            prompt(3, "b"),
+            said(4, "m2", {"type": "text", "text": "y"}),
+        )
+    )
+    assert all(a.startswith("assumed: ") for a in found.assumptions)
+    assert len(found.assumptions) == len(set(found.assumptions))
+    assert any("max_tokens" in a for a in found.assumptions)
+    assert any("stop_reason is null" in a for a in found.assumptions)
+    assert [run.prompt for run in found.runs] == ["a", "b"]
+
+
+def test_broken_lines_are_warnings_naming_them_and_the_rest_is_read() -> None:
+    data = jsonl(prompt(1, "go"), "a bare string", 42, {"no": "type"}) + b"{not json\n"
+    data += jsonl(said(6, "m1", {"type": "text", "text": "ok"}), prompt(1, "go"))
+    found = read_transcript(data, "t.jsonl")
+    assert [w.split(": ", 1)[0] for w in found.warnings] == [
+        "t.jsonl:2",
+        "t.jsonl:3",
+        "t.jsonl:4",
+        "t.jsonl:5",
+        "t.jsonl:7",
+    ]
+    assert "not valid JSON" in found.warnings[3]
+    assert "repeats the entry of line 1" in found.warnings[4]
+    assert len(found.runs) == 1 and found.runs[0].responses[0].content == (TextBlock("ok"),)
+
+
+@pytest.mark.parametrize(
+    ("data", "needle"),
+    [
+        (b"", "no user prompt"),
+        (b'"just a string"\n[1]\n', "not a Claude Code transcript"),
+        (b'{"format": "fsm-agent-session", "version": 2}\n', "an fsm-agent session log"),
+        (jsonl(said(1, "m1", {"type": "text", "text": "x"})), "no user prompt"),
+    ],
+)
+def test_a_file_with_no_run_in_it_is_one_clear_error(data: bytes, needle: str) -> None:
+    with pytest.raises(TranscriptError, match=needle):
+        read_transcript(data, "f.jsonl")
+
+
+def test_a_sidechain_is_kept_apart() -> None:
+    side = said(3, "ms", {"type": "text", "text": "subagent"})
+    side["isSidechain"] = True
+    found = read_transcript(
+        jsonl(
+            prompt(1, "go"),
+            said(2, "m1", CALL),
+            side,
+            result(4, "t1", "done"),
+            said(5, "m2", {"type": "text", "text": "x"}),
+        )
+    )
+    assert [(s.first_line, s.entries) for s in found.sidechains] == [(3, 1)]
+    assert [r.message_id for r in found.runs[0].responses] == ["m1", "m2"]
+
+
+def test_stop_hooks_an_interrupt_and_retries_are_read() -> None:
+    summary = entry(
+        "system",
+        3,
+        subtype="stop_hook_summary",
+        hookErrors=["[h]: more\n"],
+        preventedContinuation=False,
+        stopReason="",
+    )
+    feedback = entry(
+        "user",
+        4,
+        isMeta=True,
+        message={"role": "user", "content": "Stop hook feedback:\n[h]: more\n"},
+    )
+    retry = entry(
+        "system",
+        5,
+        subtype="api_error",
+        retryInMs=500,
+        retryAttempt=1,
+        maxRetries=10,
+        error={"status": 529, "formatted": "529 Overloaded"},
+    )
+    interrupt = entry(
+        "user",
+        7,
+        message={
+            "role": "user",
+            "content": [{"type": "text", "text": "[Request interrupted by user]"}],
+        },
+    )
+    found = read_transcript(
+        jsonl(
+            prompt(1, "go"),
+            said(2, "m1", {"type": "text", "text": "a"}),
+            summary,
+            feedback,
+            retry,
+            said(6, "m2", {"type": "text", "text": "b"}),
+            interrupt,
+        )
+    )
+    (run,) = found.runs
+    assert [h.blocking_errors for h in run.stop_hooks] == [("[h]: more\n",)]
+    assert run.responses[1].retries[0].status == 529
+    assert run.responses[1].retries[0].delay_s == 0.5
+    assert run.interrupted
