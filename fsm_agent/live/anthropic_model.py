@@ -701,12 +701,13 @@ class AnthropicModel:
             raise ModelCallError(exc.kind, self._redacted(exc.message), exc.status) from None
 
     def _quotes_key(self, text: str) -> bool:
-        return bool(self.api_key) and len(self.api_key or "") >= 8 and self.api_key in text
+        key = self.api_key or ""
+        return len(key) >= 8 and key in text
 
     def _redacted(self, text: str) -> str:
         return text.replace(self.api_key or "", REDACTED)
 
-    async def _stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
+    async def _stream(self, request: ModelRequest) -> AsyncGenerator[StreamEvent, None]:
         response: Any = None
         while response is None:
             try:
