@@ -313,6 +313,10 @@ def asked_delay(headers: Any) -> float | None:
     return delay if delay > 0 else None
 
 
+REDACTED = "[API key redacted]"
+"""What stands for the API key in text fsm-agent did not write (an error body)."""
+
+
 def _error_text(body: bytes, reason: str) -> str:
     """A failed response's error in one line: `type: message` from the API's JSON,
     else the body made readable, else the status line's reason."""
@@ -717,6 +721,28 @@ class AnthropicModel:
             await asyncio.gather(*left, return_exceptions=True)
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
+        """The response's events; an error or a retry's reason that quotes the API key
+        (a proxy's body echoing the `x-api-key` header) has it redacted, since it is
+        printed, logged and sent to hooks."""
+        try:
+            async with contextlib.aclosing(self._stream(request)) as events:
+                async for event in events:
+                    if isinstance(event, ModelRetry) and self._quotes_key(event.error):
+                        event = attrs.evolve(event, error=self._redacted(event.error))
+                    yield event
+        except ModelCallError as exc:
+            if not self._quotes_key(exc.message):
+                raise
+            raise ModelCallError(exc.kind, self._redacted(exc.message), exc.status) from None
+
+    def _quotes_key(self, text: str) -> bool:
+        key = self.api_key or ""
+        return len(key) >= 8 and key in text
+
+    def _redacted(self, text: str) -> str:
+        return text.replace(self.api_key or "", REDACTED)
+
+    async def _stream(self, request: ModelRequest) -> AsyncGenerator[StreamEvent, None]:
         response: Any = None
         while response is None:
             try:

@@ -25,15 +25,12 @@ from attrs import evolve, field, frozen
 
 from fsm_agent.core.globs import split_literal, translate
 from fsm_agent.core.permission_types import Behavior, Decision, PermissionSettings, RuleSource
-from fsm_agent.policy.bash_lexer import (
+from fsm_agent.policy.bash_analysis import (
+    Part,
+    analyse,
     cd_target,
     command_paths,
     command_words,
-    has_expansion,
-    has_write_syntax,
-    split_command,
-    strip_wrappers,
-    words,
 )
 
 MODES = ("default", "acceptEdits", "plan", "dontAsk", "bypassPermissions")
@@ -156,14 +153,26 @@ header a fork takes its hooks and permissions from."""
 
 
 def is_read_only(command: str) -> bool:
-    """Claude Code's built-in read-only set: never prompts (paths are checked separately)."""
-    if has_write_syntax(command) or has_expansion(command):
+    """Claude Code's built-in read-only set: never prompts (paths are checked separately).
+    Only a command the analysis understood in full can be read-only."""
+    analysis = analyse(command)
+    return analysis.problem is None and all(part_read_only(p) for p in analysis.parts)
+
+
+NEVER_READ_ONLY = frozenset({"env", "printenv", "set", "export", "declare", "typeset"})
+"""Programs that print the environment, the API key in it among the rest."""
+
+
+def part_read_only(part: Part) -> bool:
+    """Whether one understood part only reads: no output redirection, no assignment
+    (`GIT_DIR=…`, `LD_PRELOAD=…` change what runs) and a program of the read-only set."""
+    if part.writes() or part.assignments:
         return False
-    ws = words(strip_wrappers(command))
+    ws = part.unwrapped()
     if not ws:
         return True
     name, args = ws[0], ws[1:]
-    if any(a.lstrip("-").startswith("files0-from") for a in args if a.startswith("-")):
+    if name in NEVER_READ_ONLY:
         return False
     if name == "git":
         at = next((i for i, a in enumerate(args) if not a.startswith("-")), len(args))
@@ -176,7 +185,7 @@ def is_read_only(command: str) -> bool:
     if name == "find":
         return not any(a in FIND_ACTIONS for a in args)
     if name == "cd":
-        return cd_target(command) != "-"
+        return cd_target(part) != "-"
     return name in READ_ONLY_COMMANDS
 
 
@@ -208,23 +217,23 @@ SUBCOMMAND_TOOLS = frozenset(
 )  # fmt: skip
 
 
-def bash_suggestion(command: str) -> str:
+def bash_suggestion(part: Part) -> str:
     """The rule "always" adds: the program, plus its subcommand for tools that have them."""
-    ws = words(strip_wrappers(command))
+    ws = part.unwrapped()
     if not ws:
         return "Bash"
     keep = 2 if ws[0] in SUBCOMMAND_TOOLS and len(ws) > 1 and ws[1].isidentifier() else 1
     return f"Bash({' '.join(ws[:keep])} *)"
 
 
-def bash_rule_matches(rule: Rule, subcommand: str) -> bool:
+def bash_rule_matches(rule: Rule, part: Part) -> bool:
+    """A rule matches a part as written, or as its words' values (quotes taken off, so
+    `r"m" -rf` is `rm -rf` to a deny rule), with or without a wrapper in front."""
     if rule.content is None:
         return True
     pattern = bash_pattern(rule.content)
-    return any(
-        pattern.fullmatch(candidate) is not None
-        for candidate in dict.fromkeys((subcommand, strip_wrappers(subcommand)))
-    )
+    candidates = (part.text, " ".join(part.words), " ".join(part.unwrapped()))
+    return any(pattern.fullmatch(c) is not None for c in dict.fromkeys(candidates))
 
 
 # --- paths -------------------------------------------------------------------
@@ -238,8 +247,10 @@ class Place:
     home: str
 
 
+@functools.lru_cache(maxsize=256)
 def rule_regex(rule: Rule, place: Place, kind: Behavior) -> re.Pattern[str]:
-    """The gitignore-style path pattern of a Read/Edit rule, as a regex over absolute paths."""
+    """The gitignore-style path pattern of a Read/Edit rule, as a regex over absolute paths.
+    Cached: a Read deny rule is matched against every file a command names."""
     content = rule.content or "**"
     if content.startswith("//"):
         base, pattern = "/", content[2:]
@@ -316,6 +327,13 @@ class CallFacts:
     protected: tuple[str, ...] = ()
     """The protected paths (`PROTECTED_DIRS`, `PROTECTED_FILES`) the call would write:
     an edit's file, or any a command names."""
+    parts: tuple[Part, ...] = ()
+    unclear: str | None = None
+    """Why a command is not understood in full (`Analysis.problem`): it is asked about."""
+    named: tuple[str, ...] = ()
+    """Where every word of a command leads (its files, for Read deny rules)."""
+    written: tuple[str, ...] = ()
+    """Where the words of a command's parts that are not read-only lead (for Edit deny rules)."""
 
 
 def call_facts(
@@ -332,7 +350,10 @@ def call_facts(
     A command's paths are each listed once, without /dev/null (`ls > /dev/null`
     reaches nothing outside)."""
     paths: list[str] = []
-    subcommands: tuple[str, ...] = ()
+    parts: tuple[Part, ...] = ()
+    unclear: str | None = None
+    named: list[str] = []
+    written: list[str] = []
     protected: tuple[str, ...] = ()
     if tool in PATH_KEYS and isinstance(input.get(PATH_KEYS[tool]), str):
         paths.append(resolve(input[PATH_KEYS[tool]]))
@@ -344,15 +365,17 @@ def call_facts(
             where = os.path.join(where, split_literal(pattern)[0])
         paths.append(resolve(where))
     elif tool == "Bash" and isinstance(input.get("command"), str):
-        subcommands = tuple(split_command(input["command"]))
+        analysis = analyse(input["command"])
+        parts, unclear = analysis.parts, analysis.problem
         heres = [ws.cwd]
-        named: list[str] = []
-        for sub in subcommands:
+        for sub in parts:
             said = (command_words(sub), command_paths(sub))
             for here in heres:
                 reached, real = _bash_paths(*said, here, resolve, expand)
                 paths += reached
                 named += real
+                if not part_read_only(sub):
+                    written += real
                 if links is not None and follows_links(sub):
                     paths += _followed(sub, here, links)
             target = cd_target(sub)
@@ -367,7 +390,11 @@ def call_facts(
         protected = tuple(p for p in dict.fromkeys(paths + named) if is_protected(p, ws))
     if tool in EDIT_TOOLS:
         protected = tuple(p for p in paths if is_protected(p, ws))
-    return CallFacts(tool, input, tuple(paths), subcommands, protected)
+    subcommands = tuple(p.text for p in parts)
+    return CallFacts(
+        tool, input, tuple(paths), subcommands, protected, parts, unclear,
+        tuple(dict.fromkeys(named)), tuple(dict.fromkeys(written)),
+    )  # fmt: skip
 
 
 def is_protected(path: str, ws: Workspace) -> bool:
@@ -392,6 +419,9 @@ def _at(here: str, word: str) -> str:
     return word if word.startswith("~") else os.path.join(here, word)
 
 
+UNCLEAR = "(a command not fully understood)"
+"""What a question about such a command says it may reach: anything."""
+
 MAX_PLACES = 32
 """Directories the parts of one command are judged from (each part from each): a command
 whose `cd`s lead to more counts as reaching outside, and is judged no further."""
@@ -412,7 +442,7 @@ def _bash_paths(
     return reached, [real[w] for w in words]
 
 
-def _followed(sub: str, here: str, links: Links) -> list[str]:
+def _followed(sub: Part, here: str, links: Links) -> list[str]:
     """Where the links lead that a command following them while recursing meets under
     its directory operands, or under `here` when none is a directory (`grep -R x`)."""
     found = [links(_at(here, w)) for w in command_words(sub)]
@@ -421,12 +451,12 @@ def _followed(sub: str, here: str, links: Links) -> list[str]:
     return [p for f in found if f is not None for p in f]
 
 
-def follows_links(command: str) -> bool:
+def follows_links(part: Part) -> bool:
     """Whether a read-only command recurses through directories following the symlinks
     it meets there, not only those it is given: `grep -R`, `find -L`/`-follow`,
     `diff -r` (GNU diff follows them unless `--no-dereference`), `du -L`, `ls -RL`,
     and `cp -rL`, which copies what they lead to into the workspace."""
-    ws = words(strip_wrappers(command))
+    ws = part.unwrapped()
     if not ws:
         return False
     name, args = ws[0], ws[1:]
@@ -449,10 +479,12 @@ def follows_links(command: str) -> bool:
 
 def _matching(rules: Iterable[Rule], call: CallFacts, place: Place, kind: Behavior) -> Rule | None:
     for rule in rules:
+        if call.tool == "Bash" and kind != "allow" and _covers_bash_files(rule, call, place, kind):
+            return rule
         if not rule.covers_tool(call.tool):
             continue
         if call.tool == "Bash" and rule.tool == "Bash":
-            subs = call.subcommands or ("",)
+            subs = call.parts or (Part(""),)
             hit = (
                 all(bash_rule_matches(rule, s) for s in subs)
                 if kind == "allow"
@@ -466,6 +498,16 @@ def _matching(rules: Iterable[Rule], call: CallFacts, place: Place, kind: Behavi
         if call.paths and all(path_rule_matches(rule, p, place, kind) for p in call.paths):
             return rule
     return None
+
+
+def _covers_bash_files(rule: Rule, call: CallFacts, place: Place, kind: Behavior) -> bool:
+    """A scoped Read deny or ask rule covers every file a command names (`cat`, `grep`,
+    `cp` …: `Read(./secrets/**)` refuses `cat secrets/key.txt` whatever Bash rule allows
+    it), an Edit one every file a part that is not read-only names."""
+    if rule.content is None or rule.tool not in ("Read", "Edit"):
+        return False
+    files = call.named + call.paths if rule.tool == "Read" else call.written
+    return any(path_rule_matches(rule, p, place, kind) for p in files)
 
 
 def _origin(rule: Rule) -> str:
@@ -492,6 +534,10 @@ def evaluate(
     if asked is not None:
         why = f"The rule {asked}{_origin(asked)} asks before {name} runs"
         return evolve(_ask_or_deny(why, mode), rule=str(asked))
+    if name == "Bash" and call.unclear is not None:
+        if mode == "plan":
+            return Decision("deny", f"Plan mode is on: {call.unclear}.")
+        return _ask_or_deny(call.unclear, mode, None, (UNCLEAR,))
     outside = tuple(p for p in call.paths if not within(p, ws.roots))
     allow_rules = rules_of(settings, "allow")
     if outside:
@@ -511,11 +557,11 @@ def evaluate(
     allowed = _matching(allow_rules, call, place, "allow")
     if allowed is not None:
         return Decision("allow", f"allowed by {allowed}", str(allowed))
-    if name == "Bash" and len(call.subcommands) > 1:
+    if name == "Bash" and len(call.parts) > 1:
         bash_rules = [r for r in allow_rules if r.covers_tool("Bash")]
         if all(
-            is_read_only(sub) or any(bash_rule_matches(r, sub) for r in bash_rules)
-            for sub in call.subcommands
+            part_read_only(sub) or any(bash_rule_matches(r, sub) for r in bash_rules)
+            for sub in call.parts
         ):
             return Decision("allow", "every part is allowed by a rule or read-only")
     return _by_mode(call, mode, ws)
@@ -570,16 +616,16 @@ def _by_mode(call: CallFacts, mode: str, ws: Workspace) -> Decision:
     if name in READ_TOOLS:
         return Decision("allow", "reads inside the workspace")
     if name == "Bash":
-        if all(is_read_only(s) for s in call.subcommands):
+        if all(part_read_only(s) for s in call.parts):
             return Decision("allow", "read-only command")
         if (
             mode == "acceptEdits"
             and not call.protected
             and all(
-                (words(strip_wrappers(s)) or [""])[0] in ACCEPT_EDITS_COMMANDS
-                and not has_write_syntax(s)
-                and not has_expansion(s)
-                for s in call.subcommands
+                (s.unwrapped() or ("",))[0] in ACCEPT_EDITS_COMMANDS
+                and not s.writes()
+                and not s.assignments
+                for s in call.parts
             )
         ):
             return Decision("allow", "acceptEdits mode: file commands inside the workspace")
@@ -588,7 +634,7 @@ def _by_mode(call: CallFacts, mode: str, ws: Workspace) -> Decision:
                 "deny",
                 "Plan mode is on: only read-only commands may run. Present a plan instead.",
             )
-        suggestion = bash_suggestion((call.subcommands or ("",))[0])
+        suggestion = bash_suggestion((call.parts or (Part(""),))[0])
         return _ask_or_deny(
             f"Running `{call.input.get('command', '')}` needs approval", mode, suggestion
         )
@@ -616,7 +662,7 @@ def rule_covers_call(
         return True
     facts = call_facts(tool, tool_input, Workspace(place.cwd, place.home), resolve)
     if tool == "Bash":
-        return any(bash_rule_matches(rule, sub) for sub in facts.subcommands)
+        return any(bash_rule_matches(rule, sub) for sub in facts.parts)
     return bool(facts.paths) and all(
         path_rule_matches(rule, p, place, "allow") for p in facts.paths
     )

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import os
+import secrets
+import stat
 
 from fsm_agent.core.tool import ToolEnv, ToolInputError
 
@@ -130,8 +134,9 @@ def write_text(path: str, text: str, encoding: str = "utf-8") -> float:
     newline translation; returns the new mtime.
 
     Missing parent directories are created; a file where one should be is named.
-    The text is encoded before the file is opened: opening truncates it, and text
-    the encoding cannot hold (a lone surrogate) would otherwise leave it empty.
+    The text is encoded before anything is written, so text the encoding cannot hold
+    (a lone surrogate) leaves the file as it was; the write itself is atomic
+    (`replace_atomically`).
     """
     try:
         data = text.encode(encoding)
@@ -148,6 +153,47 @@ def write_text(path: str, text: str, encoding: str = "utf-8") -> float:
     if not os.path.isdir(existing):
         raise ToolInputError(f"Cannot create {path}: {existing} is a file, not a directory.")
     os.makedirs(parent, exist_ok=True)
-    with open(path, "wb") as f:
-        f.write(data)
+    replace_atomically(path, data)
     return mtime(path)
+
+
+def replace_atomically(path: str, data: bytes) -> None:
+    """Write `data` to a new file beside `path`, flush it to disk and rename it over
+    `path`, so a kill leaves the old content or the new, never part of either; the file
+    keeps its mode (and owner, where allowed). A hard link to `path` from elsewhere
+    (outside the workspace) keeps the old content: the name is given a new file, the
+    file behind the other name is never written through. A file the user may not write
+    stays refused, as opening it would be."""
+    try:
+        st: os.stat_result | None = os.stat(path)
+    except FileNotFoundError:
+        st = None
+    if st is not None and not os.access(path, os.W_OK):
+        raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), path)
+    parent, name = os.path.split(path)
+    temp = os.path.join(parent, f".{name}.{secrets.token_hex(4)}.fsm-tmp")
+    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o666)
+    try:
+        if st is not None:
+            os.fchmod(fd, stat.S_IMODE(st.st_mode))
+            with contextlib.suppress(PermissionError):
+                os.fchown(fd, st.st_uid, st.st_gid)
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view) :]
+        os.fsync(fd)
+    except BaseException:
+        os.close(fd)
+        os.unlink(temp)
+        raise
+    os.close(fd)
+    try:
+        os.replace(temp, path)
+    except BaseException:
+        os.unlink(temp)
+        raise
+    directory = os.open(parent or ".", os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(directory)
+    finally:
+        os.close(directory)

@@ -567,3 +567,24 @@ def test_a_fallback_model_that_is_the_main_model_is_a_usage_error(
         f"fsm-agent: error: --fallback-model {fallback} is the main model: give another one"
     ]
     assert not (workspace / ".fsm-agent").exists()
+
+
+def test_an_error_that_quotes_the_api_key_is_printed_and_logged_redacted(
+    messages_server: MessagesServer, workspace: Path, tmp_path: Path
+) -> None:
+    """A proxy whose error body echoes the `x-api-key` header: the retry line, the
+    error, stream-json and the session log show the key redacted, nowhere in full."""
+    echo = "invalid x-api-key: test-key (check your proxy)"
+    messages_server.reply(
+        error(429, "rate_limit_error", echo, headers={"retry-after": "0.01"}),
+        error(401, "authentication_error", echo),
+    )
+    log = tmp_path / "k.jsonl"
+    proc = fsm_on_server(
+        messages_server, workspace, "hi", "--log", str(log), "--output-format", "stream-json"
+    )
+    shown = proc.stdout + proc.stderr
+    assert proc.returncode != 0
+    assert "test-key" not in shown
+    assert "test-key" not in log.read_text()
+    assert shown.count("invalid x-api-key: [API key redacted] (check your proxy)") >= 2

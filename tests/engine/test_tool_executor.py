@@ -301,7 +301,7 @@ def test_ctrl_c_while_bash_runs_kills_it_and_ends_aborted_tools(
 ) -> None:
     scenario = Scenario.parse(
         _turns(
-            _use("b", "Bash", command="sleep 30 & echo $! > pid; wait"),
+            _use("b", "Bash", command="sleep 30 & jobs -p > pid; wait"),
             _use("r", "Read", file_path="pid"),
         )
     )
@@ -326,7 +326,7 @@ def test_ctrl_c_while_bash_runs_keeps_what_it_printed(workspace: Path, tmp_path:
     (its ShellError: `Exit code 137`, the interrupt message, the output), not the bare
     interrupt message; the run still ends `aborted_tools`, and a replay runs nothing."""
     scenario = Scenario.parse(
-        _turns(_use("b", "Bash", command="echo hi; : > started; sleep 30 & echo $! > pid; wait"))
+        _turns(_use("b", "Bash", command="echo hi; : > started; sleep 30 & jobs -p > pid; wait"))
     )
     abort = AbortSignal()
     log = tmp_path / "int.jsonl"
@@ -421,7 +421,7 @@ def test_sigterm_while_bash_runs_ends_the_run_as_ctrl_c_does(
 
     scenario = tmp_path / "slow.json"
     scenario.write_text(
-        json.dumps(_turns(_use("b", "Bash", command="sleep 30 & echo $! > pid; wait")))
+        json.dumps(_turns(_use("b", "Bash", command="sleep 30 & jobs -p > pid; wait")))
     )
     log = tmp_path / "term.jsonl"
     argv = ["run", "--scripted", str(scenario), "--cwd", str(workspace), "--log", str(log)]

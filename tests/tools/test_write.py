@@ -185,3 +185,122 @@ def test_overwriting_a_utf16le_file_keeps_its_encoding(ws: Path) -> None:
     out = call(WRITE, {"file_path": str(target), "content": "néw\n"}, env)
     assert not out.is_error, out.content
     assert target.read_bytes() == b"\xff\xfe" + "néw\n".encode("utf-16-le")
+
+
+def _read_then_write(ws: Path, target: Path, content: str) -> ToolOutcome:
+    env = make_env(ws)
+    read = call(ReadTool(), {"file_path": str(target)}, env)
+    return call(WRITE, {"file_path": str(target), "content": content}, after(env, read))
+
+
+def test_a_hard_link_to_a_file_outside_is_never_written_through(ws: Path) -> None:
+    """The name in the workspace gets a new file; the outside file behind the other
+    name keeps its content (it used to be written in place)."""
+    outside = ws.parent / "outside" / "keep.txt"
+    link = ws / "link.txt"
+    os.link(outside, link)
+    out = _read_then_write(ws, link, "new\n")
+    assert not out.is_error, out.content
+    assert link.read_text() == "new\n"
+    assert outside.read_text() == "original\n"
+    assert os.stat(link).st_ino != os.stat(outside).st_ino
+
+
+def test_a_write_keeps_the_files_mode_and_a_symlink_stays_a_symlink(ws: Path) -> None:
+    real = ws / "real.sh"
+    real.write_text("echo old\n")
+    real.chmod(0o751)
+    alias = ws / "alias.sh"
+    alias.symlink_to(real)
+    out = _read_then_write(ws, alias, "echo new\n")
+    assert not out.is_error, out.content
+    assert alias.is_symlink() and os.readlink(alias) == str(real)
+    assert real.read_text() == "echo new\n"
+    assert real.stat().st_mode & 0o7777 == 0o751
+    assert sorted(p.name for p in ws.iterdir()) == ["alias.sh", "real.sh"], "no temp file left"
+
+
+def test_a_new_file_gets_the_mode_the_umask_gives(ws: Path) -> None:
+    old = os.umask(0o027)
+    try:
+        call(WRITE, {"file_path": str(ws / "new.txt"), "content": "x"}, make_env(ws))
+    finally:
+        os.umask(old)
+    assert (ws / "new.txt").stat().st_mode & 0o777 == 0o640
+
+
+def test_a_read_only_file_stays_refused(ws: Path) -> None:
+    if os.geteuid() == 0:
+        pytest.skip("root may write any file")
+    target = ws / "ro.txt"
+    target.write_text("keep\n")
+    target.chmod(0o444)
+    out = _read_then_write(ws, target, "new\n")
+    assert out.is_error
+    assert target.read_text() == "keep\n"
+
+
+KILLED_WRITER = """
+import sys
+from pathlib import Path
+from fsm_agent.tools.read import ReadTool
+from fsm_agent.tools.write import WriteTool
+from tests.support.tools import after, call, make_env
+
+ws, target = Path(sys.argv[1]), Path(sys.argv[2])
+env = make_env(ws)
+env = after(env, call(ReadTool(), {"file_path": str(target), "limit": 1}, env))
+print("writing", flush=True)
+call(WriteTool(), {"file_path": str(target), "content": "n" * 100_000_000}, env)
+print("done", flush=True)
+"""
+
+
+def test_a_kill_inside_a_write_leaves_the_old_content_or_the_new_never_part(
+    ws: Path, tmp_path: Path
+) -> None:
+    """SIGKILL while a 100 MB Write is under way: the child is killed as soon as the
+    temporary file beside the target holds some of the new content, so the kill lands
+    inside the write (retried until one does); the target is then whole, old or new."""
+    import signal
+    import subprocess
+    import sys
+
+    from tests.conftest import ROOT
+
+    script = tmp_path / "writer.py"
+    script.write_text(KILLED_WRITER)
+    target = ws / "big.txt"
+    inside = 0
+    for _ in range(8):
+        target.write_text("old\n" * 1000)
+        for leftover in ws.glob(".big.txt.*"):
+            leftover.unlink()
+        child = subprocess.Popen(
+            [sys.executable, str(script), str(ws), str(target)],
+            cwd=ROOT,
+            env={**os.environ, "PYTHONPATH": str(ROOT)},
+            stdout=subprocess.PIPE,
+        )
+        assert child.stdout is not None
+        assert child.stdout.readline() == b"writing\n"
+        while child.poll() is None:
+            temps = list(ws.glob(".big.txt.*.fsm-tmp"))
+            partial = 0 < _size(temps[0]) < 100_000_000 if temps else False
+            if partial or _size(target) not in (4000, 100_000_000):  # written in place
+                child.send_signal(signal.SIGKILL)
+                inside += 1
+                break
+        child.wait()
+        content = target.read_bytes()
+        assert content in (b"old\n" * 1000, b"n" * 100_000_000), len(content)
+        if inside >= 2:
+            break
+    assert inside >= 1, "no kill landed inside a write"
+
+
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except FileNotFoundError:
+        return 0
