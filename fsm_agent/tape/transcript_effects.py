@@ -28,6 +28,7 @@ from fsm_agent.core.events import (
     ModelCallError,
     StreamEvent,
 )
+from fsm_agent.core.mcp import McpServerState
 from fsm_agent.core.messages import (
     ContentBlock,
     RedactedThinkingBlock,
@@ -190,6 +191,11 @@ class TranscriptEffects:
 
     async def store_blob(self, name: str, text: str) -> str | None:
         return None  # sent whole, as the transcript holds it
+
+    async def mcp_servers(self) -> tuple[McpServerState, ...]:
+        """None: a transcript does not record the servers its run had (their tools'
+        calls are tool calls like any other, answered from the transcript)."""
+        return ()
 
     async def run_hooks(self, event: str, payload: dict[str, Any]) -> HookOutcome:
         if event == "Stop" and self.stop_hooks:
