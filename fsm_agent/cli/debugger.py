@@ -58,13 +58,15 @@ HELP = (
     ("g N, goto N, j N, jump N", "go to step N (0 is the start)"),
     ("c, cont, continue", "run to the next breakpoint, or the end"),
     ("r, return", "run to the end of this iteration: the next Continue or Terminal edge"),
+    ("unt, until [N]", "run to step N (a breakpoint on the way stops it first); no N: the next"),
     (
         "b, break [SPEC]",
-        "list breakpoints, or stop at SPEC: NAME (a state or edge), state=NAME, edge=NAME, "
-        "tool=NAME (the model asks for it), turn=N, FIELD>VALUE",
+        "list breakpoints, or stop at SPEC: N (a step), NAME (a state or edge), state=NAME, "
+        "edge=NAME, tool=NAME (the model asks for it), turn=N, FIELD>VALUE",
     ),
     ("tbreak SPEC", "a breakpoint deleted when it is first hit"),
     ("cl, clear [N]", "delete breakpoint N, or all of them"),
+    ("disable [N …], enable [N …]", "stop breakpoints N firing, or let them again (no N: all)"),
     (
         "p, print, pp FIELD",
         "print a LoopState field (dotted: budget.continuation_count); `p` lists them; "
@@ -74,6 +76,7 @@ HELP = (
     ("diff [A B]", "how the LoopState changed from step A to B (default: previous step to this)"),
     ("w, where, bt", "the path so far and where the machine is now"),
     ("l, list", "the edges out of the current state, with their guards"),
+    ("ll, longlist", "the whole edge table, state by state, the current state marked"),
     ("effects", "the effect records of this step"),
     ("h, help [COMMAND]", "this list, or one command's line"),
     ("q, quit, exit", "leave"),
@@ -86,6 +89,7 @@ NO_ARGUMENT = {
     "do_return": "",
     "do_where": "",
     "do_list": "",
+    "do_longlist": "",
     "do_msgs": _ANOTHER_STEP,
     "do_effects": _ANOTHER_STEP,
 }
@@ -317,6 +321,25 @@ class Debugger(cmd.Cmd):
 
     do_r = do_return
 
+    def do_until(self, arg: str) -> RenderableType:
+        """pdb's `until LINENO` (run on to that line, stopping at a breakpoint on the
+        way): here to step N. Without N, one step, as pdb's on a line with no loop."""
+        arg = arg.strip()
+        if not arg:
+            return self.do_next("")
+        if not arg.isdecimal():
+            raise CommandError("usage: until [N] (a step number)")
+        target, last = int(arg), self.stepper.index.steps
+        if target > last:
+            raise CommandError(f"no step {target}: the log has steps 0..{last}")
+        if target <= self.pos:
+            raise CommandError(
+                f"step {target} is not ahead (at step {self.pos}): g {target} goes there"
+            )
+        return self._run(lambda info: info.step >= target, f"at step {target}")
+
+    do_unt = do_until
+
     def _run(self, until: Callable[[StepInfo], bool], at_end: str) -> RenderableType:
         """Run on to the first step where a breakpoint hits or `until` holds."""
         before: list[StepInfo | LoopState] = [self._info(self.pos) or self._state(self.pos)]
@@ -353,12 +376,15 @@ class Debugger(cmd.Cmd):
             table = Table("num", "breakpoint", box=None)
             for n, bp in self.breakpoints.items():
                 spec = f"{bp.spec} (temporary)" if bp.temporary else bp.spec
-                table.add_row(str(n), Text(spec))
+                table.add_row(str(n), Text(spec if bp.enabled else f"{spec} (disabled)"))
             return table
         return self._add(self._checked(Breakpoint.parse(arg)))
 
     def _checked(self, bp: Breakpoint) -> Breakpoint:
         """`bp`, refused now if its condition could never hold."""
+        last = self.stepper.index.steps
+        if bp.kind == "step" and not 0 < bp.value <= last:
+            raise CommandError(f"no step {bp.value} to stop at: the log has steps 1..{last}")
         info = self._info(self.pos)
         bp.check(self._state(self.pos), info.iteration if info is not None else None)
         return bp
@@ -396,6 +422,28 @@ class Debugger(cmd.Cmd):
         return Text(f"deleted breakpoint {n}")
 
     do_cl = do_clear
+
+    def do_disable(self, arg: str) -> RenderableType:
+        return self._enable(arg, False)
+
+    def do_enable(self, arg: str) -> RenderableType:
+        return self._enable(arg, True)
+
+    def _enable(self, arg: str, on: bool) -> Text:
+        """pdb's `disable`/`enable [N …]`: all breakpoints when none is named."""
+        numbers = list(self.breakpoints) if not arg.split() else []
+        for word in arg.split():
+            if not word.isdecimal() or int(word) not in self.breakpoints:
+                raise CommandError(f"no breakpoint {word!r}")
+            numbers.append(int(word))
+        for n in numbers:
+            self.breakpoints[n] = attrs.evolve(self.breakpoints[n], enabled=on)
+        done = "enabled" if on else "disabled"
+        if not numbers:
+            return Text("no breakpoints")
+        return Text(
+            f"{done} breakpoint{'s' if len(numbers) > 1 else ''} {', '.join(map(str, numbers))}"
+        )
 
     # -- looking --------------------------------------------------------------
 
@@ -510,6 +558,23 @@ class Debugger(cmd.Cmd):
         return Group(*self._here())
 
     do_l = do_list
+
+    def do_longlist(self, arg: str) -> RenderableType:
+        """pdb's `ll` shows the whole function; here the whole machine, the state the
+        machine is in marked `→` and the edge the log takes next `▶`."""
+        index = self.stepper.index
+        here = STATES[0] if self.pos == 0 else index.transition(self.pos)["to"]
+        upcoming = index.transition(self.pos + 1)["edge"] if self.pos < index.steps else None
+        lines = []
+        for state in STATES:
+            mark = "→" if state == here else " "
+            lines.append(Text(f"{mark} {state}", style="bold" if state == here else ""))
+            for edge in edges_from(state):
+                taken = "▶" if state == here and edge.name == upcoming else " "
+                lines.append(Text(f"    {taken} -[{edge.name}]-> {edge.dest}   when {edge.when}"))
+        return Group(*lines)
+
+    do_ll = do_longlist
 
     def _here(self) -> list[Text]:
         """The state the machine is in, its edges out with their guards, ▶ on the logged one."""

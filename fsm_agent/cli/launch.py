@@ -264,18 +264,42 @@ class Plan:
 async def interruptibly(abort: AbortSignal, run: Awaitable[LoopResult]) -> LoopResult:
     """Await `run` with Ctrl-C and SIGTERM setting `abort`; a second one raises
     KeyboardInterrupt. A run (or a fork's live part) then ends `aborted_*` with its log
-    whole and its tools' processes killed."""
+    whole and its tools' processes killed.
+
+    The second one cancels the run and raises only once it has unwound, with the loop
+    still open: raised from the signal handler, it left the loop closed under a Bash
+    process still being reaped (`Loop … that handles pid … is closed`) and exited
+    through the interpreter's own SIGINT handling."""
     loop = asyncio.get_running_loop()
+    task = asyncio.ensure_future(run)
+    hard = False
 
     def interrupt() -> None:
+        nonlocal hard
         if abort.is_set():
-            raise KeyboardInterrupt
+            hard = True
+            task.cancel()
+            return
         abort.set()
 
     for signum in INTERRUPTS:
         loop.add_signal_handler(signum, interrupt)
     try:
-        return await run
+        result = await task
+    except asyncio.CancelledError:
+        if hard:
+            raise KeyboardInterrupt from None
+        raise
     finally:
+        if not task.done():
+            task.cancel()
+            await asyncio.gather(task, return_exceptions=True)
         for signum in INTERRUPTS:
+            # Ignored, not the default, until asyncio.run has closed: one more Ctrl-C
+            # while it shuts down would kill the process mid-way (exit -2, no message).
             loop.remove_signal_handler(signum)
+            if hard:
+                signal.signal(signum, signal.SIG_IGN)
+    if hard:  # the run unwound (its log whole) but was asked to stop at once
+        raise KeyboardInterrupt
+    return result

@@ -10,6 +10,7 @@ import errno
 import gc
 import io
 import os
+import signal
 import sys
 from typing import Any
 
@@ -99,6 +100,9 @@ def main(command: click.Command = cli, prog_name: str = "fsm-agent") -> None:
         say("fsm-agent: interrupted")
         sys.exit(130)
     finally:
+        # The command is over: a Ctrl-C now (the second of an interrupted run, say) would
+        # only kill the exit half-way, with no message and the signal's exit status.
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
         # The interpreter's last collection would walk every object the SDK made (a
         # second or more on a busy machine after a run has printed all): the OS frees them.
         gc.freeze()

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 from collections.abc import Iterator
 from typing import IO, Any
 
@@ -59,6 +60,10 @@ PHASE_LABELS: dict[str, str] = {
 }
 
 
+PIPE_WIDTH = 10_000
+"""The width of a pipe: wide enough that no line of a run is cut or wrapped."""
+
+
 class RunConsole(Console):
     """The console a run prints to: when its reader goes away (`| head`), output stops
     and the run goes on.
@@ -75,10 +80,14 @@ class RunConsole(Console):
 
     def __init__(self, **options: Any) -> None:
         """FORCE_COLOR makes rich take a pipe for a terminal: the colour it asks for is
-        kept, but only a real terminal gets the live area's cursor movement."""
+        kept, but only a real terminal gets the live area's cursor movement. A pipe has
+        no width: rich's default 80 columns cut each result line and wrapped each error
+        there, so lines go out whole unless COLUMNS asks for a width."""
         super().__init__(**options)
         if not _isatty(self.file):
             self.is_interactive = False
+            if "width" not in options and not os.environ.get("COLUMNS", "").strip():
+                self.width = PIPE_WIDTH
 
     def on_broken_pipe(self) -> None:
         self.quiet = True
@@ -283,7 +292,7 @@ class LiveRenderer:
         self._last_call = None
         first = printable(event.result.text).strip().splitlines()[:1]
         mark = "✗" if event.result.is_error else "⎿"
-        status = f"  {mark} {first[0][:100] if first else '(no output)'}"
+        status = f"  {mark} {first[0] if first else '(no output)'}"
         style = "red" if event.result.is_error else "dim"
         suffix = f"  ({event.duration_s:.2f}s)"
         line = Text(status, style=style)

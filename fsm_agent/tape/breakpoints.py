@@ -144,12 +144,17 @@ class Breakpoint:
     op: str = "=="
     value: Any = None
     temporary: bool = False
+    enabled: bool = True
+    """pdb's `disable N` keeps a breakpoint but stops it firing until `enable N`."""
 
     @classmethod
     def parse(cls, spec: str) -> Breakpoint:
         """A bare NAME is a state when one has that name, else an edge: the final
         states and their edges share names, and arriving is taking the edge."""
         spec = spec.strip()
+        step = re.fullmatch(r"(?:step\s*=\s*)?(\d+)", spec)
+        if step:  # pdb's `b LINENO`: here the position is a step number
+            return cls(f"step={int(step.group(1))}", "step", value=int(step.group(1)))
         if spec in STATES:
             return cls(f"state={spec}", "state", spec)
         if spec in edge_names():
@@ -171,8 +176,8 @@ class Breakpoint:
         match = _CONDITION.match(spec)
         if not match:
             raise CommandError(
-                f"cannot read breakpoint {spec!r}: use a state or edge name, state=NAME, "
-                "edge=NAME, tool=NAME, turn=N or FIELD>VALUE"
+                f"cannot read breakpoint {spec!r}: use a state or edge name, a step number, "
+                "state=NAME, edge=NAME, tool=NAME, turn=N or FIELD>VALUE"
             )
         name, op, value = match.groups()
         if value.lstrip()[:1] in ("<", ">", "=", "!"):
@@ -219,6 +224,10 @@ class Breakpoint:
 
     def hits(self, before: StepInfo | LoopState, info: StepInfo) -> bool:
         """`before` is the step before (its state alone at the start, with no iteration)."""
+        if not self.enabled:
+            return False
+        if self.kind == "step":
+            return info.step == self.value
         if self.kind == "state":
             return info.dest == self.name
         if self.kind == "edge":

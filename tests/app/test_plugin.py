@@ -70,7 +70,7 @@ def test_fsm_run_fails_on_a_damaged_log_naming_the_line(fsm_run, tmp_path: Path)
 
 def test_the_documented_example_passes(pytester: pytest.Pytester) -> None:
     doc = (ROOT / "docs" / "testing.md").read_text()
-    example = doc.split("```python\n")[1].split("```")[0]
+    example = doc.split("```python norun\n")[1].split("```")[0]
     pytester.makepyfile(test_agent=example.replace("replays/", f"{ROOT}/replays/"))
     first = pytester.runpytest("-p", "no:cacheprovider", "--snapshot-update")
     first.assert_outcomes(passed=2)
@@ -83,7 +83,7 @@ def test_the_documented_example_passes(pytester: pytest.Pytester) -> None:
 
 def test_the_readme_snapshot_example_passes_as_written(pytester: pytest.Pytester) -> None:
     readme = (ROOT / "README.md").read_text()
-    example = re.search(r"```python\n(def test_tool_round_path.*?)```", readme, re.S)
+    example = re.search(r"```python norun\n(def test_tool_round_path.*?)```", readme, re.S)
     assert example is not None
     source = example.group(1).replace("replays/", f"{ROOT}/replays/")
     pytester.makepyfile(test_readme_example=source)
@@ -132,7 +132,7 @@ def test_the_plugin_loads_no_engine_module_until_a_test_asks_for_it(pytester) ->
 
 def test_the_docs_inline_example_passes_as_written(pytester) -> None:
     docs = (ROOT / "docs" / "testing.md").read_text()
-    example = re.search(r"```python\n(def test_a_write_then_an_answer.*?)```", docs, re.S)
+    example = re.search(r"```python norun\n(def test_a_write_then_an_answer.*?)```", docs, re.S)
     assert example is not None
     pytester.makepyfile(example.group(1))
     result = pytester.runpytest_subprocess("-p", "no:randomly")

@@ -393,3 +393,45 @@ def test_run_refuses_a_base_url_that_a_scripted_run_would_ignore(tmp_path: Path)
         "run", "--scripted", scenario, "--cwd", str(tmp_path), env={"ANTHROPIC_BASE_URL": "x"}
     )
     assert proc.returncode == 0, proc.stderr
+
+
+def test_a_second_ctrl_c_during_a_bash_call_ends_cleanly(tmp_path: Path) -> None:
+    """Raised from the signal handler, the second Ctrl-C closed the event loop under the
+    Bash process being reaped: `Loop … that handles pid … is closed` was left on screen
+    (and in a terminal the spinner line). Now the run unwinds first, then exits 130."""
+    import signal
+    import time
+
+    scenario = tmp_path / "sleep.json"
+    call = {"type": "tool_use", "id": "t1", "name": "Bash", "input": {"command": "sleep 30"}}
+    scenario.write_text(
+        json.dumps(
+            {
+                "prompt": "go",
+                "config": {"permission_mode": "bypassPermissions"},
+                "turns": [{"content": [call]}, {"content": "done"}],
+            }
+        )
+    )
+    work = tmp_path / "w"
+    work.mkdir()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "fsm_agent.cli", "run", "--scripted", str(scenario), "--cwd",
+         str(work), "--log", str(tmp_path / "l.jsonl")],
+        stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    )  # fmt: skip
+    assert proc.stdout is not None
+    assert proc.stdout.readline().startswith("● Bash(sleep 30)")
+    time.sleep(0.5)  # the command has started
+    proc.send_signal(signal.SIGINT)
+    time.sleep(0.05)  # two signals sent at once are delivered as one
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=60)
+    # The first Ctrl-C kills the command at once, so the second may come while the run
+    # unwinds (exit 130, one line) or after it ended (its exit code, 15): never a kill
+    # by the signal itself (-2, the summary lost), never a traceback or the loop's words.
+    assert proc.returncode in (130, 15), (proc.returncode, err)
+    assert err in ("fsm-agent: interrupted\n", ""), err
+    if proc.returncode == 15:
+        assert "■ aborted_tools" in out

@@ -951,3 +951,47 @@ def test_a_damaged_effect_of_the_step_a_run_was_killed_in_is_shown_as_recorded(
         assert lines[2].startswith("#1   model ") and json.dumps(result)[:5] in lines[2]
     finally:
         dbg.stepper.close()
+
+
+def test_b_n_breaks_at_a_step_number(dbg: Debugger) -> None:
+    """pdb's `b LINENO`: the debugger's positions are steps, and `b 5` was refused."""
+    assert dbg.text("b 5") == "breakpoint 1: step=5\n"
+    out = dbg.text("c")
+    assert out.startswith("step 5/20:") and "breakpoint 1 (step=5)" in out
+    assert dbg.text("c").startswith("step 20/20")
+    assert dbg.text("b step=9") == "breakpoint 2: step=9\n"
+    assert dbg.text("b 99") == "*** no step 99 to stop at: the log has steps 1..20\n"
+
+
+def test_disable_and_enable_keep_a_breakpoint_but_stop_it_firing(dbg: Debugger) -> None:
+    dbg.onecmd("b edge=next_turn")
+    dbg.onecmd("b 12")
+    assert dbg.text("disable 1") == "disabled breakpoint 1\n"
+    assert "edge=next_turn (disabled)" in dbg.text("b")
+    assert dbg.text("c").startswith("step 12/20:")
+    assert dbg.text("enable 1") == "enabled breakpoint 1\n"
+    assert dbg.text("c").startswith("step 14/20: continuation -[next_turn]->")
+    assert dbg.text("disable") == "disabled breakpoints 1, 2\n"
+    assert dbg.text("c").startswith("step 20/20")
+    assert dbg.text("disable 7") == "*** no breakpoint '7'\n"
+
+
+def test_until_runs_to_a_step_and_breakpoints_stop_it_first(dbg: Debugger) -> None:
+    assert dbg.text("until 6").startswith("step 6/20:")
+    assert dbg.text("until").startswith("step 7/20:")
+    dbg.onecmd("b 10")
+    out = dbg.text("unt 15")
+    assert out.startswith("step 10/20:") and "breakpoint 1" in out
+    assert dbg.text("until 3") == "*** step 3 is not ahead (at step 10): g 3 goes there\n"
+    assert dbg.text("until 40") == "*** no step 40: the log has steps 0..20\n"
+    assert dbg.text("until x") == "*** usage: until [N] (a step number)\n"
+
+
+def test_ll_lists_the_whole_machine_with_the_current_state_marked(dbg: Debugger) -> None:
+    dbg.onecmd("g 3")
+    lines = dbg.text("ll").splitlines()
+    assert "→ abort_check" in lines
+    assert any(line.strip().startswith("▶ -[tool_use]-> tool_execution") for line in lines)
+    assert "  preprocess" in lines and "  recovery" in lines
+    assert dbg.text("ll") == dbg.text("longlist")
+    assert len(lines) > len(dbg.text("l").splitlines())

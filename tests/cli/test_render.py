@@ -242,3 +242,25 @@ def test_verbose_output_shows_each_call_once(workspace: Path, tmp_path: Path) ->
     calls = [line for line in lines if line.startswith("● ")]
     assert calls == ["● Write(notes.txt)", "● Read(notes.txt)"]
     assert any(line.startswith("  [") for line in lines)  # the steps are shown
+
+
+def test_piped_output_keeps_lines_whole(workspace: Path, tmp_path: Path) -> None:
+    """A pipe has no width: rich's default of 80 columns cut result lines
+    (`has been updated successfu…`) that the README shows whole."""
+    import os
+
+    from tests.support.cli import run_scripted
+
+    deep = workspace / ("d" * 60)
+    deep.mkdir()
+    env = {k: v for k, v in os.environ.items() if k != "COLUMNS"}
+    os.environ.pop("COLUMNS", None)
+    try:
+        proc = run_scripted("fix_bug", deep, tmp_path / "l.jsonl")
+    finally:
+        os.environ.update(env)
+    assert proc.returncode == 0, proc.stderr
+    updated = [line for line in proc.stdout.splitlines() if "has been updated" in line]
+    assert updated, proc.stdout
+    assert updated[0].endswith("has been updated successfully.  (0.00s)"), updated
+    assert len(updated[0]) > 80

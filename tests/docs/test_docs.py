@@ -316,7 +316,8 @@ def test_the_piped_run_samples_are_what_a_run_prints(tmp_path: Path) -> None:
             re.S,
         ),
         "/home/me/demo": re.search(
-            r"`fsm-agent run --scripted replays/scenarios/fix_bug.json \| cat`\):\n\n```\n(.*?)```",
+            r"`fsm-agent run --scripted replays/scenarios/fix_bug.json --cwd /home/me/demo \| cat`"
+            r"[^\n]*:\n\n```\n(.*?)```",
             text("cli.md"),
             re.S,
         ),

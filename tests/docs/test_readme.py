@@ -19,29 +19,36 @@ README = (ROOT / "README.md").read_text()
 
 
 def test_quick_start_runs_a_shipped_scenario() -> None:
-    block = re.search(r"```sh\n(python3 -m venv .*?)\n```", README, re.S)
+    block = re.search(r"```sh norun\n(python3 -m venv .*?)\n```", README, re.S)
     assert block is not None
     scenario = re.search(r"--scripted (\S+)", block.group(1))
     assert scenario is not None and (ROOT / scenario.group(1)).is_file()
-    assert "```sh\n.venv/bin/python -m pytest\n```" in README
+    assert "```sh norun\n.venv/bin/python -m pytest\n```" in README
 
 
 def test_python_example_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Run as written, in a fresh place: the example makes its workspace itself."""
-    example = re.search(r"```python\n(import os\n\nfrom fsm_agent import .*?)```", README, re.S)
+    """Run as written, twice, away from the checkout: the example makes its workspace
+    and its scenario itself (tests/docs/test_examples.py runs it in a fresh process too)."""
+    example = re.search(
+        r"```python\n(import tempfile\n\nfrom fsm_agent import .*?)```", README, re.S
+    )
     assert example is not None
-    work = tmp_path / "work"
-    monkeypatch.chdir(ROOT)
-    exec(compile(example.group(1).replace("/tmp/work", str(work)), "README", "exec"), {})
-    assert (work / "notes.txt").read_text() == "hello\n"
-    assert (work / "session.jsonl").is_file()
+    monkeypatch.chdir(tmp_path)
+    for _ in range(2):
+        scope: dict = {}
+        exec(compile(example.group(1), "README", "exec"), scope)
+        work = Path(scope["work"])
+        assert (work / "notes.txt").read_text() == "hello\n"
+        assert (work / "session.jsonl").is_file()
 
 
 def test_compatible_server_command_runs_as_written(
     messages_server: MessagesServer, tmp_path: Path
 ) -> None:
     """The README's `--base-url` line, against a loopback server in its place."""
-    line = re.search(r"```sh\n(ANTHROPIC_API_KEY=\S+ \.venv/bin/fsm-agent run .*)\n```", README)
+    line = re.search(
+        r"```sh norun\n(ANTHROPIC_API_KEY=\S+ \.venv/bin/fsm-agent run .*)\n```", README
+    )
     assert line is not None
     assign, _, command = line.group(1).partition(" ")
     words = shlex.split(command.replace("http://127.0.0.1:4000", messages_server.url))
