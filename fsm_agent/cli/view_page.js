@@ -302,7 +302,7 @@ function effect(e, k) {
     box.append(h('div', {}, 'input'), h('pre', {}, json(a.input)));
     if (r && typeof r === 'object') {
       box.append(h('div', {class: r.is_error ? 'err' : ''}, 'result' + (r.is_error ? ' (is_error)' : '')
-        + (r.duration_s !== undefined ? ` · ${r.duration_s} s` : '')), ...blocks(r.content));
+        + ` · ${r.duration_s ?? 0} s`), ...blocks(r.content));
       const rest = Object.fromEntries(Object.entries(r).filter(([key]) => !['content',
         'is_error', 'duration_s'].includes(key)));
       if (Object.keys(rest).length) box.append(h('pre', {class: 'muted'}, json(rest)));
@@ -465,7 +465,8 @@ window.addEventListener('hashchange', () => { const k = fromHash(); if (k !== nu
 document.getElementById('name').textContent = D.log;
 document.getElementById('summary').textContent = `${D.session} · ${D.model} · ${N} steps, `
   + `${turnStart.length} turns · ` + (D.result ? `ended ${D.result.reason}` : 'no result (cut short)')
-  + (D.cost ? ` · $${D.cost.toFixed(4)}` : '') + (D.damage ? ` · damaged: ${D.damage}` : '');
+  + (D.cost ? ` · $${D.cost.toFixed(4)}` : '') + (D.damage ? ` · damaged: ${D.damage}` : '')
+  + (D.diverged && !D.diverged.step ? ` · ${D.diverged.what}` : '');
 drawMachine();
 drawChart();
 const start = fromHash();
