@@ -139,9 +139,9 @@ class TranscriptWriter:
             )
 
     def observe(self, step: StepInfo) -> None:
-        messages = list(step.state.messages.items)
+        messages = step.state.messages.items
         pending = [m for m in step.iteration.assistant_messages if m not in messages[-4:]]
-        self.sync(messages + pending)
+        self.sync((*messages, *pending) if pending else messages)
 
     def sync(self, messages: Sequence[Message]) -> None:
         """Write what `messages` hold beyond what is written already."""
