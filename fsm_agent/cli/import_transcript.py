@@ -30,7 +30,7 @@ from fsm_agent.tape.log import LogError
     type=FilePath(),
     default=None,
     help="The first run's log (later runs get -2, -3, … before .jsonl); "
-    "default: <transcript name>.fsm.jsonl beside the current directory.",
+    "default: <transcript name>.fsm.jsonl in the current directory.",
 )
 @click.option("-q", "--quiet", is_flag=True, help="Print only the logs written.")
 def import_transcript(transcript: Path, output: Path | None, quiet: bool) -> None:

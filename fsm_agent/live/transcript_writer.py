@@ -27,7 +27,7 @@ from typing import IO, Any
 
 from fsm_agent.core import jsontext
 from fsm_agent.core.codec import block_to_api, unstructure
-from fsm_agent.core.events import DriverEvent, ToolFinished
+from fsm_agent.core.events import DriverEvent, ModelEvent, ModelRetry, ToolFinished
 from fsm_agent.core.messages import Message, TextBlock, ToolResultBlock, ToolUseBlock
 from fsm_agent.engine.driver import StepInfo
 
@@ -38,6 +38,9 @@ tells its own transcripts, whose logs it lists, from Claude Code's."""
 OFF = frozenset({"0", "false", "off", "no"})
 MAX_NAME = 200
 """Claude Code truncates a project directory's name past this, and adds a hash."""
+
+API_ERROR = "API Error: "
+"""How the answer an API error became begins (the engine's words, and Claude Code's)."""
 
 CLAUDE_CODE_VERSION = "2.1.332"
 """The Claude Code release whose transcript lines these match (the CLI the tests run)."""
@@ -115,14 +118,30 @@ class TranscriptWriter:
             self.file = None
 
     def on_event(self, event: DriverEvent) -> None:
-        """A finished tool's structured output, for its result's `toolUseResult`."""
+        """A finished tool's structured output, for its result's `toolUseResult`; a
+        request the SDK retried, as Claude Code's `system` `api_error` line."""
         if isinstance(event, ToolFinished) and event.response is not None:
             self.responses[event.result.tool_use_id] = event.response
+        elif isinstance(event, ModelEvent) and isinstance(event.event, ModelRetry):
+            retry = event.event
+            delay = None if retry.delay_s is None else round(retry.delay_s * 1000)
+            error = {"message": retry.error, "status": retry.status, "formatted": retry.error}
+            self._write(
+                self._entry(
+                    "system",
+                    subtype="api_error",
+                    level="error",
+                    error=error,
+                    retryInMs=delay,
+                    retryAttempt=retry.attempt,
+                    maxRetries=retry.max_retries,
+                )
+            )
 
     def observe(self, step: StepInfo) -> None:
-        messages = list(step.state.messages.items)
+        messages = step.state.messages.items
         pending = [m for m in step.iteration.assistant_messages if m not in messages[-4:]]
-        self.sync(messages + pending)
+        self.sync((*messages, *pending) if pending else messages)
 
     def sync(self, messages: Sequence[Message]) -> None:
         """Write what `messages` hold beyond what is written already."""
@@ -194,6 +213,10 @@ class TranscriptWriter:
         self._write(self._entry("user", **fields))
 
     def _assistant(self, message: Message) -> None:
+        first = message.content[0] if message.content else None
+        if message.id is None and isinstance(first, TextBlock) and first.text.startswith(API_ERROR):
+            self._api_error(first.text)
+            return
         usage = unstructure(message.usage) if message.usage is not None else {}
         for block in message.content or (TextBlock(""),):
             body = {
@@ -210,6 +233,21 @@ class TranscriptWriter:
             if isinstance(block, ToolUseBlock):
                 self.uuids[block.id] = entry["uuid"]
             self._write(entry)
+
+    def _api_error(self, text: str) -> None:
+        """An API error that became the answer, as Claude Code writes it: a message of
+        its own making (model `<synthetic>`), marked `isApiErrorMessage`."""
+        body = {
+            "id": f"msg_{uuid.uuid4().hex[:24]}",
+            "type": "message",
+            "role": "assistant",
+            "model": "<synthetic>",
+            "content": [{"type": "text", "text": text}],
+            "stop_reason": "stop_sequence",
+            "stop_sequence": "",
+            "usage": {"input_tokens": 0, "output_tokens": 0},
+        }
+        self._write(self._entry("assistant", message=body, isApiErrorMessage=True))
 
     def _boundary(self) -> None:
         logical = self.last_uuid

@@ -333,7 +333,8 @@ class _Reader:
             self.warn(n, "a message Claude Code wrote itself (model <synthetic>); skipped")
             return
         texts = [b.get("text") for b in message["content"] if _is(b, "text")]
-        text = next((t for t in texts if isinstance(t, str)), "API Error")
+        text = next((t for t in texts if isinstance(t, str)), "")
+        text = text.removeprefix("API Error: ") or "an API error"
         status = value.get("apiErrorStatus")
         response = Response(
             n, retries=tuple(self.retries), error=text,

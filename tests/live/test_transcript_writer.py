@@ -162,14 +162,40 @@ def test_a_stop_hook_parsing_transcript_path_finds_the_conversation(
     assert chat[-1]["content"][0]["text"].startswith("Fixed: `average` divided by")
 
 
-def test_fsm_agent_s_transcript_imports_to_the_run_s_own_path(
-    workspace: Path, tmp_path: Path
-) -> None:
+ROUND_TRIP = (
+    "fix_bug",
+    "tool_round",
+    "stop_hook_blocking",
+    "aborted_tools",
+    "autocompact",
+    "unknown_tool",
+    "api_error",
+)
+"""Shipped scenarios whose transcript says all the path depends on (not one that ends on
+a run option, `max_turns`, or on an effect a transcript does not keep, a fallback model)."""
+
+
+@pytest.mark.parametrize("name", ROUND_TRIP)
+def test_fsm_agent_s_transcript_imports_to_the_run_s_own_path(name: str, tmp_path: Path) -> None:
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
     log = tmp_path / "run.jsonl"
-    _, path = _run(workspace, tmp_path / "claude", "--log", str(log))
+    config_dir = tmp_path / "claude"
+    proc = fsm(
+        "run",
+        "--scripted",
+        str(SCENARIOS / f"{name}.json"),
+        "--cwd",
+        str(workspace),
+        "--log",
+        str(log),
+        env={"CLAUDE_CONFIG_DIR": str(config_dir)},
+    )
+    assert log.exists(), proc.stderr  # exit codes differ: aborted_tools 15, api_error 20
+    [path] = config_dir.glob("projects/*/*.jsonl")
     out = tmp_path / "imported.jsonl"
-    proc = fsm("import", str(path), "-o", str(out), "-q")
-    assert proc.returncode == 0, proc.stderr
+    imported = fsm("import", str(path), "-o", str(out), "-q")
+    assert imported.returncode == 0, imported.stderr
     assert fsm("replay", "--check", str(out)).returncode == 0
 
     def edges(p: Path) -> list[str]:
