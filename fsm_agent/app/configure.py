@@ -193,6 +193,13 @@ def configure(options: RunOptions, warn: Warn) -> Configured:
         permission_mode=permission_mode,
         system_prompt=options.system_prompt,
     )
+    if config.permission_mode == "bypassPermissions" and settings.bypass_disabled:
+        warn(
+            f"fsm-agent: warning: {settings.bypass_disabled}: permissions."
+            'disableBypassPermissionsMode is "disable": bypassPermissions mode is off; '
+            "using 'default'"
+        )
+        config = config_with(config, permission_mode="default")
     if options.append_system_prompt:
         parts = (config.system_prompt, options.append_system_prompt)
         config = config_with(config, system_prompt="\n\n".join(p for p in parts if p))

@@ -32,6 +32,7 @@ from fsm_agent.core.permission_types import (
     PermissionUpdate,
     RuleSource,
 )
+from fsm_agent.live.git_config import repository_programs
 from fsm_agent.live.paths import (
     command_resolve,
     default_expand,
@@ -125,7 +126,10 @@ class Approvals:
         ws = self.workspace
         try:
             resolve = self._command_resolve if request.tool == "Bash" else self._resolve
-            facts = call_facts(request.tool, request.input, ws, resolve, self._expand, self._links)
+            facts = call_facts(
+                request.tool, request.input, ws, resolve, self._expand, self._links,
+                repository_programs,
+            )  # fmt: skip
         except (ValueError, OSError) as exc:
             return Decision(
                 "deny",

@@ -41,6 +41,9 @@ class Settings:
     hooks: tuple[HookMatcher, ...] = ()
     warnings: tuple[str, ...] = ()
     """What was read but cannot be honoured as written (a mode fsm-agent lacks)."""
+    bypass_disabled: str = ""
+    """The file whose `permissions.disableBypassPermissionsMode` is `"disable"` (the
+    last that says so), or "": bypassPermissions may not be used in this run."""
 
 
 def settings_files(cwd: str, home: str) -> list[tuple[Path, str]]:
@@ -95,6 +98,12 @@ def parse_settings(data: Any, origin: str, root: str, cwd: str) -> Settings:
             mode = check_mode(mode)
         except PermissionError_ as exc:
             raise SettingsError(f"{origin}: permissions.defaultMode: {exc}") from None
+    disable = perms.get("disableBypassPermissionsMode")
+    if disable is not None and disable != "disable":
+        raise SettingsError(
+            f'{origin}: permissions.disableBypassPermissionsMode must be "disable" '
+            f"(not {json.dumps(disable)[:40]})"
+        )
     permissions = PermissionSettings(
         allow=_rules(perms.get("allow"), f"{origin}: permissions.allow", root),
         ask=_rules(perms.get("ask"), f"{origin}: permissions.ask", root),
@@ -109,7 +118,7 @@ def parse_settings(data: Any, origin: str, root: str, cwd: str) -> Settings:
         hooks = parse_hooks(data.get("hooks"), origin)
     except HookSettingsError as exc:
         raise SettingsError(str(exc)) from None
-    return Settings(permissions, hooks, warnings)
+    return Settings(permissions, hooks, warnings, origin if disable == "disable" else "")
 
 
 def load_settings(
@@ -141,6 +150,7 @@ def load_settings(
             merged.permissions.merged(one.permissions),
             merged.hooks + one.hooks,
             merged.warnings + one.warnings,
+            one.bypass_disabled or merged.bypass_disabled,
         )
     root = os.path.realpath(cwd)
     cli = PermissionSettings(
@@ -148,7 +158,9 @@ def load_settings(
         deny=_rules(_split_flags(disallowed_tools), "--disallowed-tools: rule", root),
         additional_directories=tuple(os.path.realpath(os.path.join(cwd, d)) for d in add_dirs),
     )
-    return Settings(merged.permissions.merged(cli), merged.hooks, merged.warnings)
+    return Settings(
+        merged.permissions.merged(cli), merged.hooks, merged.warnings, merged.bypass_disabled
+    )
 
 
 def _split_flags(values: Sequence[str]) -> list[str]:

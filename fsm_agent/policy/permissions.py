@@ -56,6 +56,8 @@ SEARCH_TOOLS = frozenset({"Glob", "Grep"})
 Resolve = Callable[[str], str]
 Expand = Callable[[str], list[str]]
 Links = Callable[[str], "list[str] | None"]
+GitPrograms = Callable[[str], "tuple[str, ...]"]
+"""The programs (settings naming them) the repository git finds from a directory runs."""
 
 
 class PermissionError_(ValueError):
@@ -334,6 +336,9 @@ class CallFacts:
     """Where every word of a command leads (its files, for Read deny rules)."""
     written: tuple[str, ...] = ()
     """Where the words of a command's parts that are not read-only lead (for Edit deny rules)."""
+    git_programs: tuple[str, ...] = ()
+    """What the workspace's repository configures git to run (`core.fsmonitor`, …): its
+    git commands are then not read-only."""
 
 
 def call_facts(
@@ -343,10 +348,12 @@ def call_facts(
     resolve: Resolve,
     expand: Expand | None = None,
     links: Links | None = None,
+    git: GitPrograms | None = None,
 ) -> CallFacts:
     """`resolve` turns a path as written into a real path; `expand` gives the paths a
     shell glob in a Bash word matches, so `cat l*/x` is judged by what it reads;
-    `links` the targets of the symlinks under a directory, which `grep -R` follows.
+    `links` the targets of the symlinks under a directory, which `grep -R` follows;
+    `git` what the repository found from a directory configures git to run.
     A command's paths are each listed once, without /dev/null (`ls > /dev/null`
     reaches nothing outside)."""
     paths: list[str] = []
@@ -354,6 +361,7 @@ def call_facts(
     unclear: str | None = None
     named: list[str] = []
     written: list[str] = []
+    git_programs: list[str] = []
     protected: tuple[str, ...] = ()
     if tool in PATH_KEYS and isinstance(input.get(PATH_KEYS[tool]), str):
         paths.append(resolve(input[PATH_KEYS[tool]]))
@@ -378,6 +386,8 @@ def call_facts(
                     written += real
                 if links is not None and follows_links(sub):
                     paths += _followed(sub, here, links)
+                if git is not None and sub.unwrapped()[:1] == ("git",):
+                    git_programs += git(here)
             target = cd_target(sub)
             if target not in (None, "-"):
                 gone = [resolve(_at(here, target)) for here in heres]
@@ -394,6 +404,7 @@ def call_facts(
     return CallFacts(
         tool, input, tuple(paths), subcommands, protected, parts, unclear,
         tuple(dict.fromkeys(named)), tuple(dict.fromkeys(written)),
+        tuple(dict.fromkeys(git_programs)),
     )  # fmt: skip
 
 
@@ -560,7 +571,7 @@ def evaluate(
     if name == "Bash" and len(call.parts) > 1:
         bash_rules = [r for r in allow_rules if r.covers_tool("Bash")]
         if all(
-            part_read_only(sub) or any(bash_rule_matches(r, sub) for r in bash_rules)
+            _reads_only(call, sub) or any(bash_rule_matches(r, sub) for r in bash_rules)
             for sub in call.parts
         ):
             return Decision("allow", "every part is allowed by a rule or read-only")
@@ -599,6 +610,13 @@ def path_rule(kind: str, path: str) -> str:
     return f"{kind}(/{escaped})"
 
 
+def _reads_only(call: CallFacts, part: Part) -> bool:
+    """A read-only part, unless it is git in a repository whose config runs programs."""
+    if call.git_programs and part.unwrapped()[:1] == ("git",):
+        return False
+    return part_read_only(part)
+
+
 def _ask_or_deny(
     reason: str, mode: str, suggestion: str | None = None, outside: tuple[str, ...] = ()
 ) -> Decision:
@@ -616,7 +634,7 @@ def _by_mode(call: CallFacts, mode: str, ws: Workspace) -> Decision:
     if name in READ_TOOLS:
         return Decision("allow", "reads inside the workspace")
     if name == "Bash":
-        if all(part_read_only(s) for s in call.parts):
+        if all(_reads_only(call, s) for s in call.parts):
             return Decision("allow", "read-only command")
         if (
             mode == "acceptEdits"
@@ -635,9 +653,13 @@ def _by_mode(call: CallFacts, mode: str, ws: Workspace) -> Decision:
                 "Plan mode is on: only read-only commands may run. Present a plan instead.",
             )
         suggestion = bash_suggestion((call.parts or (Part(""),))[0])
-        return _ask_or_deny(
-            f"Running `{call.input.get('command', '')}` needs approval", mode, suggestion
-        )
+        why = f"Running `{call.input.get('command', '')}` needs approval"
+        if call.git_programs and all(part_read_only(s) for s in call.parts):
+            why += (
+                f": this repository's git configuration runs programs "
+                f"({', '.join(call.git_programs)}), so its git commands are not read-only"
+            )
+        return _ask_or_deny(why, mode, suggestion)
     if name in EDIT_TOOLS:
         if mode == "acceptEdits":
             return Decision("allow", "acceptEdits mode: edits inside the workspace")

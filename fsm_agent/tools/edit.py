@@ -13,6 +13,7 @@ from fsm_agent.tools.files import (
     encoding_name,
     encoding_of,
     missing_file,
+    open_verified,
     require_file_path,
     require_fresh_read,
     require_text_path,
@@ -228,7 +229,7 @@ def _response(
 def _read_text(path: str) -> tuple[str, str]:
     """The file's text and its encoding: UTF-16LE after that byte order mark, else
     UTF-8, as Claude Code reads a file to edit it; its byte order mark included."""
-    with open(path, "rb") as f:
+    with open_verified(path) as f:
         raw = f.read()
     encoding = encoding_of(raw)
     try:

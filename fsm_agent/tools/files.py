@@ -7,6 +7,7 @@ import errno
 import os
 import secrets
 import stat
+from typing import BinaryIO
 
 from fsm_agent.core.tool import ToolEnv, ToolInputError
 
@@ -45,8 +46,50 @@ def encoding_name(encoding: str) -> str:
 
 
 def file_encoding(path: str) -> str:
-    with open(path, "rb") as f:
+    with open_verified(path) as f:
         return encoding_of(f.read(len(UTF16LE_BOM)))
+
+
+SWAPPED = (
+    "{path} changed while it was being opened (a directory or link on its way now leads "
+    "elsewhere); nothing was read or written. Check the path and try again."
+)
+
+
+def opened_path(fd: int) -> str | None:
+    """Where an open descriptor really is (Linux's /proc/self/fd), or None where the
+    system cannot say."""
+    try:
+        return os.readlink(f"/proc/self/fd/{fd}")
+    except OSError:
+        return None
+
+
+def verify_opened(fd: int, path: str) -> None:
+    """Refuse (closing `fd`) a file or directory that is not where the check found
+    `path`: a symlink swapped in between the check and the open redirected it."""
+    real = opened_path(fd)
+    if real is not None and real != path:
+        os.close(fd)
+        raise ToolInputError(SWAPPED.format(path=path))
+
+
+def open_fd(path: str, flags: int) -> int:
+    """`path` (already resolved: no link on it) opened with `O_NOFOLLOW`, and checked
+    to be where it was resolved, so the check holds at use."""
+    try:
+        fd = os.open(path, flags | os.O_NOFOLLOW)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP or (exc.errno == errno.ENOTDIR and os.path.islink(path)):
+            raise ToolInputError(SWAPPED.format(path=path)) from None
+        raise
+    verify_opened(fd, path)
+    return fd
+
+
+def open_verified(path: str) -> BinaryIO:
+    """`path` opened for reading by `open_fd`."""
+    return os.fdopen(open_fd(path, os.O_RDONLY), "rb")
 
 
 def clip_line(line: str, limit: int = MAX_LINE_CHARS) -> str:
@@ -124,7 +167,7 @@ def read_text(path: str) -> str:
     """A file's text as a tool reports it, in its encoding (`encoding_of`); bytes that
     do not decode become U+FFFD, since a report must be valid Unicode to be logged and
     sent."""
-    with open(path, "rb") as f:
+    with open_verified(path) as f:
         raw = f.read()
     return raw.decode(encoding_of(raw), errors="replace")
 
@@ -163,16 +206,30 @@ def replace_atomically(path: str, data: bytes) -> None:
     keeps its mode (and owner, where allowed). A hard link to `path` from elsewhere
     (outside the workspace) keeps the old content: the name is given a new file, the
     file behind the other name is never written through. A file the user may not write
-    stays refused, as opening it would be."""
+    stays refused, as opening it would be. All of it relative to the directory opened
+    and verified once (`open_fd`), so a directory swapped for a link since the check
+    cannot redirect the write."""
+    parent, name = os.path.split(path)
+    directory = open_fd(parent or ".", os.O_RDONLY | os.O_DIRECTORY)
     try:
-        st: os.stat_result | None = os.stat(path)
+        _replace_in(directory, path, name, data)
+        os.fsync(directory)
+    finally:
+        os.close(directory)
+
+
+def _replace_in(directory: int, path: str, name: str, data: bytes) -> None:
+    try:
+        st: os.stat_result | None = os.stat(name, dir_fd=directory, follow_symlinks=False)
     except FileNotFoundError:
         st = None
-    if st is not None and not os.access(path, os.W_OK):
+    if st is not None and stat.S_ISLNK(st.st_mode):
+        raise ToolInputError(SWAPPED.format(path=path))
+    if st is not None and not os.access(name, os.W_OK, dir_fd=directory):
         raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), path)
-    parent, name = os.path.split(path)
-    temp = os.path.join(parent, f".{name}.{secrets.token_hex(4)}.fsm-tmp")
-    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o666)
+    temp = f".{name}.{secrets.token_hex(4)}.fsm-tmp"
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW
+    fd = os.open(temp, flags, 0o666, dir_fd=directory)
     try:
         if st is not None:
             os.fchmod(fd, stat.S_IMODE(st.st_mode))
@@ -184,16 +241,11 @@ def replace_atomically(path: str, data: bytes) -> None:
         os.fsync(fd)
     except BaseException:
         os.close(fd)
-        os.unlink(temp)
+        os.unlink(temp, dir_fd=directory)
         raise
     os.close(fd)
     try:
-        os.replace(temp, path)
+        os.replace(temp, name, src_dir_fd=directory, dst_dir_fd=directory)
     except BaseException:
-        os.unlink(temp)
+        os.unlink(temp, dir_fd=directory)
         raise
-    directory = os.open(parent or ".", os.O_RDONLY | os.O_DIRECTORY)
-    try:
-        os.fsync(directory)
-    finally:
-        os.close(directory)

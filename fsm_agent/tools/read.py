@@ -21,6 +21,7 @@ from fsm_agent.tools.files import (
     looks_binary,
     missing_file,
     mtime,
+    open_fd,
     require_text_path,
 )
 from fsm_agent.tools.workspace import check_path
@@ -123,8 +124,9 @@ def content_lines(content: str, count: int) -> list[str]:
 def _open_regular(path: str) -> BinaryIO:
     """`path` opened for reading if it is still a regular file. Opened without waiting,
     so that a FIFO put in its place since it was checked (by a command still running)
-    is refused, not waited on for ever by a read that cannot be cancelled."""
-    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    is refused, not waited on for ever by a read that cannot be cancelled; and only
+    where the check resolved it (`open_fd`), so a link swapped in since is refused."""
+    fd = open_fd(path, os.O_RDONLY | os.O_NONBLOCK)
     try:
         regular = stat.S_ISREG(os.fstat(fd).st_mode)
     except OSError:

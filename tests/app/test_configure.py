@@ -89,3 +89,49 @@ def test_a_fallback_that_is_the_main_model_is_refused(
     options = RunOptions(scripted=TOOL_ROUND, cwd=str(tmp_path), fallback_model="scripted")
     with pytest.raises(ConfigError, match="is the main model"):
         configure(options, print)
+
+
+def test_disable_bypass_permissions_mode_runs_a_bypass_run_in_default_mode(
+    tmp_path: Path,
+) -> None:
+    """`"disableBypassPermissionsMode": "disable"` in a settings file: the real CLI runs
+    `--permission-mode bypassPermissions` as default (its Write asked, so refused);
+    fsm-agent does too, with a warning naming the file."""
+    import json
+
+    from tests.support.cli import fsm
+
+    ws = tmp_path / "ws"
+    (ws / ".claude").mkdir(parents=True)
+    settings = ws / ".claude" / "settings.json"
+    settings.write_text(json.dumps({"permissions": {"disableBypassPermissionsMode": "disable"}}))
+    scenario = tmp_path / "write.json"
+    write = {"type": "tool_use", "id": "w", "name": "Write",
+             "input": {"file_path": "f.txt", "content": "x"}}  # fmt: skip
+    scenario.write_text(
+        json.dumps({"prompt": "go", "turns": [{"content": [write]}, {"content": "ok"}]})
+    )
+    env = {"HOME": str(tmp_path / "home")}
+    args = (
+        "run",
+        "--scripted",
+        str(scenario),
+        "--cwd",
+        str(ws),
+        "--log",
+        str(tmp_path / "a.jsonl"),
+    )
+    done = fsm(*args, "--permission-mode", "bypassPermissions", env=env)
+    assert done.returncode == 0, done.stderr
+    assert f"{settings}: permissions.disableBypassPermissionsMode" in done.stderr
+    assert not (ws / "f.txt").exists()
+    settings.write_text(json.dumps({"permissions": {"disableBypassPermissionsMode": True}}))
+    bad = fsm(*args[:-1], str(tmp_path / "b.jsonl"), env=env)
+    assert bad.returncode == 2
+    assert 'disableBypassPermissionsMode must be "disable"' in bad.stderr
+    settings.write_text("{}")
+    allowed = fsm(
+        *args[:-1], str(tmp_path / "c.jsonl"), "--permission-mode", "bypassPermissions", env=env
+    )
+    assert allowed.returncode == 0, allowed.stderr
+    assert (ws / "f.txt").read_text() == "x"
