@@ -28,7 +28,10 @@ from fsm_agent.tape.log import edge_text
     help="Re-run the engine against the log (or each of several); exit 1 on a divergence.",
 )
 @click.option("--path", "show_path", is_flag=True, help="Print the recorded transition path.")
-@click.option("--json", "as_json", is_flag=True, help="With --path: print it as JSON.")
+@click.option(
+    "--json", "as_json", is_flag=True,
+    help="With --path: print it as JSON; with --check: each log's outcome, a line of JSON.",
+)  # fmt: skip
 @click.option(
     "--fork-at",
     type=int,
@@ -95,14 +98,14 @@ def replay(
     for option, value in given.items():
         if value and not forking:
             fail(f"{option} is for a fork: give --fork-at N or --edit-effect K FILE")
-    for option, value in {"--path": show_path, "--json": as_json}.items():
+    for option, value in {"--path": show_path, "--json": as_json and not check}.items():
         if value and (check or forking):
             what = "--check replays the log" if check else "a fork goes on live"
             fail(f"{option} prints the recorded path; {what}: give one or the other")
     if check:
         if forking:
             fail("--check replays a log to its end; a fork (--fork-at, --edit-effect) goes on live")
-        load(REPLAY_MODES["check"])(logs)
+        load(REPLAY_MODES["check"])(logs, as_json)
         return
     if len(logs) > 1:
         fail(f"got {len(logs)} logs: only --check takes several")

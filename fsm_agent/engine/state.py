@@ -121,6 +121,14 @@ class LoopState:
         return hashlib.sha256(payload).hexdigest()[:16]
 
 
+def digested_fields(state: LoopState) -> dict[str, Any]:
+    """Every field of `state` but its messages, as plain data (permissions whole): what a
+    log's state deltas hold, and reports compare by name."""
+    fields = _digested()(state)
+    fields["permissions"] = _unstructure_permissions(state.permissions)
+    return fields
+
+
 @functools.cache
 def _digested() -> Callable[[LoopState], dict[str, Any]]:
     """Every field but the transcript, whose own chained digest stands for it, and the

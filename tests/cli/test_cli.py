@@ -13,6 +13,7 @@ import pytest
 from fsm_agent.cli.main import EXIT_CODES
 from tests.conftest import ROOT, SCENARIOS
 from tests.support.cli import fsm, one_error_line, run_scripted
+from tests.support.logs import write_log
 
 
 def test_run_scripted_end_to_end(workspace: Path, tmp_path: Path) -> None:
@@ -130,7 +131,7 @@ def test_replay_check_reports_divergence(scenario, tmp_path: Path) -> None:
     for row in rows:
         if row.get("edge") == "completed":
             row["edge"] = row["to"] = "max_turns"
-    log.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    write_log(log, rows)
     proc = fsm("replay", str(log), "--check")
     assert proc.returncode == 1
     assert "diverged at step" in proc.stderr and "max_turns" in proc.stderr
@@ -142,7 +143,7 @@ def test_replay_check_takes_several_logs_and_exits_with_the_worst(tmp_path: Path
     rows = [json.loads(r) for r in good.read_text().splitlines()]
     next(r for r in rows if r.get("edge") == "next_turn")["turn"] = 9
     changed = tmp_path / "changed.jsonl"
-    changed.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    write_log(changed, rows)
     junk = tmp_path / "junk.jsonl"
     junk.write_text("hello\n")
 
