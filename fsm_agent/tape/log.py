@@ -153,7 +153,7 @@ def _not_a_directory(path: Path) -> LogError:
     return LogError(f"{path}: cannot create the session log: {blocker} is not a directory")
 
 
-def digest(before: bytes, body: bytes) -> bytes:
+def digest(before: bytes, body: bytes | memoryview) -> bytes:
     """A line's chain digest: SHA-256 over the digest of the line before (nothing for the
     header) and the line's JSON without its `h`, as 16 hex digits."""
     hasher = hashlib.sha256(before)
@@ -164,9 +164,9 @@ def digest(before: bytes, body: bytes) -> bytes:
 def seal(data: bytes, before: bytes) -> tuple[bytes, bytes]:
     """`data` (one compact JSON object and its newline) with its chain digest as its last
     field `h`, and that digest, which the next line chains on."""
-    body = data[:-1]
-    sealed = digest(before, body)
-    return b"".join((body[:-1], _MARK, sealed, b'"}\n')), sealed
+    view = memoryview(data)
+    sealed = digest(before, view[:-1])
+    return b"".join((view[:-2], _MARK, sealed, b'"}\n')), sealed
 
 
 class Chain:

@@ -14,7 +14,7 @@ from fsm_agent.core.events import ModelCallError, StreamEvent
 from fsm_agent.engine.ports import Effects, Tape
 from fsm_agent.tape.effects import EFFECTS, Effect, Polls, model_record, same
 from fsm_agent.tape.log import LogWriter, MemoryWriter
-from fsm_agent.tape.state_diff import state_delta
+from fsm_agent.tape.state_diff import StateDeltas
 
 Writer = LogWriter | MemoryWriter
 
@@ -24,7 +24,7 @@ class RecordingTape(Tape):
         self.writer = writer
         self.path = writer.path
         self.step = 1
-        self._state: Any = None
+        self._deltas = StateDeltas()
         self.chained = getattr(writer, "chained", True)
 
     def start(self, messages: list[Any], read_files: dict[str, float] | None = None) -> None:
@@ -36,10 +36,9 @@ class RecordingTape(Tape):
     def transition(self, record: dict[str, Any], state: Any = None) -> None:
         """The transition, and in a chained log what the edge changed of the state (only
         a continue edge does): a replay whose state differs rebuilds the recorded one."""
-        before, self._state = self._state, state
         line = {"t": "transition", "step": self.step, **record}
-        if before is not None and state is not None and before is not state and self.chained:
-            delta = state_delta(before, state)
+        if state is not None and self.chained:
+            delta = self._deltas(state)
             if delta is not None:
                 line["delta"] = delta
         self.writer.write(line)

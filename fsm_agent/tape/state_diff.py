@@ -63,20 +63,37 @@ def parts_of(state: LoopState) -> StateParts:
     return StateParts([_plain_message(m) for m in state.messages], digested_fields(state))
 
 
-def state_delta(before: LoopState, after: LoopState) -> dict[str, Any] | None:
-    """What `after` changed of `before`, for the transition record: `messages` as `[k,
-    [the messages from index k]]` (k, the first that differs), and `fields`, each other
-    field that changed, whole. None when nothing did."""
-    delta: dict[str, Any] = {}
-    old, new = before.messages, after.messages
-    if old is not new and old.digest != new.digest:
-        at = _common_prefix(old, new)
-        delta["messages"] = [at, [_shortened(_plain_message(m)) for m in new.items[at:]]]
-    was, now = digested_fields(before), digested_fields(after)
-    changed = {k: v for k, v in now.items() if was.get(k) != v}
-    if changed:
-        delta["fields"] = changed
-    return delta or None
+class StateDeltas:
+    """What each state a run reaches changed of the one before, for its transition
+    records: `messages` as `[k, [the messages from index k]]` (k, the first that
+    differs), and `fields`, each other field that changed, whole. The last state's
+    fields are kept, so each state is turned into data once."""
+
+    def __init__(self) -> None:
+        self.state: LoopState | None = None
+        self.fields: dict[str, Any] = {}
+
+    def __call__(self, after: LoopState) -> dict[str, Any] | None:
+        """None for the first state (the start record's) and one that changed nothing."""
+        before, self.state = self.state, after
+        if before is None:
+            self.fields = digested_fields(after, with_permissions=False)
+            return None
+        if before is after:
+            return None
+        delta: dict[str, Any] = {}
+        old, new = before.messages, after.messages
+        if old is not new and old.digest != new.digest:
+            at = _common_prefix(old, new)
+            delta["messages"] = [at, [_shortened(_plain_message(m)) for m in new.items[at:]]]
+        was, now = self.fields, digested_fields(after, with_permissions=False)
+        self.fields = now
+        changed = {k: v for k, v in now.items() if was.get(k) != v}
+        if after.permissions is not before.permissions and after.permissions != before.permissions:
+            changed["permissions"] = digested_fields(after)["permissions"]
+        if changed:
+            delta["fields"] = changed
+        return delta or None
 
 
 def _common_prefix(old: Transcript, new: Transcript) -> int:
