@@ -958,3 +958,16 @@ def test_a_damaged_effect_of_the_step_a_run_was_killed_in_is_shown_as_recorded(
         assert lines[2].startswith("#1   model ") and json.dumps(result)[:5] in lines[2]
     finally:
         dbg.stepper.close()
+
+
+def test_diff_lists_the_effects_between_two_steps_whose_states_agree() -> None:
+    """`diff 0 7` on max_turns: its Glob ran in between, though the state changes only at
+    the next turn; the diff says so rather than '(no difference)' alone."""
+    debugger = Debugger(ROOT / "replays" / "max_turns.jsonl")
+    try:
+        shown = debugger.text("diff 0 7").splitlines()
+    finally:
+        debugger.stepper.close()
+    assert shown[:2] == ["LoopState, step 0 → step 7:", "  (no difference)"]
+    assert shown[2] == "effects of steps 1..7:"
+    assert any(line.split()[1:3] == ["tool", "Glob"] for line in shown[3:]), shown
