@@ -13,7 +13,7 @@ import pytest
 from fsm_agent.cli.main import EXIT_CODES
 from tests.conftest import ROOT, SCENARIOS
 from tests.support.cli import fsm, one_error_line, run_scripted
-from tests.support.logs import write_log
+from tests.support.logs import reseal, write_log
 
 
 def test_run_scripted_end_to_end(workspace: Path, tmp_path: Path) -> None:
@@ -361,7 +361,6 @@ def test_an_empty_path_is_named_as_one(args: list[str], tmp_path: Path) -> None:
     ("args", "message"),
     [
         (["--check", "--path"], "--path prints the recorded path; --check replays the log"),
-        (["--check", "--json"], "--json prints the recorded path; --check replays the log"),
         (["--path", "--fork-at", "3", "--scripted", "S"], "--path prints the recorded path; a"),
         (["--json", "--edit-effect", "1", "S", "--scripted", "S"], "--json prints the recorded"),
         (["--path", "-v"], "--verbose is for a fork: give --fork-at N or --edit-effect K FILE"),
@@ -380,3 +379,22 @@ def test_a_replay_option_that_would_do_nothing_is_refused(
     proc = fsm("replay", log, *args, cwd=tmp_path)
     one_error_line(proc, message)
     assert not list(tmp_path.iterdir())
+
+
+def test_check_json_gives_each_logs_outcome_as_data(tmp_path: Path) -> None:
+    """`--check --json`: a line of JSON per log, the divergence report as data."""
+    shipped = ROOT / "replays" / "fix_bug.jsonl"
+    lines = shipped.read_text().splitlines(keepends=True)
+    tool = next(i for i, line in enumerate(lines) if '"name":"tool"' in line and "3.75" in line)
+    lines[tool] = lines[tool].replace("3.75", "9.99")
+    edited = tmp_path / "edited.jsonl"
+    edited.write_text("".join(lines))
+    reseal(edited)
+    proc = fsm("replay", str(edited), str(shipped), "--check", "--json")
+    assert proc.returncode == 1, proc.stderr
+    first, second = (json.loads(line) for line in proc.stdout.splitlines())
+    assert second == {"log": str(shipped), "chained": True, "match": True, "steps": 34,
+                      "ends": "completed"}  # fmt: skip
+    (change,) = first["diverged"]["changes"]
+    assert change["where"].endswith("(tool_result toolu_02run).content")
+    assert (change["log"], change["code"]) == ("3.75", "9.99")
