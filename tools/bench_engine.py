@@ -28,7 +28,11 @@ machine, the yardstick the issue gives (about 6 µs on the machine it was
 written on): an iteration fires seven such triggers, and the figure tells
 how fast this machine is when comparing results across machines.
 
-    python tools/bench_engine.py [N ...] [--repeat R] [--no-writes]
+`--versus-unchained` runs each size with the chained log (digests and state deltas)
+and with the log before the chain, interleaved, and prints the ratio of their CPU
+µs per iteration: what the chain costs (target ≤ 1.05).
+
+    python tools/bench_engine.py [N ...] [--repeat R] [--no-writes] [--versus-unchained]
 """
 
 from __future__ import annotations
@@ -37,6 +41,7 @@ import argparse
 import asyncio
 import gc
 import statistics
+import sys
 import tempfile
 import time
 from itertools import pairwise
@@ -165,6 +170,26 @@ def unwritten(self: LogWriter, record: dict[str, Any]) -> None:
     jsontext.line(record)
 
 
+def versus_unchained(sizes: list[int], repeat: int) -> None:
+    """Each size run `repeat` times chained (this version's log) and as many times
+    unchained (`LogWriter.chained = False`: version 2, no digest, no state delta), the two
+    interleaved so a shared machine's drift falls on both; the ratio is of the medians."""
+    print(f"{'N':>6} {'chained cpu µs':>15} {'unchained cpu µs':>17} {'ratio':>7} {'sizes':>14}")
+    for n in sizes:
+        chained: list[tuple[float, float, float, int]] = []
+        unchained: list[tuple[float, float, float, int]] = []
+        for _ in range(repeat):
+            for flag, runs in ((True, chained), (False, unchained)):
+                LogWriter.chained = flag
+                runs.append(one_run(n))
+        LogWriter.chained = True
+        a = statistics.median(r[1] for r in chained)
+        b = statistics.median(r[1] for r in unchained)
+        sizes_k = f"{chained[0][3] / 1024:.0f}K/{unchained[0][3] / 1024:.0f}K"
+        print(f"{n:>6} {a:>15.1f} {b:>17.1f} {a / b:>7.3f} {sizes_k:>14}")
+    print(f"(medians of {repeat} interleaved runs each; ratio ≤ 1.05 is the target)")
+
+
 def main(sizes: list[int], repeat: int, note: str = "") -> None:
     """Each size runs `repeat` times and each column shows its median over the runs,
     so one hiccup of a shared machine does not make a figure. (At N = 10 the
@@ -186,7 +211,15 @@ if __name__ == "__main__":
     parser.add_argument(
         "--no-writes", action="store_true", help="make each log record but do not write it"
     )
+    parser.add_argument(
+        "--versus-unchained",
+        action="store_true",
+        help="time chained and unchained logs side by side (what the chain costs)",
+    )
     args = parser.parse_args()
+    if args.versus_unchained:
+        versus_unchained(args.sizes, max(1, args.repeat))
+        sys.exit(0)
     if args.no_writes:
         LogWriter.write = unwritten  # type: ignore[method-assign]
     main(args.sizes, max(1, args.repeat), "; log records made, not written" * args.no_writes)

@@ -9,6 +9,7 @@ shows as a growing peak/size column. Then times the debugger on the same
 log: opening it (index only), `g LAST` (replays to the end), `back` (cached).
 
     python tools/bench_replay.py [N ...]        # default: 1000 10000
+    python tools/bench_replay.py --versus-unchained [N ...]   # what the chain costs
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ if __package__ in (None, ""):
 from fsm_agent.app.replaying import areplay
 from fsm_agent.app.session import arun
 from fsm_agent.live.scripted import ScriptedModel
+from fsm_agent.tape.log import LogWriter
 from tools.bench_engine import Noop, bench_config, scenario
 
 
@@ -105,5 +107,31 @@ def main(sizes: list[int]) -> None:
             )
 
 
+def versus_unchained(sizes: list[int], repeat: int = 5) -> None:
+    """`replay --check` of the same session logged chained and unchained (version 2, as
+    before the chain), timed in turn so a shared machine's drift falls on both: the
+    ratio is what checking the chain costs."""
+    print(f"{'N':>6} {'chained t/s':>12} {'unchained t/s':>14} {'ratio':>7}")
+    for n in sizes:
+        with tempfile.TemporaryDirectory() as tmp:
+            logs = {True: Path(tmp) / "chained.jsonl", False: Path(tmp) / "unchained.jsonl"}
+            for flag, log in logs.items():
+                LogWriter.chained = flag
+                record(n, log)
+            LogWriter.chained = True
+            best = {True: float("inf"), False: float("inf")}
+            steps = 0
+            for _ in range(repeat):
+                for flag, log in logs.items():
+                    steps, seconds = timed(log, 1)
+                    best[flag] = min(best[flag], seconds)
+            a, b = steps / best[True], steps / best[False]
+            print(f"{n:>6} {a:>12,.0f} {b:>14,.0f} {a / b:>7.3f}")
+    print(f"(best of {repeat} interleaved replays each; ratio ≥ 0.95 is the target)")
+
+
 if __name__ == "__main__":
-    main([int(a) for a in sys.argv[1:]] or [1000, 10000])
+    if sys.argv[1:2] == ["--versus-unchained"]:
+        versus_unchained([int(a) for a in sys.argv[2:]] or [1000, 10000])
+    else:
+        main([int(a) for a in sys.argv[1:]] or [1000, 10000])

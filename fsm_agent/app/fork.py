@@ -146,12 +146,12 @@ class ForkTape(Tape):
     def start(self, messages: list[Any], read_files: dict[str, float] | None = None) -> None:
         self.recording.start(messages, read_files)
 
-    def transition(self, record: dict[str, Any]) -> None:
+    def transition(self, record: dict[str, Any], state: Any = None) -> None:
         if not self.live:
-            self.replay.transition(record)
+            self.replay.transition(record, state)
             if self.point.step is not None and self.recording.step >= self.point.step:
                 self._live = True
-        self.recording.transition(record)
+        self.recording.transition(record, state)
 
     def context(self, record: dict[str, Any]) -> None:
         self.recording.context(record)

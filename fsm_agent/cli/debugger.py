@@ -47,6 +47,7 @@ from fsm_agent.tape.breakpoints import (
 from fsm_agent.tape.divergence import Divergence, LogEnded, divergence_report, short_diff
 from fsm_agent.tape.header import other_machine_note
 from fsm_agent.tape.log import LogError, edge_text
+from fsm_agent.tape.state_diff import StateParts, state_changes
 from fsm_agent.tape.stepper import Stepper
 
 PATH_SHOWN = 15
@@ -527,14 +528,31 @@ class Debugger(cmd.Cmd):
                 continue
             if isinstance(x, Transcript):
                 lines.append(Text(f"  messages: {len(x)} → {len(y)}"))
-                start = len(x) if y.items[: len(x)] == x.items else 0
-                lines.extend(message_line(i + start, m) for i, m in enumerate(y.items[start:]))
+                if y.items[: len(x)] == x.items:  # appended to: the new ones
+                    lines.extend(
+                        message_line(i + len(x), m) for i, m in enumerate(y.items[len(x) :])
+                    )
+                else:  # rewritten (a compaction, a replay's own): which message, block, text
+                    old = StateParts([_plain(m) for m in x], {})
+                    new = StateParts([_plain(m) for m in y], {})
+                    lines.extend(Text(f"  {c.line()}") for c in state_changes(old, new))
                 continue
             for line in short_diff(_plain(x), _plain(y), f"{f}."):
                 lines.append(Text(f"  {line}"))
         if len(lines) == 1:
             lines.append(Text("  (no difference)"))
+        lines.extend(self._effects_between(min(a, b), max(a, b)))
         return Group(*lines)
+
+    def _effects_between(self, a: int, b: int) -> list[RenderableType]:
+        """The effects the steps after `a` up to `b` asked for: a tool call changes the state
+        only at the next turn, yet it ran in between."""
+        lines: list[RenderableType] = []
+        for step in range(a + 1, b + 1):
+            lines.extend(self._effect_lines(step))
+        if lines:
+            lines.insert(0, Text(f"effects of steps {a + 1}..{b}:", style="bold"))
+        return lines
 
     def do_where(self, arg: str) -> RenderableType:
         index = self.stepper.index

@@ -36,3 +36,17 @@ def warn_if_torn(path: Path) -> None:
     """A killed run leaves a torn last line: it is read up to it, and the user is told."""
     if path.is_file() and is_torn(path):
         say(f"fsm-agent: warning: {path}: the last line is torn; read up to it")
+
+
+def note_if_unchained(path: Path) -> None:
+    """A log from before the chain is read as before, and the user told once that a change
+    to it would go unnoticed (docs/log-format.md#chain)."""
+    try:
+        log = SessionLog(path)
+    except LogError:  # reported by whoever read it
+        return
+    if not log.chained:
+        say(
+            f"fsm-agent: note: {path}: unchained (a version {log.version} log, from before "
+            "every line carried a digest): a change to it since it was written may go unnoticed"
+        )

@@ -34,7 +34,10 @@ from fsm_agent.tape.log import edge_text
     help="With --check: open a log that diverged in the viewer, at the first differing step.",
 )
 @click.option("--path", "show_path", is_flag=True, help="Print the recorded transition path.")
-@click.option("--json", "as_json", is_flag=True, help="With --path: print it as JSON.")
+@click.option(
+    "--json", "as_json", is_flag=True,
+    help="With --path: print it as JSON; with --check: each log's outcome, a line of JSON.",
+)  # fmt: skip
 @click.option(
     "--fork-at",
     type=int,
@@ -103,7 +106,7 @@ def replay(
     for option, value in given.items():
         if value and not forking:
             fail(f"{option} is for a fork: give --fork-at N or --edit-effect K FILE")
-    for option, value in {"--path": show_path, "--json": as_json}.items():
+    for option, value in {"--path": show_path, "--json": as_json and not check}.items():
         if value and (check or forking):
             what = "--check replays the log" if check else "a fork goes on live"
             fail(f"{option} prints the recorded path; {what}: give one or the other")
@@ -112,7 +115,7 @@ def replay(
     if check:
         if forking:
             fail("--check replays a log to its end; a fork (--fork-at, --edit-effect) goes on live")
-        load(REPLAY_MODES["check"])(session_logs(logs), view)
+        load(REPLAY_MODES["check"])(session_logs(logs), view, as_json)
         return
     if len(logs) > 1:
         fail(f"got {len(logs)} logs: only --check takes several")

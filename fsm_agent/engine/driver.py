@@ -266,7 +266,7 @@ class Engine:
                 "state": digest,
             }
             step_no = self.tape.step
-            self.tape.transition(record)
+            self.tape.transition(record, state)
             path.append(STEPS[source, edge.name])
             self._emit(Transition(step_no, source, edge.dest, edge.name, state.turn_count))
             if self.on_step is not None:

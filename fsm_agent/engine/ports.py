@@ -120,7 +120,9 @@ class Tape:
     step: int = 1
     path: Path | None = None
 
-    def transition(self, record: dict[str, Any]) -> None:
+    def transition(self, record: dict[str, Any], state: Any = None) -> None:
+        """A transition taken; `state` (the `LoopState` after it) lets a log record what
+        changed, and a replay say where its state differs from the recorded one."""
         raise NotImplementedError
 
     def start(self, messages: list[Any], read_files: dict[str, float] | None = None) -> None:

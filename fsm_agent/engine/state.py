@@ -115,10 +115,26 @@ class LoopState:
         where it differs from `start` (the run's first): the digests in logs of
         engines whose state did not hold it then still match."""
         fields = _digested()(self)
+        _LAST_DIGESTED[:] = [self, dict(fields)]
         if start is not None and self.permissions != start:
             fields["permissions"] = _unstructure_permissions(self.permissions)
         payload = self.messages.digest.encode() + canonical(fields)
         return hashlib.sha256(payload).hexdigest()[:16]
+
+
+_LAST_DIGESTED: list[Any] = [None, {}]
+"""The last state `digest` turned into data, and that data: a log's state delta, made
+right after for the same state, takes it rather than making it again."""
+
+
+def digested_fields(state: LoopState, *, with_permissions: bool = True) -> dict[str, Any]:
+    """Every field of `state` but its messages, as plain data (permissions whole, unless
+    left out): what a log's state deltas hold, and reports compare by name."""
+    last, known = _LAST_DIGESTED
+    fields = dict(known) if last is state else _digested()(state)
+    if with_permissions:
+        fields["permissions"] = _unstructure_permissions(state.permissions)
+    return fields
 
 
 @functools.cache

@@ -82,10 +82,10 @@ class CutTape(ReplayTape):
             return name == "aborted"
         return super().polled(name, request)
 
-    def transition(self, record: dict[str, Any]) -> None:
+    def transition(self, record: dict[str, Any], state: Any = None) -> None:
         if self.cut_at is None:
             try:
-                super().transition(record)
+                super().transition(record, state)
                 return
             except LogEnded as end:
                 self._reached_end(end.matched)

@@ -24,6 +24,8 @@ class Divergence(Exception):
     what: str
     expected: Any
     got: Any
+    changes: tuple[Any, ...] = ()
+    """For differing states, each `state_diff.Change`: the field, message, block and text."""
 
     def __str__(self) -> str:
         return f"step {self.step}: {self.what}: expected {self.expected!r}, got {self.got!r}"
@@ -60,6 +62,28 @@ def short(value: Any, limit: int = 60) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
+def text_diff(a: str, b: str, around: int = 16, limit: int = 48) -> str:
+    """Where two texts part, as `at char N: "…a's part…" → "…b's part…"`: from a little
+    before the first character that differs to just past the last, each side cut short.
+    A long tool result edited in one number shows that number, not its first 60 chars."""
+    n = next((i for i, (x, y) in enumerate(zip(a, b, strict=False)) if x != y), min(len(a), len(b)))
+    tail = 0
+    while tail < min(len(a), len(b)) - n and a[len(a) - 1 - tail] == b[len(b) - 1 - tail]:
+        tail += 1
+    begin = max(0, n - around)
+
+    def part(text: str) -> str:
+        end = min(len(text), len(text) - tail + around)
+        piece = text[begin:end]
+        if len(piece) > limit:
+            piece = piece[: limit - 1] + "…"
+        elif end < len(text):
+            piece += "…"
+        return json.dumps(("…" if begin else "") + piece, ensure_ascii=False)
+
+    return f"at char {n}: {part(a)} → {part(b)}"
+
+
 def short_diff(expected: Any, got: Any, prefix: str = "", limit: int = 12) -> list[str]:
     """`key: expected → got` for each differing leaf, dicts walked by key."""
     lines: list[str] = []
@@ -72,9 +96,23 @@ def short_diff(expected: Any, got: Any, prefix: str = "", limit: int = 12) -> li
         for i, (a, b) in enumerate(zip(expected, got, strict=True)):
             if a != b:
                 lines.extend(short_diff(a, b, f"{prefix}{i}.", limit))
+    elif isinstance(expected, str) and isinstance(got, str) and max(len(expected), len(got)) > 60:
+        lines.append(f"{prefix.rstrip('.') or 'value'}: {text_diff(expected, got)}")
     elif expected != got:
         lines.append(f"{prefix.rstrip('.') or 'value'}: {short(expected)} → {short(got)}")
     return lines[:limit]
+
+
+def divergence_data(exc: Divergence) -> dict[str, Any]:
+    """The report as data, for `replay --check --json`."""
+    data: dict[str, Any] = {
+        "step": exc.step, "what": exc.what, "log": exc.expected, "code": exc.got,
+    }  # fmt: skip
+    if exc.changes:
+        data["changes"] = [change.as_data() for change in exc.changes]
+    else:
+        data["diff"] = exc.diff
+    return data
 
 
 def divergence_report(exc: Divergence, name: str = "") -> str:
@@ -91,7 +129,10 @@ def divergence_report(exc: Divergence, name: str = "") -> str:
         f"  code: {show(exc.got)}",
     ]
     diff = exc.diff
-    if diff and not isinstance(exc.expected, str) and not isinstance(exc.got, str):
+    if exc.changes:
+        lines.append("  what differs (log → code):")
+        lines.extend(f"    {change.line()}" for change in exc.changes)
+    elif diff and not isinstance(exc.expected, str) and not isinstance(exc.got, str):
         lines.append("  diff (log → code):")
         lines.extend(f"    {line}" for line in diff)
     return "\n".join(lines)

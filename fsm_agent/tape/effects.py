@@ -35,6 +35,7 @@ from fsm_agent.core.permission_types import (
 from fsm_agent.core.tool import ToolCall, ToolEnv, ToolOutcome
 from fsm_agent.engine.ports import interrupted
 from fsm_agent.hooks.outcomes import INTERRUPTED_HOOKS, HookOutcome
+from fsm_agent.tape.stream_check import stream_problem
 
 Key = tuple[str, Any]
 """A call as the log writes it: the request it is matched by, and its `args` (None: none)."""
@@ -130,6 +131,9 @@ def _model_result(recorded: Any) -> tuple[list[StreamEvent], ModelCallError | No
     if not isinstance(recorded, dict) or not isinstance(recorded.get("events"), list):
         raise CodecError('a model result is {"events": [...], "error": null}')
     events = structured(recorded["events"], list[StreamEvent])
+    problem = stream_problem(events)
+    if problem is not None:
+        raise CodecError(problem)
     error = recorded.get("error")
     if error is None:
         return events, None

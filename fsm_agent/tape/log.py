@@ -9,6 +9,7 @@ any other malformed line is a `LogError` naming it. See docs/log-format.md.
 from __future__ import annotations
 
 import fcntl
+import hashlib
 import json
 import os
 from collections.abc import Iterator
@@ -18,10 +19,19 @@ from typing import IO, Any
 from fsm_agent.core import jsontext
 
 FORMAT = "fsm-agent-session"
-VERSION = 2
-READS = (1, 2)
+VERSION = 3
+"""The version this writer writes: the one constant a format change bumps (everything that
+depends on a version keys on `CHAINED`)."""
+READS = tuple(range(1, VERSION + 1))
 """Versions this reader takes: 2 added `ModelRetry` to a model result's events, and a
-version 1 log is a version 2 log without any."""
+version 1 log is a version 2 log without any; 3 chained every line (`CHAINED`), and a
+version 2 log is read as before, unchained."""
+CHAINED = 3
+"""The first version whose every line ends in its chain digest `h` (docs/log-format.md#chain)."""
+_MARK = b',"h":"'
+_DIGEST = 16
+_SEAL = len(_MARK) + _DIGEST + 2
+"""`,"h":"` + 16 hex digits + `"}`: how a chained line ends (before its newline)."""
 TAIL_CHUNK = 8192
 """How much of a log's end `last_line` reads at a time, backwards."""
 REQUIRED: dict[str, tuple[str, ...]] = {
@@ -164,6 +174,86 @@ def _not_a_directory(path: Path) -> LogError:
     return LogError(f"{path}: cannot create the session log: {blocker} is not a directory")
 
 
+def digest(before: bytes, body: bytes | memoryview) -> bytes:
+    """A line's chain digest: SHA-256 over the digest of the line before (nothing for the
+    header) and the line's JSON without its `h`, as 16 hex digits."""
+    hasher = hashlib.sha256(before)
+    hasher.update(body)
+    return hasher.hexdigest()[:_DIGEST].encode()
+
+
+def seal(data: bytes, before: bytes) -> tuple[bytes, bytes]:
+    """`data` (one compact JSON object and its newline) with its chain digest as its last
+    field `h`, and that digest, which the next line chains on."""
+    view = memoryview(data)
+    sealed = digest(before, view[:-1])
+    return b"".join((view[:-2], _MARK, sealed, b'"}\n')), sealed
+
+
+class Chain:
+    """Checks each line of a chained log against the digest it ends in, so a byte changed
+    anywhere after it was written is named by its line.
+
+    A line is checked against the digest the line before it holds (not the one its text
+    gives), so a changed line is named alone; one whose digest was made again to fit is
+    named by the line after it. Lines of a log from before the chain must not have one:
+    a digest there says its version was changed.
+    """
+
+    def __init__(self, path: Path, version: int) -> None:
+        self.path = path
+        self.chained = version >= CHAINED
+        self.version = version
+        self.last = b""
+
+    def check(self, raw: bytes, lineno: int) -> None:
+        """`raw` (a whole line, with or without its newline) is the line written there."""
+        if not self.chained:
+            return
+        line = raw[:-1] if raw.endswith(b"\n") else raw
+        if len(line) <= _SEAL or line[-_SEAL : -_SEAL + len(_MARK)] != _MARK or line[-2:] != b'"}':
+            raise self.changed(lineno, "it does not end in its chain digest `h`")
+        recorded = line[-_DIGEST - 2 : -2]
+        computed = digest(self.last, line[:-_SEAL] + b"}")
+        if recorded != computed:
+            raise self.changed(
+                lineno,
+                f"its digest {recorded.decode(errors='replace')} is not {computed.decode()}, "
+                "that of its text and the line before",
+            )
+        self.last = recorded
+
+    def check_unchained(self, record: dict[str, Any], lineno: int) -> None:
+        """A record of a log from before the chain has no `h`: one that has came from a
+        chained log whose version was changed."""
+        if not self.chained and "h" in record:
+            raise LogError(
+                f"{self.path}:{lineno}: changed after it was written (a chain digest in a "
+                f"version {self.version} log, which has none: its version was changed?)"
+            )
+
+    def whole_then_more(self, raw: bytes) -> bool:
+        """Whether a last line cut short (no newline) is a whole chained line with bytes
+        after it: a line changed, not torn by a killed run."""
+        if not self.chained:
+            return False
+        end = raw.rfind(b'"}')
+        return end != -1 and end + 2 < len(raw) and _verifies(self.last, raw[: end + 2])
+
+    def changed(self, lineno: int, why: str) -> LogError:
+        return LogError(f"{self.path}:{lineno}: changed after it was written ({why})")
+
+
+def _verifies(before: bytes, line: bytes) -> bool:
+    if len(line) <= _SEAL or line[-_SEAL : -_SEAL + len(_MARK)] != _MARK:
+        return False
+    return line[-_DIGEST - 2 : -2] == digest(before, line[:-_SEAL] + b"}")
+
+
+def new_header(fields: dict[str, Any], chained: bool) -> dict[str, Any]:
+    return {"format": FORMAT, "version": VERSION if chained else CHAINED - 1, **fields}
+
+
 class LogWriter:
     """Appends records to a session log, one line each, written through at once.
 
@@ -187,12 +277,19 @@ class LogWriter:
         except FileExistsError:
             raise _already_there(path) from None
         fcntl.flock(self._file, fcntl.LOCK_EX)  # waits out a reader's brief look only
-        self.write({"format": FORMAT, "version": VERSION, **header})
+        self._last = b""
+        self.write(new_header(header, self.chained))
+
+    chained = True
+    """Whether lines are chained (`VERSION`); False writes version 2, as before the chain,
+    for the benchmarks that measure what the chain costs (tools/bench_*.py)."""
 
     def write(self, record: dict[str, Any]) -> None:
         if self._file is None:
             raise LogError(f"{self.path}: log is closed")
         data = jsontext.line(record)
+        if self.chained:
+            data, self._last = seal(data, self._last)
         written = self._file.write(data)
         while written < len(data):
             written += self._file.write(data[written:])
@@ -218,10 +315,13 @@ class MemoryWriter:
 
     def __init__(self, header: dict[str, Any]) -> None:
         self.path: Path | None = None
-        self.lines: list[bytes] = [jsontext.line({"format": FORMAT, "version": VERSION, **header})]
+        self.lines: list[bytes] = []
+        self._last = b""
+        self.write(new_header(header, True))
 
     def write(self, record: dict[str, Any]) -> None:
-        self.lines.append(jsontext.line(record))
+        line, self._last = seal(jsontext.line(record), self._last)
+        self.lines.append(line)
 
     def close(self) -> None:
         pass
@@ -246,6 +346,19 @@ class SessionLog:
         with self._open() as fh:
             first = fh.readline()
         self.header = self._parse_header(first)
+        self.version: int = self.header["version"]
+        self.chained = self.version >= CHAINED
+        """Whether every line carries its chain digest; an older log is read unchained."""
+        head = Chain(self.path, self.version)
+        head.check(first, 1)
+        head.check_unchained(self.header, 1)
+        self._head_digest = head.last
+
+    def chain(self) -> Chain:
+        """A check of the lines after the header, in order, from the header's digest."""
+        chain = Chain(self.path, self.version)
+        chain.last = self._head_digest
+        return chain
 
     def _open(self) -> IO[bytes]:
         """The file for reading; one it cannot open (no permission) is a `LogError`, so
@@ -290,6 +403,7 @@ class SessionLog:
     def records(self) -> Iterator[tuple[int, dict[str, Any]]]:
         """Yield `(line number, record)` after the header, streaming from disk."""
         order = RecordOrder(self.path)
+        chain = self.chain()
         with self._open() as fh:
             fh.readline()
             lineno = 1
@@ -297,18 +411,30 @@ class SessionLog:
             for raw in self.lines(fh):
                 lineno += 1
                 if pending is not None:
-                    yield lineno - 1, order(self.parse(pending, lineno - 1), lineno - 1)
+                    yield lineno - 1, order(self.checked(pending, lineno - 1, chain), lineno - 1)
                 pending = raw
             if pending is not None:
                 torn = not pending.endswith(b"\n")
                 try:
-                    record = order(self.parse(pending, lineno), lineno)
+                    record = self.parse(pending, lineno)
                 except LogError:
                     if not torn:
                         raise
+                    if chain.whole_then_more(pending):
+                        raise chain.changed(lineno, "bytes after its end") from None
                     self.torn = True
                 else:
-                    yield lineno, record
+                    chain.check(pending, lineno)
+                    chain.check_unchained(record, lineno)
+                    yield lineno, order(record, lineno)
+
+    def checked(self, raw: bytes, lineno: int, chain: Chain) -> dict[str, Any]:
+        """A whole line parsed, then checked against the chain: a line that is no record
+        is named as such, one changed otherwise as changed."""
+        record = self.parse(raw, lineno)
+        chain.check(raw, lineno)
+        chain.check_unchained(record, lineno)
+        return record
 
     def parse(self, raw: bytes, lineno: int) -> dict[str, Any]:
         try:

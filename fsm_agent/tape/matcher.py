@@ -20,11 +20,12 @@ from fsm_agent.core.messages import Message
 from fsm_agent.engine.machine import TERMINAL_REASONS
 from fsm_agent.engine.ports import Effects, Tape
 from fsm_agent.hooks.outcomes import NO_OPINION, HookOutcome
-from fsm_agent.tape.divergence import Divergence, LogEnded, short
+from fsm_agent.tape.divergence import Divergence, LogEnded, short, short_diff
 from fsm_agent.tape.effects import BY_NAME, EFFECTS, TOOL_PIPELINE, Effect, Polls, plain
 from fsm_agent.tape.header import config_of
 from fsm_agent.tape.log import LogError, SessionLog, no_start
 from fsm_agent.tape.old_logs import LATER_EVENTS, hooks_had_no_say, poll_keys
+from fsm_agent.tape.state_diff import Change, parts_of, recorded_state, state_changes
 
 
 class ReplayTape(Tape):
@@ -70,6 +71,7 @@ class ReplayTape(Tape):
         self._taken: list[dict[str, Any]] = []
         """The effects of this step already answered, for a report of what it recorded."""
         self._expected: dict[str, Any] | None = None
+        self._first: Any = None
         self.start_messages: list[Any] = []
         self.start_line = 0
         self.line: int | None = None
@@ -147,7 +149,9 @@ class ReplayTape(Tape):
         if (read_files or {}) != self.start_read_files:
             raise Divergence(0, "initial read files", self.start_read_files, read_files)
 
-    def transition(self, record: dict[str, Any]) -> None:
+    def transition(self, record: dict[str, Any], state: Any = None) -> None:
+        if self._first is None:
+            self._first = state  # the run's first state: the start record's, checked
         expected = self._expected
         carry = record.get("from") != "tool_execution" and record.get("to") not in TERMINAL_REASONS
         leftover = [
@@ -164,12 +168,25 @@ class ReplayTape(Tape):
         key = _transition_key if self.strict else _path_key
         if key(expected) != key(record):
             raise Divergence(
-                self.step, "transition", _transition_view(expected), _transition_view(record)
-            )
+                self.step, "transition", _transition_view(expected), _transition_view(record),
+                self._state_changes(expected, record, state),
+            )  # fmt: skip
         if leftover:
             raise _not_asked(self.step, leftover[0], f"the code went on to {_edge_text(record)}")
         self.step += 1
         self._load_step(carry)
+
+    def _state_changes(
+        self, expected: dict[str, Any], record: dict[str, Any], state: Any
+    ) -> tuple[Change, ...]:
+        """Where the code's state differs from the one the log had, when only the state
+        digests differ: the log is read again up to here, so replay holds nothing more."""
+        if state is None or self._first is None or _path_key(expected) != _path_key(record):
+            return ()
+        recorded = recorded_state(SessionLog(self.log.path), self.step, self._first)
+        if recorded is None:
+            return ()
+        return tuple(state_changes(recorded, parts_of(state)))
 
     def _look_ahead(self, fits: Callable[[dict[str, Any]], bool]) -> dict[str, Any] | None:
         """A tool-pipeline effect recorded later in this iteration (the call started early)."""
@@ -225,6 +242,8 @@ class ReplayTape(Tape):
             raise Divergence(self.step, f"effect {name}", self._recorded_here(name), got)
         record = queue.popleft()
         self._taken.append(record)
+        if self.strict and record.get("args") != args and record["request"] == request:
+            self._args_changed(record, args)
         number = record.get("_n")
         if number in self.edits:
             self.edited = number
@@ -232,6 +251,15 @@ class ReplayTape(Tape):
             return self.edits[number]
         self.line = record["_line"]
         return record["result"]
+
+    def _args_changed(self, record: dict[str, Any], args: Any) -> None:
+        """The call is the recorded one (its request digest), yet its `args` (what the
+        debugger and reports show of it) are not: the record was changed, not the code."""
+        diff = "; ".join(short_diff(record.get("args", "<absent>"), args, limit=3))
+        raise LogError(
+            f"{self.path}:{record['_line']}: changed after it was written (the {record['name']} "
+            f"effect's args are not the call's, whose request digest it has: {diff})"
+        )
 
     def _recorded_here(self, name: str) -> Any:
         """What the log has instead of the effect asked for: a `name` effect with

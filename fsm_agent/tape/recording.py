@@ -14,6 +14,7 @@ from fsm_agent.core.events import ModelCallError, StreamEvent
 from fsm_agent.engine.ports import Effects, Tape
 from fsm_agent.tape.effects import EFFECTS, Effect, Polls, model_record, same
 from fsm_agent.tape.log import LogWriter, MemoryWriter
+from fsm_agent.tape.state_diff import StateDeltas
 
 Writer = LogWriter | MemoryWriter
 
@@ -23,6 +24,8 @@ class RecordingTape(Tape):
         self.writer = writer
         self.path = writer.path
         self.step = 1
+        self._deltas = StateDeltas()
+        self.chained = getattr(writer, "chained", True)
 
     def start(self, messages: list[Any], read_files: dict[str, float] | None = None) -> None:
         record: dict[str, Any] = {"t": "start", "messages": messages}
@@ -30,8 +33,15 @@ class RecordingTape(Tape):
             record["read_files"] = read_files
         self.writer.write(record)
 
-    def transition(self, record: dict[str, Any]) -> None:
-        self.writer.write({"t": "transition", "step": self.step, **record})
+    def transition(self, record: dict[str, Any], state: Any = None) -> None:
+        """The transition, and in a chained log what the edge changed of the state (only
+        a continue edge does): a replay whose state differs rebuilds the recorded one."""
+        line = {"t": "transition", "step": self.step, **record}
+        if state is not None and self.chained:
+            delta = self._deltas(state)
+            if delta is not None:
+                line["delta"] = delta
+        self.writer.write(line)
         self.step += 1
 
     def context(self, record: dict[str, Any]) -> None:

@@ -63,11 +63,14 @@ class LogIndex:
 
     def _scan(self) -> None:
         order = RecordOrder(self.log.path)
+        chain = self.log.chain()
         with self.log.path.open("rb") as fh:
             pos = len(fh.readline())
             for lineno, raw in enumerate(self.log.lines(fh), start=2):
                 offset, pos = pos, pos + len(raw)
                 if not raw.endswith(b"\n") and not _whole(raw):
+                    if chain.whole_then_more(raw):
+                        self.damage = self.damage or chain.changed(lineno, "bytes after its end")
                     break  # a torn last line (a killed run): read up to it, as replay does
                 head = _HEAD.match(raw)
                 kind, number = (head.group(1).decode(), head.group(2)) if head else ("", None)
@@ -77,6 +80,11 @@ class LogIndex:
                     else:  # read whole, so a record of the wrong shape is named as replay does
                         record = self.log.parse(raw, lineno)
                         kind, step = record["t"], record.get("step", 0)
+                except LogError as exc:
+                    self.damage = self.damage or exc
+                    continue
+                try:
+                    chain.check(raw, lineno)  # a changed line is not shown: replay stops there
                 except LogError as exc:
                     self.damage = self.damage or exc
                     continue

@@ -16,6 +16,7 @@ from fsm_agent.live.scripted import Scenario, ScriptedHooks, ScriptedModel
 from fsm_agent.tape.log import SessionLog
 from tests.conftest import SCENARIOS
 from tests.support.cli import fsm
+from tests.support.logs import reseal
 from tests.support.pty import spawn
 
 ALT = {
@@ -319,6 +320,7 @@ def test_a_fork_of_a_log_with_a_damaged_header_says_so_before_replaying(
     lines[0] = json.dumps({**header, "config": {**header["config"], "max_turns": "x"}})
     damaged = tmp_path / "damaged.jsonl"
     damaged.write_text("\n".join(lines) + "\n")
+    reseal(damaged)
     proc = fsm(
         "replay", str(damaged), "--fork-at", "3", "--scripted", str(alt),
         "--cwd", str(elsewhere), "--log", str(tmp_path / "f.jsonl"),
@@ -338,6 +340,7 @@ def test_a_fork_whose_parent_start_is_damaged_writes_no_log(
     lines[1] = json.dumps({**start, "messages": "not a list"})
     damaged = tmp_path / "damaged.jsonl"
     damaged.write_text("\n".join(lines) + "\n")
+    reseal(damaged)
     with pytest.raises(LogError, match="the start messages"):
         fork(damaged, ForkPoint(step=3), elsewhere, tmp_path / "f.jsonl")
     assert not (tmp_path / "f.jsonl").exists()
@@ -349,6 +352,7 @@ def test_a_fork_of_a_torn_log_warns_as_replay_does(
     lines = parent.read_text().splitlines(keepends=True)
     torn = tmp_path / "torn.jsonl"
     torn.write_text("".join(lines[:20]) + lines[20][:40])
+    reseal(torn)
     new = tmp_path / "f.jsonl"
     proc = fsm(
         "replay", str(torn), "--fork-at", "5", "--scripted", str(alt),

@@ -11,6 +11,7 @@ import pytest
 from fsm_agent.tape.divergence import Divergence, LogEnded
 from fsm_agent.tape.log import LogError
 from tests.conftest import ROOT, SCENARIOS
+from tests.support.logs import reseal, write_log
 
 pytest_plugins = ["pytester"]
 REPLAYS = ROOT / "replays"
@@ -44,7 +45,7 @@ def test_fsm_run_fails_on_a_divergent_log(fsm_run, tmp_path: Path) -> None:
     changed = [json.loads(r) for r in rows]
     next(r for r in changed if r.get("edge") == "next_turn")["turn"] = 9
     log = tmp_path / "changed.jsonl"
-    log.write_text("".join(json.dumps(r) + "\n" for r in changed))
+    write_log(log, changed)
     with pytest.raises(Divergence) as info:
         fsm_run(log)
     assert info.value.step == 7
@@ -54,6 +55,7 @@ def test_fsm_run_fails_on_a_log_cut_short(fsm_run, tmp_path: Path) -> None:
     rows = (REPLAYS / "tool_round.jsonl").read_text().splitlines(keepends=True)
     log = tmp_path / "cut.jsonl"
     log.write_text("".join(rows[:12]))
+    reseal(log)
     with pytest.raises(LogEnded, match="the log ends after step"):
         fsm_run(log)
 
@@ -63,7 +65,7 @@ def test_fsm_run_fails_on_a_damaged_log_naming_the_line(fsm_run, tmp_path: Path)
     line = next(i for i, r in enumerate(rows) if r.get("name") == "tool")
     rows[line]["result"] = {"content": 5}
     log = tmp_path / "damaged.jsonl"
-    log.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    write_log(log, rows)
     with pytest.raises(LogError, match=f"damaged.jsonl:{line + 1}: the recorded tool is not valid"):
         fsm_run(log)
 

@@ -28,7 +28,7 @@ from fsm_agent.engine.ports import INTERRUPTED
 from fsm_agent.tape.divergence import LogEnded
 from tests.conftest import ROOT
 from tests.support.cli import fsm, one_error_line
-from tests.support.logs import change_next_turn, cut, transitions_in
+from tests.support.logs import change_next_turn, cut, reseal, transitions_in
 
 SHIPPED = sorted((ROOT / "replays").glob("*.jsonl"))
 ANSWER = {"turns": [{"content": [{"type": "text", "text": "Going on."}]}]}
@@ -293,6 +293,7 @@ def test_a_damaged_cut_log_is_one_error_line(damage: str, tmp_path: Path) -> Non
         rows[at] = b'{"t":"transition",\n'
     damaged = tmp_path / "damaged.jsonl"
     damaged.write_bytes(b"".join(rows))
+    reseal(damaged)
     needle = "corrupt record" if damage == "corrupt_record" else "cannot resume"
     done = fsm("run", "--resume", str(damaged), "--scripted", str(tmp_path / "none.json"), "x")
     one_error_line(done, needle)

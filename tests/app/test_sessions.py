@@ -19,6 +19,7 @@ from fsm_agent.core.messages import Message, TextBlock, user
 from fsm_agent.tape.log import TAIL_CHUNK, LogWriter, being_written, last_line
 from tests.conftest import ROOT, SCENARIOS
 from tests.support.cli import fsm, one_error_line
+from tests.support.logs import reseal, write_log
 
 ANSWER = {"turns": [{"content": [{"type": "text", "text": "It says hello."}]}]}
 
@@ -75,7 +76,7 @@ def test_a_resumed_run_expands_home_as_this_machine_does(workspace: Path, tmp_pa
     scripted_run(workspace, "tool_round", "--log", str(first))
     records = lines_of(first)
     records[0]["config"]["home"] = "/home/elsewhere"
-    first.write_text("".join(json.dumps(r) + "\n" for r in records))
+    write_log(first, records)
     answer = tmp_path / "answer.json"
     answer.write_text(json.dumps(ANSWER))
     second = tmp_path / "second.jsonl"
@@ -301,6 +302,7 @@ def test_a_log_killed_during_a_tool_shows_its_turn(tmp_path: Path) -> None:
     tool = max(i for i, r in enumerate(records) if r.get("name") == "tool")
     cut = tmp_path / "cut.jsonl"
     cut.write_bytes(b"".join(lines[: tool + 1]))
+    reseal(cut)
     last = next(r for r in reversed(records[:tool]) if r.get("t") == "transition")
     info = describe(cut)
     assert info.status == "cut_short"
@@ -358,7 +360,7 @@ def test_sessions_lists_hand_edited_logs_of_the_wrong_types(workspace: Path) -> 
     def edited(name: str, line: int, **changes: object) -> None:
         copy = [dict(r) for r in rows]
         copy[line] = {**copy[line], **changes}
-        (folder / name).write_text("".join(json.dumps(r) + "\n" for r in copy))
+        write_log(folder / name, copy)
 
     edited("created.jsonl", 0, created=7)
     edited("session_id.jsonl", 0, session_id=12345)
@@ -435,7 +437,7 @@ def test_sessions_table_shows_brackets_as_written(workspace: Path) -> None:
     (source,) = folder.glob("*.jsonl")
     rows = lines_of(source)
     rows[0] = {**rows[0], "session_id": "[/]abc", "created": "[bold]2026"}
-    (folder / "edited.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    write_log(folder / "edited.jsonl", rows)
     (folder / "[b]broken.jsonl").write_text("not a log\n")
     table = fsm("sessions", "--cwd", str(workspace), env={"COLUMNS": "120"})
     assert table.returncode == 0, table.stderr

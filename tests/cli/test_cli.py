@@ -13,6 +13,7 @@ import pytest
 from fsm_agent.cli.main import EXIT_CODES
 from tests.conftest import ROOT, SCENARIOS
 from tests.support.cli import fsm, one_error_line, run_scripted
+from tests.support.logs import reseal, write_log
 
 
 def test_run_scripted_end_to_end(workspace: Path, tmp_path: Path) -> None:
@@ -130,7 +131,7 @@ def test_replay_check_reports_divergence(scenario, tmp_path: Path) -> None:
     for row in rows:
         if row.get("edge") == "completed":
             row["edge"] = row["to"] = "max_turns"
-    log.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    write_log(log, rows)
     proc = fsm("replay", str(log), "--check")
     assert proc.returncode == 1
     assert "diverged at step" in proc.stderr and "max_turns" in proc.stderr
@@ -142,7 +143,7 @@ def test_replay_check_takes_several_logs_and_exits_with_the_worst(tmp_path: Path
     rows = [json.loads(r) for r in good.read_text().splitlines()]
     next(r for r in rows if r.get("edge") == "next_turn")["turn"] = 9
     changed = tmp_path / "changed.jsonl"
-    changed.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    write_log(changed, rows)
     junk = tmp_path / "junk.jsonl"
     junk.write_text("hello\n")
 
@@ -360,7 +361,6 @@ def test_an_empty_path_is_named_as_one(args: list[str], tmp_path: Path) -> None:
     ("args", "message"),
     [
         (["--check", "--path"], "--path prints the recorded path; --check replays the log"),
-        (["--check", "--json"], "--json prints the recorded path; --check replays the log"),
         (["--path", "--fork-at", "3", "--scripted", "S"], "--path prints the recorded path; a"),
         (["--json", "--edit-effect", "1", "S", "--scripted", "S"], "--json prints the recorded"),
         (["--path", "-v"], "--verbose is for a fork: give --fork-at N or --edit-effect K FILE"),
@@ -435,3 +435,20 @@ def test_a_second_ctrl_c_during_a_bash_call_ends_cleanly(tmp_path: Path) -> None
     assert err in ("fsm-agent: interrupted\n", ""), err
     if proc.returncode == 15:
         assert "■ aborted_tools" in out
+def test_check_json_gives_each_logs_outcome_as_data(tmp_path: Path) -> None:
+    """`--check --json`: a line of JSON per log, the divergence report as data."""
+    shipped = ROOT / "replays" / "fix_bug.jsonl"
+    lines = shipped.read_text().splitlines(keepends=True)
+    tool = next(i for i, line in enumerate(lines) if '"name":"tool"' in line and "3.75" in line)
+    lines[tool] = lines[tool].replace("3.75", "9.99")
+    edited = tmp_path / "edited.jsonl"
+    edited.write_text("".join(lines))
+    reseal(edited)
+    proc = fsm("replay", str(edited), str(shipped), "--check", "--json")
+    assert proc.returncode == 1, proc.stderr
+    first, second = (json.loads(line) for line in proc.stdout.splitlines())
+    assert second == {"log": str(shipped), "chained": True, "match": True, "steps": 34,
+                      "ends": "completed"}  # fmt: skip
+    (change,) = first["diverged"]["changes"]
+    assert change["where"].endswith("(tool_result toolu_02run).content")
+    assert (change["log"], change["code"]) == ("3.75", "9.99")

@@ -17,6 +17,7 @@ from fsm_agent.tape.divergence import LogEnded
 from fsm_agent.tape.stepper import CACHE, LogIndex, Stepper
 from tests.conftest import ROOT
 from tests.support.cli import fsm
+from tests.support.logs import reseal, write_log
 from tests.support.pty import wrapped
 
 
@@ -167,7 +168,7 @@ def test_a_divergent_log_stops_the_debugger_at_the_divergence(tool_round: Path) 
     rows = [json.loads(line) for line in tool_round.read_text().splitlines()]
     target = next(r for r in rows if r.get("edge") == "next_turn")
     target["state"] = "0" * 16
-    tool_round.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    write_log(tool_round, rows)
     dbg = Debugger(tool_round)
     report = fsm("replay", "--check", str(tool_round)).stderr
     assert report.startswith("✗ diverged at step 7: transition\n  log:  {")
@@ -243,6 +244,7 @@ def test_a_corrupt_line_stops_the_debugger_there(tool_round: Path) -> None:
     i = next(n for n, line in enumerate(lines) if '"step":9,' in line and "transition" in line)
     lines[i] = "{not json\n"
     tool_round.write_text("".join(lines))
+    reseal(tool_round)
     dbg = Debugger(tool_round, width=len(str(tool_round)) + 200)  # the path's line unwrapped
     assert dbg.text("g 7").startswith("step 7/19")
     out = dbg.text("n")
@@ -442,6 +444,7 @@ def test_a_torn_last_line_is_not_a_step(tool_round: Path) -> None:
     """A killed run tears its last line: the index stops before it, as replay does."""
     lines = tool_round.read_bytes().splitlines(keepends=True)
     tool_round.write_bytes(b"".join(lines[:20]) + lines[20][:40])
+    reseal(tool_round)
     dbg = Debugger(tool_round)
     try:
         assert dbg.stepper.index.steps == 12
@@ -467,6 +470,7 @@ def test_a_damaged_record_read_by_offset_names_its_line(tool_round: Path) -> Non
     i = next(n for n, line in enumerate(lines) if '"step":5,' in line and "transition" in line)
     lines[i] = lines[i][:60] + "\n"
     tool_round.write_text("".join(lines))
+    reseal(tool_round)
     index = LogIndex(SessionLog(tool_round))
     with pytest.raises(LogError, match=rf"{re.escape(str(tool_round))}:{i + 1}: corrupt record"):
         index.transition(5)
@@ -693,6 +697,7 @@ def test_a_divergence_found_after_its_step_says_why_the_steps_were_shown(tmp_pat
     rows[second_model] = rows[second_model].replace("notes.txt", "other.txt")
     log = tmp_path / "early.jsonl"
     log.write_text("".join(rows))
+    reseal(log)
     dbg = Debugger(log)
     try:
         assert dbg.text("g 11").startswith("step 11/")
@@ -744,7 +749,7 @@ def test_a_divergence_from_another_machine_s_log_says_so_as_check_does(
     rows = [json.loads(line) for line in tool_round.read_text().splitlines()]
     rows[0]["fingerprint"] = "0123456789abcdef"
     next(r for r in rows if r.get("edge") == "next_turn")["state"] = "0" * 16
-    tool_round.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    write_log(tool_round, rows)
     report = fsm("replay", "--check", str(tool_round)).stderr
     assert "  note: the log was written by another machine" in report
     dbg = Debugger(tool_round, width=200)
@@ -855,7 +860,7 @@ def test_a_count_past_a_divergence_stops_where_the_replay_stopped(tool_round: Pa
     (and gdb's `next 10` into a crash), it goes as far as the replay went and says why."""
     rows = [json.loads(line) for line in tool_round.read_text().splitlines()]
     next(r for r in rows if r.get("edge") == "next_turn")["state"] = "0" * 16
-    tool_round.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    write_log(tool_round, rows)
     report = fsm("replay", "--check", str(tool_round)).stderr
     dbg = Debugger(tool_round, width=200)
     try:
@@ -879,6 +884,7 @@ def test_effects_at_the_end_of_a_log_cut_short_shows_the_unfinished_step_s(
     rows = tool_round.read_text().splitlines(keepends=True)
     killed = next(i for i, r in enumerate(rows) if '"name":"tool"' in r)
     tool_round.write_text("".join(rows[:killed]))
+    reseal(tool_round)
     dbg = Debugger(tool_round, width=200)
     try:
         assert dbg.text("g 4").startswith("step 4/4: abort_check -[tool_use]-> tool_execution")
@@ -904,6 +910,7 @@ def test_a_log_still_written_is_debugged_as_it_was_when_opened(tool_round: Path)
     rows = whole.splitlines(keepends=True)
     seventh = next(i for i, r in enumerate(rows) if b'"step":7,"from"' in r)
     tool_round.write_bytes(b"".join(rows[: seventh + 1]) + rows[seventh + 1][:10])
+    reseal(tool_round)
     dbg = Debugger(tool_round, width=200)
     try:
         tool_round.write_bytes(whole)  # the run goes on writing
@@ -942,7 +949,7 @@ def test_a_damaged_effect_of_the_step_a_run_was_killed_in_is_shown_as_recorded(
     rows = [json.loads(line) for line in tool_round.read_text().splitlines()]
     model = next(i for i, r in enumerate(rows) if r.get("name") == "model")
     rows[model]["result"] = result
-    tool_round.write_text("".join(json.dumps(r) + "\n" for r in rows[: model + 1]))
+    write_log(tool_round, rows[: model + 1])
     dbg = Debugger(tool_round, width=200)
     try:
         assert dbg.text("g 2").startswith("step 2/2:")
@@ -995,3 +1002,14 @@ def test_ll_lists_the_whole_machine_with_the_current_state_marked(dbg: Debugger)
     assert "  preprocess" in lines and "  recovery" in lines
     assert dbg.text("ll") == dbg.text("longlist")
     assert len(lines) > len(dbg.text("l").splitlines())
+def test_diff_lists_the_effects_between_two_steps_whose_states_agree() -> None:
+    """`diff 0 7` on max_turns: its Glob ran in between, though the state changes only at
+    the next turn; the diff says so rather than '(no difference)' alone."""
+    debugger = Debugger(ROOT / "replays" / "max_turns.jsonl")
+    try:
+        shown = debugger.text("diff 0 7").splitlines()
+    finally:
+        debugger.stepper.close()
+    assert shown[:2] == ["LoopState, step 0 → step 7:", "  (no difference)"]
+    assert shown[2] == "effects of steps 1..7:"
+    assert any(line.split()[1:3] == ["tool", "Glob"] for line in shown[3:]), shown

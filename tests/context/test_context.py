@@ -59,6 +59,7 @@ from fsm_agent.live.scripted import Scenario, ScriptedModel
 from fsm_agent.tape.log import SessionLog
 from tests.conftest import SCENARIOS
 from tests.support.cli import fsm
+from tests.support.logs import reseal
 from tests.support.messages_server import (
     MessagesServer,
     StreamReply,
@@ -258,6 +259,7 @@ def test_a_run_config_with_limits_no_run_can_keep_is_refused(
     header = json.loads(lines[0])
     header["config"][field] = value
     log.write_text("\n".join([json.dumps(header), *lines[1:]]) + "\n")
+    reseal(log)
     proc = subprocess.run(
         [sys.executable, "-m", "fsm_agent.cli", "replay", "--check", str(log)],
         capture_output=True,

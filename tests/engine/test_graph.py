@@ -13,6 +13,7 @@ from fsm_agent.engine.graph import count_path, dot, machine_doc, mermaid
 from fsm_agent.engine.machine import EDGES, STATES
 from tests.conftest import ROOT
 from tests.support.cli import fsm
+from tests.support.logs import reseal
 
 
 def test_mermaid_has_every_state_and_every_named_edge() -> None:
@@ -61,6 +62,7 @@ def test_a_transition_whose_edge_is_not_text_is_a_damaged_log(
     lines[at] = json.dumps({**record, "from": 5, "edge": None, "to": [1]})
     log = tmp_path / "damaged.jsonl"
     log.write_text("\n".join(lines) + "\n")
+    reseal(log)
     proc = fsm(*command, str(log))
     assert proc.returncode == 2
     assert (
@@ -77,6 +79,7 @@ def _with_an_edge_from_elsewhere(tmp_path: Path, dest: str) -> Path:
     lines[at] = json.dumps({**json.loads(lines[at]), **odd})
     log = tmp_path / "other.jsonl"
     log.write_text("\n".join(lines) + "\n")
+    reseal(log)
     return log
 
 

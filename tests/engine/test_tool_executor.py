@@ -38,6 +38,7 @@ from fsm_agent.tape.log import SessionLog
 from tests.conftest import SCENARIOS
 from tests.support.cli import fsm
 from tests.support.hooks import effect_records
+from tests.support.logs import reseal
 
 
 class Probe:
@@ -404,6 +405,7 @@ def test_a_run_records_its_home_and_an_old_log_replays_with_this_machines(
     old = tmp_path / "old.jsonl"
     lines = log.read_text().splitlines(keepends=True)
     old.write_text(json.dumps(header) + "\n" + "".join(lines[1:]))
+    reseal(old)
     assert config_of(SessionLog(old)).home == os.path.expanduser("~")
 
 

@@ -29,6 +29,7 @@ from tests.support.hooks import (
     settings_with,
     tool_turn,
 )
+from tests.support.logs import reseal
 
 
 def test_an_allow_runs_a_call_that_would_be_denied_without_a_terminal(
@@ -332,6 +333,7 @@ def test_a_log_that_does_not_say_what_it_listened_to_replays_without_the_event(
     older = [line for line in lines if '"PermissionRequest"' not in line]
     assert len(older) == len(lines) - 1
     (tmp_path / "older.jsonl").write_text("\n".join(older) + "\n")
+    reseal(tmp_path / "older.jsonl")
     assert replay(log).messages == result.messages
     assert replay(tmp_path / "older.jsonl").messages == result.messages
 
@@ -350,6 +352,7 @@ def test_a_log_written_before_the_event_was_asked_replays_though_settings_had_th
     older = [line for line in lines if '"args":"PermissionRequest"' not in line]
     assert len(older) == len(lines) - 1
     (tmp_path / "older.jsonl").write_text("\n".join(older) + "\n")
+    reseal(tmp_path / "older.jsonl")
     assert replay(tmp_path / "older.jsonl").messages == result.messages
     check = fsm("replay", str(tmp_path / "older.jsonl"), "--check")
     assert check.returncode == 0, check.stdout + check.stderr

@@ -10,6 +10,7 @@ from typing import Any
 from fsm_agent.app.session import replay, run_scenario
 from fsm_agent.live.scripted import Scenario
 from tests.support.hooks import results_by_id, script, tool_turn
+from tests.support.logs import write_log
 
 
 def batch_hook(tmp_path: Path, body: str) -> dict[str, Any]:
@@ -99,7 +100,7 @@ def test_a_log_written_before_the_hook_was_asked_still_replays(
     lines = [json.loads(line) for line in log.read_text().splitlines()]
     kept = [r for r in lines if not (r.get("name") == "hooks" and r.get("args") == "PostToolBatch")]
     assert len(kept) == len(lines) - 2
-    log.write_text("".join(json.dumps(r) + "\n" for r in kept))
+    write_log(log, kept)
     again = replay(log)
     assert again.reason == "completed"
 

@@ -15,7 +15,7 @@ from fsm_agent.cli.debugger import Debugger
 from fsm_agent.tape.divergence import Divergence, LogEnded
 from tests.conftest import ROOT
 from tests.support.cli import fsm
-from tests.support.logs import change_next_turn, cut, transitions_in
+from tests.support.logs import change_next_turn, cut, reseal, transitions_in
 
 REPLAYS = ROOT / "replays"
 SHIPPED = sorted(REPLAYS.glob("*.jsonl"))
@@ -60,6 +60,7 @@ def test_records_after_the_last_step_are_a_divergence(tmp_path: Path) -> None:
     )
     longer = tmp_path / "longer.jsonl"
     longer.write_bytes(b"".join([*rows[:-1], extra, rows[-1]]))
+    reseal(longer)
     with pytest.raises(Divergence) as info:
         replay(longer)
     assert not isinstance(info.value, LogEnded)
@@ -73,6 +74,7 @@ def test_a_transition_after_the_terminal_one_is_a_divergence(tmp_path: Path) -> 
     longer = tmp_path / "longer.jsonl"
     again = last.replace(b'"step":20,', b'"step":21,')  # numbered in order: a longer run
     longer.write_bytes(b"".join([*rows[:-1], again, rows[-1]]))
+    reseal(longer)
     with pytest.raises(Divergence) as info:
         replay(longer)
     assert info.value.what == "transition"
@@ -84,6 +86,7 @@ def test_a_result_record_that_says_something_else_is_a_divergence(tmp_path: Path
     assert '"reason":"completed"' in text.splitlines()[-1]
     edited = tmp_path / "edited.jsonl"
     edited.write_text(text.replace('"reason":"completed"', '"reason":"max_turns"'))
+    reseal(edited)
     with pytest.raises(Divergence) as info:
         replay(edited)
     assert info.value.what == "result"
@@ -110,6 +113,7 @@ def test_a_missing_effect_before_the_cut_is_still_a_divergence(tmp_path: Path) -
     first_effect = next(i for i, r in enumerate(rows) if b'"t":"effect"' in r)
     part = tmp_path / "part.jsonl"
     part.write_bytes(b"".join(rows[:first_effect] + rows[first_effect + 1 : 12]))
+    reseal(part)
     with pytest.raises(Divergence) as info:
         replay(part)
     assert not isinstance(info.value, LogEnded)
@@ -189,6 +193,7 @@ def test_a_call_started_early_leaves_nothing_behind_when_the_log_stops(tmp_path:
     )
     part = tmp_path / "part.jsonl"
     part.write_bytes(b"".join(rows[: early + 1]))
+    reseal(part)
     done = fsm("replay", str(part), "--check")
     assert done.returncode == 0
     assert done.stderr == ""

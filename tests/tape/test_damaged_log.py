@@ -20,6 +20,7 @@ from fsm_agent.cli.debugger import Debugger
 from fsm_agent.tape.log import LogError
 from tests.conftest import ROOT
 from tests.support.cli import fsm
+from tests.support.logs import reseal, write_log
 
 SOURCE = ROOT / "replays" / "tool_round.jsonl"
 Rows = list[dict[str, Any]]
@@ -187,7 +188,7 @@ def damaged(
     change, message = (DAMAGE if table is None else table)[case]
     line = change(rows) + 1
     path = tmp_path / "damaged.jsonl"
-    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    write_log(path, rows)
     return path, f"{path}:{line}: {message}"
 
 
@@ -278,6 +279,7 @@ def test_a_corrupt_line_read_ahead_by_a_call_started_early_is_an_error(tmp_path:
     for line in range(2, len(rows) + 1):
         path = tmp_path / f"corrupt-{line}.jsonl"
         path.write_text("".join([*rows[: line - 1], "{not json\n", *rows[line:]]))
+        reseal(path)
         with pytest.raises(LogError, match=rf"^{path}:{line}: corrupt record"):
             replay(path)
 
@@ -420,5 +422,5 @@ def test_unknown_fields_in_the_start_messages_are_ignored(tmp_path: Path) -> Non
     message["timestamp"] = "2026-11-30T00:00:00Z"
     message["content"][0]["cache_control"] = {"type": "ephemeral"}
     path = tmp_path / "newer.jsonl"
-    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    write_log(path, rows)
     assert replay(path).reason == "completed"

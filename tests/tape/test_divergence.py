@@ -14,7 +14,7 @@ from fsm_agent.core.messages import user
 from fsm_agent.engine import phases
 from fsm_agent.tape.divergence import Divergence, divergence_report
 from tests.support.cli import fsm
-from tests.support.logs import change_next_turn
+from tests.support.logs import change_next_turn, write_log
 
 
 def rows_of(path: Path) -> list[dict[str, Any]]:
@@ -22,7 +22,7 @@ def rows_of(path: Path) -> list[dict[str, Any]]:
 
 
 def write_rows(path: Path, rows: list[dict[str, Any]]) -> None:
-    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    write_log(path, rows)
 
 
 def first_step(rows: list[dict[str, Any]], edge: str) -> int:
@@ -44,8 +44,12 @@ def test_changed_continuation_reports_the_first_next_turn(
     assert exc.expected["state"] != exc.got["state"]
     report = divergence_report(exc)
     assert report.splitlines()[0] == "✗ diverged at step 7: transition"
-    assert f"state: {exc.expected['state']} → {exc.got['state']}" in report
-    assert "edge:" not in report.split("diff")[1]
+    assert f'"state": "{exc.expected["state"]}"' in report.splitlines()[1]
+    assert report.splitlines()[3:] == [
+        "  what differs (log → code):",
+        "    stop_hook_active: false → true",
+    ]
+    assert exc.changes[0].as_data() == {"where": "stop_hook_active", "log": False, "code": True}
 
 
 def test_changed_phase_reports_the_model_request_summaries(

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from fsm_agent.tape.log import LogError, SessionLog
+from tests.support.logs import reseal, write_log
 
 
 def lines(path: Path) -> list[dict]:
@@ -18,7 +19,7 @@ def test_every_run_writes_header_start_transitions_effects_result(scenario, tmp_
     result = scenario("tool_round")
     records = lines(tmp_path / "tool_round.jsonl")
     header = records[0]
-    assert header["format"] == "fsm-agent-session" and header["version"] == 2
+    assert header["format"] == "fsm-agent-session" and header["version"] == 3
     assert header["session_id"] == result.session_id
     assert header["config"]["cwd"].endswith("ws")
     assert records[1]["t"] == "start"
@@ -33,6 +34,7 @@ def test_every_run_writes_header_start_transitions_effects_result(scenario, tmp_
         "turns": 3,
         "usage": records[-1]["usage"],
         "steps": len(transitions),
+        "h": records[-1]["h"],
     }
     tools = [r for r in records if r.get("t") == "effect" and r["name"] == "tool"]
     assert [t["args"]["name"] for t in tools] == ["Write", "Read"]
@@ -64,6 +66,7 @@ def test_corrupt_middle_line_names_the_line(scenario, tmp_path: Path) -> None:
     rows = path.read_text().splitlines(keepends=True)
     rows[4] = "{not json\n"
     path.write_text("".join(rows))
+    reseal(path)
     with pytest.raises(LogError, match=r":5: corrupt record"):
         list(SessionLog(path).records())
 
@@ -74,7 +77,7 @@ def test_corrupt_middle_line_names_the_line(scenario, tmp_path: Path) -> None:
         ("hello world\n", "not a session log"),
         ('{"format": "something-else"}\n', "not a session log"),
         ('{"format": "fsm-agent-session", "version": 99}\n', "unknown log format version 99"),
-        ('{"format": "fsm-agent-session", "version": 3}\n', "reads versions 1, 2"),
+        ('{"format": "fsm-agent-session", "version": 4}\n', "reads versions 1, 2, 3"),
     ],
 )
 def test_not_a_log(tmp_path: Path, first: str, message: str) -> None:
@@ -150,7 +153,7 @@ def test_a_record_without_a_field_it_needs_names_the_line_and_the_field(
     rows = lines(path)
     i = next(i for i, r in enumerate(rows) if r.get("t") == "transition")
     del rows[i]["edge"]
-    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    write_log(path, rows)
     with pytest.raises(LogError, match=rf":{i + 1}: a transition record without 'edge'$"):
         list(SessionLog(path).records())
 

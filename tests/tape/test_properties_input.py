@@ -44,6 +44,7 @@ from fsm_agent.tape.divergence import Divergence, LogEnded, divergence_report
 from fsm_agent.tape.log import LogError, SessionLog
 from fsm_agent.tape.stepper import Stepper
 from tests.conftest import ROOT, SCENARIOS, examples
+from tests.support.logs import reseal
 
 # --- JSON values and how they are written ------------------------------------------
 
@@ -468,6 +469,7 @@ def _with_line(tmp_path: Path, n: int, line: bytes) -> Path:
     lines[n] = line
     path = tmp_path / "damaged.jsonl"
     path.write_bytes(b"".join(lines))
+    reseal(path)
     return path
 
 
@@ -504,6 +506,7 @@ def test_a_last_record_without_its_newline_is_read_not_called_torn(
     (it is whole), so no warning says the line is torn and was left out."""
     path = tmp_path / "no-newline.jsonl"
     path.write_bytes(b"".join(source_logs()["written"])[:-1])
+    reseal(path)
     assert list(SessionLog(path).records())[-1][1]["t"] == "result"
     code, out, err = fsm_agent("replay", str(path), command)
     assert (code, err) == (0, "")
@@ -890,6 +893,7 @@ def test_the_debugger_on_a_step_number_python_will_not_read(
     lines[n] += b"" if last else b"\n"
     path = tmp_path / "damaged.jsonl"
     path.write_bytes(b"".join(lines))
+    reseal(path)
     # Wide enough that the message after the path is one line however long tmp_path is.
     debugger = Debugger(path, width=len(str(path)) + 200)
     try:
@@ -1066,6 +1070,7 @@ def test_settings_a_run_accepts_are_obeyed_to_a_final_state(data: st.DataObject)
 def _parent(where: Path) -> Path:
     parent = where / "parent.jsonl"
     parent.write_bytes(b"".join(source_logs()["written"]))
+    reseal(parent)
     (where / "answer.json").write_text(json.dumps({"turns": [{"content": "ok"}] * 4}))
     return parent
 
@@ -1184,6 +1189,7 @@ def test_sessions_lists_a_log_whose_lines_python_will_not_read(
     record = json.loads(lines[n])
     lines[n] = dump({**record, "x": raw(token)}) + b"\n"
     (sessions / "damaged.jsonl").write_bytes(b"".join(lines))
+    reseal(sessions / "damaged.jsonl")
     code, out, err = fsm_agent("sessions", "--cwd", str(tmp_path / "ws"), "--json")
     assert (code, err) == (0, "")
     (info,) = json.loads(out)

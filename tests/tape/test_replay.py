@@ -10,6 +10,7 @@ import pytest
 from fsm_agent.app.session import replay
 from fsm_agent.tape.divergence import Divergence
 from tests.conftest import SCENARIOS
+from tests.support.logs import write_log
 
 NAMES = sorted(p.stem for p in SCENARIOS.glob("*.json"))
 
@@ -41,7 +42,7 @@ def test_changed_tool_result_diverges_where_the_code_first_uses_it(
             row["result"]["content"] = "something else entirely"
             changed_step = row["step"]
             break
-    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    write_log(path, rows)
     # No hook reads the result, so its first use is the next turn's state.
     next_turn = next(
         r["step"]
@@ -60,7 +61,7 @@ def test_changed_transition_diverges(scenario, tmp_path: Path) -> None:
     rows = [json.loads(r) for r in path.read_text().splitlines()]
     target = next(r for r in rows if r.get("edge") == "tool_use")
     target["edge"], target["to"] = "no_tool_use", "recovery"
-    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    write_log(path, rows)
     with pytest.raises(Divergence) as info:
         replay(path)
     assert info.value.step == target["step"]
@@ -91,7 +92,7 @@ def test_polls_answered_by_default_are_not_recorded_and_old_logs_still_replay(
     assert not [r for r in rows if r.get("name") in ("aborted", "queued_input")]
     old = _with_polls(rows, {"aborted": False, "queued_input": []})
     assert len(old) > len(rows)
-    path.write_text("".join(json.dumps(r) + "\n" for r in old))
+    write_log(path, old)
     assert replay(path).path == live.path
 
 
@@ -100,7 +101,7 @@ def test_a_recorded_poll_answer_is_what_the_replay_sees(scenario, tmp_path: Path
     path = tmp_path / "tool_round.jsonl"
     rows = [json.loads(r) for r in path.read_text().splitlines()]
     edited = _with_polls(rows, {"aborted": True, "queued_input": []})
-    path.write_text("".join(json.dumps(r) + "\n" for r in edited))
+    write_log(path, edited)
     with pytest.raises(Divergence) as info:
         replay(path)
     assert "aborted_streaming" in str(info.value.got)

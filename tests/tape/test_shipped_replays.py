@@ -13,6 +13,7 @@ from fsm_agent.tape.coverage import REASONS
 from fsm_agent.tape.log import SessionLog
 from tests.conftest import ROOT, SCENARIOS
 from tests.support.cli import fsm
+from tests.support.logs import reseal
 
 REPLAYS = ROOT / "replays"
 NAMES = sorted(p.stem for p in SCENARIOS.glob("*.json"))
@@ -111,11 +112,13 @@ def test_coverage_refuses_a_non_log(tmp_path: Path) -> None:
 
 def test_a_version_1_log_still_replays(tmp_path: Path) -> None:
     """Version 2 only added an event; a log written before it is read as it was."""
-    lines = (REPLAYS / "fix_bug.jsonl").read_text().splitlines(keepends=True)
+    frozen = ROOT / "tests" / "fixtures" / "logs_0_1_0" / "fix_bug.jsonl"
+    lines = frozen.read_text().splitlines(keepends=True)
     header = json.loads(lines[0])
     assert header["version"] == 2
     old = tmp_path / "v1.jsonl"
     old.write_text(json.dumps({**header, "version": 1}) + "\n" + "".join(lines[1:]))
+    reseal(old)
     assert replay(old).reason == "completed"
     check = fsm("replay", str(old), "--check")
     assert check.returncode == 0, check.stderr

@@ -21,6 +21,7 @@ from fsm_agent.core.messages import ToolResultBlock, user
 from fsm_agent.hooks.commands import parse_hooks
 from fsm_agent.live.scripted import Scenario, ScriptedModel
 from tests.support.cli import fsm
+from tests.support.logs import reseal
 
 APPEND = 'echo \'export GREETING="hello there"\' >> "$CLAUDE_ENV_FILE"'
 SHOW = "printenv GREETING || echo unset"
@@ -326,6 +327,7 @@ def test_a_resumed_log_cannot_point_the_commands_at_files_of_the_workspace(
     header = json.loads(lines[0])
     header["config"]["session_env"] = str(planted)
     first.write_text("\n".join([json.dumps(header), *lines[1:]]) + "\n")
+    reseal(first)
     again = fsm("run", "--resume", str(first), "more", *args, "--log", str(second), env=env)
     assert again.returncode == 0, again.stderr
     assert "planted" in again.stdout  # the ls ran

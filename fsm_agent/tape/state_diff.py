@@ -1,0 +1,217 @@
+"""What differs between two loop states, named: the field, and for messages the message
+index, the block and a short diff of its text.
+
+A log records at each step only the digest of the state; at each edge that
+changes the state (a continue edge) a chained log also records what changed
+(`state_delta`: the messages from the first one that changed, and each other
+field that changed), so a replay whose state digest differs can rebuild the
+state the log had (`recorded_state`) and say where the code's differs
+(`state_changes`). The debugger's `diff` names the changes between two steps
+the same way.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+from attrs import frozen
+
+from fsm_agent.core.codec import dumps, unstructure_hook
+from fsm_agent.core.messages import Message
+from fsm_agent.core.transcript import Transcript
+from fsm_agent.engine.state import LoopState, digested_fields
+from fsm_agent.tape.divergence import short, text_diff
+from fsm_agent.tape.log import SessionLog
+
+LONG_TEXT = 2048
+"""A text longer than this is written in a state delta as its digest and length: it is
+in the log already (a tool's input or result), and a report needs only to say it differs."""
+_plain_message = unstructure_hook(Message)
+
+
+@frozen
+class Change:
+    """One difference: `where` (`messages[4].content[0].content`, `turn_count`), what the
+    first side has and what the second has, and `diff`, where two texts part."""
+
+    where: str
+    log: Any
+    code: Any
+    diff: str | None = None
+
+    def line(self) -> str:
+        if self.diff is not None:
+            return f"{self.where}: {self.diff}"
+        return f"{self.where}: {short(self.log)} → {short(self.code)}"
+
+    def as_data(self) -> dict[str, Any]:
+        data = {"where": self.where, "log": self.log, "code": self.code}
+        return data if self.diff is None else {**data, "diff": self.diff}
+
+
+@frozen
+class StateParts:
+    """A state as plain data: its messages and every other field."""
+
+    messages: list[Any]
+    fields: dict[str, Any]
+
+
+def parts_of(state: LoopState) -> StateParts:
+    return StateParts([_plain_message(m) for m in state.messages], digested_fields(state))
+
+
+class StateDeltas:
+    """What each state a run reaches changed of the one before, for its transition
+    records: `messages` as `[k, [the messages from index k]]` (k, the first that
+    differs), and `fields`, each other field that changed, whole. The last state's
+    fields are kept, so each state is turned into data once."""
+
+    def __init__(self) -> None:
+        self.state: LoopState | None = None
+        self.fields: dict[str, Any] = {}
+
+    def __call__(self, after: LoopState) -> dict[str, Any] | None:
+        """None for the first state (the start record's) and one that changed nothing."""
+        before, self.state = self.state, after
+        if before is None:
+            self.fields = digested_fields(after, with_permissions=False)
+            return None
+        if before is after:
+            return None
+        delta: dict[str, Any] = {}
+        old, new = before.messages, after.messages
+        if old is not new and old.digest != new.digest:
+            at = _common_prefix(old, new)
+            delta["messages"] = [at, [_shortened(_plain_message(m)) for m in new.items[at:]]]
+        was, now = self.fields, digested_fields(after, with_permissions=False)
+        self.fields = now
+        changed = {k: v for k, v in now.items() if was.get(k) != v}
+        if after.permissions is not before.permissions and after.permissions != before.permissions:
+            changed["permissions"] = digested_fields(after)["permissions"]
+        if changed:
+            delta["fields"] = changed
+        return delta or None
+
+
+def _common_prefix(old: Transcript, new: Transcript) -> int:
+    """How many first messages two transcripts share: most often all of `old`, which the
+    chained digests tell at once; after a compaction, found from the end of what both have."""
+    n = len(old)
+    if len(new) >= n and (n == 0 or _link(new, n) == _link(old, n)):
+        return n
+    at = min(len(old), len(new))
+    while at and _link(new, at) != _link(old, at):
+        at -= 1
+    return at
+
+
+def _link(transcript: Transcript, n: int) -> str | None:
+    """The digest of the first `n` messages, if the transcript keeps one."""
+    chain = transcript.chain
+    if chain is not None and not transcript.prefix and n <= len(chain):
+        return chain[n - 1]
+    return hashlib.sha256(
+        dumps([_plain_message(m) for m in transcript.items[:n]]).encode()
+    ).hexdigest()
+
+
+def _shortened(value: Any) -> Any:
+    if isinstance(value, str):
+        return value if len(value) <= LONG_TEXT else _long(value)
+    if isinstance(value, dict):
+        return {k: _shortened(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_shortened(v) for v in value]
+    return value
+
+
+def _long(text: str) -> dict[str, Any]:
+    return {"$text": hashlib.sha256(text.encode(errors="surrogatepass")).hexdigest()[:16],
+            "chars": len(text)}  # fmt: skip
+
+
+def recorded_state(log: SessionLog, step: int, first: LoopState) -> StateParts | None:
+    """The state the log had after `step`, rebuilt from `first` (the state the run began
+    with, which the replay checked) and the deltas of its transitions; None for a log
+    that records none (one from before the chain)."""
+    if not log.chained:
+        return None
+    parts = parts_of(first)
+    messages = [_shortened(m) for m in parts.messages]
+    fields = parts.fields
+    for _, record in log.records():
+        if record["t"] != "transition":
+            continue
+        if record["step"] > step:
+            break
+        delta = record.get("delta")
+        if isinstance(delta, dict):
+            if isinstance(delta.get("messages"), list) and len(delta["messages"]) == 2:
+                at, tail = delta["messages"]
+                messages = [*messages[:at], *tail]
+            if isinstance(delta.get("fields"), dict):
+                fields = {**fields, **delta["fields"]}
+    return StateParts(messages, fields)
+
+
+def state_changes(log: StateParts, code: StateParts, limit: int = 8) -> list[Change]:
+    """Where `code` differs from `log`: each other field by name, the messages by index,
+    block and field, texts by where they part."""
+    changes = list(_message_changes(log.messages, [_shortened(m) for m in code.messages]))
+    for key in [*log.fields, *(k for k in code.fields if k not in log.fields)]:
+        a, b = log.fields.get(key, "<absent>"), code.fields.get(key, "<absent>")
+        if a != b:
+            changes.extend(_leaf_changes(key, a, b))
+    return changes[:limit]
+
+
+def _message_changes(log: Sequence[Any], code: Sequence[Any]) -> Iterator[Change]:
+    if len(log) != len(code):
+        yield Change("messages", f"{len(log)} messages", f"{len(code)} messages")
+    for i, (a, b) in enumerate(zip(log, code, strict=False)):
+        if a != b:
+            yield from _leaf_changes(f"messages[{i}]{_role(a, b)}", a, b)
+
+
+def _role(a: Any, b: Any) -> str:
+    role = a.get("role") if isinstance(a, dict) else None
+    return f" ({role})" if role and isinstance(b, dict) and b.get("role") == role else ""
+
+
+def _leaf_changes(where: str, a: Any, b: Any) -> Iterator[Change]:
+    if isinstance(a, dict) and isinstance(b, dict) and "$text" not in a and "$text" not in b:
+        for key in [*a, *(k for k in b if k not in a)]:
+            x, y = a.get(key, "<absent>"), b.get(key, "<absent>")
+            if x != y:
+                yield from _leaf_changes(f"{where}.{key}", x, y)
+    elif isinstance(a, list) and isinstance(b, list) and len(a) == len(b):
+        for n, (x, y) in enumerate(zip(a, b, strict=True)):
+            if x != y:
+                yield from _leaf_changes(f"{where}[{n}]{_block(x, y)}", x, y)
+    elif isinstance(a, str) and isinstance(b, str):
+        yield Change(where, a, b, text_diff(a, b))
+    else:
+        yield Change(where, _shown(a), _shown(b))
+
+
+def _block(a: Any, b: Any) -> str:
+    """A content block named by its type and, for a tool's, its call id."""
+    if not (isinstance(a, dict) and isinstance(b, dict) and a.get("type") == b.get("type")):
+        return ""
+    kind, call = a.get("type"), a.get("tool_use_id") or a.get("id")
+    if not isinstance(kind, str):
+        return ""
+    return (
+        f" ({kind} {call})"
+        if isinstance(call, str) and call == (b.get("tool_use_id") or b.get("id"))
+        else f" ({kind})"
+    )
+
+
+def _shown(value: Any) -> Any:
+    if isinstance(value, dict) and "$text" in value:
+        return f"a text of {value.get('chars')} characters (sha256 {value['$text']}…)"
+    return value
