@@ -435,6 +435,8 @@ def test_a_second_ctrl_c_during_a_bash_call_ends_cleanly(tmp_path: Path) -> None
     assert err in ("fsm-agent: interrupted\n", ""), err
     if proc.returncode == 15:
         assert "■ aborted_tools" in out
+
+
 def test_check_json_gives_each_logs_outcome_as_data(tmp_path: Path) -> None:
     """`--check --json`: a line of JSON per log, the divergence report as data."""
     shipped = ROOT / "replays" / "fix_bug.jsonl"

@@ -1002,6 +1002,8 @@ def test_ll_lists_the_whole_machine_with_the_current_state_marked(dbg: Debugger)
     assert "  preprocess" in lines and "  recovery" in lines
     assert dbg.text("ll") == dbg.text("longlist")
     assert len(lines) > len(dbg.text("l").splitlines())
+
+
 def test_diff_lists_the_effects_between_two_steps_whose_states_agree() -> None:
     """`diff 0 7` on max_turns: its Glob ran in between, though the state changes only at
     the next turn; the diff says so rather than '(no difference)' alone."""
