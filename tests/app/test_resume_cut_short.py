@@ -114,7 +114,7 @@ def test_a_run_killed_while_a_tool_ran_resumes_where_it_stopped(
                             {"type": "tool_use", "id": "r1", "name": "Read",
                              "input": {"file_path": "notes.txt"}},
                             {"type": "tool_use", "id": "b1", "name": "Bash",
-                             "input": {"command": "sleep 60 & echo $! > pid; wait"}},
+                             "input": {"command": "sleep 60 & jobs -p > pid; wait"}},
                         ]
                     },
                     {"content": [{"type": "text", "text": "never reached"}]},

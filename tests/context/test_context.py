@@ -922,8 +922,8 @@ def test_a_stored_result_is_never_overwritten_by_one_with_the_same_id(
     that held the second, and the first output was lost."""
     call = {"type": "tool_use", "id": "toolu_same", "name": "Bash"}
     turns = [
-        {"content": [{**call, "input": {"command": "printf 'A%.0s' $(seq 1 40000)"}}]},
-        {"content": [{**call, "input": {"command": "printf 'B%.0s' $(seq 1 40000)"}}]},
+        {"content": [{**call, "input": {"command": "yes A | head -n 40000 | tr -d '\\n'"}}]},
+        {"content": [{**call, "input": {"command": "yes B | head -n 40000 | tr -d '\\n'"}}]},
         {"content": [{"type": "text", "text": "Both."}]},
     ]
     path = tmp_path / "same.json"
