@@ -15,8 +15,9 @@ from tests.conftest import ROOT
 
 TESTS = ROOT / "tests"
 LAYERS = {p.parent.name for p in (ROOT / "fsm_agent").glob("*/__init__.py")}
-FOLDERS = LAYERS | {"docs"}
-"""Where a test file may sit: a layer of fsm_agent, or docs/ for README and docs checks."""
+FOLDERS = LAYERS | {"docs", "conformance"}
+"""Where a test file may sit: a layer of fsm_agent, docs/ for README and docs checks, or
+conformance/ for the runs measured against the real Claude Code."""
 
 
 def _test_files() -> list[Path]:

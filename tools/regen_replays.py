@@ -4,9 +4,10 @@ Each scenario runs in a fresh workspace under the temporary directory
 (`<tmp>/fsm-agent-replays/<name>`, so tool results name the same paths on
 every run) with effects that make the log the same every time: a fixed
 session id and creation time, a clock that ticks one second per call,
-counted ids, tool durations of 0 and read-file times set to the clock's
-start. Tool results stored aside go to `<tmp>/fsm-agent-replays/<name>-tool-results`
-rather than next to the log, so nothing but the logs lands in replays/.
+counted ids, tool durations of 0 and read-file times (and the files' mtimes
+with them) set to the clock's start. Tool results stored aside go to
+`<tmp>/fsm-agent-replays/<name>-tool-results` rather than next to the log, so
+nothing but the logs lands in replays/.
 Those values are what the engine saw, so the logs replay exactly.
 
     python tools/regen_replays.py [NAME ...]     # default: every scenario
@@ -18,6 +19,8 @@ scenario has none, or when a log no longer takes the scenario's path.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import os
 import shutil
 import sys
 import tempfile
@@ -61,7 +64,12 @@ class StableEffects(LiveEffects):
         return f"{prefix}_{self._ids:024d}"
 
     async def run_tool(self, call: ToolCall, env: ToolEnv) -> ToolOutcome:
+        """The read times are the fixed date, and so are the files' own: a read time
+        that matched no file on disk made the next Edit of it stale."""
         outcome = await super().run_tool(call, env)
+        for path in outcome.read_files:
+            with contextlib.suppress(OSError):
+                os.utime(path, (EPOCH, EPOCH))
         return evolve(
             outcome,
             duration_s=0.0,

@@ -195,9 +195,10 @@ Denier = Literal[
 a PermissionRequest hook; or, before the permission check, a PreToolUse hook's deny
 or a deny rule overriding a PreToolUse hook's allow."""
 
-DECIDED_BEFORE_ASKING: frozenset[Denier] = frozenset({"pre_tool_use_hook", "rule_over_hook"})
-"""Refusals Claude Code decides from a PreToolUse hook's answer before `canUseTool`
-runs (`resolveHookPermissionDecision`), and so does not list as permission denials."""
+DECIDED_BEFORE_ASKING: frozenset[Denier] = frozenset({"rule_over_hook"})
+"""Refusals `permission_denials` leaves out: a deny rule overriding a PreToolUse hook's
+allow. A PreToolUse hook's own deny is listed, as Claude Code 2.1.x lists it (measured
+by tests/conformance)."""
 
 
 @frozen

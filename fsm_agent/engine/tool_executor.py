@@ -445,6 +445,7 @@ class ToolExecutor:
         interrupted = outcome.interrupted
         content, response, is_error = outcome.content, outcome.response, outcome.is_error
         event = "PostToolUseFailure" if outcome.is_error else "PostToolUse"
+        files = dict(outcome.read_files)
         if self.config.has_hooks(event):
             payload = self._payload(event, block, tool_input, permissions.mode)
             payload["duration_ms"] = round(outcome.duration_s * 1000)
@@ -464,6 +465,10 @@ class ToolExecutor:
                 )
             extra += [f"{event} hook feedback:\n{e}" for e in post.blocking_errors]
             extra += _reminders(post)
+            for path, changed in post.files_changed:
+                if path in files:
+                    files[path] = changed
+                    extra.append(reminder_text(REWRITTEN.format(tool=block.name, path=path)))
             if post.prevent_continuation:
                 stop = stop or post.stop_reason or f"stopped by a {event} hook"
             interrupted = interrupted or post.interrupted
@@ -472,7 +477,7 @@ class ToolExecutor:
         if reported:
             self.emit(ToolFinished(result, block.name, outcome.duration_s, response))
         call = CallResult(
-            result, block.name, dict(outcome.read_files), stop, interrupted, outcome.duration_s,
+            result, block.name, files, stop, interrupted, outcome.duration_s,
             reported,
         )  # fmt: skip
         return _with_updates(call, updated)
@@ -711,6 +716,15 @@ def _reworded(result: ToolResultBlock, reason: str) -> ToolResultBlock:
     if isinstance(content, str) and content.startswith(INTERRUPTED):
         return ToolResultBlock(result.tool_use_id, reason + content[len(INTERRUPTED) :], True)
     return result
+
+
+REWRITTEN = (
+    "PostToolUse:{tool} hook additional context: PostToolUse hook modified {path} after your "
+    "edit (likely a formatter). Your next Edit will not fail with a stale-file error, but if "
+    "its old_string targets a region the hook reformatted, Read the file first."
+)
+"""Claude Code's note to the model when a PostToolUse hook rewrote the file its tool
+wrote: the file as the hook left it is what the model is taken to have seen."""
 
 
 def _reminders(outcome: HookOutcome) -> list[str]:

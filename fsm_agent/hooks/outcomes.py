@@ -34,6 +34,9 @@ class HookOutcome:
     goes to the model in a `<system-reminder>`; `messages` are for the user only.
     `interrupted`: Ctrl-C cut the hooks short (or came before they started), so
     they have no say and the loop ends as interrupted; recorded, so replay agrees.
+    `files_changed` are the files a file tool's PostToolUse hooks rewrote (a
+    formatter), each with its mtime after them: Claude Code takes the file as it is
+    then for the model's view of it, so the next Edit is not refused as stale.
     """
 
     blocking_errors: tuple[str, ...] = ()
@@ -48,6 +51,7 @@ class HookOutcome:
     interrupted: bool = False
     interrupt: bool = False
     updated_permissions: tuple[PermissionUpdate, ...] = ()
+    files_changed: tuple[tuple[str, float], ...] = ()
 
 
 NO_OPINION = HookOutcome()
@@ -92,6 +96,7 @@ def merge(outcomes: Sequence[HookOutcome]) -> HookOutcome:
             if decision == o.permission_decision == "allow"
             for u in o.updated_permissions
         ),
+        files_changed=tuple(f for o in outcomes for f in o.files_changed),
     )
 
 

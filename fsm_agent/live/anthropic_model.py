@@ -513,6 +513,7 @@ class StreamAssembler:
         self.tool_ids: set[str] = set()
         self.start_usage = Usage()
         self.finished = False
+        self.delta_seen = False
         self.last_event = "nothing"
 
     def feed(self, event: Any) -> list[StreamEvent]:
@@ -533,6 +534,7 @@ class StreamAssembler:
         if kind == "content_block_stop":
             return self._stop(_index(event))
         if kind == "message_delta":
+            self.delta_seen = True
             usage = _usage(getattr(event, "usage", None), self.start_usage)
             return [MessageDelta(_text(event.delta, "stop_reason", kind) or None, usage)]
         if kind == "message_stop":
@@ -613,6 +615,37 @@ def _timeout(seconds: float) -> anthropic.Timeout:
     the whole of it."""
     connect = anthropic.DEFAULT_TIMEOUT.connect
     return anthropic.Timeout(seconds, connect=seconds if connect is None else min(connect, seconds))
+
+
+RESENT_KINDS: tuple[ErrorKind, ...] = ("connection", "incomplete_stream", "overloaded", "server")
+RESEND_BASE_DELAY_S = 0.5
+RESEND_MAX_DELAY_S = 8.0
+"""A stream that broke before any block was complete is sent again after this backoff
+(doubling, capped), as Claude Code 2.1.x does: a dropped connection or a body that ends
+early is retried, an `event: error` (overloaded, a server error) is asked again."""
+
+
+def resendable(error: ModelCallError) -> bool:
+    """Whether a stream that failed this way, with no block complete yet, is sent again:
+    the answer was lost in transit, not refused."""
+    return error.kind in RESENT_KINDS
+
+
+class _BrokenStream(Exception):
+    """A stream that opened and then failed: `error` is what the loop is told unless the
+    request is sent again."""
+
+    def __init__(self, error: ModelCallError) -> None:
+        super().__init__(error.message)
+        self.error = error
+
+
+class _Stop:
+    type = "message_stop"
+
+
+_MESSAGE_STOP = _Stop()
+"""What a body that ended cleanly after `message_delta`, every block stopped, lacked."""
 
 
 class AnthropicModel:
@@ -743,6 +776,29 @@ class AnthropicModel:
         return text.replace(self.api_key or "", REDACTED)
 
     async def _stream(self, request: ModelRequest) -> AsyncGenerator[StreamEvent, None]:
+        """The request's stream; one that fails mid-way before any block was complete
+        is sent again, as Claude Code does (see `resendable`), told as a `ModelRetry`."""
+        resent = 0
+        while True:
+            completed = False
+            try:
+                async with contextlib.aclosing(self._stream_once(request)) as once:
+                    async for event in once:
+                        completed = completed or isinstance(event, BlockStop)
+                        yield event
+                return
+            except _BrokenStream as broken:
+                error = broken.error
+                if completed or resent >= self.max_retries or not resendable(error):
+                    raise error from broken.__cause__
+            resent += 1
+            delay = min(RESEND_BASE_DELAY_S * 2 ** (resent - 1), RESEND_MAX_DELAY_S)
+            yield ModelRetry(resent, error.status or 0, error.message, delay, self.max_retries)
+            await asyncio.sleep(delay)
+
+    async def _stream_once(self, request: ModelRequest) -> AsyncGenerator[StreamEvent, None]:
+        """One attempt: a failure after the response opened is raised as `_BrokenStream`
+        (the caller may send the request again), one before it as itself."""
         response: Any = None
         while response is None:
             try:
@@ -778,17 +834,21 @@ class AnthropicModel:
                     break
                 except TimeoutError as exc:
                     if not watchdog.expired():
-                        raise to_model_error(exc, reading=True) from exc
-                    raise ModelCallError("connection", self._stalled(assembler)) from None
-                except ModelCallError:
-                    raise
+                        raise _BrokenStream(to_model_error(exc, reading=True)) from exc
+                    stalled = ModelCallError("connection", self._stalled(assembler))
+                    raise _BrokenStream(stalled) from None
+                except ModelCallError as exc:
+                    raise _BrokenStream(exc) from exc
                 except Exception as exc:
-                    raise to_model_error(exc, reading=True) from exc
+                    raise _BrokenStream(to_model_error(exc, reading=True)) from exc
                 for ours in translated:
                     yield ours
         finally:
             with contextlib.suppress(Exception):
                 await response.close()
+        if not assembler.finished and assembler.delta_seen and not assembler.open:
+            for ours in assembler.feed(_MESSAGE_STOP):  # every block and the stop reason came
+                yield ours
         if not assembler.finished:
             kind = _content_type(response)
             if assembler.last_event == "nothing" and kind != "text/event-stream":
@@ -797,9 +857,11 @@ class AnthropicModel:
                     f"the server answered with {kind or 'no content type'}, not an event "
                     f"stream: is {self.base_url or 'the base URL'} a Messages API that streams?",
                 )
-            raise ModelCallError(
-                "incomplete_stream",
-                f"the stream ended without message_stop (last event: {assembler.last_event})",
+            raise _BrokenStream(
+                ModelCallError(
+                    "incomplete_stream",
+                    f"the stream ended without message_stop (last event: {assembler.last_event})",
+                )
             )
 
     def _stalled(self, assembler: StreamAssembler) -> str:

@@ -7,6 +7,7 @@ recording wraps it to write each call and its result to the session log.
 from __future__ import annotations
 
 import asyncio
+import os
 import time
 import uuid
 from collections.abc import AsyncIterator, Mapping
@@ -209,13 +210,19 @@ class LiveEffects:
         """
         if self.abort.is_set():
             return INTERRUPTED_HOOKS
+        written = _written_file(event, payload)
+        before = _mtime(written)
         try:
             with AbortGuard(self.abort):
-                return await self.hooks.run(event, payload)
+                outcome = await self.hooks.run(event, payload)
         except TimeoutError:
             if not self.abort.is_set():
                 raise
             return INTERRUPTED_HOOKS
+        after = _mtime(written)
+        if written is not None and before is not None and after is not None and after != before:
+            outcome = evolve(outcome, files_changed=((written, after),))
+        return outcome
 
     async def check_permission(self, request: PermissionRequest) -> Decision:
         return self.approvals.check(request)
@@ -285,3 +292,22 @@ class LiveEffects:
 
     def queued_input(self) -> tuple[str, ...]:
         return self.inbox.drain()
+
+
+def _written_file(event: str, payload: Mapping[str, Any]) -> str | None:
+    """The file a PostToolUse payload's tool wrote (Edit's and Write's `filePath`), whose
+    rewriting by the hooks (a formatter) the outcome reports."""
+    response = payload.get("tool_response")
+    if event != "PostToolUse" or not isinstance(response, Mapping):
+        return None
+    path = response.get("filePath")
+    return path if isinstance(path, str) and payload.get("tool_name") in ("Edit", "Write") else None
+
+
+def _mtime(path: str | None) -> float | None:
+    if path is None:
+        return None
+    try:
+        return os.stat(path).st_mtime
+    except OSError:
+        return None

@@ -278,11 +278,11 @@ def _pre_tool_use(decision: str) -> dict:
     }
 
 
-def test_permission_denials_leaves_out_what_a_pre_tool_use_hook_decided(
+def test_permission_denials_lists_a_pre_tool_use_hook_s_deny(
     workspace: Path, tmp_path: Path
 ) -> None:
-    """Claude Code lists only what its `canUseTool` refused: a PreToolUse hook's deny, and
-    a deny rule over a hook's allow, are decided before it; a rule's own deny is listed."""
+    """Claude Code 2.1.x lists a PreToolUse hook's deny with the calls its permission
+    check refused; a deny rule over a hook's allow stays out."""
     hooks = [_pre_tool_use("deny") | {"matcher": "Glob"}, _pre_tool_use("allow")]
     settings = {"permissions": {"deny": ["Bash(rm *)"]}, "hooks": {"PreToolUse": hooks}}
     (workspace / ".claude").mkdir(exist_ok=True)
@@ -300,6 +300,6 @@ def test_permission_denials_leaves_out_what_a_pre_tool_use_hook_decided(
                "--output-format", "json", "go")  # fmt: skip
     assert proc.returncode == 0, proc.stderr
     out = json.loads(proc.stdout)
-    assert [d["tool_use_id"] for d in out["permission_denials"]] == ["t_plain"]
+    assert [d["tool_use_id"] for d in out["permission_denials"]] == ["t_hook", "t_plain"]
     assert not (workspace / "w.txt").exists()
     assert fsm("replay", "--check", str(log)).returncode == 0

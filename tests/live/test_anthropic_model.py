@@ -819,7 +819,7 @@ def test_error_event_mid_stream(
     before = message_events([{"type": "text", "text": "partial answer"}])[:4]
     messages_server.reply(stream_error(before, error_type, "Something went wrong"))
 
-    events, exc = stream_fails(model_for(messages_server))
+    events, exc = stream_fails(model_for(messages_server, max_retries=0))
 
     assert exc.kind == kind
     assert "Something went wrong" in exc.message
@@ -830,10 +830,52 @@ def test_error_event_mid_stream(
 def test_dropped_connection_mid_stream(messages_server: MessagesServer) -> None:
     messages_server.reply(text("this answer is cut off", cut_after=4))
 
-    events, exc = stream_fails(model_for(messages_server))
+    events, exc = stream_fails(model_for(messages_server, max_retries=0))
 
     assert exc.kind == "connection"
     assert [type(e) for e in events] == [MessageStart, BlockStart, BlockDelta]
+
+
+@pytest.mark.parametrize(
+    "broken",
+    [
+        text("cut off", cut_after=4),
+        text("ended early", end_after=4),
+        stream_error(message_events([{"type": "text", "text": "x"}])[:4], "overloaded_error"),
+        stream_error(message_events([{"type": "text", "text": "x"}])[:4], "api_error"),
+    ],
+    ids=["dropped", "ended", "overloaded_event", "server_event"],
+)
+def test_a_stream_broken_before_any_block_completed_is_sent_again(
+    messages_server: MessagesServer, broken: StreamReply
+) -> None:
+    """As Claude Code 2.1.x does: the answer was lost in transit, so the same request
+    goes again (told as a retry) and its answer is the message."""
+    messages_server.reply(broken, text("the whole answer"))
+
+    events, exc = collect(model_for(messages_server))
+
+    assert exc is None
+    retries = [e for e in events if isinstance(e, ModelRetry)]
+    assert [r.attempt for r in retries] == [1]
+    assert [s.block for s in stops(events)] == [TextBlock("the whole answer")]
+    bodies = messages_server.bodies()
+    assert len(bodies) == 2 and bodies[0] == bodies[1]
+
+
+def test_a_stream_broken_after_a_block_completed_is_not_sent_again(
+    messages_server: MessagesServer,
+) -> None:
+    """A complete block may be a tool call already started: the failure is the loop's."""
+    events = message_events([{"type": "text", "text": "done"}, {"type": "text", "text": "more"}])
+    first_stop = next(i for i, e in enumerate(events) if e.event == "content_block_stop")
+    messages_server.reply(StreamReply(events, cut_after=first_stop + 2), text("unused"))
+
+    got, exc = stream_fails(model_for(messages_server))
+
+    assert exc.kind == "connection"
+    assert [s.block for s in stops(got)] == [TextBlock("done")]
+    assert len(messages_server.bodies()) == 1
 
 
 def test_nothing_listening_is_a_connection_error() -> None:
@@ -974,15 +1016,28 @@ def test_a_watchdog_limit_that_is_not_milliseconds_is_refused(value: str) -> Non
         stream_idle_timeout({"CLAUDE_STREAM_IDLE_TIMEOUT_MS": value})
 
 
-@pytest.mark.parametrize("sent", [4, 7, 8])
+@pytest.mark.parametrize("sent", [4, 7])
 def test_stream_without_message_stop(messages_server: MessagesServer, sent: int) -> None:
     messages_server.reply(text("an answer", end_after=sent))
 
-    events, exc = stream_fails(model_for(messages_server))
+    events, exc = stream_fails(model_for(messages_server, max_retries=0))
 
     assert exc.kind == "incomplete_stream"
     assert not any(isinstance(e, MessageStop) for e in events)
     assert len(events) == sent - 1
+
+
+def test_a_body_that_ends_after_message_delta_is_whole(messages_server: MessagesServer) -> None:
+    """Every block stopped and the stop reason came: only `message_stop` is missing, and
+    Claude Code takes the message as it is."""
+    reply = text("an answer")
+    messages_server.reply(text("an answer", end_after=len(reply.events) - 1))
+
+    events, exc = collect(model_for(messages_server, max_retries=0))
+
+    assert exc is None
+    assert isinstance(events[-1], MessageStop)
+    assert [s.block for s in stops(events)] == [TextBlock("an answer")]
 
 
 # --- count_tokens ----------------------------------------------------------------------

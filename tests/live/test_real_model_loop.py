@@ -212,16 +212,18 @@ def test_dropped_connection_is_model_error(
     assert "connection" in (result.error or "")
 
 
-def test_stream_without_message_stop_is_model_error(
+def test_stream_without_message_stop_is_sent_again(
     messages_server: MessagesServer, workspace: Path, tmp_path: Path
 ) -> None:
-    reply = text("Half an answer")
+    """Claude Code sends the request again and finishes: the answer was lost in transit."""
     messages_server.reply(
-        message([{"type": "text", "text": "Half"}], end_after=len(reply.events) - 2)
+        message([{"type": "text", "text": "Half an answer"}], end_after=4),
+        text("The whole answer."),
     )
     result = run_loop(messages_server, workspace, tmp_path)
-    assert result.reason == "model_error"
-    assert "incomplete_stream" in (result.error or "")
+    assert result.reason == "completed"
+    assert result.text == "The whole answer."
+    assert len(messages_server.bodies()) == 2
 
 
 @pytest.mark.parametrize("stop_reason", ["max_tokens", "model_context_window_exceeded"])

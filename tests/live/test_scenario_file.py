@@ -193,7 +193,7 @@ TURN_KEYS = (
 OUTCOME_KEYS = (
     "blocking_errors, prevent_continuation, stop_reason, additional_context, "
     "permission_decision, permission_reason, updated_input, updated_outputs, messages, "
-    "interrupted, interrupt, updated_permissions"
+    "interrupted, interrupt, updated_permissions, files_changed"
 )
 
 

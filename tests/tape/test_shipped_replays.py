@@ -137,3 +137,42 @@ def test_coverage_counts_the_logs_it_can_read_and_names_the_others(tmp_path: Pat
     assert len(errors) == 2 and all(e.startswith("fsm-agent: error: ") for e in errors)
     assert str(header_only) in errors[0] and str(empty) in errors[1]
     assert "10 of 27 edges taken by 1 log(s); 2 of 17 reasons (2 unreadable)" in proc.stdout
+
+
+INTENDED_TOOL_ERRORS: dict[str, set[str]] = {}
+"""The tool calls whose error a shipped scenario means to cause, by log: none of them
+does (an unknown tool or a cut input is refused before any tool runs)."""
+
+
+def tool_errors(lines: list[str]) -> dict[str, str]:
+    """The calls a log's tools answered with an error, and the error's text."""
+    found = {}
+    for line in lines:
+        record = json.loads(line)
+        if record.get("t") == "effect" and record.get("name") == "tool":
+            result = record.get("result") or {}
+            if result.get("is_error"):
+                found[record["args"]["id"]] = str(result.get("content"))
+    return found
+
+
+def test_a_tool_error_is_found_in_a_log() -> None:
+    """What a shipped fix_bug once held: its Edit refused as stale."""
+    line = json.dumps(
+        {
+            "t": "effect",
+            "name": "tool",
+            "args": {"id": "toolu_03edit", "name": "Edit", "input": {}},
+            "result": {"content": "<tool_use_error>File has been modified</tool_use_error>",
+                       "is_error": True},
+        }
+    )  # fmt: skip
+    assert list(tool_errors([line])) == ["toolu_03edit"]
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_a_shipped_session_holds_only_the_tool_errors_its_scenario_means(name: str) -> None:
+    """The README sends newcomers to these: fix_bug must show the fix working."""
+    errors = tool_errors((REPLAYS / f"{name}.jsonl").read_text().splitlines())
+    unintended = {i: e for i, e in errors.items() if i not in INTENDED_TOOL_ERRORS.get(name, set())}
+    assert unintended == {}

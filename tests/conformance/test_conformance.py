@@ -1,0 +1,37 @@
+"""fsm-agent against the real Claude Code CLI on identical model turns, case by case.
+
+Each case runs both (tests/support/conformance.py) and fails when they part on an
+aspect that must agree (the terminal outcome, the request sequence, the workspace's
+end state, each tool result's error status). A case another issue owns is an xfail
+that fails the run once it agrees, so its mark is taken off when the owner lands.
+Without the binary every case skips with the one install line.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.support.conformance import MUST_AGREE, Case, explain, run_case
+from tests.support.conformance_cases import CASES
+from tests.support.real_claude import require_claude
+
+
+def _param(case: Case) -> object:
+    marks = [pytest.mark.xfail(reason=case.xfail, strict=True)] if case.xfail else []
+    return pytest.param(case, id=case.name, marks=marks)
+
+
+def test_the_corpus_is_sixty_cases_with_distinct_names_and_reasons() -> None:
+    assert len(CASES) >= 60
+    assert len({c.name for c in CASES}) == len(CASES)
+    assert all(c.why.strip() for c in CASES)
+
+
+@pytest.mark.parametrize("case", [_param(c) for c in CASES])
+def test_fsm_agent_agrees_with_claude_code(case: Case, tmp_path: Path) -> None:
+    require_claude()
+    verdicts = run_case(case, tmp_path)
+    parted = [v for v in verdicts if v.aspect in MUST_AGREE and not v.agree]
+    assert not parted, explain(parted)
