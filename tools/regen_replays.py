@@ -118,6 +118,7 @@ async def regenerate(name: str, out: Path = REPLAYS) -> str:
         header_extra={"created": CREATED},
         live_effects=lambda *args, **kwargs: StableEffects(*args, **{**kwargs, "blob_dir": blobs}),
         tools=stable_tools(),
+        claude_transcript=False,  # the shipped logs are the product, not the user's sessions
     )
     shutil.rmtree(workspace)
     shutil.rmtree(blobs, ignore_errors=True)
