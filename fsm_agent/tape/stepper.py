@@ -59,7 +59,14 @@ class LogIndex:
         """The first line that is not a record in its place. It is left out of the index
         (or indexed by the step it says), so the debugger still shows the steps before it;
         the replay stops there with this error."""
+        self._unverified: dict[int, LogError] = {}
+        """Records whose line fails the chain, by offset: reading one raises its error."""
         self._scan()
+
+    def _read(self, offset: int) -> dict[str, Any]:
+        if offset in self._unverified:
+            raise self._unverified[offset]
+        return self.log.read_at(offset)
 
     def _scan(self) -> None:
         order = RecordOrder(self.log.path)
@@ -84,10 +91,10 @@ class LogIndex:
                     self.damage = self.damage or exc
                     continue
                 try:
-                    chain.check(raw, lineno)  # a changed line is not shown: replay stops there
-                except LogError as exc:
-                    self.damage = self.damage or exc
-                    continue
+                    chain.check(raw, lineno)
+                except LogError as exc:  # kept in its place, so later steps keep their numbers,
+                    self.damage = self.damage or exc  # but never shown: reading it raises this
+                    self._unverified[offset] = exc
                 try:
                     order({"t": kind, "step": step}, lineno)
                 except LogError as exc:
@@ -106,10 +113,10 @@ class LogIndex:
         return len(self.transitions)
 
     def transition(self, step: int) -> dict[str, Any]:
-        return self.log.read_at(self.transitions[step - 1])
+        return self._read(self.transitions[step - 1])
 
     def effects_of(self, step: int) -> list[dict[str, Any]]:
-        return [self.log.read_at(offset) for offset in self.effects.get(step, [])]
+        return [self._read(offset) for offset in self.effects.get(step, [])]
 
     def first_effect(self, step: int) -> int:
         """The number (1-based, in log order: `--edit-effect K`) of the step's first effect.
@@ -119,7 +126,7 @@ class LogIndex:
         return 1 + sum(len(offsets) for n, offsets in self.effects.items() if n < step)
 
     def result(self) -> dict[str, Any] | None:
-        return None if self.result_offset is None else self.log.read_at(self.result_offset)
+        return None if self.result_offset is None else self._read(self.result_offset)
 
 
 def _whole(raw: bytes) -> bool:

@@ -14,6 +14,7 @@ from fsm_agent.tape.log import LogError
 from fsm_agent.tape.stepper import Stepper
 from fsm_agent.tape.view import COMPACTION, ERROR, HOOK_BLOCK, INTERRUPT, REFUSAL, view_data
 from tests.conftest import ROOT
+from tests.support.logs import reseal
 
 REPLAYS = ROOT / "replays"
 
@@ -96,7 +97,7 @@ def test_a_model_answer_is_its_blocks_and_usage_and_a_tool_call_its_input_and_re
 @pytest.mark.parametrize(
     ("name", "bit", "edge"),
     [
-        ("fix_bug", ERROR, "tools_done"),  # the Edit that failed
+        ("image_error", ERROR, "image_error"),  # fix_bug's failed Edit is gone (issue 24)
         ("api_error", ERROR, None),
         ("aborted_tools", INTERRUPT, "aborted_tools"),
         ("aborted_streaming", INTERRUPT, "aborted_streaming"),
@@ -125,6 +126,7 @@ def test_a_refused_permission_is_marked(tmp_path: Path) -> None:
             row["result"] = {"behavior": "deny", "reason": "denied by Bash(python3 *)"}
     changed = tmp_path / "denied.jsonl"
     changed.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    reseal(changed)
     data = view_data(changed)
     assert _marked(data, REFUSAL) == [12]
 
@@ -134,6 +136,7 @@ def test_a_divergence_is_the_log_s_side_and_the_code_s(tmp_path: Path) -> None:
     next(r for r in rows if r.get("edge") == "next_turn")["turn"] = 9
     changed = tmp_path / "changed.jsonl"
     changed.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    reseal(changed)
     data = view_data(changed)
     diverged = data["diverged"]
     assert diverged["step"] == 7 and diverged["what"] == "transition"
