@@ -335,7 +335,6 @@ def test_stdin_closed_mid_turn_fails_the_pending_question(
     replays(workspace)
 
 
-@pytest.mark.xfail(reason="needs prompt_blocked as success (issue 23/24)", strict=False)
 def test_a_prompt_blocked_by_a_hook_is_a_success_result(
     messages_server: MessagesServer, workspace: Path, tmp_path: Path
 ) -> None:

@@ -597,7 +597,6 @@ HOOKS = [
         (say("never"),),
         settings={"hooks": hooks_on("UserPromptSubmit", "ups")},
         hooks={"ups": "echo 'not that' >&2\nexit 2\n"},
-        xfail="issue 23: the UserPromptSubmit block outcome moves into the machine",
     ),
     Case(
         "hook_user_prompt_submit_context",
