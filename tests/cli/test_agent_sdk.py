@@ -360,17 +360,17 @@ def test_version_passes_the_sdks_check(tmp_path: Path) -> None:
 def test_a_message_sent_while_a_turn_runs_is_queued_for_it(
     messages_server: MessagesServer, workspace: Path, tmp_path: Path
 ) -> None:
-    started, go = workspace / "started", workspace / "go"
-    wait = f"touch {started}; while [ ! -e {go} ]; do sleep 0.05; done; echo done"
-    messages_server.reply(bash(wait), text("saw both"))
+    # The Bash call runs while the second message is typed: a plain `sleep` (a loop on a
+    # marker file is a command the Bash analysis cannot follow, so it would be asked about).
+    messages_server.reply(bash("sleep 4; echo done"), text("saw both"))
 
     async def body(client: Any) -> list[Any]:
         await client.query("first")
-        while not started.exists():
+        while not messages_server.bodies():
             await anyio.sleep(0.05)
+        await anyio.sleep(0.5)  # the answer streamed; the command is running
         await client.query("also this")
         await client.get_mcp_status()  # answered after the line before it was read
-        go.touch()
         return await one_response(client)
 
     messages = with_client(

@@ -697,8 +697,15 @@ def test_a_divergence_found_after_its_step_says_why_the_steps_were_shown(tmp_pat
     second_model = [i for i, r in enumerate(rows) if '"name":"model"' in r][1]
     assert '"step":10' in rows[second_model] and "notes.txt" in rows[second_model]
     # The block and the deltas that build it, changed alike (the log checks one by the other).
-    rows[second_model] = rows[second_model].replace("notes.txt", "other.txt")
-    rows[second_model] = rows[second_model].replace('"otes.txt', '"ther.txt')
+    record = json.loads(rows[second_model])
+    for event in record["result"]["events"]:
+        if event["event"] == "BlockDelta":
+            event["delta"] = ""
+        if event["event"] == "BlockStop":
+            event["block"]["input"]["file_path"] = "other.txt"
+            first = next(e for e in record["result"]["events"] if e["event"] == "BlockDelta")
+            first["delta"] = json.dumps(event["block"]["input"])
+    rows[second_model] = json.dumps(record, separators=(",", ":")) + "\n"
     log = tmp_path / "early.jsonl"
     log.write_text("".join(rows))
     reseal(log)

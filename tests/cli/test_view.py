@@ -11,6 +11,7 @@ from pathlib import Path
 
 from tests.conftest import ROOT
 from tests.support.cli import fsm, one_error_line
+from tests.support.logs import reseal
 
 FIX_BUG = ROOT / "replays" / "fix_bug.jsonl"
 
@@ -49,6 +50,7 @@ def test_a_string_in_the_log_cannot_end_the_data_early(tmp_path: Path) -> None:
     rows[1]["messages"][0]["content"][0]["text"] = "</script><script>alert(1)</script>"
     log = tmp_path / "odd.jsonl"
     log.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    reseal(log)
     out = tmp_path / "odd.html"
     assert fsm("view", str(log), "-o", str(out)).returncode == 0
     html = out.read_text()
@@ -83,6 +85,7 @@ def test_replay_check_view_opens_a_divergence_at_its_step(tmp_path: Path) -> Non
     next(r for r in rows if r.get("edge") == "next_turn")["turn"] = 9
     changed = tmp_path / "changed.jsonl"
     changed.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    reseal(changed)
     env, seen = _browser(tmp_path)
     proc = fsm("replay", str(changed), "--check", "--view", env=env)
     assert proc.returncode == 1

@@ -483,7 +483,6 @@ RULES = [
         (use(bash("cat secrets/key.txt")), say("done")),
         files={"secrets/key.txt": "s3cret\n"},
         settings={"permissions": {"deny": ["Read(./secrets/**)"], "allow": ["Bash(cat:*)"]}},
-        xfail="issue 25: Bash file arguments against Read deny rules",
     ),
     Case(
         "rule_deny_edit",

@@ -890,7 +890,7 @@ def test_a_stream_cut_anywhere_ends_in_a_model_error(
     """A stream cut (the connection dropped, or the body ended early) or an `error` event
     at any point ends in a `ModelCallError` the loop knows, never another exception;
     the blocks completed before it are the blocks sent. A stream whose `message_stop`
-    got through is whole."""
+    got through is whole, and so is a body that ended cleanly after `message_delta`."""
     blocks, events = message
     stop = next(i for i, e in enumerate(events) if e.startswith(b"event: message_stop"))
     stop_at = len(b"".join(events[: stop + 1]))
@@ -903,7 +903,11 @@ def test_a_stream_cut_anywhere_ends_in_a_model_error(
     else:
         chunks = data.draw(st.composite(chunked)(events), label="chunks")
         k = data.draw(st.integers(0, len(chunks)), label="after")
-        whole = stop_at <= sum(len(c.data) for c in chunks[:k])
+        sent = sum(len(c.data) for c in chunks[:k])
+        delta = next(i for i, e in enumerate(events) if e.startswith(b"event: message_delta"))
+        # A body that ends cleanly once `message_delta` is through is whole (Claude Code's
+        # reading too): every block has stopped and the stop reason came.
+        whole = stop_at <= sent or (fault == "end" and len(b"".join(events[: delta + 1])) <= sent)
         stops, error = streamed_blocks(
             messages_server, chunks, **{"cut_after" if fault == "cut" else "end_after": k}
         )
