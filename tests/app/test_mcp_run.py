@@ -119,10 +119,10 @@ def test_time_and_git_from_mcp_json_under_a_deny_rule_and_a_hook_replay_offline(
         True,
     )
     assert got["t4"][1] and "no history today" in got["t4"][0]  # the PreToolUse hook blocked it
-    assert [r["args"]["name"] for r in records if r.get("name") == "tool"] == [
-        "mcp__time__get_current_time", "mcp__git__git_status", "mcp__probe__die",
-        "mcp__probe__hello",
-    ]  # fmt: skip
+    ran = [r["args"]["name"] for r in records if r.get("name") == "tool"]
+    # time and git_status are read-only, so they run together and finish in either order.
+    assert sorted(ran[:2]) == ["mcp__git__git_status", "mcp__time__get_current_time"]
+    assert ran[2:] == ["mcp__probe__die", "mcp__probe__hello"]
     assert got["t5"] == ('MCP server "probe": Connection closed (it exited)', True)
     assert got["t6"] == ('{"result":"hello still here"}', False)
     servers = next(r["result"] for r in records if r.get("name") == "mcp_servers")
