@@ -51,7 +51,7 @@ from fsm_agent.core.permission_types import PermissionUpdate, read_update, updat
 # registered here make each type's hook once.
 
 
-def _json_name(value: Any) -> str:
+def json_name(value: Any) -> str:
     """What a JSON value is, as a reader of the file would say it."""
     if value is None:
         return "null"
@@ -71,25 +71,25 @@ def _json_name(value: Any) -> str:
 def _structure_str(value: Any, _: type) -> str:
     if isinstance(value, str):
         return value
-    raise TypeError(f"expected a string, got {_json_name(value)}")
+    raise TypeError(f"expected a string, got {json_name(value)}")
 
 
 def _structure_bool(value: Any, _: type) -> bool:
     if isinstance(value, bool):
         return value
-    raise TypeError(f"expected true or false, got {_json_name(value)}")
+    raise TypeError(f"expected true or false, got {json_name(value)}")
 
 
 def _structure_int(value: Any, _: type) -> int:
     if isinstance(value, int) and not isinstance(value, bool):
         return value
-    raise TypeError(f"expected an integer, got {_json_name(value)}")
+    raise TypeError(f"expected an integer, got {json_name(value)}")
 
 
 def _structure_float(value: Any, _: type) -> float:
     if isinstance(value, int | float) and not isinstance(value, bool):
         return float(value)
-    raise TypeError(f"expected a number, got {_json_name(value)}")
+    raise TypeError(f"expected a number, got {json_name(value)}")
 
 
 def _only(kinds: type | tuple[type, ...], hook: Callable[[Any, Any], Any]) -> Any:
@@ -98,7 +98,7 @@ def _only(kinds: type | tuple[type, ...], hook: Callable[[Any, Any], Any]) -> An
     def structure_only(value: Any, cls: Any) -> Any:
         if isinstance(value, kinds):
             return hook(value, cls)
-        raise TypeError(f"got {_json_name(value)}")
+        raise TypeError(f"got {json_name(value)}")
 
     return structure_only
 

@@ -21,6 +21,7 @@ from typing import Any
 from attrs import evolve, field, frozen
 
 from fsm_agent.core import jsontext
+from fsm_agent.core.codec import json_name
 from fsm_agent.core.events import ModelRetry
 from fsm_agent.core.messages import (
     ContentBlock,
@@ -183,7 +184,7 @@ class _Reader:
 
     def entry(self, n: int, value: Any) -> None:
         if not isinstance(value, dict):
-            self.warn(n, f"not a transcript entry ({_json_name(value)}, not an object); skipped")
+            self.warn(n, f"not a transcript entry ({json_name(value)}, not an object); skipped")
             return
         kind = value.get("type")
         if not isinstance(kind, str):
@@ -299,7 +300,7 @@ class _Reader:
         for block in message["content"]:
             converted = _answer_block(block)
             if converted is None:
-                what = block.get("type") if isinstance(block, dict) else _json_name(block)
+                what = block.get("type") if isinstance(block, dict) else json_name(block)
                 self.warn(n, f"a {what!r} block the engine's messages cannot hold; left out")
             else:
                 blocks.append(converted)
@@ -484,18 +485,6 @@ def _text(value: Any) -> str:
 
 def _is(block: Any, kind: str) -> bool:
     return isinstance(block, dict) and block.get("type") == kind
-
-
-def _json_name(value: Any) -> str:
-    if isinstance(value, str):
-        return "a string"
-    if isinstance(value, bool):
-        return "a boolean"
-    if isinstance(value, int | float):
-        return "a number"
-    if isinstance(value, list):
-        return "a list"
-    return "null" if value is None else type(value).__name__
 
 
 def _usage(value: Any) -> Usage:
