@@ -22,7 +22,7 @@ path without their steps, so a change in one turn can show against an earlier on
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Generator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -137,12 +137,20 @@ def path_difference(
     return lines
 
 
-@pytest.hookimpl(tryfirst=True)
+@pytest.hookimpl(wrapper=True)
 def pytest_assertrepr_compare(
     config: pytest.Config, op: str, left: Any, right: Any
-) -> list[str] | None:
+) -> Generator[None, list[list[str]], list[list[str]]]:
     """A failed `run.path_lines == snapshot`, explained by step (module docstring);
-    `-vv` shows every step from the first difference on."""
+    `-vv` shows every step from the first difference on. A wrapper, so that syrupy's own
+    explanation (a `tryfirst` hook too) gives way whichever plugin was registered last:
+    pytest shows the first explanation of the list every plugin's hook returns."""
+    theirs = yield
+    ours = _path_explanation(config, op, left, right)
+    return theirs if ours is None else [ours, *theirs]
+
+
+def _path_explanation(config: pytest.Config, op: str, left: Any, right: Any) -> list[str] | None:
     if op != "==":
         return None
     for received, snapshot in ((left, right), (right, left)):

@@ -22,6 +22,7 @@ from attrs import evolve
 from fsm_agent.app.environment import IDLE_NOTIFY_S
 from fsm_agent.app.session import arun
 from fsm_agent.cli.questions import line_prompter
+from fsm_agent.cli.usage import ignore_signal
 from fsm_agent.core.abort import AbortSignal
 from fsm_agent.core.config import RunConfig
 from fsm_agent.core.events import DriverEvent
@@ -299,7 +300,7 @@ async def interruptibly(abort: AbortSignal, run: Awaitable[LoopResult]) -> LoopR
             # while it shuts down would kill the process mid-way (exit -2, no message).
             loop.remove_signal_handler(signum)
             if hard:
-                signal.signal(signum, signal.SIG_IGN)
+                signal.signal(signum, ignore_signal)
     if hard:  # the run unwound (its log whole) but was asked to stop at once
         raise KeyboardInterrupt
     return result

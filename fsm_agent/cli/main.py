@@ -24,6 +24,7 @@ from fsm_agent.cli.usage import (
     EXIT_USAGE,
     exit_code,
     fail,
+    ignore_signal,
     say,
     silence,
 )
@@ -102,7 +103,7 @@ def main(command: click.Command = cli, prog_name: str = "fsm-agent") -> None:
     finally:
         # The command is over: a Ctrl-C now (the second of an interrupted run, say) would
         # only kill the exit half-way, with no message and the signal's exit status.
-        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        signal.signal(signal.SIGINT, ignore_signal)
         # The interpreter's last collection would walk every object the SDK made (a
         # second or more on a busy machine after a run has printed all): the OS frees them.
         gc.freeze()

@@ -45,6 +45,12 @@ def exit_code(result: LoopResult) -> int:
     return EXIT_CODES.get(result.reason, 1)
 
 
+def ignore_signal(signum: int, frame: object) -> None:
+    """A signal caught and dropped. Not `SIG_IGN`: an ignored signal stays ignored in every
+    process started afterwards (a command's Bash, a test's terminal child), and a Python
+    started with SIGINT ignored never turns Ctrl-C into KeyboardInterrupt."""
+
+
 def silence(stream: IO[str]) -> None:
     """Point `stream`'s descriptor at /dev/null, so what is still buffered for a reader
     that went away (flushed again at exit) and anything printed later goes nowhere,

@@ -454,3 +454,30 @@ def test_check_json_gives_each_logs_outcome_as_data(tmp_path: Path) -> None:
     (change,) = first["diverged"]["changes"]
     assert change["where"].endswith("(tool_result toolu_02run).content")
     assert (change["log"], change["code"]) == ("3.75", "9.99")
+
+
+def test_a_command_run_in_process_leaves_ctrl_c_working_in_the_processes_it_starts_later(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`main` drops Ctrl-C once its command is over; it set SIGINT to SIG_IGN, which every
+    process started afterwards inherits: a Python started so never raises
+    KeyboardInterrupt (a chat in a pty, started by a later test, ignored its Ctrl-C)."""
+    import contextlib
+    import signal
+
+    from fsm_agent.cli.main import main
+
+    before = signal.getsignal(signal.SIGINT)
+    monkeypatch.setattr(sys, "argv", ["fsm-agent", "graph"])
+    try:
+        with contextlib.suppress(SystemExit):
+            main()
+        assert signal.getsignal(signal.SIGINT) is not signal.SIG_IGN
+        child = subprocess.run(
+            [sys.executable, "-c", "import signal; print(signal.getsignal(signal.SIGINT))"],
+            capture_output=True, text=True, timeout=60,
+        )  # fmt: skip
+        assert "default_int_handler" in child.stdout
+    finally:
+        signal.signal(signal.SIGINT, before)
+    assert "preprocess" in capsys.readouterr().out
