@@ -309,8 +309,11 @@ def real_model(base_url: str | None, given_by: str = "--base-url") -> Model:
 def start_loading_sdk() -> threading.Thread:
     """Import the SDK in a thread, now: a run against a real model needs it for its first
     request, and reading settings, CLAUDE.md files and git status meanwhile waits on
-    files and processes. `real_model`'s import then finds it loaded, or waits for it."""
-    thread = threading.Thread(target=_load_sdk, name="fsm-agent-sdk-import", daemon=True)
+    files and processes. `real_model`'s import then finds it loaded, or waits for it.
+    Not a daemon: a run that ends before it needs the SDK (a blocked prompt) would leave
+    the interpreter finalizing under an import in flight, which can crash it (seen: a
+    segfault at the exit of an SDK session); the exit waits for the import instead."""
+    thread = threading.Thread(target=_load_sdk, name="fsm-agent-sdk-import", daemon=False)
     thread.start()
     return thread
 
