@@ -375,6 +375,10 @@ def _request(body: Mapping[str, Any]) -> dict[str, Any]:
                 kept.append(f"tool_result:{block['tool_use_id']}:{error}")
             else:
                 kept.append(kind)
+        # Claude Code sends the results of calls that ran together in the order they
+        # finished (it varies from run to run): compared in the order of their ids.
+        results = iter(sorted(k for k in kept if k.startswith("tool_result:")))
+        kept = [next(results) if k.startswith("tool_result:") else k for k in kept]
         if merged and merged[-1]["role"] == msg["role"]:
             last = merged[-1]["blocks"]
             merged[-1]["blocks"] += kept[1:] if kept[:1] == ["text"] == last[-1:] else kept
@@ -429,7 +433,7 @@ def aspects(case: Case, obs: Observed) -> dict[str, Any]:
         },
         "requests": [_shape(r) for r in obs.requests],
         "workspace": {"files": obs.workspace, "outside_changed": obs.outside_changed},
-        "tool_errors": [(r["id"], r["is_error"]) for r in results],
+        "tool_errors": sorted((r["id"], r["is_error"]) for r in results),  # finish order varies
         "max_tokens": [r["max_tokens"] for r in obs.requests],
         "tool_text": {r["id"]: r["text"] for r in results if r["id"] in case.text},
         "hooks": list(obs.hooks),
