@@ -160,3 +160,17 @@ def test_a_file_that_is_no_log_is_refused(tmp_path: Path) -> None:
     junk.write_text("hello\n")
     with pytest.raises(LogError, match="not a session log"):
         view_data(junk)
+
+
+def test_a_failed_tool_result_is_marked_an_error(tmp_path: Path) -> None:
+    """No shipped session holds a failed tool now (fix_bug's refused Edit is gone), so the
+    failure is made: fix_bug's `python3 average.py` result turned into an error."""
+    rows = [json.loads(r) for r in (REPLAYS / "fix_bug.jsonl").read_text().splitlines()]
+    assert not _marked(view_data(REPLAYS / "fix_bug.jsonl"), ERROR)
+    for row in rows:
+        if row.get("name") == "tool" and row["step"] == 12:
+            row["result"]["is_error"] = True
+    failed = tmp_path / "failed.jsonl"
+    failed.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    reseal(failed)
+    assert _marked(view_data(failed), ERROR) == [12]
