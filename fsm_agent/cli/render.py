@@ -40,7 +40,7 @@ from fsm_agent.core.events import (
 )
 from fsm_agent.core.messages import ToolUseBlock, Usage
 from fsm_agent.engine.driver import LoopResult
-from fsm_agent.engine.prelude import PROMPT_BLOCKED
+from fsm_agent.engine.reasons import PROMPT_BLOCKED
 
 KEY_INPUTS = ("file_path", "command", "pattern", "path", "url")
 CONTROLS = dict.fromkeys([*range(0x09), *range(0x0B, 0x20), 0x7F, *range(0x80, 0xA0)])

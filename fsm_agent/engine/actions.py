@@ -33,7 +33,7 @@ from fsm_agent.engine.phases import CONTEXT_WINDOW_EXCEEDED, drop_calls, max_tok
 from fsm_agent.engine.ports import INTERRUPTED, model_failed
 from fsm_agent.engine.prelude import reminders
 from fsm_agent.engine.preprocess import compact_hook
-from fsm_agent.engine.reasons import Continue, Terminal
+from fsm_agent.engine.reasons import PROMPT_BLOCKED, Continue, Terminal
 from fsm_agent.engine.run import Run
 from fsm_agent.engine.state import (
     AutoCompactTracking,
@@ -372,6 +372,13 @@ async def override_stop_block(run: Run, state: LoopState, it: Iteration, facts: 
     return it
 
 
+async def block_prompt(run: Run, state: LoopState, it: Iteration, facts: Facts) -> Iteration:
+    """`prompt_blocked`: the user is told what the hook answered in the model's place."""
+    assert it.prompt_blocked is not None
+    run.emit(it.prompt_blocked)
+    return it
+
+
 OnEdgeFn = Callable[[Run, LoopState, Iteration, Facts], Awaitable[Iteration]]
 
 PROCEED = "proceed"
@@ -385,6 +392,7 @@ ON_EDGE: dict[str, OnEdgeFn] = {
     "fail_model": fail_model,
     "surface_cut_output": surface_cut_output,
     "override_stop_block": override_stop_block,
+    "block_prompt": block_prompt,
 }
 """The actions of the edges that keep the iteration (every kind but `continue`), by the
 name their row gives."""
@@ -425,6 +433,8 @@ def unanswered_results(
 def terminal_error(reason: str, it: Iteration, config: RunConfig) -> str | None:
     """Why a run that ended short of `completed` ended, in words for the user (the
     summary line, the JSON result's `errors`), when no error text says so already."""
+    if reason == PROMPT_BLOCKED and it.prompt_blocked is not None:
+        return it.prompt_blocked.text
     if reason == Terminal.PROMPT_TOO_LONG:
         said = it.withheld_message or "prompt is too long"
         if it.not_compacted is not None:

@@ -12,7 +12,7 @@ import asyncio
 import inspect
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 
-from attrs import field, frozen
+from attrs import evolve, field, frozen
 
 from fsm_agent.core.codec import unstructure
 from fsm_agent.core.config import RunConfig
@@ -21,7 +21,6 @@ from fsm_agent.core.events import (
     DriverEvent,
     McpReady,
     Notice,
-    PromptBlocked,
     ToolRefused,
     Transition,
 )
@@ -41,8 +40,8 @@ from fsm_agent.engine.actions import (
 from fsm_agent.engine.machine import EDGES, LoopMachine
 from fsm_agent.engine.phases import CONFIRMS, PHASES
 from fsm_agent.engine.ports import Effects, Tape
-from fsm_agent.engine.prelude import PROMPT_BLOCKED, session_prelude
-from fsm_agent.engine.reasons import Kind
+from fsm_agent.engine.prelude import session_prelude
+from fsm_agent.engine.reasons import PROMPT_BLOCKED, Kind
 from fsm_agent.engine.run import Run
 from fsm_agent.engine.state import Iteration, LoopState, Permissions, ToolContext
 
@@ -234,11 +233,8 @@ class Engine:
         self, run: Run, messages: Sequence[Message], read_files: Mapping[str, float] | None
     ) -> LoopResult:
         prelude = await session_prelude(run, messages)
-        if prelude.blocked is not None:
-            return self._blocked(prelude.messages, prelude.blocked)
-        messages = prelude.messages
-        state = initial_state(messages, self.config, read_files)
-        it = fresh_iteration(state)
+        state = initial_state(prelude.messages, self.config, read_files)
+        it = evolve(fresh_iteration(state), prompt_blocked=prelude.blocked)
         start = state.permissions
         digest = state.digest(start)
         path: list[Step] = []
@@ -280,7 +276,7 @@ class Engine:
             reason=reason,
             path=tuple(path),
             messages=final_messages(reason, it),
-            turns=state.turn_count,
+            turns=0 if reason == PROMPT_BLOCKED else state.turn_count,
             usage=state.usage + it.usage,
             session_id=self.session_id,
             model=it.model,
@@ -302,22 +298,6 @@ class Engine:
                 "steps": len(path),
             }
         )
-        return result
-
-    def _blocked(self, messages: Sequence[Message], blocked: PromptBlocked) -> LoopResult:
-        self._emit(blocked)
-        result = LoopResult(
-            reason=PROMPT_BLOCKED,
-            path=(),
-            messages=Transcript.of(messages),
-            turns=0,
-            usage=Usage(),
-            session_id=self.session_id,
-            model=self.config.model,
-            error=blocked.text,
-            log_path=str(self.tape.path) if self.tape.path else None,
-        )
-        self.tape.result({"reason": PROMPT_BLOCKED, "turns": 0, "usage": {}, "steps": 0})
         return result
 
     async def events(

@@ -25,6 +25,7 @@ from fsm_agent.core.limits import MAX_STOP_HOOK_BLOCKS
 from fsm_agent.engine.reasons import (
     CONTINUE_REASONS,
     MODEL_FALLBACK,
+    PROMPT_BLOCKED,
     TERMINAL_REASONS,
     Continue,
     Kind,
@@ -39,6 +40,7 @@ if TYPE_CHECKING:  # for annotations only: `fsm-agent graph` draws the table wit
 __all__ = [
     "CONTINUE_REASONS",
     "MODEL_FALLBACK",
+    "PROMPT_BLOCKED",
     "TERMINAL_REASONS",
     "Continue",
     "Kind",
@@ -58,6 +60,10 @@ Guard = Callable[["LoopState", "Facts", "RunConfig"], bool]
 
 def always(s: LoopState, f: Facts, c: RunConfig) -> bool:
     return True
+
+
+def prompt_refused(s: LoopState, f: Facts, c: RunConfig) -> bool:
+    return f.prompt_blocked
 
 
 def over_hard_limit(s: LoopState, f: Facts, c: RunConfig) -> bool:
@@ -172,6 +178,9 @@ EDGES: tuple[Edge, ...] = (
     # source, edge, destination, kind;
     #     guard, action;
     #     when (the guard in words)
+    _edge(P.PREPROCESS, PROMPT_BLOCKED, PROMPT_BLOCKED, K.TERMINAL,
+          prompt_refused, "block_prompt",
+          "a UserPromptSubmit hook refused the prompt"),
     _edge(P.PREPROCESS, "preprocessed", P.BLOCKING_LIMIT_CHECK, K.PHASE,
           always, "proceed",
           "always"),
@@ -268,7 +277,7 @@ EDGES: tuple[Edge, ...] = (
 # fmt: on
 
 INITIAL = Phase.PREPROCESS.value
-FINAL_STATES: tuple[str, ...] = tuple(t.value for t in Terminal)
+FINAL_STATES: tuple[str, ...] = (*(t.value for t in Terminal), PROMPT_BLOCKED)
 STATES: tuple[str, ...] = tuple(p.value for p in Phase) + FINAL_STATES
 
 

@@ -4,9 +4,10 @@ In Claude Code these run in `processUserInput`, before `query()` is
 called, so they are not states of the loop's machine either. Their hook
 runs are effects of step 1 (recorded, replayed). A UserPromptSubmit hook
 that blocks (exit 2, or `decision: "block"`) erases the prompt, one that
-says `continue: false` keeps it: either way the run ends `prompt_blocked`
-with no transition taken and no model call, and what Claude Code answers in
-place of the model is the run's answer (a `success`, as `claude -p` reports it).
+says `continue: false` keeps it: either way the first iteration carries the
+block, and the machine's first edge, `preprocess -[prompt_blocked]->`, ends
+the run with no model call; what Claude Code answers in place of the model
+is the run's answer (a `success`, as `claude -p` reports it).
 Context the hooks add (plain stdout, `additionalContext`) goes to the model as
 meta user messages in a `<system-reminder>`: SessionStart's before the
 conversation, UserPromptSubmit's after the prompt. SessionStart runs again, with
@@ -25,8 +26,6 @@ from fsm_agent.core.events import PromptBlocked
 from fsm_agent.core.messages import Message, TextBlock, reminder_text
 from fsm_agent.engine.run import Run
 from fsm_agent.hooks.outcomes import NO_OPINION, HookOutcome, consult
-
-PROMPT_BLOCKED = "prompt_blocked"
 
 
 @frozen

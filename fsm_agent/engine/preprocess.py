@@ -50,7 +50,14 @@ from fsm_agent.core.model import ModelRequest
 from fsm_agent.core.transcript import Transcript
 from fsm_agent.engine.prelude import reminders, session_start
 from fsm_agent.engine.run import Run
-from fsm_agent.engine.state import NO_FACTS, AutoCompactTracking, Facts, Iteration, LoopState
+from fsm_agent.engine.state import (
+    NO_FACTS,
+    AutoCompactTracking,
+    Facts,
+    Iteration,
+    LoopState,
+    facts,
+)
 from fsm_agent.hooks.outcomes import consult
 
 NEAR_THRESHOLD = 0.8
@@ -63,7 +70,12 @@ def report(run: Run, level: str, before: int, after: int, detail: str) -> None:
     run.emit(ContextReport("context", text, level, before, after))
 
 
+PROMPT_REFUSED = facts(prompt_blocked=True)
+
+
 async def preprocess(run: Run, state: LoopState, it: Iteration) -> tuple[Iteration, Facts]:
+    if it.prompt_blocked is not None:  # nothing to prepare: no request will be sent
+        return it, PROMPT_REFUSED
     config = run.config
     messages = await tool_result_budget(run, it.messages_for_query)
     count = await token_count(run, it, messages)

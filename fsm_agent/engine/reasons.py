@@ -64,6 +64,12 @@ class Kind(StrEnum):
     PHASE = "phase"
 
 
+PROMPT_BLOCKED = "prompt_blocked"
+"""The final state of a run whose prompt a UserPromptSubmit hook refused. Not one of the
+loop's Terminal reasons: Claude Code ends such a run in `processUserInput`, before
+`query()`; the machine takes it as the first edge it tries, so a run's path always says
+how it ended."""
+
 CONTINUE_REASONS = frozenset(c.value for c in Continue)
 TERMINAL_REASONS = frozenset(t.value for t in Terminal)
 MODEL_FALLBACK = "model_fallback"

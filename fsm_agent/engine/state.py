@@ -18,6 +18,7 @@ from cattrs.gen import make_dict_unstructure_fn, override
 
 from fsm_agent.context.collapse import CollapseStore
 from fsm_agent.core.codec import converter, unstructure_hook
+from fsm_agent.core.events import PromptBlocked
 from fsm_agent.core.jsontext import canonical
 from fsm_agent.core.messages import Message, ToolResultBlock, ToolUseBlock, Usage
 from fsm_agent.core.transcript import Transcript
@@ -197,12 +198,17 @@ class Iteration:
     """A compaction summarised the messages that showed nested CLAUDE.md files:
     they are shown again when a file in their directory is next read."""
     usage: Usage = Usage()
+    prompt_blocked: PromptBlocked | None = None
+    """What a UserPromptSubmit hook answered in the model's place, when it refused the
+    prompt (the first iteration only): `preprocess` then ends the run."""
 
 
 @frozen
 class Facts:
     """What a phase found out. Guards read these, the state and the run's configuration."""
 
+    prompt_blocked: bool = False
+    """A UserPromptSubmit hook refused the run's prompt: no call is made."""
     over_hard_limit: bool = False
     overloaded: bool = False
     model: str | None = None

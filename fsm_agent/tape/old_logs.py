@@ -4,7 +4,8 @@ those logs lack, and how the replay answers in its place."""
 from __future__ import annotations
 
 import os
-from collections.abc import Collection
+from collections.abc import Collection, Mapping
+from typing import Any
 
 from attrs import evolve
 
@@ -19,6 +20,13 @@ def hooks_had_no_say(event: str, hooked: Collection[str] | None) -> bool:
     """The recorded run asked no hooks about `event`: its header's `hooked_events`
     (absent from the oldest logs: None, every event may have been asked) leaves it out."""
     return hooked is not None and event not in hooked
+
+
+def blocked_outside_the_machine(result: Mapping[str, Any], edge: str) -> bool:
+    """A log from before `prompt_blocked` was an edge of the machine ended a blocked prompt
+    with no transition (its result has no steps): the replay's first edge, that one, is
+    what it recorded as the end."""
+    return edge == "prompt_blocked" and result.get("reason") == edge and result.get("steps") == 0
 
 
 def poll_keys(key: str, where: str) -> tuple[str, ...]:

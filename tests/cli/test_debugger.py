@@ -151,7 +151,8 @@ def test_msgs_effects_diff_where(dbg: Debugger) -> None:
     assert where[0] == "     1 preprocess -[preprocessed]-> blocking_limit_check  turn 1"
     assert where[6] == "→    7 continuation -[next_turn]-> preprocess  turn 2"
     assert where[7] == "now in preprocess"
-    assert where[8].startswith("  ▶ -[preprocessed]-> blocking_limit_check")
+    assert where[8].startswith("    -[prompt_blocked]-> prompt_blocked")
+    assert where[9].startswith("  ▶ -[preprocessed]-> blocking_limit_check")
 
 
 def test_help_quit_and_unknown(dbg: Debugger) -> None:
@@ -586,7 +587,8 @@ def test_p_messages_numbers_each_message_by_its_index() -> None:
 
 
 def test_a_blocked_prompt_shows_its_end_and_its_hook(workspace: Path, tmp_path: Path) -> None:
-    """A prompt hook can end the run before step 1: step 0 is then its last step."""
+    """A prompt hook ends the run on the machine's first edge: step 1, its hook an effect
+    of that step."""
     from fsm_agent.app.session import run_scenario
 
     scenario = tmp_path / "blocked.json"
@@ -604,10 +606,24 @@ def test_a_blocked_prompt_shows_its_end_and_its_hook(workspace: Path, tmp_path: 
     assert run_scenario(scenario, cwd=workspace, log=log).reason == "prompt_blocked"
     dbg = Debugger(log)
     try:
-        assert dbg.text("g 0") == "step 0/0: start, in preprocess  turn 1  (end: prompt_blocked)\n"
+        assert dbg.text("g 0") == "step 0/1: start, in preprocess  turn 1\n"
+        assert dbg.text("l").splitlines()[1].startswith("  ▶ -[prompt_blocked]-> prompt_blocked")
+        assert dbg.text("n") == (
+            "step 1/1: preprocess -[prompt_blocked]-> prompt_blocked  turn 1  "
+            "(end: prompt_blocked)\n"
+        )
         assert dbg.text("effects") == (
             '#1   hooks        UserPromptSubmit → {"blocking_errors":["no prompts today"]}\n'
         )
+    finally:
+        dbg.stepper.close()
+
+
+def test_a_prompt_blocked_in_an_older_log_ends_before_step_1() -> None:
+    """Logs from before the edge recorded no step for a blocked prompt: step 0 is its end."""
+    dbg = Debugger(ROOT / "tests" / "fixtures" / "logs_v3" / "prompt_blocked.jsonl")
+    try:
+        assert dbg.text("g 0") == "step 0/0: start, in preprocess  turn 1  (end: prompt_blocked)\n"
         assert dbg.text("l").splitlines() == [
             "now in preprocess",
             "  the run ended prompt_blocked before its first edge",

@@ -72,13 +72,14 @@ def test_only_an_api_error_answer_has_an_api_error_status(workspace: Path, tmp_p
 def test_every_scenario_exit_code_and_subtype(workspace: Path, tmp_path: Path, name: str) -> None:
     result, code = run_json(workspace, tmp_path, name)
     reason = result["terminal_reason"]
-    assert reason in TERMINAL_REASONS
+    assert reason in TERMINAL_REASONS | {"prompt_blocked"}
     error_answer = name in ("api_error", "max_output_tokens")  # `API Error: …` answers
+    succeeded = reason in ("completed", "prompt_blocked")  # a blocked prompt: the hook's job
     assert code == (EXIT_ERROR_ANSWER if error_answer else EXIT_CODES[reason])
     assert result["subtype"] == subtype_of(reason)
-    assert result["is_error"] is (reason != "completed" or error_answer)
+    assert result["is_error"] is (not succeeded or error_answer)
     assert result["is_error"] is (code != 0)
-    assert ("result" in result) is (reason == "completed")
+    assert ("result" in result) is succeeded
 
 
 def test_an_answer_still_cut_after_every_recovery_is_the_error_it_hit(
@@ -220,7 +221,7 @@ def test_a_resumed_run_never_reports_the_previous_run_s_answer(
     )
     lines = fsm("run", *where, "--output-format", "stream-json", "--verbose",
                 "--log", str(tmp_path / "s.jsonl")).stdout.splitlines()  # fmt: skip
-    told = [json.loads(line) for line in lines][-2]
+    (told,) = [m for m in map(json.loads, lines) if m.get("subtype") == "informational"]
     assert {k: told[k] for k in ("type", "subtype", "content", "level")} == {
         "type": "system",
         "subtype": "informational",

@@ -12,6 +12,7 @@ from fsm_agent.core.transcript import Transcript
 from fsm_agent.engine.machine import (
     EDGES,
     FINAL_STATES,
+    PROMPT_BLOCKED,
     Continue,
     LoopMachine,
     NoEdge,
@@ -32,12 +33,25 @@ def test_every_reason_is_an_edge_and_every_terminal_a_final_state() -> None:
     names = {e.name for e in EDGES}
     assert {c.value for c in Continue} <= names
     assert {t.value for t in Terminal} <= names
-    assert set(FINAL_STATES) == {t.value for t in Terminal}
+    assert set(FINAL_STATES) == {t.value for t in Terminal} | {PROMPT_BLOCKED}
     for edge in EDGES:
         if edge.name in {c.value for c in Continue}:
             assert edge.dest == Phase.PREPROCESS
         if edge.name in {t.value for t in Terminal}:
             assert edge.dest == edge.name
+
+
+def test_a_blocked_prompt_is_the_first_edge_tried() -> None:
+    """A refused prompt ends the run before anything else `preprocess` found out counts,
+    and nowhere else can it end a run."""
+    first, *_ = edges_from(Phase.PREPROCESS)
+    assert (first.name, first.dest, first.kind) == (PROMPT_BLOCKED, PROMPT_BLOCKED, "terminal")
+    assert [e for e in EDGES if e.dest == PROMPT_BLOCKED] == [first]
+    machine = LoopMachine(RunConfig())
+    assert machine.choose(STATE, Facts(prompt_blocked=True, over_hard_limit=True)) is first
+    assert machine.choose(STATE, Facts(over_hard_limit=True)).name == "preprocessed"
+    assert machine.fire(STATE, Facts(prompt_blocked=True)) is first
+    assert machine.is_final
 
 
 def test_no_auto_transitions() -> None:

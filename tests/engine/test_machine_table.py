@@ -13,7 +13,7 @@ from fsm_agent.core.messages import user
 from fsm_agent.core.transcript import Transcript
 from fsm_agent.engine import machine
 from fsm_agent.engine.actions import CONTINUE, ON_EDGE
-from fsm_agent.engine.machine import EDGES, Edge, Kind, LoopMachine
+from fsm_agent.engine.machine import EDGES, FINAL_STATES, Edge, Kind, LoopMachine
 from fsm_agent.engine.phases import CONFIRMS, PHASES
 from fsm_agent.engine.reasons import MODEL_FALLBACK, Continue, Phase, Terminal
 from fsm_agent.engine.state import Facts, LoopState, ToolContext
@@ -84,7 +84,7 @@ def test_each_row_states_its_kind(edge: Edge) -> None:
     """The kind is written in the row; it agrees with what the names say."""
     if edge.name in {c.value for c in Continue}:
         assert edge.kind is Kind.CONTINUE
-    elif edge.dest in {t.value for t in Terminal}:
+    elif edge.dest in FINAL_STATES:
         assert edge.kind is Kind.TERMINAL
     elif edge.name == MODEL_FALLBACK:
         assert edge.kind is Kind.RETRY

@@ -61,7 +61,7 @@ from fsm_agent.core.messages import (
 from fsm_agent.core.model import ModelRequest
 from fsm_agent.engine.driver import LoopResult
 from fsm_agent.engine.machine import EDGES, FINAL_STATES, INITIAL, TERMINAL_REASONS
-from fsm_agent.engine.prelude import PROMPT_BLOCKED
+from fsm_agent.engine.reasons import PROMPT_BLOCKED
 from fsm_agent.live.effects import Inbox
 from fsm_agent.live.scripted import Scenario, ScriptedHooks, ScriptedModel, StopReason
 from fsm_agent.policy.permissions import MODES
@@ -513,10 +513,10 @@ def _check_events(live: Live, earlier: tuple[Message, ...] = ()) -> None:
 
 
 def _check_walk(result: LoopResult) -> None:
-    if result.reason == PROMPT_BLOCKED:
-        assert result.path == ()
-        return
-    assert result.reason in TERMINAL_REASONS
+    if result.reason == PROMPT_BLOCKED:  # the machine's first edge, and only there
+        assert result.edges == (PROMPT_BLOCKED,)
+    else:
+        assert result.reason in TERMINAL_REASONS
     at = INITIAL
     for step in result.path:
         assert step.source == at, f"{step} does not leave {at}"
@@ -692,7 +692,7 @@ def _parses(line: bytes) -> bool:
     return True
 
 
-def _check_cut_log(log: Path, root: Path, keep: float, blocked: bool) -> None:
+def _check_cut_log(log: Path, root: Path, keep: float) -> None:
     """The log's first bytes, as a run killed at any moment leaves them (the header and
     `start` written, the last line maybe torn), replay as far as they go, and resume to
     a conversation the API takes, every call answered."""
@@ -714,10 +714,7 @@ def _check_cut_log(log: Path, root: Path, keep: float, blocked: bool) -> None:
     else:
         assert ended
     resumed = asyncio.run(aresume(cut))
-    if blocked:  # the prompt hook's answer, if it is kept, ends the run with no step
-        assert resumed.cut_short in (None, 0)
-    else:
-        assert resumed.cut_short == (None if final else held)
+    assert resumed.cut_short == (None if final else held)
     if not resumed.messages:  # a blocked prompt is taken out
         return
     _check_pairs(resumed.messages, "the resumed conversation", open_end=False)
@@ -743,7 +740,7 @@ def check_run(
         _check_replay(log, result, root, live.events)
         with mock.patch.object(stepper_module, "CACHE", 2):
             _check_stepper(log, transitions, jumps, requests)
-        _check_cut_log(log, root, keep, result.reason == PROMPT_BLOCKED)
+        _check_cut_log(log, root, keep)
         return result
 
 

@@ -277,7 +277,7 @@ case "$input" in *password*) echo "Prompt contains a secret" >&2; exit 2 ;; esac
     data = {"prompt": "my password is hunter2", "settings": settings, "turns": []}
     result = _run(workspace, data, tmp_path)
     assert result.reason == "prompt_blocked"
-    assert result.path == ()
+    assert result.edges == ("prompt_blocked",), "the machine's first edge, no model call"
     assert not result.is_error, "Claude Code's `success`: the hook did its job"
     assert result.error == (  # what Claude Code 2.1.332 answers, to the character
         f"UserPromptSubmit operation blocked by hook:\n[{block}]: Prompt contains a secret\n"

@@ -82,11 +82,11 @@ def test_coverage_of_all_shipped_replays_takes_every_reason() -> None:
 def test_coverage_of_one_log_lists_what_it_misses() -> None:
     proc = fsm("coverage", str(REPLAYS / "tool_round.jsonl"))
     assert proc.returncode == 0
-    assert "10 of 27 edges taken by 1 log(s); 2 of 17 reasons" in proc.stdout
+    assert "10 of 28 edges taken by 1 log(s); 2 of 17 reasons" in proc.stdout
     missed = proc.stdout.split("not taken by any log:\n")[1].splitlines()
     assert "  continuation -[max_turns]-> max_turns" in missed
     assert "  api_call -[streamed]-> abort_check" not in missed
-    assert len(missed) == 17
+    assert len(missed) == 18
     row = next(line for line in proc.stdout.splitlines() if line.startswith("api_call -[model_err"))
     assert row.split()[-1] == "-"
 
@@ -97,7 +97,7 @@ def test_a_log_named_twice_is_counted_once() -> None:
     log = REPLAYS / "tool_round.jsonl"
     proc = fsm("coverage", str(log), str(REPLAYS / ".." / "replays" / log.name))
     assert proc.returncode == 0, proc.stderr
-    assert "10 of 27 edges taken by 1 log(s)" in proc.stdout
+    assert "10 of 28 edges taken by 1 log(s)" in proc.stdout
     once = fsm("coverage", str(log))
     assert proc.stdout == once.stdout
 
@@ -136,7 +136,7 @@ def test_coverage_counts_the_logs_it_can_read_and_names_the_others(tmp_path: Pat
     errors = proc.stderr.splitlines()
     assert len(errors) == 2 and all(e.startswith("fsm-agent: error: ") for e in errors)
     assert str(header_only) in errors[0] and str(empty) in errors[1]
-    assert "10 of 27 edges taken by 1 log(s); 2 of 17 reasons (2 unreadable)" in proc.stdout
+    assert "10 of 28 edges taken by 1 log(s); 2 of 17 reasons (2 unreadable)" in proc.stdout
 
 
 INTENDED_TOOL_ERRORS: dict[str, set[str]] = {}
