@@ -12,6 +12,7 @@ from attrs.validators import ge, optional
 from fsm_agent.core.limits import (
     CAPPED_DEFAULT_MAX_TOKENS,
     DEFAULT_CONTEXT_WINDOW,
+    DEFAULT_MAX_TOKENS,
     ESCALATED_MAX_TOKENS,
     MAX_STOP_HOOK_BLOCKS,
     MIN_CONTEXT_WINDOW,
@@ -65,8 +66,13 @@ class RunConfig:
     context_window: int = field(default=DEFAULT_CONTEXT_WINDOW, validator=ge(MIN_CONTEXT_WINDOW))
     """At least `MIN_CONTEXT_WINDOW`, as the command line and a scenario hold it: a smaller
     window has thresholds at or below zero."""
-    max_output_tokens: int = field(default=CAPPED_DEFAULT_MAX_TOKENS, validator=ge(1))
+    max_output_tokens: int = field(default=DEFAULT_MAX_TOKENS, validator=ge(1))
     escalated_max_output_tokens: int = field(default=ESCALATED_MAX_TOKENS, validator=ge(1))
+    capped_output: bool = False
+    """The seeds' output cap: requests ask `CAPPED_DEFAULT_MAX_TOKENS` and a cut answer is
+    retried once at the escalated limit (`max_output_tokens_escalate`) before it is asked
+    to resume. Off, as in Claude Code 2.1.x, whose gate for it is off: a cut answer is
+    asked to resume at once."""
     system_prompt: str = DEFAULT_SYSTEM_PROMPT
     user_context: dict[str, str] = field(factory=dict)
     system_context: dict[str, str] = field(factory=dict)
@@ -108,6 +114,13 @@ class RunConfig:
     """The user's home directory, which a model's `~/…` file path means: hooks see such a
     path expanded, and a replay must expand it as the run did, not from its own machine.
     Set when a run starts; None in logs from before it was recorded."""
+
+    @property
+    def request_max_tokens(self) -> int:
+        """What a request asks for before any escalation: under the output cap, the cap."""
+        if self.capped_output:
+            return min(self.max_output_tokens, CAPPED_DEFAULT_MAX_TOKENS)
+        return self.max_output_tokens
 
     @property
     def workspaces(self) -> tuple[str, ...]:

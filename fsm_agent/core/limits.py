@@ -19,10 +19,14 @@ from __future__ import annotations
 import re
 from functools import cache
 
+DEFAULT_MAX_TOKENS = 32_000
+"""What Claude Code 2.1.x asks for (measured): a cut answer is then asked to resume, with
+no escalated retry first. This module stays light (`--help` imports it)."""
 CAPPED_DEFAULT_MAX_TOKENS = 8_000
 ESCALATED_MAX_TOKENS = 64_000
-"""Claude Code's `max_tokens`: the cap a request goes out with, and the clean retry's
-after a cut output. This module stays light (`--help` imports it), so they live here."""
+"""The seeds' output cap (`capped_output`, a feature gate that is off in Claude Code
+2.1.x): requests go out at 8k, and a cut answer is retried once at 64k before the
+model is asked to resume."""
 
 DEFAULT_CONTEXT_WINDOW = 200_000
 MIN_CONTEXT_WINDOW = 40_000
@@ -103,7 +107,7 @@ def output_limits(model: str) -> tuple[int, int]:
     """`max_tokens` for a request and for the escalated retry, held to the model's limit;
     the loop's defaults for a model not listed."""
     limit = output_limit(model) or ESCALATED_MAX_TOKENS
-    return min(CAPPED_DEFAULT_MAX_TOKENS, limit), min(ESCALATED_MAX_TOKENS, limit)
+    return min(DEFAULT_MAX_TOKENS, limit), min(ESCALATED_MAX_TOKENS, limit)
 
 
 def held_to_limit(model: str, max_tokens: int) -> int:

@@ -108,7 +108,13 @@ def media_withheld(s: LoopState, f: Facts, c: RunConfig) -> bool:
 
 
 def can_escalate(s: LoopState, f: Facts, c: RunConfig) -> bool:
-    return f.truncated and s.max_output_tokens_override is None and not f.at_output_limit
+    """Only under the output cap, as Claude Code escalates only while its cap gate is on."""
+    return (
+        f.truncated
+        and c.capped_output
+        and s.max_output_tokens_override is None
+        and not f.at_output_limit
+    )
 
 
 def recoveries_left(s: LoopState, f: Facts, c: RunConfig) -> bool:
@@ -228,7 +234,7 @@ EDGES: tuple[Edge, ...] = (
           "media error withheld, nothing left"),
     _edge(P.RECOVERY, C.MAX_OUTPUT_TOKENS_ESCALATE, P.PREPROCESS, K.CONTINUE,
           can_escalate, "max_output_tokens_escalate",
-          "output truncated, no override yet, a higher limit to ask for"),
+          "output truncated under the output cap, no override yet, a higher limit to ask for"),
     _edge(P.RECOVERY, C.MAX_OUTPUT_TOKENS_RECOVERY, P.PREPROCESS, K.CONTINUE,
           recoveries_left, "max_output_tokens_recovery",
           f"output truncated, fewer than {MAX_OUTPUT_RECOVERY_LIMIT} recoveries"),

@@ -143,8 +143,8 @@ class _Assembler:
 
 def max_tokens(config: RunConfig, state: LoopState, model: str) -> int:
     """What a request to `model` asks for: the override after an escalation, else the
-    capped default, held to the model's output limit."""
-    return held_to_limit(model, state.max_output_tokens_override or config.max_output_tokens)
+    run's default (the cap, under the output cap), held to the model's output limit."""
+    return held_to_limit(model, state.max_output_tokens_override or config.request_max_tokens)
 
 
 def build_request(run: Run, state: LoopState, it: Iteration) -> ModelRequest:

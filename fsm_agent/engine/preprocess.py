@@ -140,7 +140,7 @@ def request_for(run: Run, it: Iteration, messages: Transcript, purpose: str) -> 
         system=run.system,
         messages=prepend_user_context(messages, config.user_context),
         tools=run.tool_specs,
-        max_tokens=config.max_output_tokens,
+        max_tokens=config.request_max_tokens,
         purpose=purpose,
     )
 

@@ -146,6 +146,7 @@ class ScenarioConfig:
     permission_mode: str | None = field(default=None, validator=_known_mode)
     autocompact: bool | None = None
     snip_threshold: int | None = field(default=None, validator=optional(ge(0)))
+    capped_output: bool | None = None
 
 
 @frozen

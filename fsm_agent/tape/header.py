@@ -19,7 +19,7 @@ from fsm_agent.core.model import ToolSpec
 from fsm_agent.core.validation import SchemaError, check_schema
 from fsm_agent.engine.machine import EDGES
 from fsm_agent.tape.log import LogError, SessionLog
-from fsm_agent.tape.old_logs import with_home
+from fsm_agent.tape.old_logs import output_settings, with_home, with_output_cap
 
 
 def machine_fingerprint() -> str:
@@ -48,7 +48,7 @@ def session_header(
         "session_id": session_id,
         "created": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
         "fingerprint": machine_fingerprint(),
-        "config": unstructure(config),
+        "config": {**unstructure(config), **output_settings(config)},
         "tools": unstructure(list(specs)),
         **extra,
     }
@@ -56,7 +56,10 @@ def session_header(
 
 def config_of(log: SessionLog) -> RunConfig:
     """The recorded run's configuration; a header that does not hold one is a `LogError`."""
-    return with_home(_from_header(log, "config", {}, RunConfig))
+    recorded = log.header.get("config", {})
+    if isinstance(recorded, dict):
+        recorded = with_output_cap(recorded)
+    return with_home(_from_header_value(log, "config", recorded, RunConfig))
 
 
 def tools_of(log: SessionLog, *, checked: bool = True) -> list[ToolSpec]:
@@ -78,7 +81,11 @@ def header_tools_error(log: SessionLog, exc: Exception) -> LogError:
 
 
 def _from_header(log: SessionLog, key: str, default: Any, cls: Any) -> Any:
+    return _from_header_value(log, key, log.header.get(key, default), cls)
+
+
+def _from_header_value(log: SessionLog, key: str, value: Any, cls: Any) -> Any:
     try:
-        return structure(log.header.get(key, default), cls)
+        return structure(value, cls)
     except CodecError as exc:
         raise LogError(f"{log.path}:1: the header's {key}: {exc}") from None

@@ -10,6 +10,7 @@ from typing import Any
 from attrs import evolve
 
 from fsm_agent.core.config import RunConfig
+from fsm_agent.core.limits import CAPPED_DEFAULT_MAX_TOKENS
 
 LATER_EVENTS = frozenset({"PermissionRequest", "PostToolBatch"})
 """Hook events an older log may hold no record of although its settings had such a
@@ -27,6 +28,23 @@ def blocked_outside_the_machine(result: Mapping[str, Any], edge: str) -> bool:
     with no transition (its result has no steps): the replay's first edge, that one, is
     what it recorded as the end."""
     return edge == "prompt_blocked" and result.get("reason") == edge and result.get("steps") == 0
+
+
+OUTPUT_SETTINGS = ("max_output_tokens", "capped_output")
+
+
+def output_settings(config: RunConfig) -> dict[str, Any]:
+    """Written in every header even at their defaults: a log whose header lacks them was
+    written when requests asked the seeds' capped 8k (`with_output_cap`)."""
+    return {name: getattr(config, name) for name in OUTPUT_SETTINGS}
+
+
+def with_output_cap(config: Mapping[str, Any]) -> dict[str, Any]:
+    """A header from before `capped_output` existed: its run had the output cap, and a
+    `max_output_tokens` left out was the cap's 8k (the default then)."""
+    if "capped_output" in config:
+        return dict(config)
+    return {"max_output_tokens": CAPPED_DEFAULT_MAX_TOKENS, **config, "capped_output": True}
 
 
 def poll_keys(key: str, where: str) -> tuple[str, ...]:

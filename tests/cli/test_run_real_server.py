@@ -175,7 +175,7 @@ def test_a_request_refitted_to_the_context_window_is_an_api_retry_line(
     asking for less is told as an `api_retry` line, as cli.md says: the 400, no wait, and
     no `max_retries` (the SDK's retries are not what sent it)."""
     overflow = (
-        "input length and `max_tokens` exceed context limit: 150000 + 64000 > 200000, "
+        "input length and `max_tokens` exceed context limit: 150000 + 32000 > 170000, "
         "decrease input length or `max_tokens` and try again"
     )
     messages_server.reply(
@@ -195,7 +195,7 @@ def test_a_request_refitted_to_the_context_window_is_an_api_retry_line(
         "error_status": 400,
     }
     assert told["error"] == "unknown"
-    assert "sent again asking for 49000" in told["error_message"]
+    assert "sent again asking for 19000" in told["error_message"]
     assert lines[-1]["result"] == "Whole."
 
 
@@ -305,9 +305,9 @@ def test_a_call_cut_by_a_model_error_says_so_not_that_the_user_interrupted(
 @pytest.mark.parametrize(
     ("model", "asked"),
     [
-        ("claude-sonnet-4-6", [8_000, 64_000]),
-        ("claude-opus-4-1-20250805", [8_000, 32_000]),
-        ("claude-3-5-haiku-20241022", [8_000, 8_192]),
+        ("claude-sonnet-4-6", [32_000, 32_000]),
+        ("claude-opus-4-1-20250805", [32_000, 32_000]),
+        ("claude-3-5-haiku-20241022", [8_192, 8_192]),
         ("claude-3-haiku-20240307", [4_096, 4_096]),
     ],
 )
@@ -316,7 +316,7 @@ def test_max_tokens_stay_within_the_models_output_limit(
 ) -> None:
     """The API refuses `max_tokens` over a model's output limit (400 "max_tokens: 64000 >
     32000, which is the maximum allowed number of output tokens for claude-opus-4-1"):
-    the capped default and the escalated retry are both held to it."""
+    the default (Claude Code's 32k) is held to it, and so is the resumed request."""
     messages_server.reply(
         text("Cut", stop_reason="max_tokens", model=model), text("Whole.", model=model)
     )

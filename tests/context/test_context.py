@@ -274,13 +274,13 @@ def test_a_run_config_with_limits_no_run_can_keep_is_refused(
 def test_output_limits_table() -> None:
     """A dated id is its family's; a minor version the table lacks is not its family's
     oldest (Opus 4's 32k would cap a newer Opus), it keeps the defaults."""
-    assert output_limits("claude-opus-4-20250514") == (8_000, 32_000)
-    assert output_limits("claude-opus-4-1-20250805") == (8_000, 32_000)
-    assert output_limits("claude-opus-4-5-20251101") == (8_000, 64_000)
-    assert output_limits("claude-opus-4-9") == (8_000, 64_000)
-    assert output_limits("claude-3-5-sonnet-20241022") == (8_000, 8_192)
+    assert output_limits("claude-opus-4-20250514") == (32_000, 32_000)
+    assert output_limits("claude-opus-4-1-20250805") == (32_000, 32_000)
+    assert output_limits("claude-opus-4-5-20251101") == (32_000, 64_000)
+    assert output_limits("claude-opus-4-9") == (32_000, 64_000)
+    assert output_limits("claude-3-5-sonnet-20241022") == (8_192, 8_192)
     assert output_limits("claude-3-haiku-20240307") == (4_096, 4_096)
-    assert output_limits("some-other-model") == (8_000, 64_000)
+    assert output_limits("some-other-model") == (32_000, 64_000)
 
 
 def test_context_window_table() -> None:

@@ -119,10 +119,11 @@ def test_max_output_tokens_escalates_then_recovers_three_times(workspace: Path) 
 
 
 def _cut_output(model_id: str, workspace: Path) -> tuple[SpyModel, LoopResult, list[str]]:
-    """The max_output_tokens scenario against `model_id`'s output limit."""
+    """The max_output_tokens scenario against `model_id`'s output limit, under the
+    seeds' output cap as the scenario asks."""
     model = SpyModel(Scenario.load(SCENARIOS / "max_output_tokens.json"))
     events: list[DriverEvent] = []
-    config = RunConfig(cwd=str(workspace), model=model_id)
+    config = RunConfig(cwd=str(workspace), model=model_id, capped_output=True)
     result = asyncio.run(
         arun("go", model=model, config=config, on_event=events.append, keep_log=False)
     )
@@ -165,7 +166,7 @@ def test_a_cut_at_the_context_window_is_named_so_in_the_notices(workspace: Path)
         arun(
             "go",
             model=ScriptedModel(Scenario.parse({"turns": turns})),
-            config=RunConfig(cwd=str(workspace)),
+            config=RunConfig(cwd=str(workspace), capped_output=True),
             on_event=events.append,
             keep_log=False,
         )
@@ -178,10 +179,24 @@ def test_a_cut_at_the_context_window_is_named_so_in_the_notices(workspace: Path)
     ]  # fmt: skip
 
 
+def test_without_the_output_cap_a_cut_answer_is_asked_to_resume_at_once(
+    workspace: Path,
+) -> None:
+    """Claude Code 2.1.x (measured): requests ask 32,000 tokens and a cut answer is asked
+    to resume with no escalated retry first; the limit stays the same."""
+    model = SpyModel(Scenario.load(SCENARIOS / "max_output_tokens.json"))
+    config = RunConfig(cwd=str(workspace), model="claude-sonnet-4-6")
+    result = asyncio.run(arun("go", model=model, config=config, keep_log=False))
+    assert "max_output_tokens_escalate" not in result.edges
+    assert result.edges.count("max_output_tokens_recovery") == 3
+    assert [r.max_tokens for r in model.requests] == [32_000] * 4
+    assert model.requests[1].messages.items[-1].text == MAX_OUTPUT_RECOVERY_MESSAGE
+
+
 def test_tool_use_cut_by_max_tokens_is_never_run(scenario, workspace: Path) -> None:
     result = scenario("truncated_tool_input")
     assert not (workspace / "cut.txt").exists()
-    assert "max_output_tokens_escalate" in result.edges
+    assert "max_output_tokens_recovery" in result.edges
     assert not any(isinstance(b, ToolUseBlock) for m in result.messages.items for b in m.content)
 
 
@@ -462,7 +477,7 @@ def test_output_still_cut_after_every_recovery_completes_without_stop_hooks(
     surfaced max-output-tokens error."""
     data = json.loads((SCENARIOS / "max_output_tokens.json").read_text())
     data["hooks"] = {"Stop": [{"blocking_errors": ["Keep going."]}]}
-    data["config"] = {"token_budget": 100_000}
+    data["config"] = {"token_budget": 100_000, "capped_output": True}
     data["turns"].append({"content": "never asked for"})
     path = tmp_path / "cut_five_times.json"
     path.write_text(json.dumps(data))
@@ -544,7 +559,7 @@ def test_only_next_turn_carries_a_tool_summary(workspace: Path, tmp_path: Path) 
         json.dumps(
             {
                 "hooks": {"Stop": [{"blocking_errors": ["Run the tests."]}]},
-                "config": {"token_budget": 10_000},
+                "config": {"token_budget": 10_000, "capped_output": True},
                 "turns": [
                     {"content": [glob]},
                     {"content": "Cut", "stop_reason": "max_tokens"},

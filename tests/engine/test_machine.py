@@ -97,7 +97,7 @@ def test_recovery_priority_is_table_order() -> None:
             Facts(withheld="media"),
             "image_error",
         ),
-        (STATE, Facts(truncated=True), "max_output_tokens_escalate"),
+        (STATE, Facts(truncated=True), "max_output_tokens_recovery"),
         (STATE, Facts(truncated=True, at_output_limit=True), "max_output_tokens_recovery"),
         (
             evolve(STATE, max_output_tokens_override=64000),
@@ -115,6 +115,19 @@ def test_recovery_priority_is_table_order() -> None:
 )
 def test_recovery_guards(state: LoopState, facts: Facts, expected: str) -> None:
     assert machine_at("recovery").fire(state, facts).name == expected
+
+
+def test_only_the_output_cap_escalates_a_cut_answer() -> None:
+    """Claude Code 2.1.x asks a cut answer to resume at once; the seeds' escalated retry
+    comes first only under the output cap."""
+    capped = LoopMachine(RunConfig(capped_output=True), initial="recovery")
+    assert capped.choose(STATE, Facts(truncated=True)).name == "max_output_tokens_escalate"
+    assert capped.choose(STATE, Facts(truncated=True, at_output_limit=True)).name == (
+        "max_output_tokens_recovery"
+    )
+    assert machine_at("recovery").choose(STATE, Facts(truncated=True)).name == (
+        "max_output_tokens_recovery"
+    )
 
 
 def test_max_turns_guard_looks_at_the_next_turn() -> None:

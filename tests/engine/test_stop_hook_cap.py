@@ -112,7 +112,7 @@ def test_a_retry_between_blocks_restarts_the_count(workspace: Path, tmp_path: Pa
     cut = {"content": "Cut", "stop_reason": "max_tokens"}
     path = _scenario(tmp_path, [*_texts(5), cut, *_texts(10, start=5)])
     result, notices = _run(path, workspace, tmp_path / "run.jsonl")
-    assert "max_output_tokens_escalate" in result.edges
+    assert "max_output_tokens_recovery" in result.edges
     assert result.edges.count("stop_hook_blocking") == 5 + 8
     assert notices == [OVERRIDDEN]
     assert result.reason == "completed"

@@ -56,12 +56,7 @@ ASPECTS = (
 MUST_AGREE = ("outcome", "requests", "workspace", "tool_errors")
 """The aspects on which every case must agree (the issue's item 4); the others may
 differ only with a reason the report gives."""
-OPEN_EVERYWHERE = {
-    "max_tokens": "open: fsm-agent asks the seeds' capped default (8,000 tokens, escalated to "
-    "64,000 once cut off); Claude Code 2.1.x asks 32,000 and, cut off, asks the model to "
-    "resume without escalating. Closing it changes every shipped session's requests, so "
-    "it is left for its own change."
-}
+OPEN_EVERYWHERE: dict[str, str] = {}
 """Differences every case shows, with the reason, unless a case gives its own."""
 OUTSIDE_FILES = {"notes.txt": "outside the workspace\n", "keep/data.txt": "sentinel\n"}
 """The sentinel tree next to the workspace: no case may change it."""

@@ -114,10 +114,6 @@ LOOP = [
         "a reply cut at max_tokens in its text: the loop recovers and the model resumes",
         "write",
         (say("first half", stop_reason="max_tokens"), say("second half")),
-        xfail=(
-            "open: the max_tokens difference (fsm-agent escalates 8k to 64k first, Claude "
-            "Code 2.1.x resumes)"
-        ),
     ),
     Case(
         "max_tokens_in_tool_input",
