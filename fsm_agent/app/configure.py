@@ -73,6 +73,9 @@ class RunOptions:
     allowed_tools: tuple[str, ...] = ()
     disallowed_tools: tuple[str, ...] = ()
     add_dir: tuple[str, ...] = ()
+    trust: bool = False
+    """The user trusts the workspace for this run, as accepting Claude Code's trust
+    dialog would: its `.claude/settings.json` may allow tools and add directories."""
     mcp_config: tuple[str, ...] = ()
     strict_mcp_config: bool = False
     base_url_given_by: str = "--base-url"
@@ -130,6 +133,7 @@ def configure(options: RunOptions, warn: Warn) -> Configured:
             allowed_tools=options.allowed_tools,
             disallowed_tools=options.disallowed_tools,
             add_dirs=options.add_dir,
+            trusted=True if options.trust else None,
         )
     except SettingsError as exc:
         raise ConfigError(str(exc)) from None

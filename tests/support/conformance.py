@@ -119,6 +119,11 @@ class Case:
     text: tuple[str, ...] = ()
     known: Mapping[str, str] = field(default_factory=dict)
     xfail: str | None = None
+    trusted: bool = True
+    """Whether HOME's `.claude.json` has the workspace's trust dialog accepted; an
+    untrusted workspace's `.claude/settings.json` may not widen what runs."""
+    local_settings: Mapping[str, Any] | None = None
+    """`.claude/settings.local.json`, the user's own file, honoured untrusted too."""
 
 
 # --- materialising a case for one side --------------------------------------------------
@@ -192,12 +197,16 @@ def _build(case: Case, root: Path) -> dict[str, Path]:
     if case.settings is not None:
         (ws / ".claude").mkdir(exist_ok=True)
         (ws / ".claude" / "settings.json").write_text(json.dumps(_subst(case.settings, paths)))
+    if case.local_settings is not None:
+        (ws / ".claude").mkdir(exist_ok=True)
+        local = json.dumps(_subst(case.local_settings, paths))
+        (ws / ".claude" / "settings.local.json").write_text(local)
     for name, body in case.hooks.items():
         hook = ws / ".claude" / "hooks" / f"{name}.sh"
         hook.parent.mkdir(parents=True, exist_ok=True)
         hook.write_text("#!/bin/sh\n" + HOOK_PRELUDE + body)
         hook.chmod(0o755)
-    trusted_home(home, ws)
+    trusted_home(home, ws, trusted=case.trusted)
     return {"ws": ws, "home": home, "outside": outside, "root": root}
 
 
