@@ -220,18 +220,27 @@ def configure(options: RunOptions, warn: Warn) -> Configured:
 
 def mcp_setup(options: RunOptions, workspace: str, warn: Warn) -> McpSetup | None:
     """The MCP servers of `.mcp.json`, `~/.claude.json` and `--mcp-config`, read once."""
-    return mcp_servers_in(workspace, options.mcp_config, options.strict_mcp_config, warn)
+    trusted = True if options.trust else None
+    return mcp_servers_in(
+        workspace, options.mcp_config, options.strict_mcp_config, warn, trusted=trusted
+    )
 
 
 def mcp_servers_in(
-    workspace: str, configs: tuple[str, ...], strict: bool, warn: Warn
+    workspace: str,
+    configs: tuple[str, ...],
+    strict: bool,
+    warn: Warn,
+    *,
+    trusted: bool | None = None,
 ) -> McpSetup | None:
-    """The MCP servers a run in `workspace` starts (and those awaiting approval)."""
+    """The MCP servers a run in `workspace` starts (and those awaiting approval);
+    `trusted` as `load_mcp` takes it."""
     start, call, tokens = mcp_limits()
     try:
         setup, warnings = load_mcp(
             workspace, os.path.expanduser("~"), os.environ, configs=configs, strict=strict,
-            start_timeout=start, call_timeout=call, max_tokens=tokens,
+            start_timeout=start, call_timeout=call, max_tokens=tokens, trusted=trusted,
         )  # fmt: skip
     except McpConfigError as exc:
         raise ConfigError(str(exc)) from None
