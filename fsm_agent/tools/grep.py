@@ -29,7 +29,7 @@ from attrs import frozen
 from fsm_agent.core.globs import compile_glob, split_globs
 from fsm_agent.core.tool import ToolEnv, ToolInputError, ToolOutcome, integer
 from fsm_agent.tools.files import BOM, CWD_NOTE, SNIFF_BYTES, clip_line, looks_binary, printable
-from fsm_agent.tools.walk import open_found, stat_found, walk_found
+from fsm_agent.tools.walk import open_found, walk_found
 from fsm_agent.tools.worker import Workers, serve
 from fsm_agent.tools.workspace import check_path, is_within
 
@@ -376,16 +376,15 @@ class GrepTool:
         return ToolOutcome(text, response=response)
 
 
-def _by_size(found: Iterator[tuple[str, str]]) -> tuple[list[tuple[str, str]], list[str]]:
+def _by_size(
+    found: Iterator[tuple[str, str, os.stat_result]],
+) -> tuple[list[tuple[str, str]], list[str]]:
     """The files Grep can search (each with where it really is, for the search to open
     it only there), and the text files over `MAX_FILE_BYTES` that it says it did not
     (binary ones are skipped without a word, whatever their size)."""
     small: list[tuple[str, str]] = []
     big: list[str] = []
-    for path, real in found:
-        status = stat_found(path, real)
-        if status is None:
-            continue
+    for path, real, status in found:
         if status.st_size <= MAX_FILE_BYTES:
             small.append((path, real))
             continue
@@ -421,16 +420,17 @@ def _search(job: dict[str, Any]) -> tuple[str, dict[str, Any] | None]:
 
 def _candidates(
     query: Query, base: str, roots: tuple[str, ...], hidden: Callable[[str], bool] | None
-) -> Iterator[tuple[str, str]]:
-    """The files to search, each with where it really is (`walk_found`): a file `base`
-    (already resolved) is where it is."""
+) -> Iterator[tuple[str, str, os.stat_result]]:
+    """The files to search, each with where it really is and its status (`walk_found`):
+    a file `base` (already resolved) is where it is."""
     if os.path.isfile(base):
-        yield base, base
+        with contextlib.suppress(OSError):  # gone since: nothing to search
+            yield base, base, os.stat(base)
         return
     root = max((r for r in roots if is_within(base, r)), key=len)
-    for path, real in walk_found(base, roots, root, hidden):
-        if query.wants(base, path):
-            yield path, real
+    for found in walk_found(base, roots, root, hidden):
+        if query.wants(base, found[0]):
+            yield found
 
 
 def _search_file(query: Query, path: str, real: str) -> FileMatches | None:

@@ -141,7 +141,7 @@ def walk_files(
     """Absolute paths of the regular files under `base`, in sorted order per directory,
     less those `hidden` (a Read deny rule) leaves out and, given `ignore_from` (the
     workspace root), those the `.gitignore` files from there down ignore."""
-    for path, _real in walk_found(base, roots, ignore_from, hidden):
+    for path, _real, _status in walk_found(base, roots, ignore_from, hidden):
         yield path
 
 
@@ -150,9 +150,10 @@ def walk_found(
     roots: tuple[str, ...],
     ignore_from: str | None = None,
     hidden: Callable[[str], bool] | None = None,
-) -> Iterator[tuple[str, str]]:
+) -> Iterator[tuple[str, str, os.stat_result]]:
     """`walk_files`' paths, each with where it really is (a symlink's target), for
-    `open_found`/`stat_found` to hold the listing's check at use.
+    `open_found` to hold the listing's check at use, and its status as the walk found
+    it (through the directory's descriptor: no link swapped in on the way).
 
     The walk holds at use too: `base` (already resolved) is opened with `O_NOFOLLOW`
     and verified where it was resolved, and each directory below is opened relative to
@@ -178,31 +179,35 @@ def walk_found(
                 for d in dirnames
                 if d not in VCS_DIRS
                 and d != OWN_DIR
-                and _kind(d, dirfd) == stat.S_IFDIR
+                and (st := _status(d, dirfd)) is not None
+                and stat.S_ISDIR(st.st_mode)
                 and not (chain and _ignored(chain, os.path.join(dirpath, d), is_dir=True))
             )
             for name in sorted(filenames):
                 path = os.path.join(dirpath, name)
                 if chain and _ignored(chain, path, is_dir=False):
                     continue
-                kind = _kind(name, dirfd)
+                status = _status(name, dirfd)
                 real = path
-                if kind == stat.S_IFLNK:
+                if status is not None and stat.S_ISLNK(status.st_mode):
                     real = os.path.realpath(path)
                     if not any(is_within(real, root) for root in roots):
                         continue
-                    kind = _kind(name, dirfd, follow=True)
-                if kind != stat.S_IFREG or (hidden is not None and hidden(path)):
+                    status = _status(name, dirfd, follow=True)
+                if status is None or not stat.S_ISREG(status.st_mode):
                     continue
-                yield path, real
+                if hidden is not None and hidden(path):
+                    continue
+                yield path, real, status
     finally:
         os.close(top)
 
 
-def _kind(name: str, dirfd: int, follow: bool = False) -> int | None:
-    """The file type of `name` in the directory open as `dirfd`, or None if it is gone."""
+def _status(name: str, dirfd: int, follow: bool = False) -> os.stat_result | None:
+    """`name` in the directory open as `dirfd` (a link itself, unless `follow`), or None
+    if it is gone."""
     try:
-        return stat.S_IFMT(os.stat(name, dir_fd=dirfd, follow_symlinks=follow).st_mode)
+        return os.stat(name, dir_fd=dirfd, follow_symlinks=follow)
     except OSError:
         return None
 
@@ -218,15 +223,3 @@ def open_found(path: str, real: str) -> BinaryIO | None:
         os.close(fd)
         return None
     return os.fdopen(fd, "rb")
-
-
-def stat_found(path: str, real: str) -> os.stat_result | None:
-    """A listed file's status, by the same rule as `open_found`."""
-    try:
-        fd = os.open(path, os.O_PATH)
-    except OSError:
-        return None
-    try:
-        return os.fstat(fd) if opened_path(fd) in (real, None) else None
-    finally:
-        os.close(fd)
