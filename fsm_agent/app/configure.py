@@ -73,6 +73,9 @@ class RunOptions:
     allowed_tools: tuple[str, ...] = ()
     disallowed_tools: tuple[str, ...] = ()
     add_dir: tuple[str, ...] = ()
+    trust: bool = False
+    """The user trusts the workspace for this run, as accepting Claude Code's trust
+    dialog would: its `.claude/settings.json` may allow tools and add directories."""
     mcp_config: tuple[str, ...] = ()
     strict_mcp_config: bool = False
     base_url_given_by: str = "--base-url"
@@ -130,6 +133,7 @@ def configure(options: RunOptions, warn: Warn) -> Configured:
             allowed_tools=options.allowed_tools,
             disallowed_tools=options.disallowed_tools,
             add_dirs=options.add_dir,
+            trusted=True if options.trust else None,
         )
     except SettingsError as exc:
         raise ConfigError(str(exc)) from None
@@ -216,18 +220,27 @@ def configure(options: RunOptions, warn: Warn) -> Configured:
 
 def mcp_setup(options: RunOptions, workspace: str, warn: Warn) -> McpSetup | None:
     """The MCP servers of `.mcp.json`, `~/.claude.json` and `--mcp-config`, read once."""
-    return mcp_servers_in(workspace, options.mcp_config, options.strict_mcp_config, warn)
+    trusted = True if options.trust else None
+    return mcp_servers_in(
+        workspace, options.mcp_config, options.strict_mcp_config, warn, trusted=trusted
+    )
 
 
 def mcp_servers_in(
-    workspace: str, configs: tuple[str, ...], strict: bool, warn: Warn
+    workspace: str,
+    configs: tuple[str, ...],
+    strict: bool,
+    warn: Warn,
+    *,
+    trusted: bool | None = None,
 ) -> McpSetup | None:
-    """The MCP servers a run in `workspace` starts (and those awaiting approval)."""
+    """The MCP servers a run in `workspace` starts (and those awaiting approval);
+    `trusted` as `load_mcp` takes it."""
     start, call, tokens = mcp_limits()
     try:
         setup, warnings = load_mcp(
             workspace, os.path.expanduser("~"), os.environ, configs=configs, strict=strict,
-            start_timeout=start, call_timeout=call, max_tokens=tokens,
+            start_timeout=start, call_timeout=call, max_tokens=tokens, trusted=trusted,
         )  # fmt: skip
     except McpConfigError as exc:
         raise ConfigError(str(exc)) from None

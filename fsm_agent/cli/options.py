@@ -92,6 +92,13 @@ def run_options(fn: Any) -> Any:
             help="Another directory the tools may use.",
         ),
         click.option(
+            "--trust",
+            is_flag=True,
+            help="Trust the workspace for this run: its .claude/settings.json may allow "
+            "tools and add directories (without it, only once Claude Code's trust dialog "
+            "was accepted there, in ~/.claude.json).",
+        ),
+        click.option(
             "--mcp-config",
             multiple=True,
             help='MCP servers from a JSON file or string ({"mcpServers": ...}); may repeat.',

@@ -27,7 +27,7 @@ from fsm_agent.core.mcp_config import (
     merged,
     parse_servers,
 )
-from fsm_agent.live.settings import settings_files
+from fsm_agent.live.settings import settings_files, trusted_by_claude
 
 if TYPE_CHECKING:
     from fsm_agent.live.mcp_servers import McpServers
@@ -107,8 +107,14 @@ def load_mcp(
     start_timeout: float = 30.0,
     call_timeout: float | None = None,
     max_tokens: int = 25_000,
+    trusted: bool | None = None,
 ) -> tuple[McpSetup, tuple[str, ...]]:
-    """The run's MCP setup, and a warning for each server that cannot be used."""
+    """The run's MCP setup, and a warning for each server that cannot be used.
+
+    `trusted`: whether the user trusts the workspace (None: as `~/.claude.json` says).
+    An untrusted workspace's `.claude/settings.json` cannot approve the servers of its
+    own `.mcp.json` (each would run a program the repository names): they wait for the
+    user's approval as if it said nothing; what it disables stays disabled."""
     warnings: list[str] = []
     dynamic: list[McpServerConfig] = []
     for value in configs:
@@ -144,12 +150,17 @@ def load_mcp(
                 _servers_of(_read_json(mcp_json, "the project's"), origin), origin, "project", env
             )
             warnings += said
-        for path, _root in settings_files(cwd, home):
+        if trusted is None:
+            trusted = trusted_by_claude(cwd, home)
+        for n, (path, _root) in enumerate(settings_files(cwd, home)):
             if path.is_file():
                 try:
                     data = _read_json(path, "settings")
                 except McpConfigError:
                     continue  # load_settings has said what is wrong with it
+                if isinstance(data, dict) and n == 1 and not trusted:
+                    data, ignored = _narrowing_only(data, path, project)
+                    warnings += ignored
                 if isinstance(data, dict):
                     approval_data.append(data)
     approvals = approvals_of(approval_data)
@@ -162,3 +173,26 @@ def load_mcp(
         start_timeout, call_timeout, max_tokens,
     )  # fmt: skip
     return setup, tuple(warnings)
+
+
+def _narrowing_only(
+    data: dict[str, Any], path: Path, project: Sequence[McpServerConfig]
+) -> tuple[dict[str, Any], list[str]]:
+    """An untrusted workspace's settings as far as they approve MCP servers: what they
+    disable (or an `enableAllProjectMcpServers` of false), not what they enable."""
+    kept: dict[str, Any] = {}
+    if "disabledMcpjsonServers" in data:
+        kept["disabledMcpjsonServers"] = data["disabledMcpjsonServers"]
+    if data.get("enableAllProjectMcpServers") is False:
+        kept["enableAllProjectMcpServers"] = False
+    grants = data.get("enableAllProjectMcpServers") is True or bool(
+        data.get("enabledMcpjsonServers")
+    )
+    said = []
+    if grants and project:
+        said.append(
+            f"{path}: its approval of .mcp.json servers is ignored: this workspace has not "
+            "been trusted (accept Claude Code's trust dialog here once, or pass --trust); "
+            "they wait for your approval"
+        )
+    return kept, said

@@ -4,6 +4,12 @@
 `.claude/settings.local.json` are merged: their `permissions` lists and
 their `hooks` add up. What was loaded goes into `RunConfig`, which the log
 header records, so a replay never reads a settings file.
+
+A cloned repository's `.claude/settings.json` is not the user's: until the user
+trusts the workspace (Claude Code's trust dialog, kept in `~/.claude.json`, or
+`--trust`) its allow rules and `additionalDirectories` are left out, as the real
+CLI leaves them out; what only narrows (deny, ask, a mode other than bypass) and
+its hooks stay. No workspace file may start a run in bypassPermissions.
 """
 
 from __future__ import annotations
@@ -14,7 +20,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from attrs import frozen
+from attrs import evolve, frozen
 
 from fsm_agent.core.config import HookMatcher
 from fsm_agent.core.jsontext import decode_error, no_constant
@@ -44,6 +50,48 @@ class Settings:
     bypass_disabled: str = ""
     """The file whose `permissions.disableBypassPermissionsMode` is `"disable"` (the
     last that says so), or "": bypassPermissions may not be used in this run."""
+
+
+CLAUDE_JSON = ".claude.json"
+"""Claude Code's own state file in the home directory, where its trust dialog's answer
+is kept per project."""
+
+
+def trusted_by_claude(cwd: str, home: str) -> bool:
+    """Whether `~/.claude.json` has the trust dialog accepted for the workspace or for
+    the git repository it is in (the key Claude Code keeps a project under). A parent
+    directory's trust does not carry, as in the CLI. A file that cannot be read trusts
+    nothing: the run goes on untrusted and says how to trust."""
+    try:
+        with open(Path(home) / CLAUDE_JSON, encoding="utf-8") as f:
+            state = json.load(f, parse_constant=no_constant)
+    except (OSError, ValueError, RecursionError):
+        return False
+    projects = state.get("projects") if isinstance(state, dict) else None
+    if not isinstance(projects, dict):
+        return False
+    real = os.path.realpath(cwd)
+    keys = {os.path.abspath(cwd), real}
+    root = git_root(real)
+    if root is not None:
+        keys.add(root)
+    return any(
+        isinstance(projects.get(k), dict) and projects[k].get("hasTrustDialogAccepted") is True
+        for k in keys
+    )
+
+
+def git_root(path: str) -> str | None:
+    """The nearest directory at or above `path` holding a `.git` (a directory or a
+    file), found without running git (whose config may name programs)."""
+    here = path
+    while True:
+        if os.path.lexists(os.path.join(here, ".git")):
+            return here
+        up = os.path.dirname(here)
+        if up == here:
+            return None
+        here = up
 
 
 def settings_files(cwd: str, home: str) -> list[tuple[Path, str]]:
@@ -128,11 +176,16 @@ def load_settings(
     allowed_tools: Sequence[str] = (),
     disallowed_tools: Sequence[str] = (),
     add_dirs: Sequence[str] = (),
+    trusted: bool | None = None,
 ) -> Settings:
-    """The merged settings for a run in `cwd`, with the command line's rules added."""
+    """The merged settings for a run in `cwd`, with the command line's rules added.
+
+    `trusted`: whether the user trusts the workspace; None asks `~/.claude.json`."""
     home = home if home is not None else os.path.expanduser("~")
+    if trusted is None:
+        trusted = trusted_by_claude(cwd, home)
     merged = Settings()
-    for path, root in settings_files(cwd, home):
+    for n, (path, root) in enumerate(settings_files(cwd, home)):
         if not path.is_file():
             continue
         try:
@@ -146,6 +199,8 @@ def load_settings(
         except ValueError as exc:  # NaN, or a number of more digits than Python converts
             raise SettingsError(f"{path}: not valid JSON: {str(exc).split(';')[0]}") from None
         one = parse_settings(data, str(path), root, cwd)
+        if n > 0:  # the workspace's own files
+            one = _workspace_limits(one, path, cwd, home, trusted=trusted or n == 2)
         merged = Settings(
             merged.permissions.merged(one.permissions),
             merged.hooks + one.hooks,
@@ -161,6 +216,38 @@ def load_settings(
     return Settings(
         merged.permissions.merged(cli), merged.hooks, merged.warnings, merged.bypass_disabled
     )
+
+
+def _workspace_limits(one: Settings, path: Path, cwd: str, home: str, *, trusted: bool) -> Settings:
+    """What a workspace's settings file may not grant: bypassPermissions as its mode
+    (the real CLI ignores it there, trusted or not, local file included), and, from an
+    untrusted workspace's `.claude/settings.json`, allow rules and more directories
+    (ignored with a line saying so, as the CLI says it)."""
+    p, warnings = one.permissions, list(one.warnings)
+    mode = p.default_mode
+    if mode == "bypassPermissions":
+        warnings.append(
+            f"{path}: permissions.defaultMode bypassPermissions is ignored in a workspace's "
+            "settings (pass --permission-mode bypassPermissions, or set it in "
+            "~/.claude/settings.json)"
+        )
+        mode = None
+    allow, dirs = p.allow, p.additional_directories
+    if not trusted:
+        how = (
+            "this workspace has not been trusted. Accept Claude Code's trust dialog here once, "
+            f'set projects["{os.path.realpath(cwd)}"].hasTrustDialogAccepted: true in '
+            f"{Path(home) / CLAUDE_JSON}, or pass --trust"
+        )
+        for key, given in (("allow", allow), ("additionalDirectories", dirs)):
+            if given:
+                entries = "entry" if len(given) == 1 else "entries"
+                warnings.append(
+                    f"Ignoring {len(given)} permissions.{key} {entries} from {path}: {how}"
+                )
+        allow, dirs = (), ()
+    permissions = evolve(p, allow=allow, additional_directories=dirs, default_mode=mode)
+    return evolve(one, permissions=permissions, warnings=tuple(warnings))
 
 
 def _split_flags(values: Sequence[str]) -> list[str]:

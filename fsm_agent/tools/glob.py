@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import os
 import time
 from collections.abc import Callable, Sequence
@@ -12,7 +11,7 @@ from typing import Any
 from fsm_agent.core.globs import compile_glob, matches, split_literal
 from fsm_agent.core.tool import ToolEnv, ToolInputError, ToolOutcome
 from fsm_agent.tools.files import CWD_NOTE, printable
-from fsm_agent.tools.walk import walk_files
+from fsm_agent.tools.walk import walk_found
 from fsm_agent.tools.workspace import check_path
 
 MAX_RESULTS = 100
@@ -84,11 +83,10 @@ def _glob(
     `--glob` reads a pattern with no `/` as .gitignore does), else their paths from `base`."""
     regex = compile_glob(pattern)
     found: list[tuple[float, str]] = []
-    for path in walk_files(base, roots, hidden=hidden):
+    for path, _real, status in walk_found(base, roots, hidden=hidden):
         rel = os.path.basename(path) if anywhere else os.path.relpath(path, base)
         if matches(regex, rel.replace(os.sep, "/")):
-            with contextlib.suppress(OSError):
-                found.append((-os.stat(path).st_mtime, path))
+            found.append((-status.st_mtime, path))
     found.sort()
     return _found([printable(path) for _, path in found[:MAX_RESULTS]], len(found), started)
 

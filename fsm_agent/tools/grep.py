@@ -29,7 +29,7 @@ from attrs import frozen
 from fsm_agent.core.globs import compile_glob, split_globs
 from fsm_agent.core.tool import ToolEnv, ToolInputError, ToolOutcome, integer
 from fsm_agent.tools.files import BOM, CWD_NOTE, SNIFF_BYTES, clip_line, looks_binary, printable
-from fsm_agent.tools.walk import walk_files
+from fsm_agent.tools.walk import open_found, walk_found
 from fsm_agent.tools.worker import Workers, serve
 from fsm_agent.tools.workspace import check_path, is_within
 
@@ -376,22 +376,28 @@ class GrepTool:
         return ToolOutcome(text, response=response)
 
 
-def _by_size(paths: Iterator[str]) -> tuple[list[str], list[str]]:
-    """The files Grep can search, and the text files over `MAX_FILE_BYTES` that it says
-    it did not (binary ones are skipped without a word, whatever their size)."""
-    small: list[str] = []
+def _by_size(
+    found: Iterator[tuple[str, str, os.stat_result]],
+) -> tuple[list[tuple[str, str]], list[str]]:
+    """The files Grep can search (each with where it really is, for the search to open
+    it only there), and the text files over `MAX_FILE_BYTES` that it says it did not
+    (binary ones are skipped without a word, whatever their size)."""
+    small: list[tuple[str, str]] = []
     big: list[str] = []
-    for path in paths:
+    for path, real, status in found:
+        if status.st_size <= MAX_FILE_BYTES:
+            small.append((path, real))
+            continue
+        f = open_found(path, real)
+        if f is None:
+            continue
         try:
-            if os.path.getsize(path) <= MAX_FILE_BYTES:
-                small.append(path)
-                continue
-            with open(path, "rb") as f:
+            with f:
                 head = f.read(SNIFF_BYTES)
-            if head.startswith(UTF16_BOMS) or not looks_binary(head):
-                big.append(path)
         except OSError:
             continue
+        if head.startswith(UTF16_BOMS) or not looks_binary(head):
+            big.append(path)
     return small, big
 
 
@@ -404,7 +410,9 @@ def _search(job: dict[str, Any]) -> tuple[str, dict[str, Any] | None]:
     response if `job["respond"]`."""
     input = job["input"]
     query = Query.parse(input)
-    results = [r for path in job["files"] if (r := _search_file(query, path)) is not None]
+    results = [
+        r for path, real in job["files"] if (r := _search_file(query, path, real)) is not None
+    ]
     head_limit = integer(input, "head_limit", DEFAULT_HEAD_LIMIT)
     offset = integer(input, "offset", 0)
     return _render(query, results, job["single"], head_limit, offset, job["respond"])
@@ -412,19 +420,27 @@ def _search(job: dict[str, Any]) -> tuple[str, dict[str, Any] | None]:
 
 def _candidates(
     query: Query, base: str, roots: tuple[str, ...], hidden: Callable[[str], bool] | None
-) -> Iterator[str]:
+) -> Iterator[tuple[str, str, os.stat_result]]:
+    """The files to search, each with where it really is and its status (`walk_found`):
+    a file `base` (already resolved) is where it is."""
     if os.path.isfile(base):
-        yield base
+        with contextlib.suppress(OSError):  # gone since: nothing to search
+            yield base, base, os.stat(base)
         return
     root = max((r for r in roots if is_within(base, r)), key=len)
-    for path in walk_files(base, roots, root, hidden):
-        if query.wants(base, path):
-            yield path
+    for found in walk_found(base, roots, root, hidden):
+        if query.wants(base, found[0]):
+            yield found
 
 
-def _search_file(query: Query, path: str) -> FileMatches | None:
+def _search_file(query: Query, path: str, real: str) -> FileMatches | None:
+    """`path`'s matches, if it is still where the listing found it (`open_found`): a
+    link swapped in since then is not followed."""
+    f = open_found(path, real)
+    if f is None:
+        return None
     try:
-        with open(path, "rb") as f:
+        with f:
             raw = f.read()
     except OSError:
         return None

@@ -2,8 +2,9 @@
 
 Version-control directories and fsm-agent's own (`.fsm-agent`) are skipped, unless
 the search starts in one. Symlinked directories are not
-followed (no cycles, no escape); a symlinked file is listed only if its
-target lies inside the workspace. Grep also honours ignore files (`.gitignore`,
+followed (no cycles, no escape), not even one swapped in while the walk runs; a
+symlinked file is listed only if its target lies inside the workspace, and read
+only if it still leads there when it is opened. Grep also honours ignore files (`.gitignore`,
 `.ignore`, `.rgignore`), as ripgrep does: those of the directories walked, and
 those of the directories between the workspace root and the one searched.
 """
@@ -12,11 +13,14 @@ from __future__ import annotations
 
 import os
 import re
+import stat
 from collections.abc import Callable, Iterator, Sequence
+from typing import BinaryIO
 
 from attrs import frozen
 
 from fsm_agent.core.globs import translate
+from fsm_agent.tools.files import open_fd, opened_path
 from fsm_agent.tools.workspace import is_within
 
 VCS_DIRS = frozenset({".git", ".hg", ".svn", ".bzr", ".jj", ".sl"})
@@ -48,9 +52,17 @@ class GitIgnore:
     rules: tuple[IgnoreRule, ...]
 
     @classmethod
-    def load(cls, root: str, name: str = ".gitignore") -> GitIgnore | None:
+    def load(
+        cls, root: str, name: str = ".gitignore", dirfd: int | None = None
+    ) -> GitIgnore | None:
+        """The file `name` in `root`; given `dirfd` (`root` open), opened relative to it
+        and never through a link, so a walk reads the directory it is in."""
         try:
-            with open(os.path.join(root, name), encoding="utf-8", errors="replace") as f:
+            if dirfd is None:
+                fd = os.open(os.path.join(root, name), os.O_RDONLY)
+            else:
+                fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK, dir_fd=dirfd)
+            with open(fd, encoding="utf-8", errors="replace") as f:
                 lines = f.read().splitlines()
         except OSError:
             return None
@@ -95,10 +107,11 @@ def _chain_above(base: str, root: str) -> tuple[GitIgnore, ...]:
     return tuple(chain)
 
 
-def _own(directory: str, names: Sequence[str]) -> Iterator[GitIgnore]:
-    """The ignore files among `names` in `directory` that hold rules, in precedence order."""
+def _own(directory: str, names: Sequence[str], dirfd: int | None = None) -> Iterator[GitIgnore]:
+    """The ignore files among `names` in `directory` (open as `dirfd`, if given) that
+    hold rules, in precedence order."""
     for name in IGNORE_FILES:
-        if name in names and (ignore := GitIgnore.load(directory, name)) is not None:
+        if name in names and (ignore := GitIgnore.load(directory, name, dirfd)) is not None:
             yield ignore
 
 
@@ -128,36 +141,85 @@ def walk_files(
     """Absolute paths of the regular files under `base`, in sorted order per directory,
     less those `hidden` (a Read deny rule) leaves out and, given `ignore_from` (the
     workspace root), those the `.gitignore` files from there down ignore."""
+    for path, _real, _status in walk_found(base, roots, ignore_from, hidden):
+        yield path
+
+
+def walk_found(
+    base: str,
+    roots: tuple[str, ...],
+    ignore_from: str | None = None,
+    hidden: Callable[[str], bool] | None = None,
+) -> Iterator[tuple[str, str, os.stat_result]]:
+    """`walk_files`' paths, each with where it really is (a symlink's target), for
+    `open_found` to hold the listing's check at use, and its status as the walk found
+    it (through the directory's descriptor: no link swapped in on the way).
+
+    The walk holds at use too: `base` (already resolved) is opened with `O_NOFOLLOW`
+    and verified where it was resolved, and each directory below is opened relative to
+    its parent's descriptor, never through a symlink (`os.fwalk`), so a directory
+    swapped for a link while the walk runs is not followed out of the workspace. A
+    `base` swapped before it is opened is refused (`ToolInputError`)."""
     chains: dict[str, tuple[GitIgnore, ...]] = {}
     if ignore_from is not None:
         chains[os.path.dirname(base)] = _chain_above(base, ignore_from)
-    for dirpath, dirnames, filenames in os.walk(base):
-        chain: tuple[GitIgnore, ...] = ()
-        if ignore_from is not None:
-            chain = chains[os.path.dirname(dirpath)]
-            chain = (*chain, *_own(dirpath, filenames))
-            if dirnames:
-                chains[dirpath] = chain
-        dirnames[:] = sorted(
-            d
-            for d in dirnames
-            if d not in VCS_DIRS
-            and d != OWN_DIR
-            and not os.path.islink(os.path.join(dirpath, d))
-            and not (chain and _ignored(chain, os.path.join(dirpath, d), is_dir=True))
-        )
-        for name in sorted(filenames):
-            path = os.path.join(dirpath, name)
-            if chain and _ignored(chain, path, is_dir=False):
-                continue
-            if os.path.islink(path) and not _target_inside(path, roots):
-                continue
-            if hidden is not None and hidden(path):
-                continue
-            if os.path.isfile(path):
-                yield path
+    top = open_fd(base, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        walk = os.fwalk(".", dir_fd=top, follow_symlinks=False)
+        for rel, dirnames, filenames, dirfd in walk:
+            dirpath = base if rel == "." else os.path.join(base, rel[2:])
+            chain: tuple[GitIgnore, ...] = ()
+            if ignore_from is not None:
+                chain = chains[os.path.dirname(dirpath)]
+                chain = (*chain, *_own(dirpath, filenames, dirfd))
+                if dirnames:
+                    chains[dirpath] = chain
+            dirnames[:] = sorted(
+                d
+                for d in dirnames
+                if d not in VCS_DIRS
+                and d != OWN_DIR
+                and (st := _status(d, dirfd)) is not None
+                and stat.S_ISDIR(st.st_mode)
+                and not (chain and _ignored(chain, os.path.join(dirpath, d), is_dir=True))
+            )
+            for name in sorted(filenames):
+                path = os.path.join(dirpath, name)
+                if chain and _ignored(chain, path, is_dir=False):
+                    continue
+                status = _status(name, dirfd)
+                real = path
+                if status is not None and stat.S_ISLNK(status.st_mode):
+                    real = os.path.realpath(path)
+                    if not any(is_within(real, root) for root in roots):
+                        continue
+                    status = _status(name, dirfd, follow=True)
+                if status is None or not stat.S_ISREG(status.st_mode):
+                    continue
+                if hidden is not None and hidden(path):
+                    continue
+                yield path, real, status
+    finally:
+        os.close(top)
 
 
-def _target_inside(path: str, roots: tuple[str, ...]) -> bool:
-    target = os.path.realpath(path)
-    return any(is_within(target, root) for root in roots)
+def _status(name: str, dirfd: int, follow: bool = False) -> os.stat_result | None:
+    """`name` in the directory open as `dirfd` (a link itself, unless `follow`), or None
+    if it is gone."""
+    try:
+        return os.stat(name, dir_fd=dirfd, follow_symlinks=follow)
+    except OSError:
+        return None
+
+
+def open_found(path: str, real: str) -> BinaryIO | None:
+    """A file `walk_found` listed, opened for reading, if it still is where the listing
+    found it; None (skip it) if it is gone or a link swapped in now leads elsewhere."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    except OSError:
+        return None
+    if opened_path(fd) not in (real, None):
+        os.close(fd)
+        return None
+    return os.fdopen(fd, "rb")

@@ -23,6 +23,7 @@ from fsm_agent.live.scripted import Scenario
 from tests.support.cli import fsm
 from tests.support.hooks import script, tool_turn
 from tests.support.mcp_fixtures import SERVER, everything_command, git_repo, probe, pypi_server
+from tests.support.trust import trust
 
 NO_MCP = """
 import sys
@@ -38,7 +39,7 @@ def project(tmp_path: Path, servers: dict[str, Any], settings: dict[str, Any]) -
     (ws / ".claude").mkdir(parents=True)
     (ws / ".mcp.json").write_text(json.dumps({"mcpServers": servers}))
     (ws / ".claude" / "settings.json").write_text(json.dumps(settings))
-    (tmp_path / "home").mkdir()
+    trust(tmp_path / "home", ws)
     return ws
 
 

@@ -238,7 +238,8 @@ def test_settings_files_rules_and_hooks_apply_to_a_cli_run(workspace: Path, tmp_
         )
     )  # fmt: skip
     log = tmp_path / "run.jsonl"
-    proc = fsm("run", "--scripted", str(scenario), "--cwd", str(workspace), "--log", str(log))
+    args = ("--scripted", str(scenario), "--cwd", str(workspace), "--log", str(log), "--trust")
+    proc = fsm("run", *args)
     assert proc.returncode == 0, proc.stderr
     assert (workspace / "made").exists()
     assert not (workspace / "secret").exists()

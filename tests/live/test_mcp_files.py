@@ -9,6 +9,7 @@ import pytest
 
 from fsm_agent.core.mcp_config import McpConfigError
 from fsm_agent.live.mcp_files import load_mcp
+from tests.support.trust import trust
 
 
 def write(path: Path, data: object) -> None:
@@ -97,3 +98,22 @@ def test_a_broken_mcp_json_is_an_error_and_a_broken_claude_json_a_warning(
     write(ws / ".mcp.json", "[1,")
     with pytest.raises(McpConfigError, match=r"\.mcp\.json: not valid JSON"):
         load_mcp(str(ws), str(home), {})
+
+
+def test_an_untrusted_workspace_cannot_approve_its_own_servers(
+    places: tuple[Path, Path],
+) -> None:
+    """Each `.mcp.json` server runs a program the repository names: its own settings may
+    disable one, but approve none until the user trusts the workspace."""
+    ws, home = places
+    write(ws / ".claude" / "settings.json", {"enabledMcpjsonServers": ["waiting"],
+                                             "disabledMcpjsonServers": ["refused"]})  # fmt: skip
+    setup, warnings = load_mcp(str(ws), str(home), {})
+    assert {s.name for s in setup.unapproved} == {"waiting"}
+    assert any("has not been trusted" in w for w in warnings), warnings
+    write(ws / ".claude" / "settings.json", {"enableAllProjectMcpServers": True})
+    setup, _ = load_mcp(str(ws), str(home), {})
+    assert {s.name for s in setup.unapproved} == {"waiting", "refused"}
+    trusted, warnings = load_mcp(str(ws), str(trust(home, ws)), {})
+    assert trusted.unapproved == () and warnings == ()
+    assert {"approved", "waiting", "refused"} <= {s.name for s in trusted.servers}

@@ -26,6 +26,7 @@ from fsm_agent.policy.permissions import (
     removed_tools,
 )
 from tests.support.cli import run_scripted
+from tests.support.trust import trust
 
 WS = Workspace("/ws", "/home/u", ("/extra",))
 
@@ -303,7 +304,10 @@ def test_settings_files_merge_and_anchor_slash_rules_at_their_source(tmp_path: P
         json.dumps({"permissions": {"ask": ["Bash(rm *)"], "additionalDirectories": ["../lib"]}})
     )
     s = load_settings(
-        str(ws), str(home), allowed_tools=["Read,Bash(make *)"], disallowed_tools=["WebFetch"]
+        str(ws),
+        str(trust(home, ws)),
+        allowed_tools=["Read,Bash(make *)"],
+        disallowed_tools=["WebFetch"],
     )
     p = s.permissions
     assert [r.rule for r in p.allow] == ["Bash(git log *)", "Edit(src/**)", "Read", "Bash(make *)"]

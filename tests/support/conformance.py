@@ -114,6 +114,17 @@ class Case:
     text: tuple[str, ...] = ()
     known: Mapping[str, str] = field(default_factory=dict)
     xfail: str | None = None
+    trusted: bool = True
+    """Whether HOME's `.claude.json` has the workspace's trust dialog accepted; an
+    untrusted workspace's `.claude/settings.json` may not widen what runs."""
+    local_settings: Mapping[str, Any] | None = None
+    """`.claude/settings.local.json`, the user's own file, honoured untrusted too."""
+    outside: Mapping[str, str] = field(default_factory=dict)
+    """Files beside `OUTSIDE_FILES` in the sentinel tree (a red-team case's secret)."""
+    links: Mapping[str, str] = field(default_factory=dict)
+    """Symlinks made in the workspace, each to its target (`{outside}` allowed)."""
+    hard_links: Mapping[str, str] = field(default_factory=dict)
+    """Hard links made in the workspace, each to an existing file (`{outside}` allowed)."""
 
 
 # --- materialising a case for one side --------------------------------------------------
@@ -176,7 +187,7 @@ printf '%s\\n' "$input" >> "$CONFORMANCE_HOOK_LOG"
 
 def _build(case: Case, root: Path) -> dict[str, Path]:
     ws, home, outside = root / "ws", root / "home", root / "outside"
-    for rel, text in {**OUTSIDE_FILES}.items():
+    for rel, text in {**OUTSIDE_FILES, **case.outside}.items():
         (outside / rel).parent.mkdir(parents=True, exist_ok=True)
         (outside / rel).write_text(text)
     ws.mkdir(parents=True)
@@ -184,15 +195,25 @@ def _build(case: Case, root: Path) -> dict[str, Path]:
     for rel, text in case.files.items():
         (ws / rel).parent.mkdir(parents=True, exist_ok=True)
         (ws / rel).write_text(_subst(text, paths))
+    for rel, target in case.links.items():
+        (ws / rel).parent.mkdir(parents=True, exist_ok=True)
+        (ws / rel).symlink_to(_subst(target, paths))
+    for rel, target in case.hard_links.items():
+        (ws / rel).parent.mkdir(parents=True, exist_ok=True)
+        os.link(_subst(target, paths), ws / rel)
     if case.settings is not None:
         (ws / ".claude").mkdir(exist_ok=True)
         (ws / ".claude" / "settings.json").write_text(json.dumps(_subst(case.settings, paths)))
+    if case.local_settings is not None:
+        (ws / ".claude").mkdir(exist_ok=True)
+        local = json.dumps(_subst(case.local_settings, paths))
+        (ws / ".claude" / "settings.local.json").write_text(local)
     for name, body in case.hooks.items():
         hook = ws / ".claude" / "hooks" / f"{name}.sh"
         hook.parent.mkdir(parents=True, exist_ok=True)
         hook.write_text("#!/bin/sh\n" + HOOK_PRELUDE + body)
         hook.chmod(0o755)
-    trusted_home(home, ws)
+    trusted_home(home, ws, trusted=case.trusted)
     return {"ws": ws, "home": home, "outside": outside, "root": root}
 
 

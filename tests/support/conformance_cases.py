@@ -7,6 +7,7 @@ from typing import Any
 
 from tests.support.conformance import Case, hooks_on, raw_tool, say, use
 from tests.support.messages_server import error
+from tests.support.red_team import BASH_ESCAPES, SECRET
 
 NOW = {"retry-after": "0"}
 """Retry at once: the CLI and the SDK both honour `retry-after`, so no case waits."""
@@ -692,4 +693,121 @@ CONTEXT = [
     ),
 ]
 
-CASES: list[Case] = [*LOOP, *TOOLS, *MODES, *RULES, *HOOKS, *CONTEXT]
+TRUST = [
+    Case(
+        "trust_untrusted_allow_ignored",
+        "an untrusted workspace's allow rule is ignored: a cloned repository cannot allow "
+        "itself a command",
+        "run",
+        (use(bash("touch made")), say("done")),
+        settings={"permissions": {"allow": ["Bash(touch:*)"]}},
+        trusted=False,
+    ),
+    Case(
+        "trust_untrusted_additional_directory_ignored",
+        "an untrusted workspace's additionalDirectories do not open the outside",
+        "read",
+        (use(read("{outside}/notes.txt")), say("done")),
+        settings={"permissions": {"additionalDirectories": ["{outside}"]}},
+        trusted=False,
+    ),
+    Case(
+        "trust_trusted_additional_directory",
+        "a trusted workspace's additionalDirectories open the outside to reading",
+        "read",
+        (use(read("{outside}/notes.txt")), say("done")),
+        settings={"permissions": {"additionalDirectories": ["{outside}"]}},
+    ),
+    Case(
+        "trust_untrusted_deny_holds",
+        "an untrusted workspace's deny rule holds, in bypassPermissions too",
+        "run",
+        (use(bash("rm -f app.py")), say("done")),
+        files=SRC,
+        settings={"permissions": {"deny": ["Bash(rm:*)"]}},
+        args=BYPASS,
+        trusted=False,
+    ),
+    Case(
+        "trust_untrusted_accept_edits",
+        "an untrusted workspace's defaultMode acceptEdits applies",
+        "write",
+        (use(write("fresh\n")), say("done")),
+        settings={"permissions": {"defaultMode": "acceptEdits"}},
+        trusted=False,
+    ),
+    Case(
+        "trust_project_bypass_mode_ignored",
+        "a workspace's defaultMode bypassPermissions is ignored, trusted",
+        "run",
+        (use(bash("touch made")), say("done")),
+        settings={"permissions": {"defaultMode": "bypassPermissions"}},
+    ),
+    Case(
+        "trust_local_bypass_mode_ignored",
+        "settings.local.json's defaultMode bypassPermissions is ignored too",
+        "run",
+        (use(bash("touch made")), say("done")),
+        local_settings={"permissions": {"defaultMode": "bypassPermissions"}},
+    ),
+    Case(
+        "trust_local_allow_untrusted",
+        "settings.local.json, the user's own, allows in an untrusted workspace",
+        "run",
+        (use(bash("touch made")), say("done")),
+        local_settings={"permissions": {"allow": ["Bash(touch:*)"]}},
+        trusted=False,
+    ),
+    Case(
+        "trust_untrusted_hooks_run",
+        "an untrusted workspace's hooks run",
+        "run",
+        (use(bash("echo hi")), say("done")),
+        settings={"hooks": hooks_on("PreToolUse", "pre", "Bash")},
+        hooks={"pre": "exit 0\n"},
+        trusted=False,
+    ),
+]
+
+RED_TEAM_WORLD: dict[str, Any] = {
+    "files": {
+        "sub/.keep": "",
+        "paths.txt": "{outside}/secret.txt\n",
+        "made.txt": "../outside/made-by-xargs\n",
+    },
+    "outside": {"secret.txt": f"{SECRET}\n", "hard.txt": "HARD LINKED\n"},
+    "links": {"link": "{outside}/secret.txt", "linkdir": "{outside}"},
+    "hard_links": {"hard.txt": "{outside}/hard.txt"},
+}
+"""tests/support/red_team.py's world, as a case's workspace and sentinel tree."""
+
+
+def _slug(name: str) -> str:
+    """A red-team escape's name in a case id: its letters and digits, `_` between."""
+    return "_".join("".join(c if c.isalnum() else " " for c in name).split()).lower()
+
+
+CLI_RUNS_IT = (
+    "deliberate: Claude Code 2.1.332 runs it unasked in default mode and the outside secret "
+    "reaches the model ({how}); fsm-agent judges where it leads and asks (denied in -p)"
+)
+CLI_ESCAPES = {
+    "a glob through a link": "the shell expands `l*` through `linkdir`, a link to the outside",
+    "--from-file=": "an option's value names the outside file",
+    "grep -R follows links": "`grep -R` follows `linkdir` out of the workspace",
+}
+"""The red team's Bash escapes that the real CLI lets through, and how."""
+
+RED_TEAM = [
+    Case(
+        f"red_team_bash_{n:02d}_{_slug(name)}".rstrip("_"),
+        f"red team, in default mode: {name} (refused, as an escape)",
+        "get out",
+        (use(bash(command.replace("{out}", "{outside}"))), say("done")),
+        **RED_TEAM_WORLD,
+        xfail=CLI_RUNS_IT.format(how=CLI_ESCAPES[name]) if name in CLI_ESCAPES else None,
+    )
+    for n, (name, command, _asking) in enumerate(BASH_ESCAPES, 1)
+]
+
+CASES: list[Case] = [*LOOP, *TOOLS, *MODES, *RULES, *HOOKS, *CONTEXT, *TRUST, *RED_TEAM]

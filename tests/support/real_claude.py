@@ -56,16 +56,17 @@ def claude_version() -> str | None:
     return None
 
 
-def trusted_home(home: Path, workspace: Path, **extra: Any) -> Path:
-    """Make `home` a fresh Claude config home that trusts `workspace` and asks nothing
-    on first run; `extra` adds top-level keys to `.claude.json`."""
+def trusted_home(home: Path, workspace: Path, *, trusted: bool = True, **extra: Any) -> Path:
+    """Make `home` a fresh Claude config home that trusts `workspace` (or, `trusted`
+    false, knows it without its trust dialog accepted) and asks nothing on first run;
+    `extra` adds top-level keys to `.claude.json`."""
     home.mkdir(parents=True, exist_ok=True)
     config = {
         "hasCompletedOnboarding": True,
         "bypassPermissionsModeAccepted": True,
         "projects": {
             str(workspace.resolve()): {
-                "hasTrustDialogAccepted": True,
+                "hasTrustDialogAccepted": trusted,
                 "hasCompletedProjectOnboarding": True,
                 "allowedTools": [],
             }

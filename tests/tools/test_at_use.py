@@ -1,6 +1,8 @@
 """Checks that hold at use: a directory swapped for a symlink between the workspace check
 and the open cannot redirect a Read, Write or Edit (the file is opened with O_NOFOLLOW and
-its real place verified, a write made relative to the verified directory)."""
+its real place verified, a write made relative to the verified directory), nor a Glob or
+Grep (the walk opens each directory relative to its parent, never through a link, and a
+listed file is read only if it still is where it was listed)."""
 
 from __future__ import annotations
 
@@ -13,7 +15,10 @@ import pytest
 
 from fsm_agent.core.tool import ToolInputError
 from fsm_agent.tools.files import open_verified, read_text, write_text
+from fsm_agent.tools.glob import GlobTool
+from fsm_agent.tools.grep import GrepTool
 from fsm_agent.tools.read import ReadTool
+from fsm_agent.tools.walk import open_found, walk_found
 from fsm_agent.tools.write import WriteTool
 from tests.support.tools import call, make_env
 
@@ -113,3 +118,69 @@ def test_reads_and_writes_racing_a_swapping_directory_never_reach_outside(
     assert sorted(p.name for p in world["outside"].iterdir()) == ["f.txt"]
     assert not list(world["outside"].glob(".*"))
     assert os.path.exists(ws / "d") or os.path.exists(ws / "d.real")
+
+
+def test_a_search_base_checked_then_swapped_out_is_refused(world: dict[str, Path]) -> None:
+    resolved = str(world["ws"] / "d")
+    swap(world)
+    with pytest.raises(ToolInputError, match="changed while it was being opened"):
+        list(walk_found(resolved, (str(world["ws"]),)))
+
+
+def test_a_directory_swapped_while_the_walk_runs_is_not_entered(world: dict[str, Path]) -> None:
+    """The swap happens after the walk listed the top directory (at its first file), so
+    `d` was a directory when listed and is a link out when the walk comes to it."""
+    ws = world["ws"]
+    (ws / "top.txt").write_text("top\n")
+    swapped: list[str] = []
+
+    def swap_once(path: str) -> bool:
+        if not swapped:
+            swap(world)
+            swapped.append(path)
+        return False
+
+    found = [p for p, _, _ in walk_found(str(ws), (str(ws),), hidden=swap_once)]
+    assert swapped
+    assert found == [str(ws / "top.txt")]
+
+
+def test_a_listed_file_whose_directory_is_swapped_is_not_read(world: dict[str, Path]) -> None:
+    ws = world["ws"]
+    listed = [(p, r) for p, r, _ in walk_found(str(ws), (str(ws),))]
+    assert listed == [(str(ws / "d" / "f.txt"), str(ws / "d" / "f.txt"))]
+    path, real = listed[0]
+    f = open_found(path, real)
+    assert f is not None
+    f.close()
+    swap(world)
+    assert open_found(path, real) is None
+
+
+def test_searches_racing_a_swapping_directory_never_reach_outside(
+    world: dict[str, Path], tmp_path: Path
+) -> None:
+    """The swapper of the Read/Write race, against Glob and Grep over the workspace,
+    300 times each: neither lists a file that is only outside nor shows its content."""
+    (world["outside"] / "only_outside.txt").write_text(SECRET)
+    script = tmp_path / "swapper.py"
+    script.write_text(SWAPPER)
+    ws = world["ws"]
+    swapper = subprocess.Popen([sys.executable, str(script), str(ws), str(world["outside"]), "30"])
+    grep = GrepTool()
+    seen_inside = 0
+    try:
+        env = make_env(ws)
+        for _ in range(300):
+            globbed = call(GlobTool(), {"pattern": "**/*.txt"}, env)
+            assert "only_outside" not in str(globbed.content)
+            grepped = call(grep, {"pattern": "SECRET|inside", "output_mode": "content"}, env)
+            assert "SECRET" not in str(grepped.content)
+            assert "only_outside" not in str(grepped.content)
+            seen_inside += "inside" in str(grepped.content)
+        assert swapper.poll() is None, "the swapper stopped: the race was not run"
+    finally:
+        grep.close()
+        swapper.kill()
+        swapper.wait()
+    assert seen_inside > 0, "no search ran while the directory was in place"

@@ -22,6 +22,7 @@ from fsm_agent.hooks.commands import parse_hooks
 from fsm_agent.live.scripted import Scenario, ScriptedModel
 from tests.support.cli import fsm
 from tests.support.logs import reseal
+from tests.support.trust import trust
 
 APPEND = 'echo \'export GREETING="hello there"\' >> "$CLAUDE_ENV_FILE"'
 SHOW = "printenv GREETING || echo unset"
@@ -269,7 +270,7 @@ def test_a_resumed_session_keeps_its_variables(home: Path, workspace: Path, tmp_
     (claude / "settings.json").write_text(json.dumps(session_start(APPEND)))
     scenario = tmp_path / "show.json"
     scenario.write_text(json.dumps({"prompt": "go", "turns": bash_turns(SHOW)}))
-    env = {"HOME": str(home)}
+    env = {"HOME": str(trust(home, workspace))}
     first, second = tmp_path / "first.jsonl", tmp_path / "second.jsonl"
     args = ("--scripted", str(scenario), "--cwd", str(workspace))
     done = fsm("run", *args, "--log", str(first), env=env)
