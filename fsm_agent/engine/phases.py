@@ -155,6 +155,7 @@ def build_request(run: Run, state: LoopState, it: Iteration) -> ModelRequest:
         messages=prepend_user_context(it.messages_for_query, config.user_context),
         tools=run.tool_specs,
         max_tokens=max_tokens(config, state, it.model),
+        fallback_model=config.fallback_model if config.fallback_model != it.model else None,
     )
 
 

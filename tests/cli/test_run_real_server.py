@@ -129,8 +129,8 @@ def test_system_prompt_options_shape_what_the_model_is_sent(
 def test_a_retry_is_told_as_it_happens_and_again_on_replay(
     messages_server: MessagesServer, workspace: Path, tmp_path: Path
 ) -> None:
-    """A 429 the SDK waits out: stream-json has Claude Code's `system/api_retry` line,
-    and the text output of a replay of the log has the same retry line."""
+    """A 429 waited out (of Claude Code's 10 retries): stream-json has Claude Code's
+    `system/api_retry` line, and the text output of a replay of the log has the same retry line."""
     import io
 
     from rich.console import Console
@@ -152,7 +152,7 @@ def test_a_retry_is_told_as_it_happens_and_again_on_replay(
     assert [{k: t[k] for k in keys} for t in told] == [
         {
             "attempt": 1,
-            "max_retries": 2,
+            "max_retries": 10,
             "retry_delay_ms": 50,
             "error_status": 429,
             "error": "rate_limit",

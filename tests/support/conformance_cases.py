@@ -65,9 +65,22 @@ LOOP = [
         "without a fallback model three 529s are retried on the same model",
         "hi",
         (overloaded(), overloaded(), overloaded(), say("hello")),
+    ),
+    Case(
+        "server_error_500_fallback",
+        "with a fallback model a 5xx that is not a 529 switches models at once",
+        "hi",
+        (error(500, "api_error", "Internal server error", headers=NOW), say("hello")),
+        args=("--fallback-model", "claude-haiku-4-5"),
+    ),
+    Case(
+        "retry_after_past_a_minute",
+        "a retry-after over 60 s is not waited for: the run ends on the error",
+        "hi",
+        (error(429, "rate_limit_error", "Rate limited", headers={"retry-after": "61"}), say("no")),
         xfail=(
-            "open: fsm-agent makes the SDK's 2 retries, Claude Code 10 "
-            "(CLAUDE_CODE_MAX_RETRIES); a fourth 529-free answer is lost"
+            "open: Claude Code reports an API error as subtype success with is_error true "
+            "(and api_error_status); fsm-agent says error_during_execution"
         ),
     ),
     Case(
