@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+import re
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 
 from attrs import field, frozen
@@ -42,7 +43,7 @@ from fsm_agent.engine.machine import EDGES, LoopMachine
 from fsm_agent.engine.phases import CONFIRMS, PHASES
 from fsm_agent.engine.ports import Effects, Tape
 from fsm_agent.engine.prelude import PROMPT_BLOCKED, session_prelude
-from fsm_agent.engine.reasons import Kind
+from fsm_agent.engine.reasons import Kind, Terminal
 from fsm_agent.engine.run import Run
 from fsm_agent.engine.state import Iteration, LoopState, Permissions, ToolContext
 
@@ -63,6 +64,17 @@ STEPS: dict[tuple[str, str], Step] = {
 """One `Step` per edge of the table: a path holds these, not a new one per step."""
 
 
+API_ERROR_REASONS = (
+    Terminal.MODEL_ERROR,
+    Terminal.PROMPT_TOO_LONG,
+    Terminal.IMAGE_ERROR,
+    Terminal.BLOCKING_LIMIT,
+)
+"""The Terminal reasons of a run the API's failure ended, or the context's size before
+a request (which Claude Code answers with the same synthetic error as the API's)."""
+_KIND = re.compile(r"^[a-z_]+: ")
+
+
 @frozen
 class LoopResult:
     """How a run ended: the Terminal reason, the path taken, the conversation.
@@ -81,7 +93,8 @@ class LoopResult:
     model: str
     error: str | None = None
     api_error_status: int | None = None
-    """The HTTP status of an API error that became the answer (`claude -p`'s field)."""
+    """The HTTP status of an API error that became the answer or ended the run
+    (`claude -p`'s field)."""
     log_path: str | None = None
     read_files: dict[str, float] = field(factory=dict, repr=False)
     """Files read and their mtimes, for the next run of the same conversation (a chat)."""
@@ -104,11 +117,25 @@ class LoopResult:
         return ""
 
     @property
+    def ended_on_api_error(self) -> bool:
+        """The run ended because the API failed (its retries used, the prompt too long,
+        an image refused) or the context is over the blocking limit: Claude Code
+        answers such a run with the error, as `success` with `is_error`, where
+        fsm-agent keeps the Terminal reason that says which."""
+        return self.reason in API_ERROR_REASONS
+
+    @property
     def answer(self) -> str:
         """What `claude -p` answers a run that completed with: the `API Error: …` it
-        ended on (a refusal after some text, say), else the final text."""
+        ended on (a refusal after some text, say), else the final text; a run that
+        ended on an API error answers with it."""
         if self.reason in ("completed", PROMPT_BLOCKED):
             return self.error or self.text
+        if self.ended_on_api_error:
+            said = self.error or self.reason
+            if self.reason == Terminal.MODEL_ERROR:
+                said = _KIND.sub("", said, count=1)  # the kind the loop reacted to
+            return f"API Error: {said}"
         return self.text
 
     @property

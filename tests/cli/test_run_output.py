@@ -78,7 +78,10 @@ def test_every_scenario_exit_code_and_subtype(workspace: Path, tmp_path: Path, n
     assert result["subtype"] == subtype_of(reason)
     assert result["is_error"] is (reason != "completed" or error_answer)
     assert result["is_error"] is (code != 0)
-    assert ("result" in result) is (reason == "completed")
+    answered = reason in ("completed", "model_error", "prompt_too_long", "image_error",
+                          "blocking_limit")  # fmt: skip
+    assert ("result" in result) is answered
+    assert ("errors" in result) is not answered
 
 
 def test_an_answer_still_cut_after_every_recovery_is_the_error_it_hit(
@@ -100,9 +103,14 @@ def test_exit_codes_are_distinct_and_cover_every_reason() -> None:
 
 
 def test_subtypes() -> None:
+    """As `claude -p`: a run an API error ended (its retries used, the prompt too long,
+    an image refused, the context over the blocking limit) is `success` with
+    `is_error`, its answer the error."""
     assert subtype_of("completed") == "success"
     assert subtype_of("max_turns") == "error_max_turns"
-    others = TERMINAL_REASONS - {"completed", "max_turns"}
+    api = {"model_error", "prompt_too_long", "image_error", "blocking_limit"}
+    assert {subtype_of(r) for r in api} == {"success"}
+    others = TERMINAL_REASONS - {"completed", "max_turns"} - api
     assert {subtype_of(r) for r in others} == {"error_during_execution"}
 
 
@@ -496,10 +504,15 @@ def test_an_error_result_says_why_the_run_ended(
     workspace: Path, tmp_path: Path, name: str, says: str
 ) -> None:
     """The API's own words for a withheld error, the numbers of a limit: not just
-    the name of the reason, which `terminal_reason` already gives."""
+    the name of the reason, which `terminal_reason` already gives. A run an API error
+    ended answers with it (`result`), as `claude -p` does; the others list it."""
     result, _ = run_json(workspace, tmp_path, name)
     assert result["terminal_reason"] == name
-    assert says in result["errors"][0]
+    if name in ("prompt_too_long", "image_error", "model_error", "blocking_limit"):
+        assert result["result"].startswith("API Error: ")
+        assert says.removeprefix("connection: ") in result["result"]
+    else:
+        assert says in result["errors"][0]
 
 
 def test_every_stream_json_line_has_the_session_id_and_its_own_uuid(
