@@ -67,6 +67,12 @@ def subtype_of(reason: str) -> str:
     return SUBTYPES.get(reason, "error_during_execution")
 
 
+def result_subtype(result: LoopResult) -> str:
+    """The `subtype` of `result`: its reason's, but `success` for a Stop hook's stop
+    (`stop_hook_prevented` that no Ctrl-C caused), as `claude -p` reports it."""
+    return "success" if result.stopped_by_hook else subtype_of(result.reason)
+
+
 def _usage(usage: Usage) -> dict[str, int]:
     return {
         "input_tokens": usage.input_tokens,
@@ -183,7 +189,7 @@ class RunTally:
 
 def result_object(result: LoopResult, *, duration_ms: int, tally: RunTally) -> dict[str, Any]:
     """The `result` object: `claude -p`'s fields plus our `log` and `path`."""
-    subtype = subtype_of(result.reason)
+    subtype = result_subtype(result)
     if subtype == "success":  # an API error answer is what `claude -p` prints last
         outcome: dict[str, Any] = {"result": result.answer}
         if result.api_error_status is not None:

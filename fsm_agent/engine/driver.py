@@ -40,7 +40,7 @@ from fsm_agent.engine.actions import (
     unanswered_results,
 )
 from fsm_agent.engine.machine import EDGES, LoopMachine
-from fsm_agent.engine.phases import CONFIRMS, PHASES
+from fsm_agent.engine.phases import CONFIRMS, PHASES, STOP_HOOKS_INTERRUPTED
 from fsm_agent.engine.ports import Effects, Tape
 from fsm_agent.engine.prelude import PROMPT_BLOCKED, session_prelude
 from fsm_agent.engine.reasons import Kind, Terminal
@@ -104,8 +104,8 @@ class LoopResult:
         """Anything but a clean `completed`: an API error answer (a 401, say) ends the
         loop `completed`, with `error` set, and is still an error. A prompt a hook
         blocked is not one: the hook did its job (Claude Code's `success`), and `error`
-        holds what it answers in the model's place."""
-        if self.reason == PROMPT_BLOCKED:
+        holds what it answers in the model's place. Nor is a Stop hook's stop."""
+        if self.reason == PROMPT_BLOCKED or self.stopped_by_hook:
             return False
         return self.reason != "completed" or self.error is not None
 
@@ -115,6 +115,14 @@ class LoopResult:
             if message.role == "assistant":
                 return message.text
         return ""
+
+    @property
+    def stopped_by_hook(self) -> bool:
+        """A Stop hook's `continue: false` ended the run (not Ctrl-C while Stop hooks
+        ran): the model had finished, and Claude Code reports the run `success`, not
+        an error, its last text the answer (measured on 2.1.x). `error` keeps the
+        hook's `stopReason`."""
+        return self.reason == Terminal.STOP_HOOK_PREVENTED and self.error != STOP_HOOKS_INTERRUPTED
 
     @property
     def ended_on_api_error(self) -> bool:
@@ -131,6 +139,8 @@ class LoopResult:
         ended on an API error answers with it."""
         if self.reason in ("completed", PROMPT_BLOCKED):
             return self.error or self.text
+        if self.stopped_by_hook:
+            return self.text
         if self.ended_on_api_error:
             said = self.error or self.reason
             if self.reason == Terminal.MODEL_ERROR:

@@ -74,12 +74,14 @@ def test_every_scenario_exit_code_and_subtype(workspace: Path, tmp_path: Path, n
     reason = result["terminal_reason"]
     assert reason in TERMINAL_REASONS
     error_answer = name in ("api_error", "max_output_tokens")  # `API Error: …` answers
-    assert code == (EXIT_ERROR_ANSWER if error_answer else EXIT_CODES[reason])
-    assert result["subtype"] == subtype_of(reason)
-    assert result["is_error"] is (reason != "completed" or error_answer)
+    hook_stop = name == "stop_hook_prevented"  # a Stop hook's continue:false, as claude -p
+    expected = EXIT_ERROR_ANSWER if error_answer else 0 if hook_stop else EXIT_CODES[reason]
+    assert code == expected
+    assert result["subtype"] == ("success" if hook_stop else subtype_of(reason))
+    assert result["is_error"] is ((reason != "completed" and not hook_stop) or error_answer)
     assert result["is_error"] is (code != 0)
-    answered = reason in ("completed", "model_error", "prompt_too_long", "image_error",
-                          "blocking_limit")  # fmt: skip
+    answered = hook_stop or reason in ("completed", "model_error", "prompt_too_long",
+                                       "image_error", "blocking_limit")  # fmt: skip
     assert ("result" in result) is answered
     assert ("errors" in result) is not answered
 
@@ -93,6 +95,20 @@ def test_an_answer_still_cut_after_every_recovery_is_the_error_it_hit(
     assert result["result"] == (
         "API Error: Claude's response exceeded the 64000 output token maximum."
     )
+
+
+def test_a_stop_hooks_stop_is_success_with_the_last_text_as_claude_code_reports_it(
+    workspace: Path, tmp_path: Path
+) -> None:
+    """The model had finished; the hook only kept the loop from going on. Ctrl-C while
+    the Stop hooks ran is still an interruption (`stop_hooks_interrupted`)."""
+    result, code = run_json(workspace, tmp_path, "stop_hook_prevented")
+    assert (code, result["subtype"], result["is_error"]) == (0, "success", False)
+    assert result["terminal_reason"] == "stop_hook_prevented"
+    assert result["result"] == replay(Path(result["log"])).text
+    result, code = run_json(workspace, tmp_path, "stop_hooks_interrupted")
+    assert (code, result["subtype"], result["is_error"]) == (16, "error_during_execution", True)
+    assert result["errors"] == ["interrupted while Stop hooks ran"]
 
 
 def test_exit_codes_are_distinct_and_cover_every_reason() -> None:

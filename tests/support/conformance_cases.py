@@ -640,10 +640,6 @@ HOOKS = [
         (say("done"),),
         settings={"hooks": hooks_on("Stop", "stop")},
         hooks={"stop": 'echo \'{"continue": false, "stopReason": "halt"}\'\n'},
-        xfail=(
-            "open: a Stop hook's continue:false is success in Claude Code; fsm-agent ends "
-            "stop_hook_prevented as an error"
-        ),
     ),
     Case(
         "hook_session_start_context",
