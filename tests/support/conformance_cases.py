@@ -238,8 +238,9 @@ TOOLS = [
         files=SRC,
         args=ACCEPT,
         xfail=(
-            "open: Claude Code 2.1.332 overwrites a file never read; fsm-agent keeps the "
-            "read-before-write rule"
+            "deliberate: Claude Code 2.1.332 overwrites a file never read; fsm-agent keeps "
+            "the read-before-write rule: a Write over an unread file replaces content the "
+            "model never saw (docs/permissions-and-hooks.md)"
         ),
     ),
     Case(
@@ -279,8 +280,9 @@ TOOLS = [
         files=SRC,
         args=ACCEPT,
         xfail=(
-            "open: Claude Code 2.1.332 edits a file never read; fsm-agent keeps the read-"
-            "before-write rule"
+            "deliberate: Claude Code 2.1.332 edits a file never read; fsm-agent keeps the "
+            "read-before-write rule: an Edit of an unread file is made from a guess at its "
+            "text (docs/permissions-and-hooks.md)"
         ),
     ),
     Case(
