@@ -310,13 +310,16 @@ def real_model(base_url: str | None, given_by: str = "--base-url") -> Model:
             "(give one like https://api.anthropic.com or http://127.0.0.1:4000)"
         )
     # Deferred (listed in fsm_agent/cli/lazy.py): the SDK takes about a second to import.
-    from fsm_agent.live.anthropic_model import AnthropicModel, stream_idle_timeout
+    from fsm_agent.live.anthropic_model import AnthropicModel, max_retries, stream_idle_timeout
 
     try:
         idle = stream_idle_timeout(os.environ)
+        retries = max_retries(os.environ)
     except ValueError as exc:
         raise ConfigError(str(exc)) from None
-    return AnthropicModel(api_key=key, base_url=base_url, stream_idle_timeout=idle)
+    return AnthropicModel(
+        api_key=key, base_url=base_url, max_retries=retries, stream_idle_timeout=idle
+    )
 
 
 def start_loading_sdk() -> threading.Thread:

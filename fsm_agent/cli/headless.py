@@ -45,7 +45,7 @@ from fsm_agent.core.events import (
     Transition,
 )
 from fsm_agent.core.limits import context_window, output_limits
-from fsm_agent.core.messages import Message, ToolResultBlock, Usage
+from fsm_agent.core.messages import Message, TextBlock, ToolResultBlock, Usage
 from fsm_agent.engine.driver import LoopResult
 from fsm_agent.engine.machine import Phase
 from fsm_agent.engine.ports import INTERRUPTED
@@ -54,12 +54,23 @@ SUBTYPES: dict[str, str] = {
     "completed": "success",
     "prompt_blocked": "success",  # as `claude -p`: the hook did what it is for
     "max_turns": "error_max_turns",
+    # as `claude -p`: a run the API's failure ended answers with the error, is_error
+    "model_error": "success",
+    "prompt_too_long": "success",
+    "image_error": "success",
+    "blocking_limit": "success",
 }
 """Terminal reason → `subtype`; every other reason is `error_during_execution`."""
 
 
 def subtype_of(reason: str) -> str:
     return SUBTYPES.get(reason, "error_during_execution")
+
+
+def result_subtype(result: LoopResult) -> str:
+    """The `subtype` of `result`: its reason's, but `success` for a Stop hook's stop
+    (`stop_hook_prevented` that no Ctrl-C caused), as `claude -p` reports it."""
+    return "success" if result.stopped_by_hook else subtype_of(result.reason)
 
 
 def _usage(usage: Usage) -> dict[str, int]:
@@ -178,10 +189,9 @@ class RunTally:
 
 def result_object(result: LoopResult, *, duration_ms: int, tally: RunTally) -> dict[str, Any]:
     """The `result` object: `claude -p`'s fields plus our `log` and `path`."""
-    subtype = subtype_of(result.reason)
-    outcome: dict[str, Any]
+    subtype = result_subtype(result)
     if subtype == "success":  # an API error answer is what `claude -p` prints last
-        outcome = {"result": result.answer}
+        outcome: dict[str, Any] = {"result": result.answer}
         if result.api_error_status is not None:
             outcome["api_error_status"] = result.api_error_status
     else:
@@ -325,6 +335,21 @@ def error_result(result: ToolResultBlock) -> str:
     wrapped = _WRAPPED.match(result.text)
     text = wrapped.group(1) if wrapped else result.text
     return text if text.startswith(_SAID_AS_IS) else f"Error: {text}"
+
+
+def error_category(status: int | None) -> str:
+    """The `error` of Claude Code's synthetic assistant message for an API error, by
+    the response's status (measured: 401 `authentication_failed`, 429 `rate_limit`,
+    400 `invalid_request`, 500 and 529 `server_error`)."""
+    if status in (401, 403):
+        return "authentication_failed"
+    if status == 429:
+        return "rate_limit"
+    if status is not None and status >= 500:
+        return "server_error"
+    if status is not None and status >= 400:
+        return "invalid_request"
+    return "unknown"
 
 
 def retry_category(retry: ModelRetry) -> str:
@@ -494,6 +519,20 @@ class StreamJson:
         gone = set(ids)
         self._held = [(i, line) for i, line in self._held if i not in gone]
         self._unannounced -= gone
+
+    def ended(self, result: LoopResult) -> None:
+        """Before the `result`: a run the API's failure ended has its error as an
+        assistant message, as Claude Code's synthetic one (model `<synthetic>`)."""
+        if not result.ended_on_api_error:
+            return
+        text = Message("assistant", (TextBlock(result.answer),), stop_reason="stop_sequence")
+        message = {**api_message(text), "model": "<synthetic>"}
+        self._line(
+            "assistant",
+            message=message,
+            parent_tool_use_id=None,
+            error=error_category(result.api_error_status),
+        )
 
     def __call__(self, event: DriverEvent) -> None:
         if isinstance(event, ToolUseComplete):

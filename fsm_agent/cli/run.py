@@ -255,6 +255,8 @@ def run_json(
         fail(error)
     begin()
     duration_ms = round((time.monotonic() - started) * 1000)
+    if lines:
+        writer.ended(result)
     emit(result_object(result, duration_ms=duration_ms, tally=tally))
     if writer.closed:
         silence(sys.stdout)

@@ -330,6 +330,7 @@ class SdkSession:
         if self.structured:
             line["structured_output"] = structured_output(result.messages.items)
         with self._out_lock:
+            self.writer.ended(result)
             self.writer.write(line)
         self.failed = result.is_error
 

@@ -42,6 +42,8 @@ def exit_code(result: LoopResult) -> int:
     """Not 0 exactly when the result is an error (`is_error` in the JSON result)."""
     if result.reason == "completed" and result.is_error:
         return EXIT_ERROR_ANSWER
+    if result.stopped_by_hook:
+        return 0
     return EXIT_CODES.get(result.reason, 1)
 
 

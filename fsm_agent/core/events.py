@@ -59,16 +59,16 @@ class MessageStop:
 
 @frozen
 class ModelRetry:
-    """The request failed and the SDK sends it again (or, status 400 and no
+    """The request failed and is sent again, as Claude Code retries (or, status 400 and no
     `max_retries`, a request overflowing the context window is refitted and sent
     again): not part of the message, but the user waiting on a 429's
     `retry-after` should know why nothing comes, and the log what was sent.
 
     `attempt` is the retry about to go out (1 for the first); `delay_s` is the
-    wait the server asked for, or None when the SDK backs off on its own.
-    `status` is 0 when no response came (a timeout, a lost connection): that
-    retry is told as it goes out, the wait behind it. `max_retries` is how many
-    the SDK makes in all (None in logs written before it was recorded).
+    wait before it (None in logs from when the SDK made the retries and backed
+    off on its own). `status` is 0 when no response came (a timeout, a lost
+    connection). `max_retries` is how many are made in all (None in logs
+    written before it was recorded).
     """
 
     attempt: int

@@ -26,7 +26,9 @@ class ModelRequest:
     """One Messages API request, before it is turned into JSON.
 
     `messages` already has the user context prepended; `system` already has
-    the system context appended.
+    the system context appended. `fallback_model` is the model the loop switches to
+    if this one is overloaded (None: no switch), which ends a model's retries sooner;
+    it is not part of what is sent, nor of the digest.
     """
 
     model: str
@@ -35,6 +37,7 @@ class ModelRequest:
     tools: tuple[ToolSpec, ...]
     max_tokens: int
     purpose: str = "query"
+    fallback_model: str | None = None
 
     def digest(self) -> str:
         head = _head(self.model, self.system, tuple(t.name for t in self.tools),

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+import re
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 
 from attrs import evolve, field, frozen
@@ -38,10 +39,10 @@ from fsm_agent.engine.actions import (
     unanswered_results,
 )
 from fsm_agent.engine.machine import EDGES, LoopMachine
-from fsm_agent.engine.phases import CONFIRMS, PHASES
+from fsm_agent.engine.phases import CONFIRMS, PHASES, STOP_HOOKS_INTERRUPTED
 from fsm_agent.engine.ports import Effects, Tape
 from fsm_agent.engine.prelude import session_prelude
-from fsm_agent.engine.reasons import PROMPT_BLOCKED, Kind
+from fsm_agent.engine.reasons import PROMPT_BLOCKED, Kind, Terminal
 from fsm_agent.engine.run import Run
 from fsm_agent.engine.state import Iteration, LoopState, Permissions, ToolContext
 
@@ -62,6 +63,17 @@ STEPS: dict[tuple[str, str], Step] = {
 """One `Step` per edge of the table: a path holds these, not a new one per step."""
 
 
+API_ERROR_REASONS = (
+    Terminal.MODEL_ERROR,
+    Terminal.PROMPT_TOO_LONG,
+    Terminal.IMAGE_ERROR,
+    Terminal.BLOCKING_LIMIT,
+)
+"""The Terminal reasons of a run the API's failure ended, or the context's size before
+a request (which Claude Code answers with the same synthetic error as the API's)."""
+_KIND = re.compile(r"^[a-z_]+: ")
+
+
 @frozen
 class LoopResult:
     """How a run ended: the Terminal reason, the path taken, the conversation.
@@ -80,7 +92,8 @@ class LoopResult:
     model: str
     error: str | None = None
     api_error_status: int | None = None
-    """The HTTP status of an API error that became the answer (`claude -p`'s field)."""
+    """The HTTP status of an API error that became the answer or ended the run
+    (`claude -p`'s field)."""
     log_path: str | None = None
     read_files: dict[str, float] = field(factory=dict, repr=False)
     """Files read and their mtimes, for the next run of the same conversation (a chat)."""
@@ -90,8 +103,8 @@ class LoopResult:
         """Anything but a clean `completed`: an API error answer (a 401, say) ends the
         loop `completed`, with `error` set, and is still an error. A prompt a hook
         blocked is not one: the hook did its job (Claude Code's `success`), and `error`
-        holds what it answers in the model's place."""
-        if self.reason == PROMPT_BLOCKED:
+        holds what it answers in the model's place. Nor is a Stop hook's stop."""
+        if self.reason == PROMPT_BLOCKED or self.stopped_by_hook:
             return False
         return self.reason != "completed" or self.error is not None
 
@@ -103,11 +116,35 @@ class LoopResult:
         return ""
 
     @property
+    def stopped_by_hook(self) -> bool:
+        """A Stop hook's `continue: false` ended the run (not Ctrl-C while Stop hooks
+        ran): the model had finished, and Claude Code reports the run `success`, not
+        an error, its last text the answer (measured on 2.1.x). `error` keeps the
+        hook's `stopReason`."""
+        return self.reason == Terminal.STOP_HOOK_PREVENTED and self.error != STOP_HOOKS_INTERRUPTED
+
+    @property
+    def ended_on_api_error(self) -> bool:
+        """The run ended because the API failed (its retries used, the prompt too long,
+        an image refused) or the context is over the blocking limit: Claude Code
+        answers such a run with the error, as `success` with `is_error`, where
+        fsm-agent keeps the Terminal reason that says which."""
+        return self.reason in API_ERROR_REASONS
+
+    @property
     def answer(self) -> str:
         """What `claude -p` answers a run that completed with: the `API Error: …` it
-        ended on (a refusal after some text, say), else the final text."""
+        ended on (a refusal after some text, say), else the final text; a run that
+        ended on an API error answers with it."""
         if self.reason in ("completed", PROMPT_BLOCKED):
             return self.error or self.text
+        if self.stopped_by_hook:
+            return self.text
+        if self.ended_on_api_error:
+            said = self.error or self.reason
+            if self.reason == Terminal.MODEL_ERROR:
+                said = _KIND.sub("", said, count=1)  # the kind the loop reacted to
+            return f"API Error: {said}"
         return self.text
 
     @property

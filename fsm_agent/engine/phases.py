@@ -155,6 +155,7 @@ def build_request(run: Run, state: LoopState, it: Iteration) -> ModelRequest:
         messages=prepend_user_context(it.messages_for_query, config.user_context),
         tools=run.tool_specs,
         max_tokens=max_tokens(config, state, it.model),
+        fallback_model=config.fallback_model if config.fallback_model != it.model else None,
     )
 
 
@@ -258,7 +259,8 @@ async def _classify(
     is a model error, and which of its edges is taken (the fallback model, or the end)
     is the table's, whose actions cut the calls."""
     if error.kind in ("prompt_too_long", "media"):
-        return evolve(it, withheld=error.kind, withheld_message=error.message), NO_FACTS
+        withheld = evolve(it, withheld=error.kind, withheld_message=error.message)
+        return evolve(withheld, api_error_status=error.status), NO_FACTS
     text = f"{error.kind}: {error.message}"
     it = evolve(it, streamed_calls=streamed_calls(assembler))
     if error.kind == "api":
@@ -271,7 +273,7 @@ async def _classify(
         it = evolve(it, api_error=api_text, api_error_status=error.status)
         return evolve(it, assistant_messages=(note,), tool_use_blocks=()), NO_FACTS
     found = facts(model_error=text, overloaded=error.kind == "overloaded", model=it.model)
-    return evolve(it, model_error=text), found
+    return evolve(it, model_error=text, api_error_status=error.status), found
 
 
 async def abort_check(run: Run, state: LoopState, it: Iteration) -> tuple[Iteration, Facts]:

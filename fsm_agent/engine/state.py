@@ -183,7 +183,8 @@ class Iteration:
     the last round, a PreCompact hook's block): the user is told with the error."""
     api_error: str | None = None
     api_error_status: int | None = None
-    """The HTTP status of the error `api_error` tells, when a response carried one."""
+    """The HTTP status of the API error the iteration met (`api_error`, a model error,
+    a withheld one), when a response carried one."""
     model_error: str | None = None
     streamed_calls: tuple[str, ...] = ()
     """The tool_use ids a failed stream completed: the calls a fallback discards."""

@@ -528,10 +528,8 @@ class ToolExecutor:
         name = block.name
         if pre.permission_decision == "deny":
             why = pre.permission_reason or "no reason given"
-            return Refusal(
-                f"<tool_use_error>A PreToolUse hook denied {name}: {why}</tool_use_error>",
-                "pre_tool_use_hook",
-            ), None
+            # Claude Code 2.1.x's words, unwrapped (measured)
+            return Refusal(f"PreToolUse:{name} hook error: {why}", "pre_tool_use_hook"), None
         mode = permissions.mode
         # dontAsk is default with every question denied; a hook's allow skips the question
         # (deny and ask rules still hold), so the rules are asked as in default mode.

@@ -258,8 +258,8 @@ def interpret(event: str, run: HookRun) -> HookOutcome:
     if run.code == 2:
         message = _cap(str(reason or stderr or f"{name} blocked this (exit 2)"))
         if event == "PreToolUse":
-            decision = "deny"
-            reason = message
+            decision = "deny"  # the model reads `[cmd]: stderr`, as in Claude Code 2.1.x
+            reason = reason or (f"[{run.command}]: {_cap(run.stderr)}" if stderr else message)
         elif event == "SessionStart":
             messages.append(message)
         elif event == "UserPromptSubmit" and not reason and stderr:

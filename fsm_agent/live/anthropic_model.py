@@ -5,29 +5,30 @@ import it (the CLI does so lazily, in a thread as soon as a run knows it needs
 one). `lazy_sdk` is installed first: the SDK's type tables, beta API and other
 platforms' clients then load only when used (docs/performance.md has the figures).
 
-The SDK retries 408/409/429/5xx and connection failures itself, honouring
-`retry-after`; what is still failing after `max_retries` arrives here and is
-turned into a `ModelCallError` whose `kind` the loop reacts to. Each failed
-response the SDK will retry is seen on its way in (an HTTP response hook) and
-goes into the stream as a `ModelRetry`, so the user knows why nothing comes.
+A failed request (408/409/429/5xx, a lost connection, a stream broken before any
+block was complete) is sent again here, not by the SDK, as Claude Code's retry loop
+sends it: up to `CLAUDE_CODE_MAX_RETRIES` times (10), after the `retry-after` the
+response asks for or a backoff of 0.5 s doubling to 32 s; each retry goes into the
+stream as a `ModelRetry`, so the user knows why nothing comes. What is still failing
+is turned into a `ModelCallError` whose `kind` the loop reacts to.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import contextvars
 import email.utils
 import functools
 import html
 import importlib
 import json
 import os
+import random
 import re
 import ssl
 import sys
 import time
-from collections.abc import AsyncGenerator, AsyncIterator, Callable, Mapping
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Mapping
 from typing import Any
 
 import attrs
@@ -251,21 +252,36 @@ def _status_error(exc: anthropic.APIStatusError) -> ModelCallError:
 
 
 _RETRIED_STATUSES = (408, 409, 429)
-_on_failure: contextvars.ContextVar[Callable[[Any], None] | None] = contextvars.ContextVar(
-    "fsm_agent_on_failure", default=None
-)
-"""Where the response hook reports a failed response: set by the stream it belongs to."""
-_on_attempt: contextvars.ContextVar[Callable[[int], None] | None] = contextvars.ContextVar(
-    "fsm_agent_on_attempt", default=None
-)
-"""Where the request hook reports each attempt's retry count (the SDK's own header)."""
-NO_ANSWER = "no answer: a timeout or a lost connection"
+MAX_RETRIES = 10
+"""How many times a failed request is sent again, as in Claude Code (the variable)."""
+MAX_RETRIES_VARIABLE = "CLAUDE_CODE_MAX_RETRIES"
+RETRY_BASE_DELAY_S = 0.5
+RETRY_MAX_DELAY_S = 32.0
+RETRY_JITTER = 0.25
+MAX_ASKED_DELAY_S = 60.0
+"""A `retry-after` past this is not waited for: the failure goes to the loop at once, as
+in Claude Code (measured: 30 s waited, 61 s not)."""
+OVERLOADED_BEFORE_FALLBACK = 3
+"""With a fallback model, the consecutive 529 that hands the request to it."""
 
 STREAM_IDLE_TIMEOUT_S = 90.0
 """How long a stream may go without an event before it is given up, as in Claude Code."""
 MIN_STREAM_IDLE_TIMEOUT_S = 15.0
 IDLE_TIMEOUT_VARIABLE = "CLAUDE_STREAM_IDLE_TIMEOUT_MS"
 WATCHDOG_VARIABLE = "CLAUDE_ENABLE_STREAM_WATCHDOG"
+
+
+def max_retries(env: Mapping[str, str]) -> int:
+    """How many retries a request gets, from `CLAUDE_CODE_MAX_RETRIES` (default 10);
+    ValueError for a value that is not a whole number of 0 or more."""
+    value = env.get(MAX_RETRIES_VARIABLE, "").strip()
+    if not value:
+        return MAX_RETRIES
+    if not re.fullmatch(r"[0-9]{1,6}", value):
+        raise ValueError(
+            f"{MAX_RETRIES_VARIABLE} must be a whole number of 0 or more, not {value[:40]!r}"
+        )
+    return int(value)
 
 
 def stream_idle_timeout(env: Mapping[str, str]) -> float | None:
@@ -289,7 +305,8 @@ def stream_idle_timeout(env: Mapping[str, str]) -> float | None:
 
 
 def will_retry(status: int, headers: Any) -> bool:
-    """The SDK's rule for a failed response: `x-should-retry` first, then the status."""
+    """Whether a failed response is worth sending again: `x-should-retry` first, then
+    the status (408, 409, 429, 5xx), as the SDK and Claude Code decide."""
     should = headers.get("x-should-retry")
     if should in ("true", "false"):
         return should == "true"
@@ -297,9 +314,10 @@ def will_retry(status: int, headers: Any) -> bool:
 
 
 def asked_delay(headers: Any) -> float | None:
-    """The wait a failed response asks for, read as the SDK reads it to honour it: the
-    first of `retry-after-ms`, `retry-after` in seconds, `retry-after` as an HTTP date,
-    that is given; None when none asks for a wait (the SDK then backs off)."""
+    """The wait a failed response asks for: the first of `retry-after-ms`,
+    `retry-after` in seconds, `retry-after` as an HTTP date, that is given; None when
+    none asks for a wait (a `retry-after: 0` included, as Claude Code reads it), and
+    the retry then backs off."""
     for name, scale in (("retry-after-ms", 1000.0), ("retry-after", 1.0)):
         try:
             delay = float(headers.get(name)) / scale
@@ -311,6 +329,28 @@ def asked_delay(headers: Any) -> float | None:
         return None
     delay = email.utils.mktime_tz(date) - time.time()
     return delay if delay > 0 else None
+
+
+def backoff(retry: int, jitter: float) -> float:
+    """Claude Code's wait before retry `retry` (1 for the first) that no `retry-after`
+    sets: 0.5 s doubling up to 32 s, plus up to a quarter more (`jitter` in [0, 1))."""
+    base = min(RETRY_BASE_DELAY_S * 2 ** (retry - 1), RETRY_MAX_DELAY_S)
+    return base + jitter * RETRY_JITTER * base
+
+
+def _overloaded(error: ModelCallError) -> bool:
+    """A 529, or an `overloaded_error` however it came: what counts towards a fallback."""
+    return error.status == 529 or "overloaded_error" in error.message
+
+
+def _falls_back(request: ModelRequest, error: ModelCallError, overloaded: int) -> bool:
+    """Whether retrying stops for the loop to switch to the request's fallback model:
+    at the third 529 in a row, or at once at another 5xx, as Claude Code 2.1.x does."""
+    if request.fallback_model is None:
+        return False
+    if _overloaded(error):
+        return overloaded >= OVERLOADED_BEFORE_FALLBACK
+    return (error.status or 0) >= 500
 
 
 REDACTED = "[API key redacted]"
@@ -328,26 +368,6 @@ def _error_text(body: bytes, reason: str) -> str:
     if err_type and text:
         return f"{err_type}: {text}"
     return text or err_type or _readable(body.decode(errors="replace")) or reason or "no reason"
-
-
-async def _report_failure(response: Any) -> None:
-    """The HTTP client's response hook: a failed response, to the stream waiting on it."""
-    report = _on_failure.get()
-    if report is None or response.status_code < 400:
-        return
-    try:
-        await response.aread()
-    except Exception:
-        return  # the SDK meets the same failure when it reads the body, and reports it
-    report(response)
-
-
-async def _report_attempt(request: Any) -> None:
-    """The HTTP client's request hook: which attempt this is, to the stream it serves."""
-    report = _on_attempt.get()
-    if report is not None:
-        with contextlib.suppress(TypeError, ValueError):
-            report(int(request.headers.get("x-stainless-retry-count", "0")))
 
 
 def _content_type(stream: anthropic.AsyncStream[Any]) -> str:
@@ -618,11 +638,9 @@ def _timeout(seconds: float) -> anthropic.Timeout:
 
 
 RESENT_KINDS: tuple[ErrorKind, ...] = ("connection", "incomplete_stream", "overloaded", "server")
-RESEND_BASE_DELAY_S = 0.5
-RESEND_MAX_DELAY_S = 8.0
-"""A stream that broke before any block was complete is sent again after this backoff
-(doubling, capped), as Claude Code 2.1.x does: a dropped connection or a body that ends
-early is retried, an `event: error` (overloaded, a server error) is asked again."""
+"""A stream that broke before any block was complete is sent again, as Claude Code 2.1.x
+does: a dropped connection or a body that ends early is retried, an `event: error`
+(overloaded, a server error) is asked again."""
 
 
 def resendable(error: ModelCallError) -> bool:
@@ -638,6 +656,32 @@ class _BrokenStream(Exception):
     def __init__(self, error: ModelCallError) -> None:
         super().__init__(error.message)
         self.error = error
+
+
+class _Refused(Exception):
+    """A request that failed before its stream opened: `error` is what the loop is told
+    unless it is sent again; `again` whether that may help, `asked` the wait the
+    response asked for, `text` its error in one line."""
+
+    def __init__(self, error: ModelCallError, again: bool, asked: float | None, text: str):
+        super().__init__(error.message)
+        self.error, self.again, self.asked, self.text = error, again, asked, text
+
+    @classmethod
+    def of(cls, exc: Exception, error: ModelCallError) -> _Refused:
+        if isinstance(exc, anthropic.APIStatusError):
+            response = exc.response
+            try:
+                text = _error_text(response.content, response.reason_phrase)
+            except Exception:  # a body never read: the SDK's message says enough
+                text = error.message
+            headers, asked = response.headers, asked_delay(response.headers)
+            again = will_retry(response.status_code, headers)
+            if asked is not None and asked > MAX_ASKED_DELAY_S:
+                again = False  # as Claude Code gives up, rather than hold the run
+            return cls(error, again, asked, text)
+        lost = isinstance(exc, anthropic.APIConnectionError)  # a timeout is one too
+        return cls(error, lost, None, error.message)
 
 
 class _Stop:
@@ -656,6 +700,11 @@ class AnthropicModel:
     it. The plain HTTP client is used rather than the SDK's self-closing
     wrapper, whose finaliser would try to close a dead loop's connections on
     the next loop.
+
+    The SDK makes no retries of its own: a failed request is sent again here, as
+    Claude Code's retry loop does (`_stream`), so that the count, the waits and the
+    hand-over to a fallback model are Claude Code's. `sleep` and `jitter` are the
+    waits' source, which a test replaces.
     """
 
     name = "anthropic"
@@ -664,9 +713,11 @@ class AnthropicModel:
         self,
         api_key: str | None = None,
         base_url: str | None = None,
-        max_retries: int = 2,
+        max_retries: int = MAX_RETRIES,
         timeout: float = 600.0,
         stream_idle_timeout: float | None = STREAM_IDLE_TIMEOUT_S,
+        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+        jitter: Callable[[], float] = random.random,
     ) -> None:
         self.api_key = api_key
         self.base_url = base_url
@@ -675,6 +726,8 @@ class AnthropicModel:
         self.stream_idle_timeout = stream_idle_timeout
         """Seconds an open stream may go without an event (pings do not count: a
         server that only pings is stalled, and the read timeout never fires)."""
+        self.sleep = sleep
+        self.jitter = jitter
         self._client: anthropic.AsyncAnthropic | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
 
@@ -685,12 +738,10 @@ class AnthropicModel:
             self._client = anthropic.AsyncAnthropic(
                 api_key=self.api_key,
                 base_url=_base_url(self.base_url),
-                max_retries=self.max_retries,
+                max_retries=0,  # retried in `_stream`, as Claude Code retries
                 timeout=timeout,
                 http_client=anthropic.DefaultAsyncHttpxClient(
-                    timeout=timeout,
-                    verify=tls_context(),
-                    event_hooks={"request": [_report_attempt], "response": [_report_failure]},
+                    timeout=timeout, verify=tls_context()
                 ),
             )
             self._loop = loop
@@ -700,58 +751,6 @@ class AnthropicModel:
         if self._client is not None and self._loop is asyncio.get_running_loop():
             await self._client.close()
         self._client = self._loop = None
-
-    async def _open(self, request: ModelRequest) -> AsyncGenerator[ModelRetry | Any, None]:
-        """Send the request; a `ModelRetry` for each failure the SDK retries, then the
-        open response. The request runs as a task so the retries can be told while
-        it waits; if this generator is closed or cancelled, the request is too."""
-        retries: asyncio.Queue[ModelRetry] = asyncio.Queue()
-        failures = 0
-
-        def failed(response: Any) -> None:
-            nonlocal failures
-            failures += 1
-            if failures <= self.max_retries and will_retry(response.status_code, response.headers):
-                retry = ModelRetry(
-                    failures,
-                    response.status_code,
-                    _error_text(response.content, response.reason_phrase),
-                    asked_delay(response.headers),
-                    self.max_retries,
-                )
-                retries.put_nowait(retry)
-
-        def attempt(retry: int) -> None:
-            """A retry that no failed response announced followed a timeout or a lost
-            connection: told as it goes out, since nothing could be told before."""
-            nonlocal failures
-            if retry > failures:
-                failures = retry
-                retries.put_nowait(ModelRetry(retry, 0, NO_ANSWER, None, self.max_retries))
-
-        tokens = (_on_failure.set(failed), _on_attempt.set(attempt))
-        try:
-            create = asyncio.ensure_future(
-                self.client().messages.create(**request_body(request), stream=True)
-            )
-        finally:
-            _on_failure.reset(tokens[0])
-            _on_attempt.reset(tokens[1])
-        waiting: asyncio.Future[ModelRetry] | None = None
-        try:
-            while not create.done() or not retries.empty():
-                if waiting is None:
-                    waiting = asyncio.ensure_future(retries.get())
-                await asyncio.wait((create, waiting), return_when=asyncio.FIRST_COMPLETED)
-                if waiting.done():
-                    yield waiting.result()
-                    waiting = None
-            yield create.result()
-        finally:
-            left = [f for f in (create, waiting) if f is not None and not f.done()]
-            for pending in left:
-                pending.cancel()
-            await asyncio.gather(*left, return_exceptions=True)
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
         """The response's events; an error or a retry's reason that quotes the API key
@@ -776,9 +775,13 @@ class AnthropicModel:
         return text.replace(self.api_key or "", REDACTED)
 
     async def _stream(self, request: ModelRequest) -> AsyncGenerator[StreamEvent, None]:
-        """The request's stream; one that fails mid-way before any block was complete
-        is sent again, as Claude Code does (see `resendable`), told as a `ModelRetry`."""
-        resent = 0
+        """The request's stream, sent again after a failure worth retrying, up to
+        `max_retries` times, each told as a `ModelRetry` before its wait: the wait a
+        response asks for (`retry-after`), else Claude Code's backoff. A stream that
+        failed mid-way is sent again only if no block was complete (see `resendable`).
+        A request with a fallback model is given up at the third 529 in a row, or at
+        once at another server error, for the loop to switch models, as in Claude Code."""
+        retries = overloaded = 0
         while True:
             completed = False
             try:
@@ -787,32 +790,33 @@ class AnthropicModel:
                         completed = completed or isinstance(event, BlockStop)
                         yield event
                 return
+            except _Refused as refused:
+                error, again, asked = refused.error, refused.again, refused.asked
+                text, cause = refused.text, refused.__cause__
             except _BrokenStream as broken:
-                error = broken.error
-                if completed or resent >= self.max_retries or not resendable(error):
-                    raise error from broken.__cause__
-            resent += 1
-            delay = min(RESEND_BASE_DELAY_S * 2 ** (resent - 1), RESEND_MAX_DELAY_S)
-            yield ModelRetry(resent, error.status or 0, error.message, delay, self.max_retries)
-            await asyncio.sleep(delay)
+                error, asked, text = broken.error, None, broken.error.message
+                again, cause = not completed and resendable(error), broken.__cause__
+            overloaded = overloaded + 1 if _overloaded(error) else 0
+            if not again or retries >= self.max_retries or _falls_back(request, error, overloaded):
+                raise error from cause
+            retries += 1
+            delay = asked if asked is not None else backoff(retries, self.jitter())
+            yield ModelRetry(retries, error.status or 0, text, delay, self.max_retries)
+            await self.sleep(delay)
 
     async def _stream_once(self, request: ModelRequest) -> AsyncGenerator[StreamEvent, None]:
-        """One attempt: a failure after the response opened is raised as `_BrokenStream`
-        (the caller may send the request again), one before it as itself."""
+        """One attempt: a failure before the response opened is raised as `_Refused`, one
+        after it as `_BrokenStream` (the caller may send the request again). A request
+        refused for overflowing the context window is refitted and sent at once."""
         response: Any = None
         while response is None:
             try:
-                async with contextlib.aclosing(self._open(request)) as opening:
-                    async for opened in opening:
-                        if isinstance(opened, ModelRetry):
-                            yield opened
-                        else:
-                            response = opened
+                response = await self.client().messages.create(**request_body(request), stream=True)
             except Exception as exc:
                 error = to_model_error(exc, reading=False)
                 fitted = fitted_max_tokens(error, request.max_tokens)
                 if fitted is None:
-                    raise error from exc
+                    raise _Refused.of(exc, error) from exc
                 yield ModelRetry(
                     1,
                     error.status or 400,

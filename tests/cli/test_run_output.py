@@ -74,12 +74,17 @@ def test_every_scenario_exit_code_and_subtype(workspace: Path, tmp_path: Path, n
     reason = result["terminal_reason"]
     assert reason in TERMINAL_REASONS | {"prompt_blocked"}
     error_answer = name in ("api_error", "max_output_tokens")  # `API Error: …` answers
-    succeeded = reason in ("completed", "prompt_blocked")  # a blocked prompt: the hook's job
-    assert code == (EXIT_ERROR_ANSWER if error_answer else EXIT_CODES[reason])
-    assert result["subtype"] == subtype_of(reason)
+    hook_stop = name == "stop_hook_prevented"  # a Stop hook's continue:false, as claude -p
+    expected = EXIT_ERROR_ANSWER if error_answer else 0 if hook_stop else EXIT_CODES[reason]
+    assert code == expected
+    assert result["subtype"] == ("success" if hook_stop else subtype_of(reason))
+    succeeded = hook_stop or reason in ("completed", "prompt_blocked")
     assert result["is_error"] is (not succeeded or error_answer)
     assert result["is_error"] is (code != 0)
-    assert ("result" in result) is succeeded
+    answered = hook_stop or reason in ("completed", "prompt_blocked", "model_error", "prompt_too_long",
+                                       "image_error", "blocking_limit")  # fmt: skip
+    assert ("result" in result) is answered
+    assert ("errors" in result) is not answered
 
 
 def test_an_answer_still_cut_after_every_recovery_is_the_error_it_hit(
@@ -93,6 +98,20 @@ def test_an_answer_still_cut_after_every_recovery_is_the_error_it_hit(
     )
 
 
+def test_a_stop_hooks_stop_is_success_with_the_last_text_as_claude_code_reports_it(
+    workspace: Path, tmp_path: Path
+) -> None:
+    """The model had finished; the hook only kept the loop from going on. Ctrl-C while
+    the Stop hooks ran is still an interruption (`stop_hooks_interrupted`)."""
+    result, code = run_json(workspace, tmp_path, "stop_hook_prevented")
+    assert (code, result["subtype"], result["is_error"]) == (0, "success", False)
+    assert result["terminal_reason"] == "stop_hook_prevented"
+    assert result["result"] == replay(Path(result["log"])).text
+    result, code = run_json(workspace, tmp_path, "stop_hooks_interrupted")
+    assert (code, result["subtype"], result["is_error"]) == (16, "error_during_execution", True)
+    assert result["errors"] == ["interrupted while Stop hooks ran"]
+
+
 def test_exit_codes_are_distinct_and_cover_every_reason() -> None:
     assert set(EXIT_CODES) == TERMINAL_REASONS | {"prompt_blocked"}
     assert EXIT_CODES["completed"] == EXIT_CODES["prompt_blocked"] == 0, "as `claude -p`"
@@ -101,9 +120,14 @@ def test_exit_codes_are_distinct_and_cover_every_reason() -> None:
 
 
 def test_subtypes() -> None:
+    """As `claude -p`: a run an API error ended (its retries used, the prompt too long,
+    an image refused, the context over the blocking limit) is `success` with
+    `is_error`, its answer the error."""
     assert subtype_of("completed") == "success"
     assert subtype_of("max_turns") == "error_max_turns"
-    others = TERMINAL_REASONS - {"completed", "max_turns"}
+    api = {"model_error", "prompt_too_long", "image_error", "blocking_limit"}
+    assert {subtype_of(r) for r in api} == {"success"}
+    others = TERMINAL_REASONS - {"completed", "max_turns"} - api
     assert {subtype_of(r) for r in others} == {"error_during_execution"}
 
 
@@ -497,10 +521,15 @@ def test_an_error_result_says_why_the_run_ended(
     workspace: Path, tmp_path: Path, name: str, says: str
 ) -> None:
     """The API's own words for a withheld error, the numbers of a limit: not just
-    the name of the reason, which `terminal_reason` already gives."""
+    the name of the reason, which `terminal_reason` already gives. A run an API error
+    ended answers with it (`result`), as `claude -p` does; the others list it."""
     result, _ = run_json(workspace, tmp_path, name)
     assert result["terminal_reason"] == name
-    assert says in result["errors"][0]
+    if name in ("prompt_too_long", "image_error", "model_error", "blocking_limit"):
+        assert result["result"].startswith("API Error: ")
+        assert says.removeprefix("connection: ") in result["result"]
+    else:
+        assert says in result["errors"][0]
 
 
 def test_every_stream_json_line_has_the_session_id_and_its_own_uuid(

@@ -129,8 +129,8 @@ def test_system_prompt_options_shape_what_the_model_is_sent(
 def test_a_retry_is_told_as_it_happens_and_again_on_replay(
     messages_server: MessagesServer, workspace: Path, tmp_path: Path
 ) -> None:
-    """A 429 the SDK waits out: stream-json has Claude Code's `system/api_retry` line,
-    and the text output of a replay of the log has the same retry line."""
+    """A 429 waited out (of Claude Code's 10 retries): stream-json has Claude Code's
+    `system/api_retry` line, and the text output of a replay of the log has the same retry line."""
     import io
 
     from rich.console import Console
@@ -152,7 +152,7 @@ def test_a_retry_is_told_as_it_happens_and_again_on_replay(
     assert [{k: t[k] for k in keys} for t in told] == [
         {
             "attempt": 1,
-            "max_retries": 2,
+            "max_retries": 10,
             "retry_delay_ms": 50,
             "error_status": 429,
             "error": "rate_limit",
@@ -588,3 +588,30 @@ def test_an_error_that_quotes_the_api_key_is_printed_and_logged_redacted(
     assert "test-key" not in shown
     assert "test-key" not in log.read_text()
     assert shown.count("invalid x-api-key: [API key redacted] (check your proxy)") >= 2
+
+
+def test_a_run_the_api_ended_answers_with_the_error_as_claude_code_does(
+    messages_server: MessagesServer, workspace: Path
+) -> None:
+    """A 529 with no retries left (`CLAUDE_CODE_MAX_RETRIES=0`): as `claude -p`, the
+    result is `success` with `is_error` and the error for an answer, after a synthetic
+    assistant message saying it; the exit code still names `model_error`."""
+    from tests.support.messages_server import error
+
+    messages_server.reply(error(529, "overloaded_error", "Overloaded"))
+    env = {**os.environ, "ANTHROPIC_API_KEY": "test-key", "CLAUDE_CODE_MAX_RETRIES": "0"}
+    where = ["--base-url", messages_server.url, "--model", MODEL, "--cwd", str(workspace)]
+    proc = fsm_with(env, "run", "hi", "--output-format", "stream-json", *where)
+    assert proc.returncode == 13, proc.stderr
+    lines = [json.loads(line) for line in proc.stdout.splitlines()]
+    said, result = [line for line in lines if line["type"] in ("assistant", "result")]
+    assert (result["subtype"], result["is_error"], result["terminal_reason"]) == (
+        "success",
+        True,
+        "model_error",
+    )
+    assert result["api_error_status"] == 529 and "errors" not in result
+    assert result["result"].startswith("API Error: API overloaded (529 overloaded_error)")
+    assert said["message"]["model"] == "<synthetic>" and said["error"] == "server_error"
+    assert said["message"]["content"] == [{"type": "text", "text": result["result"]}]
+    assert len(messages_server.bodies()) == 1, "no retry left"

@@ -9,6 +9,7 @@ import json
 import socket
 import time
 from contextlib import aclosing
+from typing import Any
 
 import anthropic
 import attrs
@@ -40,10 +41,11 @@ from fsm_agent.core.messages import (
 from fsm_agent.core.model import ModelRequest
 from fsm_agent.core.transcript import Transcript
 from fsm_agent.live.anthropic_model import (
-    NO_ANSWER,
     STREAM_IDLE_TIMEOUT_S,
     AnthropicModel,
     asked_delay,
+    backoff,
+    max_retries,
     request_body,
     stream_idle_timeout,
     will_retry,
@@ -66,7 +68,14 @@ from tests.support.messages_server import (
 from tests.support.model_request import BASH, HISTORY, READ, REQUEST
 
 FAST = "0.01"
-"""A `retry-after` that keeps SDK retries quick."""
+"""A `retry-after` that keeps retries quick."""
+
+
+class Waits(list[float]):
+    """A retry's wait that is only noted: each test's retries go out at once."""
+
+    async def __call__(self, seconds: float) -> None:
+        self.append(seconds)
 
 
 def model_for(
@@ -75,6 +84,7 @@ def model_for(
     max_retries: int = 2,
     timeout: float = 5.0,
     stream_idle_timeout: float | None = STREAM_IDLE_TIMEOUT_S,
+    sleep: Any = None,
 ) -> AnthropicModel:
     return AnthropicModel(
         api_key="test-key",
@@ -82,7 +92,14 @@ def model_for(
         max_retries=max_retries,
         timeout=timeout,
         stream_idle_timeout=stream_idle_timeout,
+        sleep=Waits() if sleep is None else sleep,
+        jitter=lambda: 0.0,
     )
+
+
+def waits(model: AnthropicModel) -> list[float]:
+    assert isinstance(model.sleep, Waits)
+    return list(model.sleep)
 
 
 def collect(
@@ -595,9 +612,12 @@ def test_media_errors(messages_server: MessagesServer, text_: str) -> None:
     assert text_ in exc.message
 
 
+def overloaded_529(**headers: str) -> JsonReply:
+    return error(529, "overloaded_error", "Overloaded", headers=headers or {"retry-after": FAST})
+
+
 def test_overloaded_529_after_retries(messages_server: MessagesServer) -> None:
-    overloaded = error(529, "overloaded_error", "Overloaded", headers={"retry-after": FAST})
-    messages_server.reply(overloaded, overloaded, overloaded)
+    messages_server.reply(overloaded_529(), overloaded_529(), overloaded_529())
 
     _, exc = stream_fails(model_for(messages_server, max_retries=2))
 
@@ -610,12 +630,99 @@ def test_overloaded_529_after_retries(messages_server: MessagesServer) -> None:
     ], "the third failure is not retried, so it is not told as a retry"
 
 
-def test_overloaded_529_then_success_is_retried_by_the_sdk(
+def test_a_request_is_retried_ten_times_by_default_as_in_claude_code(
     messages_server: MessagesServer,
 ) -> None:
-    messages_server.reply(
-        error(529, "overloaded_error", "Overloaded", headers={"retry-after": FAST}), text("ok")
-    )
+    """Claude Code's count (`CLAUDE_CODE_MAX_RETRIES`, 10), the SDK's own retries off:
+    eleven requests, and no header saying the SDK retried."""
+    messages_server.reply(*[overloaded_529() for _ in range(12)])
+    model = AnthropicModel(api_key="k", base_url=messages_server.url, sleep=Waits())
+
+    events, exc = stream_fails(model)
+
+    assert (exc.kind, exc.status) == ("overloaded", 529)
+    assert [r.attempt for r in retries(events)] == list(range(1, 11))
+    assert {r.max_retries for r in retries(events)} == {10}
+    assert len(messages_server.bodies()) == 11
+    assert {r.headers.get("x-stainless-retry-count") for r in messages_server.requests} == {"0"}
+
+
+def test_without_retry_after_the_wait_is_claude_codes_backoff(
+    messages_server: MessagesServer,
+) -> None:
+    """0.5 s doubling, capped at 32 s, each wait told before it is waited; a
+    `retry-after: 0` asks for no wait, so it backs off too."""
+    messages_server.reply(*[overloaded_529(**{"retry-after": "0"}) for _ in range(9)])
+    model = model_for(messages_server, max_retries=8)
+
+    events, _ = stream_fails(model)
+
+    expected = [0.5, 1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 32.0]
+    assert waits(model) == [r.delay_s for r in retries(events)] == expected
+
+
+def test_backoff_adds_up_to_a_quarter_of_jitter() -> None:
+    assert backoff(1, 0.0) == 0.5 and backoff(1, 0.999) == pytest.approx(0.625, abs=1e-3)
+    assert backoff(3, 0.5) == 2.25
+    assert backoff(20, 0.0) == 32.0
+
+
+@pytest.mark.parametrize(
+    ("value", "count"), [(None, 10), ("", 10), ("0", 0), ("3", 3), (" 25 ", 25)]
+)
+def test_max_retries_comes_from_claude_codes_variable(value: str | None, count: int) -> None:
+    env = {} if value is None else {"CLAUDE_CODE_MAX_RETRIES": value}
+    assert max_retries(env) == count
+
+
+@pytest.mark.parametrize("value", ["-1", "three", "2.5", "9" * 40])
+def test_a_max_retries_that_is_not_a_count_is_refused(value: str) -> None:
+    with pytest.raises(ValueError, match="CLAUDE_CODE_MAX_RETRIES must be a whole number"):
+        max_retries({"CLAUDE_CODE_MAX_RETRIES": value})
+
+
+FALLBACK = attrs.evolve(REQUEST, fallback_model="claude-haiku-4-5")
+
+
+def test_with_a_fallback_model_the_third_529_in_a_row_is_given_up(
+    messages_server: MessagesServer,
+) -> None:
+    """As Claude Code hands the request to its fallback model; a 429 between breaks
+    the row."""
+    limited = error(429, "rate_limit_error", "slow down", headers={"retry-after": FAST})
+    replies = [overloaded_529(), limited, overloaded_529(), overloaded_529(), overloaded_529()]
+    messages_server.reply(*replies, text("never"))
+
+    events, exc = collect(model_for(messages_server, max_retries=10), FALLBACK)
+
+    assert exc is not None and (exc.kind, exc.status) == ("overloaded", 529)
+    assert len(messages_server.bodies()) == 5 and len(retries(events)) == 4
+
+
+def test_with_a_fallback_model_a_5xx_is_given_up_at_once(
+    messages_server: MessagesServer,
+) -> None:
+    broken = error(500, "api_error", "Internal server error", headers={"retry-after": FAST})
+    messages_server.reply(broken, text("never"))
+
+    events, exc = collect(model_for(messages_server, max_retries=10), FALLBACK)
+
+    assert exc is not None and (exc.kind, exc.status) == ("overloaded", 500)
+    assert retries(events) == [] and len(messages_server.bodies()) == 1
+
+
+def test_without_a_fallback_model_529s_are_retried_past_three(
+    messages_server: MessagesServer,
+) -> None:
+    messages_server.reply(*[overloaded_529() for _ in range(4)], text("ok"))
+
+    events, exc = collect(model_for(messages_server, max_retries=10))
+
+    assert exc is None and len(retries(events)) == 4
+
+
+def test_overloaded_529_then_success_is_retried(messages_server: MessagesServer) -> None:
+    messages_server.reply(overloaded_529(), text("ok"))
 
     events, exc = collect(model_for(messages_server))
 
@@ -640,20 +747,30 @@ def test_repeated_5xx_is_overloaded(
 
 def test_429_then_success_honours_retry_after(messages_server: MessagesServer) -> None:
     messages_server.reply(
-        error(429, "rate_limit_error", "Rate limited", headers={"retry-after": "0.3"}),
+        error(429, "rate_limit_error", "Rate limited", headers={"retry-after": "2"}),
         text("ok after waiting"),
     )
+    model = model_for(messages_server, max_retries=2)
 
-    started = time.monotonic()
-    events, exc = collect(model_for(messages_server, max_retries=2))
-    waited = time.monotonic() - started
+    events, exc = collect(model)
 
     assert exc is None
     assert stops(events) == [BlockStop(0, TextBlock("ok after waiting"))]
-    assert waited >= 0.3
-    assert events[0] == ModelRetry(1, 429, "rate_limit_error: Rate limited", 0.3, 2)
-    retry_counts = [r.headers.get("x-stainless-retry-count") for r in messages_server.requests]
-    assert retry_counts == ["0", "1"]
+    assert waits(model) == [2.0]
+    assert events[0] == ModelRetry(1, 429, "rate_limit_error: Rate limited", 2.0, 2)
+
+
+def test_a_retry_after_past_a_minute_is_not_waited_for(messages_server: MessagesServer) -> None:
+    """Claude Code gives up at once on a `retry-after` over 60 s (measured: 61 s and
+    100 s), rather than hang the run."""
+    messages_server.reply(
+        error(429, "rate_limit_error", "come back later", headers={"retry-after": "61"}),
+        text("never"),
+    )
+
+    events, exc = collect(model_for(messages_server, max_retries=2))
+
+    assert exc is not None and exc.kind == "rate_limit" and retries(events) == []
 
 
 def retries(events: list[StreamEvent]) -> list[ModelRetry]:
@@ -672,19 +789,24 @@ def test_a_response_the_server_says_not_to_retry_is_not_told_as_a_retry(
     assert len(messages_server.bodies()) == 1
 
 
-def test_a_retry_waits_while_told_and_the_request_is_cancelled_with_the_stream(
+def test_a_retry_waits_while_told_and_the_wait_is_cancelled_with_the_stream(
     messages_server: MessagesServer,
 ) -> None:
-    """The consumer stops after the first retry notice: the request waiting out the
-    server's `retry-after` goes with it, so nothing is left running."""
+    """The consumer stops after the first retry notice: the wait for the server's
+    `retry-after` goes with it, so nothing is left running."""
     messages_server.reply(
         error(429, "rate_limit_error", "slow down", headers={"retry-after": "30"}), text("late")
     )
-    model = model_for(messages_server, max_retries=2)
+    model = model_for(messages_server, max_retries=2, sleep=asyncio.sleep)
 
     async def first_then_stop() -> tuple[StreamEvent, int]:
         async with aclosing(model.stream(REQUEST)) as stream:
             first = await anext(stream)
+            second = asyncio.ensure_future(anext(stream))
+            await asyncio.sleep(0.2)
+            assert not second.done(), "the retry went out without waiting"
+            second.cancel()
+            await asyncio.gather(second, return_exceptions=True)
         left = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
         await model.aclose()
         return first, len(left)
@@ -699,25 +821,26 @@ def test_a_retry_waits_while_told_and_the_request_is_cancelled_with_the_stream(
 def test_a_retried_failure_that_is_not_the_api_s_json_is_told_readably(
     messages_server: MessagesServer,
 ) -> None:
-    """A proxy's error page, as the SDK's own errors read it: markup dropped."""
+    """A proxy's error page: markup dropped."""
     page = "<html><body><h1>Upstream overloaded</h1><p>Try again later.</p></body></html>"
     messages_server.reply(PageReply(503, page), text("ok"))
 
     events, exc = collect(model_for(messages_server, max_retries=1))
 
     assert exc is None
-    assert retries(events) == [ModelRetry(1, 503, "Upstream overloaded Try again later.", None, 1)]
+    assert retries(events) == [ModelRetry(1, 503, "Upstream overloaded Try again later.", 0.5, 1)]
 
 
-def test_a_retry_after_a_timeout_is_told_as_it_goes_out(messages_server: MessagesServer) -> None:
-    """No response came, so nothing could be told before: the retried request is."""
+def test_a_retry_after_a_timeout_is_told(messages_server: MessagesServer) -> None:
+    """No response came: the retry has no status, and says what happened."""
     messages_server.reply(text("too slow", stall_before=1.0), text("in time"))
 
     events, exc = collect(model_for(messages_server, max_retries=2, timeout=0.3))
 
     assert exc is None
-    assert retries(events) == [ModelRetry(1, 0, NO_ANSWER, None, 2)]
-    assert events[0].text == f"{NO_ANSWER}; retry 1 going out"
+    said = "the API did not answer in time (request timed out)"
+    assert retries(events) == [ModelRetry(1, 0, said, 0.5, 2)]
+    assert events[0].text == f"{said}; retry 1 going out"
     assert stops(events) == [BlockStop(0, TextBlock("in time"))]
 
 

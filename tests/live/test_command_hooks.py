@@ -919,7 +919,8 @@ def test_a_hooks_if_rule_under_home_holds_when_home_is_a_link(
     hooks = CommandHooks((HookMatcher("PreToolUse", (hook,)),), project_dir=str(tmp_path))
     payload = {"tool_name": "Read", "tool_input": {"file_path": str(home / "notes" / "a.md")}}
     outcome = asyncio.run(hooks.run("PreToolUse", payload))
-    assert (outcome.permission_decision, outcome.permission_reason) == ("deny", "noted")
+    said = "[cat >/dev/null; echo noted >&2; exit 2]: noted\n"  # Claude Code's words
+    assert (outcome.permission_decision, outcome.permission_reason) == ("deny", said)
 
 
 def test_a_hook_that_cannot_be_started_is_a_non_blocking_error(tmp_path: Path) -> None:
@@ -949,7 +950,8 @@ def test_a_path_no_os_call_takes_does_not_crash_a_hooks_if(tmp_path: Path) -> No
                              ("Bash", {"command": "ls \ud800"})):  # fmt: skip
         payload = {"tool_name": name, "tool_input": tool_input}
         outcome = asyncio.run(hooks.run("PreToolUse", payload))
-        assert (outcome.permission_decision, outcome.permission_reason) == ("deny", "seen")
+        said = "[cat >/dev/null; echo seen >&2; exit 2]: seen\n"
+        assert (outcome.permission_decision, outcome.permission_reason) == ("deny", said)
 
 
 def test_a_hook_answer_with_a_number_past_a_double_is_no_json(

@@ -31,9 +31,11 @@ from tests.support.messages_server import (
 )
 
 
-def run_loop(server: MessagesServer, workspace: Path, tmp_path: Path, **config: Any) -> LoopResult:
+def run_loop(
+    server: MessagesServer, workspace: Path, tmp_path: Path, retries: int = 1, **config: Any
+) -> LoopResult:
     async def go() -> LoopResult:
-        model = AnthropicModel(api_key="test-key", base_url=server.url, max_retries=1)
+        model = AnthropicModel(api_key="test-key", base_url=server.url, max_retries=retries)
         try:
             return await arun(
                 "Do the task.",
@@ -166,6 +168,21 @@ def test_overloaded_switches_to_the_fallback_model(
     assert "model_fallback" in result.edges
     assert result.reason == "completed"
     assert messages_server.bodies()[-1]["model"] == "claude-fallback-1"
+
+
+def test_the_third_529_in_a_row_switches_models_and_the_fallback_s_retries_go_on(
+    messages_server: MessagesServer, workspace: Path, tmp_path: Path
+) -> None:
+    """Claude Code's rule with its 10 retries: the main model gets three tries, the
+    fallback model (with no model to fall back to) all of its retries."""
+    overloaded = error(529, "overloaded_error", "Overloaded", headers={"retry-after": "0.01"})
+    messages_server.reply(*[overloaded] * 7, text("Hello from the fallback."))
+    result = run_loop(
+        messages_server, workspace, tmp_path, retries=10, fallback_model="claude-fallback-1"
+    )
+    assert result.reason == "completed" and result.edges.count("model_fallback") == 1
+    models = [b["model"] for b in messages_server.bodies()]
+    assert models == ["claude-test-1"] * 3 + ["claude-fallback-1"] * 5
 
 
 def test_repeated_5xx_without_fallback_is_model_error(

@@ -11,6 +11,11 @@ from tests.support.red_team import BASH_ESCAPES, SECRET
 
 NOW = {"retry-after": "0"}
 """Retry at once: the CLI and the SDK both honour `retry-after`, so no case waits."""
+API_ERROR_WORDS = {
+    "output": "the API error's words: fsm-agent's name the status, the error's type and "
+    "message and the request id; Claude Code's advise, and name the test server's port"
+}
+"""A run an API error ended answers with the error, in each tool's own words."""
 ACCEPT = ("--permission-mode", "acceptEdits")
 BYPASS = ("--permission-mode", "bypassPermissions")
 SRC = {"app.py": "def add(a, b):\n    return a - b\n", "README.md": "# demo\nhello world\n"}
@@ -66,10 +71,20 @@ LOOP = [
         "without a fallback model three 529s are retried on the same model",
         "hi",
         (overloaded(), overloaded(), overloaded(), say("hello")),
-        xfail=(
-            "open: fsm-agent makes the SDK's 2 retries, Claude Code 10 "
-            "(CLAUDE_CODE_MAX_RETRIES); a fourth 529-free answer is lost"
-        ),
+    ),
+    Case(
+        "server_error_500_fallback",
+        "with a fallback model a 5xx that is not a 529 switches models at once",
+        "hi",
+        (error(500, "api_error", "Internal server error", headers=NOW), say("hello")),
+        args=("--fallback-model", "claude-haiku-4-5"),
+    ),
+    Case(
+        "retry_after_past_a_minute",
+        "a retry-after over 60 s is not waited for: the run ends on the error",
+        "hi",
+        (error(429, "rate_limit_error", "Rate limited", headers={"retry-after": "61"}), say("no")),
+        known=API_ERROR_WORDS,
     ),
     Case(
         "server_error_500",
@@ -105,10 +120,7 @@ LOOP = [
                 400, "invalid_request_error", "prompt is too long: 250000 tokens > 200000 maximum"
             ),
         ),
-        xfail=(
-            "open: Claude Code reports an API error as subtype success with is_error true "
-            "(and api_error_status); fsm-agent says error_during_execution"
-        ),
+        known=API_ERROR_WORDS,
     ),
     Case(
         "max_tokens_in_text",
@@ -223,8 +235,9 @@ TOOLS = [
         files=SRC,
         args=ACCEPT,
         xfail=(
-            "open: Claude Code 2.1.332 overwrites a file never read; fsm-agent keeps the "
-            "read-before-write rule"
+            "deliberate: Claude Code 2.1.332 overwrites a file never read; fsm-agent keeps "
+            "the read-before-write rule: a Write over an unread file replaces content the "
+            "model never saw (docs/permissions-and-hooks.md)"
         ),
     ),
     Case(
@@ -264,8 +277,9 @@ TOOLS = [
         files=SRC,
         args=ACCEPT,
         xfail=(
-            "open: Claude Code 2.1.332 edits a file never read; fsm-agent keeps the read-"
-            "before-write rule"
+            "deliberate: Claude Code 2.1.332 edits a file never read; fsm-agent keeps the "
+            "read-before-write rule: an Edit of an unread file is made from a guess at its "
+            "text (docs/permissions-and-hooks.md)"
         ),
     ),
     Case(
@@ -625,10 +639,6 @@ HOOKS = [
         (say("done"),),
         settings={"hooks": hooks_on("Stop", "stop")},
         hooks={"stop": 'echo \'{"continue": false, "stopReason": "halt"}\'\n'},
-        xfail=(
-            "open: a Stop hook's continue:false is success in Claude Code; fsm-agent ends "
-            "stop_hook_prevented as an error"
-        ),
     ),
     Case(
         "hook_session_start_context",
