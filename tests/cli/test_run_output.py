@@ -81,8 +81,10 @@ def test_every_scenario_exit_code_and_subtype(workspace: Path, tmp_path: Path, n
     succeeded = hook_stop or reason in ("completed", "prompt_blocked")
     assert result["is_error"] is (not succeeded or error_answer)
     assert result["is_error"] is (code != 0)
-    answered = hook_stop or reason in ("completed", "prompt_blocked", "model_error", "prompt_too_long",
-                                       "image_error", "blocking_limit")  # fmt: skip
+    answered = hook_stop or reason in (
+        "completed", "prompt_blocked", "model_error", "prompt_too_long", "image_error",
+        "blocking_limit",
+    )  # fmt: skip
     assert ("result" in result) is answered
     assert ("errors" in result) is not answered
 

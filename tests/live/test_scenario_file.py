@@ -207,8 +207,8 @@ OUTCOME_KEYS = (
         (
             {"turns": [], "config": {"max_turn": 2, "permision_mode": "acceptEdits"}},
             "unknown keys 'max_turn', 'permision_mode' (known: model, fallback_model, max_turns, "
-            "token_budget, context_window, permission_mode, autocompact, snip_threshold) "
-            "@ $.config",
+            "token_budget, context_window, permission_mode, autocompact, snip_threshold, "
+            "capped_output) @ $.config",
         ),
         (
             {"turns": [{"stopreason": "max_tokens"}]},
