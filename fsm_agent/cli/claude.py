@@ -225,9 +225,10 @@ def _schema(given: str | None) -> dict[str, Any] | None:
 
 
 def _last_log(ref: str) -> Path:
-    """`--resume`'s log: a session id names its session's last run (an SDK session's runs
-    are `ID.jsonl`, `ID.2.jsonl`, …), which holds the whole conversation; anything else
-    (a log's path, an id's prefix) is looked up as `fsm-agent run --resume` does."""
+    """`--resume`'s log: a session id names its session's log, whose last run holds the
+    whole conversation (a chat's later runs, `ID.2.jsonl`, …, each a log of their own:
+    the last); anything else (a log's path, an id's prefix) is looked up as
+    `fsm-agent run --resume` does."""
     folder = sessions_dir(Path.cwd())
     first = folder / f"{ref}.jsonl"
     if "/" in ref or not first.is_file():

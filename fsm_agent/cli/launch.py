@@ -38,6 +38,7 @@ from fsm_agent.live.effects import Inbox, LiveEffects
 from fsm_agent.live.mcp_files import McpSetup
 from fsm_agent.live.permission_updates import apply_updates
 from fsm_agent.live.transcript_writer import transcript_path
+from fsm_agent.tape.recording import SessionRecorder
 from fsm_agent.tools.session_env import with_session_env
 
 INTERRUPTS = (signal.SIGINT, signal.SIGTERM)
@@ -92,6 +93,9 @@ class Plan:
         session to ask inline; `None` when no one can answer (piped, JSON output)."""
         self.prompter: Prompter | None = None
         """A terminal prompt for one-shot runs in a terminal; `ask` wins when set."""
+        self.recorder: SessionRecorder | None = None
+        """Set by an Agent SDK session: every run goes into its one log, one after another
+        (`log` names it), not a log each."""
         self.tools: dict[str, Tool] | None = None
         """The tools the runs get: None for the built-in ones (an SDK session adds its
         MCP servers' tools)."""
@@ -228,6 +232,7 @@ class Plan:
                 live_effects=self._live,
                 mcp=mcp,
                 tools=self.tools,
+                recorder=self.recorder,
             )
         self.runs += 1
         self._keep_permissions()

@@ -8,9 +8,10 @@ becomes the next prompt). `control_request` lines are answered at once
 `get_context_usage`; anything else is an `error` response), and
 `control_response` lines answer the requests a run made of the SDK
 (`fsm_agent.live.sdk_control`). Every run of the session has the session's one
-`session_id`; each writes its own log, chained to the one before as a chat's
-are, so each replays with `--check`. Stdout gets the run's stream-json lines,
-written whole under one lock, as the reader thread writes its answers too.
+`session_id` and goes into its one log, one run after another
+(`fsm_agent.tape.recording.SessionRecorder`), which replays with `--check` and
+steps through in the debugger run by run. Stdout gets the run's stream-json
+lines, written whole under one lock, as the reader thread writes its answers too.
 """
 
 from __future__ import annotations
@@ -46,6 +47,7 @@ from fsm_agent.live.sdk_control import ControlChannel
 from fsm_agent.live.sdk_hooks import RegistrationError, SdkHooks, registered
 from fsm_agent.policy.permissions import removed_tools
 from fsm_agent.tape.log import LogError
+from fsm_agent.tape.recording import SessionRecorder
 from fsm_agent.tools import default_tools
 from fsm_agent.tools.structured_output import StructuredOutputNudge, structured_output
 
@@ -91,6 +93,8 @@ class SdkSession:
         out: TextIO | None = None,
     ) -> None:
         self.plan = plan
+        if plan.log is not None:
+            plan.recorder = SessionRecorder(plan.log)
         self.session_id = session_id
         self.messages = list(history)
         self.can_use_tool = can_use_tool
@@ -270,6 +274,8 @@ class SdkSession:
                 prompt = self._prompts.popleft()
                 self._inbox = SharedInbox()
             self.turn(prompt)
+        if self.plan.recorder is not None:
+            self.plan.recorder.close()
         self.plan.end("other")
         return 1 if self.failed else 0
 

@@ -41,7 +41,6 @@ from fsm_agent.tools.replacements import BUILTIN_OUTPUTS
 _HEAD = re.compile(rb'^\{\s*"t"\s*:\s*"(\w+)"\s*(?:,\s*"step"\s*:\s*(\d{1,18})\s*[,}])?')
 """A record's kind and step, read without parsing it; a longer number is parsed whole, so
 one Python will not convert is the reader's corrupt record."""
-_UNNUMBERED = ("start", "result")
 CACHE = 256
 
 
@@ -55,6 +54,9 @@ class LogIndex:
         self.result_offset: int | None = None
         self.started = False
         """Whether the log has its `start` record: one without holds no run."""
+        self.runs: list[tuple[int, int]] = []
+        """Each run's `start` record (a session log may hold several): its offset, and
+        the step it begins with."""
         self.damage: LogError | None = None
         """The first line that is not a record in its place. It is left out of the index
         (or indexed by the step it says), so the debugger still shows the steps before it;
@@ -81,12 +83,13 @@ class LogIndex:
                     break  # a torn last line (a killed run): read up to it, as replay does
                 head = _HEAD.match(raw)
                 kind, number = (head.group(1).decode(), head.group(2)) if head else ("", None)
+                run = None
                 try:
-                    if kind in _UNNUMBERED or (kind in RECORD_TYPES and number is not None):
+                    if kind == "result" or (kind in RECORD_TYPES and number is not None):
                         step = int(number or 0)
                     else:  # read whole, so a record of the wrong shape is named as replay does
                         record = self.log.parse(raw, lineno)
-                        kind, step = record["t"], record.get("step", 0)
+                        kind, step, run = record["t"], record.get("step", 0), record.get("run")
                 except LogError as exc:
                     self.damage = self.damage or exc
                     continue
@@ -96,7 +99,7 @@ class LogIndex:
                     self.damage = self.damage or exc  # but never shown: reading it raises this
                     self._unverified[offset] = exc
                 try:
-                    order({"t": kind, "step": step}, lineno)
+                    order({"t": kind, "step": step, **({} if run is None else {"run": run})}, lineno)
                 except LogError as exc:
                     self.damage = self.damage or exc
                 if kind == "transition":
@@ -107,6 +110,7 @@ class LogIndex:
                     self.result_offset = offset
                 elif kind == "start":
                     self.started = True
+                    self.runs.append((offset, len(self.transitions) + 1))
 
     @property
     def steps(self) -> int:

@@ -24,7 +24,7 @@ from tests.support.agent_sdk import (
     sdk,
     with_client,
 )
-from tests.support.cli import MODEL
+from tests.support.cli import MODEL, fsm
 from tests.support.messages_server import (
     MessagesServer,
     message,
@@ -90,10 +90,15 @@ def test_sdk_client_three_turns_is_one_session(
     said = [b["text"] for m in last for b in m["content"]
             if b["type"] == "text" and not b["text"].startswith("<system-reminder>")]  # fmt: skip
     assert said == ["first", "one", "second", "two", "third"]
-    logs = replays(workspace)
-    assert len(logs) == 3
-    assert all(json.loads(p.read_text().splitlines()[0])["session_id"] == answers[0].session_id
-               for p in logs)  # fmt: skip
+    [log] = replays(workspace)  # one session, one log: its three runs one after another
+    lines = [json.loads(line) for line in log.read_text().splitlines()]
+    assert lines[0]["session_id"] == answers[0].session_id
+    starts = [line for line in lines if line.get("t") == "start"]
+    assert [s.get("run", 1) for s in starts] == [1, 2, 3]
+    steps = [line["step"] for line in lines if line.get("t") == "transition"]
+    assert steps == list(range(1, len(steps) + 1))  # numbered on across the runs
+    check = fsm("replay", "--check", str(log))
+    assert "of 3 runs" in check.stdout
 
 
 def test_can_use_tool_allows_denies_and_rewrites(
@@ -186,7 +191,7 @@ def test_interrupt_while_bash_runs(
     assert interrupted.subtype == "error_during_execution"
     assert interrupted.terminal_reason == "aborted_tools"
     assert of_type(second, "ResultMessage")[0].result == "after the interrupt"
-    assert len(replays(workspace)) == 2
+    assert len(replays(workspace)) == 1  # the interrupted run and the next, in one log
 
 
 def test_set_permission_mode_between_turns(
@@ -477,7 +482,7 @@ def test_resume_continues_a_several_run_session(
     said = [b["text"] for m in messages_server.bodies()[-1]["messages"] for b in m["content"]
             if b["type"] == "text" and not b["text"].startswith("<system-reminder>")]  # fmt: skip
     assert said == ["first", "one", "second", "two", "third"]
-    assert len(replays(workspace)) == 3
+    assert len(replays(workspace)) == 2  # a log per process: the resumed one names its parent
 
 
 def test_print_mode_takes_a_prompt_as_claude_p_does(
