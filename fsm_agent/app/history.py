@@ -30,11 +30,11 @@ from fsm_agent.tape.cut_log import CutTape
 from fsm_agent.tape.divergence import Divergence
 from fsm_agent.tape.header import config_of
 from fsm_agent.tape.log import (
-    count_runs,
     TAIL_CHUNK,
     LogError,
     SessionLog,
     being_written,
+    count_runs,
     header_problem,
     last_line,
 )

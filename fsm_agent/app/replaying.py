@@ -11,12 +11,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from fsm_agent.core.codec import unstructure
 from fsm_agent.core.events import DriverEvent
 from fsm_agent.core.validation import SchemaError
 from fsm_agent.engine.driver import Engine, LoopResult
-from fsm_agent.tape.header import config_of, header_tools_error, tools_of
-from fsm_agent.core.codec import unstructure
 from fsm_agent.tape.divergence import Divergence
+from fsm_agent.tape.header import config_of, header_tools_error, tools_of
 from fsm_agent.tape.log import SessionLog, count_runs
 from fsm_agent.tape.matcher import ReplayTape
 from fsm_agent.tools.replacements import BUILTIN_OUTPUTS
@@ -72,16 +72,14 @@ async def areplay_runs(
     results: list[LoopResult] = []
     runs = count_runs(Path(path))
     for run in range(1, max(runs, 1) + 1):
-        tapes: list[ReplayTape] = []
 
         def tape(log: SessionLog, **kwargs: Any) -> ReplayTape:
-            tapes.append(ReplayTape(log, **kwargs))
-            return tapes[-1]
+            made = ReplayTape(log, **kwargs)
+            if results:  # before it replays: its first state would differ first
+                _continues(made, results[-1])
+            return made
 
-        result = await areplay(path, on_event=on_event, tape_type=tape, run=run)
-        if results:
-            _continues(tapes[0], results[-1])
-        results.append(result)
+        results.append(await areplay(path, on_event=on_event, tape_type=tape, run=run))
     return results
 
 

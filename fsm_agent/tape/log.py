@@ -521,7 +521,9 @@ class RecordOrder:
         if kind == "start" and self.seen:
             raise LogError(f"{where}: a second start record")
         if kind == "start" and record.get("run", 1) != 1:
-            raise LogError(f"{where}: the log's first start record is run 1, not {_shown(record.get('run'))}")
+            raise LogError(
+                f"{where}: the log's first start record is run 1, not {_shown(record.get('run'))}"
+            )
         if kind == "start":
             self.runs = 1
         if kind != "start" and not self.seen:
