@@ -108,6 +108,8 @@ class ReplayTape(Tape):
                 raise Divergence(0, "first record", "start", kind)
             if kind == "transition":
                 self.first_step = record["step"] + 1
+            elif kind == "effect":
+                self._effect_no += 1  # numbered in the whole log's order, as `edits` are
         if runs == 0:
             raise no_start(self.log.path)
         raise LogError(f"{self.log.path}: the log holds {runs} runs, not {self.run}")

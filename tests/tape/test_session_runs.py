@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 from attrs import asdict
 
+from fsm_agent.app.fork import ForkPoint, afork, replayed_steps
 from fsm_agent.app.history import aresume, follow_up
 from fsm_agent.app.replaying import areplay_runs
 from fsm_agent.cli.debugger import Debugger
@@ -149,3 +150,19 @@ def test_a_later_run_that_does_not_continue_the_last_diverges(tmp_path: Path) ->
     reseal(log)
     with pytest.raises(Divergence, match="run 2's initial messages"):
         asyncio.run(areplay_runs(log))
+
+
+def test_a_fork_in_a_later_run_replays_that_run(tmp_path: Path) -> None:
+    log = session(tmp_path)
+    third = next(i for i, r in enumerate(lines(log)) if r.get("run") == 3)
+    first_step = 1 + sum(1 for r in lines(log)[:third] if r.get("t") == "transition")
+    model = ScriptedModel(Scenario.parse({"turns": [{"content": "forked"}]}))
+    point = ForkPoint(step=first_step + 1)
+    assert replayed_steps(SessionLog(log), point) == 2
+    result = asyncio.run(afork(log, point, model=model, log=tmp_path / "fork.jsonl"))
+    said = [b.text for m in result.messages.items for b in m.content if hasattr(b, "text")]
+    assert said[-2:] == ["third", "forked"]
+    forked = lines(tmp_path / "fork.jsonl")
+    assert forked[0]["parent"]["step"] == first_step + 1
+    assert forked[0]["config"]["permission_mode"] == "acceptEdits"  # the third run's
+    assert fsm("replay", "--check", str(tmp_path / "fork.jsonl")).returncode == 0
