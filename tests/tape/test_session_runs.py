@@ -166,3 +166,13 @@ def test_a_fork_in_a_later_run_replays_that_run(tmp_path: Path) -> None:
     assert forked[0]["parent"]["step"] == first_step + 1
     assert forked[0]["config"]["permission_mode"] == "acceptEdits"  # the third run's
     assert fsm("replay", "--check", str(tmp_path / "fork.jsonl")).returncode == 0
+
+
+def test_every_line_of_a_session_log_matches_the_documented_schema(tmp_path: Path) -> None:
+    import jsonschema
+
+    from tests.conftest import ROOT
+
+    schema = json.loads((ROOT / "docs" / "log-format.schema.json").read_text())
+    for record in lines(session(tmp_path)):
+        jsonschema.validate(record, schema)
