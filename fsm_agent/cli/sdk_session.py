@@ -38,6 +38,7 @@ from fsm_agent.cli.headless import (
 )
 from fsm_agent.cli.launch import Plan
 from fsm_agent.cli.usage import say
+from fsm_agent.core.config import SessionChange
 from fsm_agent.core.events import DriverEvent
 from fsm_agent.core.limits import context_window
 from fsm_agent.core.messages import Message
@@ -70,6 +71,14 @@ class SharedInbox(Inbox):
     def drain(self) -> tuple[str, ...]:
         with self._lock:
             return super().drain()
+
+    def change(self, **changed: str) -> None:
+        with self._lock:
+            super().change(**changed)
+
+    def take_change(self) -> SessionChange:
+        with self._lock:
+            return super().take_change()
 
 
 class BadRequest(Exception):
@@ -111,7 +120,8 @@ class SdkSession:
         self._sdk_hooks: SdkHooks | None = None
         self._default_model = plan.config.model
         self._changes: dict[str, Any] = {}
-        """`set_permission_mode` and `set_model`, for the next run's configuration."""
+        """`set_permission_mode` and `set_model`, for the next run's configuration (the run
+        under way takes them at its next request, through its inbox)."""
         self._last_input_tokens = 0
         self.failed = False
         """The last run ended in an error result (the exit code then is 1, as claude's)."""
@@ -208,16 +218,16 @@ class SdkSession:
             mode = request.get("mode")
             if mode not in MODES:
                 raise BadRequest(f"Cannot set permission mode: must be one of {', '.join(MODES)}")
-            with self._state:
-                self._changes["permission_mode"] = mode
+            self._change(permission_mode=mode)
+            if self._sdk_hooks is not None:
+                self._sdk_hooks.permission_mode = mode
             self.send(self._line_of("system", subtype="status", status=None, permissionMode=mode))
             return {"mode": mode}
         if subtype == "set_model":
             model = request.get("model")
             if model is not None and not isinstance(model, str):
                 raise BadRequest("set_model: model is a string or null")
-            with self._state:
-                self._changes["model"] = model or self._default_model
+            self._change(model=model or self._default_model)
             return {}
         if subtype == "mcp_status":
             return {"mcpServers": self._server_list()}
@@ -233,6 +243,14 @@ class SdkSession:
                 "model": config.model,
             }
         raise BadRequest(f"Unsupported control request subtype: {subtype}")
+
+    def _change(self, **changed: str) -> None:
+        """A mode or model set: the run under way takes it at its next request (an effect,
+        so its replay does too), and the next run starts with it."""
+        with self._state:
+            self._changes.update(changed)
+            if self._inbox is not None:
+                self._inbox.change(**changed)
 
     def _initialize(self, request: dict[str, Any]) -> dict[str, Any]:
         try:

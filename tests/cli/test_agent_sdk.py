@@ -387,6 +387,41 @@ def test_a_message_sent_while_a_turn_runs_is_queued_for_it(
     assert len(replays(workspace)) == 1
 
 
+def test_mode_and_model_set_mid_run_hold_from_the_next_request(
+    messages_server: MessagesServer, workspace: Path, tmp_path: Path
+) -> None:
+    write = {"file_path": str(workspace / "a.txt"), "content": "x"}
+    messages_server.reply(
+        bash("sleep 3; echo done"),
+        message([{"type": "tool_use", "id": "toolu_2", "name": "Write", "input": write}],
+                stop_reason="tool_use"),
+        text("wrote it"),
+    )  # fmt: skip
+
+    async def body(client: Any) -> list[Any]:
+        await client.query("sleep, then write a.txt")
+        while not messages_server.bodies():
+            await anyio.sleep(0.05)
+        await anyio.sleep(0.5)  # the answer streamed; the command is running
+        await client.set_permission_mode("acceptEdits")
+        await client.set_model("claude-haiku-4-5")
+        return await one_response(client)
+
+    messages = with_client(
+        options(messages_server, workspace, tmp_path, allowed_tools=["Bash"]), body
+    )
+    assert [r.is_error for r in results(messages)] == [False, False]  # Write: acceptEdits
+    assert (workspace / "a.txt").read_text() == "x"
+    assert [b["model"] for b in messages_server.bodies()] == [MODEL, *["claude-haiku-4-5"] * 2]
+    [log] = replays(workspace)
+    changes = [
+        json.loads(line) for line in log.read_text().splitlines() if '"session_change"' in line
+    ]
+    assert [c["result"] for c in changes] == [
+        {"permission_mode": "acceptEdits", "model": "claude-haiku-4-5"}
+    ]
+
+
 def test_set_model_and_context_usage(
     messages_server: MessagesServer, workspace: Path, tmp_path: Path
 ) -> None:
