@@ -176,3 +176,24 @@ def test_every_line_of_a_session_log_matches_the_documented_schema(tmp_path: Pat
     schema = json.loads((ROOT / "docs" / "log-format.schema.json").read_text())
     for record in lines(session(tmp_path)):
         jsonschema.validate(record, schema)
+
+
+def test_a_change_set_while_a_run_goes_is_an_effect_the_replay_takes(tmp_path: Path) -> None:
+    """The mode and model the SDK sets mid-run hold from the next request, recorded."""
+    from fsm_agent.live.effects import Inbox
+
+    inbox = Inbox()
+    inbox.change(model="claude-other", permission_mode="plan")
+    log = tmp_path / "changed.jsonl"
+    plan = Plan(
+        model=ScriptedModel(Scenario.parse({"turns": TURNS[1:3]})),
+        config=RunConfig(model="scripted", cwd=str(tmp_path), permission_mode="bypassPermissions"),
+        hooks=None, abort=AbortSignal(), log=log,
+    )  # fmt: skip
+    result = asyncio.run(plan.arun(follow_up([], "go"), None, inbox=inbox))
+    assert result.model == "claude-other"
+    bash = [r for r in lines(log) if r.get("name") == "permission"]
+    assert bash and bash[0]["args"]["mode"] == "plan"  # the call was judged in the new mode
+    [change] = [r for r in lines(log) if r.get("name") == "session_change"]
+    assert change["result"] == {"permission_mode": "plan", "model": "claude-other"}
+    assert fsm("replay", "--check", str(log)).returncode == 0
