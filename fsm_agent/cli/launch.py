@@ -21,6 +21,7 @@ from attrs import evolve
 
 from fsm_agent.app.environment import IDLE_NOTIFY_S
 from fsm_agent.app.session import arun
+from fsm_agent.cli.headless import Budget
 from fsm_agent.cli.questions import line_prompter
 from fsm_agent.cli.usage import ignore_signal
 from fsm_agent.core.abort import AbortSignal
@@ -93,6 +94,9 @@ class Plan:
         session to ask inline; `None` when no one can answer (piped, JSON output)."""
         self.prompter: Prompter | None = None
         """A terminal prompt for one-shot runs in a terminal; `ask` wins when set."""
+        self.budget: Budget | None = None
+        """`--max-budget-usd`: checked after each response of every run, as Claude Code's
+        message loop checks it; reached, the run is stopped through the abort flag."""
         self.recorder: SessionRecorder | None = None
         """Set by an Agent SDK session: every run goes into its one log, one after another
         (`log` names it), not a log each."""
@@ -214,6 +218,16 @@ class Plan:
         """Run the loop over `messages`; the next run continues from this one."""
         if self._start is None:
             self._start = (self.config.permissions, self.config.permission_mode)
+        budget = self.budget
+        if budget is not None:
+            budget.begin()
+            inner = on_event
+
+            def on_event(event: DriverEvent) -> None:
+                if inner is not None:
+                    inner(event)
+                budget.watch(event, self.abort)
+
         async with contextlib.AsyncExitStack() as stack:
             mcp = None if self.mcp is None else await stack.enter_async_context(self.mcp.open())
             result = await arun(

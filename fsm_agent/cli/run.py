@@ -255,7 +255,8 @@ def run_json(
         fail(error)
     begin()
     duration_ms = round((time.monotonic() - started) * 1000)
-    emit(result_object(result, duration_ms=duration_ms, tally=tally))
+    line = result_object(result, duration_ms=duration_ms, tally=tally)
+    emit(line if plan.budget is None else plan.budget.mark(line))
     if writer.closed:
         silence(sys.stdout)
     return result, writer.write_error

@@ -353,9 +353,11 @@ class SdkSession:
         line = result_object(result, duration_ms=duration_ms, tally=tally)
         if self.structured:
             line["structured_output"] = structured_output(result.messages.items)
+        if plan.budget is not None:
+            plan.budget.mark(line)
         with self._out_lock:
             self.writer.write(line)
-        self.failed = result.is_error
+        self.failed = bool(line["is_error"])
 
     def _list_sdk_tools(self) -> dict[str, str]:
         """The SDK servers' tools, added to the built-in ones for every run; a server that

@@ -233,6 +233,34 @@ def test_max_turns_ends_the_run(
     replays(workspace)
 
 
+def costly_bash(command: str, call_id: str) -> Any:
+    """A Bash call whose response costs $0.315 at the test model's price."""
+    return message(
+        [{"type": "tool_use", "id": call_id, "name": "Bash", "input": {"command": command}}],
+        stop_reason="tool_use", usage={"input_tokens": 100_000, "output_tokens": 1000},
+        model=MODEL,
+    )  # fmt: skip
+
+
+def test_max_budget_usd_ends_the_run_after_the_response_that_reached_it(
+    messages_server: MessagesServer, workspace: Path, tmp_path: Path
+) -> None:
+    messages_server.reply(
+        costly_bash("touch one", "toolu_1"), costly_bash("touch two", "toolu_2"), text("done")
+    )
+    opts = options(messages_server, workspace, tmp_path, allowed_tools=["Bash"], max_budget_usd=0.5)
+    with pytest.raises(sdk.ResultError) as caught:  # an error result: claude exits 1
+        ask("spend", opts)
+    data = caught.value.data
+    assert data["subtype"] == "error_max_budget_usd"
+    assert data["terminal_reason"] == "budget_exhausted"
+    assert data["errors"] == ["Reached maximum budget ($0.5)"]
+    assert data["num_turns"] == 2 and data["stop_reason"] == "tool_use"
+    assert len(messages_server.bodies()) == 2  # the second response reached it
+    assert (workspace / "one").exists() and not (workspace / "two").exists()
+    replays(workspace)
+
+
 def test_include_partial_messages(
     messages_server: MessagesServer, workspace: Path, tmp_path: Path
 ) -> None:
@@ -249,7 +277,7 @@ def test_include_partial_messages(
 
 @pytest.mark.parametrize(
     ("option", "flag"),
-    [({"max_budget_usd": 1.0}, "--max-budget-usd"),
+    [({"max_thinking_tokens": 1000}, "--max-thinking-tokens"),
      ({"effort": "high"}, "--effort")],
 )  # fmt: skip
 def test_a_flag_not_honoured_is_refused_by_name(
