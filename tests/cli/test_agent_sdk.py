@@ -488,7 +488,8 @@ def test_an_sdk_mcp_servers_tool_is_called_through_the_sdk(
                    allowed_tools=["mcp__calc__add"])  # fmt: skip
     messages = ask(prompts("add 2 and 3"), opts)
     assert calls == [{"a": 2, "b": 3}]
-    assert results(messages)[0].content == "5"
+    # Claude Code's shape (measured): the MCP content blocks, as for any MCP server's tool
+    assert results(messages)[0].content == [{"type": "text", "text": "5"}]
     init = of_type(messages, "SystemMessage")[0].data
     assert "mcp__calc__add" in init["tools"]
     assert init["mcp_servers"] == [{"name": "calc", "status": "connected"}]
