@@ -95,11 +95,27 @@ def check_point(log: SessionLog, point: ForkPoint) -> None:
 
 
 def replayed_steps(log: SessionLog, point: ForkPoint) -> int:
-    """How many whole steps come from the parent log before the fork goes live."""
+    """How many whole steps come from the parent log before the fork goes live (of the
+    run the point is in, in a log of several runs: the fork's log holds that run alone)."""
     check_point(log, point)
+    _, before = run_at(log, point)
     if point.effect is not None:
-        return int(_effect_record(LogIndex(log), point.effect)["step"]) - 1
-    return point.step or 0
+        return int(_effect_record(LogIndex(log), point.effect)["step"]) - 1 - before
+    return (point.step or 0) - before
+
+
+def run_at(log: SessionLog, point: ForkPoint) -> tuple[int, int]:
+    """The run of the log the fork point is in (a session log may hold several, their
+    steps numbered on), and how many steps the runs before it hold."""
+    index = LogIndex(log)
+    if len(index.runs) <= 1:
+        return 1, 0
+    if point.effect is not None:
+        step = int(_effect_record(index, point.effect)["step"])
+    else:
+        step = point.step or 0
+    run = index.run_of(step)
+    return run, index.runs[run - 1][1] - 1
 
 
 def _effect_record(index: LogIndex, number: int) -> dict[str, Any]:
@@ -245,23 +261,25 @@ async def afork(
     """Replay `parent` up to `point`, then run live; the new log's header names both."""
     parent_log = SessionLog(Path(parent))
     check_point(parent_log, point)
-    parent_config = config_of(parent_log)
+    run, before = run_at(parent_log, point)
+    edits = {point.effect: point.result} if point.effect is not None else None
+    replay = ReplayTape(parent_log, strict=False, edits=edits, run=run)
+    parent_config = config_of(parent_log, replay.header)
     config = evolve(parent_config, **dict(config_changes or {}))
     if parent_config.cwd not in config.workspaces:
         config = evolve(config, parent_workspaces=(*config.parent_workspaces, parent_config.cwd))
     config = evolve(config, hooked_events=hooked_events(config.hooked_events, events_of(hooks)))
-    specs = tools_of(parent_log)
+    specs = tools_of(parent_log, header=replay.header)
     session_id = str(uuid.uuid4())
     config = with_session_env(config, session_id)
     header = session_header(
         session_id, config, specs, parent={"log": str(Path(parent).resolve()), **point.describe()}
     )
-    edits = {point.effect: point.result} if point.effect is not None else None
-    replay = ReplayTape(parent_log, strict=False, edits=edits)
     messages = replay.messages()  # a parent that cannot start is refused before a log is made
     path = Path(log) if log else default_log_path(config.cwd, session_id)
     writer = LogWriter(path, header)
-    tape = ForkTape(replay, writer, point)
+    local = point if point.step is None else evolve(point, step=point.step - before)
+    tape = ForkTape(replay, writer, local)  # the fork's log numbers the run's steps from 1
     blobs = path.parent / path.stem / "tool-results"
     if config.hooks:
         hooks = joined(CommandHooks.for_run(config, str(path.resolve())), hooks)

@@ -34,6 +34,7 @@ from fsm_agent.tape.log import (
     LogError,
     SessionLog,
     being_written,
+    count_runs,
     header_problem,
     last_line,
 )
@@ -259,8 +260,8 @@ async def aresume(path: Path) -> Resumed:
     """
     tapes: list[CutTape] = []
 
-    def tape(log: SessionLog) -> CutTape:
-        tapes.append(CutTape(log))
+    def tape(log: SessionLog, **kwargs: Any) -> CutTape:
+        tapes.append(CutTape(log, **kwargs))
         return tapes[-1]
 
     try:
@@ -270,7 +271,7 @@ async def aresume(path: Path) -> Resumed:
                 f"{path}: cannot resume: a run is still writing this log; "
                 "wait for it to end, or interrupt it"
             )
-        result = await areplay(path, tape_type=tape)
+        result = await areplay(path, tape_type=tape, run=count_runs(path) or 1)
     except (LogError, OSError) as exc:
         raise ResumeError(str(exc)) from None
     except Divergence as exc:
@@ -279,7 +280,7 @@ async def aresume(path: Path) -> Resumed:
         ) from None
     return Resumed(
         messages=tuple(result.messages.items),
-        config=config_of(log),
+        config=config_of(log, tapes[0].header),  # the last run's, in a log of several
         session_id=log.header.get("session_id", ""),
         path=path.resolve(),  # a new log's `parent` must lead here from any directory
         read_files=dict(result.read_files),

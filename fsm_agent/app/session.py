@@ -48,7 +48,7 @@ from fsm_agent.live.transcript_writer import TranscriptWriter, transcript_path
 from fsm_agent.policy.permissions import check_mode, removed_tools
 from fsm_agent.tape.header import session_header
 from fsm_agent.tape.log import LogWriter, MemoryWriter, default_log_path
-from fsm_agent.tape.recording import RecordingTape
+from fsm_agent.tape.recording import RecordingTape, SessionRecorder
 from fsm_agent.tools import default_tools
 from fsm_agent.tools.replacements import BUILTIN_OUTPUTS
 from fsm_agent.tools.session_env import with_session_env
@@ -100,6 +100,7 @@ async def arun(
     read_files: Mapping[str, float] | None = None,
     mcp: McpServers | None = None,
     claude_transcript: bool = True,
+    recorder: SessionRecorder | None = None,
 ) -> LoopResult:
     """Run the loop live, recording every transition and effect.
 
@@ -116,7 +117,9 @@ async def arun(
     A run with a log file also writes its conversation
     as a Claude Code transcript (`fsm_agent.live.transcript_writer`), which hooks
     get as `transcript_path`; `claude_transcript=False` (or
-    `FSM_AGENT_CLAUDE_TRANSCRIPT=0`) turns that off.
+    `FSM_AGENT_CLAUDE_TRANSCRIPT=0`) turns that off. `recorder` writes the run into
+    its session's one log, after the session's earlier runs (an Agent SDK process),
+    in place of a log of its own.
     """
     if mcp is not None:
         mcp.start()  # in parallel with everything else before the first request
@@ -147,14 +150,20 @@ async def arun(
     config = with_session_env(config, session_id)
     header = session_header(session_id, config, specs, **(header_extra or {}))
     path: Path | None = None
-    if keep_log:
+    writer: LogWriter | MemoryWriter | None = None
+    if recorder is not None:
+        path = recorder.path
+        tape = recorder.tape(header)  # the session's log stays open for its next run
+        blobs = path.parent / path.stem / "tool-results"
+    elif keep_log:
         path = Path(log) if log else default_log_path(config.cwd, session_id)
-        writer: LogWriter | MemoryWriter = LogWriter(path, header)
+        writer = LogWriter(path, header)
         blobs = path.parent / path.stem / "tool-results"
     else:
         writer = MemoryWriter(header)
         blobs = Path(tempfile.gettempdir()) / "fsm-agent" / session_id / "tool-results"
-    tape = RecordingTape(writer)
+    if writer is not None:
+        tape = RecordingTape(writer)
     claude_path = transcript_path(config.cwd, session_id) if path and claude_transcript else None
     claude = (
         TranscriptWriter(claude_path, session_id=session_id, cwd=config.cwd, model=config.model)
@@ -188,7 +197,8 @@ async def arun(
         return result
     finally:
         close_tools(tools.values())
-        writer.close()
+        if writer is not None:
+            writer.close()
         if claude is not None:
             claude.close()
 

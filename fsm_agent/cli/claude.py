@@ -19,7 +19,7 @@ import click
 from attrs import evolve
 
 from fsm_agent.app.history import follow_up, glob_escape, sessions_dir
-from fsm_agent.cli.headless import version
+from fsm_agent.cli.headless import Budget, version
 from fsm_agent.cli.main import main as run_command
 from fsm_agent.cli.plan import plan_of
 from fsm_agent.cli.run import piped_text, run_json, run_text
@@ -39,7 +39,6 @@ minimum-version check (read from `claude_code_version`) passes."""
 MODES = ["default", "acceptEdits", "plan", "dontAsk", "bypassPermissions", "auto", "manual"]
 
 REFUSED: dict[str, bool] = {
-    "--max-budget-usd": True,
     "--settings": True,
     "--setting-sources": True,
     "--continue": False,
@@ -86,6 +85,11 @@ def _refused(fn: Any) -> Any:
 @click.option("--model", envvar="FSM_AGENT_MODEL")
 @click.option("--fallback-model")
 @click.option("--max-turns", type=click.IntRange(min=1))
+@click.option(
+    "--max-budget-usd",
+    type=click.FloatRange(min=0, min_open=True),
+    help="Stop once the responses cost this much (USD), as claude -p does.",
+)
 @click.option("--system-prompt")
 @click.option("--system-prompt-file", type=click.Path(exists=True, dir_okay=False))
 @click.option("--append-system-prompt")
@@ -136,6 +140,7 @@ def claude(**options: Any) -> None:
             fail("--system-prompt and --system-prompt-file are one or the other")
         options["system_prompt"] = Path(prompt_file).read_text(encoding="utf-8")
     resume = options.pop("resume")
+    limit = options.pop("max_budget_usd")
     plan, resumed, _ = plan_of(
         **options,
         resume=_last_log(resume) if resume else None,
@@ -146,6 +151,8 @@ def claude(**options: Any) -> None:
     )
     if tools is not None:
         plan.config = _only_tools(plan.config, tools)
+    if limit is not None:
+        plan.budget = Budget(limit)
     if output == "stream-json":  # the tools' own output shapes, as `tool_use_result`
         plan.config = evolve(plan.config, structured_results=True)
     history = list(resumed.messages) if resumed is not None else []
@@ -180,11 +187,13 @@ def claude(**options: Any) -> None:
     messages = follow_up(history, prompt)
     if output == "text":
         result, _ = run_text(plan, messages, quiet=True, verbose=False)
+        if plan.budget is not None and plan.budget.reached:
+            click.echo(plan.budget.text())
     else:
         result, _ = run_json(plan, messages, stream=output == "stream-json", partial=partial,
                              every=verbose)  # fmt: skip
     plan.end("other")
-    sys.exit(exit_code(result))
+    sys.exit(1 if plan.budget is not None and plan.budget.reached else exit_code(result))
 
 
 def _sdk_servers(configs: tuple[str, ...]) -> tuple[str, ...]:
@@ -225,9 +234,10 @@ def _schema(given: str | None) -> dict[str, Any] | None:
 
 
 def _last_log(ref: str) -> Path:
-    """`--resume`'s log: a session id names its session's last run (an SDK session's runs
-    are `ID.jsonl`, `ID.2.jsonl`, …), which holds the whole conversation; anything else
-    (a log's path, an id's prefix) is looked up as `fsm-agent run --resume` does."""
+    """`--resume`'s log: a session id names its session's log, whose last run holds the
+    whole conversation (a chat's later runs, `ID.2.jsonl`, …, each a log of their own:
+    the last); anything else (a log's path, an id's prefix) is looked up as
+    `fsm-agent run --resume` does."""
     folder = sessions_dir(Path.cwd())
     first = folder / f"{ref}.jsonl"
     if "/" in ref or not first.is_file():

@@ -269,6 +269,13 @@ class Debugger(cmd.Cmd):
             line.append(f"]-> {info.dest}")
             turn = info.state.turn_count
         line.append(f"  turn {turn}", style="dim")
+        index = self.stepper.index
+        if len(index.runs) > 1:  # a session of several runs (an Agent SDK session's messages)
+            run = index.run_of(self.pos)
+            line.append(f"  run {run}/{len(index.runs)}", style="dim")
+            ended = index.run_end(self.pos) if self.pos else None
+            if ended is not None:
+                line.append(f"  (run {run} ends: {ended.get('reason')})", style="dim")
         if note:
             line.append(f"  {note}", style="yellow")
         if self.pos == total:  # step 0 too: a prompt hook can end a run before step 1

@@ -38,6 +38,7 @@ from fsm_agent.core.events import (
     ModelRetry,
     Notice,
     PromptBlocked,
+    ResponseUsage,
     StreamEvent,
     ToolFinished,
     ToolRefused,
@@ -46,6 +47,7 @@ from fsm_agent.core.events import (
 )
 from fsm_agent.core.limits import context_window, output_limits
 from fsm_agent.core.messages import Message, TextBlock, ToolResultBlock, Usage
+from fsm_agent.core.pricing import cost_usd
 from fsm_agent.engine.driver import LoopResult
 from fsm_agent.engine.machine import Phase
 from fsm_agent.engine.ports import INTERRUPTED
@@ -185,6 +187,60 @@ class RunTally:
             }
             for model, (usage, cost) in self.meter.by_model.items()
         }
+
+
+BUDGET_REASON = "budget_exhausted"
+"""The `terminal_reason` Claude Code gives a run `--max-budget-usd` ended: none of its
+loop's, whose check it is not (see `Budget`)."""
+
+
+class Budget:
+    """`--max-budget-usd`, checked where Claude Code checks it: outside its loop, in the
+    message loop of `-p` and the SDKs, after each message the loop yields, against the
+    cost of the whole process so far (every run of an SDK session). Once it is reached
+    the run is stopped as an interrupt stops it (the abort flag, an effect, so its log
+    replays as any interrupted run: the budget is no state of the machine), and its
+    result says why, as Claude Code's: `error_max_budget_usd`, `budget_exhausted`."""
+
+    def __init__(self, limit: float) -> None:
+        self.limit = limit
+        self.spent = 0.0
+        """What the priced responses cost so far (a model without a price adds nothing)."""
+        self.reached = False
+        """This run was stopped by the budget (set again, if still over, by each run)."""
+
+    def begin(self) -> None:
+        self.reached = False
+
+    def watch(self, event: DriverEvent, abort: Any) -> None:
+        """After each response, the process's cost against the limit; over it, stop."""
+        if not isinstance(event, ResponseUsage):
+            return
+        self.spent += cost_usd(event.model, event.usage) or 0.0
+        if not self.reached and self.spent >= self.limit:
+            self.reached = True
+            abort.set()
+
+    @property
+    def shown(self) -> str:
+        """The limit as Claude Code writes it (a JavaScript number: `0.5`, `2`)."""
+        return str(int(self.limit)) if self.limit == int(self.limit) else repr(self.limit)
+
+    def text(self) -> str:
+        return f"Error: Exceeded USD budget ({self.shown})"
+
+    def mark(self, line: dict[str, Any]) -> dict[str, Any]:
+        """The run's `result` line, as Claude Code's when the budget stopped the run."""
+        if not self.reached:
+            return line
+        line.pop("result", None)
+        line.update(
+            subtype="error_max_budget_usd",
+            is_error=True,
+            terminal_reason=BUDGET_REASON,
+            errors=[f"Reached maximum budget (${self.shown})"],
+        )
+        return line
 
 
 def result_object(result: LoopResult, *, duration_ms: int, tally: RunTally) -> dict[str, Any]:

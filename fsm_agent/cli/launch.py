@@ -21,6 +21,7 @@ from attrs import evolve
 
 from fsm_agent.app.environment import IDLE_NOTIFY_S
 from fsm_agent.app.session import arun
+from fsm_agent.cli.headless import Budget
 from fsm_agent.cli.questions import line_prompter
 from fsm_agent.cli.usage import ignore_signal
 from fsm_agent.core.abort import AbortSignal
@@ -38,6 +39,7 @@ from fsm_agent.live.effects import Inbox, LiveEffects
 from fsm_agent.live.mcp_files import McpSetup
 from fsm_agent.live.permission_updates import apply_updates
 from fsm_agent.live.transcript_writer import transcript_path
+from fsm_agent.tape.recording import SessionRecorder
 from fsm_agent.tools.session_env import with_session_env
 
 INTERRUPTS = (signal.SIGINT, signal.SIGTERM)
@@ -92,6 +94,12 @@ class Plan:
         session to ask inline; `None` when no one can answer (piped, JSON output)."""
         self.prompter: Prompter | None = None
         """A terminal prompt for one-shot runs in a terminal; `ask` wins when set."""
+        self.budget: Budget | None = None
+        """`--max-budget-usd`: checked after each response of every run, as Claude Code's
+        message loop checks it; reached, the run is stopped through the abort flag."""
+        self.recorder: SessionRecorder | None = None
+        """Set by an Agent SDK session: every run goes into its one log, one after another
+        (`log` names it), not a log each."""
         self.tools: dict[str, Tool] | None = None
         """The tools the runs get: None for the built-in ones (an SDK session adds its
         MCP servers' tools)."""
@@ -210,6 +218,16 @@ class Plan:
         """Run the loop over `messages`; the next run continues from this one."""
         if self._start is None:
             self._start = (self.config.permissions, self.config.permission_mode)
+        budget = self.budget
+        if budget is not None:
+            budget.begin()
+            inner = on_event
+
+            def on_event(event: DriverEvent) -> None:
+                if inner is not None:
+                    inner(event)
+                budget.watch(event, self.abort)
+
         async with contextlib.AsyncExitStack() as stack:
             mcp = None if self.mcp is None else await stack.enter_async_context(self.mcp.open())
             result = await arun(
@@ -228,6 +246,7 @@ class Plan:
                 live_effects=self._live,
                 mcp=mcp,
                 tools=self.tools,
+                recorder=self.recorder,
             )
         self.runs += 1
         self._keep_permissions()

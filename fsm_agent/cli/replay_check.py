@@ -11,7 +11,7 @@ from typing import Any
 
 import click
 
-from fsm_agent.app.replaying import areplay
+from fsm_agent.app.replaying import areplay_runs
 from fsm_agent.cli.lazy import REPLAY_MODES, load
 from fsm_agent.cli.recorded import note_if_unchained, warn_if_torn
 from fsm_agent.cli.usage import EXIT_DIVERGED, EXIT_USAGE, error_line, say
@@ -44,7 +44,7 @@ def check_all(logs: tuple[Path, ...], view: bool = False, as_json: bool = False)
 def _check(path: Path, name: str, view: bool = False) -> int:
     note_if_unchained(path)
     try:
-        result = asyncio.run(areplay(path))
+        results = asyncio.run(areplay_runs(path))
     except LogError as exc:
         error_line(str(exc))
         return EXIT_USAGE
@@ -63,8 +63,14 @@ def _check(path: Path, name: str, view: bool = False) -> int:
             load(REPLAY_MODES["view"])(path, exc.step)
         return EXIT_DIVERGED
     warn_if_torn(path)
-    click.echo(f"✓ {name}{len(result.path)} steps match the log; ends {result.reason}")
+    click.echo(f"✓ {name}{_steps(results)} match the log; ends {results[-1].reason}")
     return 0
+
+
+def _steps(results: list[Any]) -> str:
+    """`N steps`, and in a log of several runs (an Agent SDK session's) how many."""
+    steps = f"{sum(len(r.path) for r in results)} steps"
+    return steps if len(results) == 1 else f"{steps} of {len(results)} runs"
 
 
 def _check_json(path: Path) -> int:
@@ -75,7 +81,7 @@ def _check_json(path: Path) -> int:
     try:
         log = SessionLog(path)
         out["chained"] = log.chained
-        result = asyncio.run(areplay(path))
+        results = asyncio.run(areplay_runs(path))
     except LogError as exc:
         out["error"], code = str(exc), EXIT_USAGE
     except LogEnded as exc:
@@ -85,7 +91,10 @@ def _check_json(path: Path) -> int:
         if (note := _other_machine(path)) is not None:
             out["note"] = note.strip()
     else:
-        out.update(match=True, steps=len(result.path), ends=str(result.reason))
+        steps = sum(len(r.path) for r in results)
+        out.update(match=True, steps=steps, ends=str(results[-1].reason))
+        if len(results) > 1:
+            out["runs"] = len(results)
     click.echo(json.dumps(out, ensure_ascii=False, default=str))
     return code
 

@@ -257,7 +257,8 @@ def run_json(
     duration_ms = round((time.monotonic() - started) * 1000)
     if lines:
         writer.ended(result)
-    emit(result_object(result, duration_ms=duration_ms, tally=tally))
+    line = result_object(result, duration_ms=duration_ms, tally=tally)
+    emit(line if plan.budget is None else plan.budget.mark(line))
     if writer.closed:
         silence(sys.stdout)
     return result, writer.write_error

@@ -8,9 +8,10 @@ becomes the next prompt). `control_request` lines are answered at once
 `get_context_usage`; anything else is an `error` response), and
 `control_response` lines answer the requests a run made of the SDK
 (`fsm_agent.live.sdk_control`). Every run of the session has the session's one
-`session_id`; each writes its own log, chained to the one before as a chat's
-are, so each replays with `--check`. Stdout gets the run's stream-json lines,
-written whole under one lock, as the reader thread writes its answers too.
+`session_id` and goes into its one log, one run after another
+(`fsm_agent.tape.recording.SessionRecorder`), which replays with `--check` and
+steps through in the debugger run by run. Stdout gets the run's stream-json
+lines, written whole under one lock, as the reader thread writes its answers too.
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ from fsm_agent.cli.headless import (
 )
 from fsm_agent.cli.launch import Plan
 from fsm_agent.cli.usage import say
+from fsm_agent.core.config import SessionChange
 from fsm_agent.core.events import DriverEvent
 from fsm_agent.core.limits import context_window
 from fsm_agent.core.messages import Message
@@ -46,6 +48,7 @@ from fsm_agent.live.sdk_control import ControlChannel
 from fsm_agent.live.sdk_hooks import RegistrationError, SdkHooks, registered
 from fsm_agent.policy.permissions import removed_tools
 from fsm_agent.tape.log import LogError
+from fsm_agent.tape.recording import SessionRecorder
 from fsm_agent.tools import default_tools
 from fsm_agent.tools.structured_output import StructuredOutputNudge, structured_output
 
@@ -69,6 +72,14 @@ class SharedInbox(Inbox):
         with self._lock:
             return super().drain()
 
+    def change(self, **changed: str) -> None:
+        with self._lock:
+            super().change(**changed)
+
+    def take_change(self) -> SessionChange:
+        with self._lock:
+            return super().take_change()
+
 
 class BadRequest(Exception):
     """A control request that cannot be carried out: its `error` response says why."""
@@ -91,6 +102,8 @@ class SdkSession:
         out: TextIO | None = None,
     ) -> None:
         self.plan = plan
+        if plan.log is not None:
+            plan.recorder = SessionRecorder(plan.log)
         self.session_id = session_id
         self.messages = list(history)
         self.can_use_tool = can_use_tool
@@ -107,7 +120,8 @@ class SdkSession:
         self._sdk_hooks: SdkHooks | None = None
         self._default_model = plan.config.model
         self._changes: dict[str, Any] = {}
-        """`set_permission_mode` and `set_model`, for the next run's configuration."""
+        """`set_permission_mode` and `set_model`, for the next run's configuration (the run
+        under way takes them at its next request, through its inbox)."""
         self._last_input_tokens = 0
         self.failed = False
         """The last run ended in an error result (the exit code then is 1, as claude's)."""
@@ -204,16 +218,16 @@ class SdkSession:
             mode = request.get("mode")
             if mode not in MODES:
                 raise BadRequest(f"Cannot set permission mode: must be one of {', '.join(MODES)}")
-            with self._state:
-                self._changes["permission_mode"] = mode
+            self._change(permission_mode=mode)
+            if self._sdk_hooks is not None:
+                self._sdk_hooks.permission_mode = mode
             self.send(self._line_of("system", subtype="status", status=None, permissionMode=mode))
             return {"mode": mode}
         if subtype == "set_model":
             model = request.get("model")
             if model is not None and not isinstance(model, str):
                 raise BadRequest("set_model: model is a string or null")
-            with self._state:
-                self._changes["model"] = model or self._default_model
+            self._change(model=model or self._default_model)
             return {}
         if subtype == "mcp_status":
             return {"mcpServers": self._server_list()}
@@ -229,6 +243,14 @@ class SdkSession:
                 "model": config.model,
             }
         raise BadRequest(f"Unsupported control request subtype: {subtype}")
+
+    def _change(self, **changed: str) -> None:
+        """A mode or model set: the run under way takes it at its next request (an effect,
+        so its replay does too), and the next run starts with it."""
+        with self._state:
+            self._changes.update(changed)
+            if self._inbox is not None:
+                self._inbox.change(**changed)
 
     def _initialize(self, request: dict[str, Any]) -> dict[str, Any]:
         try:
@@ -270,6 +292,8 @@ class SdkSession:
                 prompt = self._prompts.popleft()
                 self._inbox = SharedInbox()
             self.turn(prompt)
+        if self.plan.recorder is not None:
+            self.plan.recorder.close()
         self.plan.end("other")
         return 1 if self.failed else 0
 
@@ -329,10 +353,12 @@ class SdkSession:
         line = result_object(result, duration_ms=duration_ms, tally=tally)
         if self.structured:
             line["structured_output"] = structured_output(result.messages.items)
+        if plan.budget is not None:
+            plan.budget.mark(line)
         with self._out_lock:
             self.writer.ended(result)
             self.writer.write(line)
-        self.failed = result.is_error
+        self.failed = bool(line["is_error"])
 
     def _list_sdk_tools(self) -> dict[str, str]:
         """The SDK servers' tools, added to the built-in ones for every run; a server that

@@ -27,6 +27,19 @@ DEFAULT_SYSTEM_PROMPT = (
 
 
 @frozen
+class SessionChange:
+    """What the user changed while a run went (the Agent SDK's `set_permission_mode` and
+    `set_model`): the mode the next group of calls is judged in, the model the next
+    request goes to; None for no change."""
+
+    permission_mode: str | None = None
+    model: str | None = None
+
+
+NO_CHANGE = SessionChange()
+
+
+@frozen
 class CommandHook:
     """One command; `condition` is its `if`: a permission rule the call must match
     (tool events only), so `"if": "Bash(git *)"` runs it for git commands alone."""

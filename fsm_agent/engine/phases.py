@@ -50,7 +50,15 @@ from fsm_agent.engine.ports import model_failed
 from fsm_agent.engine.preprocess import compact_hook, preprocess
 from fsm_agent.engine.reasons import Phase
 from fsm_agent.engine.run import Run
-from fsm_agent.engine.state import NO_FACTS, BudgetTracker, Facts, Iteration, LoopState, facts
+from fsm_agent.engine.state import (
+    NO_FACTS,
+    BudgetTracker,
+    Facts,
+    Iteration,
+    LoopState,
+    Permissions,
+    facts,
+)
 from fsm_agent.engine.tool_executor import reads_of
 from fsm_agent.hooks.outcomes import NO_OPINION, consult
 
@@ -159,24 +167,40 @@ def build_request(run: Run, state: LoopState, it: Iteration) -> ModelRequest:
     )
 
 
-def _early_starter(run: Run, state: LoopState) -> Callable[[ToolUseBlock], bool]:
+def _early_starter(run: Run, state: LoopState, it: Iteration) -> Callable[[ToolUseBlock], bool]:
     """Start concurrency-safe calls as their blocks complete, until an unsafe call is seen."""
     executor = run.executor
     blocked = not run.config.streaming_tools
+    permissions = it.permissions or state.permissions
 
     def on_tool_use(block: ToolUseBlock) -> bool:
         nonlocal blocked
         if blocked or not executor.is_safe(block):
             blocked = True
             return False
-        executor.start(block, state.tool_context.read_files, state.permissions)
+        executor.start(block, state.tool_context.read_files, permissions)
         return True
 
     return on_tool_use
 
 
+def session_change(run: Run, state: LoopState, it: Iteration) -> Iteration:
+    """What the user changed since the last request (the Agent SDK's `set_model`, its
+    `set_permission_mode`): this request goes to the model set, and this iteration's
+    calls are judged in the mode set, as a hook's `setMode` holds from the next group."""
+    change = run.effects.session_change()
+    if change.model is not None:
+        it = evolve(it, model=change.model)
+    if change.permission_mode is not None:
+        held = it.permissions or state.permissions
+        mode = change.permission_mode
+        it = evolve(it, permissions=Permissions(mode, mode, held.additional_directories))
+    return it
+
+
 async def api_call(run: Run, state: LoopState, it: Iteration) -> tuple[Iteration, Facts]:
-    assembler = _Assembler(run, _early_starter(run, state))
+    it = session_change(run, state, it)
+    assembler = _Assembler(run, _early_starter(run, state, it))
     error: ModelCallError | None = None
     stream = run.effects.model_stream(build_request(run, state, it))
     try:
@@ -369,7 +393,7 @@ def token_budget_nudge(config: RunConfig, state: LoopState, it: Iteration) -> st
 async def tool_execution(run: Run, state: LoopState, it: Iteration) -> tuple[Iteration, Facts]:
     batch = await run.executor.run_all(
         it.tool_use_blocks, state.tool_context.read_files, it.invalid_tool_inputs,
-        state.permissions,
+        it.permissions or state.permissions,
     )  # fmt: skip
     aborted, stop = batch.aborted, batch.stop_reason
     if not (aborted or stop) and run.config.has_hooks(POST_TOOL_BATCH):

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from fsm_agent.core.abort import AbortSignal
+from fsm_agent.core.config import SessionChange
 from fsm_agent.core.events import StreamEvent
 from fsm_agent.core.mcp import McpServerState
 from fsm_agent.core.model import ModelRequest
@@ -98,6 +99,10 @@ class UserInputPort(Protocol):
     def aborted(self, where: str) -> bool: ...
 
     def queued_input(self) -> tuple[str, ...]: ...
+
+    def session_change(self) -> SessionChange:
+        """The mode or model the user set since the last request (`NO_CHANGE` mostly)."""
+        ...
 
 
 class Effects(

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 from attrs import evolve
 
 from fsm_agent.core.abort import AbortGuard, AbortSignal
+from fsm_agent.core.config import NO_CHANGE, SessionChange
 from fsm_agent.core.events import StreamEvent
 from fsm_agent.core.mcp import McpServerState, is_mcp, tool_name
 from fsm_agent.core.messages import ImageBlock, TextBlock
@@ -55,6 +56,7 @@ class Inbox:
 
     def __init__(self) -> None:
         self._items: list[str] = []
+        self._change = NO_CHANGE
 
     def put(self, text: str) -> None:
         self._items.append(text)
@@ -62,6 +64,14 @@ class Inbox:
     def drain(self) -> tuple[str, ...]:
         items, self._items = tuple(self._items), []
         return items
+
+    def change(self, **changed: str) -> None:
+        """A mode or model set while the run goes, for its next request (the latest wins)."""
+        self._change = evolve(self._change, **changed)
+
+    def take_change(self) -> SessionChange:
+        change, self._change = self._change, NO_CHANGE
+        return change
 
 
 def _wrong_outcome(outcome: object) -> str | None:
@@ -292,6 +302,9 @@ class LiveEffects:
 
     def queued_input(self) -> tuple[str, ...]:
         return self.inbox.drain()
+
+    def session_change(self) -> SessionChange:
+        return self.inbox.take_change()
 
 
 def _written_file(event: str, payload: Mapping[str, Any]) -> str | None:

@@ -4,9 +4,11 @@ An SDK server (`create_sdk_mcp_server`, `--mcp-config` `{"type": "sdk"}`) lives 
 the SDK's process; its JSON-RPC messages travel as `mcp_message` control requests.
 The handshake and `tools/list` are made once, before the session's first run;
 each call is a `tools/call`. Shapes are the `mcp` SDK's (`mcp.types`), validated
-as they come. A call is a tool run, recorded as any other, so a replay needs no
-SDK. Kept apart from the MCP servers fsm-agent starts itself (issue 29), which
-reach the same `mcp__` names by another transport.
+as they come. Each tool is the MCP tool class of the servers fsm-agent starts
+itself (`fsm_agent.tools.mcp.McpTool`), over an `McpClient` that is this channel,
+so its results are mapped as theirs are (structured content, images, `isError`,
+the output cap). A call is a tool run, recorded as any other, so a replay needs
+no SDK.
 """
 
 from __future__ import annotations
@@ -18,18 +20,15 @@ from typing import Any
 import mcp.types as mcp_types
 from pydantic import ValidationError
 
-from fsm_agent.core.tool import ToolEnv, ToolOutcome
+from fsm_agent.core.mcp import McpError, McpToolInfo, tool_name
 from fsm_agent.live.sdk_control import ControlChannel, ControlError
+from fsm_agent.tools.mcp import McpTool
 
 _ids = itertools.count(1)
 
 
 class SdkServerError(Exception):
     """An SDK server that cannot be listed: its tools are not offered, and why is said."""
-
-
-def tool_name(server: str, tool: str) -> str:
-    return f"mcp__{server}__{tool}"
 
 
 async def _send(channel: ControlChannel, server: str, message: dict[str, Any]) -> dict[str, Any]:
@@ -55,38 +54,32 @@ async def _request(
     return await _send(channel, server, message)
 
 
-class SdkMcpTool:
-    """One tool of an SDK server, as fsm-agent's `Tool`: each run a `tools/call`."""
+class SdkMcpClient:
+    """An SDK server as the `McpClient` its tools call: each call a `tools/call` over the
+    control channel, answered with the `CallToolResult`'s wire shape."""
 
-    def __init__(self, channel: ControlChannel, server: str, tool: mcp_types.Tool) -> None:
+    def __init__(self, channel: ControlChannel, server: str) -> None:
         self.channel = channel
         self.server = server
-        self.tool = tool.name
-        self.name = tool_name(server, tool.name)
-        self.description = tool.description or ""
-        self.input_schema: dict[str, Any] = dict(tool.input_schema)
 
-    async def run(self, input: dict[str, Any], env: ToolEnv) -> ToolOutcome:
+    async def call_tool(self, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
         try:
             result = await _request(
-                self.channel, self.server, "tools/call", {"name": self.tool, "arguments": input}
+                self.channel, self.server, "tools/call", {"name": tool, "arguments": arguments}
             )
-            called = mcp_types.CallToolResult.model_validate(result)
+            mcp_types.CallToolResult.model_validate(result)
         except (ControlError, ValidationError) as exc:
-            return ToolOutcome.error(f"<tool_use_error>{self.name} failed: {exc}</tool_use_error>")
-        texts = [
-            block.text if isinstance(block, mcp_types.TextContent) else f"[{block.type} content]"
-            for block in called.content
-        ]
-        return ToolOutcome("\n".join(texts), is_error=bool(called.is_error))
+            name = tool_name(self.server, tool)
+            raise McpError(f"<tool_use_error>{name} failed: {exc}</tool_use_error>") from None
+        return result
 
 
 async def sdk_tools(
     channel: ControlChannel, servers: Sequence[str], version: str
-) -> tuple[dict[str, SdkMcpTool], dict[str, str]]:
+) -> tuple[dict[str, McpTool], dict[str, str]]:
     """Every tool of `servers`, by the name the model calls it, and each server's status
     (`connected`, or `failed: why`), after the MCP handshake with each."""
-    tools: dict[str, SdkMcpTool] = {}
+    tools: dict[str, McpTool] = {}
     status: dict[str, str] = {}
     params = mcp_types.InitializeRequestParams(
         protocol_version=mcp_types.LATEST_PROTOCOL_VERSION,
@@ -112,7 +105,15 @@ async def sdk_tools(
             status[server] = f"failed: {exc}"
             continue
         status[server] = "connected"
+        client = SdkMcpClient(channel, server)
         for tool in listed:
-            adapter = SdkMcpTool(channel, server, tool)
+            hints = tool.annotations
+            info = McpToolInfo(
+                tool.name,
+                tool.description or "",
+                dict(tool.input_schema),
+                read_only=bool(hints is not None and hints.read_only_hint),
+            )
+            adapter = McpTool(server, info, client)
             tools[adapter.name] = adapter
     return tools, status

@@ -20,6 +20,7 @@ from typing import Any, Literal
 from attrs import frozen
 
 from fsm_agent.core.codec import CodecError, converter, structure, unstructure, unstructure_hook
+from fsm_agent.core.config import NO_CHANGE, SessionChange
 from fsm_agent.core.events import ModelCallError, StreamEvent
 from fsm_agent.core.jsontext import canonical
 from fsm_agent.core.mcp import McpServerState
@@ -233,6 +234,9 @@ EFFECTS: tuple[Effect, ...] = (
            usual=False, sometimes=True, polled=True),
     Effect("queued_input", "queued_input", _nothing, tuple[str, ...], [], kind="sync",
            encode=list, usual=(), sometimes=True),
+    # Written only when the user changed something: an older log holds no record.
+    Effect("session_change", "session_change", _nothing, SessionChange, {}, kind="sync",
+           usual=NO_CHANGE, sometimes=True),
 )  # fmt: skip
 BY_NAME = {effect.name: effect for effect in EFFECTS}
 TOOL_PIPELINE = frozenset(effect.name for effect in EFFECTS if effect.pipeline)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import datetime as dt
 import hashlib
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from fsm_agent.core.codec import CodecError, structure, unstructure
@@ -54,19 +54,22 @@ def session_header(
     }
 
 
-def config_of(log: SessionLog) -> RunConfig:
-    """The recorded run's configuration; a header that does not hold one is a `LogError`."""
-    recorded = log.header.get("config", {})
+def config_of(log: SessionLog, header: Mapping[str, Any] | None = None) -> RunConfig:
+    """The recorded run's configuration; a header that does not hold one is a `LogError`.
+    `header`: the header as a later run of the log has it (`ReplayTape.header`)."""
+    recorded = (log.header if header is None else header).get("config", {})
     if isinstance(recorded, dict):
         recorded = with_output_cap(recorded)
     return with_home(_from_header_value(log, "config", recorded, RunConfig))
 
 
-def tools_of(log: SessionLog, *, checked: bool = True) -> list[ToolSpec]:
+def tools_of(
+    log: SessionLog, *, checked: bool = True, header: Mapping[str, Any] | None = None
+) -> list[ToolSpec]:
     """The tool definitions the recorded run sent the model. `checked`: a schema that
     does not compile is a `LogError` now, not a traceback when the model first calls
     the tool; unchecked, the caller turns a `SchemaError` into one (`header_tools_error`)."""
-    specs: list[ToolSpec] = _from_header(log, "tools", [], list[ToolSpec])
+    specs: list[ToolSpec] = _from_header(log, "tools", [], list[ToolSpec], header)
     if checked:
         for spec in specs:
             try:
@@ -80,8 +83,12 @@ def header_tools_error(log: SessionLog, exc: Exception) -> LogError:
     return LogError(f"{log.path}:1: the header's tools: {exc}")
 
 
-def _from_header(log: SessionLog, key: str, default: Any, cls: Any) -> Any:
-    return _from_header_value(log, key, log.header.get(key, default), cls)
+def _from_header(
+    log: SessionLog, key: str, default: Any, cls: Any, header: Mapping[str, Any] | None
+) -> Any:
+    return _from_header_value(
+        log, key, (log.header if header is None else header).get(key, default), cls
+    )
 
 
 def _from_header_value(log: SessionLog, key: str, value: Any, cls: Any) -> Any:

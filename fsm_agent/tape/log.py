@@ -2,8 +2,11 @@
 
 Line 1 is the header; then a `start` record (the initial messages), then
 `effect` and `transition` records in the order they happened, and a final
-`result` record. A torn last line (a killed process) is tolerated on read;
-any other malformed line is a `LogError` naming it. See docs/log-format.md.
+`result` record. A session of several runs (the messages of one Agent SDK
+process) goes on after a `result` with the next run's `start` (`"run": 2`, …),
+its steps numbered on from the last. A torn last line (a killed process) is
+tolerated on read; any other malformed line is a `LogError` naming it. See
+docs/log-format.md.
 """
 
 from __future__ import annotations
@@ -12,6 +15,7 @@ import fcntl
 import hashlib
 import json
 import os
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, Any
@@ -484,7 +488,8 @@ class SessionLog:
 class RecordOrder:
     """Checks that records come in the order a run writes them: `start` first, each
     transition numbered one past the last, each effect and context record numbered
-    with the step it belongs to (one past the last transition), nothing after `result`.
+    with the step it belongs to (one past the last transition), nothing after `result`
+    but the next run's `start` (numbered `run` one past the last's), whose steps go on.
 
     Replay matches records by position; a step number out of place (a line moved,
     repeated or lost, or edited) would otherwise pass unnoticed, and the debugger and
@@ -496,14 +501,31 @@ class RecordOrder:
         self.seen = 0
         self.steps = 0
         self.ended = False
+        self.runs = 0
 
     def __call__(self, record: dict[str, Any], lineno: int) -> dict[str, Any]:
         kind = record["t"]
         where = f"{self.path}:{lineno}"
+        if kind == "start" and self.ended:
+            number = record.get("run", 1)
+            if number != self.runs + 1 or isinstance(number, bool):
+                raise LogError(
+                    f"{where}: a start record after a run's result is run {self.runs + 1} of "
+                    f"the session, not {_shown(number)}"
+                )
+            self.runs = number
+            self.ended = False
+            return record
         if self.ended:
             raise LogError(f"{where}: {_a(kind)} record after the run's result")
         if kind == "start" and self.seen:
             raise LogError(f"{where}: a second start record")
+        if kind == "start" and record.get("run", 1) != 1:
+            raise LogError(
+                f"{where}: the log's first start record is run 1, not {_shown(record.get('run'))}"
+            )
+        if kind == "start":
+            self.runs = 1
         if kind != "start" and not self.seen:
             raise LogError(f"{where}: {_a(kind)} record before the run's start record")
         self.seen += 1
@@ -519,6 +541,26 @@ class RecordOrder:
         if kind == "transition":
             self.steps = step
         return record
+
+
+RUN_FIELDS = ("config", "tools")
+"""What a later run's `start` holds of its own when it is not the header's."""
+_START = re.compile(rb'^\{\s*"t"\s*:\s*"start"\s*[,}]')
+
+
+def run_header(header: dict[str, Any], start: dict[str, Any]) -> dict[str, Any]:
+    """The header as a run of the log has it: its `start`'s `config` and `tools`, if
+    it holds them (a later run of a session), in place of the header's."""
+    if not any(key in start for key in RUN_FIELDS):
+        return header
+    return {**header, **{key: start[key] for key in RUN_FIELDS if key in start}}
+
+
+def count_runs(path: Path) -> int:
+    """How many runs the log holds (its `start` records), by each line's first bytes: a
+    session of several runs (an Agent SDK process's messages) has one after another."""
+    with path.open("rb") as fh:
+        return sum(1 for raw in fh if _START.match(raw))
 
 
 def default_log_path(cwd: str, session_id: str) -> Path:

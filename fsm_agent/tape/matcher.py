@@ -23,7 +23,7 @@ from fsm_agent.hooks.outcomes import NO_OPINION, HookOutcome
 from fsm_agent.tape.divergence import Divergence, LogEnded, short, short_diff
 from fsm_agent.tape.effects import BY_NAME, EFFECTS, TOOL_PIPELINE, Effect, Polls, plain
 from fsm_agent.tape.header import config_of
-from fsm_agent.tape.log import LogError, SessionLog, no_start
+from fsm_agent.tape.log import LogError, SessionLog, no_start, run_header
 from fsm_agent.tape.old_logs import (
     LATER_EVENTS,
     blocked_outside_the_machine,
@@ -51,18 +51,22 @@ class ReplayTape(Tape):
         *,
         strict: bool = True,
         edits: Mapping[int, Any] | None = None,
+        run: int = 1,
     ) -> None:
         self.log = log
         self.path = log.path
-        self.step = 1
+        self.run = run
+        """Which run of the log this tape replays (a session of several runs has them one
+        after another, their steps numbered on: `first_step` is this run's first)."""
         self.upto = upto
         self.strict = strict
         self.edits = dict(edits or {})
         self.edited: int | None = None
-        hooked = config_of(log).hooked_events  # a damaged config is a LogError, not a crash
-        self.hooked: frozenset[str] | None = None if hooked is None else frozenset(hooked)
-        """The events the recording asked hooks about; for any other, the hooks had no say
-        (a fork whose live part has more hooks replays its start against this log)."""
+        self.header: dict[str, Any] = log.header
+        """The header as this run has it: a later run's `start` holds its own `config` and
+        `tools` when they are not the header's."""
+        self.next_run = False
+        """The log goes on after this run's result with the next run of the session."""
         self._effect_no = 0
         self._has_result = False
         self._result: dict[str, Any] = {}
@@ -84,18 +88,38 @@ class ReplayTape(Tape):
         self.line: int | None = None
         """The line of the effect `take` handed out last (None for an edited result)."""
         self.start_read_files: dict[str, float] = {}
+        self.first_step = 1
         self._read_start()
+        self.step = self.first_step
+        self._recorded_steps = self.first_step - 1
+        hooked = config_of(log, self.header).hooked_events  # damaged: a LogError, no crash
+        self.hooked: frozenset[str] | None = None if hooked is None else frozenset(hooked)
+        """The events the recording asked hooks about; for any other, the hooks had no say
+        (a fork whose live part has more hooks replays its start against this log)."""
         self._load_step()
 
     def _read_start(self) -> None:
+        runs = 0
         for lineno, record in self._records:
-            if record["t"] == "start":
+            kind = record["t"]
+            if kind == "start":
+                runs += 1
+                if runs < self.run:
+                    continue
                 self.start_line = lineno
                 self.start_messages = record["messages"]
                 self.start_read_files = record.get("read_files", {})
+                self.header = run_header(self.log.header, record)
                 return
-            raise Divergence(0, "first record", "start", record["t"])
-        raise no_start(self.log.path)
+            if runs == 0:
+                raise Divergence(0, "first record", "start", kind)
+            if kind == "transition":
+                self.first_step = record["step"] + 1
+            elif kind == "effect":
+                self._effect_no += 1  # numbered in the whole log's order, as `edits` are
+        if runs == 0:
+            raise no_start(self.log.path)
+        raise LogError(f"{self.log.path}: the log holds {runs} runs, not {self.run}")
 
     def _read(self) -> dict[str, Any] | None:
         """The next record of the file; effects numbered in log order (for `edits`).
@@ -113,7 +137,12 @@ class ReplayTape(Tape):
             raise
 
     def _read_record(self) -> dict[str, Any] | None:
+        if self.next_run:
+            return None
         for lineno, record in self._records:
+            if record["t"] == "start":  # the session's next run: this one's records end
+                self.next_run = True
+                return None
             if record["t"] == "effect":
                 record["_line"] = lineno
                 self._effect_no += 1
@@ -199,7 +228,8 @@ class ReplayTape(Tape):
         digests differ: the log is read again up to here, so replay holds nothing more."""
         if state is None or self._first is None or _path_key(expected) != _path_key(record):
             return ()
-        recorded = recorded_state(SessionLog(self.log.path), self.step, self._first)
+        again = SessionLog(self.log.path)
+        recorded = recorded_state(again, self.step, self._first, since=self.first_step)
         if recorded is None:
             return ()
         return tuple(state_changes(recorded, parts_of(state)))
@@ -371,7 +401,7 @@ class ReplayTape(Tape):
             raise _not_asked(self.step, leftover[0], f"the run ended {record.get('reason')}")
         if not self._has_result:  # the step's records were read to the file's end
             raise LogEnded(self._recorded_steps + 1, "result", "end of log", ours)
-        self._read()  # to the file's end: a line after the result is a LogError
+        self._read()  # to the file's end (or the next run): a line after it is a LogError
         recorded = {key: self._result.get(key) for key in ours}
         if self._unrecorded_steps:
             recorded["steps"] = self._unrecorded_steps

@@ -8,27 +8,39 @@ the phase; a replay (`fsm_agent.tape.matcher`) counts steps the same way.
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable
+from pathlib import Path
 from typing import Any, cast
 
 from fsm_agent.core.events import ModelCallError, StreamEvent
 from fsm_agent.engine.ports import Effects, Tape
 from fsm_agent.tape.effects import EFFECTS, Effect, Polls, model_record, same
-from fsm_agent.tape.log import LogWriter, MemoryWriter
+from fsm_agent.tape.log import RUN_FIELDS, LogError, LogWriter, MemoryWriter
 from fsm_agent.tape.state_diff import StateDeltas
 
 Writer = LogWriter | MemoryWriter
 
 
 class RecordingTape(Tape):
-    def __init__(self, writer: Writer) -> None:
+    def __init__(
+        self,
+        writer: Writer,
+        *,
+        first_step: int = 1,
+        start_extra: dict[str, Any] | None = None,
+        on_result: Callable[[RecordingTape], None] | None = None,
+    ) -> None:
         self.writer = writer
         self.path = writer.path
-        self.step = 1
+        self.step = first_step
         self._deltas = StateDeltas()
         self.chained = getattr(writer, "chained", True)
+        self.start_extra = start_extra or {}
+        """A later run of a session log: its number, and its config and tools if new."""
+        self.on_result = on_result
+        """Set by a `SessionRecorder`, which keeps the log open for the session's next run."""
 
     def start(self, messages: list[Any], read_files: dict[str, float] | None = None) -> None:
-        record: dict[str, Any] = {"t": "start", "messages": messages}
+        record: dict[str, Any] = {"t": "start", **self.start_extra, "messages": messages}
         if read_files:
             record["read_files"] = read_files
         self.writer.write(record)
@@ -56,12 +68,60 @@ class RecordingTape(Tape):
 
     def result(self, record: dict[str, Any]) -> None:
         self.writer.write({"t": "result", **record})
-        self.writer.close()
+        if self.on_result is not None:
+            self.on_result(self)
+        else:
+            self.writer.close()
 
     def wrap(self, effects: Effects | None) -> Effects:
         if effects is None:
             raise ValueError("a recording needs live effects to record")
         return recording(effects, self)
+
+
+class SessionRecorder:
+    """One log for the runs of a session (the messages an Agent SDK process is sent):
+    the first run writes the header, each later run a `start` with its number (and its
+    config and tools when they are not the header's), its steps numbered on from the
+    last run's. The log stays open, and locked, until the session `close`s it."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.writer: LogWriter | None = None
+        self.runs = 0
+        self.steps = 0
+        self._header: dict[str, Any] = {}
+        self.ended = True
+        """The last run wrote its result: a next run may follow it in the log."""
+
+    def tape(self, header: dict[str, Any]) -> RecordingTape:
+        """The next run's tape; the first creates the log (a `LogError` if it cannot)."""
+        if not self.ended:
+            raise LogError(f"{self.path}: the session's last run did not end; no run follows")
+        extra: dict[str, Any] = {}
+        if self.writer is None:
+            self.writer = LogWriter(self.path, header)
+            self._header = header
+        else:
+            extra["run"] = self.runs + 1
+            extra.update(
+                (key, header[key])
+                for key in RUN_FIELDS
+                if key in header and header[key] != self._header.get(key)
+            )
+        self.runs += 1
+        self.ended = False
+        return RecordingTape(
+            self.writer, first_step=self.steps + 1, start_extra=extra, on_result=self._ended
+        )
+
+    def _ended(self, tape: RecordingTape) -> None:
+        self.steps = tape.step - 1
+        self.ended = True
+
+    def close(self) -> None:
+        if self.writer is not None:
+            self.writer.close()
 
 
 class RecordingEffects:

@@ -133,10 +133,13 @@ def _long(text: str) -> dict[str, Any]:
             "chars": len(text)}  # fmt: skip
 
 
-def recorded_state(log: SessionLog, step: int, first: LoopState) -> StateParts | None:
+def recorded_state(
+    log: SessionLog, step: int, first: LoopState, since: int = 1
+) -> StateParts | None:
     """The state the log had after `step`, rebuilt from `first` (the state the run began
-    with, which the replay checked) and the deltas of its transitions; None for a log
-    that records none (one from before the chain)."""
+    with, which the replay checked) and the deltas of its transitions from step `since`
+    (the run's first, in a log of several); None for a log that records none (one from
+    before the chain)."""
     if not log.chained:
         return None
     parts = parts_of(first)
@@ -147,6 +150,8 @@ def recorded_state(log: SessionLog, step: int, first: LoopState) -> StateParts |
             continue
         if record["step"] > step:
             break
+        if record["step"] < since:
+            continue
         delta = record.get("delta")
         if isinstance(delta, dict):
             if isinstance(delta.get("messages"), list) and len(delta["messages"]) == 2:

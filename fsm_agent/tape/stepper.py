@@ -41,7 +41,6 @@ from fsm_agent.tools.replacements import BUILTIN_OUTPUTS
 _HEAD = re.compile(rb'^\{\s*"t"\s*:\s*"(\w+)"\s*(?:,\s*"step"\s*:\s*(\d{1,18})\s*[,}])?')
 """A record's kind and step, read without parsing it; a longer number is parsed whole, so
 one Python will not convert is the reader's corrupt record."""
-_UNNUMBERED = ("start", "result")
 CACHE = 256
 
 
@@ -55,6 +54,11 @@ class LogIndex:
         self.result_offset: int | None = None
         self.started = False
         """Whether the log has its `start` record: one without holds no run."""
+        self.runs: list[tuple[int, int]] = []
+        """Each run's `start` record (a session log may hold several): its offset, and
+        the step it begins with."""
+        self.results: list[int] = []
+        """Each run's `result` record, by offset."""
         self.damage: LogError | None = None
         """The first line that is not a record in its place. It is left out of the index
         (or indexed by the step it says), so the debugger still shows the steps before it;
@@ -81,12 +85,13 @@ class LogIndex:
                     break  # a torn last line (a killed run): read up to it, as replay does
                 head = _HEAD.match(raw)
                 kind, number = (head.group(1).decode(), head.group(2)) if head else ("", None)
+                run = None
                 try:
-                    if kind in _UNNUMBERED or (kind in RECORD_TYPES and number is not None):
+                    if kind == "result" or (kind in RECORD_TYPES and number is not None):
                         step = int(number or 0)
                     else:  # read whole, so a record of the wrong shape is named as replay does
                         record = self.log.parse(raw, lineno)
-                        kind, step = record["t"], record.get("step", 0)
+                        kind, step, run = record["t"], record.get("step", 0), record.get("run")
                 except LogError as exc:
                     self.damage = self.damage or exc
                     continue
@@ -96,7 +101,9 @@ class LogIndex:
                     self.damage = self.damage or exc  # but never shown: reading it raises this
                     self._unverified[offset] = exc
                 try:
-                    order({"t": kind, "step": step}, lineno)
+                    order(
+                        {"t": kind, "step": step, **({} if run is None else {"run": run})}, lineno
+                    )
                 except LogError as exc:
                     self.damage = self.damage or exc
                 if kind == "transition":
@@ -105,8 +112,10 @@ class LogIndex:
                     self.effects.setdefault(step, []).append(offset)
                 elif kind == "result":
                     self.result_offset = offset
+                    self.results.append(offset)
                 elif kind == "start":
                     self.started = True
+                    self.runs.append((offset, len(self.transitions) + 1))
 
     @property
     def steps(self) -> int:
@@ -128,6 +137,17 @@ class LogIndex:
     def result(self) -> dict[str, Any] | None:
         return None if self.result_offset is None else self._read(self.result_offset)
 
+    def run_of(self, step: int) -> int:
+        """The run (1, 2, …) step `step` belongs to; step 0, the start, is run 1's."""
+        return max(1, sum(1 for _, first in self.runs if first <= max(step, 1)))
+
+    def run_end(self, step: int) -> dict[str, Any] | None:
+        """The result of the run that ends at `step`, when a later run follows it."""
+        run = self.run_of(step)
+        if run >= len(self.runs) or self.runs[run][1] != step + 1 or run > len(self.results):
+            return None
+        return self._read(self.results[run - 1])
+
 
 def _whole(raw: bytes) -> bool:
     """Whether a line is a whole JSON value: a torn one parses only as far as it goes."""
@@ -145,8 +165,8 @@ class _WatchedTape(ReplayTape):
     """A replay tape that keeps each model request with its step: the log holds only
     a request's digest and summary, and a compaction request's messages are in no state."""
 
-    def __init__(self, log: SessionLog) -> None:
-        super().__init__(log)
+    def __init__(self, log: SessionLog, run: int = 1) -> None:
+        super().__init__(log, run=run)
         self.requests: list[tuple[int, ModelRequest]] = []
 
     def wrap(self, effects: Effects | None) -> Effects:
@@ -268,13 +288,22 @@ class Stepper:
         return self._arrived.result() if self._arrived.done() else None
 
     async def _main(self) -> None:
-        tape = self._tape = _WatchedTape(self.log)
-        engine = Engine(
-            self.config, tape, None, self.specs, self.session_id,
-            on_step=self._seen, outputs=BUILTIN_OUTPUTS,
-        )  # fmt: skip
+        """Each run of the log in turn (a session log may hold several), its steps
+        numbered on from the last run's, as the log numbers them."""
         try:
-            self.result = await engine.run(self.start_messages, self.read_files)
+            for run in range(1, max(1, len(self.index.runs)) + 1):
+                tape = self._tape = _WatchedTape(self.log, run)
+                config, specs = self.config, self.specs
+                messages, read_files = self.start_messages, self.read_files  # `initial`'s
+                if run > 1:
+                    config = config_of(self.log, tape.header)
+                    specs = tools_of(self.log, header=tape.header)
+                    messages, read_files = tape.messages(), tape.start_read_files
+                engine = Engine(
+                    config, tape, None, specs, self.session_id,
+                    on_step=self._seen, outputs=BUILTIN_OUTPUTS,
+                )  # fmt: skip
+                self.result = await engine.run(messages, read_files)
         except Exception as exc:
             self.stopped_by = exc
 

@@ -18,6 +18,7 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 from fsm_agent.core.abort import AbortSignal
+from fsm_agent.core.config import NO_CHANGE, SessionChange
 from fsm_agent.core.events import (
     BlockDelta,
     BlockStart,
@@ -230,6 +231,9 @@ class TranscriptEffects:
 
     def queued_input(self) -> tuple[str, ...]:
         return ()
+
+    def session_change(self) -> SessionChange:
+        return NO_CHANGE  # a transcript records no mid-run change of mode or model
 
 
 def iso_seconds(timestamp: str) -> float:

@@ -24,7 +24,7 @@ from tests.support.agent_sdk import (
     sdk,
     with_client,
 )
-from tests.support.cli import MODEL
+from tests.support.cli import MODEL, fsm
 from tests.support.messages_server import (
     MessagesServer,
     message,
@@ -90,10 +90,15 @@ def test_sdk_client_three_turns_is_one_session(
     said = [b["text"] for m in last for b in m["content"]
             if b["type"] == "text" and not b["text"].startswith("<system-reminder>")]  # fmt: skip
     assert said == ["first", "one", "second", "two", "third"]
-    logs = replays(workspace)
-    assert len(logs) == 3
-    assert all(json.loads(p.read_text().splitlines()[0])["session_id"] == answers[0].session_id
-               for p in logs)  # fmt: skip
+    [log] = replays(workspace)  # one session, one log: its three runs one after another
+    lines = [json.loads(line) for line in log.read_text().splitlines()]
+    assert lines[0]["session_id"] == answers[0].session_id
+    starts = [line for line in lines if line.get("t") == "start"]
+    assert [s.get("run", 1) for s in starts] == [1, 2, 3]
+    steps = [line["step"] for line in lines if line.get("t") == "transition"]
+    assert steps == list(range(1, len(steps) + 1))  # numbered on across the runs
+    check = fsm("replay", "--check", str(log))
+    assert "of 3 runs" in check.stdout
 
 
 def test_can_use_tool_allows_denies_and_rewrites(
@@ -186,7 +191,7 @@ def test_interrupt_while_bash_runs(
     assert interrupted.subtype == "error_during_execution"
     assert interrupted.terminal_reason == "aborted_tools"
     assert of_type(second, "ResultMessage")[0].result == "after the interrupt"
-    assert len(replays(workspace)) == 2
+    assert len(replays(workspace)) == 1  # the interrupted run and the next, in one log
 
 
 def test_set_permission_mode_between_turns(
@@ -228,6 +233,34 @@ def test_max_turns_ends_the_run(
     replays(workspace)
 
 
+def costly_bash(command: str, call_id: str) -> Any:
+    """A Bash call whose response costs $0.315 at the test model's price."""
+    return message(
+        [{"type": "tool_use", "id": call_id, "name": "Bash", "input": {"command": command}}],
+        stop_reason="tool_use", usage={"input_tokens": 100_000, "output_tokens": 1000},
+        model=MODEL,
+    )  # fmt: skip
+
+
+def test_max_budget_usd_ends_the_run_after_the_response_that_reached_it(
+    messages_server: MessagesServer, workspace: Path, tmp_path: Path
+) -> None:
+    messages_server.reply(
+        costly_bash("touch one", "toolu_1"), costly_bash("touch two", "toolu_2"), text("done")
+    )
+    opts = options(messages_server, workspace, tmp_path, allowed_tools=["Bash"], max_budget_usd=0.5)
+    with pytest.raises(sdk.ResultError) as caught:  # an error result: claude exits 1
+        ask("spend", opts)
+    data = caught.value.data
+    assert data["subtype"] == "error_max_budget_usd"
+    assert data["terminal_reason"] == "budget_exhausted"
+    assert data["errors"] == ["Reached maximum budget ($0.5)"]
+    assert data["num_turns"] == 2 and data["stop_reason"] == "tool_use"
+    assert len(messages_server.bodies()) == 2  # the second response reached it
+    assert (workspace / "one").exists() and not (workspace / "two").exists()
+    replays(workspace)
+
+
 def test_include_partial_messages(
     messages_server: MessagesServer, workspace: Path, tmp_path: Path
 ) -> None:
@@ -244,7 +277,7 @@ def test_include_partial_messages(
 
 @pytest.mark.parametrize(
     ("option", "flag"),
-    [({"max_budget_usd": 1.0}, "--max-budget-usd"),
+    [({"max_thinking_tokens": 1000}, "--max-thinking-tokens"),
      ({"effort": "high"}, "--effort")],
 )  # fmt: skip
 def test_a_flag_not_honoured_is_refused_by_name(
@@ -382,6 +415,41 @@ def test_a_message_sent_while_a_turn_runs_is_queued_for_it(
     assert len(replays(workspace)) == 1
 
 
+def test_mode_and_model_set_mid_run_hold_from_the_next_request(
+    messages_server: MessagesServer, workspace: Path, tmp_path: Path
+) -> None:
+    write = {"file_path": str(workspace / "a.txt"), "content": "x"}
+    messages_server.reply(
+        bash("sleep 3; echo done"),
+        message([{"type": "tool_use", "id": "toolu_2", "name": "Write", "input": write}],
+                stop_reason="tool_use"),
+        text("wrote it"),
+    )  # fmt: skip
+
+    async def body(client: Any) -> list[Any]:
+        await client.query("sleep, then write a.txt")
+        while not messages_server.bodies():
+            await anyio.sleep(0.05)
+        await anyio.sleep(0.5)  # the answer streamed; the command is running
+        await client.set_permission_mode("acceptEdits")
+        await client.set_model("claude-haiku-4-5")
+        return await one_response(client)
+
+    messages = with_client(
+        options(messages_server, workspace, tmp_path, allowed_tools=["Bash"]), body
+    )
+    assert [r.is_error for r in results(messages)] == [False, False]  # Write: acceptEdits
+    assert (workspace / "a.txt").read_text() == "x"
+    assert [b["model"] for b in messages_server.bodies()] == [MODEL, *["claude-haiku-4-5"] * 2]
+    [log] = replays(workspace)
+    changes = [
+        json.loads(line) for line in log.read_text().splitlines() if '"session_change"' in line
+    ]
+    assert [c["result"] for c in changes] == [
+        {"permission_mode": "acceptEdits", "model": "claude-haiku-4-5"}
+    ]
+
+
 def test_set_model_and_context_usage(
     messages_server: MessagesServer, workspace: Path, tmp_path: Path
 ) -> None:
@@ -420,7 +488,8 @@ def test_an_sdk_mcp_servers_tool_is_called_through_the_sdk(
                    allowed_tools=["mcp__calc__add"])  # fmt: skip
     messages = ask(prompts("add 2 and 3"), opts)
     assert calls == [{"a": 2, "b": 3}]
-    assert results(messages)[0].content == "5"
+    # Claude Code's shape (measured): the MCP content blocks, as for any MCP server's tool
+    assert results(messages)[0].content == [{"type": "text", "text": "5"}]
     init = of_type(messages, "SystemMessage")[0].data
     assert "mcp__calc__add" in init["tools"]
     assert init["mcp_servers"] == [{"name": "calc", "status": "connected"}]
@@ -477,7 +546,7 @@ def test_resume_continues_a_several_run_session(
     said = [b["text"] for m in messages_server.bodies()[-1]["messages"] for b in m["content"]
             if b["type"] == "text" and not b["text"].startswith("<system-reminder>")]  # fmt: skip
     assert said == ["first", "one", "second", "two", "third"]
-    assert len(replays(workspace)) == 3
+    assert len(replays(workspace)) == 2  # a log per process: the resumed one names its parent
 
 
 def test_print_mode_takes_a_prompt_as_claude_p_does(

@@ -88,7 +88,7 @@ def of_type(messages: list[Any], name: str) -> list[Any]:
 
 
 def session_logs(workspace: Path) -> list[Path]:
-    """The workspace's session logs, oldest first (a session's later runs are STEM.N)."""
+    """The workspace's session logs, oldest first (an SDK session is one, whatever its runs)."""
     logs = (workspace / ".fsm-agent" / "sessions").glob("*.jsonl")
     return sorted(logs, key=lambda p: os.stat(p).st_mtime_ns)
 
