@@ -52,11 +52,11 @@ def spend(side: str, root: Path, budget: str, *fmt: str) -> Any:
 def _spend(side: str, server: MessagesServer, root: Path, budget: str, *fmt: str) -> Any:
     workspace = root / side / "ws"
     workspace.mkdir(parents=True)
-    # The second call takes a second: Claude Code stops its run when the response that
-    # reached the budget is out, and a call that started by then is killed with it (one
-    # quicker than the process's exit may finish: a race fsm-agent does not run).
+    # Each call takes a second: Claude Code stops its run when the response that reached
+    # the budget is out, and a call that started by then is killed with it (one quicker
+    # than the process's exit may finish, a race that made the test flaky under load).
     server.reply(
-        costly_bash("touch one", "toolu_1"),
+        costly_bash("sleep 1; touch one", "toolu_1"),
         costly_bash("sleep 1; touch two", "toolu_2"),
         text("done"),
     )
