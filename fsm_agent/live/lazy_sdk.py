@@ -16,6 +16,13 @@ stream helpers (`anthropic.lib.*`), and those import the whole beta API. Its
 `__init__.py` runs as written but for those imports, whose names resolve on
 first use instead (and are then renamed into `anthropic` as the file renames
 the others). If the file's shape is not the one expected, it runs unchanged.
+
+One module of the SDK's core runs only on use: `anthropic._error_classes`, the
+table from an error response's status and code to its exception class, which
+imports some 280 modules of error types (about 40 ms) that a run answered
+without an error never needs. `_base_client` takes one function from it; that
+name is a stand-in calling the module's own function, the module's code run
+the first time it or any other of its names is used.
 """
 
 from __future__ import annotations
@@ -35,6 +42,10 @@ from typing import Any
 SDK = "anthropic"
 LAZY_PACKAGES = ("anthropic.types", "anthropic.resources")
 """The SDK's packages, with every package under them, that may load lazily."""
+
+ON_USE: dict[str, tuple[str, ...]] = {"anthropic._error_classes": ("make_status_error",)}
+"""Modules run on first use → the functions other modules import from them at their
+import, which stand in until then."""
 
 Exports = dict[str, tuple[str, str | None]]
 """A name the package exports → (the absolute module it comes from, its name there;
@@ -231,6 +242,57 @@ class _DeferringLoader(importlib.machinery.SourceFileLoader):
         exec(compile(tree, self.path, "exec"), module.__dict__)
 
 
+def defines_functions(source: str, names: Sequence[str]) -> bool:
+    """Whether the module's top level defines each of `names` as a plain function."""
+    defined = {node.name for node in ast.parse(source).body if isinstance(node, ast.FunctionDef)}
+    return set(names) <= defined
+
+
+class _OnUseLoader(importlib.machinery.SourceFileLoader):
+    """Runs a module's code the first time one of its names is used; until then the
+    functions `stand_ins` names call it into being, then call its own."""
+
+    def __init__(self, name: str, path: str, stand_ins: Sequence[str]) -> None:
+        super().__init__(name, path)
+        self.stand_ins = tuple(stand_ins)
+
+    def exec_module(self, module: ModuleType) -> None:
+        lock = threading.RLock()
+        ran: list[bool] = []
+        run_code = super().exec_module
+
+        def ensure() -> dict[str, Any]:
+            with lock:
+                if not ran:
+                    ran.append(True)
+                    del module.__getattr__, module.__dir__
+                    run_code(module)
+            return module.__dict__
+
+        def __getattr__(name: str) -> Any:
+            if name.startswith("__") and name.endswith("__"):
+                raise AttributeError(name)  # copy's, pickle's and pydoc's probes
+            try:
+                return ensure()[name]
+            except KeyError:
+                raise AttributeError(
+                    f"module {module.__name__!r} has no attribute {name!r}"
+                ) from None
+
+        module.__getattr__ = __getattr__  # type: ignore[method-assign]
+        module.__dir__ = lambda: sorted(ensure())  # type: ignore[method-assign]
+        for name in self.stand_ins:
+            setattr(module, name, _stand_in(name, ensure))
+
+
+def _stand_in(name: str, ensure: Callable[[], dict[str, Any]]) -> Callable[..., Any]:
+    def stand_in(*args: Any, **kwargs: Any) -> Any:
+        return ensure()[name](*args, **kwargs)
+
+    stand_in.__name__ = stand_in.__qualname__ = name
+    return stand_in
+
+
 class ReexportFinder(importlib.abc.MetaPathFinder):
     """Finds the SDK's re-export packages as the path finder does, with a lazy loader."""
 
@@ -242,6 +304,8 @@ class ReexportFinder(importlib.abc.MetaPathFinder):
     ) -> importlib.machinery.ModuleSpec | None:
         if fullname == SDK:
             return self._sdk_spec(fullname, path, target)
+        if fullname in ON_USE:
+            return self._on_use_spec(fullname, path, target)
         if not any(fullname == p or fullname.startswith(p + ".") for p in self.prefixes):
             return None
         spec = importlib.machinery.PathFinder.find_spec(fullname, path, target)
@@ -256,6 +320,21 @@ class ReexportFinder(importlib.abc.MetaPathFinder):
             return spec
         if parsed is not None:
             spec.loader = _ReexportLoader(*parsed)
+        return spec
+
+    def _on_use_spec(
+        self, fullname: str, path: Sequence[str] | None, target: ModuleType | None
+    ) -> importlib.machinery.ModuleSpec | None:
+        spec = importlib.machinery.PathFinder.find_spec(fullname, path, target)
+        if spec is None or not spec.origin or spec.submodule_search_locations is not None:
+            return spec
+        try:
+            with open(spec.origin, encoding="utf-8") as file:
+                plain = defines_functions(file.read(), ON_USE[fullname])
+        except (OSError, SyntaxError, ValueError):
+            return spec
+        if plain:
+            spec.loader = _OnUseLoader(fullname, spec.origin, ON_USE[fullname])
         return spec
 
     def _sdk_spec(

@@ -19,6 +19,7 @@ PACKAGES = [
     "anthropic.types.shared",
     "anthropic.resources",
     "anthropic.resources.beta",
+    "anthropic._error_classes",
 ]
 
 DESCRIBE = """
@@ -72,7 +73,8 @@ def test_importing_the_sdk_leaves_the_beta_api_and_other_platforms_unloaded() ->
         "unloaded = ['anthropic.lib.vertex', 'anthropic.lib.bedrock', 'anthropic.lib.foundry',\n"
         "            'anthropic.lib.tools', 'anthropic.resources.beta.beta',\n"
         "            'anthropic.types.beta.session_create_params',\n"
-        "            'anthropic.types.beta.sessions.beta_managed_agents_session_event']\n"
+        "            'anthropic.types.beta.sessions.beta_managed_agents_session_event',\n"
+        "            'anthropic.types.file_expired_error']\n"
         "loaded = [m for m in unloaded if m in sys.modules]\n"
         "assert not loaded, loaded\n"
         "print(sum(m.startswith('anthropic.') for m in sys.modules))\n"
@@ -92,3 +94,28 @@ def test_a_package_that_does_more_than_re_export_loads_as_written() -> None:
     assert exports_of("p", "from .a import B\nB.model_rebuild()\n") is None
     assert exports_of("p", "from .a import *\n") is None
     assert deferring_tail("p", str(ROOT), "from ._x import y\n") is None
+
+
+def test_an_error_response_finds_its_class_in_the_table_run_on_use() -> None:
+    """`_error_classes` runs when an error first needs its table: the stand-in the
+    client imported gives the class the SDK loaded whole gives."""
+    code = (
+        "import sys, httpx2\n"
+        "from fsm_agent.live import lazy_sdk\n"
+        "lazy_sdk.install()\n"
+        "import anthropic\n"
+        "from anthropic._base_client import make_status_error\n"
+        "assert 'anthropic.types.file_expired_error' not in sys.modules\n"
+        "request = httpx2.Request('POST', 'http://127.0.0.1:9/v1/messages')\n"
+        "for status, kind in [(429, 'rate_limit_error'), (529, 'overloaded_error'),\n"
+        "                     (404, 'not_found_error'), (418, 'teapot')]:\n"
+        "    body = {'type': 'error', 'error': {'type': kind, 'message': 'm'}}\n"
+        "    error = make_status_error('m', body=body, response=httpx2.Response(status,\n"
+        "                              request=request))\n"
+        "    print(type(error).__module__, type(error).__qualname__)\n"
+    )
+    lazy = _python(code)
+    eager = _python(code.replace("lazy_sdk.install()", "pass").replace("assert", "pass  #"))
+    assert lazy.returncode == 0 and eager.returncode == 0, lazy.stderr + eager.stderr
+    assert lazy.stdout == eager.stdout
+    assert "RateLimitError" in lazy.stdout
