@@ -26,6 +26,7 @@ import os
 import re
 import ssl
 import sys
+import threading
 import time
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Mapping
 from typing import Any
@@ -98,10 +99,20 @@ def warm() -> None:
         )
 
 
-@functools.cache
+_TLS_MADE = threading.Lock()
+
+
 def tls_context() -> ssl.SSLContext:
     """The TLS context of every client, as the HTTP library makes it by default: loading
-    the CA bundle takes about 0.1 s, which one context pays once (in `warm`'s thread)."""
+    the CA bundle takes about 0.1 s, which one context pays once (in `warm`'s thread).
+    A run's first client waits for the one `warm` is making, rather than making a
+    second beside it (both threads loading the bundle, each slowing the other)."""
+    with _TLS_MADE:
+        return _tls_context()
+
+
+@functools.cache
+def _tls_context() -> ssl.SSLContext:
     library = sys.modules[anthropic.DefaultAsyncHttpxClient.__mro__[1].__module__.split(".")[0]]
     context: ssl.SSLContext = library.create_ssl_context()
     return context
