@@ -20,6 +20,7 @@ PACKAGES = [
     "anthropic.resources",
     "anthropic.resources.beta",
     "anthropic._error_classes",
+    "anthropic.lib.streaming",
 ]
 
 DESCRIBE = """
