@@ -23,6 +23,16 @@ imports some 280 modules of error types (about 40 ms) that a run answered
 without an error never needs. `_base_client` takes one function from it; that
 name is a stand-in calling the module's own function, the module's code run
 the first time it or any other of its names is used.
+
+The beta types (some 400 modules) are also kept off a run's path. The SDK's
+tracing and parse helpers (`anthropic.lib._tracing.*`, `anthropic.lib._parse.*`)
+import beta classes to test `isinstance`, to `cast` and to build type aliases:
+there each is a late class, which nothing is an instance of until its module
+has run (no object of it can exist before) and which answers as the real class
+after; a use inside a function that needs the class itself imports it then. A
+module that uses one otherwise at its top level runs as written. The beta
+streams of `anthropic.lib.streaming`, and the aliases built of them, resolve on
+first use.
 """
 
 from __future__ import annotations
