@@ -353,7 +353,9 @@ def _defining_module(module: str, name: str, package_dir: str) -> str | None:
         return None
     word = re.escape(name)
     if os.path.isdir(os.path.join(package_dir, *relative.split("."))):
-        found = re.search(rf"^from \.(\w+) import {word} as {word}$", source, re.MULTILINE)
+        one = rf"{word} as {word}"
+        pattern = rf"^from \.(\w+) import (?:{one}$|\([^)]*?\b{one}\b[^)]*\))"
+        found = re.search(pattern, source, re.MULTILINE)
         return (
             None if found is None else _defining_module(f"{module}.{found[1]}", name, package_dir)
         )
