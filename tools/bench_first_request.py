@@ -13,7 +13,11 @@ offline in a fresh trusted HOME as tests/support/real_claude.py runs it; without
 it only fsm-agent's figures are printed. Target: fsm-agent's first request at
 most 1.25x the CLI's.
 
-    python tools/bench_first_request.py [runs] [--scripted]
+    python tools/bench_first_request.py [runs] [--scripted] [--baseline CHECKOUT]
+
+`--baseline` also times the fsm-agent of another checkout (an earlier commit's
+tree, `git worktree add` or `git archive` of it), interleaved in the same run, so
+that a change's before and after are measured side by side.
 """
 
 from __future__ import annotations
@@ -85,8 +89,10 @@ def timed(server: TimedServer, argv: list[str], env: dict[str, str], cwd: Path) 
     return Sample(None if first is None else first - start, end - start, proc.returncode)
 
 
-def fsm_case(server: TimedServer, work: Path, scripted: bool) -> tuple[list[str], dict[str, str]]:
-    env = {**os.environ, "ANTHROPIC_API_KEY": "sk-ant-test-key", "PYTHONPATH": str(ROOT)}
+def fsm_case(
+    server: TimedServer, work: Path, scripted: bool, root: Path = ROOT
+) -> tuple[list[str], dict[str, str]]:
+    env = {**os.environ, "ANTHROPIC_API_KEY": "sk-ant-test-key", "PYTHONPATH": str(root)}
     env.pop("ANTHROPIC_BASE_URL", None)
     argv = [sys.executable, "-m", "fsm_agent.cli", "run", PROMPT, "--cwd", str(work)]
     if scripted:
@@ -120,8 +126,11 @@ def line(name: str, samples: list[Sample]) -> tuple[float, float]:
     return first, whole
 
 
-def main(runs: int, scripted: bool) -> int:
+def main(runs: int, scripted: bool, baseline: Path | None = None) -> int:
     compileall.compile_dir(ROOT / "fsm_agent", quiet=1)
+    if baseline is not None:
+        compileall.compile_dir(baseline / "fsm_agent", quiet=1)
+    before: list[Sample] = []
     binary = claude_binary()
     if binary is None:
         print("the real Claude Code CLI is not installed (pip install -e '.[conformance]'):")
@@ -137,6 +146,11 @@ def main(runs: int, scripted: bool) -> int:
             sample = timed(server, argv, env, work)
             if n:
                 fsm.append(sample)
+            if baseline is not None:
+                argv, env = fsm_case(server, work, scripted, baseline)
+                sample = timed(server, argv, env, work)
+                if n:
+                    before.append(sample)
             if binary is not None:
                 home = trusted_home(base / f"home{n}", work)
                 argv, env = claude_case(server, work, home)
@@ -146,12 +160,18 @@ def main(runs: int, scripted: bool) -> int:
     print(f"{runs} runs each, interleaved, prompt {PROMPT!r}, one reply")
     name = "fsm-agent run --scripted" if scripted else "fsm-agent run"
     fsm_first, fsm_whole = line(name, fsm)
+    if baseline is not None:
+        base_first, base_whole = line(f"{name} (baseline)", before)
+        print(f"{'':<24} baseline {baseline}")
     if binary is None:
         return 0
     cli_first, cli_whole = line("claude -p", claude)
     if not scripted:
         print(f"ratio fsm-agent / claude: first request {fsm_first / cli_first:.2f}x "
               f"(target <= 1.25x), whole run {fsm_whole / cli_whole:.2f}x")  # fmt: skip
+        if baseline is not None:
+            print(f"ratio baseline / claude:  first request {base_first / cli_first:.2f}x, "
+                  f"whole run {base_whole / cli_whole:.2f}x")  # fmt: skip
     else:
         print(f"ratio fsm-agent / claude: whole run {fsm_whole / cli_whole:.2f}x")
     return 0
@@ -161,5 +181,8 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("runs", nargs="?", type=int, default=5)
     parser.add_argument("--scripted", action="store_true", help="time run --scripted instead")
+    parser.add_argument("--baseline", type=Path, help="another checkout's fsm-agent, timed too")
     args = parser.parse_args()
-    raise SystemExit(main(args.runs, args.scripted))
+    if args.baseline is not None and not (args.baseline / "fsm_agent").is_dir():
+        parser.error(f"--baseline {args.baseline}: no fsm_agent package there")
+    raise SystemExit(main(args.runs, args.scripted, args.baseline))

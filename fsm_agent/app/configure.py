@@ -38,6 +38,7 @@ from fsm_agent.core.limits import output_limits
 from fsm_agent.core.mcp_config import McpConfigError
 from fsm_agent.core.model import Model
 from fsm_agent.hooks.outcomes import Hooks
+from fsm_agent.live import tls
 from fsm_agent.live.mcp_files import McpSetup, load_mcp
 from fsm_agent.live.memory_files import gather, path_rules
 from fsm_agent.live.scripted import (
@@ -329,6 +330,7 @@ def start_loading_sdk() -> threading.Thread:
     Not a daemon: a run that ends before it needs the SDK (a blocked prompt) would leave
     the interpreter finalizing under an import in flight, which can crash it (seen: a
     segfault at the exit of an SDK session); the exit waits for the import instead."""
+    tls.start()  # the CA bundle, loaded without the interpreter lock, beside the import
     thread = threading.Thread(target=_load_sdk, name="fsm-agent-sdk-import", daemon=False)
     thread.start()
     return thread

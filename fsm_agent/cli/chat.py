@@ -9,12 +9,15 @@ the session goes on; at the prompt, a second Ctrl-C or Ctrl-D leaves.
 
 from __future__ import annotations
 
+import contextlib
 import io
+import os
 import queue
+import select
 import sys
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any, TextIO
 
 import click
@@ -22,6 +25,7 @@ from rich.console import Console
 from rich.text import Text
 
 from fsm_agent.app.history import follow_up
+from fsm_agent.cli.keys import Keyboard
 from fsm_agent.cli.launch import Plan
 from fsm_agent.cli.options import run_options
 from fsm_agent.cli.plan import plan_of
@@ -54,7 +58,10 @@ def is_command(line: str) -> bool:
 
 
 class LineReader:
-    """Lines of a stream, read on a daemon thread; `None` marks the end (Ctrl-D)."""
+    """Lines of a stream, read on a daemon thread; `None` marks the end (Ctrl-D).
+
+    On a terminal the keys are read as they come (`Keyboard`), so that a run can
+    hold them off its spinner's line and show the line being typed itself."""
 
     def __init__(self, stream: TextIO, on_line: Callable[[str], None] | None = None) -> None:
         self._lines: queue.SimpleQueue[str | None] = queue.SimpleQueue()
@@ -64,15 +71,60 @@ class LineReader:
         self.busy = threading.Event()
         self.on_line = on_line
         self._stream = stream
-        threading.Thread(target=self._pump, name="fsm-agent-stdin", daemon=True).start()
+        self.keyboard = Keyboard.of(stream)
+        pump = self._pump if self.keyboard is None else self._pump_keys
+        threading.Thread(target=pump, name="fsm-agent-stdin", daemon=True).start()
 
     def _pump(self) -> None:
         for line in iter(self._stream.readline, ""):
-            text = line.rstrip("\r\n")
-            self._lines.put(text)
-            if self.busy.is_set() and self.on_line is not None:
-                self.on_line(text)
+            self._typed(line.rstrip("\r\n"))
         self._lines.put(None)
+
+    def _pump_keys(self) -> None:
+        assert self.keyboard is not None
+        ended = False
+        while not ended:
+            try:
+                # Each read starts once there is something to read, in the terminal's mode
+                # of then: one begun while a run held the keys waited on past the Ctrl-D
+                # typed at the next prompt (for a key, where the end of file gives none).
+                if not select.select([self.keyboard.fd], [], [], POLL_S)[0]:
+                    continue
+                data = os.read(self.keyboard.fd, 4096)
+            except OSError:  # EIO: the terminal hung up
+                data = b""
+            lines, ended = self.keyboard.feed(data)
+            for line in lines:
+                self._typed(line)
+        self._lines.put(None)
+
+    def _typed(self, text: str) -> None:
+        self._lines.put(text)
+        if self.busy.is_set() and self.on_line is not None:
+            self.on_line(text)
+
+    def draft(self) -> str:
+        """The line being typed, held while a run goes; empty when not on a terminal."""
+        return "" if self.keyboard is None else self.keyboard.draft()
+
+    def hold(self) -> None:
+        """A run starts: keys typed are no longer echoed by the terminal (onto the spinner)."""
+        if self.keyboard is not None:
+            self.keyboard.hold()
+
+    @contextlib.contextmanager
+    def released(self, *, aside: bool = False) -> Iterator[str]:
+        """At a prompt: the terminal echoes again; yields the draft to draw after it
+        (`aside`: none, the draft waits for the run to hold the keys again)."""
+        if self.keyboard is None:
+            yield ""
+            return
+        with self.keyboard.released(aside=aside) as draft:
+            yield draft
+
+    def restore(self) -> None:
+        if self.keyboard is not None:
+            self.keyboard.restore()
 
     def pending(self) -> bool:
         """Whether a line is already waiting (typed during the last run)."""
@@ -172,6 +224,12 @@ class ChatSession:
         self.screen = QuestionScreen(self.renderer, self.renderer.paused)
         reader.on_line = self._queued
         plan.ask = self.ask
+        self._holds_keys = isinstance(self.renderer, LiveRenderer) and self.renderer.live
+        """Whether a run holds the keys typed (a live region shows them, under its spinner)."""
+        if self._holds_keys and reader.keyboard is not None:
+            assert isinstance(self.renderer, LiveRenderer)
+            self.renderer.typed = reader.draft
+            reader.keyboard.changed = self.renderer.refresh
 
     def _queued(self, text: str) -> None:
         if is_command(text):
@@ -191,12 +249,15 @@ class ChatSession:
         if self._inbox is not None:
             self._inbox.keep_typed()
         with self.screen.asking():
-            self.console.print(Text(question, style="bold yellow"), end=" ")
+            with self.reader.released(aside=True):  # a line begun is no start of the answer
+                self.console.print(Text(question, style="bold yellow"), end=" ")
             self.reader.busy.clear()
             try:
                 answer = self.reader.get(until=lambda: self.plan.abort.is_set() or withdrawn())
             finally:
                 self.reader.busy.set()
+                if self._holds_keys:
+                    self.reader.hold()
             if answer is None:
                 self.console.print()  # nothing typed ended the question's line
             return answer
@@ -206,7 +267,9 @@ class ChatSession:
         armed = False
         while True:
             try:  # drawing the prompt included: a Ctrl-C may land at any point of it
-                self.console.print(Text(PROMPT, style="bold cyan"), end="")
+                with self.reader.released() as draft:
+                    self.console.print(Text(PROMPT, style="bold cyan"), end="")
+                    self.console.print(draft, end="", markup=False, highlight=False)
                 typed_ahead = bool(self._typed_ahead) or self.reader.pending()
                 idle = (self.plan.idle_notify_s, self.plan.notify_idle) if self.results else None
                 line = self._typed_ahead.pop(0) if self._typed_ahead else self.reader.get(idle=idle)
@@ -229,6 +292,8 @@ class ChatSession:
         """One user message: a whole run of the loop over the conversation so far."""
         self.plan.abort.clear()
         self.renderer.start()
+        if self._holds_keys:
+            self.reader.hold()
         self.reader.busy.set()
         self._inbox = ReaderInbox(self.reader)
         try:
@@ -296,6 +361,8 @@ def chat_in_terminal(plan: Plan, history: list[Message], *, quiet: bool, verbose
         fail(str(exc))
     except OSError as exc:
         fail(f"cannot write the session log: {exc}")
+    finally:
+        session.reader.restore()
     plan.end("prompt_input_exit")
     if console.write_error is not None:
         stdout_lost(

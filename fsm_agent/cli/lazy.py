@@ -18,10 +18,31 @@ Two heavy imports are made where they are used, and nowhere else:
 
 from __future__ import annotations
 
+import gc
 from importlib import import_module
 from typing import Any, NamedTuple
 
 import click
+
+_paused: list[bool] = []
+"""Set while `pause_collector` holds the cyclic collector off: whether it was on."""
+
+
+def pause_collector() -> None:
+    """The cyclic collector off while the command's module loads: the start-up builds
+    tens of thousands of objects (attrs' classes, click's, the engine's tables), nearly
+    none of them garbage, and collecting meanwhile cost a run about 30 ms of CPU."""
+    if not _paused:
+        _paused.append(gc.isenabled())
+        gc.disable()
+
+
+def resume_collector() -> None:
+    """The collector back once the command is loaded, what start-up built frozen (later
+    collections skip it); nothing when it was not paused."""
+    if _paused and _paused.pop():
+        gc.freeze()
+        gc.enable()
 
 
 class Lazy(NamedTuple):
@@ -109,6 +130,8 @@ class LazyGroup(click.Group):
             raise click.exceptions.NoSuchCommand(
                 exc.command_name, possibilities=self.list_commands(ctx), ctx=ctx
             ) from None
+        finally:
+            resume_collector()
 
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         """click's listing, from the summaries: it would load every subcommand for its help."""

@@ -16,7 +16,7 @@ from typing import Any
 
 import click
 
-from fsm_agent.cli.lazy import LazyGroup
+from fsm_agent.cli.lazy import LazyGroup, pause_collector, resume_collector
 from fsm_agent.cli.usage import (
     EXIT_CODES,
     EXIT_DIVERGED,
@@ -89,6 +89,8 @@ def _open_closed_streams() -> None:
 
 def main(command: click.Command = cli, prog_name: str = "fsm-agent") -> None:
     """Run `command` (the `fsm-agent` group, or `fsm-claude`'s), its errors as one line."""
+    if isinstance(command, LazyGroup):
+        pause_collector()  # resumed once the subcommand is loaded
     _open_closed_streams()
     _escape_what_stdout_cannot_encode()
     try:
@@ -101,6 +103,7 @@ def main(command: click.Command = cli, prog_name: str = "fsm-agent") -> None:
         say("fsm-agent: interrupted")
         sys.exit(130)
     finally:
+        resume_collector()  # a command that was never resolved (a usage error, fsm-claude)
         # The command is over: a Ctrl-C now (the second of an interrupted run, say) would
         # only kill the exit half-way, with no message and the signal's exit status.
         signal.signal(signal.SIGINT, ignore_signal)

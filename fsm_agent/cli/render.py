@@ -12,7 +12,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import IO, Any
 
 from rich.console import Console, Group, RenderableType
@@ -162,6 +162,8 @@ class LiveRenderer:
         self._running: dict[str, ToolUseBlock] = {}
         self._last_call: str | None = None
         """The call whose `●` line is the last line printed: its result needs no header."""
+        self.typed: Callable[[], str] = str
+        """The line the user is typing while the run goes (a chat's), shown under the spinner."""
 
     # --- the live region -------------------------------------------------
 
@@ -199,6 +201,12 @@ class LiveRenderer:
         finally:
             region.start()
 
+    def refresh(self) -> None:
+        """Redraw the live region now (a key was typed), not at its next tick."""
+        region = self._region
+        if region is not None:
+            region.refresh()
+
     def footer(self) -> str:
         parts = [f"turn {self._turn}", f"↑{tokens(self._usage.input_tokens)}"]
         parts.append(f"↓{tokens(self._usage.output_tokens)} tokens")
@@ -210,11 +218,16 @@ class LiveRenderer:
     def __rich__(self) -> RenderableType:
         status = Text.assemble((f"{self._label}… ", "bold"), (self.footer(), "dim"))
         self._spinner.update(text=status)
+        typed = self.typed()
+        below: list[RenderableType] = []
+        if typed:  # its end, on one line: the cursor is where the user types
+            tail = printable(typed)[-max(10, self.console.width - 3) :]
+            below.append(Text.assemble(("› ", "bold cyan"), tail))
         if not self._text:
-            return self._spinner
-        height = max(3, self.console.size.height - 3)
+            return Group(self._spinner, *below) if below else self._spinner
+        height = max(3, self.console.size.height - 3 - len(below))
         shown = "\n".join(self._text.splitlines()[-height:])
-        return Group(Text(shown), self._spinner)
+        return Group(Text(shown), self._spinner, *below)
 
     # --- events ----------------------------------------------------------
 

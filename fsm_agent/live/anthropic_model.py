@@ -18,7 +18,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import email.utils
-import functools
 import html
 import importlib
 import json
@@ -26,7 +25,6 @@ import os
 import random
 import re
 import ssl
-import sys
 import time
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Mapping
 from typing import Any
@@ -57,7 +55,7 @@ from fsm_agent.core.messages import (
     Usage,
 )
 from fsm_agent.core.model import ModelRequest
-from fsm_agent.live import lazy_sdk
+from fsm_agent.live import lazy_sdk, tls
 
 lazy_sdk.install()  # before the SDK's first import, or it loads whole
 
@@ -99,13 +97,12 @@ def warm() -> None:
         )
 
 
-@functools.cache
 def tls_context() -> ssl.SSLContext:
     """The TLS context of every client, as the HTTP library makes it by default: loading
-    the CA bundle takes about 0.1 s, which one context pays once (in `warm`'s thread)."""
-    library = sys.modules[anthropic.DefaultAsyncHttpxClient.__mro__[1].__module__.split(".")[0]]
-    context: ssl.SSLContext = library.create_ssl_context()
-    return context
+    the CA bundle takes about 0.1 s, which one context pays once (`fsm_agent.live.tls`,
+    started beside the SDK's import). A run's first client waits for that one rather
+    than making a second beside it."""
+    return tls.context_of(anthropic.DefaultAsyncHttpxClient.__mro__[1].__module__.split(".")[0])
 
 
 def _transport_errors() -> tuple[type[Exception], ...]:

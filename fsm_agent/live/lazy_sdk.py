@@ -16,6 +16,23 @@ stream helpers (`anthropic.lib.*`), and those import the whole beta API. Its
 `__init__.py` runs as written but for those imports, whose names resolve on
 first use instead (and are then renamed into `anthropic` as the file renames
 the others). If the file's shape is not the one expected, it runs unchanged.
+
+One module of the SDK's core runs only on use: `anthropic._error_classes`, the
+table from an error response's status and code to its exception class, which
+imports some 280 modules of error types (about 40 ms) that a run answered
+without an error never needs. `_base_client` takes one function from it; that
+name is a stand-in calling the module's own function, the module's code run
+the first time it or any other of its names is used.
+
+The beta types (some 400 modules) are also kept off a run's path. The SDK's
+tracing and parse helpers (`anthropic.lib._tracing.*`, `anthropic.lib._parse.*`)
+import beta classes to test `isinstance`, to `cast` and to build type aliases:
+there each is a late class, which nothing is an instance of until its module
+has run (no object of it can exist before) and which answers as the real class
+after; a use inside a function that needs the class itself imports it then. A
+module that uses one otherwise at its top level runs as written. The beta
+streams of `anthropic.lib.streaming`, and the aliases built of them, resolve on
+first use.
 """
 
 from __future__ import annotations
@@ -25,6 +42,7 @@ import contextlib
 import importlib.abc
 import importlib.machinery
 import os
+import re
 import sys
 import threading
 from collections.abc import Callable, Sequence
@@ -35,6 +53,10 @@ from typing import Any
 SDK = "anthropic"
 LAZY_PACKAGES = ("anthropic.types", "anthropic.resources")
 """The SDK's packages, with every package under them, that may load lazily."""
+
+ON_USE: dict[str, tuple[str, ...]] = {"anthropic._error_classes": ("make_status_error",)}
+"""Modules run on first use → the functions other modules import from them at their
+import, which stand in until then."""
 
 Exports = dict[str, tuple[str, str | None]]
 """A name the package exports → (the absolute module it comes from, its name there;
@@ -231,6 +253,325 @@ class _DeferringLoader(importlib.machinery.SourceFileLoader):
         exec(compile(tree, self.path, "exec"), module.__dict__)
 
 
+def defines_functions(source: str, names: Sequence[str]) -> bool:
+    """Whether the module's top level defines each of `names` as a plain function (read
+    line by line: parsing the 360-line table would cost a good part of what deferring
+    it saves)."""
+    return all(re.search(rf"^def {re.escape(name)}\(", source, re.MULTILINE) for name in names)
+
+
+class _OnUseLoader(importlib.machinery.SourceFileLoader):
+    """Runs a module's code the first time one of its names is used; until then the
+    functions `stand_ins` names call it into being, then call its own."""
+
+    def __init__(self, name: str, path: str, stand_ins: Sequence[str]) -> None:
+        super().__init__(name, path)
+        self.stand_ins = tuple(stand_ins)
+
+    def exec_module(self, module: ModuleType) -> None:
+        lock = threading.RLock()
+        ran: list[bool] = []
+        run_code = super().exec_module
+
+        def ensure() -> dict[str, Any]:
+            with lock:
+                if not ran:
+                    ran.append(True)
+                    del module.__getattr__, module.__dir__
+                    run_code(module)
+            return module.__dict__
+
+        def __getattr__(name: str) -> Any:
+            if name.startswith("__") and name.endswith("__"):
+                raise AttributeError(name)  # copy's, pickle's and pydoc's probes
+            try:
+                return ensure()[name]
+            except KeyError:
+                raise AttributeError(
+                    f"module {module.__name__!r} has no attribute {name!r}"
+                ) from None
+
+        module.__getattr__ = __getattr__  # type: ignore[method-assign]
+        module.__dir__ = lambda: sorted(ensure())  # type: ignore[method-assign]
+        for name in self.stand_ins:
+            setattr(module, name, _stand_in(name, ensure))
+
+
+def _stand_in(name: str, ensure: Callable[[], dict[str, Any]]) -> Callable[..., Any]:
+    def stand_in(*args: Any, **kwargs: Any) -> Any:
+        return ensure()[name](*args, **kwargs)
+
+    stand_in.__name__ = stand_in.__qualname__ = name
+    return stand_in
+
+
+# --- the tracing code's beta types -------------------------------------------------
+
+LATE_BETA = ("anthropic.lib._tracing.", "anthropic.lib._parse.")
+"""Modules (of these packages) whose beta types stand in as late classes (below)."""
+BETA = "anthropic.types.beta"
+
+
+class _LateMeta(type):
+    """A class standing for one not loaded yet: nothing is an instance or a subclass of
+    it until its module has run, since no object of the real class exists before; then
+    the checks are the real class's."""
+
+    _module: str
+    _name: str
+
+    def _real(cls) -> Any:
+        module = sys.modules.get(cls._module)
+        return None if module is None else module.__dict__.get(cls._name)
+
+    def __instancecheck__(cls, instance: Any) -> bool:
+        real = cls._real()
+        return real is not None and isinstance(instance, real)
+
+    def __subclasscheck__(cls, subclass: Any) -> bool:
+        real = cls._real()
+        return real is not None and issubclass(subclass, real)
+
+    def _loaded(cls) -> Any:
+        """The real class, its module imported now: a function of the tracing code
+        that uses it as more than a type runs (a beta response's)."""
+        return getattr(import_module(cls._module), cls._name)
+
+
+def late_class(module: str, name: str) -> type:
+    """The stand-in of class `name` of `module`, which it never imports."""
+    return _LateMeta(name, (), {"_module": module, "_name": name, "__module__": module})
+
+
+def _defining_module(module: str, name: str, package_dir: str) -> str | None:
+    """The module whose own top level defines `name`, imported `from module`; a package's
+    re-export table followed one step (read by pattern, as the tables are long)."""
+    relative = module.removeprefix("anthropic.")
+    try:
+        source = _source_of(package_dir, relative)
+    except OSError:
+        return None
+    word = re.escape(name)
+    if os.path.isdir(os.path.join(package_dir, *relative.split("."))):
+        one = rf"{word} as {word}"
+        pattern = rf"^from \.(\w+) import (?:{one}$|\([^)]*?\b{one}\b[^)]*\))"
+        found = re.search(pattern, source, re.MULTILINE)
+        return (
+            None if found is None else _defining_module(f"{module}.{found[1]}", name, package_dir)
+        )
+    defined = re.search(rf"^(class {word}\b|{word}\s*(:[^=]*)?=)", source, re.MULTILINE)
+    return module if defined else None
+
+
+def late_beta_tree(
+    fullname: str, source: str, package_dir: str
+) -> tuple[ast.Module, dict[str, tuple[str, str]]] | None:
+    """The tracing module `fullname` with its top-level imports of beta types made late
+    classes, and those names → (defining module, name); None when it imports none, or
+    uses one as more than a type: in `isinstance`/`issubclass`, `cast`, an annotation
+    (these modules defer them), or a type alias built of `|` and subscripts."""
+    tree = ast.parse(source)
+    package = fullname.rpartition(".")[0]
+    late: dict[str, tuple[str, str]] = {}
+    body: list[ast.stmt] = []
+    for node in tree.body:
+        if isinstance(node, ast.ImportFrom) and node.level and node.module:
+            base = package.rsplit(".", node.level - 1)[0] if node.level > 1 else package
+            origin = f"{base}.{node.module}"
+            if origin == BETA or origin.startswith(BETA + "."):
+                for alias in node.names:
+                    where = _defining_module(origin, alias.name, package_dir)
+                    if where is None:
+                        return None
+                    late[alias.asname or alias.name] = (where, alias.name)
+                continue
+        body.append(node)
+    if not late or not _annotations_deferred(tree):
+        return None
+    loads = _late_uses(body, set(late))
+    if loads is None:
+        return None
+    body = [_LoadedNow(loads).visit(node) for node in body]
+    stand_ins = [
+        ast.parse(f"{bound} = __late_class__({module!r}, {name!r})").body[0]
+        for bound, (module, name) in late.items()
+    ]
+    first = next(i for i, n in enumerate(body) if not _is_future_or_doc(n))
+    tree.body = [*body[:first], *stand_ins, *body[first:]]
+    return ast.fix_missing_locations(tree), late
+
+
+def _is_future_or_doc(node: ast.stmt) -> bool:
+    if isinstance(node, ast.ImportFrom) and node.module == "__future__":
+        return True
+    return isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant)
+
+
+def _annotations_deferred(tree: ast.Module) -> bool:
+    return any(
+        isinstance(n, ast.ImportFrom)
+        and n.module == "__future__"
+        and any(a.name == "annotations" for a in n.names)
+        for n in tree.body
+    )
+
+
+class _LoadedNow(ast.NodeTransformer):
+    """`Name` → `Name._loaded()` at the uses `_late_uses` found."""
+
+    def __init__(self, loads: set[int]) -> None:
+        self.loads = loads
+
+    def visit_Name(self, node: ast.Name) -> ast.expr:
+        if id(node) not in self.loads:
+            return node
+        method = ast.Attribute(value=node, attr="_loaded", ctx=ast.Load())
+        return ast.copy_location(ast.Call(func=method, args=[], keywords=[]), node)
+
+
+def _late_uses(body: list[ast.stmt], names: set[str]) -> set[int] | None:
+    """The uses of `names` inside functions that need the real class (the ids of those
+    `Name` nodes), once each other use is one a late class answers as the real one
+    would; None when a use at the top level needs it, or a name is bound again."""
+    allowed: set[int] = set()
+    in_function: set[int] = set()
+    module = ast.Module(body=body, type_ignores=[])
+    for node in ast.walk(module):
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda):
+            arguments = node.args
+            every = [*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs]
+            every += [a for a in (arguments.vararg, arguments.kwarg) if a is not None]
+            if any(a.arg in names for a in every):
+                return None
+            statements = node.body if isinstance(node.body, list) else [node.body]
+            for statement in statements:
+                in_function.update(id(inner) for inner in ast.walk(statement))
+    if not _only_as_types(module, names, allowed):
+        return None
+    loads: set[int] = set()
+    for node in ast.walk(module):
+        if not isinstance(node, ast.Name) or node.id not in names or id(node) in allowed:
+            continue
+        if not isinstance(node.ctx, ast.Load) or id(node) not in in_function:
+            return None
+        loads.add(id(node))
+    return loads
+
+
+def _only_as_types(module: ast.Module, names: set[str], allowed: set[int]) -> bool:
+    """Adds to `allowed` each use of `names` a late class answers as the real one would:
+    in `isinstance`/`issubclass`, `cast`, an annotation, a top-level type alias."""
+
+    def type_expression(node: ast.expr) -> None:
+        allowed.add(id(node))
+        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.BitOr):
+            type_expression(node.left)
+            type_expression(node.right)
+        elif isinstance(node, ast.Subscript):
+            type_expression(node.slice)
+        elif isinstance(node, ast.Tuple | ast.List):
+            for element in node.elts:
+                type_expression(element)
+
+    for node in ast.walk(module):
+        if isinstance(node, ast.arg | ast.AnnAssign) and node.annotation is not None:
+            for inner in ast.walk(node.annotation):
+                allowed.add(id(inner))
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.returns:
+            for inner in ast.walk(node.returns):
+                allowed.add(id(inner))
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.args:
+            if node.func.id in ("isinstance", "issubclass") and len(node.args) == 2:
+                type_expression(node.args[1])
+            elif node.func.id == "cast":
+                type_expression(node.args[0])
+    for node in module.body:  # a type alias: NAME = A | B, NAME = list[A | B]
+        if isinstance(node, ast.Assign | ast.AnnAssign) and node.value is not None:
+            type_expression(node.value)
+    return True
+
+
+class _LateBetaLoader(importlib.machinery.SourceFileLoader):
+    """Runs a tracing module with its beta types as late classes."""
+
+    def __init__(self, name: str, path: str, tree: ast.Module) -> None:
+        super().__init__(name, path)
+        self.tree = tree
+
+    def exec_module(self, module: ModuleType) -> None:
+        module.__dict__["__late_class__"] = late_class
+        exec(compile(self.tree, self.path, "exec"), module.__dict__)
+        del module.__dict__["__late_class__"]
+
+
+# --- the beta streams ------------------------------------------------------------------
+
+DEFERRED_SUBMODULES = {"anthropic.lib.streaming": ("_beta_types", "_beta_messages")}
+"""Packages → the submodules whose names (the beta streams) resolve on first use."""
+
+
+def deferring_submodules(
+    package: str, source: str, submodules: Sequence[str]
+) -> tuple[ast.Module, Exports, dict[str, ast.stmt]] | None:
+    """The package's `__init__.py` without its imports of `submodules` nor the aliases
+    built of their names (`BetaTextEvent: TypeAlias = ParsedBetaTextEvent`), the names
+    those imports bind, and the aliases by name; None when it uses them otherwise."""
+    tree = ast.parse(source)
+    table: Exports = {}
+    aliases: dict[str, ast.stmt] = {}
+    kept: list[ast.stmt] = []
+    for node in tree.body:
+        if isinstance(node, ast.ImportFrom) and node.level == 1 and node.module in submodules:
+            for alias in node.names:
+                if alias.name == "*":
+                    return None
+                table[alias.asname or alias.name] = (f"{package}.{node.module}", alias.name)
+            continue
+        used = {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
+        if not used & (set(table) | set(aliases)):
+            kept.append(node)
+            continue
+        target: ast.expr | None = node.target if isinstance(node, ast.AnnAssign) else None
+        if isinstance(node, ast.Assign) and len(node.targets) == 1:
+            target = node.targets[0]
+        if not isinstance(target, ast.Name) or used & set(aliases):
+            return None
+        aliases[target.id] = node
+    if not table:
+        return None
+    tree.body = kept
+    return tree, table, aliases
+
+
+class _PartlyDeferredLoader(importlib.machinery.SourceFileLoader):
+    """Runs a package's `__init__.py` but the imports `deferring_submodules` took out."""
+
+    def __init__(
+        self, name: str, path: str, parts: tuple[ast.Module, Exports, dict[str, ast.stmt]]
+    ) -> None:
+        super().__init__(name, path)
+        self.parts = parts
+
+    def exec_module(self, module: ModuleType) -> None:
+        tree, table, aliases = self.parts
+        resolve = _resolver(module, table)
+        path = self.path
+
+        def __getattr__(name: str) -> Any:
+            statement = aliases.get(name)
+            if statement is None:
+                return resolve(name)
+            for used in ast.walk(statement):
+                if isinstance(used, ast.Name) and used.id in table:
+                    getattr(module, used.id)
+            exec(compile(ast.Module(body=[statement], type_ignores=[]), path, "exec"), vars(module))
+            return vars(module)[name]
+
+        module.__getattr__ = __getattr__  # type: ignore[method-assign]
+        module.__dir__ = lambda: sorted({*module.__dict__, *table, *aliases})  # type: ignore[method-assign]
+        exec(compile(tree, path, "exec"), module.__dict__)
+
+
 class ReexportFinder(importlib.abc.MetaPathFinder):
     """Finds the SDK's re-export packages as the path finder does, with a lazy loader."""
 
@@ -242,6 +583,12 @@ class ReexportFinder(importlib.abc.MetaPathFinder):
     ) -> importlib.machinery.ModuleSpec | None:
         if fullname == SDK:
             return self._sdk_spec(fullname, path, target)
+        if fullname in ON_USE:
+            return self._on_use_spec(fullname, path, target)
+        if fullname in DEFERRED_SUBMODULES:
+            return self._partly_deferred_spec(fullname, path, target)
+        if fullname.startswith(LATE_BETA):
+            return self._tracing_spec(fullname, path, target)
         if not any(fullname == p or fullname.startswith(p + ".") for p in self.prefixes):
             return None
         spec = importlib.machinery.PathFinder.find_spec(fullname, path, target)
@@ -256,6 +603,54 @@ class ReexportFinder(importlib.abc.MetaPathFinder):
             return spec
         if parsed is not None:
             spec.loader = _ReexportLoader(*parsed)
+        return spec
+
+    def _partly_deferred_spec(
+        self, fullname: str, path: Sequence[str] | None, target: ModuleType | None
+    ) -> importlib.machinery.ModuleSpec | None:
+        spec = importlib.machinery.PathFinder.find_spec(fullname, path, target)
+        if spec is None or not spec.origin or not spec.origin.endswith("__init__.py"):
+            return spec
+        try:
+            with open(spec.origin, encoding="utf-8") as file:
+                parts = deferring_submodules(fullname, file.read(), DEFERRED_SUBMODULES[fullname])
+        except (OSError, SyntaxError, ValueError):
+            return spec
+        if parts is not None:
+            spec.loader = _PartlyDeferredLoader(fullname, spec.origin, parts)
+        return spec
+
+    def _tracing_spec(
+        self, fullname: str, path: Sequence[str] | None, target: ModuleType | None
+    ) -> importlib.machinery.ModuleSpec | None:
+        spec = importlib.machinery.PathFinder.find_spec(fullname, path, target)
+        if spec is None or not spec.origin or spec.submodule_search_locations is not None:
+            return spec
+        sdk_file = getattr(sys.modules.get(SDK), "__file__", None)
+        if not sdk_file:
+            return spec
+        try:
+            with open(spec.origin, encoding="utf-8") as file:
+                late = late_beta_tree(fullname, file.read(), os.path.dirname(sdk_file))
+        except (OSError, SyntaxError, ValueError):
+            return spec
+        if late is not None:
+            spec.loader = _LateBetaLoader(fullname, spec.origin, late[0])
+        return spec
+
+    def _on_use_spec(
+        self, fullname: str, path: Sequence[str] | None, target: ModuleType | None
+    ) -> importlib.machinery.ModuleSpec | None:
+        spec = importlib.machinery.PathFinder.find_spec(fullname, path, target)
+        if spec is None or not spec.origin or spec.submodule_search_locations is not None:
+            return spec
+        try:
+            with open(spec.origin, encoding="utf-8") as file:
+                plain = defines_functions(file.read(), ON_USE[fullname])
+        except (OSError, SyntaxError, ValueError):
+            return spec
+        if plain:
+            spec.loader = _OnUseLoader(fullname, spec.origin, ON_USE[fullname])
         return spec
 
     def _sdk_spec(

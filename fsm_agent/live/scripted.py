@@ -9,11 +9,12 @@ documented in docs/scenarios.md.
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import math
 from collections.abc import AsyncIterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Literal, NewType
+from typing import TYPE_CHECKING, Any, Literal, NewType
 
 from attrs import Attribute, evolve, field, fields, frozen
 from attrs.validators import ge, lt, optional
@@ -46,6 +47,9 @@ from fsm_agent.core.model import ModelRequest
 from fsm_agent.hooks.outcomes import NO_OPINION, PERMISSION_PRECEDENCE, HookOutcome
 from fsm_agent.live.settings import SettingsError, parse_settings
 from fsm_agent.policy.permissions import MODE_ALIASES, PermissionError_, check_mode
+
+if TYPE_CHECKING:
+    import cattrs
 
 DELTA_CHARS = 16
 StopReason = Literal[
@@ -208,7 +212,7 @@ class Scenario:
             )
         turns = [_text_shorthand(turn) for turn in data["turns"]]
         try:
-            scenario: Scenario = structure({**data, "turns": turns}, cls, _SCENARIO_CONVERTER)
+            scenario: Scenario = structure({**data, "turns": turns}, cls, _scenario_converter())
         except CodecError as exc:
             raise ScenarioError(f"{where}: {exc}") from None
         misfit = _misfit(scenario)
@@ -234,14 +238,18 @@ def callers_choices(config: RunConfig) -> dict[str, Any]:
     }
 
 
-_SCENARIO_CONVERTER = make_converter(
-    strict=(
-        (HookOutcome, ScriptedOutcome),
-        (Usage, ScriptedUsage),
-        *((cls, cls) for cls in (ScriptedError, ScriptedTurn, ScenarioConfig, Scenario)),
+@functools.cache
+def _scenario_converter() -> cattrs.Converter:
+    """A scenario is written by hand: a misspelt key is refused, not quietly ignored.
+    Made on first use: a run against a real model imports this module and reads no
+    scenario (about 10 ms of its start)."""
+    return make_converter(
+        strict=(
+            (HookOutcome, ScriptedOutcome),
+            (Usage, ScriptedUsage),
+            *((cls, cls) for cls in (ScriptedError, ScriptedTurn, ScenarioConfig, Scenario)),
+        )
     )
-)
-"""A scenario is written by hand: a misspelt key is refused, not quietly ignored."""
 
 
 ANSWER_BLOCKS = (TextBlock, ThinkingBlock, RedactedThinkingBlock, ToolUseBlock)

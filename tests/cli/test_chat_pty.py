@@ -439,3 +439,45 @@ def test_an_always_answer_holds_for_the_chat_s_later_messages(
 
 def logs_by_time(workspace: Path) -> list[Path]:
     return sorted((workspace / ".fsm-agent" / "sessions").glob("*.jsonl"))
+
+
+_STYLE = r"(?:\x1b\[[0-9;?]*[A-Za-z])*"
+
+
+def test_text_typed_during_a_run_stays_off_the_spinner_line(
+    workspace: Path, tmp_path: Path
+) -> None:
+    """The terminal echoed keys typed while a run went where the cursor was, the end of
+    the spinner's line (`…↓0 tokensalso check`). The run holds them and shows the line
+    being typed under the spinner (`› also check`), as Claude Code's input box does;
+    Enter queues it, and the terminal echoes again at the next prompt."""
+    glob = {"type": "tool_use", "id": "g", "name": "Glob", "input": {"pattern": "*"}}
+    turns = [{"delay": 3, "content": [glob]}, {"delay": 2, "content": "Checked."}]
+    child = chatting(workspace, tmp_path, {"turns": [*turns, {"content": "Done."}]}, "look")
+    shown = io.StringIO()
+    child.logfile_read = shown
+    child.expect("Waiting for the model")
+    assert not child.getecho(), "the terminal echoes keys typed while a run goes"
+    child.send("also chekc")
+    child.send("\x7f\x7fck")  # backspace twice, as the user corrects a typo
+    child.expect(f"› {_STYLE}also check")
+    child.send("\r")
+    child.expect("queued: also check")
+    child.expect("Waiting for the model")
+    child.send("and mo")  # not finished when the run ends: it waits at the prompt
+    child.expect("Checked.")
+    child.expect("completed")
+    child.expect(f"› {_STYLE}and mo")
+    child.send("re\r")
+    child.expect("Done.")
+    child.expect("› ")
+    assert child.getecho(), "the terminal echoes again at the prompt"
+    leave(child)
+    plain = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", shown.getvalue())
+    assert not re.search(r"tokens *(also|and)", plain), plain
+    first, second = logs(workspace)
+    queued = [
+        r["result"] for r in first["records"] if r["t"] == "effect" and r["name"] == "queued_input"
+    ]
+    assert queued == [["also check"]]
+    assert second["records"][0]["messages"][-1]["content"][-1]["text"] == "and more"

@@ -59,3 +59,37 @@ def test_help_loads_no_subcommand_and_no_attrs() -> None:
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0, proc.stderr
     assert "replay" in proc.stdout
+
+
+COLLECTOR = """
+import gc, sys
+from fsm_agent.cli import lazy
+from fsm_agent.cli.main import main
+seen = []
+original = lazy.load
+def load(target):
+    seen.append(gc.isenabled())
+    return original(target)
+lazy.load = load
+sys.argv = ["fsm-agent", *sys.argv[1:]]
+try:
+    main()
+except SystemExit:
+    pass
+print(seen, gc.isenabled(), gc.get_freeze_count() > 0)
+"""
+
+
+@pytest.mark.parametrize(
+    ("args", "loaded"), [(["graph"], "[False]"), (["no-such-command"], "[]"), (["--help"], "[]")]
+)
+def test_the_collector_is_paused_while_a_command_loads_and_back_after(
+    args: list[str], loaded: str
+) -> None:
+    """Paused for the start-up's imports, the collector must come back however the
+    command line ends: a chat with it off would never collect a cycle."""
+    proc = subprocess.run(
+        [sys.executable, "-c", COLLECTOR, *args], capture_output=True, text=True, timeout=60
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.splitlines()[-1] == f"{loaded} True True"

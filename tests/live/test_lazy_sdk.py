@@ -6,9 +6,11 @@ SDK whole), and describes what the SDK's packages export.
 
 from __future__ import annotations
 
+import ast
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 from tests.conftest import ROOT
 
@@ -19,6 +21,8 @@ PACKAGES = [
     "anthropic.types.shared",
     "anthropic.resources",
     "anthropic.resources.beta",
+    "anthropic._error_classes",
+    "anthropic.lib.streaming",
 ]
 
 DESCRIBE = """
@@ -72,14 +76,17 @@ def test_importing_the_sdk_leaves_the_beta_api_and_other_platforms_unloaded() ->
         "unloaded = ['anthropic.lib.vertex', 'anthropic.lib.bedrock', 'anthropic.lib.foundry',\n"
         "            'anthropic.lib.tools', 'anthropic.resources.beta.beta',\n"
         "            'anthropic.types.beta.session_create_params',\n"
-        "            'anthropic.types.beta.sessions.beta_managed_agents_session_event']\n"
+        "            'anthropic.types.beta.sessions.beta_managed_agents_session_event',\n"
+        "            'anthropic.types.file_expired_error', 'anthropic.types.beta.beta_message',\n"
+        "            'anthropic.lib.streaming._beta_messages']\n"
         "loaded = [m for m in unloaded if m in sys.modules]\n"
+        "loaded += [m for m in sys.modules if m.startswith('anthropic.types.beta.')]\n"
         "assert not loaded, loaded\n"
         "print(sum(m.startswith('anthropic.') for m in sys.modules))\n"
     )
     proc = _python(code)
     assert proc.returncode == 0, proc.stderr
-    assert int(proc.stdout) < 1500  # the whole SDK is about 3,100 modules
+    assert int(proc.stdout) < 900  # the whole SDK is about 3,100 modules
 
 
 def test_a_package_that_does_more_than_re_export_loads_as_written() -> None:
@@ -92,3 +99,108 @@ def test_a_package_that_does_more_than_re_export_loads_as_written() -> None:
     assert exports_of("p", "from .a import B\nB.model_rebuild()\n") is None
     assert exports_of("p", "from .a import *\n") is None
     assert deferring_tail("p", str(ROOT), "from ._x import y\n") is None
+
+
+def test_an_error_response_finds_its_class_in_the_table_run_on_use() -> None:
+    """`_error_classes` runs when an error first needs its table: the stand-in the
+    client imported gives the class the SDK loaded whole gives."""
+    code = (
+        "import sys, httpx2\n"
+        "from fsm_agent.live import lazy_sdk\n"
+        "lazy_sdk.install()\n"
+        "import anthropic\n"
+        "from anthropic._base_client import make_status_error\n"
+        "assert 'anthropic.types.file_expired_error' not in sys.modules\n"
+        "request = httpx2.Request('POST', 'http://127.0.0.1:9/v1/messages')\n"
+        "for status, kind in [(429, 'rate_limit_error'), (529, 'overloaded_error'),\n"
+        "                     (404, 'not_found_error'), (418, 'teapot')]:\n"
+        "    body = {'type': 'error', 'error': {'type': kind, 'message': 'm'}}\n"
+        "    error = make_status_error('m', body=body, response=httpx2.Response(status,\n"
+        "                              request=request))\n"
+        "    print(type(error).__module__, type(error).__qualname__)\n"
+    )
+    lazy = _python(code)
+    eager = _python(code.replace("lazy_sdk.install()", "pass").replace("assert", "pass  #"))
+    assert lazy.returncode == 0 and eager.returncode == 0, lazy.stderr + eager.stderr
+    assert lazy.stdout == eager.stdout
+    assert "RateLimitError" in lazy.stdout
+
+
+BETA_CALLS = """
+import sys
+from tests.support.messages_server import MessagesServer, text
+SETUP
+import anthropic
+kwargs = dict(model="claude-test-1", max_tokens=50, messages=[{"role": "user", "content": "hi"}])
+with MessagesServer() as server:
+    server.reply(text("One."), text("Two."), text("Three."))
+    client = anthropic.Anthropic(api_key="k", base_url=server.url, max_retries=0)
+    with client.messages.stream(**kwargs) as stream:
+        message = stream.get_final_message()
+        print(type(message).__qualname__, message.content[0].text)
+    print("beta loaded:", "anthropic.types.beta.beta_message" in sys.modules)
+    with client.beta.messages.stream(**kwargs) as stream:
+        for event in stream:
+            pass
+        final = stream.get_final_message()
+    print(type(final).__module__, type(final).__qualname__, final.content[0].text)
+    events = [type(e).__qualname__ for e in client.beta.messages.create(stream=True, **kwargs)]
+    print(events)
+    from anthropic.lib._tracing import _streaming, _api_call
+    from anthropic.types.beta import BetaMessage
+    print(isinstance(final, _streaming.BetaMessage), issubclass(BetaMessage, _api_call.BetaMessage))
+    print(isinstance(object(), _streaming.BetaMessage))
+"""
+
+
+def test_the_beta_api_works_once_its_types_load() -> None:
+    """A run's calls leave the beta types unloaded; a beta call then loads them, and the
+    tracing code's checks (late classes until then) answer as the real classes do."""
+    lazy = _python(
+        BETA_CALLS.replace("SETUP", "from fsm_agent.live import lazy_sdk\nlazy_sdk.install()")
+    )
+    eager = _python(BETA_CALLS.replace("SETUP", ""))
+    assert lazy.returncode == 0 and eager.returncode == 0, (
+        lazy.stderr[-3000:] + eager.stderr[-3000:]
+    )
+    lazy_lines, eager_lines = lazy.stdout.splitlines(), eager.stdout.splitlines()
+    assert lazy_lines[1] == "beta loaded: False" and eager_lines[1] == "beta loaded: True"
+    assert lazy_lines[:1] + lazy_lines[2:] == eager_lines[:1] + eager_lines[2:]
+    assert "BetaMessage Two." in lazy.stdout and "True True" in lazy.stdout
+
+
+def test_a_late_class_is_no_class_of_anything_until_its_module_runs() -> None:
+    from types import ModuleType
+
+    from fsm_agent.live.lazy_sdk import late_class
+
+    late = late_class("fsm_agent_test_late_module", "Real")
+    assert not isinstance(1, late) and not issubclass(int, late)
+    module = ModuleType("fsm_agent_test_late_module")
+    exec("class Real(int): pass", module.__dict__)
+    sys.modules[module.__name__] = module
+    try:
+        assert isinstance(module.Real(1), late) and issubclass(module.Real, late)
+        assert not isinstance(1, late)
+        assert late._loaded() is module.Real  # type: ignore[attr-defined]
+        assert isinstance(module.Real(2), (str, late))
+    finally:
+        del sys.modules[module.__name__]
+
+
+def test_a_beta_name_used_as_more_than_a_type_at_the_top_level_loads_as_written() -> None:
+    import anthropic
+
+    from fsm_agent.live.lazy_sdk import late_beta_tree
+
+    head = "from __future__ import annotations\nfrom ...types.beta import BetaMessage\n"
+    sdk = str(Path(anthropic.__file__).parent)
+    name = "anthropic.lib._tracing._x"
+    assert late_beta_tree(name, head + "FIELDS = BetaMessage.model_fields\n", sdk) is None
+    assert late_beta_tree(name, head + "def f(BetaMessage): pass\n", sdk) is None
+    typed = head + "A = int | BetaMessage\ndef f(x: BetaMessage) -> bool:\n"
+    typed += "    return isinstance(x, (int, BetaMessage))\n"
+    _, late = late_beta_tree(name, typed, sdk) or (None, None)
+    assert late == {"BetaMessage": ("anthropic.types.beta.beta_message", "BetaMessage")}
+    used = late_beta_tree(name, head + "def f(x):\n    return BetaMessage.construct(x)\n", sdk)
+    assert used is not None and "BetaMessage._loaded().construct" in ast.unparse(used[0])
