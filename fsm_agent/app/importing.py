@@ -150,11 +150,17 @@ async def aimport_transcript(
     path = Path(path)
     transcript = read_transcript(path.read_bytes(), str(path))
     base = config or RunConfig()
+    hooked = [("Stop", any(r.stop_hooks for r in transcript.runs))]
+    hooked.append(("UserPromptSubmit", any(r.prompt_hook for r in transcript.runs)))
+    asked = transcript.max_tokens
     config = evolve(
         base,
         model=transcript.model or base.model,
         cwd=transcript.cwd or base.cwd,
-        hooked_events=("Stop",) if any(r.stop_hooks for r in transcript.runs) else (),
+        hooked_events=tuple(event for event, found in hooked if found),
+        # what the loop asked first, and the most it ever asked (an escalation)
+        max_output_tokens=asked[0] if asked else base.max_output_tokens,
+        escalated_max_output_tokens=max(asked) if asked else base.escalated_max_output_tokens,
     )
     specs = tool_specs_for(tool_names(transcript))
     logs = run_logs(Path(log), len(transcript.runs))
@@ -170,6 +176,7 @@ async def aimport_transcript(
             start = [user(run.prompt)]
         else:
             start = follow_up(messages, run.prompt)
+        config = evolve(config, max_turns=run.max_turns)
         header = session_header(
             ids[n], config, specs, imported={"transcript": str(path.resolve()), "line": run.line},
             **({"parent": parent} if parent else {}),

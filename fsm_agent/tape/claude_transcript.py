@@ -60,7 +60,6 @@ IGNORED_TYPES = frozenset(
         "mode",
         "tools-used",
         "atis-latch",
-        "api-request",
         "api-request-blob",
         "api-request-shape",
     }
@@ -101,6 +100,10 @@ class Response:
     retries: tuple[ModelRetry, ...] = ()
     error: str | None = None
     error_status: int | None = None
+    unparsed: tuple[tuple[str, str], ...] = ()
+    """The tool calls whose input was not JSON, (id, the raw text): Claude Code writes such
+    an input as `{"__unparsedToolInput": {"raw": …}}`; the block holds `{}`, as the
+    engine's own would."""
 
 
 @frozen
@@ -114,6 +117,16 @@ class Run:
     stop_hooks: tuple[HookOutcome, ...] = ()
     interrupted: bool = False
     compacted: bool = False
+    max_turns: int | None = None
+    """`--max-turns`, when the run ended at it (Claude Code's `max_turns_reached` line)."""
+    prompt_hook: HookOutcome | None = None
+    """The UserPromptSubmit hooks' block of the prompt (the run then has no response)."""
+
+
+MAIN_QUERIES = frozenset({"sdk", "repl_main_thread"})
+"""The `querySource` of the loop's own requests (a title's or a summary's are not)."""
+PROMPT_BLOCKED = "UserPromptSubmit operation blocked by hook:\n"
+ORIGINAL_PROMPT = "\n\nOriginal prompt: "
 
 
 @frozen
@@ -137,6 +150,9 @@ class Transcript:
     assumptions: tuple[str, ...] = ()
     sidechains: tuple[Sidechain, ...] = ()
     titles: tuple[str, ...] = ()
+    max_tokens: tuple[int, ...] = ()
+    """The `max_tokens` of the loop's requests, in order, where the transcript records
+    them (newer Claude Code's `api-request` lines)."""
 
 
 def looks_like_transcript(first_line: bytes) -> bool:
@@ -165,6 +181,7 @@ class _Reader:
         self.model = ""
         self.retries: list[ModelRetry] = []
         self.pending_feedback: list[tuple[int, str]] = []
+        self.max_tokens: list[int] = []
         self.has_summaries = False
         """Whether the transcript writes `stop_hook_summary` lines (newer Claude Code): they
         say every Stop hook's outcome, and the feedback meta lines only repeat them."""
@@ -194,6 +211,9 @@ class _Reader:
             if isinstance(value.get("summary"), str):
                 self.titles.append(value["summary"])
             return
+        if kind == "api-request":
+            self.api_request(value)
+            return
         if kind in IGNORED_TYPES:
             return
         if kind not in CHAIN_TYPES:
@@ -217,6 +237,25 @@ class _Reader:
             self.assistant(n, value)
         elif kind == "system":
             self.system(n, value)
+        elif kind == "attachment":
+            self.attachment(value)
+
+    def api_request(self, value: dict[str, Any]) -> None:
+        params = value.get("params")
+        source = value.get("querySource")
+        if not isinstance(params, dict) or source not in (None, *MAIN_QUERIES):
+            return
+        most = params.get("max_tokens")
+        if isinstance(most, int) and not isinstance(most, bool) and most > 0:
+            self.max_tokens.append(most)
+
+    def attachment(self, value: dict[str, Any]) -> None:
+        held = value.get("attachment")
+        if not isinstance(held, dict) or held.get("type") != "max_turns_reached":
+            return
+        most = held.get("maxTurns")
+        if self.run is not None and isinstance(most, int) and most >= 1:
+            self.replace_run(evolve(self.run, max_turns=most))
 
     def sidechain(self, n: int) -> None:
         last = self.sidechains[-1] if self.sidechains else None
@@ -297,7 +336,12 @@ class _Reader:
             self.synthetic(n, value, message)
             return
         blocks: list[ContentBlock] = []
+        unparsed: list[tuple[str, str]] = []
         for block in message["content"]:
+            raw = _unparsed_input(block)
+            if raw is not None:
+                unparsed.append((block["id"], raw))
+                block = {**block, "input": {}}
             converted = _answer_block(block)
             if converted is None:
                 what = block.get("type") if isinstance(block, dict) else json_name(block)
@@ -312,6 +356,7 @@ class _Reader:
             joined = evolve(
                 last,
                 content=(*last.content, *blocks),
+                unparsed=(*last.unparsed, *unparsed),
                 stop_reason=stop or last.stop_reason,
                 usage=usage if usage != Usage() else last.usage,
             )
@@ -320,7 +365,8 @@ class _Reader:
         if not self.model and model:
             self.model = model
         response = Response(
-            n, tuple(blocks), message_id, model, stop, usage, tuple(self.retries)
+            n, tuple(blocks), message_id, model, stop, usage, tuple(self.retries),
+            unparsed=tuple(unparsed),
         )  # fmt: skip
         self.retries.clear()
         self.replace_run(evolve(run, responses=(*run.responses, response)))
@@ -365,6 +411,21 @@ class _Reader:
             self.stop_hook(n, value)
         elif subtype == "compact_boundary" and self.run is not None:
             self.replace_run(evolve(self.run, compacted=True))
+        elif subtype == "informational" and _ending(value) == "blocked_by_hook":
+            self.blocked_prompt(n, value)
+
+    def blocked_prompt(self, n: int, value: dict[str, Any]) -> None:
+        """A prompt a UserPromptSubmit hook blocked: Claude Code writes no user line for
+        it, only its notice, which names the hooks' errors and the prompt."""
+        content = _text(value.get("content"))
+        errors, found, prompt = content.removeprefix(PROMPT_BLOCKED).rpartition(ORIGINAL_PROMPT)
+        if not content.startswith(PROMPT_BLOCKED) or not found:
+            self.warn(n, "a blocked prompt's notice without the prompt; skipped")
+            return
+        self.flush_feedback()
+        self.retries.clear()
+        outcome = HookOutcome(blocking_errors=(errors,))
+        self.runs.append(Run(prompt, n, prompt_hook=outcome))
 
     def stop_hook(self, n: int, value: dict[str, Any]) -> None:
         run = self.run
@@ -454,10 +515,16 @@ def _with_assumptions(reader: _Reader) -> Transcript:
         "the model was offered the tools it called: a built-in one as fsm-agent defines "
         "it, any other taking any input (a transcript does not record the tool list)"
     )
-    reader.assume(
-        "max_tokens, the context window and the other run options are fsm-agent's "
-        "defaults (a transcript does not record them)"
-    )
+    if reader.max_tokens:
+        reader.assume(
+            "the context window and the other run options are fsm-agent's defaults "
+            "(a transcript does not record them); max_tokens is the transcript's"
+        )
+    else:
+        reader.assume(
+            "max_tokens, the context window and the other run options are fsm-agent's "
+            "defaults (a transcript does not record them)"
+        )
     reader.assume(
         "no hooks ran but the Stop hooks the transcript shows, and every tool call "
         "was allowed (a transcript does not record the hooks or the permission rules)"
@@ -476,7 +543,15 @@ def _with_assumptions(reader: _Reader) -> Transcript:
         assumptions=tuple(reader.assumptions),
         sidechains=tuple(reader.sidechains),
         titles=tuple(reader.titles),
+        max_tokens=tuple(reader.max_tokens),
     )
+
+
+def _ending(value: dict[str, Any]) -> str | None:
+    ending = value.get("promptSubmitEnding")
+    inner = ending.get("ending") if isinstance(ending, dict) else None
+    kind = inner.get("kind") if isinstance(inner, dict) else None
+    return kind if isinstance(kind, str) else None
 
 
 def _text(value: Any) -> str:
@@ -512,6 +587,17 @@ def _image(block: dict[str, Any]) -> ImageBlock | None:
     if source.get("type") != "base64" or not isinstance(media, str) or not isinstance(data, str):
         return None
     return ImageBlock(ImageSource(type="base64", media_type=media, data=data))
+
+
+def _unparsed_input(block: Any) -> str | None:
+    """The raw text of a tool call whose input Claude Code could not parse as JSON."""
+    if not _is(block, "tool_use") or not isinstance(block.get("id"), str):
+        return None
+    tool_input = block.get("input")
+    held = tool_input.get("__unparsedToolInput") if isinstance(tool_input, dict) else None
+    if isinstance(held, dict) and isinstance(held.get("raw"), str):
+        return held["raw"]
+    return None
 
 
 def _answer_block(block: Any) -> ContentBlock | None:
