@@ -164,6 +164,9 @@ async def arun(
     if config.hooks:
         transcript = str(claude_path) if claude is not None else str(path.resolve()) if path else ""
         hooks = joined(CommandHooks.for_run(config, transcript), hooks)
+    if claude is not None and hooks is not None and config.has_hooks("Stop"):
+        stops = [h.command for m in config.hooks if m.event == "Stop" for h in m.hooks]
+        hooks = claude.watching(hooks, stops)
     notify = None
     if hooks is not None and prompter is not None and config.has_hooks(NOTIFICATION):
         notify = notifier(hooks, session_id, config.cwd)
@@ -185,6 +188,7 @@ async def arun(
         result = await engine.run(_messages(prompt), read_files)
         if claude is not None:
             claude.sync(result.messages.items)
+            claude.ended(result.reason)
         return result
     finally:
         close_tools(tools.values())

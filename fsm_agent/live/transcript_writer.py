@@ -9,7 +9,10 @@ the variable is unset), one line per entry as the real CLI writes them: a
 `user` line per user message (`isMeta` on injected ones, `toolUseResult` on
 tool results), an `assistant` line per content block of a response (the
 lines share `message.id`), a `system` `compact_boundary` line where the
-conversation was compacted. `FSM_AGENT_CLAUDE_TRANSCRIPT=0` turns it off.
+conversation was compacted, a `system` `stop_hook_summary` line each time
+the Stop hooks ran (after the feedback of one that blocked), and the user's
+`[Request interrupted by user…]` line where a run was interrupted.
+`FSM_AGENT_CLAUDE_TRANSCRIPT=0` turns it off.
 
 The session log stays what replays a run; this file is written from what the
 run records (its states, step by step) and is never read back by fsm-agent.
@@ -30,6 +33,8 @@ from fsm_agent.core.codec import block_to_api, unstructure
 from fsm_agent.core.events import DriverEvent, ModelEvent, ModelRetry, ToolFinished
 from fsm_agent.core.messages import Message, TextBlock, ToolResultBlock, ToolUseBlock
 from fsm_agent.engine.driver import StepInfo
+from fsm_agent.engine.reasons import Terminal
+from fsm_agent.hooks.outcomes import HookOutcome, Hooks
 
 SWITCH_VARIABLE = "FSM_AGENT_CLAUDE_TRANSCRIPT"
 ENTRYPOINT = "fsm-agent"
@@ -41,6 +46,12 @@ MAX_NAME = 200
 
 API_ERROR = "API Error: "
 """How the answer an API error became begins (the engine's words, and Claude Code's)."""
+
+INTERRUPTS: dict[str, str] = {
+    Terminal.ABORTED_STREAMING: "[Request interrupted by user]",
+    Terminal.ABORTED_TOOLS: "[Request interrupted by user for tool use]",
+}
+"""The user line Claude Code writes when the user interrupts a run, by where it was."""
 
 CLAUDE_CODE_VERSION = "2.1.332"
 """The Claude Code release whose transcript lines these match (the CLI the tests run)."""
@@ -110,6 +121,9 @@ class TranscriptWriter:
         self.uuids: dict[str, str] = {}
         """Each tool_use id to the uuid of the assistant line that holds it."""
         self.responses: dict[str, dict[str, Any]] = {}
+        self.summaries: list[dict[str, Any]] = []
+        """Stop hooks' summaries not yet written: each follows the messages of its step
+        (a blocking hook's feedback first), as Claude Code orders them."""
         self.file: IO[bytes] | None = None
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
@@ -155,6 +169,40 @@ class TranscriptWriter:
         for message in messages[done:]:
             self._message(message, compact_summary=not self.written and self.last_uuid is not None)
             self.written.append(message)
+        for summary in self.summaries:
+            self._write(self._entry("system", **summary))
+        self.summaries.clear()
+
+    def watching(self, hooks: Hooks, commands: Sequence[str]) -> Hooks:
+        """`hooks`, with each outcome of the Stop hooks (`commands`, as settings name
+        them) written as Claude Code's `stop_hook_summary` line."""
+        return _StopWatch(hooks, self, tuple(commands))
+
+    def stop_hooks_ran(self, outcome: HookOutcome, commands: Sequence[str]) -> None:
+        self.summaries.append(
+            {
+                "subtype": "stop_hook_summary",
+                "hookCount": max(len(commands), 1),
+                "hookInfos": [{"command": c} for c in commands],
+                "hookErrors": list(outcome.blocking_errors),
+                "failedHookErrorIndexes": [],
+                "hookAdditionalContext": list(outcome.additional_context),
+                "preventedContinuation": outcome.prevent_continuation,
+                "stopReason": outcome.stop_reason or "",
+                "hasOutput": bool(
+                    outcome.blocking_errors or outcome.prevent_continuation or outcome.messages
+                ),
+                "level": "suggestion",
+                "toolUseID": str(uuid.uuid4()),
+            }
+        )
+
+    def ended(self, reason: str) -> None:
+        """The run is over: an interrupted one gets the user's interrupt line."""
+        text = INTERRUPTS.get(reason)
+        if text is not None and self.file is not None:
+            content = [{"type": "text", "text": text}]
+            self._write(self._entry("user", message={"role": "user", "content": content}))
 
     def close(self) -> None:
         if self.file is not None:
@@ -263,3 +311,21 @@ class TranscriptWriter:
                 logicalParentUuid=logical,
             )
         )
+
+
+class _StopWatch:
+    """A run's hooks, unchanged, telling the writer what the Stop hooks decided."""
+
+    def __init__(self, hooks: Hooks, writer: TranscriptWriter, commands: tuple[str, ...]):
+        self.hooks = hooks
+        self.writer = writer
+        self.commands = commands
+        events = getattr(hooks, "events", None)
+        if events is not None:
+            self.events = events
+
+    async def run(self, event: str, payload: dict[str, Any]) -> HookOutcome:
+        outcome = await self.hooks.run(event, payload)
+        if event == "Stop" and not outcome.interrupted:
+            self.writer.stop_hooks_ran(outcome, self.commands)
+        return outcome

@@ -116,6 +116,9 @@ class Run:
     results: dict[str, ToolResult] = field(factory=dict)
     stop_hooks: tuple[HookOutcome, ...] = ()
     interrupted: bool = False
+    interrupted_while: str | None = None
+    """Where the interrupt's line says the run was: `tools` (`… for tool use]`), else
+    `streaming`; None without one."""
     compacted: bool = False
     max_turns: int | None = None
     """`--max-turns`, when the run ended at it (Claude Code's `max_turns_reached` line)."""
@@ -290,7 +293,8 @@ class _Reader:
             if self.run is None:
                 self.warn(n, "an interrupt before any prompt; skipped")
             else:
-                self.replace_run(evolve(self.run, interrupted=True))
+                where = "tools" if text.startswith(INTERRUPTED) else "streaming"
+                self.replace_run(evolve(self.run, interrupted=True, interrupted_while=where))
             return
         if not text:
             self.warn(n, "a user entry with neither text nor tool results; skipped")

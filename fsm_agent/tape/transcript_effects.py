@@ -182,7 +182,9 @@ class TranscriptEffects:
         last = index == len(self.responses) - 1
         calls = [b for b in response.content if isinstance(b, ToolUseBlock)]
         results = [self.run.results.get(b.id) for b in calls]
-        if last and self.run.interrupted:
+        if last and self.run.interrupted_while == "streaming":
+            self.abort.arm("streaming")
+        elif last and self.run.interrupted:
             if not calls or all(r is None for r in results):
                 self.abort.arm("streaming")
             elif any(r is None or r.interrupted for r in results):
