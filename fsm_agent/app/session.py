@@ -44,7 +44,7 @@ from fsm_agent.live.scripted import (
     ScriptedModel,
     callers_choices,
 )
-from fsm_agent.live.transcript_writer import TranscriptWriter, transcript_path
+from fsm_agent.live.transcript_writer import TranscriptCursor, TranscriptWriter, transcript_path
 from fsm_agent.policy.permissions import check_mode, removed_tools
 from fsm_agent.tape.header import session_header
 from fsm_agent.tape.log import LogWriter, MemoryWriter, default_log_path
@@ -100,6 +100,7 @@ async def arun(
     read_files: Mapping[str, float] | None = None,
     mcp: McpServers | None = None,
     claude_transcript: bool = True,
+    transcript_cursor: TranscriptCursor | None = None,
 ) -> LoopResult:
     """Run the loop live, recording every transition and effect.
 
@@ -116,7 +117,8 @@ async def arun(
     A run with a log file also writes its conversation
     as a Claude Code transcript (`fsm_agent.live.transcript_writer`), which hooks
     get as `transcript_path`; `claude_transcript=False` (or
-    `FSM_AGENT_CLAUDE_TRANSCRIPT=0`) turns that off.
+    `FSM_AGENT_CLAUDE_TRANSCRIPT=0`) turns that off; `transcript_cursor` carries a
+    conversation's transcript from one of its runs to the next (one file for all).
     """
     if mcp is not None:
         mcp.start()  # in parallel with everything else before the first request
@@ -155,12 +157,16 @@ async def arun(
         writer = MemoryWriter(header)
         blobs = Path(tempfile.gettempdir()) / "fsm-agent" / session_id / "tool-results"
     tape = RecordingTape(writer)
-    claude_path = transcript_path(config.cwd, session_id) if path and claude_transcript else None
-    claude = (
-        TranscriptWriter(claude_path, session_id=session_id, cwd=config.cwd, model=config.model)
-        if claude_path is not None
-        else None
+    claude_session = (transcript_cursor.session_id if transcript_cursor else None) or session_id
+    claude_path = (
+        transcript_path(config.cwd, claude_session) if path and claude_transcript else None
     )
+    claude = None
+    if claude_path is not None:
+        claude = TranscriptWriter(
+            claude_path, session_id=session_id, cwd=config.cwd, model=config.model,
+            cursor=transcript_cursor,
+        )  # fmt: skip
     if config.hooks:
         transcript = str(claude_path) if claude is not None else str(path.resolve()) if path else ""
         hooks = joined(CommandHooks.for_run(config, transcript), hooks)

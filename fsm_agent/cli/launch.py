@@ -37,7 +37,7 @@ from fsm_agent.live.command_hooks import CommandHooks
 from fsm_agent.live.effects import Inbox, LiveEffects
 from fsm_agent.live.mcp_files import McpSetup
 from fsm_agent.live.permission_updates import apply_updates
-from fsm_agent.live.transcript_writer import transcript_path
+from fsm_agent.live.transcript_writer import TranscriptCursor, transcript_path
 from fsm_agent.tools.session_env import with_session_env
 
 INTERRUPTS = (signal.SIGINT, signal.SIGTERM)
@@ -92,6 +92,8 @@ class Plan:
         session to ask inline; `None` when no one can answer (piped, JSON output)."""
         self.prompter: Prompter | None = None
         """A terminal prompt for one-shot runs in a terminal; `ask` wins when set."""
+        self.transcript = TranscriptCursor()
+        """The conversation's Claude Code transcript, which each of its runs goes on."""
         self.tools: dict[str, Tool] | None = None
         """The tools the runs get: None for the built-in ones (an SDK session adds its
         MCP servers' tools)."""
@@ -135,11 +137,8 @@ class Plan:
         None when no settings file has one."""
         if not any(m.event == event for m in self.config.hooks):
             return None
-        claude = (
-            transcript_path(self.config.cwd, self.parent_session_id)
-            if self.parent_session_id
-            else None
-        )
+        session = self.transcript.session_id or self.parent_session_id
+        claude = transcript_path(self.config.cwd, session) if session else None
         transcript = str(claude) if claude is not None and claude.exists() else ""
         hooks = CommandHooks.for_run(self.config, transcript or str(self.parent or ""))
         payload = {
@@ -159,6 +158,7 @@ class Plan:
         self.parent_session_id = None
         self.parent_cut_short = None
         self.read_files = {}
+        self.transcript = TranscriptCursor()
         self.config = evolve(self.config, session_source="clear", session_env=None)
         if self._start is None:
             return
@@ -228,6 +228,7 @@ class Plan:
                 live_effects=self._live,
                 mcp=mcp,
                 tools=self.tools,
+                transcript_cursor=self.transcript,
             )
         self.runs += 1
         self._keep_permissions()

@@ -28,6 +28,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import IO, Any
 
+from attrs import evolve
+
 from fsm_agent.core import jsontext
 from fsm_agent.core.codec import block_to_api, unstructure
 from fsm_agent.core.events import DriverEvent, ModelEvent, ModelRetry, ToolFinished
@@ -101,6 +103,19 @@ def _now() -> str:
     return dt.datetime.now(dt.UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
+class TranscriptCursor:
+    """Where a conversation's transcript stands between its runs: a chat's (or an SDK
+    session's) runs each have their own log and session id, but Claude Code keeps one
+    transcript for the conversation, so each run after the first goes on writing the
+    first run's file (its `sessionId`, its chain of `parentUuid`), from the messages the
+    runs before wrote. A fresh cursor (`/clear`) starts a new one."""
+
+    def __init__(self) -> None:
+        self.session_id: str | None = None
+        self.last_uuid: str | None = None
+        self.written: tuple[Message, ...] = ()
+
+
 class TranscriptWriter:
     """Appends the run's messages to its transcript as they come, each once.
 
@@ -111,13 +126,26 @@ class TranscriptWriter:
     that cannot be written is given up, never the run's failure.
     """
 
-    def __init__(self, path: Path, *, session_id: str, cwd: str, model: str) -> None:
+    def __init__(
+        self,
+        path: Path,
+        *,
+        session_id: str,
+        cwd: str,
+        model: str,
+        cursor: TranscriptCursor | None = None,
+    ) -> None:
         self.path = path
+        self.cursor = cursor
         self.session_id = session_id
         self.cwd = cwd
         self.model = model
         self.written: list[Message] = []
         self.last_uuid: str | None = None
+        if cursor is not None and cursor.session_id is not None:  # a later run goes on
+            self.session_id = cursor.session_id
+            self.written = list(cursor.written)
+            self.last_uuid = cursor.last_uuid
         self.uuids: dict[str, str] = {}
         """Each tool_use id to the uuid of the assistant line that holds it."""
         self.responses: dict[str, dict[str, Any]] = {}
@@ -162,6 +190,8 @@ class TranscriptWriter:
         if self.file is None:
             return
         done = len(self.written)
+        if done and len(messages) >= done and self._extends(messages[done - 1]):
+            self.written[-1] = messages[done - 1]
         if done and (len(messages) < done or messages[done - 1] != self.written[-1]):
             self._boundary()
             done = 0
@@ -204,7 +234,24 @@ class TranscriptWriter:
             content = [{"type": "text", "text": text}]
             self._write(self._entry("user", message={"role": "user", "content": content}))
 
+    def _extends(self, message: Message) -> bool:
+        """Whether `message` is the last one written with blocks added: a later run's
+        prompt joined to the tool results an interrupted run ended with
+        (`history.follow_up`); the added blocks are written as a user line of their own."""
+        last = self.written[-1]
+        if message == last or message.role != "user" or last.role != "user":
+            return False
+        if message.content[: len(last.content)] != last.content:
+            return False
+        added = evolve(message, content=message.content[len(last.content) :])
+        self._message(added, compact_summary=False)
+        return True
+
     def close(self) -> None:
+        if self.cursor is not None:
+            self.cursor.session_id = self.session_id
+            self.cursor.last_uuid = self.last_uuid
+            self.cursor.written = tuple(self.written)
         if self.file is not None:
             self.file.close()
             self.file = None

@@ -266,3 +266,37 @@ def test_an_interrupted_run_ends_in_the_user_s_interrupt_line(
     last = _scripted_transcript(name, tmp_path)[-1]
     assert last["type"] == "user"
     assert last["message"]["content"] == [{"type": "text", "text": line}]
+
+
+def test_a_chat_writes_one_transcript_for_the_conversation(workspace: Path, tmp_path: Path) -> None:
+    """Claude Code keeps a conversation in one file: each message's run goes on the
+    first run's transcript (its session id, its chain), and `/clear` starts another."""
+    scenario = tmp_path / "chat.json"
+    turns = [{"content": c} for c in ("one", "two", "three")]
+    scenario.write_text(json.dumps({"turns": turns}))
+    config_dir = tmp_path / "claude"
+    where = (
+        "--scripted",
+        str(scenario),
+        "--cwd",
+        str(workspace),
+        "--log",
+        str(tmp_path / "c.jsonl"),
+    )
+    env = {"CLAUDE_CONFIG_DIR": str(config_dir)}
+    chat = fsm("chat", *where, input="a\nb\n/clear\nc\n", env=env)
+    assert chat.returncode == 0, chat.stderr
+    first_ids = [SessionLog(tmp_path / n).header["session_id"] for n in ("c.jsonl", "c.3.jsonl")]
+    files = {p.stem: _entries(p) for p in config_dir.glob("projects/*/*.jsonl")}
+    assert set(files) == set(first_ids)  # the conversation's first run names each file
+    talk = files[first_ids[0]]
+    said = [(e["type"], e["message"]["content"]) for e in talk]
+    assert [s[1] if isinstance(s[1], str) else s[1][0]["text"] for s in said] == [
+        "a",
+        "one",
+        "b",
+        "two",
+    ]
+    assert {e["sessionId"] for e in talk} == {first_ids[0]}
+    assert [e["parentUuid"] for e in talk[1:]] == [e["uuid"] for e in talk[:-1]]
+    assert len(files[first_ids[1]]) == 2  # after /clear: c, three
