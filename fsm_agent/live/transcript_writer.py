@@ -32,7 +32,7 @@ from attrs import evolve
 
 from fsm_agent.core import jsontext
 from fsm_agent.core.codec import block_to_api, unstructure
-from fsm_agent.core.events import DriverEvent, ModelEvent, ModelRetry, ToolFinished
+from fsm_agent.core.events import ContextReport, DriverEvent, ModelEvent, ModelRetry, ToolFinished
 from fsm_agent.core.messages import Message, TextBlock, ToolResultBlock, ToolUseBlock
 from fsm_agent.engine.driver import StepInfo
 from fsm_agent.engine.reasons import Terminal
@@ -149,6 +149,8 @@ class TranscriptWriter:
         self.uuids: dict[str, str] = {}
         """Each tool_use id to the uuid of the assistant line that holds it."""
         self.responses: dict[str, dict[str, Any]] = {}
+        self.compacted: dict[str, int] = {}
+        """The token counts of the compaction whose boundary is next (`preTokens`, …)."""
         self.summaries: list[dict[str, Any]] = []
         """Stop hooks' summaries not yet written: each follows the messages of its step
         (a blocking hook's feedback first), as Claude Code orders them."""
@@ -164,6 +166,8 @@ class TranscriptWriter:
         request the SDK retried, as Claude Code's `system` `api_error` line."""
         if isinstance(event, ToolFinished) and event.response is not None:
             self.responses[event.result.tool_use_id] = event.response
+        elif isinstance(event, ContextReport) and event.after < event.before:
+            self.compacted = {"preTokens": event.before, "postTokens": event.after}
         elif isinstance(event, ModelEvent) and isinstance(event.event, ModelRetry):
             retry = event.event
             delay = None if retry.delay_s is None else round(retry.delay_s * 1000)
@@ -354,7 +358,7 @@ class TranscriptWriter:
                 content="Conversation compacted",
                 isMeta=False,
                 level="info",
-                compactMetadata={"trigger": "auto"},
+                compactMetadata={"trigger": "auto", **self.compacted},
                 logicalParentUuid=logical,
             )
         )

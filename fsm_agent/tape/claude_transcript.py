@@ -120,6 +120,9 @@ class Run:
     """Where the interrupt's line says the run was: `tools` (`… for tool use]`), else
     `streaming`; None without one."""
     compacted: bool = False
+    compactions: tuple[str, ...] = ()
+    """The summaries of the run's automatic compactions, in order: the engine's own
+    compaction request is answered with each (Claude Code does not write its request)."""
     max_turns: int | None = None
     """`--max-turns`, when the run ended at it (Claude Code's `max_turns_reached` line)."""
     prompt_hook: HookOutcome | None = None
@@ -153,6 +156,8 @@ class Transcript:
     assumptions: tuple[str, ...] = ()
     sidechains: tuple[Sidechain, ...] = ()
     titles: tuple[str, ...] = ()
+    compacted_at: tuple[int, ...] = ()
+    """The token counts automatic compactions happened at (`compactMetadata.preTokens`)."""
     max_tokens: tuple[int, ...] = ()
     """The `max_tokens` of the loop's requests, in order, where the transcript records
     them (newer Claude Code's `api-request` lines)."""
@@ -185,6 +190,12 @@ class _Reader:
         self.retries: list[ModelRetry] = []
         self.pending_feedback: list[tuple[int, str]] = []
         self.max_tokens: list[int] = []
+        self.compacted_at: list[int] = []
+        self.before_compaction: set[str] = set()
+        """The response and tool_use ids of the run up to its last automatic compaction:
+        a line after it with one of them is a message the compaction kept, written again."""
+        self.boundary: str | None = None
+        """The trigger (`auto`, `manual`) of a `compact_boundary` whose summary is next."""
         self.has_summaries = False
         """Whether the transcript writes `stop_hook_summary` lines (newer Claude Code): they
         say every Stop hook's outcome, and the feedback meta lines only repeat them."""
@@ -321,6 +332,8 @@ class _Reader:
             if content is None:
                 self.warn(n, f"the result of {use_id} has content the import cannot read; skipped")
                 continue
+            if use_id in self.before_compaction:
+                continue  # a result a compaction kept, written again after its summary
             response = structured if isinstance(structured, dict) and len(blocks) == 1 else None
             results[use_id] = ToolResult(content, block.get("is_error") is True, response, n)
         self.replace_run(evolve(run, results=results))
@@ -356,6 +369,8 @@ class _Reader:
         stop = message.get("stop_reason") if isinstance(message.get("stop_reason"), str) else None
         usage = _usage(message.get("usage"))
         last = run.responses[-1] if run.responses else None
+        if message_id and message_id in self.before_compaction:
+            return  # a response a compaction kept, written again after its summary
         if last is not None and message_id and last.message_id == message_id and not last.error:
             joined = evolve(
                 last,
@@ -414,7 +429,12 @@ class _Reader:
         elif subtype == "stop_hook_summary":
             self.stop_hook(n, value)
         elif subtype == "compact_boundary" and self.run is not None:
-            self.replace_run(evolve(self.run, compacted=True))
+            meta = value.get("compactMetadata")
+            meta = meta if isinstance(meta, dict) else {}
+            trigger, tokens = meta.get("trigger"), meta.get("preTokens")
+            self.boundary = trigger if isinstance(trigger, str) else "unknown"
+            if trigger == "auto" and isinstance(tokens, int) and tokens > 0:
+                self.compacted_at.append(tokens)
         elif subtype == "informational" and _ending(value) == "blocked_by_hook":
             self.blocked_prompt(n, value)
 
@@ -463,6 +483,17 @@ class _Reader:
         self.replace_run(evolve(run, stop_hooks=(*run.stop_hooks, *outcomes)))
 
     def compaction(self, n: int, summary: str) -> None:
+        """An automatic compaction is the engine's own, in the run it happened in (its
+        summary answers the engine's compaction request); any other (`/compact`) starts
+        a new run from the summary, as the transcript cannot say how it was asked."""
+        trigger, self.boundary = self.boundary, None
+        if trigger == "auto" and self.run is not None:
+            run = self.run
+            self.before_compaction |= {r.message_id for r in run.responses} | set(run.results)
+            self.replace_run(evolve(run, compactions=(*run.compactions, summary_of(summary))))
+            return
+        if self.run is not None:
+            self.replace_run(evolve(self.run, compacted=True))
         self.warn(
             n,
             "a compaction's summary: the import starts a new run from it (the summary "
@@ -533,6 +564,11 @@ def _with_assumptions(reader: _Reader) -> Transcript:
         "no hooks ran but the Stop hooks the transcript shows, and every tool call "
         "was allowed (a transcript does not record the hooks or the permission rules)"
     )
+    if reader.compacted_at:
+        reader.assume(
+            "where Claude Code compacted at fewer tokens than the default window's "
+            "autocompact threshold, the window is the one whose threshold that is"
+        )
     if any(r.stop_reason is None for run in reader.runs for r in run.responses if not r.error):
         reader.assume(
             "a response whose stop_reason is null (older Claude Code writes it so) "
@@ -548,7 +584,24 @@ def _with_assumptions(reader: _Reader) -> Transcript:
         sidechains=tuple(reader.sidechains),
         titles=tuple(reader.titles),
         max_tokens=tuple(reader.max_tokens),
+        compacted_at=tuple(reader.compacted_at),
     )
+
+
+SUMMARY_MARKS = ("Summary:\n", "summarized below:\n")
+SUMMARY_ENDS = ("\n\nIf you need specific details", "\n\nPlease continue the conversation")
+
+
+def summary_of(text: str) -> str:
+    """The model's summary in a compaction's message: what follows Claude Code's lead-in
+    (`Summary:`, or older releases' `…summarized below:`), up to its closing advice."""
+    for mark in SUMMARY_MARKS:
+        if mark in text:
+            text = text.split(mark, 1)[1]
+            break
+    for end in SUMMARY_ENDS:
+        text = text.split(end, 1)[0]
+    return text.strip()
 
 
 def _ending(value: dict[str, Any]) -> str | None:

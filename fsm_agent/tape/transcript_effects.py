@@ -161,12 +161,17 @@ class TranscriptEffects:
         self.responses = list(run.responses)
         self.calls = 0
         self.stop_hooks = list(run.stop_hooks)
+        self.compactions = list(run.compactions)
         self.misses: list[str] = []
         self.used_results: set[str] = set()
         self.started = started
         self._ids = itertools.count(1)
 
     async def model_stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
+        if request.purpose == "compact":
+            for event in self._compaction(request):
+                yield event
+            return
         index = self.calls
         self.calls += 1
         if index >= len(self.responses):
@@ -195,6 +200,21 @@ class TranscriptEffects:
             raise ModelCallError(
                 _error_kind(response.error_status), response.error, response.error_status
             )
+
+    def _compaction(self, request: ModelRequest) -> list[StreamEvent]:
+        """The engine compacts: answered with the summary of Claude Code's compaction
+        at this point, if it compacted here."""
+        if not self.compactions:
+            self.misses.append(
+                f"the engine compacted the conversation where the transcript's run of line "
+                f"{self.run.line} does not"
+            )
+            raise ModelCallError("invalid_response", "the transcript has no compaction here")
+        summary = self.compactions.pop(0)
+        text = TextBlock(f"<summary>{summary}</summary>")
+        number = len(self.run.compactions) - len(self.compactions)
+        answer = Response(self.run.line, (text,), f"msg_imported_compact_{number}", request.model)
+        return response_events(answer, self.model)
 
     async def count_tokens(self, request: ModelRequest) -> int | None:
         return None
