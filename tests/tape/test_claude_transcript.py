@@ -181,3 +181,54 @@ def test_a_prompt_a_hook_blocked_is_a_run_the_hook_blocks() -> None:
     assert run.prompt == "hi" and not run.responses
     assert run.prompt_hook is not None
     assert run.prompt_hook.blocking_errors == ("[ups.sh]: not that\n",)
+
+
+def test_an_automatic_compaction_stays_in_its_run_and_kept_copies_are_read_once() -> None:
+    boundary = entry(
+        "system",
+        4,
+        subtype="compact_boundary",
+        compactMetadata={"trigger": "auto", "preTokens": 30_000},
+    )
+    summary = entry(
+        "user",
+        5,
+        isCompactSummary=True,
+        message={
+            "role": "user",
+            "content": "This session is being continued from a previous conversation. "
+            "The summary below covers the earlier portion of the conversation.\n\n"
+            "Summary:\nListed the files.\n\nIf you need specific details, read the "
+            "full transcript.",
+        },
+    )
+    found = read_transcript(
+        jsonl(
+            prompt(1, "go"),
+            said(2, "m1", CALL, stop="tool_use"),
+            result(3, "t1", "a.txt"),
+            boundary,
+            summary,
+            said(6, "m1", CALL, stop="tool_use"),  # kept by the compaction, written again
+            result(7, "t1", "[Old tool result content cleared]"),
+            said(8, "m2", {"type": "text", "text": "One file."}),
+        )
+    )
+    (run,) = found.runs
+    assert run.compactions == ("Listed the files.",)
+    assert [r.message_id for r in run.responses] == ["m1", "m2"]
+    assert run.results["t1"].content == "a.txt"
+    assert found.compacted_at == (30_000,)
+    assert not found.warnings
+
+
+def test_a_compaction_of_another_trigger_starts_a_run_from_its_summary() -> None:
+    boundary = entry("system", 3, subtype="compact_boundary", compactMetadata={"trigger": "manual"})
+    summary = entry(
+        "user", 4, isCompactSummary=True, message={"role": "user", "content": "Summary:\nx"}
+    )
+    found = read_transcript(
+        jsonl(prompt(1, "go"), said(2, "m1", {"type": "text", "text": "a"}), boundary, summary)
+    )
+    assert [r.compacted for r in found.runs] == [True, True]
+    assert any("a compaction's summary" in w for w in found.warnings)
