@@ -6,7 +6,9 @@ across the session's workers), so no case runs the CLI twice. `fsm-agent replay
 --check TRANSCRIPT` imports the transcript on the way (re-enacting each run through
 the engine with the effects the transcript recorded) and checks the logs it wrote;
 the import must take the path Claude Code took, so a `differs:` line fails the test
-as a failed check does.
+as a failed check does. The cases go in the corpus's reverse order: two workers that
+start one file each then run the CLI for different cases, and meet in the middle,
+rather than one waiting on the other's run of the same case.
 """
 
 from __future__ import annotations
@@ -39,7 +41,7 @@ def test_every_open_case_is_a_case() -> None:
     assert set(OPEN) <= {c.name for c in CASES}
 
 
-@pytest.mark.parametrize("case", [_param(c) for c in CASES])
+@pytest.mark.parametrize("case", [_param(c) for c in reversed(CASES)])
 def test_the_real_cli_s_transcript_imports_and_replays(
     case: Case, claude_side: Callable[[Case], Observed]
 ) -> None:
