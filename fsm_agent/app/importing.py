@@ -18,9 +18,10 @@ from attrs import evolve, frozen
 
 from fsm_agent.app.history import follow_up
 from fsm_agent.core.config import RunConfig
+from fsm_agent.core.limits import MIN_CONTEXT_WINDOW
 from fsm_agent.core.messages import Message, ToolResultBlock, ToolUseBlock, user
 from fsm_agent.core.model import ToolSpec
-from fsm_agent.engine.driver import Engine, LoopResult
+from fsm_agent.engine.driver import Engine, StepInfo
 from fsm_agent.tape.claude_transcript import Run, Transcript, read_transcript, tool_names
 from fsm_agent.tape.header import session_header
 from fsm_agent.tape.log import LogError, LogWriter
@@ -50,6 +51,17 @@ class Imported:
     @property
     def logs(self) -> tuple[Path, ...]:
         return tuple(run.log for run in self.runs)
+
+
+def _window_for(transcript: Transcript, config: RunConfig) -> RunConfig:
+    """The context window: the default, unless Claude Code compacted at fewer tokens
+    than the default's autocompact threshold: then the window whose threshold is the
+    fewest it compacted at, so the engine compacts where Claude Code did (a
+    transcript does not record the window; the import says it assumed so)."""
+    if not transcript.compacted_at or min(transcript.compacted_at) >= config.autocompact_threshold:
+        return config
+    smaller = config.context_window - (config.autocompact_threshold - min(transcript.compacted_at))
+    return evolve(config, context_window=max(smaller, MIN_CONTEXT_WINDOW))
 
 
 def run_logs(first: Path, count: int) -> list[Path]:
@@ -82,19 +94,43 @@ def _session_ids(transcript: Transcript, count: int) -> list[str]:
     return [first] + [str(uuid.uuid5(namespace, f"run-{n}")) for n in range(2, count + 1)]
 
 
-def _recorded(messages: Sequence[Message]) -> list[tuple[str, object]]:
-    """What a conversation says that the transcript also says: the model's blocks and
-    the tool results, in order; injected messages and the prompt left out."""
-    said: list[tuple[str, object]] = []
-    for message in messages:
-        if message.is_meta:
-            continue
-        for block in message.content:
-            if message.role == "assistant":
-                said.append(("assistant", block))
-            elif isinstance(block, ToolResultBlock):
-                said.append(("tool_result", (block.tool_use_id, block.text, block.is_error)))
-    return said
+class Said:
+    """What the engine's conversation says that the transcript also says: the model's
+    blocks and the tool results, in the order they first appear; injected messages and
+    the prompt left out. Gathered step by step (`observe` is the engine's `on_step`),
+    since a compaction replaces what came before it in the run's messages."""
+
+    def __init__(self, start: Sequence[Message]) -> None:
+        self.seen: set[object] = {_key(m) for m in start}
+        """The messages the run started with (the prompt, the conversation before) are
+        not the run's: seen already."""
+        self.items: list[tuple[str, object]] = []
+
+    def observe(self, step: StepInfo) -> None:
+        self.take(step.state.messages.items)
+
+    def take(self, messages: Sequence[Message]) -> None:
+        for message in messages:
+            key = _key(message)
+            if message.is_meta or key in self.seen:
+                continue
+            self.seen.add(key)
+            for block in message.content:
+                if message.role == "assistant":
+                    self.items.append(("assistant", block))
+                elif isinstance(block, ToolResultBlock):
+                    item = (block.tool_use_id, block.text, block.is_error)
+                    self.items.append(("tool_result", item))
+
+
+def _key(message: Message) -> object:
+    """A message as `Said` tells it apart: by its response's id, or the calls its
+    results answer, since a compaction's copies of the kept messages lose their usage
+    and microcompact clears old results' text."""
+    if message.role == "assistant" and message.id:
+        return ("assistant", message.id)
+    answered = tuple(b.tool_use_id for b in message.content if isinstance(b, ToolResultBlock))
+    return ("results", answered) if answered else (message.role, message.content)
 
 
 def _expected(run: Run) -> list[tuple[str, object]]:
@@ -116,11 +152,12 @@ def _short(item: object, limit: int = 160) -> str:
     return text if len(text) <= limit else f"{text[: limit - 1]}…"
 
 
-def differences(run: Run, result: LoopResult, start: int, effects: TranscriptEffects) -> list[str]:
+def differences(run: Run, said: Said, effects: TranscriptEffects) -> list[str]:
     """Where the engine's run parts from the transcript's: the first differing item of
-    the conversation, responses or results it never asked for, and what it missed."""
+    the conversation, responses or results it never asked for, compactions it did not
+    make, and what it missed."""
     found: list[str] = list(effects.misses)
-    got = _recorded(result.messages.items[start:])
+    got = said.items
     want = _expected(run)
     for n, (a, b) in enumerate(zip(want, got, strict=False)):
         if a != b:
@@ -137,6 +174,11 @@ def differences(run: Run, result: LoopResult, start: int, effects: TranscriptEff
     unused = len(run.responses) - effects.calls
     if unused > 0:
         found.append(f"{unused} response(s) of the transcript were never asked for")
+    if effects.compactions:
+        found.append(
+            f"Claude Code compacted the conversation {len(effects.compactions)} more "
+            "time(s) than the engine"
+        )
     return found
 
 
@@ -150,12 +192,19 @@ async def aimport_transcript(
     path = Path(path)
     transcript = read_transcript(path.read_bytes(), str(path))
     base = config or RunConfig()
+    hooked = [("Stop", any(r.stop_hooks for r in transcript.runs))]
+    hooked.append(("UserPromptSubmit", any(r.prompt_hook for r in transcript.runs)))
+    asked = transcript.max_tokens
     config = evolve(
         base,
         model=transcript.model or base.model,
         cwd=transcript.cwd or base.cwd,
-        hooked_events=("Stop",) if any(r.stop_hooks for r in transcript.runs) else (),
+        hooked_events=tuple(event for event, found in hooked if found),
+        # what the loop asked first, and the most it ever asked (an escalation)
+        max_output_tokens=asked[0] if asked else base.max_output_tokens,
+        escalated_max_output_tokens=max(asked) if asked else base.escalated_max_output_tokens,
     )
+    config = _window_for(transcript, config)
     specs = tool_specs_for(tool_names(transcript))
     logs = run_logs(Path(log), len(transcript.runs))
     ids = _session_ids(transcript, len(transcript.runs))
@@ -170,20 +219,24 @@ async def aimport_transcript(
             start = [user(run.prompt)]
         else:
             start = follow_up(messages, run.prompt)
+        config = evolve(config, max_turns=run.max_turns)
         header = session_header(
             ids[n], config, specs, imported={"transcript": str(path.resolve()), "line": run.line},
             **({"parent": parent} if parent else {}),
         )  # fmt: skip
         writer = LogWriter(logs[n], header)
         effects = TranscriptEffects(run, config.model)
+        said = Said(start)
         engine = Engine(
-            config, RecordingTape(writer), effects, specs, ids[n], outputs=BUILTIN_OUTPUTS
-        )
+            config, RecordingTape(writer), effects, specs, ids[n],
+            on_step=said.observe, outputs=BUILTIN_OUTPUTS,
+        )  # fmt: skip
         try:
             result = await engine.run(start, None)
         finally:
             writer.close()
-        found = differences(run, result, len(start), effects)
+        said.take(result.messages.items)
+        found = differences(run, said, effects)
         runs.append(ImportedRun(logs[n], result.reason, run.line, tuple(found)))
         messages = list(result.messages.items)
         parent = {"log": str(logs[n].resolve()), "session_id": ids[n]}

@@ -44,7 +44,7 @@ from fsm_agent.live.scripted import (
     ScriptedModel,
     callers_choices,
 )
-from fsm_agent.live.transcript_writer import TranscriptWriter, transcript_path
+from fsm_agent.live.transcript_writer import TranscriptCursor, TranscriptWriter, transcript_path
 from fsm_agent.policy.permissions import check_mode, removed_tools
 from fsm_agent.tape.header import session_header
 from fsm_agent.tape.log import LogWriter, MemoryWriter, default_log_path
@@ -101,6 +101,7 @@ async def arun(
     mcp: McpServers | None = None,
     claude_transcript: bool = True,
     recorder: SessionRecorder | None = None,
+    transcript_cursor: TranscriptCursor | None = None,
 ) -> LoopResult:
     """Run the loop live, recording every transition and effect.
 
@@ -119,7 +120,8 @@ async def arun(
     get as `transcript_path`; `claude_transcript=False` (or
     `FSM_AGENT_CLAUDE_TRANSCRIPT=0`) turns that off. `recorder` writes the run into
     its session's one log, after the session's earlier runs (an Agent SDK process),
-    in place of a log of its own.
+    in place of a log of its own; `transcript_cursor` carries a
+    conversation's transcript from one of its runs to the next (one file for all).
     """
     if mcp is not None:
         mcp.start()  # in parallel with everything else before the first request
@@ -164,15 +166,22 @@ async def arun(
         blobs = Path(tempfile.gettempdir()) / "fsm-agent" / session_id / "tool-results"
     if writer is not None:
         tape = RecordingTape(writer)
-    claude_path = transcript_path(config.cwd, session_id) if path and claude_transcript else None
-    claude = (
-        TranscriptWriter(claude_path, session_id=session_id, cwd=config.cwd, model=config.model)
-        if claude_path is not None
-        else None
+    claude_session = (transcript_cursor.session_id if transcript_cursor else None) or session_id
+    claude_path = (
+        transcript_path(config.cwd, claude_session) if path and claude_transcript else None
     )
+    claude = None
+    if claude_path is not None:
+        claude = TranscriptWriter(
+            claude_path, session_id=session_id, cwd=config.cwd, model=config.model,
+            cursor=transcript_cursor,
+        )  # fmt: skip
     if config.hooks:
         transcript = str(claude_path) if claude is not None else str(path.resolve()) if path else ""
         hooks = joined(CommandHooks.for_run(config, transcript), hooks)
+    if claude is not None and hooks is not None and config.has_hooks("Stop"):
+        stops = [h.command for m in config.hooks if m.event == "Stop" for h in m.hooks]
+        hooks = claude.watching(hooks, stops)
     notify = None
     if hooks is not None and prompter is not None and config.has_hooks(NOTIFICATION):
         notify = notifier(hooks, session_id, config.cwd)
@@ -194,6 +203,7 @@ async def arun(
         result = await engine.run(_messages(prompt), read_files)
         if claude is not None:
             claude.sync(result.messages.items)
+            claude.ended(result.reason)
         return result
     finally:
         close_tools(tools.values())

@@ -38,7 +38,7 @@ from fsm_agent.live.command_hooks import CommandHooks
 from fsm_agent.live.effects import Inbox, LiveEffects
 from fsm_agent.live.mcp_files import McpSetup
 from fsm_agent.live.permission_updates import apply_updates
-from fsm_agent.live.transcript_writer import transcript_path
+from fsm_agent.live.transcript_writer import TranscriptCursor, transcript_path
 from fsm_agent.tape.recording import SessionRecorder
 from fsm_agent.tools.session_env import with_session_env
 
@@ -100,6 +100,8 @@ class Plan:
         self.recorder: SessionRecorder | None = None
         """Set by an Agent SDK session: every run goes into its one log, one after another
         (`log` names it), not a log each."""
+        self.transcript = TranscriptCursor()
+        """The conversation's Claude Code transcript, which each of its runs goes on."""
         self.tools: dict[str, Tool] | None = None
         """The tools the runs get: None for the built-in ones (an SDK session adds its
         MCP servers' tools)."""
@@ -143,11 +145,8 @@ class Plan:
         None when no settings file has one."""
         if not any(m.event == event for m in self.config.hooks):
             return None
-        claude = (
-            transcript_path(self.config.cwd, self.parent_session_id)
-            if self.parent_session_id
-            else None
-        )
+        session = self.transcript.session_id or self.parent_session_id
+        claude = transcript_path(self.config.cwd, session) if session else None
         transcript = str(claude) if claude is not None and claude.exists() else ""
         hooks = CommandHooks.for_run(self.config, transcript or str(self.parent or ""))
         payload = {
@@ -167,6 +166,7 @@ class Plan:
         self.parent_session_id = None
         self.parent_cut_short = None
         self.read_files = {}
+        self.transcript = TranscriptCursor()
         self.config = evolve(self.config, session_source="clear", session_env=None)
         if self._start is None:
             return
@@ -247,6 +247,7 @@ class Plan:
                 mcp=mcp,
                 tools=self.tools,
                 recorder=self.recorder,
+                transcript_cursor=self.transcript,
             )
         self.runs += 1
         self._keep_permissions()

@@ -141,7 +141,7 @@ def _number(literal: str) -> int | float | None:
 
 _JSON_TYPES = {
     bool: "boolean",
-    int: "integer",
+    int: "number",
     float: "number",
     str: "string",
     list: "array",
@@ -151,6 +151,9 @@ _JSON_TYPES = {
 
 
 def _issue(error: fastjsonschema.JsonSchemaValueException) -> str:
+    """The first error in Claude Code's words; a value received is named by its JSON
+    type as Claude Code names it (any number is `number`: its checker has one number
+    type, so `7` where a string belongs is "provided as `number`")."""
     where = ".".join(str(p) for p in (error.path or [])[1:])
     definition = error.definition if isinstance(error.definition, dict) else {}
     value = error.value

@@ -9,7 +9,10 @@ the variable is unset), one line per entry as the real CLI writes them: a
 `user` line per user message (`isMeta` on injected ones, `toolUseResult` on
 tool results), an `assistant` line per content block of a response (the
 lines share `message.id`), a `system` `compact_boundary` line where the
-conversation was compacted. `FSM_AGENT_CLAUDE_TRANSCRIPT=0` turns it off.
+conversation was compacted, a `system` `stop_hook_summary` line each time
+the Stop hooks ran (after the feedback of one that blocked), and the user's
+`[Request interrupted by user…]` line where a run was interrupted.
+`FSM_AGENT_CLAUDE_TRANSCRIPT=0` turns it off.
 
 The session log stays what replays a run; this file is written from what the
 run records (its states, step by step) and is never read back by fsm-agent.
@@ -25,11 +28,15 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import IO, Any
 
+from attrs import evolve
+
 from fsm_agent.core import jsontext
 from fsm_agent.core.codec import block_to_api, unstructure
-from fsm_agent.core.events import DriverEvent, ModelEvent, ModelRetry, ToolFinished
+from fsm_agent.core.events import ContextReport, DriverEvent, ModelEvent, ModelRetry, ToolFinished
 from fsm_agent.core.messages import Message, TextBlock, ToolResultBlock, ToolUseBlock
 from fsm_agent.engine.driver import StepInfo
+from fsm_agent.engine.reasons import Terminal
+from fsm_agent.hooks.outcomes import HookOutcome, Hooks
 
 SWITCH_VARIABLE = "FSM_AGENT_CLAUDE_TRANSCRIPT"
 ENTRYPOINT = "fsm-agent"
@@ -41,6 +48,12 @@ MAX_NAME = 200
 
 API_ERROR = "API Error: "
 """How the answer an API error became begins (the engine's words, and Claude Code's)."""
+
+INTERRUPTS: dict[str, str] = {
+    Terminal.ABORTED_STREAMING: "[Request interrupted by user]",
+    Terminal.ABORTED_TOOLS: "[Request interrupted by user for tool use]",
+}
+"""The user line Claude Code writes when the user interrupts a run, by where it was."""
 
 CLAUDE_CODE_VERSION = "2.1.332"
 """The Claude Code release whose transcript lines these match (the CLI the tests run)."""
@@ -90,6 +103,19 @@ def _now() -> str:
     return dt.datetime.now(dt.UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
+class TranscriptCursor:
+    """Where a conversation's transcript stands between its runs: a chat's (or an SDK
+    session's) runs each have their own log and session id, but Claude Code keeps one
+    transcript for the conversation, so each run after the first goes on writing the
+    first run's file (its `sessionId`, its chain of `parentUuid`), from the messages the
+    runs before wrote. A fresh cursor (`/clear`) starts a new one."""
+
+    def __init__(self) -> None:
+        self.session_id: str | None = None
+        self.last_uuid: str | None = None
+        self.written: tuple[Message, ...] = ()
+
+
 class TranscriptWriter:
     """Appends the run's messages to its transcript as they come, each once.
 
@@ -100,16 +126,34 @@ class TranscriptWriter:
     that cannot be written is given up, never the run's failure.
     """
 
-    def __init__(self, path: Path, *, session_id: str, cwd: str, model: str) -> None:
+    def __init__(
+        self,
+        path: Path,
+        *,
+        session_id: str,
+        cwd: str,
+        model: str,
+        cursor: TranscriptCursor | None = None,
+    ) -> None:
         self.path = path
+        self.cursor = cursor
         self.session_id = session_id
         self.cwd = cwd
         self.model = model
         self.written: list[Message] = []
         self.last_uuid: str | None = None
+        if cursor is not None and cursor.session_id is not None:  # a later run goes on
+            self.session_id = cursor.session_id
+            self.written = list(cursor.written)
+            self.last_uuid = cursor.last_uuid
         self.uuids: dict[str, str] = {}
         """Each tool_use id to the uuid of the assistant line that holds it."""
         self.responses: dict[str, dict[str, Any]] = {}
+        self.compacted: dict[str, int] = {}
+        """The token counts of the compaction whose boundary is next (`preTokens`, …)."""
+        self.summaries: list[dict[str, Any]] = []
+        """Stop hooks' summaries not yet written: each follows the messages of its step
+        (a blocking hook's feedback first), as Claude Code orders them."""
         self.file: IO[bytes] | None = None
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
@@ -122,6 +166,8 @@ class TranscriptWriter:
         request the SDK retried, as Claude Code's `system` `api_error` line."""
         if isinstance(event, ToolFinished) and event.response is not None:
             self.responses[event.result.tool_use_id] = event.response
+        elif isinstance(event, ContextReport) and event.after < event.before:
+            self.compacted = {"preTokens": event.before, "postTokens": event.after}
         elif isinstance(event, ModelEvent) and isinstance(event.event, ModelRetry):
             retry = event.event
             delay = None if retry.delay_s is None else round(retry.delay_s * 1000)
@@ -148,6 +194,8 @@ class TranscriptWriter:
         if self.file is None:
             return
         done = len(self.written)
+        if done and len(messages) >= done and self._extends(messages[done - 1]):
+            self.written[-1] = messages[done - 1]
         if done and (len(messages) < done or messages[done - 1] != self.written[-1]):
             self._boundary()
             done = 0
@@ -155,8 +203,59 @@ class TranscriptWriter:
         for message in messages[done:]:
             self._message(message, compact_summary=not self.written and self.last_uuid is not None)
             self.written.append(message)
+        for summary in self.summaries:
+            self._write(self._entry("system", **summary))
+        self.summaries.clear()
+
+    def watching(self, hooks: Hooks, commands: Sequence[str]) -> Hooks:
+        """`hooks`, with each outcome of the Stop hooks (`commands`, as settings name
+        them) written as Claude Code's `stop_hook_summary` line."""
+        return _StopWatch(hooks, self, tuple(commands))
+
+    def stop_hooks_ran(self, outcome: HookOutcome, commands: Sequence[str]) -> None:
+        self.summaries.append(
+            {
+                "subtype": "stop_hook_summary",
+                "hookCount": max(len(commands), 1),
+                "hookInfos": [{"command": c} for c in commands],
+                "hookErrors": list(outcome.blocking_errors),
+                "failedHookErrorIndexes": [],
+                "hookAdditionalContext": list(outcome.additional_context),
+                "preventedContinuation": outcome.prevent_continuation,
+                "stopReason": outcome.stop_reason or "",
+                "hasOutput": bool(
+                    outcome.blocking_errors or outcome.prevent_continuation or outcome.messages
+                ),
+                "level": "suggestion",
+                "toolUseID": str(uuid.uuid4()),
+            }
+        )
+
+    def ended(self, reason: str) -> None:
+        """The run is over: an interrupted one gets the user's interrupt line."""
+        text = INTERRUPTS.get(reason)
+        if text is not None and self.file is not None:
+            content = [{"type": "text", "text": text}]
+            self._write(self._entry("user", message={"role": "user", "content": content}))
+
+    def _extends(self, message: Message) -> bool:
+        """Whether `message` is the last one written with blocks added: a later run's
+        prompt joined to the tool results an interrupted run ended with
+        (`history.follow_up`); the added blocks are written as a user line of their own."""
+        last = self.written[-1]
+        if message == last or message.role != "user" or last.role != "user":
+            return False
+        if message.content[: len(last.content)] != last.content:
+            return False
+        added = evolve(message, content=message.content[len(last.content) :])
+        self._message(added, compact_summary=False)
+        return True
 
     def close(self) -> None:
+        if self.cursor is not None:
+            self.cursor.session_id = self.session_id
+            self.cursor.last_uuid = self.last_uuid
+            self.cursor.written = tuple(self.written)
         if self.file is not None:
             self.file.close()
             self.file = None
@@ -259,7 +358,25 @@ class TranscriptWriter:
                 content="Conversation compacted",
                 isMeta=False,
                 level="info",
-                compactMetadata={"trigger": "auto"},
+                compactMetadata={"trigger": "auto", **self.compacted},
                 logicalParentUuid=logical,
             )
         )
+
+
+class _StopWatch:
+    """A run's hooks, unchanged, telling the writer what the Stop hooks decided."""
+
+    def __init__(self, hooks: Hooks, writer: TranscriptWriter, commands: tuple[str, ...]):
+        self.hooks = hooks
+        self.writer = writer
+        self.commands = commands
+        events = getattr(hooks, "events", None)
+        if events is not None:
+            self.events = events
+
+    async def run(self, event: str, payload: dict[str, Any]) -> HookOutcome:
+        outcome = await self.hooks.run(event, payload)
+        if event == "Stop" and not outcome.interrupted:
+            self.writer.stop_hooks_ran(outcome, self.commands)
+        return outcome

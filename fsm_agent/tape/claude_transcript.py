@@ -60,7 +60,6 @@ IGNORED_TYPES = frozenset(
         "mode",
         "tools-used",
         "atis-latch",
-        "api-request",
         "api-request-blob",
         "api-request-shape",
     }
@@ -101,6 +100,10 @@ class Response:
     retries: tuple[ModelRetry, ...] = ()
     error: str | None = None
     error_status: int | None = None
+    unparsed: tuple[tuple[str, str], ...] = ()
+    """The tool calls whose input was not JSON, (id, the raw text): Claude Code writes such
+    an input as `{"__unparsedToolInput": {"raw": …}}`; the block holds `{}`, as the
+    engine's own would."""
 
 
 @frozen
@@ -113,7 +116,23 @@ class Run:
     results: dict[str, ToolResult] = field(factory=dict)
     stop_hooks: tuple[HookOutcome, ...] = ()
     interrupted: bool = False
+    interrupted_while: str | None = None
+    """Where the interrupt's line says the run was: `tools` (`… for tool use]`), else
+    `streaming`; None without one."""
     compacted: bool = False
+    compactions: tuple[str, ...] = ()
+    """The summaries of the run's automatic compactions, in order: the engine's own
+    compaction request is answered with each (Claude Code does not write its request)."""
+    max_turns: int | None = None
+    """`--max-turns`, when the run ended at it (Claude Code's `max_turns_reached` line)."""
+    prompt_hook: HookOutcome | None = None
+    """The UserPromptSubmit hooks' block of the prompt (the run then has no response)."""
+
+
+MAIN_QUERIES = frozenset({"sdk", "repl_main_thread"})
+"""The `querySource` of the loop's own requests (a title's or a summary's are not)."""
+PROMPT_BLOCKED = "UserPromptSubmit operation blocked by hook:\n"
+ORIGINAL_PROMPT = "\n\nOriginal prompt: "
 
 
 @frozen
@@ -137,6 +156,11 @@ class Transcript:
     assumptions: tuple[str, ...] = ()
     sidechains: tuple[Sidechain, ...] = ()
     titles: tuple[str, ...] = ()
+    compacted_at: tuple[int, ...] = ()
+    """The token counts automatic compactions happened at (`compactMetadata.preTokens`)."""
+    max_tokens: tuple[int, ...] = ()
+    """The `max_tokens` of the loop's requests, in order, where the transcript records
+    them (newer Claude Code's `api-request` lines)."""
 
 
 def looks_like_transcript(first_line: bytes) -> bool:
@@ -165,6 +189,13 @@ class _Reader:
         self.model = ""
         self.retries: list[ModelRetry] = []
         self.pending_feedback: list[tuple[int, str]] = []
+        self.max_tokens: list[int] = []
+        self.compacted_at: list[int] = []
+        self.before_compaction: set[str] = set()
+        """The response and tool_use ids of the run up to its last automatic compaction:
+        a line after it with one of them is a message the compaction kept, written again."""
+        self.boundary: str | None = None
+        """The trigger (`auto`, `manual`) of a `compact_boundary` whose summary is next."""
         self.has_summaries = False
         """Whether the transcript writes `stop_hook_summary` lines (newer Claude Code): they
         say every Stop hook's outcome, and the feedback meta lines only repeat them."""
@@ -194,6 +225,9 @@ class _Reader:
             if isinstance(value.get("summary"), str):
                 self.titles.append(value["summary"])
             return
+        if kind == "api-request":
+            self.api_request(value)
+            return
         if kind in IGNORED_TYPES:
             return
         if kind not in CHAIN_TYPES:
@@ -217,6 +251,25 @@ class _Reader:
             self.assistant(n, value)
         elif kind == "system":
             self.system(n, value)
+        elif kind == "attachment":
+            self.attachment(value)
+
+    def api_request(self, value: dict[str, Any]) -> None:
+        params = value.get("params")
+        source = value.get("querySource")
+        if not isinstance(params, dict) or source not in (None, *MAIN_QUERIES):
+            return
+        most = params.get("max_tokens")
+        if isinstance(most, int) and not isinstance(most, bool) and most > 0:
+            self.max_tokens.append(most)
+
+    def attachment(self, value: dict[str, Any]) -> None:
+        held = value.get("attachment")
+        if not isinstance(held, dict) or held.get("type") != "max_turns_reached":
+            return
+        most = held.get("maxTurns")
+        if self.run is not None and isinstance(most, int) and most >= 1:
+            self.replace_run(evolve(self.run, max_turns=most))
 
     def sidechain(self, n: int) -> None:
         last = self.sidechains[-1] if self.sidechains else None
@@ -251,7 +304,8 @@ class _Reader:
             if self.run is None:
                 self.warn(n, "an interrupt before any prompt; skipped")
             else:
-                self.replace_run(evolve(self.run, interrupted=True))
+                where = "tools" if text.startswith(INTERRUPTED) else "streaming"
+                self.replace_run(evolve(self.run, interrupted=True, interrupted_while=where))
             return
         if not text:
             self.warn(n, "a user entry with neither text nor tool results; skipped")
@@ -278,6 +332,8 @@ class _Reader:
             if content is None:
                 self.warn(n, f"the result of {use_id} has content the import cannot read; skipped")
                 continue
+            if use_id in self.before_compaction:
+                continue  # a result a compaction kept, written again after its summary
             response = structured if isinstance(structured, dict) and len(blocks) == 1 else None
             results[use_id] = ToolResult(content, block.get("is_error") is True, response, n)
         self.replace_run(evolve(run, results=results))
@@ -297,7 +353,12 @@ class _Reader:
             self.synthetic(n, value, message)
             return
         blocks: list[ContentBlock] = []
+        unparsed: list[tuple[str, str]] = []
         for block in message["content"]:
+            raw = _unparsed_input(block)
+            if raw is not None:
+                unparsed.append((block["id"], raw))
+                block = {**block, "input": {}}
             converted = _answer_block(block)
             if converted is None:
                 what = block.get("type") if isinstance(block, dict) else json_name(block)
@@ -308,10 +369,13 @@ class _Reader:
         stop = message.get("stop_reason") if isinstance(message.get("stop_reason"), str) else None
         usage = _usage(message.get("usage"))
         last = run.responses[-1] if run.responses else None
+        if message_id and message_id in self.before_compaction:
+            return  # a response a compaction kept, written again after its summary
         if last is not None and message_id and last.message_id == message_id and not last.error:
             joined = evolve(
                 last,
                 content=(*last.content, *blocks),
+                unparsed=(*last.unparsed, *unparsed),
                 stop_reason=stop or last.stop_reason,
                 usage=usage if usage != Usage() else last.usage,
             )
@@ -320,7 +384,8 @@ class _Reader:
         if not self.model and model:
             self.model = model
         response = Response(
-            n, tuple(blocks), message_id, model, stop, usage, tuple(self.retries)
+            n, tuple(blocks), message_id, model, stop, usage, tuple(self.retries),
+            unparsed=tuple(unparsed),
         )  # fmt: skip
         self.retries.clear()
         self.replace_run(evolve(run, responses=(*run.responses, response)))
@@ -364,7 +429,27 @@ class _Reader:
         elif subtype == "stop_hook_summary":
             self.stop_hook(n, value)
         elif subtype == "compact_boundary" and self.run is not None:
-            self.replace_run(evolve(self.run, compacted=True))
+            meta = value.get("compactMetadata")
+            meta = meta if isinstance(meta, dict) else {}
+            trigger, tokens = meta.get("trigger"), meta.get("preTokens")
+            self.boundary = trigger if isinstance(trigger, str) else "unknown"
+            if trigger == "auto" and isinstance(tokens, int) and tokens > 0:
+                self.compacted_at.append(tokens)
+        elif subtype == "informational" and _ending(value) == "blocked_by_hook":
+            self.blocked_prompt(n, value)
+
+    def blocked_prompt(self, n: int, value: dict[str, Any]) -> None:
+        """A prompt a UserPromptSubmit hook blocked: Claude Code writes no user line for
+        it, only its notice, which names the hooks' errors and the prompt."""
+        content = _text(value.get("content"))
+        errors, found, prompt = content.removeprefix(PROMPT_BLOCKED).rpartition(ORIGINAL_PROMPT)
+        if not content.startswith(PROMPT_BLOCKED) or not found:
+            self.warn(n, "a blocked prompt's notice without the prompt; skipped")
+            return
+        self.flush_feedback()
+        self.retries.clear()
+        outcome = HookOutcome(blocking_errors=(errors,))
+        self.runs.append(Run(prompt, n, prompt_hook=outcome))
 
     def stop_hook(self, n: int, value: dict[str, Any]) -> None:
         run = self.run
@@ -398,6 +483,17 @@ class _Reader:
         self.replace_run(evolve(run, stop_hooks=(*run.stop_hooks, *outcomes)))
 
     def compaction(self, n: int, summary: str) -> None:
+        """An automatic compaction is the engine's own, in the run it happened in (its
+        summary answers the engine's compaction request); any other (`/compact`) starts
+        a new run from the summary, as the transcript cannot say how it was asked."""
+        trigger, self.boundary = self.boundary, None
+        if trigger == "auto" and self.run is not None:
+            run = self.run
+            self.before_compaction |= {r.message_id for r in run.responses} | set(run.results)
+            self.replace_run(evolve(run, compactions=(*run.compactions, summary_of(summary))))
+            return
+        if self.run is not None:
+            self.replace_run(evolve(self.run, compacted=True))
         self.warn(
             n,
             "a compaction's summary: the import starts a new run from it (the summary "
@@ -454,14 +550,25 @@ def _with_assumptions(reader: _Reader) -> Transcript:
         "the model was offered the tools it called: a built-in one as fsm-agent defines "
         "it, any other taking any input (a transcript does not record the tool list)"
     )
-    reader.assume(
-        "max_tokens, the context window and the other run options are fsm-agent's "
-        "defaults (a transcript does not record them)"
-    )
+    if reader.max_tokens:
+        reader.assume(
+            "the context window and the other run options are fsm-agent's defaults "
+            "(a transcript does not record them); max_tokens is the transcript's"
+        )
+    else:
+        reader.assume(
+            "max_tokens, the context window and the other run options are fsm-agent's "
+            "defaults (a transcript does not record them)"
+        )
     reader.assume(
         "no hooks ran but the Stop hooks the transcript shows, and every tool call "
         "was allowed (a transcript does not record the hooks or the permission rules)"
     )
+    if reader.compacted_at:
+        reader.assume(
+            "where Claude Code compacted at fewer tokens than the default window's "
+            "autocompact threshold, the window is the one whose threshold that is"
+        )
     if any(r.stop_reason is None for run in reader.runs for r in run.responses if not r.error):
         reader.assume(
             "a response whose stop_reason is null (older Claude Code writes it so) "
@@ -476,7 +583,32 @@ def _with_assumptions(reader: _Reader) -> Transcript:
         assumptions=tuple(reader.assumptions),
         sidechains=tuple(reader.sidechains),
         titles=tuple(reader.titles),
+        max_tokens=tuple(reader.max_tokens),
+        compacted_at=tuple(reader.compacted_at),
     )
+
+
+SUMMARY_MARKS = ("Summary:\n", "summarized below:\n")
+SUMMARY_ENDS = ("\n\nIf you need specific details", "\n\nPlease continue the conversation")
+
+
+def summary_of(text: str) -> str:
+    """The model's summary in a compaction's message: what follows Claude Code's lead-in
+    (`Summary:`, or older releases' `…summarized below:`), up to its closing advice."""
+    for mark in SUMMARY_MARKS:
+        if mark in text:
+            text = text.split(mark, 1)[1]
+            break
+    for end in SUMMARY_ENDS:
+        text = text.split(end, 1)[0]
+    return text.strip()
+
+
+def _ending(value: dict[str, Any]) -> str | None:
+    ending = value.get("promptSubmitEnding")
+    inner = ending.get("ending") if isinstance(ending, dict) else None
+    kind = inner.get("kind") if isinstance(inner, dict) else None
+    return kind if isinstance(kind, str) else None
 
 
 def _text(value: Any) -> str:
@@ -512,6 +644,17 @@ def _image(block: dict[str, Any]) -> ImageBlock | None:
     if source.get("type") != "base64" or not isinstance(media, str) or not isinstance(data, str):
         return None
     return ImageBlock(ImageSource(type="base64", media_type=media, data=data))
+
+
+def _unparsed_input(block: Any) -> str | None:
+    """The raw text of a tool call whose input Claude Code could not parse as JSON."""
+    if not _is(block, "tool_use") or not isinstance(block.get("id"), str):
+        return None
+    tool_input = block.get("input")
+    held = tool_input.get("__unparsedToolInput") if isinstance(tool_input, dict) else None
+    if isinstance(held, dict) and isinstance(held.get("raw"), str):
+        return held["raw"]
+    return None
 
 
 def _answer_block(block: Any) -> ContentBlock | None:

@@ -14,7 +14,7 @@ from __future__ import annotations
 import datetime as dt
 import itertools
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
 from fsm_agent.core.abort import AbortSignal
@@ -50,9 +50,10 @@ from fsm_agent.core.permission_types import (
 from fsm_agent.core.tool import ToolCall, ToolEnv, ToolOutcome
 from fsm_agent.engine.ports import interrupted
 from fsm_agent.hooks.outcomes import NO_OPINION, HookOutcome
-from fsm_agent.tape.claude_transcript import Response, Run
+from fsm_agent.tape.claude_transcript import Response, Run, ToolResult
 
 DELTA_CHARS = 64
+TOOL_USE_ERROR = ("<tool_use_error>", "</tool_use_error>")
 
 
 def _stop_reason(response: Response) -> str:
@@ -62,7 +63,13 @@ def _stop_reason(response: Response) -> str:
     return "tool_use" if calls else "end_turn"
 
 
-def _block_events(index: int, block: ContentBlock) -> list[StreamEvent]:
+UNPARSED = "the tool call's input could not be parsed as JSON"
+"""The error of a call whose input was not JSON, when the transcript holds no result."""
+
+
+def _block_events(
+    index: int, block: ContentBlock, unparsed: dict[str, tuple[str, str]]
+) -> list[StreamEvent]:
     if isinstance(block, TextBlock):
         pieces = [block.text[i : i + DELTA_CHARS] for i in range(0, len(block.text), DELTA_CHARS)]
         deltas = [BlockDelta(index, "text", p) for p in pieces]
@@ -74,19 +81,37 @@ def _block_events(index: int, block: ContentBlock) -> list[StreamEvent]:
             deltas.append(BlockDelta(index, "signature", block.signature))
         return [BlockStart(index, start), *deltas, BlockStop(index, block)]
     if isinstance(block, ToolUseBlock):
-        raw = json.dumps(block.input)
+        raw, error = unparsed.get(block.id, (json.dumps(block.input), None))
         empty = ToolUseBlock(block.id, block.name, {})
         return [
             BlockStart(index, empty),
             BlockDelta(index, "input_json", raw),
-            BlockStop(index, block),
+            BlockStop(index, block, error),
         ]
     if isinstance(block, RedactedThinkingBlock):
         return [BlockStart(index, block), BlockStop(index, block)]
     return [BlockStart(index, block), BlockStop(index, block)]
 
 
-def response_events(response: Response, model: str) -> list[StreamEvent]:
+def _unparsed(response: Response, results: Mapping[str, ToolResult]) -> dict[str, tuple[str, str]]:
+    """Each call whose input was not JSON: its raw text, and the error the engine is to
+    answer it with: the words of Claude Code's result (the engine wraps them in
+    `<tool_use_error>` as Claude Code did), so the conversation is the transcript's."""
+    found = {}
+    for use_id, raw in response.unparsed:
+        result = results.get(use_id)
+        text = result.content if result is not None else None
+        if isinstance(text, str) and text.startswith(TOOL_USE_ERROR[0]):
+            error = text.removeprefix(TOOL_USE_ERROR[0]).removesuffix(TOOL_USE_ERROR[1])
+        else:
+            error = UNPARSED
+        found[use_id] = (raw, error)
+    return found
+
+
+def response_events(
+    response: Response, model: str, results: Mapping[str, ToolResult] | None = None
+) -> list[StreamEvent]:
     """The stream a response was, rebuilt: its retries, then its message's events."""
     events: list[StreamEvent] = list(response.retries)
     if response.error is not None:
@@ -104,8 +129,9 @@ def response_events(response: Response, model: str) -> list[StreamEvent]:
             ),
         )
     )
+    unparsed = _unparsed(response, results or {})
     for index, block in enumerate(response.content):
-        events.extend(_block_events(index, block))
+        events.extend(_block_events(index, block, unparsed))
     events.append(MessageDelta(_stop_reason(response), Usage(output_tokens=usage.output_tokens)))
     events.append(MessageStop())
     return events
@@ -136,12 +162,17 @@ class TranscriptEffects:
         self.responses = list(run.responses)
         self.calls = 0
         self.stop_hooks = list(run.stop_hooks)
+        self.compactions = list(run.compactions)
         self.misses: list[str] = []
         self.used_results: set[str] = set()
         self.started = started
         self._ids = itertools.count(1)
 
     async def model_stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
+        if request.purpose == "compact":
+            for event in self._compaction(request):
+                yield event
+            return
         index = self.calls
         self.calls += 1
         if index >= len(self.responses):
@@ -157,17 +188,34 @@ class TranscriptEffects:
         last = index == len(self.responses) - 1
         calls = [b for b in response.content if isinstance(b, ToolUseBlock)]
         results = [self.run.results.get(b.id) for b in calls]
-        if last and self.run.interrupted:
+        if last and self.run.interrupted_while == "streaming":
+            self.abort.arm("streaming")
+        elif last and self.run.interrupted:
             if not calls or all(r is None for r in results):
                 self.abort.arm("streaming")
             elif any(r is None or r.interrupted for r in results):
                 self.abort.arm("tools")
-        for event in response_events(response, self.model):
+        for event in response_events(response, self.model, self.run.results):
             yield event
         if response.error is not None:
             raise ModelCallError(
                 _error_kind(response.error_status), response.error, response.error_status
             )
+
+    def _compaction(self, request: ModelRequest) -> list[StreamEvent]:
+        """The engine compacts: answered with the summary of Claude Code's compaction
+        at this point, if it compacted here."""
+        if not self.compactions:
+            self.misses.append(
+                f"the engine compacted the conversation where the transcript's run of line "
+                f"{self.run.line} does not"
+            )
+            raise ModelCallError("invalid_response", "the transcript has no compaction here")
+        summary = self.compactions.pop(0)
+        text = TextBlock(f"<summary>{summary}</summary>")
+        number = len(self.run.compactions) - len(self.compactions)
+        answer = Response(self.run.line, (text,), f"msg_imported_compact_{number}", request.model)
+        return response_events(answer, self.model)
 
     async def count_tokens(self, request: ModelRequest) -> int | None:
         return None
@@ -201,6 +249,8 @@ class TranscriptEffects:
     async def run_hooks(self, event: str, payload: dict[str, Any]) -> HookOutcome:
         if event == "Stop" and self.stop_hooks:
             return self.stop_hooks.pop(0)
+        if event == "UserPromptSubmit" and self.run.prompt_hook is not None:
+            return self.run.prompt_hook
         return NO_OPINION
 
     async def check_permission(self, request: PermissionRequest) -> Decision:

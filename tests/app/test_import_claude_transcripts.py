@@ -24,6 +24,7 @@ EDGES = {
     "api_error_retry": {"completed"},
     "stop_hook_block": {"stop_hook_blocking", "completed"},
     "resumed": {"completed"},
+    "autocompact": {"tool_use", "next_turn", "completed"},
 }
 """Edges each session's import must take (Claude Code's path, as the transcript shows it)."""
 
@@ -86,3 +87,21 @@ def test_a_blocking_stop_hook_is_the_stop_hook_s_outcome(tmp_path: Path) -> None
     assert [h["args"] for h in hooks] == ["Stop", "Stop"]
     assert "say what you changed" in hooks[0]["result"]["blocking_errors"][0]
     assert not hooks[1]["result"].get("blocking_errors")
+
+
+def test_an_automatic_compaction_is_the_engine_s_own_in_the_same_run(tmp_path: Path) -> None:
+    """Claude Code compacted before its second request: the import makes one run whose
+    engine compacts there too, its summary request answered with Claude Code's summary."""
+    require_claude()
+    session = next(s for s in SESSIONS if s.name == "autocompact")
+    transcript = record(session, tmp_path / "claude")
+    out = tmp_path / "imported.jsonl"
+    imported = fsm("import", str(transcript), "-o", str(out))
+    assert imported.returncode == 0, imported.stderr
+    assert "starts a new run" not in imported.stderr
+    assert len(imported.stdout.splitlines()) == 1
+    records = _records(out)
+    summary = [r for r in records if r.get("name") == "model" and r["args"]["purpose"] == "compact"]
+    assert len(summary) == 1
+    reports = [r for r in records if r.get("t") == "context" or r.get("level") == "autocompact"]
+    assert any("autocompact" in json.dumps(r) for r in reports), reports

@@ -4,16 +4,18 @@ Each case runs both (tests/support/conformance.py) and fails when they part on a
 aspect that must agree (the terminal outcome, the request sequence, the workspace's
 end state, each tool result's error status). A case another issue owns is an xfail
 that fails the run once it agrees, so its mark is taken off when the owner lands.
-Without the binary every case skips with the one install line.
+Without the binary every case skips with the one install line. The real CLI's run of a
+case is shared with the import of the transcript it wrote (test_claude_transcripts.py).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
-from tests.support.conformance import MUST_AGREE, Case, explain, run_case
+from tests.support.conformance import MUST_AGREE, Case, Observed, compare, explain, observe
 from tests.support.conformance_cases import CASES
 from tests.support.real_claude import require_claude
 
@@ -30,8 +32,10 @@ def test_the_corpus_is_sixty_cases_with_distinct_names_and_reasons() -> None:
 
 
 @pytest.mark.parametrize("case", [_param(c) for c in CASES])
-def test_fsm_agent_agrees_with_claude_code(case: Case, tmp_path: Path) -> None:
+def test_fsm_agent_agrees_with_claude_code(
+    case: Case, tmp_path: Path, claude_side: Callable[[Case], Observed]
+) -> None:
     require_claude()
-    verdicts = run_case(case, tmp_path)
+    verdicts = compare(case, observe("fsm", case, tmp_path / "fsm"), claude_side(case))
     parted = [v for v in verdicts if v.aspect in MUST_AGREE and not v.agree]
     assert not parted, explain(parted)

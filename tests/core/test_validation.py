@@ -42,7 +42,7 @@ def test_a_fitting_input_has_no_problem() -> None:
     [
         (
             {"file_path": 3},
-            "The parameter `file_path` type is expected as `string` but provided as `integer`",
+            "The parameter `file_path` type is expected as `string` but provided as `number`",
         ),
         (
             {"file_path": "a", "offset": "2"},

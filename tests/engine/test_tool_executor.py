@@ -369,7 +369,7 @@ def test_invalid_input_is_refused_with_a_clear_message(workspace: Path, tmp_path
     r1, r2, r3 = (r.text for r in _results(result))
     assert r1 == (
         "<tool_use_error>InputValidationError: Read failed due to the following issue:\n"
-        "The parameter `file_path` type is expected as `string` but provided as `integer`"
+        "The parameter `file_path` type is expected as `string` but provided as `number`"
         "</tool_use_error>"
     )
     assert "The required parameter `file_path` is missing" in r2

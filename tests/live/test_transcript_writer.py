@@ -166,7 +166,9 @@ ROUND_TRIP = (
     "fix_bug",
     "tool_round",
     "stop_hook_blocking",
+    "stop_hook_prevented",
     "aborted_tools",
+    "aborted_streaming",
     "autocompact",
     "unknown_tool",
     "api_error",
@@ -214,3 +216,87 @@ def test_the_path_is_claude_code_s(tmp_path: Path, monkeypatch: pytest.MonkeyPat
     sdk = pytest.importorskip("claude_agent_sdk._internal.sessions")
     for cwd in ("/" + "a" * 300, "/tmp/" + "é😀-x" * 80):
         assert project_dir_name(cwd) == sdk._sanitize_path(cwd)  # where the SDK looks
+
+
+def _scripted_transcript(name: str, tmp_path: Path) -> list[dict]:
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    config_dir = tmp_path / "claude"
+    log = tmp_path / "run.jsonl"
+    scenario = str(SCENARIOS / f"{name}.json")
+    env = {"CLAUDE_CONFIG_DIR": str(config_dir)}
+    fsm("run", "--scripted", scenario, "--cwd", str(workspace), "--log", str(log), env=env)
+    [path] = config_dir.glob("projects/*/*.jsonl")
+    return _entries(path)
+
+
+def test_each_time_the_stop_hooks_run_is_a_summary_line_as_claude_code_writes(
+    tmp_path: Path,
+) -> None:
+    """After a blocking hook's feedback, and after the answer the hooks let be (the real
+    CLI's order; tests/conformance has its own transcripts of hook_stop_exit_2)."""
+    entries = _scripted_transcript("stop_hook_blocking", tmp_path)
+    kinds = [(e["type"], e.get("subtype"), bool(e.get("isMeta"))) for e in entries]
+    summary = ("system", "stop_hook_summary", False)
+    assert kinds == [
+        ("user", None, False),
+        ("assistant", None, False),
+        ("user", None, True),
+        summary,
+        ("assistant", None, False),
+        summary,
+    ]
+    blocked, let_be = (e for e in entries if e.get("subtype") == "stop_hook_summary")
+    assert blocked["hookErrors"] == ["Tests are failing: run them before you stop."]
+    assert blocked["preventedContinuation"] is False and blocked["hasOutput"] is True
+    assert let_be["hookErrors"] == [] and let_be["hasOutput"] is False
+    assert [e["parentUuid"] for e in entries[1:]] == [e["uuid"] for e in entries[:-1]]
+
+
+@pytest.mark.parametrize(
+    ("name", "line"),
+    [
+        ("aborted_streaming", "[Request interrupted by user]"),
+        ("aborted_tools", "[Request interrupted by user for tool use]"),
+    ],
+)
+def test_an_interrupted_run_ends_in_the_user_s_interrupt_line(
+    name: str, line: str, tmp_path: Path
+) -> None:
+    last = _scripted_transcript(name, tmp_path)[-1]
+    assert last["type"] == "user"
+    assert last["message"]["content"] == [{"type": "text", "text": line}]
+
+
+def test_a_chat_writes_one_transcript_for_the_conversation(workspace: Path, tmp_path: Path) -> None:
+    """Claude Code keeps a conversation in one file: each message's run goes on the
+    first run's transcript (its session id, its chain), and `/clear` starts another."""
+    scenario = tmp_path / "chat.json"
+    turns = [{"content": c} for c in ("one", "two", "three")]
+    scenario.write_text(json.dumps({"turns": turns}))
+    config_dir = tmp_path / "claude"
+    where = (
+        "--scripted",
+        str(scenario),
+        "--cwd",
+        str(workspace),
+        "--log",
+        str(tmp_path / "c.jsonl"),
+    )
+    env = {"CLAUDE_CONFIG_DIR": str(config_dir)}
+    chat = fsm("chat", *where, input="a\nb\n/clear\nc\n", env=env)
+    assert chat.returncode == 0, chat.stderr
+    first_ids = [SessionLog(tmp_path / n).header["session_id"] for n in ("c.jsonl", "c.3.jsonl")]
+    files = {p.stem: _entries(p) for p in config_dir.glob("projects/*/*.jsonl")}
+    assert set(files) == set(first_ids)  # the conversation's first run names each file
+    talk = files[first_ids[0]]
+    said = [(e["type"], e["message"]["content"]) for e in talk]
+    assert [s[1] if isinstance(s[1], str) else s[1][0]["text"] for s in said] == [
+        "a",
+        "one",
+        "b",
+        "two",
+    ]
+    assert {e["sessionId"] for e in talk} == {first_ids[0]}
+    assert [e["parentUuid"] for e in talk[1:]] == [e["uuid"] for e in talk[:-1]]
+    assert len(files[first_ids[1]]) == 2  # after /clear: c, three

@@ -34,6 +34,9 @@ class Session:
     prompts: tuple[tuple[str, Replies], ...]
     settings: dict[str, Any] | None = None
     files: dict[str, str] = field(default_factory=dict)
+    model: str | None = None
+    """The model the CLI is told it talks to, if not the caller's (one whose context
+    window the CLI knows, for a session that must compact)."""
 
 
 def _read(ws: Path) -> Sequence[Reply]:
@@ -93,6 +96,23 @@ def _blocked_once(ws: Path) -> Sequence[Reply]:
     )
 
 
+def _compacted(ws: Path) -> Sequence[Reply]:
+    """A response whose usage is past the autocompact threshold: the CLI compacts before
+    the next request (its summary request gets the second reply)."""
+    call = {
+        "type": "tool_use",
+        "id": "toolu_c1",
+        "name": "Read",
+        "input": {"file_path": str(ws / "notes.txt")},
+    }
+    near_full = {"input_tokens": 190_000, "output_tokens": 50}
+    return (
+        message([call], stop_reason="tool_use", message_id="msg_c1", usage=near_full),
+        text("<summary>The user asked what notes.txt says; it was read.</summary>"),
+        text("It says hello.", message_id="msg_c2"),
+    )
+
+
 def _hello(ws: Path) -> Sequence[Reply]:
     return (text("Hello.", message_id="msg_p1"),)
 
@@ -112,6 +132,12 @@ SESSIONS = (
         settings={"hooks": {"Stop": [{"hooks": [{"type": "command", "command": STOP_ONCE}]}]}},
     ),
     Session("resumed", (("hi", _hello), ("and again", _again))),
+    Session(
+        "autocompact",
+        (("what is in notes.txt?", _compacted),),
+        files={"notes.txt": "hello\n"},
+        model="claude-sonnet-4-6",
+    ),
 )
 """The conformance sessions whose transcripts an import must replay (`--check`)."""
 
@@ -130,6 +156,7 @@ def record(session: Session, root: Path, model: str = "claude-test-1") -> Path:
         (ws / ".claude").mkdir()
         (ws / ".claude" / "settings.json").write_text(json.dumps(session.settings))
     home = trusted_home(root / "home", ws)
+    model = session.model or model
     session_id: str | None = None
     with MessagesServer() as server:
         for prompt, replies in session.prompts:

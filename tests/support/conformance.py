@@ -27,13 +27,14 @@ the two side by side. What the runner normalises before comparing, and why:
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import shutil
 import subprocess
 import sys
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -245,6 +246,9 @@ class Observed:
     outside_changed: bool
     hooks: tuple[dict[str, Any], ...]
     stderr: str
+    transcript: str | None = None
+    """The Claude Code transcript the run wrote under its HOME (the real CLI's; fsm-agent's
+    goes to `CLAUDE_CONFIG_DIR`), if it wrote exactly one."""
 
 
 def _snapshot(top: Path) -> dict[str, str]:
@@ -309,7 +313,32 @@ def observe(side: str, case: Case, root: Path) -> Observed:
         outside_changed=_snapshot(where["outside"]) != before_outside,
         hooks=tuple(norm(_hook(h)) for h in hooks),
         stderr=norm(proc.stderr),
+        transcript=_transcript(where["home"]),
     )
+
+
+def _transcript(home: Path) -> str | None:
+    found = sorted(home.glob(".claude/projects/*/*.jsonl"))
+    return str(found[0]) if len(found) == 1 else None
+
+
+def shared_observe(side: str, case: Case, cache: Path) -> Observed:
+    """`observe(side, case)` once for every test that asks, in any worker: the first run
+    is kept under `cache` (a directory all of a test session's workers share) and the
+    others read it, so the real CLI's run of a case serves both its differential test
+    and its transcript's import. A lock holds a second asker until the first is done."""
+    cache.mkdir(parents=True, exist_ok=True)
+    name = f"{side}-{case.name}"
+    with open(cache / f"{name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        saved = cache / f"{name}.json"
+        if saved.exists():
+            kept = json.loads(saved.read_text())
+            tuples = ("lines", "requests", "hooks")
+            return Observed(**{k: tuple(v) if k in tuples else v for k, v in kept.items()})
+        obs = observe(side, case, cache / name)
+        saved.write_text(json.dumps(asdict(obs)))
+        return obs
 
 
 def _run(argv: list[str], cwd: Path, env: dict[str, str]) -> subprocess.CompletedProcess:

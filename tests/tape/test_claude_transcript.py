@@ -140,3 +140,95 @@ def test_stop_hooks_an_interrupt_and_retries_are_read() -> None:
     assert run.responses[1].retries[0].status == 529
     assert run.responses[1].retries[0].delay_s == 0.5
     assert run.interrupted
+
+
+def test_the_run_options_a_newer_transcript_records_are_read() -> None:
+    """max_tokens from the loop's api-request lines (not a title's), --max-turns from
+    the line Claude Code writes when the run ends at it."""
+    asked = [
+        {"type": "api-request", "querySource": "sdk", "params": {"max_tokens": 32000}},
+        {"type": "api-request", "querySource": "title", "params": {"max_tokens": 512}},
+        {"type": "api-request", "querySource": "sdk", "params": {"max_tokens": 64000}},
+    ]
+    ended = entry("attachment", 5, attachment={"type": "max_turns_reached", "maxTurns": 1})
+    found = read_transcript(
+        jsonl(prompt(1, "go"), *asked, said(4, "m1", CALL, stop="tool_use"), ended)
+    )
+    assert found.max_tokens == (32000, 64000)
+    assert found.runs[0].max_turns == 1
+    assert not any(a.startswith("assumed: max_tokens") for a in found.assumptions)
+
+
+def test_a_call_whose_input_was_not_json_holds_the_raw_text() -> None:
+    cut = {"type": "tool_use", "id": "t1", "name": "Read"}
+    cut["input"] = {"__unparsedToolInput": {"raw": '{"file_path": ', "len": 14}}
+    found = read_transcript(jsonl(prompt(1, "go"), said(2, "m1", cut, stop="tool_use")))
+    (response,) = found.runs[0].responses
+    assert response.content == (ToolUseBlock("t1", "Read", {}),)
+    assert response.unparsed == (("t1", '{"file_path": '),)
+
+
+def test_a_prompt_a_hook_blocked_is_a_run_the_hook_blocks() -> None:
+    notice = entry(
+        "system",
+        1,
+        subtype="informational",
+        content="UserPromptSubmit operation blocked by hook:\n[ups.sh]: not that\n\n\n"
+        "Original prompt: hi",
+        promptSubmitEnding={"ending": {"kind": "blocked_by_hook", "reason": "not that"}},
+    )
+    (run,) = read_transcript(jsonl(notice)).runs
+    assert run.prompt == "hi" and not run.responses
+    assert run.prompt_hook is not None
+    assert run.prompt_hook.blocking_errors == ("[ups.sh]: not that\n",)
+
+
+def test_an_automatic_compaction_stays_in_its_run_and_kept_copies_are_read_once() -> None:
+    boundary = entry(
+        "system",
+        4,
+        subtype="compact_boundary",
+        compactMetadata={"trigger": "auto", "preTokens": 30_000},
+    )
+    summary = entry(
+        "user",
+        5,
+        isCompactSummary=True,
+        message={
+            "role": "user",
+            "content": "This session is being continued from a previous conversation. "
+            "The summary below covers the earlier portion of the conversation.\n\n"
+            "Summary:\nListed the files.\n\nIf you need specific details, read the "
+            "full transcript.",
+        },
+    )
+    found = read_transcript(
+        jsonl(
+            prompt(1, "go"),
+            said(2, "m1", CALL, stop="tool_use"),
+            result(3, "t1", "a.txt"),
+            boundary,
+            summary,
+            said(6, "m1", CALL, stop="tool_use"),  # kept by the compaction, written again
+            result(7, "t1", "[Old tool result content cleared]"),
+            said(8, "m2", {"type": "text", "text": "One file."}),
+        )
+    )
+    (run,) = found.runs
+    assert run.compactions == ("Listed the files.",)
+    assert [r.message_id for r in run.responses] == ["m1", "m2"]
+    assert run.results["t1"].content == "a.txt"
+    assert found.compacted_at == (30_000,)
+    assert not found.warnings
+
+
+def test_a_compaction_of_another_trigger_starts_a_run_from_its_summary() -> None:
+    boundary = entry("system", 3, subtype="compact_boundary", compactMetadata={"trigger": "manual"})
+    summary = entry(
+        "user", 4, isCompactSummary=True, message={"role": "user", "content": "Summary:\nx"}
+    )
+    found = read_transcript(
+        jsonl(prompt(1, "go"), said(2, "m1", {"type": "text", "text": "a"}), boundary, summary)
+    )
+    assert [r.compacted for r in found.runs] == [True, True]
+    assert any("a compaction's summary" in w for w in found.warnings)
