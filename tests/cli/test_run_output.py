@@ -632,7 +632,8 @@ def test_stream_json_user_lines_carry_claude_codes_tool_use_result(
     results = [line["tool_use_result"] for line in lines if line["type"] == "user"]
     write, first_run, edit, second_run = results
     assert (write["type"], write["filePath"]) == ("create", str(workspace / "average.py"))
-    assert first_run == {"stdout": "3.75", "stderr": "", "interrupted": False, "isImage": False}
+    assert first_run == {"stdout": "3.75", "stderr": "", "interrupted": False, "isImage": False,
+                         "noOutputExpected": False}  # fmt: skip
     assert (edit["oldString"], edit["newString"]) == ("(len(xs) + 1)", "len(xs)")
     assert second_run["stdout"] == "5.0"
     assert fsm("replay", str(tmp_path / "fix_bug.jsonl"), "--check").returncode == 0
