@@ -248,8 +248,7 @@ def result_object(result: LoopResult, *, duration_ms: int, tally: RunTally) -> d
     subtype = result_subtype(result)
     if subtype == "success":  # an API error answer is what `claude -p` prints last
         outcome: dict[str, Any] = {"result": result.answer}
-        if result.api_error_status is not None:
-            outcome["api_error_status"] = result.api_error_status
+        outcome["api_error_status"] = result.api_error_status  # null unless one, as 2.1.x
     else:
         outcome = {"errors": [result.error or f"the run ended {result.reason}"]}
     refused_turn = 1 if result.reason == "max_turns" else 0  # as `max_turns_reached` counts
@@ -439,12 +438,16 @@ def init_object(
     api_key_source: str = "none",
     mcp_servers: Sequence[dict[str, str]] = (),
     claude_code_version: str | None = None,
+    additional_directories: Sequence[str] = (),
 ) -> dict[str, Any]:
     """`system/init` with every field Claude Code's `SDKSystemMessage` requires, in its
     order: there are no slash commands, agents, skills or plugins here, so those lists
     are empty; `mcp_servers` are the run's (`{name, status, source}`, as Claude Code
     lists them); `claude_code_version` is fsm-agent's own version unless the caller
-    names the Claude Code release it stands in for (`fsm-claude`)."""
+    names the Claude Code release it stands in for (`fsm-claude`). Of Claude Code
+    2.1.x's later fields, those that are true here too: the directories the rules add,
+    the cwd it started in, no sandbox; `capabilities` (protocol extensions fsm-agent
+    does not speak) and `memory_paths` (an auto-memory it does not have) are left out."""
     return {
         "type": "system",
         "subtype": "init",
@@ -461,6 +464,9 @@ def init_object(
         "agents": [],
         "skills": [],
         "plugins": [],
+        "additional_directories": list(additional_directories),
+        "original_cwd": cwd,
+        "sandbox_enabled": False,
         "uuid": str(uuid.uuid4()),
     }
 

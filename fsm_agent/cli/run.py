@@ -216,6 +216,7 @@ def run_json(
                     mcp_servers=[
                         {"name": s.name, "status": s.status, "source": s.source} for s in mcp
                     ],
+                    additional_directories=config.permissions.additional_directories,
                 )
             )
 

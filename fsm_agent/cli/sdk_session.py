@@ -390,6 +390,7 @@ class SdkSession:
             config.permission_mode,
             api_key_source=self._key_source(),
             claude_code_version=self.version,
+            additional_directories=config.permissions.additional_directories,
         )
         line["mcp_servers"] = self._server_list()
         return line

@@ -25,6 +25,7 @@ from fsm_agent.core.tool import (
     ToolInterrupted,
     ToolOutcome,
 )
+from fsm_agent.policy.bash_analysis import analyse
 from fsm_agent.tools import exit_codes
 from fsm_agent.tools.files import mtime, printable
 from fsm_agent.tools.read import MAX_IMAGE_BYTES, image_media_type, shown_image
@@ -453,6 +454,24 @@ def _interrupted(buffer: OutputBuffer) -> ToolOutcome:
     return ToolOutcome(text, is_error=True, interrupted=True)
 
 
+SILENT_COMMANDS = frozenset(
+    {"mv", "cp", "rm", "mkdir", "rmdir", "chmod", "chown", "chgrp", "touch", "ln", "cd",
+     "export", "unset", "wait"}
+)  # fmt: skip
+"""Commands that print nothing when they succeed, as Claude Code lists them."""
+
+
+def no_output_expected(command: str) -> bool:
+    """Claude Code's `noOutputExpected`: every command of `command` is one that prints
+    nothing on success (`mkdir d && touch d/f`), so an empty output is no surprise
+    (measured on 2.1.x: `mkdir`, `mv`, `cd`, `export` … true; `echo`, `ls`, `true`, a
+    pipe into `cat` false). A command the analysis cannot read is not one (`export`,
+    which Claude Code counts)."""
+    analysis = analyse(command)
+    names = [part.name for part in analysis.parts]
+    return analysis.problem is None and bool(names) and all(n in SILENT_COMMANDS for n in names)
+
+
 def _outcome(
     buffer: OutputBuffer,
     code: int | None,
@@ -479,6 +498,7 @@ def _outcome(
     response: dict[str, Any] | None = None
     if respond:
         response = {"stdout": stdout, "stderr": "", "interrupted": False, "isImage": is_image}
+        response["noOutputExpected"] = no_output_expected(command)
         if meaning is not None:
             response["returnCodeInterpretation"] = meaning
     return ToolOutcome(shown(stdout, is_image=is_image), response=response)

@@ -52,7 +52,8 @@ def _shape(required: dict[str, Any], optional: dict[str, Any] | None = None) -> 
 
 SCHEMAS: dict[str, dict[str, Any]] = {
     "Bash": _shape(
-        {"stdout": _STRING, "stderr": _STRING, "interrupted": _BOOL}, {"isImage": _BOOL}
+        {"stdout": _STRING, "stderr": _STRING, "interrupted": _BOOL},
+        {"isImage": _BOOL, "noOutputExpected": _BOOL},
     ),
     "Read": {
         "oneOf": [

@@ -32,6 +32,9 @@ def test_init_has_every_field_claude_codes_system_init_has(workspace: Path, tmp_
     assert init["output_style"] == "default"
     assert (init["agents"], init["skills"], init["plugins"]) == ([], [], [])
     assert init["mcp_servers"] == []
+    assert init["additional_directories"] == [] and init["original_cwd"] == init["cwd"]
+    assert init["sandbox_enabled"] is False
+    assert "capabilities" not in init, "no protocol extension of Claude Code's is spoken"
     assert list(init)[:8] == [
         "type",
         "subtype",

@@ -13,7 +13,13 @@ from attrs import evolve
 from fsm_agent.core.messages import ImageBlock, ImageSource
 from fsm_agent.core.tool import INTERRUPTED, ToolInterrupted, ToolOutcome
 from fsm_agent.tools import output
-from fsm_agent.tools.bash import DESCRIPTION, KEEP_BYTES, BashTool, timeout_of
+from fsm_agent.tools.bash import (
+    DESCRIPTION,
+    KEEP_BYTES,
+    BashTool,
+    no_output_expected,
+    timeout_of,
+)
 from tests.support.tools import call, make_env, text
 
 BASH = BashTool()
@@ -375,6 +381,7 @@ def test_an_image_printed_as_a_data_uri_is_sent_as_an_image(tmp_path: Path) -> N
         "stderr": "",
         "interrupted": False,
         "isImage": True,
+        "noOutputExpected": False,
     }
 
 
@@ -418,3 +425,24 @@ def test_a_command_too_long_for_the_system_says_so_plainly(tmp_path: Path) -> No
         "tool, or split the command.</tool_use_error>"
     )
     assert not (tmp_path / "big.txt").exists()
+
+
+@pytest.mark.parametrize(
+    ("command", "expected"),
+    [
+        ("mkdir d", True),
+        ("mkdir -p a/b && touch a/b/c", True),
+        ("mv a b; cp b c; rm c", True),
+        ("cd sub", True),
+        ("ln -s a b", True),
+        ("echo hi", False),
+        ("ls", False),
+        ("true", False),
+        ("git init -q", False),
+        ("touch z | cat", False),
+        ("", False),
+    ],
+)
+def test_no_output_expected_is_claude_codes_silent_commands(command: str, expected: bool) -> None:
+    """As measured on Claude Code 2.1.x, for `tool_use_result.noOutputExpected`."""
+    assert no_output_expected(command) is expected

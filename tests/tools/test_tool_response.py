@@ -79,7 +79,8 @@ def test_each_tool_gives_a_post_tool_use_hook_claude_codes_tool_response(
     ]
 
     bash = sent["t5"]["tool_response"]
-    assert bash == {"stdout": "out\nerr", "stderr": "", "interrupted": False, "isImage": False}
+    assert bash == {"stdout": "out\nerr", "stderr": "", "interrupted": False, "isImage": False,
+                    "noOutputExpected": False}  # fmt: skip
 
     glob = sent["t6"]["tool_response"]
     assert glob["filenames"] == [path]
