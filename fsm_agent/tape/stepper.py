@@ -107,6 +107,8 @@ class LogIndex:
                     self.result_offset = offset
                 elif kind == "start":
                     self.started = True
+                elif kind == "blob":
+                    self.log.blob_line(raw, offset, lineno)
 
     @property
     def steps(self) -> int:
