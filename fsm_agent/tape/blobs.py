@@ -280,7 +280,8 @@ def split_deltas(events: list[Any]) -> list[Any]:
 
 def _runs(cuts: Any, at: int) -> list[tuple[int, int]]:
     if not isinstance(cuts, list) or not all(
-        isinstance(c, list) and len(c) == 2 and all(type(x) is int and x >= 0 for x in c)
+        isinstance(c, list) and len(c) == 2 and all(type(x) is int for x in c)
+        and c[0] >= 0 and c[1] >= 1
         for c in cuts
     ):
         raise PackError(f"event {at}: its cuts are not [[length, count], …]")
