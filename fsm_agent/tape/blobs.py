@@ -50,7 +50,7 @@ def pack(record: dict[str, Any], known: set[str]) -> tuple[list[Blob], dict[str,
     if record.get("t") == "effect" and record.get("name") == "model":
         result = record.get("result")
         events = result.get("events") if isinstance(result, dict) else None
-        if isinstance(events, list):
+        if isinstance(result, dict) and isinstance(events, list):
             packed_events = join_deltas(events)
             if packed_events is not None:
                 record = {**record, "result": {**result, "events": packed_events}}
@@ -139,8 +139,10 @@ def join_deltas(events: list[Any]) -> list[Any] | None:
             i += 1
             continue
         j = i + 1
-        while j < n and _is_delta(events[j]) and (
-            events[j]["index"] == event["index"] and events[j]["kind"] == event["kind"]
+        while (
+            j < n
+            and _is_delta(events[j])
+            and (events[j]["index"] == event["index"] and events[j]["kind"] == event["kind"])
         ):
             j += 1
         if j - i < 2:
@@ -178,10 +180,10 @@ def _lengths(pieces: list[str]) -> list[list[int]]:
 def _stop_after(events: list[Any], start: int, index: int) -> dict[str, Any] | None:
     """The block of the first `BlockStop` of `index` from `start` on."""
     for event in events[start:]:
-        if isinstance(event, dict) and event.get("event") == "BlockStop":
-            if event.get("index") == index:
-                block = event.get("block")
-                return block if isinstance(block, dict) else None
+        stop = isinstance(event, dict) and event.get("event") == "BlockStop"
+        if stop and event.get("index") == index:
+            block = event.get("block")
+            return block if isinstance(block, dict) else None
     return None
 
 
@@ -220,7 +222,7 @@ def unpack(record: dict[str, Any], fetch: Fetch) -> dict[str, Any]:
     if record.pop("joined", False) is True:
         result = record.get("result")
         events = result.get("events") if isinstance(result, dict) else None
-        if not isinstance(events, list):
+        if not isinstance(result, dict) or not isinstance(events, list):
             raise PackError("a `joined` record without model events")
         result["events"] = split_deltas(events)
     return record
@@ -280,8 +282,11 @@ def split_deltas(events: list[Any]) -> list[Any]:
 
 def _runs(cuts: Any, at: int) -> list[tuple[int, int]]:
     if not isinstance(cuts, list) or not all(
-        isinstance(c, list) and len(c) == 2 and all(type(x) is int for x in c)
-        and c[0] >= 0 and c[1] >= 1
+        isinstance(c, list)
+        and len(c) == 2
+        and all(type(x) is int for x in c)
+        and c[0] >= 0
+        and c[1] >= 1
         for c in cuts
     ):
         raise PackError(f"event {at}: its cuts are not [[length, count], …]")

@@ -479,10 +479,9 @@ class SessionLog:
                 lineno += 1
                 if pending is not None:
                     record = order(self.checked(pending, lineno - 1, chain), lineno - 1)
-                    if self.packed:
-                        record = self.unpacked(record, lineno - 1, at)
-                    if record is not None:
-                        yield lineno - 1, record
+                    given = self.unpacked(record, lineno - 1, at) if self.packed else record
+                    if given is not None:
+                        yield lineno - 1, given
                 pending, at, pos = raw, pos, pos + len(raw)
             if pending is not None:
                 torn = not pending.endswith(b"\n")
@@ -498,14 +497,11 @@ class SessionLog:
                     chain.check(pending, lineno)
                     chain.check_unchained(record, lineno)
                     record = order(record, lineno)
-                    if self.packed:
-                        record = self.unpacked(record, lineno, at)
-                    if record is not None:
-                        yield lineno, record
+                    given = self.unpacked(record, lineno, at) if self.packed else record
+                    if given is not None:
+                        yield lineno, given
 
-    def unpacked(
-        self, record: dict[str, Any], lineno: int, offset: int
-    ) -> dict[str, Any] | None:
+    def unpacked(self, record: dict[str, Any], lineno: int, offset: int) -> dict[str, Any] | None:
         """A packed log's record as it was written (None for a blob, which is noted)."""
         if record["t"] == "blob":
             self._note_blob(record, lineno, offset)
@@ -519,7 +515,9 @@ class SessionLog:
         try:
             return unpack(record, lambda key: self._blob(key, lineno))
         except PackError as exc:
-            raise LogError(f"{self.path}:{lineno}: a packed record that does not unpack: {exc}") from None
+            raise LogError(
+                f"{self.path}:{lineno}: a packed record that does not unpack: {exc}"
+            ) from None
 
     def _note_blob(self, record: dict[str, Any], lineno: int, offset: int) -> None:
         """A blob line read in order: its text is checked against its id and kept at hand."""
@@ -567,7 +565,9 @@ class SessionLog:
         if record["t"] != "blob" or record["id"] != key:
             raise LogError(f"{self.path}:{at}: not the blob {_shown(key)} it was")
         if blob_id(record["text"]) != key:
-            raise self.chain().changed(at, f"blob {_shown(key)}'s text is not the text its id names")
+            raise self.chain().changed(
+                at, f"blob {_shown(key)}'s text is not the text its id names"
+            )
         self._keep(key, record["text"])
         return str(record["text"])
 
@@ -599,8 +599,10 @@ class SessionLog:
         if not isinstance(kind, str) or kind not in RECORD_TYPES:
             raise LogError(f"{self.path}:{lineno}: not a session record")
         if kind == "blob" and self.version < PACKED:
-            raise LogError(f"{self.path}:{lineno}: not a session record (a blob in a version "
-                           f"{self.version} log, which has none)")
+            raise LogError(
+                f"{self.path}:{lineno}: not a session record (a blob in a version "
+                f"{self.version} log, which has none)"
+            )
         if not record.keys() >= _REQUIRED_KEYS[kind]:
             missing = ", ".join(repr(k) for k in REQUIRED[kind] if k not in record)
             raise LogError(f"{self.path}:{lineno}: a {kind} record without {missing}")
