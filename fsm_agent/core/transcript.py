@@ -20,8 +20,27 @@ _EMPTY_DIGEST = hashlib.sha256(b"transcript").hexdigest()
 _unstructure_message = unstructure_hook(Message)
 
 
+_RECENT = 64
+"""How many messages' JSON `message_json` keeps: those of the last step or two."""
+_recent: dict[int, tuple[Message, bytes]] = {}
+
+
+def message_json(message: Message) -> bytes:
+    """The message's canonical JSON, which its digest hashes. The last few are kept (with
+    the message, so its id stays its own): the recorder writes a new message in its
+    transition's state delta just after the transcript hashed it, and need not make it again."""
+    kept = _recent.get(id(message))
+    if kept is not None and kept[0] is message:
+        return kept[1]
+    data = canonical(_unstructure_message(message))
+    if len(_recent) >= _RECENT:
+        del _recent[next(iter(_recent))]
+    _recent[id(message)] = (message, data)
+    return data
+
+
 def message_digest(message: Message) -> str:
-    return hashlib.sha256(canonical(_unstructure_message(message))).hexdigest()
+    return hashlib.sha256(message_json(message)).hexdigest()
 
 
 @frozen(eq=False, repr=False)
