@@ -186,6 +186,9 @@ def _not_a_directory(path: Path) -> LogError:
     return LogError(f"{path}: cannot create the session log: {blocker} is not a directory")
 
 
+_sha256 = hashlib.sha256
+
+
 def digest(before: bytes, body: bytes | memoryview) -> bytes:
     """A line's chain digest: SHA-256 over the digest of the line before (nothing for the
     header) and the line's JSON without its `h`, as 16 hex digits."""
@@ -196,8 +199,10 @@ def digest(before: bytes, body: bytes | memoryview) -> bytes:
 
 def _body_digest(before: bytes, line: bytes) -> bytes:
     """The digest of a sealed line (no newline) as its writer made it: over its JSON
-    without `h`, hashed in two pieces rather than copied into one."""
-    hasher = hashlib.sha256(before)
+    without `h`; a long line hashed in pieces rather than copied into one."""
+    if len(line) < BIG_LINE:
+        return _sha256(before + line[:-_SEAL] + b"}").hexdigest()[:_DIGEST].encode()
+    hasher = _sha256(before)
     hasher.update(memoryview(line)[:-_SEAL])
     hasher.update(b"}")
     return hasher.hexdigest()[:_DIGEST].encode()
@@ -206,9 +211,8 @@ def _body_digest(before: bytes, line: bytes) -> bytes:
 def seal(data: bytes, before: bytes) -> tuple[bytes, bytes]:
     """`data` (one compact JSON object and its newline) with its chain digest as its last
     field `h`, and that digest, which the next line chains on."""
-    view = memoryview(data)
-    sealed = digest(before, view[:-1])
-    return b"".join((view[:-2], _MARK, sealed, b'"}\n')), sealed
+    sealed = _sha256(before + data[:-1]).hexdigest()[:_DIGEST].encode()
+    return data[:-2] + _MARK + sealed + b'"}\n', sealed
 
 
 class Chain:
@@ -333,20 +337,24 @@ class LogWriter:
         data = jsontext.line(record)
         if len(data) > BIG_LINE and self._packer is not None:
             self._put(self._packer.lines(record, data))
-        else:
-            self._put([data])
+            return
+        if self.chained:
+            data, self._last = seal(data, self._last)
+        self._out(data)
 
     def _put(self, lines: list[bytes]) -> None:
         """`lines` sealed and written in one `write`: a record and the blobs it needs
         come whole or torn together."""
-        assert self._file is not None
         if self.chained:
             sealed = []
             for line in lines:
                 line, self._last = seal(line, self._last)
                 sealed.append(line)
             lines = sealed
-        data = lines[0] if len(lines) == 1 else b"".join(lines)
+        self._out(b"".join(lines))
+
+    def _out(self, data: bytes) -> None:
+        assert self._file is not None
         written = self._file.write(data)
         while written < len(data):
             written += self._file.write(data[written:])
