@@ -18,10 +18,9 @@ from typing import Any
 
 from attrs import frozen
 
-from fsm_agent.core import jsontext
 from fsm_agent.core.codec import dumps, unstructure_hook
 from fsm_agent.core.messages import Message
-from fsm_agent.core.transcript import Transcript, message_json
+from fsm_agent.core.transcript import Transcript, message_data
 from fsm_agent.engine.state import LoopState, digested_fields
 from fsm_agent.tape.divergence import short, text_diff
 from fsm_agent.tape.log import SessionLog
@@ -98,12 +97,10 @@ class StateDeltas:
 
 
 def _written(message: Message) -> Any:
-    """A message as a state delta writes it: read back from the JSON its digest hashed (not
-    made again), and its long texts shortened, which a JSON no longer than `LONG_TEXT`
-    has none of."""
-    data = message_json(message)
-    value = jsontext.loads(data)
-    return value if len(data) <= LONG_TEXT else _shortened(value)
+    """A message as a state delta writes it: the data its digest was made from (not made
+    again), its long texts shortened, which a JSON no longer than `LONG_TEXT` has none of."""
+    data, plain = message_data(message)
+    return plain if len(data) <= LONG_TEXT else _shortened(plain)
 
 
 def _common_prefix(old: Transcript, new: Transcript) -> int:
