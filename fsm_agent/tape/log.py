@@ -496,7 +496,12 @@ class SessionLog:
                 lineno += 1
                 if pending is not None:
                     record = order(self.checked(pending, lineno - 1, chain), lineno - 1)
-                    given = self.unpacked(record, lineno - 1, at) if self.packed else record
+                    given = (
+                        self.unpacked(record, lineno - 1, at)
+                        if self.packed
+                        and ("blobs" in record or "joined" in record or record["t"] == "blob")
+                        else record
+                    )
                     if given is not None:
                         yield lineno - 1, given
                 pending, at, pos = raw, pos, pos + len(raw)
