@@ -6,9 +6,9 @@ A run that continues another names it in its header (`parent`: the
 parent's `log` path and `session_id`): a chat session or a chain of
 `--resume`s is a list of logs linked back to the first.
 
-Listing reads three lines per log: the header, the `start` record and the
-last line. A log that cannot be read that far is listed and marked, never
-skipped and never fatal.
+Listing reads three lines per log: the header, the `start` record (and the
+blobs its long texts are) and the last line. A log that cannot be read that far
+is listed and marked, never skipped and never fatal.
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ from fsm_agent.core import jsontext
 from fsm_agent.core.config import RunConfig
 from fsm_agent.core.messages import Message, TextBlock
 from fsm_agent.live.transcript_writer import ENTRYPOINT, project_dir
+from fsm_agent.tape.blobs import PackError, unpack
 from fsm_agent.tape.cut_log import CutTape
 from fsm_agent.tape.divergence import Divergence
 from fsm_agent.tape.header import config_of
@@ -125,12 +126,30 @@ def _parent_log(parent: Any) -> str | None:
     return None
 
 
+def _start_line(fh: Any) -> dict[str, Any] | None:
+    """The `start` record after the header, with the texts of the blobs before it (a
+    version 4 log writes a long prompt's text first, as a `blob` record) put back."""
+    blobs: dict[str, str] = {}
+    while True:
+        record = _json_line(fh.readline())
+        if record is None or record.get("t") != "blob":
+            break
+        if isinstance(record.get("id"), str) and isinstance(record.get("text"), str):
+            blobs[record["id"]] = record["text"]
+    if record is None or "blobs" not in record:
+        return record
+    try:
+        return unpack(record, blobs.__getitem__)
+    except (PackError, KeyError):
+        return None
+
+
 def describe(path: Path) -> SessionInfo:
     """What a log says about itself, from its first two lines and its last."""
     try:
         with path.open("rb") as fh:
             header = _json_line(fh.readline())
-            start = _json_line(fh.readline())
+            start = _start_line(fh)
         tail, whole = last_line(path)
     except OSError as exc:
         return SessionInfo(path, "corrupt", problem=str(exc))

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Iterable, Iterator, Sequence
-from typing import overload
+from typing import Any, overload
 
 from attrs import field, frozen
 
@@ -20,8 +20,29 @@ _EMPTY_DIGEST = hashlib.sha256(b"transcript").hexdigest()
 _unstructure_message = unstructure_hook(Message)
 
 
+_RECENT = 64
+"""How many messages `message_data` keeps: those of the last step or two."""
+_recent: dict[int, tuple[Message, bytes, Any]] = {}
+
+
+def message_data(message: Message) -> tuple[bytes, Any]:
+    """The message's canonical JSON, which its digest hashes, and the plain data it was
+    made from (not to be changed). The last few are kept (with the message, so its id
+    stays its own): the recorder writes a new message in its transition's state delta
+    just after the transcript hashed it, and need not make it again."""
+    kept = _recent.get(id(message))
+    if kept is not None and kept[0] is message:
+        return kept[1], kept[2]
+    plain = _unstructure_message(message)
+    data = canonical(plain)
+    if len(_recent) >= _RECENT:
+        del _recent[next(iter(_recent))]
+    _recent[id(message)] = (message, data, plain)
+    return data, plain
+
+
 def message_digest(message: Message) -> str:
-    return hashlib.sha256(canonical(_unstructure_message(message))).hexdigest()
+    return hashlib.sha256(message_data(message)[0]).hexdigest()
 
 
 @frozen(eq=False, repr=False)

@@ -16,26 +16,36 @@ import hashlib
 import json
 import os
 import re
+from collections import OrderedDict
 from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, Any
 
 from fsm_agent.core import jsontext
+from fsm_agent.tape.blobs import BIG_LINE, PackError, blob_id, pack, unpack
 
 FORMAT = "fsm-agent-session"
-VERSION = 3
+VERSION = 4
 """The version this writer writes: the one constant a format change bumps (everything that
-depends on a version keys on `CHAINED`)."""
+depends on a version keys on `CHAINED` or `PACKED`)."""
 READS = tuple(range(1, VERSION + 1))
 """Versions this reader takes: 2 added `ModelRetry` to a model result's events, and a
 version 1 log is a version 2 log without any; 3 chained every line (`CHAINED`), and a
-version 2 log is read as before, unchained."""
+version 2 log is read as before, unchained; 4 stores each large text once (`PACKED`), and
+a version 3 log is read as before, every text where it is used."""
 CHAINED = 3
 """The first version whose every line ends in its chain digest `h` (docs/log-format.md#chain)."""
+PACKED = 4
+"""The first version whose large texts are `blob` records, referred to by their id
+(docs/log-format.md#blobs)."""
+BLOB_CACHE = 4
+"""How many blobs a reader keeps at hand (the last read): a text is used by the few
+records after its blob, so a long log's blobs are not all held."""
 _MARK = b',"h":"'
 _DIGEST = 16
 _SEAL = len(_MARK) + _DIGEST + 2
 """`,"h":"` + 16 hex digits + `"}`: how a chained line ends (before its newline)."""
+_BLOB_HEAD = b'{"t":"blob","id":"'
 TAIL_CHUNK = 8192
 """How much of a log's end `last_line` reads at a time, backwards."""
 REQUIRED: dict[str, tuple[str, ...]] = {
@@ -44,6 +54,7 @@ REQUIRED: dict[str, tuple[str, ...]] = {
     "effect": ("step", "name", "request", "result"),
     "context": ("step", "level", "before", "after", "text"),
     "result": ("reason", "turns", "steps"),
+    "blob": ("id", "text"),
 }
 """The fields each record type must have (the schema's `required`, less `t`)."""
 RECORD_TYPES = frozenset(REQUIRED)
@@ -70,6 +81,7 @@ FIELD_TYPES: dict[str, dict[str, tuple[type, str]]] = {
         "step": _INTEGER, "level": _STRING, "before": _INTEGER, "after": _INTEGER, "text": _STRING,
     },
     "result": {"reason": _STRING, "turns": _INTEGER, "steps": _INTEGER},
+    "blob": {"id": _STRING, "text": _STRING},
 }  # fmt: skip
 """The JSON type of each scalar field a reader keys, counts, compares or prints (the
 schema's `type`, or a string `enum`; all required): a list as an effect's `name` is no
@@ -178,6 +190,9 @@ def _not_a_directory(path: Path) -> LogError:
     return LogError(f"{path}: cannot create the session log: {blocker} is not a directory")
 
 
+_sha256 = hashlib.sha256
+
+
 def digest(before: bytes, body: bytes | memoryview) -> bytes:
     """A line's chain digest: SHA-256 over the digest of the line before (nothing for the
     header) and the line's JSON without its `h`, as 16 hex digits."""
@@ -186,12 +201,22 @@ def digest(before: bytes, body: bytes | memoryview) -> bytes:
     return hasher.hexdigest()[:_DIGEST].encode()
 
 
+def _body_digest(before: bytes, line: bytes) -> bytes:
+    """The digest of a sealed line (no newline) as its writer made it: over its JSON
+    without `h`; a long line hashed in pieces rather than copied into one."""
+    if len(line) < BIG_LINE:
+        return _sha256(before + line[:-_SEAL] + b"}").hexdigest()[:_DIGEST].encode()
+    hasher = _sha256(before)
+    hasher.update(memoryview(line)[:-_SEAL])
+    hasher.update(b"}")
+    return hasher.hexdigest()[:_DIGEST].encode()
+
+
 def seal(data: bytes, before: bytes) -> tuple[bytes, bytes]:
     """`data` (one compact JSON object and its newline) with its chain digest as its last
     field `h`, and that digest, which the next line chains on."""
-    view = memoryview(data)
-    sealed = digest(before, view[:-1])
-    return b"".join((view[:-2], _MARK, sealed, b'"}\n')), sealed
+    sealed = _sha256(before + data[:-1]).hexdigest()[:_DIGEST].encode()
+    return data[:-2] + _MARK + sealed + b'"}\n', sealed
 
 
 class Chain:
@@ -218,7 +243,7 @@ class Chain:
         if len(line) <= _SEAL or line[-_SEAL : -_SEAL + len(_MARK)] != _MARK or line[-2:] != b'"}':
             raise self.changed(lineno, "it does not end in its chain digest `h`")
         recorded = line[-_DIGEST - 2 : -2]
-        computed = digest(self.last, line[:-_SEAL] + b"}")
+        computed = _body_digest(self.last, line)
         if recorded != computed:
             raise self.changed(
                 lineno,
@@ -251,11 +276,29 @@ class Chain:
 def _verifies(before: bytes, line: bytes) -> bool:
     if len(line) <= _SEAL or line[-_SEAL : -_SEAL + len(_MARK)] != _MARK:
         return False
-    return line[-_DIGEST - 2 : -2] == digest(before, line[:-_SEAL] + b"}")
+    return line[-_DIGEST - 2 : -2] == _body_digest(before, line)
 
 
-def new_header(fields: dict[str, Any], chained: bool) -> dict[str, Any]:
-    return {"format": FORMAT, "version": VERSION if chained else CHAINED - 1, **fields}
+def new_header(fields: dict[str, Any], chained: bool, packed: bool = True) -> dict[str, Any]:
+    version = (VERSION if packed else PACKED - 1) if chained else CHAINED - 1
+    return {"format": FORMAT, "version": version, **fields}
+
+
+class Packer:
+    """Makes a record's line, and before it the lines of the blobs it is the first to
+    need: the ids a log holds are kept, never the texts."""
+
+    def __init__(self) -> None:
+        self.known: set[str] = set()
+
+    def lines(self, record: dict[str, Any], data: bytes) -> list[bytes]:
+        """The lines for `record`, whose line as it is is `data` (longer than `BIG_LINE`:
+        a shorter one is written as it is, unlooked at)."""
+        packed = pack(record, self.known)
+        if packed is None:
+            return [data]
+        blobs, record = packed
+        return [*(jsontext.line(blob) for blob in blobs), jsontext.line(record)]
 
 
 class LogWriter:
@@ -282,18 +325,40 @@ class LogWriter:
             raise _already_there(path) from None
         fcntl.flock(self._file, fcntl.LOCK_EX)  # waits out a reader's brief look only
         self._last = b""
-        self.write(new_header(header, self.chained))
+        self._packer = Packer() if self.chained and self.packed else None
+        self._put([jsontext.line(new_header(header, self.chained, self.packed))])
 
     chained = True
-    """Whether lines are chained (`VERSION`); False writes version 2, as before the chain,
+    """Whether lines are chained (`CHAINED`); False writes version 2, as before the chain,
     for the benchmarks that measure what the chain costs (tools/bench_*.py)."""
+    packed = True
+    """Whether large texts are stored once (`PACKED`); False writes version 3, every text
+    where it is used, for the benchmark that measures what that saves (tools/bench_log_size.py)."""
 
     def write(self, record: dict[str, Any]) -> None:
         if self._file is None:
             raise LogError(f"{self.path}: log is closed")
         data = jsontext.line(record)
+        if len(data) > BIG_LINE and self._packer is not None:
+            self._put(self._packer.lines(record, data))
+            return
         if self.chained:
             data, self._last = seal(data, self._last)
+        self._out(data)
+
+    def _put(self, lines: list[bytes]) -> None:
+        """`lines` sealed and written in one `write`: a record and the blobs it needs
+        come whole or torn together."""
+        if self.chained:
+            sealed = []
+            for line in lines:
+                line, self._last = seal(line, self._last)
+                sealed.append(line)
+            lines = sealed
+        self._out(b"".join(lines))
+
+    def _out(self, data: bytes) -> None:
+        assert self._file is not None
         written = self._file.write(data)
         while written < len(data):
             written += self._file.write(data[written:])
@@ -321,10 +386,19 @@ class MemoryWriter:
         self.path: Path | None = None
         self.lines: list[bytes] = []
         self._last = b""
-        self.write(new_header(header, True))
+        self._packer = Packer()
+        self._put(jsontext.line(new_header(header, True)))
 
     def write(self, record: dict[str, Any]) -> None:
-        line, self._last = seal(jsontext.line(record), self._last)
+        data = jsontext.line(record)
+        if len(data) <= BIG_LINE:
+            self._put(data)
+            return
+        for line in self._packer.lines(record, data):
+            self._put(line)
+
+    def _put(self, data: bytes) -> None:
+        line, self._last = seal(data, self._last)
         self.lines.append(line)
 
     def close(self) -> None:
@@ -357,6 +431,12 @@ class SessionLog:
         head.check(first, 1)
         head.check_unchained(self.header, 1)
         self._head_digest = head.last
+        self._header_size = len(first)
+        self.packed = self.version >= PACKED
+        """Whether large texts are `blob` records the others refer to."""
+        self._blob_at: dict[str, tuple[int, int]] | None = None
+        """Where each blob's line is (offset, line number), once known."""
+        self._blob_cache: OrderedDict[str, str] = OrderedDict()
 
     def chain(self) -> Chain:
         """A check of the lines after the header, in order, from the header's digest."""
@@ -405,18 +485,30 @@ class SessionLog:
             yield raw
 
     def records(self) -> Iterator[tuple[int, dict[str, Any]]]:
-        """Yield `(line number, record)` after the header, streaming from disk."""
+        """Yield `(line number, record)` after the header, streaming from disk; a `blob`
+        record is not yielded: the records that refer to it are given its text."""
         order = RecordOrder(self.path)
         chain = self.chain()
+        if self.packed and self._blob_at is None:
+            self._blob_at = {}
         with self._open() as fh:
             fh.readline()
             lineno = 1
+            pos = at = self._header_size
             pending: bytes | None = None
             for raw in self.lines(fh):
                 lineno += 1
                 if pending is not None:
-                    yield lineno - 1, order(self.checked(pending, lineno - 1, chain), lineno - 1)
-                pending = raw
+                    record = order(self.checked(pending, lineno - 1, chain), lineno - 1)
+                    given = (
+                        self.unpacked(record, lineno - 1, at)
+                        if self.packed
+                        and ("blobs" in record or "joined" in record or record["t"] == "blob")
+                        else record
+                    )
+                    if given is not None:
+                        yield lineno - 1, given
+                pending, at, pos = raw, pos, pos + len(raw)
             if pending is not None:
                 torn = not pending.endswith(b"\n")
                 try:
@@ -430,7 +522,91 @@ class SessionLog:
                 else:
                     chain.check(pending, lineno)
                     chain.check_unchained(record, lineno)
-                    yield lineno, order(record, lineno)
+                    record = order(record, lineno)
+                    given = self.unpacked(record, lineno, at) if self.packed else record
+                    if given is not None:
+                        yield lineno, given
+
+    def unpacked(self, record: dict[str, Any], lineno: int, offset: int) -> dict[str, Any] | None:
+        """A packed log's record as it was written (None for a blob, which is noted)."""
+        if record["t"] == "blob":
+            self._note_blob(record, lineno, offset)
+            return None
+        return self._resolved(record, lineno)
+
+    def _resolved(self, record: dict[str, Any], lineno: int) -> dict[str, Any]:
+        """A record of a packed log with its blobs' texts and its deltas put back."""
+        if not self.packed or ("blobs" not in record and "joined" not in record):
+            return record
+        try:
+            return unpack(record, lambda key: self._blob(key, lineno))
+        except PackError as exc:
+            raise LogError(
+                f"{self.path}:{lineno}: a packed record that does not unpack: {exc}"
+            ) from None
+
+    def _note_blob(self, record: dict[str, Any], lineno: int, offset: int) -> None:
+        """A blob line read in order: its text is checked against its id and kept at hand."""
+        key, text = record["id"], record["text"]
+        if blob_id(text) != key:
+            raise self.chain().changed(
+                lineno, f"blob {_shown(key)}'s text is not the text its id names"
+            )
+        if self._blob_at is None:
+            self._blob_at = {}
+        self._blob_at.setdefault(key, (offset, lineno))
+        self._keep(key, text)
+
+    def blob_line(self, raw: bytes, offset: int, lineno: int) -> None:
+        """A blob line an index came by (`fsm_agent.tape.stepper.LogIndex`): where it is,
+        so reading a record that refers to it finds it without looking."""
+        if self._blob_at is None:
+            self._blob_at = {}
+        self._blob_at.setdefault(_blob_key(raw), (offset, lineno))
+
+    def _keep(self, key: str, text: str) -> None:
+        self._blob_cache[key] = text
+        self._blob_cache.move_to_end(key)
+        while len(self._blob_cache) > BLOB_CACHE:
+            self._blob_cache.popitem(last=False)
+
+    def _blob(self, key: str, lineno: int) -> str:
+        """The text of blob `key`, which a record at `lineno` refers to: at hand, or read
+        again from its line (which a reader in order has checked)."""
+        text = self._blob_cache.get(key)
+        if text is not None:
+            self._blob_cache.move_to_end(key)
+            return text
+        if self._blob_at is None:
+            self._blob_at = self._blob_lines()
+        where = self._blob_at.get(key)
+        if where is None or (lineno and where[1] >= lineno):
+            raise LogError(
+                f"{self.path}:{lineno}: refers to blob {_shown(key)}, which no line before it holds"
+            )
+        offset, at = where
+        with self._open() as fh:
+            fh.seek(offset)
+            record = self.parse(fh.readline(), at)
+        if record["t"] != "blob" or record["id"] != key:
+            raise LogError(f"{self.path}:{at}: not the blob {_shown(key)} it was")
+        if blob_id(record["text"]) != key:
+            raise self.chain().changed(
+                at, f"blob {_shown(key)}'s text is not the text its id names"
+            )
+        self._keep(key, record["text"])
+        return str(record["text"])
+
+    def _blob_lines(self) -> dict[str, tuple[int, int]]:
+        """Where each blob line is, found by its first bytes (`{"t":"blob","id":"…"`)."""
+        found: dict[str, tuple[int, int]] = {}
+        with self._open() as fh:
+            pos = len(fh.readline())
+            for lineno, raw in enumerate(self.lines(fh), start=2):
+                if raw.startswith(_BLOB_HEAD):
+                    found.setdefault(_blob_key(raw), (pos, lineno))
+                pos += len(raw)
+        return found
 
     def checked(self, raw: bytes, lineno: int, chain: Chain) -> dict[str, Any]:
         """A whole line parsed, then checked against the chain: a line that is no record
@@ -448,6 +624,11 @@ class SessionLog:
         kind = record.get("t") if isinstance(record, dict) else None
         if not isinstance(kind, str) or kind not in RECORD_TYPES:
             raise LogError(f"{self.path}:{lineno}: not a session record")
+        if kind == "blob" and self.version < PACKED:
+            raise LogError(
+                f"{self.path}:{lineno}: not a session record (a blob in a version "
+                f"{self.version} log, which has none)"
+            )
         if not record.keys() >= _REQUIRED_KEYS[kind]:
             missing = ", ".join(repr(k) for k in REQUIRED[kind] if k not in record)
             raise LogError(f"{self.path}:{lineno}: a {kind} record without {missing}")
@@ -478,11 +659,15 @@ class SessionLog:
             fh.seek(offset)
             raw = fh.readline()
             try:
-                return self.parse(raw, 0)
+                return self._resolved(self.parse(raw, 0), 0)
             except LogError:
                 fh.seek(0)
                 lineno = fh.read(offset).count(b"\n") + 1
-        return self.parse(raw, lineno)
+        return self._resolved(self.parse(raw, lineno), lineno)
+
+
+def _blob_key(raw: bytes) -> str:
+    return raw[len(_BLOB_HEAD) : len(_BLOB_HEAD) + _DIGEST].decode(errors="replace")
 
 
 class RecordOrder:
@@ -506,6 +691,8 @@ class RecordOrder:
     def __call__(self, record: dict[str, Any], lineno: int) -> dict[str, Any]:
         kind = record["t"]
         where = f"{self.path}:{lineno}"
+        if kind == "blob":  # before the first record that needs it, wherever that is
+            return record
         if kind == "start" and self.ended:
             number = record.get("run", 1)
             if number != self.runs + 1 or isinstance(number, bool):

@@ -20,7 +20,7 @@ from attrs import frozen
 
 from fsm_agent.core.codec import dumps, unstructure_hook
 from fsm_agent.core.messages import Message
-from fsm_agent.core.transcript import Transcript
+from fsm_agent.core.transcript import Transcript, message_data
 from fsm_agent.engine.state import LoopState, digested_fields
 from fsm_agent.tape.divergence import short, text_diff
 from fsm_agent.tape.log import SessionLog
@@ -85,7 +85,7 @@ class StateDeltas:
         old, new = before.messages, after.messages
         if old is not new and old.digest != new.digest:
             at = _common_prefix(old, new)
-            delta["messages"] = [at, [_shortened(_plain_message(m)) for m in new.items[at:]]]
+            delta["messages"] = [at, [_written(m) for m in new.items[at:]]]
         was, now = self.fields, digested_fields(after, with_permissions=False)
         self.fields = now
         changed = {k: v for k, v in now.items() if was.get(k) != v}
@@ -94,6 +94,13 @@ class StateDeltas:
         if changed:
             delta["fields"] = changed
         return delta or None
+
+
+def _written(message: Message) -> Any:
+    """A message as a state delta writes it: the data its digest was made from (not made
+    again), its long texts shortened, which a JSON no longer than `LONG_TEXT` has none of."""
+    data, plain = message_data(message)
+    return plain if len(data) <= LONG_TEXT else _shortened(plain)
 
 
 def _common_prefix(old: Transcript, new: Transcript) -> int:

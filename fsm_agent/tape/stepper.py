@@ -116,6 +116,8 @@ class LogIndex:
                 elif kind == "start":
                     self.started = True
                     self.runs.append((offset, len(self.transitions) + 1))
+                elif kind == "blob":
+                    self.log.blob_line(raw, offset, lineno)
 
     @property
     def steps(self) -> int:

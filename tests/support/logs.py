@@ -3,7 +3,9 @@ make a log the engine must refuse or stop on."""
 
 from __future__ import annotations
 
+import base64
 import json
+import random
 from pathlib import Path
 from typing import Any
 
@@ -11,9 +13,10 @@ import jsonschema
 import pytest
 from attrs import evolve
 
-from fsm_agent.app.session import replay
+from fsm_agent.app.session import replay, run_scenario
 from fsm_agent.core import jsontext
 from fsm_agent.engine import actions
+from fsm_agent.live.scripted import Scenario
 from fsm_agent.tape.log import CHAINED, LogError, seal
 
 Damage = tuple[int, tuple[str | int, ...], Any]
@@ -96,3 +99,23 @@ def change_next_turn(monkeypatch: pytest.MonkeyPatch) -> None:
         return evolve(await original(run, state, it, facts), stop_hook_active=True)
 
     monkeypatch.setitem(actions.CONTINUE, "next_turn", changed)
+
+
+def large_text(size: int, seed: int) -> str:
+    """`size` characters of text no two runs share, in lines, as a file's content is."""
+    raw = base64.b64encode(random.Random(seed).randbytes(size * 3 // 4 + 3)).decode()[:size]
+    return "\n".join(raw[i : i + 100] for i in range(0, len(raw), 101))
+
+
+def logged_writes(workspace: Path, log: Path, contents: list[str]) -> Path:
+    """A scripted run that writes each of `contents` to a file with the Write tool."""
+    turns: list[dict[str, Any]] = [
+        {"content": [{"type": "tool_use", "id": f"toolu_{i:02d}", "name": "Write",
+                      "input": {"file_path": str(workspace / f"f{i}.txt"), "content": text}}]}
+        for i, text in enumerate(contents)
+    ]  # fmt: skip
+    turns.append({"content": [{"type": "text", "text": "done"}]})
+    scenario = Scenario.parse({"turns": turns, "settings": {"permissions": {"allow": ["Write"]}}})
+    result = run_scenario(scenario, cwd=workspace, prompt="write them", log=log)
+    assert result.reason == "completed"
+    return log

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from fsm_agent.tape.log import LogError, SessionLog
+from fsm_agent.tape.log import VERSION, LogError, SessionLog
 from tests.support.logs import reseal, write_log
 
 
@@ -19,7 +19,7 @@ def test_every_run_writes_header_start_transitions_effects_result(scenario, tmp_
     result = scenario("tool_round")
     records = lines(tmp_path / "tool_round.jsonl")
     header = records[0]
-    assert header["format"] == "fsm-agent-session" and header["version"] == 3
+    assert header["format"] == "fsm-agent-session" and header["version"] == VERSION
     assert header["session_id"] == result.session_id
     assert header["config"]["cwd"].endswith("ws")
     assert records[1]["t"] == "start"
@@ -77,7 +77,7 @@ def test_corrupt_middle_line_names_the_line(scenario, tmp_path: Path) -> None:
         ("hello world\n", "not a session log"),
         ('{"format": "something-else"}\n', "not a session log"),
         ('{"format": "fsm-agent-session", "version": 99}\n', "unknown log format version 99"),
-        ('{"format": "fsm-agent-session", "version": 4}\n', "reads versions 1, 2, 3"),
+        ('{"format": "fsm-agent-session", "version": 5}\n', "reads versions 1, 2, 3, 4"),
     ],
 )
 def test_not_a_log(tmp_path: Path, first: str, message: str) -> None:
