@@ -119,7 +119,7 @@ def test_breakpoint_specs_are_checked() -> None:
 def test_msgs_effects_diff_where(dbg: Debugger) -> None:
     dbg.onecmd("g 10")
     msgs = dbg.text("msgs").splitlines()
-    assert msgs[0] == "model request: scripted (query), max_tokens 8000, 3 messages"
+    assert msgs[0] == "model request: scripted (query), max_tokens 32000, 3 messages"
     assert msgs[1] == "   0 user: Create notes.txt saying hello, then check it."
     assert msgs[2].startswith("   1 assistant: I'll create the file. [tool_use Write")
     assert len(msgs) == 4
@@ -560,7 +560,7 @@ def test_msgs_lists_the_messages_of_each_request_the_step_made() -> None:
         assert msgs[18].startswith("  17 user: Your task is to create a detailed summary")
         dbg.onecmd("g 59")
         msgs = dbg.text("msgs").splitlines()
-        assert msgs[0] == "model request: scripted (query), max_tokens 8000, 5 messages"
+        assert msgs[0] == "model request: scripted (query), max_tokens 32000, 5 messages"
         assert len(msgs) == 1 + 5 and "This session is being continued" in msgs[1]
         dbg.stepper._restart()  # as going back past the cache does
         dbg.onecmd("g 57")  # states (and requests) rebuilt by replaying again

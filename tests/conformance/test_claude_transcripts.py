@@ -27,6 +27,11 @@ OPEN: dict[str, str] = {
         "open: Claude Code answers a call cut at max_tokens with an error result; the "
         "engine drops the cut call (the conformance case's own xfail)"
     ),
+    "hook_pre_tool_use_continue_false": (
+        "the case's deliberate difference: Claude Code runs the call a PreToolUse hook's "
+        "continue:false was shown, then ends the run; its transcript records no such hook, "
+        "and the import, which assumes no hooks ran, calls the model again after the call"
+    ),
 }
 """Cases whose transcript does not yet import to Claude Code's path, with the reason."""
 
