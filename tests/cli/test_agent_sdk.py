@@ -24,7 +24,7 @@ from tests.support.agent_sdk import (
     sdk,
     with_client,
 )
-from tests.support.cli import MODEL, fsm
+from tests.support.cli import MODEL, costly_bash, fsm
 from tests.support.messages_server import (
     MessagesServer,
     message,
@@ -231,15 +231,6 @@ def test_max_turns_ends_the_run(
         ask("loop", opts)
     assert caught.value.data["subtype"] == "error_max_turns"
     replays(workspace)
-
-
-def costly_bash(command: str, call_id: str) -> Any:
-    """A Bash call whose response costs $0.315 at the test model's price."""
-    return message(
-        [{"type": "tool_use", "id": call_id, "name": "Bash", "input": {"command": command}}],
-        stop_reason="tool_use", usage={"input_tokens": 100_000, "output_tokens": 1000},
-        model=MODEL,
-    )  # fmt: skip
 
 
 def test_max_budget_usd_ends_the_run_after_the_response_that_reached_it(

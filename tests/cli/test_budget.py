@@ -13,22 +13,12 @@ from typing import Any
 import pytest
 
 from tests.conftest import ROOT
-from tests.support.cli import MODEL
+from tests.support.cli import MODEL, costly_bash
 from tests.support.messages_server import (
     MessagesServer,
-    message,
     text,
 )
 from tests.support.real_claude import run_claude, trusted_home
-
-
-def costly_bash(command: str, call_id: str) -> Any:
-    """A Bash call whose response costs $0.315 at the test model's price."""
-    return message(
-        [{"type": "tool_use", "id": call_id, "name": "Bash", "input": {"command": command}}],
-        stop_reason="tool_use", usage={"input_tokens": 100_000, "output_tokens": 1000},
-        model=MODEL,
-    )  # fmt: skip
 
 
 def fsm_claude(server: MessagesServer, workspace: Path, *args: str) -> subprocess.CompletedProcess:

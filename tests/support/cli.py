@@ -8,9 +8,10 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 from tests.conftest import SCENARIOS
-from tests.support.messages_server import MessagesServer
+from tests.support.messages_server import MessagesServer, message
 
 MODEL = "claude-sonnet-4-6"
 """The model id the runs against the local Messages server ask for (a priced one)."""
@@ -92,3 +93,12 @@ def one_error_line(proc: subprocess.CompletedProcess, needle: str) -> None:
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1, proc.stderr
     assert lines[0].startswith("fsm-agent: error:") and needle in lines[0]
+
+
+def costly_bash(command: str, call_id: str) -> Any:
+    """A Bash call whose response costs $0.315 at the test model's price."""
+    return message(
+        [{"type": "tool_use", "id": call_id, "name": "Bash", "input": {"command": command}}],
+        stop_reason="tool_use", usage={"input_tokens": 100_000, "output_tokens": 1000},
+        model=MODEL,
+    )  # fmt: skip
