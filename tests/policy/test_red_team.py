@@ -28,9 +28,8 @@ import pytest
 from attrs import frozen
 
 from fsm_agent.app.session import run_scenario
-from fsm_agent.core.messages import ToolResultBlock, ToolUseBlock
 from fsm_agent.live.scripted import Scenario
-from tests.support.red_team import BASH_ESCAPES, SECRET
+from tests.support.red_team import BASH_ESCAPES, SECRET, calls_and_results
 
 MODES = ("default", "acceptEdits", "plan", "bypassPermissions")
 ALL = frozenset(MODES)
@@ -190,13 +189,7 @@ def test_no_attempt_escapes(
     log = tmp_path / "log.jsonl"
     result = run_scenario(scenario(attempt, world["outside"], mode), cwd=world["ws"], log=log)
     assert result.reason == "completed"
-    uses = [b for m in result.messages for b in m.content if isinstance(b, ToolUseBlock)]
-    results = {
-        b.tool_use_id: b
-        for m in result.messages
-        for b in m.content
-        if isinstance(b, ToolResultBlock)
-    }
+    uses, results = calls_and_results(result.messages)
     assert [u.id for u in uses] == list(results), "every call got a result"
     assert tree(world["outside"]) == before, "the outside tree changed"
     for use in uses:

@@ -25,6 +25,7 @@ from attrs import frozen
 from fsm_agent.app.configure import RunOptions, configure
 from fsm_agent.app.session import run_scenario
 from fsm_agent.core.messages import ToolResultBlock, ToolUseBlock
+from tests.support.red_team import calls_and_results
 from tests.support.trust import trust
 
 SECRET = "CLONED REPO SECRET 51c2"
@@ -226,13 +227,7 @@ def attempt(
     log.unlink(missing_ok=True)
     result = run_scenario(scenario, cwd=ws, config=made.config, log=log)
     assert result.reason == "completed"
-    uses = [b for m in result.messages for b in m.content if isinstance(b, ToolUseBlock)]
-    results = {
-        b.tool_use_id: b
-        for m in result.messages
-        for b in m.content
-        if isinstance(b, ToolResultBlock)
-    }
+    uses, results = calls_and_results(result.messages)
     return uses, results, warnings, log.read_text()
 
 

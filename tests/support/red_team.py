@@ -11,6 +11,10 @@ secret) and `outside/hard.txt` beside the workspace, and in it `link` (to the se
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
+from fsm_agent.core.messages import Message, ToolResultBlock, ToolUseBlock
+
 SECRET = "TOP SECRET 7f3a"
 
 BASH_ESCAPES: list[tuple[str, str, bool]] = [
@@ -73,3 +77,14 @@ BASH_ESCAPES: list[tuple[str, str, bool]] = [
     ("python opens outside", "python3 -c \"print(open('../outside/secret.txt').read())\"", True),
     ("perl writes outside", "perl -e 'open(F, \">../outside/p\")'", True),
 ]
+
+
+def calls_and_results(
+    messages: Sequence[Message],
+) -> tuple[list[ToolUseBlock], dict[str, ToolResultBlock]]:
+    """A run's tool calls in order, and each result by the id of its call."""
+    uses = [b for m in messages for b in m.content if isinstance(b, ToolUseBlock)]
+    results = {
+        b.tool_use_id: b for m in messages for b in m.content if isinstance(b, ToolResultBlock)
+    }
+    return uses, results
