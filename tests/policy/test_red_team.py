@@ -20,7 +20,6 @@ lets the model run anything the user can, as Claude Code's does.
 from __future__ import annotations
 
 import os
-import stat
 from pathlib import Path
 from typing import Any
 
@@ -29,7 +28,7 @@ from attrs import frozen
 
 from fsm_agent.app.session import run_scenario
 from fsm_agent.live.scripted import Scenario
-from tests.support.red_team import BASH_ESCAPES, SECRET, calls_and_results
+from tests.support.red_team import BASH_ESCAPES, SECRET, calls_and_results, tree
 
 MODES = ("default", "acceptEdits", "plan", "bypassPermissions")
 ALL = frozenset(MODES)
@@ -136,20 +135,6 @@ def world(tmp_path: Path) -> dict[str, Path]:
     (ws / "paths.txt").write_text(f"{outside / 'secret.txt'}\n")
     (ws / "made.txt").write_text("../outside/made-by-xargs\n")
     return {"ws": ws, "outside": outside}
-
-
-def tree(root: Path) -> dict[str, tuple[int, float, bytes]]:
-    """Every entry under `root`: mode, mtime and content (a link's target)."""
-    found = {}
-    for dirpath, dirs, files in os.walk(root):
-        for name in dirs + files:
-            p = Path(dirpath) / name
-            st = p.lstat()
-            body = os.readlink(p).encode() if stat.S_ISLNK(st.st_mode) else b""
-            if stat.S_ISREG(st.st_mode):
-                body = p.read_bytes()
-            found[str(p)] = (st.st_mode, st.st_mtime, body)
-    return found
 
 
 def scenario(attempt: Attempt, outside: Path, mode: str) -> Scenario:

@@ -15,7 +15,6 @@ its local file, do let the calls run: the attempts are real ones.
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +24,7 @@ from attrs import frozen
 from fsm_agent.app.configure import RunOptions, configure
 from fsm_agent.app.session import run_scenario
 from fsm_agent.core.messages import ToolResultBlock, ToolUseBlock
-from tests.support.red_team import calls_and_results
+from tests.support.red_team import calls_and_results, tree
 from tests.support.trust import trust
 
 SECRET = "CLONED REPO SECRET 51c2"
@@ -170,16 +169,6 @@ GRABS = [
         "acceptEdits",
     ),
 ]
-
-
-def tree(root: Path) -> dict[str, tuple[int, float, bytes]]:
-    found = {}
-    for dirpath, dirs, files in os.walk(root):
-        for name in dirs + files:
-            p = Path(dirpath) / name
-            st = p.lstat()
-            found[str(p)] = (st.st_mode, st.st_mtime, p.read_bytes() if p.is_file() else b"")
-    return found
 
 
 @pytest.fixture

@@ -11,7 +11,10 @@ secret) and `outside/hard.txt` beside the workspace, and in it `link` (to the se
 
 from __future__ import annotations
 
+import os
+import stat
 from collections.abc import Sequence
+from pathlib import Path
 
 from fsm_agent.core.messages import Message, ToolResultBlock, ToolUseBlock
 
@@ -88,3 +91,17 @@ def calls_and_results(
         b.tool_use_id: b for m in messages for b in m.content if isinstance(b, ToolResultBlock)
     }
     return uses, results
+
+
+def tree(root: Path) -> dict[str, tuple[int, float, bytes]]:
+    """Every entry under `root`: mode, mtime and content (a link's target)."""
+    found = {}
+    for dirpath, dirs, files in os.walk(root):
+        for name in dirs + files:
+            p = Path(dirpath) / name
+            st = p.lstat()
+            body = os.readlink(p).encode() if stat.S_ISLNK(st.st_mode) else b""
+            if stat.S_ISREG(st.st_mode):
+                body = p.read_bytes()
+            found[str(p)] = (st.st_mode, st.st_mtime, body)
+    return found
