@@ -26,6 +26,16 @@ def claude_config_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return path
 
 
+@pytest.fixture(autouse=True, scope="session")
+def fsm_agent_cache_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The SDK rewrites every real-model run keeps compiled (live/rewrite_cache) go to a
+    directory of the test session's, not the user's `~/.cache`; the session's runs share
+    it, as a user's do."""
+    path = tmp_path_factory.mktemp("fsm-agent-cache")
+    os.environ["FSM_AGENT_CACHE_DIR"] = str(path)
+    return path
+
+
 @pytest.fixture
 def workspace(tmp_path: Path) -> Path:
     ws = tmp_path / "ws"

@@ -92,7 +92,10 @@ def timed(server: TimedServer, argv: list[str], env: dict[str, str], cwd: Path) 
 def fsm_case(
     server: TimedServer, work: Path, scripted: bool, root: Path = ROOT
 ) -> tuple[list[str], dict[str, str]]:
+    """fsm-agent's run; its compiled SDK rewrites (live/rewrite_cache) are kept beside the
+    workspaces, so the dropped first round fills them as a user's first run does."""
     env = {**os.environ, "ANTHROPIC_API_KEY": "sk-ant-test-key", "PYTHONPATH": str(root)}
+    env["FSM_AGENT_CACHE_DIR"] = str(work.parent / "cache")
     env.pop("ANTHROPIC_BASE_URL", None)
     argv = [sys.executable, "-m", "fsm_agent.cli", "run", PROMPT, "--cwd", str(work)]
     if scripted:

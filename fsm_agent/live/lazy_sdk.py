@@ -47,8 +47,10 @@ import sys
 import threading
 from collections.abc import Callable, Sequence
 from importlib import import_module
-from types import ModuleType
+from types import CodeType, ModuleType
 from typing import Any
+
+from fsm_agent.live.rewrite_cache import cached_rewrite
 
 SDK = "anthropic"
 LAZY_PACKAGES = ("anthropic.types", "anthropic.resources")
@@ -233,12 +235,12 @@ def _skip_in_loops_over_all(body: list[ast.stmt], deferred: list[str]) -> bool:
 class _DeferringLoader(importlib.machinery.SourceFileLoader):
     """Runs the SDK's `__init__.py` but its `anthropic.lib` imports, which resolve on use."""
 
-    def __init__(self, name: str, path: str, tail: tuple[ast.Module, Exports, list[str]]):
+    def __init__(self, name: str, path: str, tail: tuple[CodeType, Exports, list[str]]):
         super().__init__(name, path)
         self.tail = tail
 
     def exec_module(self, module: ModuleType) -> None:
-        tree, table, renamed = self.tail
+        code, table, renamed = self.tail
         resolve = _resolver(module, table)
 
         def __getattr__(name: str) -> Any:
@@ -250,7 +252,7 @@ class _DeferringLoader(importlib.machinery.SourceFileLoader):
 
         module.__getattr__ = __getattr__  # type: ignore[method-assign]
         module.__dir__ = lambda: sorted({*module.__dict__, *table})  # type: ignore[method-assign]
-        exec(compile(tree, self.path, "exec"), module.__dict__)
+        exec(code, module.__dict__)
 
 
 def defines_functions(source: str, names: Sequence[str]) -> bool:
@@ -494,13 +496,13 @@ def _only_as_types(module: ast.Module, names: set[str], allowed: set[int]) -> bo
 class _LateBetaLoader(importlib.machinery.SourceFileLoader):
     """Runs a tracing module with its beta types as late classes."""
 
-    def __init__(self, name: str, path: str, tree: ast.Module) -> None:
+    def __init__(self, name: str, path: str, code: CodeType) -> None:
         super().__init__(name, path)
-        self.tree = tree
+        self.code = code
 
     def exec_module(self, module: ModuleType) -> None:
         module.__dict__["__late_class__"] = late_class
-        exec(compile(self.tree, self.path, "exec"), module.__dict__)
+        exec(self.code, module.__dict__)
         del module.__dict__["__late_class__"]
 
 
@@ -546,30 +548,46 @@ def deferring_submodules(
 class _PartlyDeferredLoader(importlib.machinery.SourceFileLoader):
     """Runs a package's `__init__.py` but the imports `deferring_submodules` took out."""
 
-    def __init__(
-        self, name: str, path: str, parts: tuple[ast.Module, Exports, dict[str, ast.stmt]]
-    ) -> None:
+    def __init__(self, name: str, path: str, parts: CompiledParts) -> None:
         super().__init__(name, path)
         self.parts = parts
 
     def exec_module(self, module: ModuleType) -> None:
-        tree, table, aliases = self.parts
+        code, table, aliases = self.parts
         resolve = _resolver(module, table)
-        path = self.path
 
         def __getattr__(name: str) -> Any:
-            statement = aliases.get(name)
-            if statement is None:
+            alias = aliases.get(name)
+            if alias is None:
                 return resolve(name)
-            for used in ast.walk(statement):
-                if isinstance(used, ast.Name) and used.id in table:
-                    getattr(module, used.id)
-            exec(compile(ast.Module(body=[statement], type_ignores=[]), path, "exec"), vars(module))
+            statement, needed = alias
+            for used in needed:
+                getattr(module, used)
+            exec(statement, vars(module))
             return vars(module)[name]
 
         module.__getattr__ = __getattr__  # type: ignore[method-assign]
         module.__dir__ = lambda: sorted({*module.__dict__, *table, *aliases})  # type: ignore[method-assign]
-        exec(compile(tree, path, "exec"), module.__dict__)
+        exec(code, module.__dict__)
+
+
+CompiledParts = tuple[CodeType, Exports, dict[str, tuple[CodeType, list[str]]]]
+"""`deferring_submodules`' parts compiled: the package's code, the deferred names, and
+each alias's statement with the deferred names it needs."""
+
+
+def compiled_parts(
+    path: str, parts: tuple[ast.Module, Exports, dict[str, ast.stmt]]
+) -> CompiledParts:
+    tree, table, aliases = parts
+    compiled = {
+        name: (
+            compile(ast.Module(body=[statement], type_ignores=[]), path, "exec"),
+            sorted({n.id for n in ast.walk(statement) if isinstance(n, ast.Name)} & set(table)),
+        )
+        for name, statement in aliases.items()
+    }
+    return compile(tree, path, "exec"), table, compiled
 
 
 class ReexportFinder(importlib.abc.MetaPathFinder):
@@ -597,8 +615,7 @@ class ReexportFinder(importlib.abc.MetaPathFinder):
         if not spec.origin.endswith("__init__.py"):
             return spec
         try:
-            with open(spec.origin, encoding="utf-8") as file:
-                parsed = exports_of(fullname, file.read())
+            parsed = _rewrite("exports", fullname, spec.origin, lambda s: exports_of(fullname, s))
         except (OSError, SyntaxError, ValueError):
             return spec
         if parsed is not None:
@@ -611,13 +628,18 @@ class ReexportFinder(importlib.abc.MetaPathFinder):
         spec = importlib.machinery.PathFinder.find_spec(fullname, path, target)
         if spec is None or not spec.origin or not spec.origin.endswith("__init__.py"):
             return spec
+        origin = spec.origin
+
+        def build(source: str) -> CompiledParts | None:
+            parts = deferring_submodules(fullname, source, DEFERRED_SUBMODULES[fullname])
+            return None if parts is None else compiled_parts(origin, parts)
+
         try:
-            with open(spec.origin, encoding="utf-8") as file:
-                parts = deferring_submodules(fullname, file.read(), DEFERRED_SUBMODULES[fullname])
+            compiled = _rewrite("deferred", fullname, origin, build)
         except (OSError, SyntaxError, ValueError):
             return spec
-        if parts is not None:
-            spec.loader = _PartlyDeferredLoader(fullname, spec.origin, parts)
+        if compiled is not None:
+            spec.loader = _PartlyDeferredLoader(fullname, origin, compiled)
         return spec
 
     def _tracing_spec(
@@ -629,13 +651,18 @@ class ReexportFinder(importlib.abc.MetaPathFinder):
         sdk_file = getattr(sys.modules.get(SDK), "__file__", None)
         if not sdk_file:
             return spec
+        origin, package_dir = spec.origin, os.path.dirname(sdk_file)
+
+        def build(source: str) -> CodeType | None:
+            late = late_beta_tree(fullname, source, package_dir)
+            return None if late is None else compile(late[0], origin, "exec")
+
         try:
-            with open(spec.origin, encoding="utf-8") as file:
-                late = late_beta_tree(fullname, file.read(), os.path.dirname(sdk_file))
+            code = _rewrite("late", fullname, origin, build)
         except (OSError, SyntaxError, ValueError):
             return spec
-        if late is not None:
-            spec.loader = _LateBetaLoader(fullname, spec.origin, late[0])
+        if code is not None:
+            spec.loader = _LateBetaLoader(fullname, origin, code)
         return spec
 
     def _on_use_spec(
@@ -645,8 +672,9 @@ class ReexportFinder(importlib.abc.MetaPathFinder):
         if spec is None or not spec.origin or spec.submodule_search_locations is not None:
             return spec
         try:
-            with open(spec.origin, encoding="utf-8") as file:
-                plain = defines_functions(file.read(), ON_USE[fullname])
+            plain = _rewrite(
+                "on-use", fullname, spec.origin, lambda s: defines_functions(s, ON_USE[fullname])
+            )
         except (OSError, SyntaxError, ValueError):
             return spec
         if plain:
@@ -659,14 +687,24 @@ class ReexportFinder(importlib.abc.MetaPathFinder):
         spec = importlib.machinery.PathFinder.find_spec(fullname, path, target)
         if spec is None or not spec.origin or not spec.submodule_search_locations:
             return spec
+        origin = spec.origin
+
+        def build(source: str) -> tuple[CodeType, Exports, list[str]] | None:
+            tail = deferring_tail(fullname, os.path.dirname(origin), source)
+            return None if tail is None else (compile(tail[0], origin, "exec"), *tail[1:])
+
         try:
-            with open(spec.origin, encoding="utf-8") as file:
-                tail = deferring_tail(fullname, os.path.dirname(spec.origin), file.read())
+            compiled = _rewrite("tail", fullname, origin, build)
         except (OSError, SyntaxError, ValueError):
             return spec
-        if tail is not None:
-            spec.loader = _DeferringLoader(fullname, spec.origin, tail)
+        if compiled is not None:
+            spec.loader = _DeferringLoader(fullname, origin, compiled)
         return spec
+
+
+def _rewrite(kind: str, fullname: str, origin: str, build: Callable[[str], Any]) -> Any:
+    """`build` of the module's source, kept compiled between runs (`rewrite_cache`)."""
+    return cached_rewrite(kind, fullname, origin, build, rewriter=__file__)
 
 
 _installed = threading.Lock()

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import ast
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -43,15 +44,16 @@ print(json.dumps(out))
 """
 
 
-def _python(code: str) -> subprocess.CompletedProcess[str]:
+def _python(code: str, cache: Path | None = None) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "FSM_AGENT_CACHE_DIR": str(cache) if cache else ""}
     return subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=ROOT
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=ROOT, env=env
     )
 
 
-def _exports(lazy: bool) -> dict[str, dict[str, str]]:
+def _exports(lazy: bool, cache: Path | None = None) -> dict[str, dict[str, str]]:
     setup = "from fsm_agent.live import lazy_sdk\nlazy_sdk.install()\n" if lazy else ""
-    proc = _python(f"{setup}PACKAGES = {PACKAGES!r}\n{DESCRIBE}")
+    proc = _python(f"{setup}PACKAGES = {PACKAGES!r}\n{DESCRIBE}", cache)
     assert proc.returncode == 0, proc.stderr
     return json.loads(proc.stdout)
 
@@ -63,6 +65,19 @@ def test_the_lazy_sdk_exports_what_the_sdk_exports() -> None:
     for package in PACKAGES:
         assert lazy[package] == eager[package], package
         assert len(eager[package]) > 10, package  # the packages export something to compare
+
+
+def test_the_rewrites_kept_between_runs_give_the_same_sdk(tmp_path: Path) -> None:
+    """The second run takes every rewrite from the cache the first one filled."""
+    cache = tmp_path / "cache"
+    eager, filling = _exports(lazy=False), _exports(lazy=True, cache=cache)
+    kinds = {entry.name.split(".cpython")[0].rsplit(".", 1)[1] for entry in cache.iterdir()}
+    assert kinds == {"exports", "tail", "deferred", "late", "on-use"}
+    stamps = {entry.name: entry.stat().st_mtime_ns for entry in cache.iterdir()}
+    cached = _exports(lazy=True, cache=cache)
+    assert {entry.name: entry.stat().st_mtime_ns for entry in cache.iterdir()} == stamps
+    for package in PACKAGES:
+        assert cached[package] == filling[package] == eager[package], package
 
 
 def test_importing_the_sdk_leaves_the_beta_api_and_other_platforms_unloaded() -> None:
