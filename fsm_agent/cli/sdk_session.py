@@ -307,6 +307,7 @@ class SdkSession:
             plan.config = evolve(plan.config, **changes)
         if self._sdk_hooks is not None:
             self._sdk_hooks.permission_mode = plan.config.permission_mode
+            self._sdk_hooks.prompt_id = str(uuid.uuid4())
         nudge = StructuredOutputNudge() if self.structured else None
         plan.hooks = joined(self._base_hooks, self._sdk_hooks, nudge)
         if self._servers is None:

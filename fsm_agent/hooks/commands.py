@@ -347,3 +347,50 @@ def _requested(
         interrupt=behavior == "deny" and decision.get("interrupt") is True,
         updated_permissions=updates,
     )
+
+
+NO_PROMPT_ID = frozenset({"SessionStart", "SessionEnd"})
+"""Events outside any prompt: Claude Code gives them no `prompt_id`."""
+NO_PERMISSION_MODE = frozenset({"SessionStart"})
+EVENT_FIELD_ORDER: dict[str, tuple[str, ...]] = {
+    "PostToolUse": ("tool_name", "tool_input", "tool_response", "tool_use_id", "duration_ms"),
+}
+"""An event's own fields in the order Claude Code writes them, where the engine's differ
+(hooks that compare stdin as text, or print it, see the same bytes)."""
+STOP_EXTRAS: dict[str, Any] = {"background_tasks": [], "session_crons": []}
+"""What Claude Code adds to a Stop hook's input: this engine runs no background tasks
+and no scheduled prompts, so both are always empty."""
+
+
+def hook_input(
+    event: str,
+    payload: Mapping[str, Any],
+    *,
+    transcript_path: str,
+    cwd: str,
+    permission_mode: str,
+    prompt_id: str,
+) -> dict[str, Any]:
+    """The JSON a hook reads on stdin for the engine's `payload`, keys in Claude Code's
+    order (measured on 2.1.332 by the conformance suite): `session_id`,
+    `transcript_path`, `cwd`, `prompt_id`, `permission_mode`, `hook_event_name`, then the
+    event's own. SessionStart has no `prompt_id`, `permission_mode` nor `model`;
+    SessionEnd no `prompt_id`."""
+    head: dict[str, Any] = {
+        "session_id": payload.get("session_id", ""),
+        "transcript_path": transcript_path,
+        "cwd": payload.get("cwd", cwd),
+    }
+    if event not in NO_PROMPT_ID:
+        head["prompt_id"] = prompt_id
+    if event not in NO_PERMISSION_MODE:
+        head["permission_mode"] = payload.get("permission_mode", permission_mode)
+    head["hook_event_name"] = event
+    rest = {k: v for k, v in payload.items() if k not in head and k != "permission_mode"}
+    if event == "SessionStart":
+        rest.pop("model", None)
+    ordered = {k: rest.pop(k) for k in EVENT_FIELD_ORDER.get(event, ()) if k in rest}
+    ordered.update(rest)
+    if event == "Stop":
+        ordered.update({k: v for k, v in STOP_EXTRAS.items() if k not in ordered})
+    return {**head, **ordered}

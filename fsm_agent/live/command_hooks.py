@@ -13,13 +13,20 @@ import contextlib
 import json
 import os
 import signal
+import uuid
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from attrs import evolve
 
 from fsm_agent.core.config import CommandHook, HookMatcher, RunConfig
-from fsm_agent.hooks.commands import MAX_CAPTURE_BYTES, HookRun, interpret, selected
+from fsm_agent.hooks.commands import (
+    MAX_CAPTURE_BYTES,
+    HookRun,
+    hook_input,
+    interpret,
+    selected,
+)
 from fsm_agent.hooks.outcomes import NO_OPINION, HookOutcome, merge
 from fsm_agent.live.paths import default_resolve
 from fsm_agent.policy.permissions import Place
@@ -137,6 +144,8 @@ class CommandHooks:
         self.transcript_path = transcript_path
         self.permission_mode = permission_mode
         self.session_env = session_env
+        self.prompt_id = str(uuid.uuid4())
+        """One run is one prompt: its hooks share the id, as Claude Code's do."""
 
     @classmethod
     def for_run(cls, config: RunConfig, transcript_path: str) -> CommandHooks:
@@ -150,14 +159,14 @@ class CommandHooks:
         )
 
     def payload(self, event: str, payload: Mapping[str, Any]) -> dict[str, Any]:
-        return {
-            "session_id": payload.get("session_id", ""),
-            "transcript_path": self.transcript_path,
-            "cwd": payload.get("cwd", self.project_dir),
-            "hook_event_name": event,
-            "permission_mode": self.permission_mode,
-            **{k: v for k, v in payload.items() if k not in ("hook_event_name",)},
-        }
+        return hook_input(
+            event,
+            payload,
+            transcript_path=self.transcript_path,
+            cwd=self.project_dir,
+            permission_mode=self.permission_mode,
+            prompt_id=self.prompt_id,
+        )
 
     async def run(self, event: str, payload: dict[str, Any]) -> HookOutcome:
         home = os.path.realpath(os.path.expanduser("~"))

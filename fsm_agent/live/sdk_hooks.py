@@ -15,11 +15,12 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import uuid
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from fsm_agent.core.config import CommandHook, HookMatcher
-from fsm_agent.hooks.commands import HookRun, interpret, selected
+from fsm_agent.hooks.commands import HookRun, hook_input, interpret, selected
 from fsm_agent.hooks.outcomes import NO_OPINION, HookOutcome, merge
 from fsm_agent.live.paths import default_resolve
 from fsm_agent.live.sdk_control import ControlChannel, ControlError
@@ -79,6 +80,8 @@ class SdkHooks:
         self.can_use_tool = can_use_tool
         self.transcript_path = transcript_path
         self.permission_mode = permission_mode
+        self.prompt_id = str(uuid.uuid4())
+        """One run is one prompt: its hooks share the id, as Claude Code's do."""
         self.events = frozenset(
             {m.event for m in self.matchers} | ({PERMISSION_REQUEST} if can_use_tool else set())
         )
@@ -96,14 +99,14 @@ class SdkHooks:
 
     def _input(self, event: str, payload: Mapping[str, Any]) -> dict[str, Any]:
         """The event's JSON as a command hook reads it on stdin."""
-        return {
-            "session_id": payload.get("session_id", ""),
-            "transcript_path": self.transcript_path,
-            "cwd": payload.get("cwd", "."),
-            "permission_mode": self.permission_mode,
-            **payload,
-            "hook_event_name": event,
-        }
+        return hook_input(
+            event,
+            payload,
+            transcript_path=self.transcript_path,
+            cwd=".",
+            permission_mode=self.permission_mode,
+            prompt_id=self.prompt_id,
+        )
 
     async def _callback(
         self, hook: CommandHook, event: str, payload: dict[str, Any]

@@ -22,7 +22,10 @@ the two side by side. What the runner normalises before comparing, and why:
 - stream-json: fsm-agent's `transition` lines (the machine's edges) and Claude Code's
   `system` lines other than `init` (retries, hook progress, status) are each tool's own;
 - hook payloads: `session_id` and `transcript_path` (each tool's own transcript) are
-  dropped, the rest compared key by key, in order.
+  dropped, and `effort` (Claude Code's reasoning-effort setting, which fsm-agent does not
+  have); a `prompt_id` (a fresh UUID per prompt on both sides) is written `<prompt_id>`, a
+  `duration_ms` `<ms>`;
+  the rest compared key by key, in order.
 """
 
 from __future__ import annotations
@@ -393,7 +396,14 @@ def _normaliser(where: Mapping[str, Path]) -> Any:
 
 
 def _hook(payload: dict[str, Any]) -> dict[str, Any]:
-    return {k: v for k, v in payload.items() if k not in ("session_id", "transcript_path")}
+    kept = {
+        k: v for k, v in payload.items() if k not in ("session_id", "transcript_path", "effort")
+    }
+    if isinstance(kept.get("prompt_id"), str) and len(kept["prompt_id"]) == 36:
+        kept["prompt_id"] = "<prompt_id>"
+    if isinstance(kept.get("duration_ms"), int):
+        kept["duration_ms"] = "<ms>"
+    return kept
 
 
 def _blocks(content: Any) -> list[dict[str, Any]]:
