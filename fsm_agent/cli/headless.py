@@ -40,6 +40,7 @@ from fsm_agent.core.events import (
     PromptBlocked,
     ResponseUsage,
     StreamEvent,
+    SyntheticPrompt,
     ToolFinished,
     ToolRefused,
     ToolUseComplete,
@@ -51,6 +52,7 @@ from fsm_agent.core.pricing import cost_usd
 from fsm_agent.engine.driver import LoopResult
 from fsm_agent.engine.machine import Phase
 from fsm_agent.engine.ports import INTERRUPTED
+from fsm_agent.engine.reasons import PROMPT_BLOCKED
 
 SUBTYPES: dict[str, str] = {
     "completed": "success",
@@ -140,12 +142,21 @@ class RunTally:
         self.path: list[dict[str, str]] = []
         """The edges taken so far: a run that breaks off has no `LoopResult` to tell them."""
         self.turns = 0
+        self.user_messages = 0
+        """What Claude Code counts in `num_turns` (measured on 2.1.332): the prompt, each
+        tool result and each prompt the loop wrote itself (`SyntheticPrompt`)."""
+        self._results: set[str] = set()
+        self.turns_at_response = 1
+        """`num_turns` as it stood when the latest response arrived: where `--max-budget-usd`
+        is checked, and so what Claude Code reports of a run the budget stopped."""
         self.stop_reason: str | None = None
         """The last assistant message's of this run (a resumed conversation ends with the
         previous run's, which this run never received)."""
 
     def __call__(self, event: DriverEvent) -> None:
         self.meter(event)
+        if isinstance(event, ResponseUsage):
+            self.turns_at_response = 1 + self.user_messages
         if isinstance(event, AssistantMessage):
             self.stop_reason = event.message.stop_reason
         if isinstance(event, Transition):
@@ -169,6 +180,13 @@ class RunTally:
         elif isinstance(event, CallsDiscarded):
             gone = set(event.ids)
             self.denials = [d for d in self.denials if d["tool_use_id"] not in gone]
+            self.user_messages -= len(self._results & gone)
+            self._results -= gone
+        if isinstance(event, ToolFinished | ToolRefused):
+            self._results.add(event.result.tool_use_id)
+            self.user_messages += 1
+        elif isinstance(event, SyntheticPrompt):
+            self.user_messages += 1
 
     def model_usage(self) -> dict[str, dict[str, Any]]:
         """`modelUsage`, keyed by model, in `claude -p`'s camelCase; `costUSD` null
@@ -229,12 +247,13 @@ class Budget:
     def text(self) -> str:
         return f"Error: Exceeded USD budget ({self.shown})"
 
-    def mark(self, line: dict[str, Any]) -> dict[str, Any]:
+    def mark(self, line: dict[str, Any], tally: RunTally) -> dict[str, Any]:
         """The run's `result` line, as Claude Code's when the budget stopped the run."""
         if not self.reached:
             return line
         line.pop("result", None)
         line.update(
+            num_turns=tally.turns_at_response,
             subtype="error_max_budget_usd",
             is_error=True,
             terminal_reason=BUDGET_REASON,
@@ -251,13 +270,16 @@ def result_object(result: LoopResult, *, duration_ms: int, tally: RunTally) -> d
         outcome["api_error_status"] = result.api_error_status  # null unless one, as 2.1.x
     else:
         outcome = {"errors": [result.error or f"the run ended {result.reason}"]}
-    refused_turn = 1 if result.reason == "max_turns" else 0  # as `max_turns_reached` counts
+    if result.reason == "max_turns":  # as `max_turns_reached` counts: the refused turn
+        turns = result.turns + 1
+    else:  # the prompt and every user message after it, as Claude Code counts
+        turns = 0 if result.reason == PROMPT_BLOCKED else 1 + tally.user_messages
     return _result(
         tally,
         duration_ms,
         subtype=subtype,
         is_error=result.is_error,
-        num_turns=result.turns + refused_turn,
+        num_turns=turns,
         outcome=outcome,
         stop_reason=tally.stop_reason,
         terminal_reason=result.reason,
@@ -613,6 +635,13 @@ class StreamJson:
             self._result(event.result, error_result(event.result))
         elif isinstance(event, CallsDiscarded):
             self._discard(event.ids)
+        elif isinstance(event, SyntheticPrompt):
+            line = self._object(
+                "user",
+                message={"role": "user", "content": [{"type": "text", "text": event.text}]},
+                parent_tool_use_id=None,
+            )
+            self.write({**line, "isSynthetic": True})
         elif isinstance(event, ModelEvent) and isinstance(event.event, ModelRetry):
             retry = event.event
             delay = None if retry.delay_s is None else round(retry.delay_s * 1000)

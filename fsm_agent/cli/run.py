@@ -259,7 +259,7 @@ def run_json(
     if lines:
         writer.ended(result)
     line = result_object(result, duration_ms=duration_ms, tally=tally)
-    emit(line if plan.budget is None else plan.budget.mark(line))
+    emit(line if plan.budget is None else plan.budget.mark(line, tally))
     if writer.closed:
         silence(sys.stdout)
     return result, writer.write_error

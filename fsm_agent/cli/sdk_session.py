@@ -355,7 +355,7 @@ class SdkSession:
         if self.structured:
             line["structured_output"] = structured_output(result.messages.items)
         if plan.budget is not None:
-            plan.budget.mark(line)
+            plan.budget.mark(line, tally)
         with self._out_lock:
             self.writer.ended(result)
             self.writer.write(line)

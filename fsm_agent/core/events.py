@@ -278,6 +278,15 @@ class McpReady:
     servers: tuple[McpServerState, ...]
 
 
+@frozen
+class SyntheticPrompt:
+    """A user message the loop wrote itself to send the model on (a `max_tokens`
+    recovery, a Stop hook's block, the token budget's nudge): Claude Code's stream-json
+    shows it as a `user` line marked `isSynthetic`, and counts it in `num_turns`."""
+
+    text: str
+
+
 DriverEvent = (
     TextDelta
     | ThinkingDelta
@@ -293,4 +302,5 @@ DriverEvent = (
     | Notice
     | ContextReport
     | McpReady
+    | SyntheticPrompt
 )

@@ -25,7 +25,13 @@ from fsm_agent.context.levels import (
     token_count,
 )
 from fsm_agent.core.config import RunConfig
-from fsm_agent.core.events import REACTIVE, AssistantMessage, ContextReport, Notice
+from fsm_agent.core.events import (
+    REACTIVE,
+    AssistantMessage,
+    ContextReport,
+    Notice,
+    SyntheticPrompt,
+)
 from fsm_agent.core.limits import held_to_limit
 from fsm_agent.core.messages import Message, TextBlock, ToolResultBlock, ToolUseBlock, tool_results
 from fsm_agent.core.transcript import Transcript
@@ -146,6 +152,7 @@ async def max_output_tokens_recovery(
         else "output token limit hit"
     )
     run.emit(Notice("retry", f"{cause}; asking the model to resume ({count}/3)"))
+    run.emit(SyntheticPrompt(MAX_OUTPUT_RECOVERY_MESSAGE))
     return _whole(
         messages=it.messages_for_query.extend(
             (*it.assistant_messages, meta(MAX_OUTPUT_RECOVERY_MESSAGE))
@@ -230,12 +237,12 @@ async def collapse_drain_retry(
 async def stop_hook_blocking(run: Run, state: LoopState, it: Iteration, facts: Facts) -> LoopState:
     """A Stop hook's block goes to the model as its feedback; context a Stop hook adds
     instead (`additionalContext`), as a reminder: both make it go on."""
-    feedback = (
-        *(meta(f"Stop hook feedback:\n{error}") for error in facts.blocking_errors),
-        *reminders(facts.stop_context),
-    )
+    prompts = [f"Stop hook feedback:\n{error}" for error in facts.blocking_errors]
+    feedback = (*(meta(p) for p in prompts), *reminders(facts.stop_context))
     for text in (*facts.blocking_errors, *facts.stop_context):
         run.emit(Notice("hook", f"Stop hook: {text.strip()} (the model goes on)"))
+    for prompt in prompts:
+        run.emit(SyntheticPrompt(prompt))
     return _whole(
         messages=it.messages_for_query.extend((*it.assistant_messages, *feedback)),
         tool_context=_tool_context(state, it),
@@ -263,6 +270,7 @@ async def token_budget_continuation(
     assert facts.budget_nudge is not None
     budget = run.config.token_budget
     run.emit(Notice("budget", f"{spent:,} of the {budget:,} token budget used; the model goes on"))
+    run.emit(SyntheticPrompt(facts.budget_nudge))
     return _whole(
         messages=it.messages_for_query.extend((*it.assistant_messages, meta(facts.budget_nudge))),
         tool_context=_tool_context(state, it),

@@ -140,7 +140,8 @@ def test_the_cap_comes_from_claude_codes_variable(workspace: Path, tmp_path: Pat
     args = ("run", "--scripted", str(path), "--cwd", str(workspace), "--output-format", "json")
     proc = fsm(*args, "--log", str(tmp_path / "a.jsonl"), env={CAP: "3"})
     assert proc.returncode == 0, proc.stderr
-    assert json.loads(proc.stdout)["num_turns"] == 1
+    # the prompt and the three blocks' feedback, each a user message Claude Code counts
+    assert json.loads(proc.stdout)["num_turns"] == 1 + 3
     path_of = fsm("replay", str(tmp_path / "a.jsonl"), "--path", "--json")
     assert (
         json.loads(path_of.stdout).count(
