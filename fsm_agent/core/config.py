@@ -99,6 +99,10 @@ class RunConfig:
     """How many Stop-hook blocks in a row send the model on before the next is
     overridden (Claude Code's `CLAUDE_CODE_STOP_HOOK_BLOCK_CAP`); 0 or less: no cap."""
     streaming_tools: bool = True
+    cut_calls_answered: bool = True
+    """A tool call whose input `max_tokens` cut stays in the answer and gets its input's
+    error as its result, and the loop takes the tools' path, as Claude Code 2.1.x does;
+    logs written before this were recorded with such calls dropped (`old_logs`)."""
     structured_results: bool = False
     """Tools build Claude Code's structured result of each call (`ToolOutcome.response`)
     for stream-json's `tool_use_result`, as they do for a PostToolUse hook."""

@@ -133,7 +133,7 @@ class _Assembler:
 
     def message(self) -> Message | None:
         content = tuple(self.blocks[i] for i in sorted(self.blocks))
-        if self.stop_reason in CUT_STOP_REASONS:
+        if self.stop_reason in CUT_STOP_REASONS and not self.run.config.cut_calls_answered:
             content = tuple(
                 b for b in content if not (isinstance(b, ToolUseBlock) and b.id in self.invalid)
             )

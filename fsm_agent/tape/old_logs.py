@@ -30,7 +30,7 @@ def blocked_outside_the_machine(result: Mapping[str, Any], edge: str) -> bool:
     return edge == "prompt_blocked" and result.get("reason") == edge and result.get("steps") == 0
 
 
-OUTPUT_SETTINGS = ("max_output_tokens", "capped_output")
+OUTPUT_SETTINGS = ("max_output_tokens", "capped_output", "cut_calls_answered")
 
 
 def output_settings(config: RunConfig) -> dict[str, Any]:
@@ -45,6 +45,12 @@ def with_output_cap(config: Mapping[str, Any]) -> dict[str, Any]:
     if "capped_output" in config:
         return dict(config)
     return {"max_output_tokens": CAPPED_DEFAULT_MAX_TOKENS, **config, "capped_output": True}
+
+
+def with_cut_calls_dropped(config: Mapping[str, Any]) -> dict[str, Any]:
+    """A header from before `cut_calls_answered` existed: its run dropped a tool call
+    that `max_tokens` cut, and asked the model to resume."""
+    return {"cut_calls_answered": False, **config}
 
 
 def poll_keys(key: str, where: str) -> tuple[str, ...]:

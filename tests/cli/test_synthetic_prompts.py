@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from fsm_agent.engine.actions import MAX_OUTPUT_RECOVERY_MESSAGE
+from fsm_agent.context.levels import MAX_OUTPUT_RECOVERY_MESSAGE
 from tests.conftest import SCENARIOS
 from tests.support.cli import fsm
 

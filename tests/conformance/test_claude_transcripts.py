@@ -23,10 +23,6 @@ from tests.support.conformance_cases import CASES
 from tests.support.real_claude import require_claude
 
 OPEN: dict[str, str] = {
-    "max_tokens_in_tool_input": (
-        "open: Claude Code answers a call cut at max_tokens with an error result; the "
-        "engine drops the cut call (the conformance case's own xfail)"
-    ),
     "hook_pre_tool_use_continue_false": (
         "the case's deliberate difference: Claude Code runs the call a PreToolUse hook's "
         "continue:false was shown, then ends the run; its transcript records no such hook, "

@@ -193,9 +193,24 @@ def test_without_the_output_cap_a_cut_answer_is_asked_to_resume_at_once(
     assert model.requests[1].messages.items[-1].text == MAX_OUTPUT_RECOVERY_MESSAGE
 
 
-def test_tool_use_cut_by_max_tokens_is_never_run(scenario, workspace: Path) -> None:
+def test_tool_use_cut_by_max_tokens_is_answered_with_its_error(scenario, workspace: Path) -> None:
+    """As Claude Code 2.1.x (the conformance case max_tokens_in_tool_input): the cut call
+    stays in the answer, is never run, and its input's error goes back to the model."""
     result = scenario("truncated_tool_input")
     assert not (workspace / "cut.txt").exists()
+    assert "max_output_tokens_recovery" not in result.edges
+    assert result.edges[result.edges.index("tool_use") :].count("next_turn") == 1
+    blocks = [b for m in result.messages.items for b in m.content]
+    calls = [b for b in blocks if isinstance(b, ToolUseBlock)]
+    answers = [b for b in blocks if isinstance(b, ToolResultBlock)]
+    assert [c.id for c in calls] == [a.tool_use_id for a in answers] == ["toolu_01cut"]
+    assert answers[0].is_error
+
+
+def test_a_log_from_before_keeps_dropping_the_cut_call(scenario, workspace: Path) -> None:
+    """What older logs recorded (their header lacks `cut_calls_answered`): the call
+    dropped, the model asked to resume; their replay takes that path again."""
+    result = scenario("truncated_tool_input", config=RunConfig(cut_calls_answered=False))
     assert "max_output_tokens_recovery" in result.edges
     assert not any(isinstance(b, ToolUseBlock) for m in result.messages.items for b in m.content)
 

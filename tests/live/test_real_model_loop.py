@@ -248,8 +248,9 @@ def test_a_cut_tool_input_is_never_run(
     messages_server: MessagesServer, workspace: Path, tmp_path: Path, stop_reason: str
 ) -> None:
     """`model_context_window_exceeded` (Sonnet 4.5 and later) cuts the answer as
-    `max_tokens` does: Claude Code reuses the max-output-tokens recovery for it, so the
-    cut call is never run and the request is retried, escalated (under the output cap)."""
+    `max_tokens` does. As Claude Code 2.1.x, the cut call is never run: it gets its
+    input's error as its result and the loop takes the tools' path, with no escalation
+    or recovery prompt (the conformance case max_tokens_in_tool_input)."""
     cut = {
         "type": "tool_use",
         "id": "toolu_cut",
@@ -261,11 +262,14 @@ def test_a_cut_tool_input_is_never_run(
         text("Done in smaller pieces."),
     )
     result = run_loop(messages_server, workspace, tmp_path, capped_output=True)
-    assert result.edges.count("max_output_tokens_escalate") == 1
+    assert "max_output_tokens_escalate" not in result.edges
+    assert "max_output_tokens_recovery" not in result.edges
     assert result.reason == "completed"
     assert not (workspace / "cut.txt").exists()
-    assert messages_server.bodies()[1]["max_tokens"] == 64000
-    assert "toolu_cut" not in results(result)
+    second = messages_server.bodies()[1]
+    assert second["max_tokens"] == messages_server.bodies()[0]["max_tokens"]
+    (answer,) = [b for b in second["messages"][-1]["content"] if b["type"] == "tool_result"]
+    assert answer["tool_use_id"] == "toolu_cut" and answer["is_error"]
     assert result.text == "Done in smaller pieces."
     assert not result.is_error
 

@@ -133,10 +133,6 @@ LOOP = [
         "a tool call cut at max_tokens: its input is incomplete",
         "write",
         (raw_tool("Write", '{"file_path": "x', stop_reason="max_tokens"), say("giving up")),
-        xfail=(
-            "open: the max_tokens difference; Claude Code also answers the cut call with an "
-            "error result, fsm-agent drops it"
-        ),
     ),
     Case(
         "invalid_tool_json",
