@@ -84,14 +84,10 @@ def tool_specs_for(names: Sequence[str]) -> tuple[ToolSpec, ...]:
     return tuple(specs)
 
 
-def _session_ids(transcript: Transcript, count: int) -> list[str]:
-    base = transcript.session_id or str(uuid.uuid5(uuid.NAMESPACE_URL, "fsm-agent-import"))
-    try:
-        namespace = uuid.UUID(base)
-    except ValueError:
-        namespace = uuid.uuid5(uuid.NAMESPACE_URL, base)
-    first = str(namespace) if transcript.session_id == str(namespace) else base
-    return [first] + [str(uuid.uuid5(namespace, f"run-{n}")) for n in range(2, count + 1)]
+def _session_id(transcript: Transcript) -> str:
+    """The session id of every run's log: the transcript's, as Claude Code keeps one id
+    over a conversation's runs (`--resume`, `--continue`) and fsm-agent's chat does."""
+    return transcript.session_id or str(uuid.uuid5(uuid.NAMESPACE_URL, "fsm-agent-import"))
 
 
 class Said:
@@ -207,7 +203,7 @@ async def aimport_transcript(
     config = _window_for(transcript, config)
     specs = tool_specs_for(tool_names(transcript))
     logs = run_logs(Path(log), len(transcript.runs))
-    ids = _session_ids(transcript, len(transcript.runs))
+    session_id = _session_id(transcript)
     for target in logs:
         if target.exists():
             raise LogError(f"{target}: a file is already there (a log is never overwritten)")
@@ -220,15 +216,15 @@ async def aimport_transcript(
         else:
             start = follow_up(messages, run.prompt)
         config = evolve(config, max_turns=run.max_turns)
+        imported = {"transcript": str(path.resolve()), "line": run.line}
         header = session_header(
-            ids[n], config, specs, imported={"transcript": str(path.resolve()), "line": run.line},
-            **({"parent": parent} if parent else {}),
-        )  # fmt: skip
+            session_id, config, specs, imported=imported, **({"parent": parent} if parent else {})
+        )
         writer = LogWriter(logs[n], header)
         effects = TranscriptEffects(run, config.model)
         said = Said(start)
         engine = Engine(
-            config, RecordingTape(writer), effects, specs, ids[n],
+            config, RecordingTape(writer), effects, specs, session_id,
             on_step=said.observe, outputs=BUILTIN_OUTPUTS,
         )  # fmt: skip
         try:
@@ -239,6 +235,6 @@ async def aimport_transcript(
         found = differences(run, said, effects)
         runs.append(ImportedRun(logs[n], result.reason, run.line, tuple(found)))
         messages = list(result.messages.items)
-        parent = {"log": str(logs[n].resolve()), "session_id": ids[n]}
+        parent = {"log": str(logs[n].resolve()), "session_id": session_id}
         config = evolve(config, session_source=None)
     return Imported(transcript, tuple(runs))

@@ -61,6 +61,8 @@ def test_several_prompts_are_runs_of_one_conversation(tmp_path: Path) -> None:
     assert fsm("import", str(transcript), "-o", str(out), "-q").returncode == 0
     second = SessionLog(out.with_name("imported-2.jsonl"))
     assert second.header["parent"]["log"] == str(out.resolve())
+    # one session over the runs, as the CLI kept it over --resume
+    assert second.header["session_id"] == SessionLog(out).header["session_id"] == transcript.stem
     start = next(r for r in _records(second.path) if r.get("t") == "start")
     texts = json.dumps(start["messages"])
     assert "Hello." in texts and "and again" in texts  # the whole conversation so far
