@@ -131,8 +131,9 @@ class Plan:
         log = self.log
         if log is None:
             session = self.session_id
-            cwd = os.path.realpath(self.config.cwd)
-            return next_run_log_path(cwd, session) if session else None
+            if session is None:
+                return None
+            return next_run_log_path(os.path.realpath(self.config.cwd), session)
         if self.runs == 0:
             return log
         number = self.runs + 1
