@@ -38,6 +38,7 @@ from fsm_agent.tape.log import (
     count_runs,
     header_problem,
     last_line,
+    run_number,
 )
 
 TURN_WINDOW = 8 * TAIL_CHUNK
@@ -261,10 +262,25 @@ def find_log(ref: str | Path, cwd: str | Path) -> Path:
     matches = sorted(folder.glob(f"{glob_escape(str(ref))}*.jsonl")) if is_id else []
     if len(matches) == 1:
         return matches[0]
+    last = _last_run(matches)
+    if last is not None:
+        return last
     if not matches:
         raise ResumeError(f"{ref}: no session log by that path or session id in {folder}")
     names = ", ".join(m.stem[:12] for m in matches[:5])
     raise ResumeError(f"{ref}: names several sessions ({names}…); give more of the id")
+
+
+def _last_run(logs: Sequence[Path]) -> Path | None:
+    """The last run's log when `logs` are the runs of one session (`ID.jsonl`,
+    `ID.2.jsonl`, …: a conversation's runs keep its id): it holds the whole conversation."""
+    if not logs:
+        return None
+    session = logs[0].stem.partition(".")[0]
+    numbered = [(run_number(p.stem, session), p) for p in logs]
+    if any(n is None for n, _ in numbered):
+        return None
+    return max(numbered, key=lambda item: item[0] or 0)[1]
 
 
 def glob_escape(text: str) -> str:

@@ -11,18 +11,25 @@ engine's conversation parts from the transcript's, the import says so.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from attrs import evolve, frozen
 
 from fsm_agent.app.history import follow_up
+from fsm_agent.core import jsontext
 from fsm_agent.core.config import RunConfig
 from fsm_agent.core.limits import MIN_CONTEXT_WINDOW
 from fsm_agent.core.messages import Message, ToolResultBlock, ToolUseBlock, user
 from fsm_agent.core.model import ToolSpec
 from fsm_agent.engine.driver import Engine, StepInfo
-from fsm_agent.tape.claude_transcript import Run, Transcript, read_transcript, tool_names
+from fsm_agent.tape.claude_transcript import (
+    Run,
+    Transcript,
+    TranscriptError,
+    read_transcript,
+    tool_names,
+)
 from fsm_agent.tape.header import session_header
 from fsm_agent.tape.log import LogError, LogWriter
 from fsm_agent.tape.recording import RecordingTape
@@ -44,9 +51,93 @@ class ImportedRun:
 
 
 @frozen
+class Subagent:
+    """A Task (`Agent` tool) subagent of the session, as Claude Code 2.1 writes it: a
+    transcript of its own, `<session>/subagents/agent-<id>.jsonl` beside the session's
+    (its lines `isSidechain`, its `sessionId` the session's), and `agent-<id>.meta.json`
+    naming its type, description and the call that started it, when that is there."""
+
+    path: Path
+    agent_id: str
+    tool_use_id: str | None = None
+    agent_type: str | None = None
+    description: str | None = None
+
+    def describe(self) -> dict[str, str]:
+        """What a log's header says of the subagent whose run it re-enacts."""
+        fields = {
+            "agent_id": self.agent_id,
+            "tool_use_id": self.tool_use_id,
+            "agent_type": self.agent_type,
+            "description": self.description,
+        }
+        return {key: value for key, value in fields.items() if value is not None}
+
+    def title(self) -> str:
+        """`subagent a705… (general-purpose: Read the notes) of the call toolu_a1`."""
+        what = ": ".join(x for x in (self.agent_type, self.description) if x)
+        call = f" of the call {self.tool_use_id}" if self.tool_use_id else ""
+        return f"subagent {self.agent_id}{f' ({what})' if what else ''}{call}"
+
+
+AGENT_FILE = "agent-"
+
+
+def subagents_of(transcript: Path) -> list[Subagent]:
+    """The subagents of the session whose transcript is `transcript`, in name order."""
+    folder = transcript.with_suffix("") / "subagents"
+    try:
+        files = sorted(folder.glob(f"{AGENT_FILE}*.jsonl")) if folder.is_dir() else []
+    except OSError:
+        return []
+    found = []
+    for file in files:
+        agent_id = file.stem[len(AGENT_FILE) :]
+        meta = _meta(file.with_name(f"{file.stem}.meta.json"))
+        found.append(
+            Subagent(
+                file,
+                agent_id,
+                tool_use_id=_str(meta.get("toolUseId")),
+                agent_type=_str(meta.get("agentType")),
+                description=_str(meta.get("description")),
+            )
+        )
+    return found
+
+
+def _meta(path: Path) -> dict[str, object]:
+    try:
+        value = jsontext.loads(path.read_bytes())
+    except (OSError, ValueError):
+        return {}
+    return value if isinstance(value, dict) else {}
+
+
+def _str(value: object) -> str | None:
+    return value if isinstance(value, str) and value else None
+
+
+def subagent_log(log: Path, agent_id: str) -> Path:
+    """Where a subagent's first run is logged: beside `log`, `STEM.agent-<id>.jsonl`."""
+    return log.with_name(f"{log.stem}.{AGENT_FILE}{agent_id}{log.suffix or '.jsonl'}")
+
+
+@frozen
+class ImportedSubagent:
+    """A subagent's logs (or why its transcript could not be read: `problem`)."""
+
+    agent: Subagent
+    transcript: Transcript | None
+    runs: tuple[ImportedRun, ...]
+    problem: str | None = None
+
+
+@frozen
 class Imported:
     transcript: Transcript
     runs: tuple[ImportedRun, ...]
+    subagents: tuple[ImportedSubagent, ...] = ()
 
     @property
     def logs(self) -> tuple[Path, ...]:
@@ -84,14 +175,10 @@ def tool_specs_for(names: Sequence[str]) -> tuple[ToolSpec, ...]:
     return tuple(specs)
 
 
-def _session_ids(transcript: Transcript, count: int) -> list[str]:
-    base = transcript.session_id or str(uuid.uuid5(uuid.NAMESPACE_URL, "fsm-agent-import"))
-    try:
-        namespace = uuid.UUID(base)
-    except ValueError:
-        namespace = uuid.uuid5(uuid.NAMESPACE_URL, base)
-    first = str(namespace) if transcript.session_id == str(namespace) else base
-    return [first] + [str(uuid.uuid5(namespace, f"run-{n}")) for n in range(2, count + 1)]
+def _session_id(transcript: Transcript) -> str:
+    """The session id of every run's log: the transcript's, as Claude Code keeps one id
+    over a conversation's runs (`--resume`, `--continue`) and fsm-agent's chat does."""
+    return transcript.session_id or str(uuid.uuid5(uuid.NAMESPACE_URL, "fsm-agent-import"))
 
 
 class Said:
@@ -185,13 +272,55 @@ def differences(run: Run, said: Said, effects: TranscriptEffects) -> list[str]:
 async def aimport_transcript(
     path: str | Path, log: str | Path, *, config: RunConfig | None = None
 ) -> Imported:
-    """Read the transcript at `path` and write a log per run, the first at `log`.
+    """Read the transcript at `path` and write a log per run, the first at `log`; each
+    of the session's subagents (`subagents_of`) gets logs of its own beside it
+    (`subagent_log`), kept apart from the main runs.
 
     Raises `TranscriptError` for a file that is no transcript, `OSError` if it cannot
     be read, `LogError` if a log's path is taken."""
     path = Path(path)
     transcript = read_transcript(path.read_bytes(), str(path))
     base = config or RunConfig()
+    logs = run_logs(Path(log), len(transcript.runs))
+    found: list[tuple[Subagent, Transcript | None, str | None]] = []
+    for agent in subagents_of(path):
+        try:
+            read = read_transcript(agent.path.read_bytes(), str(agent.path), subagent=True)
+        except TranscriptError as exc:
+            found.append((agent, None, str(exc)))
+        except OSError as exc:
+            found.append((agent, None, f"{agent.path}: cannot read: {exc.strerror or exc}"))
+        else:
+            found.append((agent, read, None))
+    side_logs = [
+        run_logs(subagent_log(Path(log), agent.agent_id), len(held.runs)) if held else []
+        for agent, held, _ in found
+    ]
+    for target in (*logs, *(p for paths in side_logs for p in paths)):
+        if target.exists():
+            raise LogError(f"{target}: a file is already there (a log is never overwritten)")
+    runs = await _reenact(transcript, path, logs, base, _session_id(transcript))
+    subagents: list[ImportedSubagent] = []
+    for (agent, side, problem), paths in zip(found, side_logs, strict=True):
+        if side is None:
+            subagents.append(ImportedSubagent(agent, None, (), problem))
+            continue
+        marked = {"subagent": agent.describe()}
+        done = await _reenact(side, agent.path, paths, base, _session_id(transcript), marked)
+        subagents.append(ImportedSubagent(agent, side, done))
+    return Imported(transcript, runs, tuple(subagents))
+
+
+async def _reenact(
+    transcript: Transcript,
+    path: Path,
+    logs: Sequence[Path],
+    base: RunConfig,
+    session_id: str,
+    marked: Mapping[str, object] | None = None,
+) -> tuple[ImportedRun, ...]:
+    """Each of the transcript's runs through the engine, recorded at `logs`; `marked`
+    goes into each header's `imported` (a subagent's says whose it is)."""
     hooked = [("Stop", any(r.stop_hooks for r in transcript.runs))]
     hooked.append(("UserPromptSubmit", any(r.prompt_hook for r in transcript.runs)))
     asked = transcript.max_tokens
@@ -206,11 +335,6 @@ async def aimport_transcript(
     )
     config = _window_for(transcript, config)
     specs = tool_specs_for(tool_names(transcript))
-    logs = run_logs(Path(log), len(transcript.runs))
-    ids = _session_ids(transcript, len(transcript.runs))
-    for target in logs:
-        if target.exists():
-            raise LogError(f"{target}: a file is already there (a log is never overwritten)")
     runs: list[ImportedRun] = []
     messages: list[Message] = []
     parent: dict[str, str] | None = None
@@ -220,15 +344,15 @@ async def aimport_transcript(
         else:
             start = follow_up(messages, run.prompt)
         config = evolve(config, max_turns=run.max_turns)
+        imported = {"transcript": str(path.resolve()), "line": run.line, **(marked or {})}
         header = session_header(
-            ids[n], config, specs, imported={"transcript": str(path.resolve()), "line": run.line},
-            **({"parent": parent} if parent else {}),
-        )  # fmt: skip
+            session_id, config, specs, imported=imported, **({"parent": parent} if parent else {})
+        )
         writer = LogWriter(logs[n], header)
         effects = TranscriptEffects(run, config.model)
         said = Said(start)
         engine = Engine(
-            config, RecordingTape(writer), effects, specs, ids[n],
+            config, RecordingTape(writer), effects, specs, session_id,
             on_step=said.observe, outputs=BUILTIN_OUTPUTS,
         )  # fmt: skip
         try:
@@ -239,6 +363,6 @@ async def aimport_transcript(
         found = differences(run, said, effects)
         runs.append(ImportedRun(logs[n], result.reason, run.line, tuple(found)))
         messages = list(result.messages.items)
-        parent = {"log": str(logs[n].resolve()), "session_id": ids[n]}
+        parent = {"log": str(logs[n].resolve()), "session_id": session_id}
         config = evolve(config, session_source=None)
-    return Imported(transcript, tuple(runs))
+    return tuple(runs)

@@ -27,7 +27,8 @@ from fsm_agent.cli.sdk_session import SdkSession
 from fsm_agent.cli.usage import exit_code, fail, is_utf8
 from fsm_agent.core.permission_types import RuleSource
 from fsm_agent.core.validation import SchemaError, check_schema
-from fsm_agent.tape.log import default_log_path
+from fsm_agent.live.transcript_writer import TranscriptCursor
+from fsm_agent.tape.log import next_run_log_path
 from fsm_agent.tools import default_tools
 from fsm_agent.tools.structured_output import NAME, StructuredOutputTool
 
@@ -132,7 +133,7 @@ def claude(**options: Any) -> None:
     prompt_tool = options.pop("permission_prompt_tool")
     if prompt_tool not in (None, "stdio"):
         fail(f"--permission-prompt-tool {prompt_tool}: only stdio (the SDK's can_use_tool) is")
-    session_id = _session_id(options.pop("session_id"))
+    given_id = options.pop("session_id")
     tools = options.pop("tools")
     prompt_file = options.pop("system_prompt_file")
     if prompt_file is not None:
@@ -149,6 +150,10 @@ def claude(**options: Any) -> None:
         log=None,
         context_window=None,
     )
+    # A resumed session keeps its id, as `claude --resume` does; `--session-id` names another.
+    session_id = _session_id(given_id) if given_id or resumed is None else resumed.session_id
+    if resumed is not None and session_id != resumed.session_id:
+        plan.fork_id, plan.transcript = session_id, TranscriptCursor()
     if tools is not None:
         plan.config = _only_tools(plan.config, tools)
     if limit is not None:
@@ -166,7 +171,7 @@ def claude(**options: Any) -> None:
         permissions = evolve(plan.config.permissions, allow=(*plan.config.permissions.allow, rule))
         plan.config = evolve(plan.config, permissions=permissions)
     if input_format == "stream-json":
-        plan.log = default_log_path(plan.config.cwd, session_id)
+        plan.log = next_run_log_path(plan.config.cwd, session_id)
         session = SdkSession(
             plan,
             session_id=session_id,

@@ -38,7 +38,9 @@ def import_transcript(transcript: Path, output: Path | None, quiet: bool) -> Non
 
     Every run of the transcript (one per prompt) is re-enacted through the engine, its
     effects answered from the transcript, and recorded as a live run is: `replay
-    --check` passes on the logs written. The exit code is 1 when the engine's path
+    --check` passes on the logs written. Each Task subagent's own transcript
+    (SESSION/subagents/agent-ID.jsonl) gets logs of its own, LOG's stem then
+    .agent-ID, kept apart from the main runs. The exit code is 1 when the engine's path
     parted from the transcript's (each difference is printed), 2 when the file is not
     a transcript."""
     log = output or Path(f"{transcript.stem}.fsm.jsonl")
@@ -63,5 +65,23 @@ def import_transcript(transcript: Path, output: Path | None, quiet: bool) -> Non
         for difference in run.differences:
             parted = True
             say(f"{transcript}:{run.line}: differs: {difference}")
+    said = set(found.assumptions)
+    for sub in imported.subagents:
+        if sub.problem is not None:
+            say(f"{sub.problem}; the {sub.agent.title()} is left out")
+            continue
+        if not quiet and sub.transcript is not None:
+            for line in (*sub.transcript.assumptions, *sub.transcript.warnings):
+                if line not in said:
+                    said.add(line)
+                    say(line)
+        for run in sub.runs:
+            click.echo(
+                f"{run.log}  {run.reason}  (the {sub.agent.title()}, the run of line "
+                f"{run.line} of its transcript: kept apart from the main runs)"
+            )
+            for difference in run.differences:
+                parted = True
+                say(f"{sub.agent.path}:{run.line}: differs: {difference}")
     if parted:
         sys.exit(EXIT_DIVERGED)

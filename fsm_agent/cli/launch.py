@@ -39,6 +39,7 @@ from fsm_agent.live.effects import Inbox, LiveEffects
 from fsm_agent.live.mcp_files import McpSetup
 from fsm_agent.live.permission_updates import apply_updates
 from fsm_agent.live.transcript_writer import TranscriptCursor, transcript_path
+from fsm_agent.tape.log import next_run_log_path
 from fsm_agent.tape.recording import SessionRecorder
 from fsm_agent.tools.session_env import with_session_env
 
@@ -62,6 +63,7 @@ class Plan:
         parent_cut_short: int | None = None,
         idle_notify_s: float = IDLE_NOTIFY_S,
         mcp: McpSetup | None = None,
+        history: Sequence[Message] = (),
     ) -> None:
         self.model = model
         self.mcp = mcp
@@ -100,17 +102,39 @@ class Plan:
         self.recorder: SessionRecorder | None = None
         """Set by an Agent SDK session: every run goes into its one log, one after another
         (`log` names it), not a log each."""
-        self.transcript = TranscriptCursor()
-        """The conversation's Claude Code transcript, which each of its runs goes on."""
+        self.transcript = (
+            TranscriptCursor.resuming(os.path.realpath(config.cwd), parent_session_id, history)
+            if parent_session_id
+            else TranscriptCursor()
+        )
+        """The conversation's Claude Code transcript, which each of its runs goes on (a
+        resumed one's too, as `claude --resume` goes on the session's file)."""
+        self.fork_id: str | None = None
+        """A resumed conversation's new session id (`--session-id` with `--resume`, as
+        Claude Code's `--fork-session` gives one): its runs go on under it, in a new
+        transcript."""
         self.tools: dict[str, Tool] | None = None
         """The tools the runs get: None for the built-in ones (an SDK session adds its
         MCP servers' tools)."""
 
+    @property
+    def session_id(self) -> str | None:
+        """The session id of the next run: the conversation's, when it goes on one (a
+        chat's later run, a resumed one), as Claude Code keeps one id for a conversation
+        over its runs and `--resume`; None for a new conversation (the run makes one)."""
+        return self.fork_id or self.parent_session_id
+
     def next_log(self) -> Path | None:
         """`--log PATH` names the first run's log; later runs go next to it as `STEM.N.jsonl`,
-        N counting on past any file already there: a log never overwrites one."""
+        N counting on past any file already there: a log never overwrites one. Without
+        `--log`, a run that goes on a conversation logs as its next run (`ID.N.jsonl`)."""
         log = self.log
-        if log is None or self.runs == 0:
+        if log is None:
+            session = self.session_id
+            if session is None:
+                return None
+            return next_run_log_path(os.path.realpath(self.config.cwd), session)
+        if self.runs == 0:
             return log
         number = self.runs + 1
         while os.path.lexists(path := log.with_name(f"{log.stem}.{number}{log.suffix}")):
@@ -240,7 +264,7 @@ class Plan:
                 abort=self.abort,
                 inbox=inbox,
                 header_extra=self.header_extra(),
-                session_id=session_id,
+                session_id=session_id or self.session_id,
                 read_files=self.read_files,
                 prompter=self._prompter(),
                 live_effects=self._live,

@@ -49,6 +49,7 @@ def plan_of(**options: Any) -> tuple[Plan, Resumed | None, str | None]:
         parent_cut_short=resumed.cut_short if resumed is not None else None,
         idle_notify_s=made.idle_notify_s,
         mcp=approved(made.mcp),
+        history=resumed.messages if resumed is not None else (),
     )
     return plan, resumed, made.scenario_prompt
 

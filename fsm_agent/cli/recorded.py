@@ -50,3 +50,21 @@ def note_if_unchained(path: Path) -> None:
             f"fsm-agent: note: {path}: unchained (a version {log.version} log, from before "
             "every line carried a digest): a change to it since it was written may go unnoticed"
         )
+
+
+def note_if_subagent(path: Path) -> None:
+    """A log `fsm-agent import` made of a Task subagent's transcript says so once: its
+    run is the subagent's, apart from the session's main runs."""
+    try:
+        imported = SessionLog(path).header.get("imported")
+    except LogError:  # reported by whoever read it
+        return
+    if not isinstance(imported, dict) or not isinstance(agent := imported.get("subagent"), dict):
+        return
+    what = ": ".join(str(agent[k]) for k in ("agent_type", "description") if agent.get(k))
+    call = f" of the call {agent['tool_use_id']}" if agent.get("tool_use_id") else ""
+    say(
+        f"fsm-agent: note: {path}: the run of subagent {agent.get('agent_id', '?')}"
+        f"{f' ({what})' if what else ''}{call}, imported from {imported.get('transcript')}: "
+        "a sidechain, apart from the session's main runs"
+    )

@@ -13,7 +13,7 @@ import click
 
 from fsm_agent.app.replaying import areplay_runs
 from fsm_agent.cli.lazy import REPLAY_MODES, load
-from fsm_agent.cli.recorded import note_if_unchained, warn_if_torn
+from fsm_agent.cli.recorded import note_if_subagent, note_if_unchained, warn_if_torn
 from fsm_agent.cli.usage import EXIT_DIVERGED, EXIT_USAGE, error_line, say
 from fsm_agent.tape.divergence import Divergence, LogEnded, divergence_data, divergence_report
 from fsm_agent.tape.header import other_machine_note
@@ -43,6 +43,7 @@ def check_all(logs: tuple[Path, ...], view: bool = False, as_json: bool = False)
 
 def _check(path: Path, name: str, view: bool = False) -> int:
     note_if_unchained(path)
+    note_if_subagent(path)
     try:
         results = asyncio.run(areplay_runs(path))
     except LogError as exc:

@@ -8,7 +8,7 @@ from pathlib import Path
 from rich.console import Console
 
 from fsm_agent.cli.debugger import Debugger
-from fsm_agent.cli.recorded import note_if_unchained, warn_if_torn
+from fsm_agent.cli.recorded import note_if_subagent, note_if_unchained, warn_if_torn
 from fsm_agent.cli.usage import fail
 from fsm_agent.tape.log import LogError
 
@@ -27,6 +27,7 @@ def debug(path: Path) -> None:
         fail(str(exc))
     warn_if_torn(path)
     note_if_unchained(path)
+    note_if_subagent(path)
     if HAS_READLINE:
         readline.set_completer(debugger.complete)  # type: ignore[arg-type]  # typeshed: a list
         readline.set_completer_delims(" \t\n")

@@ -185,7 +185,7 @@ def run_json(
     `system/init` goes out with the run's first event: the log is open by then, so a
     log that cannot be created is an error line and nothing on stdout. Once the run
     began, it always ends with a `result`, an error one if the log failed mid-run."""
-    session_id = new_session_id()
+    session_id = plan.session_id or new_session_id()
     tally = RunTally()
     collected: list[dict[str, Any]] | None = [] if every and not stream else None
     writer = StreamJson(sys.stdout, session_id, partial=partial, collect=collected)

@@ -52,4 +52,9 @@ def _imported(path: Path, one: bool) -> tuple[Path, ...]:
     for run in imported.runs:
         for difference in run.differences:
             say(f"{path}:{run.line}: differs: {difference}")
+    if imported.subagents:
+        say(
+            f"{path}: {len(imported.subagents)} subagent transcript(s) kept apart, not part "
+            f"of the main runs: `fsm-agent import {path} -o LOG` makes them logs of their own"
+        )
     return imported.logs

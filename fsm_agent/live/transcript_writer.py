@@ -115,6 +115,38 @@ class TranscriptCursor:
         self.last_uuid: str | None = None
         self.written: tuple[Message, ...] = ()
 
+    @classmethod
+    def resuming(cls, cwd: str, session_id: str, messages: Sequence[Message]) -> TranscriptCursor:
+        """The cursor of a resumed conversation (`--resume`): Claude Code goes on the
+        session's own transcript (same file, same `sessionId`, the chain from its last
+        line), so the run writes only what it adds to `messages`. With no transcript of
+        the session there (written with the transcript off, or elsewhere), the run
+        writes the whole conversation to one under the session's id."""
+        cursor = cls()
+        cursor.session_id = session_id
+        path = transcript_path(cwd, session_id)
+        last = _last_uuid(path) if path is not None else None
+        if last is not None:
+            cursor.last_uuid = last
+            cursor.written = tuple(messages)
+        return cursor
+
+
+def _last_uuid(path: Path) -> str | None:
+    """The `uuid` of the transcript's last entry that has one (the end of its chain)."""
+    try:
+        lines = path.read_bytes().splitlines()
+    except OSError:
+        return None
+    for raw in reversed(lines):
+        try:
+            entry = jsontext.loads(raw)
+        except ValueError:
+            continue
+        if isinstance(entry, dict) and isinstance(entry.get("uuid"), str):
+            return entry["uuid"]
+    return None
+
 
 class TranscriptWriter:
     """Appends the run's messages to its transcript as they come, each once.

@@ -131,13 +131,17 @@ class Run:
 
 MAIN_QUERIES = frozenset({"sdk", "repl_main_thread"})
 """The `querySource` of the loop's own requests (a title's or a summary's are not)."""
+AGENT_QUERY = "agent:"
+"""How a subagent's loop's `querySource` begins (`agent:builtin:general-purpose`)."""
 PROMPT_BLOCKED = "UserPromptSubmit operation blocked by hook:\n"
 ORIGINAL_PROMPT = "\n\nOriginal prompt: "
 
 
 @frozen
 class Sidechain:
-    """A Task subagent's lines: kept apart from the main run, and named as such."""
+    """A Task subagent's lines inside the session's transcript (older Claude Code wrote
+    them there; 2.1 writes each subagent a file of its own): kept apart from the main
+    run, and named as such."""
 
     first_line: int
     last_line: int
@@ -161,6 +165,8 @@ class Transcript:
     max_tokens: tuple[int, ...] = ()
     """The `max_tokens` of the loop's requests, in order, where the transcript records
     them (newer Claude Code's `api-request` lines)."""
+    agent_id: str = ""
+    """A subagent's transcript: the `agentId` its lines carry."""
 
 
 def looks_like_transcript(first_line: bytes) -> bool:
@@ -176,8 +182,11 @@ def looks_like_transcript(first_line: bytes) -> bool:
 class _Reader:
     """The state of one pass over the lines; `read_transcript` is its face."""
 
-    def __init__(self, where: str) -> None:
+    def __init__(self, where: str, *, subagent: bool = False) -> None:
         self.where = where
+        self.subagent = subagent
+        """Reading a subagent's own transcript, whose lines are all `isSidechain`."""
+        self.agent_id = ""
         self.runs: list[Run] = []
         self.warnings: list[str] = []
         self.assumptions: dict[str, None] = {}
@@ -239,9 +248,11 @@ class _Reader:
                 self.warn(n, f"repeats the entry of line {self.seen[uuid]} (uuid {uuid}); skipped")
                 return
             self.seen[uuid] = n
-        if value.get("isSidechain") is True:
+        if value.get("isSidechain") is True and not self.subagent:
             self.sidechain(n)
             return
+        if not self.agent_id and isinstance(value.get("agentId"), str):
+            self.agent_id = value["agentId"]
         for key, attr in (("sessionId", "session_id"), ("cwd", "cwd")):
             if not getattr(self, attr) and isinstance(value.get(key), str):
                 setattr(self, attr, value[key])
@@ -257,7 +268,10 @@ class _Reader:
     def api_request(self, value: dict[str, Any]) -> None:
         params = value.get("params")
         source = value.get("querySource")
-        if not isinstance(params, dict) or source not in (None, *MAIN_QUERIES):
+        ours = source in (None, *MAIN_QUERIES) or (
+            self.subagent and isinstance(source, str) and source.startswith(AGENT_QUERY)
+        )
+        if not isinstance(params, dict) or not ours:
             return
         most = params.get("max_tokens")
         if isinstance(most, int) and not isinstance(most, bool) and most > 0:
@@ -503,12 +517,16 @@ class _Reader:
         self.runs.append(Run(summary, n, compacted=True))
 
 
-def read_transcript(data: bytes, where: str = "transcript") -> Transcript:
+def read_transcript(
+    data: bytes, where: str = "transcript", *, subagent: bool = False
+) -> Transcript:
     """The runs a transcript's bytes record; `TranscriptError` if it holds none.
 
     Broken lines (not JSON, not an object, an entry without its message) are
-    warnings naming the line; the rest is read."""
-    reader = _Reader(where)
+    warnings naming the line; the rest is read. `subagent`: the bytes are a
+    subagent's own transcript (`<session>/subagents/agent-<id>.jsonl`), whose
+    `isSidechain` lines are its run, not lines to keep apart."""
+    reader = _Reader(where, subagent=subagent)
     reader.has_summaries = b'"stop_hook_summary"' in data
     lines = data.split(b"\n")
     if lines and lines[0].startswith(b"\xef\xbb\xbf"):
@@ -585,6 +603,7 @@ def _with_assumptions(reader: _Reader) -> Transcript:
         titles=tuple(reader.titles),
         max_tokens=tuple(reader.max_tokens),
         compacted_at=tuple(reader.compacted_at),
+        agent_id=reader.agent_id,
     )
 
 

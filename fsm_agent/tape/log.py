@@ -754,6 +754,28 @@ def default_log_path(cwd: str, session_id: str) -> Path:
     return Path(cwd) / ".fsm-agent" / "sessions" / f"{session_id}.jsonl"
 
 
+def next_run_log_path(cwd: str, session_id: str) -> Path:
+    """Where the next run of session `session_id` logs by default: `ID.jsonl`, or once
+    that is taken `ID.2.jsonl`, `ID.3.jsonl`, … (the first free). A conversation keeps
+    one session id over its runs, as Claude Code keeps it over `--resume`, and each run
+    still has a log of its own, which never overwrites another."""
+    first = default_log_path(cwd, session_id)
+    number = 1
+    path = first
+    while os.path.lexists(path):
+        number += 1
+        path = first.with_name(f"{session_id}.{number}.jsonl")
+    return path
+
+
+def run_number(stem: str, session_id: str) -> int | None:
+    """Which run of `session_id` a log named `stem` is (`ID` 1, `ID.N` N), else None."""
+    if stem == session_id:
+        return 1
+    head, dot, tail = stem.rpartition(".")
+    return int(tail) if dot and head == session_id and tail.isdigit() else None
+
+
 def last_line(path: Path) -> tuple[bytes, bool]:
     """The last line of a file, read backwards from its end, and whether it is whole."""
     size = os.path.getsize(path)

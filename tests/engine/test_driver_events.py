@@ -57,6 +57,20 @@ def test_chat_logs_follow_the_first_log_name(tmp_path: Path) -> None:
     assert Plan(model=None, config=None, hooks=None, abort=None, log=None).next_log() is None  # type: ignore[arg-type]
 
 
+def test_a_conversation_s_later_runs_log_under_its_session_id(tmp_path: Path) -> None:
+    """Without --log, a run that goes on a conversation keeps its id: `ID.N.jsonl`."""
+    config = RunConfig(cwd=str(tmp_path))
+    plan = Plan(model=None, config=config, hooks=None, abort=None, log=None,  # type: ignore[arg-type]
+                parent_session_id="s1")  # fmt: skip
+    folder = tmp_path / ".fsm-agent" / "sessions"
+    assert plan.session_id == "s1"
+    assert plan.next_log() == folder / "s1.jsonl"
+    folder.mkdir(parents=True)
+    (folder / "s1.jsonl").touch()
+    (folder / "s1.2.jsonl").touch()
+    assert plan.next_log() == folder / "s1.3.jsonl"
+
+
 class StalledModel:
     """A model that never sends its first event."""
 

@@ -113,6 +113,35 @@ def _compacted(ws: Path) -> Sequence[Reply]:
     )
 
 
+def _subagent(ws: Path) -> Sequence[Reply]:
+    """An `Agent` call run in the foreground: the subagent's two requests come between
+    the main loop's (the CLI writes the subagent a transcript of its own)."""
+    call = {
+        "type": "tool_use",
+        "id": "toolu_a1",
+        "name": "Agent",
+        "input": {
+            "description": "Read the notes",
+            "prompt": "Say what notes.txt holds.",
+            "subagent_type": "general-purpose",
+            "run_in_background": False,
+        },
+    }
+    read = {
+        "type": "tool_use",
+        "id": "toolu_a2",
+        "name": "Read",
+        "input": {"file_path": str(ws / "notes.txt")},
+    }
+    return (
+        message([{"type": "text", "text": "Asking an agent."}, call], stop_reason="tool_use",
+                message_id="msg_a1"),
+        message([read], stop_reason="tool_use", message_id="msg_a2"),
+        text("notes.txt says hello.", message_id="msg_a3"),
+        text("The agent says: hello.", message_id="msg_a4"),
+    )  # fmt: skip
+
+
 def _hello(ws: Path) -> Sequence[Reply]:
     return (text("Hello.", message_id="msg_p1"),)
 
@@ -137,6 +166,11 @@ SESSIONS = (
         (("what is in notes.txt?", _compacted),),
         files={"notes.txt": "hello\n"},
         model="claude-sonnet-4-6",
+    ),
+    Session(
+        "subagent",
+        (("what is in notes.txt? ask an agent", _subagent),),
+        files={"notes.txt": "hello\n"},
     ),
 )
 """The conformance sessions whose transcripts an import must replay (`--check`)."""

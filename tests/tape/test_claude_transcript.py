@@ -92,6 +92,26 @@ def test_a_sidechain_is_kept_apart() -> None:
     assert [r.message_id for r in found.runs[0].responses] == ["m1", "m2"]
 
 
+def test_a_subagent_s_own_transcript_is_its_run() -> None:
+    """Claude Code 2.1 writes a subagent's lines (all `isSidechain`) to a file of their
+    own: read as a subagent's, they are its run, the `agentId` kept."""
+    lines = [
+        prompt(1, "Say what notes.txt holds."),
+        said(2, "ms1", CALL, stop="tool_use"),
+        result(3, "t1", "hello"),
+        said(4, "ms2", {"type": "text", "text": "It says hello."}, stop="end_turn"),
+    ]
+    for line in lines:
+        line.update(isSidechain=True, agentId="a1")
+    found = read_transcript(jsonl(*lines), subagent=True)
+    assert found.agent_id == "a1" and found.sidechains == ()
+    [run] = found.runs
+    assert run.prompt == "Say what notes.txt holds."
+    assert [r.message_id for r in run.responses] == ["ms1", "ms2"]
+    with pytest.raises(TranscriptError, match="no user prompt"):
+        read_transcript(jsonl(*lines))  # as a session's transcript it holds no main run
+
+
 def test_stop_hooks_an_interrupt_and_retries_are_read() -> None:
     summary = entry(
         "system",
