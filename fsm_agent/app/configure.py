@@ -107,7 +107,8 @@ def configure(options: RunOptions, warn: Warn) -> Configured:
     """The run `options` describe, on top of the resumed session's configuration if any.
 
     Permission rules and hooks are read from ~/.claude/settings.json,
-    .claude/settings.json and .claude/settings.local.json, once, here.
+    .claude/settings.json, .claude/settings.local.json and the managed settings, once,
+    here.
     """
     if options.scripted is None and api_key():
         start_loading_sdk()

@@ -27,7 +27,13 @@ from fsm_agent.core.mcp_config import (
     merged,
     parse_servers,
 )
-from fsm_agent.live.settings import settings_files, trusted_by_claude
+from fsm_agent.live.settings import (
+    SettingsError,
+    managed_dir,
+    managed_files,
+    settings_files,
+    trusted_by_claude,
+)
 
 if TYPE_CHECKING:
     from fsm_agent.live.mcp_servers import McpServers
@@ -163,6 +169,7 @@ def load_mcp(
                     warnings += ignored
                 if isinstance(data, dict):
                     approval_data.append(data)
+        approval_data += _managed_approvals()
     approvals = approvals_of(approval_data)
     approved = [s for s in project if approvals.verdict(s.name)]
     waiting = tuple(s for s in project if approvals.verdict(s.name) is None)
@@ -173,6 +180,25 @@ def load_mcp(
         start_timeout, call_timeout, max_tokens,
     )  # fmt: skip
     return setup, tuple(warnings)
+
+
+def _managed_approvals() -> list[Mapping[str, Any]]:
+    """The managed settings' approval keys, above every other file's (the administrator
+    may enable or disable a project's servers); a file that cannot be read has been
+    refused by `load_settings` already."""
+    try:
+        paths = managed_files(managed_dir())
+    except SettingsError:
+        return []
+    out: list[Mapping[str, Any]] = []
+    for path in paths:
+        try:
+            data = _read_json(path, "managed settings")
+        except McpConfigError:
+            continue
+        if isinstance(data, dict):
+            out.append(data)
+    return out
 
 
 def _narrowing_only(
