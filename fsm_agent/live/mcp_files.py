@@ -1,7 +1,8 @@
 """The MCP configuration on disk, read once at the start of a run, as Claude Code reads it.
 
-`~/.claude.json` (its `mcpServers`: the user scope; its entry for the workspace: the
-local scope), the workspace's `.mcp.json` (the project scope), each `--mcp-config`
+`~/.claude.json`, or `$CLAUDE_CONFIG_DIR/.claude.json` when that is set (its
+`mcpServers`: the user scope; its entry for the workspace: the local scope), the
+workspace's `.mcp.json` (the project scope), each `--mcp-config`
 (a file or a JSON string), and the approval keys of the settings files. What the
 files mean is `fsm_agent.core.mcp_config`'s; the servers start in
 `fsm_agent.live.mcp_servers`, loaded only when a run has one (the `mcp` SDK takes
@@ -27,6 +28,7 @@ from fsm_agent.core.mcp_config import (
     merged,
     parse_servers,
 )
+from fsm_agent.live.claude_home import UserFiles
 from fsm_agent.live.settings import (
     SettingsError,
     managed_dir,
@@ -118,10 +120,13 @@ def load_mcp(
     """The run's MCP setup, and a warning for each server that cannot be used.
 
     `trusted`: whether the user trusts the workspace (None: as `~/.claude.json` says).
+    `env` sets the servers' variables, and `CLAUDE_CONFIG_DIR` in it moves
+    `~/.claude.json` and `~/.claude/settings.json` there, as in the CLI.
     An untrusted workspace's `.claude/settings.json` cannot approve the servers of its
     own `.mcp.json` (each would run a program the repository names): they wait for the
     user's approval as if it said nothing; what it disables stays disabled."""
     warnings: list[str] = []
+    files = UserFiles.of(env, home)
     dynamic: list[McpServerConfig] = []
     for value in configs:
         data, origin = _given(value, cwd)
@@ -133,7 +138,7 @@ def load_mcp(
     project: tuple[McpServerConfig, ...] = ()
     approval_data: list[Mapping[str, Any]] = []
     if not strict:
-        claude_json = Path(home) / ".claude.json"
+        claude_json = files.state_file
         state: Any = {}
         if claude_json.is_file():
             try:
@@ -157,8 +162,8 @@ def load_mcp(
             )
             warnings += said
         if trusted is None:
-            trusted = trusted_by_claude(cwd, home)
-        for n, (path, _root) in enumerate(settings_files(cwd, home)):
+            trusted = trusted_by_claude(cwd, home, claude_json)
+        for n, (path, _root) in enumerate(settings_files(cwd, home, files.config_dir)):
             if path.is_file():
                 try:
                     data = _read_json(path, "settings")

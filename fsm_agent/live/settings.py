@@ -1,6 +1,7 @@
 """Reading Claude Code's settings files once, at the start of a run.
 
-`~/.claude/settings.json`, `.claude/settings.json`,
+`~/.claude/settings.json` (`$CLAUDE_CONFIG_DIR/settings.json` when that is set:
+`fsm_agent.live.claude_home`), `.claude/settings.json`,
 `.claude/settings.local.json` and the managed settings
 (`/etc/claude-code/managed-settings.json`, then `managed-settings.d/*.json` in name
 order) are merged, lowest precedence first: their `permissions` lists and their
@@ -33,6 +34,7 @@ from fsm_agent.core.config import HookMatcher
 from fsm_agent.core.jsontext import decode_error, no_constant
 from fsm_agent.core.permission_types import PermissionSettings, RuleSource
 from fsm_agent.hooks.commands import HookSettingsError, parse_hooks
+from fsm_agent.live.claude_home import STATE_FILE, UserFiles
 from fsm_agent.policy.permissions import (
     MODES,
     UNSUPPORTED_MODES,
@@ -102,18 +104,18 @@ def managed_files(directory: Path) -> list[Path]:
     return found
 
 
-CLAUDE_JSON = ".claude.json"
-"""Claude Code's own state file in the home directory, where its trust dialog's answer
-is kept per project."""
+CLAUDE_JSON = STATE_FILE
+"""Claude Code's own state file in the home directory (or `$CLAUDE_CONFIG_DIR`), where
+its trust dialog's answer is kept per project."""
 
 
-def trusted_by_claude(cwd: str, home: str) -> bool:
-    """Whether `~/.claude.json` has the trust dialog accepted for the workspace or for
-    the git repository it is in (the key Claude Code keeps a project under). A parent
-    directory's trust does not carry, as in the CLI. A file that cannot be read trusts
-    nothing: the run goes on untrusted and says how to trust."""
+def trusted_by_claude(cwd: str, home: str | Path, state_file: Path | None = None) -> bool:
+    """Whether `~/.claude.json` (or `state_file`) has the trust dialog accepted for the
+    workspace or for the git repository it is in (the key Claude Code keeps a project
+    under). A parent directory's trust does not carry, as in the CLI. A file that cannot
+    be read trusts nothing: the run goes on untrusted and says how to trust."""
     try:
-        with open(Path(home) / CLAUDE_JSON, encoding="utf-8") as f:
+        with open(state_file or Path(home) / CLAUDE_JSON, encoding="utf-8") as f:
             state = json.load(f, parse_constant=no_constant)
     except (OSError, ValueError, RecursionError):
         return False
@@ -144,12 +146,16 @@ def git_root(path: str) -> str | None:
         here = up
 
 
-def settings_files(cwd: str, home: str) -> list[tuple[Path, str]]:
-    """Each settings file, lowest precedence first, with the root its `/path` rules use:
-    resolved, as the paths they are matched against are (HOME may be a link)."""
-    user, project = os.path.realpath(Path(home) / ".claude"), os.path.realpath(cwd)
+def settings_files(
+    cwd: str, home: str | Path, config_dir: Path | None = None
+) -> list[tuple[Path, str]]:
+    """Each settings file below the managed ones, lowest precedence first, with the root
+    its `/path` rules use: resolved, as the paths they are matched against are (HOME may
+    be a link). The user's is in `config_dir` (`$CLAUDE_CONFIG_DIR`), else `~/.claude`."""
+    config_dir = config_dir if config_dir is not None else Path(home) / ".claude"
+    user, project = os.path.realpath(config_dir), os.path.realpath(cwd)
     return [
-        (Path(home) / ".claude" / "settings.json", user),
+        (config_dir / "settings.json", user),
         (Path(cwd) / ".claude" / "settings.json", project),
         (Path(cwd) / ".claude" / "settings.local.json", project),
     ]
@@ -253,22 +259,26 @@ def load_settings(
     add_dirs: Sequence[str] = (),
     trusted: bool | None = None,
     managed: Path | None = None,
+    user: UserFiles | None = None,
 ) -> Settings:
     """The merged settings for a run in `cwd`, with the command line's rules added.
 
-    `trusted`: whether the user trusts the workspace; None asks `~/.claude.json`.
+    `user`: the user's files; None: `home`'s, or, with no `home` either, as the CLI finds
+    them (`UserFiles.of`: `$CLAUDE_CONFIG_DIR`, else `~`).
+    `trusted`: whether the user trusts the workspace; None asks the state file.
     `managed`: the managed settings' directory; None: `managed_dir()`."""
-    home = home if home is not None else os.path.expanduser("~")
+    if user is None:
+        user = UserFiles.at(home) if home is not None else UserFiles.of()
     if trusted is None:
-        trusted = trusted_by_claude(cwd, home)
+        trusted = trusted_by_claude(cwd, "", user.state_file)
     root = os.path.realpath(cwd)
     below: list[Settings] = []
-    for n, (path, file_root) in enumerate(settings_files(cwd, home)):
+    for n, (path, file_root) in enumerate(settings_files(cwd, "", user.config_dir)):
         if not path.is_file():
             continue
         one = parse_settings(_read_settings(path), str(path), file_root, cwd)
         if n > 0:  # the workspace's own files
-            one = _workspace_limits(one, path, cwd, home, trusted=trusted or n == 2)
+            one = _workspace_limits(one, path, cwd, user, trusted=trusted or n == 2)
         below.append(one)
     # The administrator's: `/path` rules are the project's, as the CLI anchors them;
     # no trust is asked of them.
@@ -341,7 +351,9 @@ def _ignored(count: int, what: str, where: str, switch: str) -> str:
     return f"Ignoring {count} {plural} from {where}: the managed settings set {switch}"
 
 
-def _workspace_limits(one: Settings, path: Path, cwd: str, home: str, *, trusted: bool) -> Settings:
+def _workspace_limits(
+    one: Settings, path: Path, cwd: str, user: UserFiles, *, trusted: bool
+) -> Settings:
     """What a workspace's settings file may not grant: bypassPermissions as its mode
     (the real CLI ignores it there, trusted or not, local file included), and, from an
     untrusted workspace's `.claude/settings.json`, allow rules and more directories
@@ -352,7 +364,7 @@ def _workspace_limits(one: Settings, path: Path, cwd: str, home: str, *, trusted
         warnings.append(
             f"{path}: permissions.defaultMode bypassPermissions is ignored in a workspace's "
             "settings (pass --permission-mode bypassPermissions, or set it in "
-            "~/.claude/settings.json)"
+            f"{user.settings})"
         )
         mode = None
     allow, dirs = p.allow, p.additional_directories
@@ -360,7 +372,7 @@ def _workspace_limits(one: Settings, path: Path, cwd: str, home: str, *, trusted
         how = (
             "this workspace has not been trusted. Accept Claude Code's trust dialog here once, "
             f'set projects["{os.path.realpath(cwd)}"].hasTrustDialogAccepted: true in '
-            f"{Path(home) / CLAUDE_JSON}, or pass --trust"
+            f"{user.state_file}, or pass --trust"
         )
         for key, given in (("allow", allow), ("additionalDirectories", dirs)):
             if given:
