@@ -13,6 +13,8 @@ directory for its config directory then, which would make a cloned repository's
 from __future__ import annotations
 
 import os
+import stat
+import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -50,3 +52,28 @@ class UserFiles:
             config_dir = Path(configured)
             return UserFiles(config_dir, config_dir / STATE_FILE)
         return UserFiles.at(home if home is not None else os.path.expanduser("~"))
+
+
+def write_whole(path: Path, text: str, new_mode: int | None = None) -> None:
+    """The whole file or none of it: a run killed mid-write leaves the old one (its
+    mode kept). A settings or state file that is a link (to a dotfiles repository, say)
+    stays one: its target is written. A new file is made under the umask, or with
+    `new_mode` (the state file, which may hold servers' tokens, is the user's alone)."""
+    path = Path(os.path.realpath(path))
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if not path.exists():  # nothing to lose
+        fd = os.open(
+            path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666 if new_mode is None else new_mode
+        )
+        with os.fdopen(fd, "w", encoding="utf-8") as new:
+            new.write(text)
+        return
+    fd, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+    try:
+        os.chmod(temporary, stat.S_IMODE(path.stat().st_mode))
+        with os.fdopen(fd, "w", encoding="utf-8") as file:
+            file.write(text)
+        os.replace(temporary, path)
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise

@@ -11,14 +11,13 @@ from __future__ import annotations
 
 import json
 import os
-import stat
-import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from fsm_agent.core.jsontext import no_constant
 from fsm_agent.core.permission_types import PermissionSettings, PermissionUpdate
+from fsm_agent.live.claude_home import write_whole
 from fsm_agent.live.paths import default_resolve
 from fsm_agent.live.settings import settings_files
 from fsm_agent.policy.permission_updates import WHO, Destinations, applied, rewritten
@@ -85,28 +84,7 @@ def persist(update: PermissionUpdate, cwd: str, home: str, config_dir: Path | No
         )
     data["permissions"] = rewritten(permissions, update)
     try:
-        _write(path, json.dumps(data, indent=2, ensure_ascii=False) + "\n")
+        write_whole(path, json.dumps(data, indent=2, ensure_ascii=False) + "\n")
     except (OSError, ValueError) as exc:  # ValueError: text no file can hold
         return f"{WHO}'s {update.type} was not written to {path}: {exc}"
     return f"{WHO}'s {update.type} ({update.destination}) written to {path}"
-
-
-def _write(path: Path, text: str) -> None:
-    """The whole file or none of it: a run killed mid-write leaves the old one. A
-    settings file that is a link (to a dotfiles repository, say) stays one: its target
-    is written."""
-    path = Path(os.path.realpath(path))
-    path.parent.mkdir(parents=True, exist_ok=True)
-    if not path.exists():  # nothing to lose: made as any new file, under the umask
-        with path.open("x", encoding="utf-8") as new:
-            new.write(text)
-        return
-    fd, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-    try:
-        os.chmod(temporary, stat.S_IMODE(path.stat().st_mode))
-        with os.fdopen(fd, "w", encoding="utf-8") as file:
-            file.write(text)
-        os.replace(temporary, path)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise

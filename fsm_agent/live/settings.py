@@ -34,7 +34,7 @@ from fsm_agent.core.config import HookMatcher
 from fsm_agent.core.jsontext import decode_error, no_constant
 from fsm_agent.core.permission_types import PermissionSettings, RuleSource
 from fsm_agent.hooks.commands import HookSettingsError, parse_hooks
-from fsm_agent.live.claude_home import STATE_FILE, UserFiles
+from fsm_agent.live.claude_home import STATE_FILE, UserFiles, write_whole
 from fsm_agent.policy.permissions import (
     MODES,
     UNSUPPORTED_MODES,
@@ -131,6 +131,41 @@ def trusted_by_claude(cwd: str, home: str | Path, state_file: Path | None = None
         isinstance(projects.get(k), dict) and projects[k].get("hasTrustDialogAccepted") is True
         for k in keys
     )
+
+
+def project_key(cwd: str) -> str:
+    """The key Claude Code keeps a workspace's trust under in the state file: the git
+    repository's root when the workspace is in one, else the workspace (resolved), as
+    the CLI's trust dialog writes it (measured: accepted in `repo/sub`, it marks `repo`)."""
+    real = os.path.realpath(cwd)
+    return git_root(real) or real
+
+
+def accept_trust(cwd: str, user: UserFiles) -> None:
+    """Mark the workspace trusted in the state file, as accepting Claude Code's trust
+    dialog does, keeping everything else the file holds; a file that is there but not a
+    JSON object is left alone (SettingsError: writing it would lose what it holds)."""
+    path = user.state_file
+    try:
+        data: Any = (
+            json.loads(path.read_text(encoding="utf-8"), parse_constant=no_constant)
+            if path.exists()
+            else {}
+        )
+    except (OSError, ValueError, RecursionError) as exc:
+        raise SettingsError(f"{path}: cannot read it to record the trust: {exc}") from None
+    projects = data.get("projects", {}) if isinstance(data, dict) else None
+    if not isinstance(projects, dict):
+        raise SettingsError(f"{path}: not a state file with a 'projects' object; left alone")
+    entry = projects.setdefault(project_key(cwd), {})
+    if not isinstance(entry, dict):
+        raise SettingsError(f"{path}: its entry for {project_key(cwd)} is not an object")
+    entry["hasTrustDialogAccepted"] = True
+    data["projects"] = projects
+    try:
+        write_whole(path, json.dumps(data, indent=2, ensure_ascii=False) + "\n", 0o600)
+    except (OSError, ValueError) as exc:
+        raise SettingsError(f"{path}: cannot record the trust: {exc}") from None
 
 
 def git_root(path: str) -> str | None:
