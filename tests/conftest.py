@@ -36,6 +36,16 @@ def fsm_agent_cache_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return path
 
 
+@pytest.fixture(autouse=True, scope="session")
+def managed_settings_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """No run of the suite reads the machine's /etc/claude-code: the managed settings
+    come from an empty directory of the test session's (a test that needs some points
+    `FSM_AGENT_MANAGED_SETTINGS_DIR` at its own)."""
+    path = tmp_path_factory.mktemp("managed-settings")
+    os.environ["FSM_AGENT_MANAGED_SETTINGS_DIR"] = str(path)
+    return path
+
+
 @pytest.fixture
 def workspace(tmp_path: Path) -> Path:
     ws = tmp_path / "ws"

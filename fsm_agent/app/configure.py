@@ -39,6 +39,7 @@ from fsm_agent.core.mcp_config import McpConfigError
 from fsm_agent.core.model import Model
 from fsm_agent.hooks.outcomes import Hooks
 from fsm_agent.live import tls
+from fsm_agent.live.claude_home import UserFiles
 from fsm_agent.live.mcp_files import McpSetup, load_mcp
 from fsm_agent.live.memory_files import gather, path_rules
 from fsm_agent.live.scripted import (
@@ -48,11 +49,24 @@ from fsm_agent.live.scripted import (
     ScriptedHooks,
     ScriptedModel,
 )
-from fsm_agent.live.settings import SettingsError, load_settings
+from fsm_agent.live.settings import (
+    SettingsError,
+    accept_trust,
+    load_settings,
+    trusted_by_claude,
+)
 from fsm_agent.policy.permissions import MODE_ALIASES, UNSUPPORTED_MODES, unsupported_mode_warning
 from fsm_agent.tape.log import LogError, refuse_existing
 
 Warn = Callable[[str], None]
+AskTrust = Callable[[str, bool], bool]
+"""The trust question put to the user in a terminal: `(workspace, is the home folder)`,
+True for "Yes, I trust this folder"."""
+
+
+class NotTrusted(ConfigError):
+    """The user answered the trust question No: the session does not start, as Claude
+    Code's does not."""
 
 
 @frozen
@@ -103,11 +117,17 @@ def config_with(config: RunConfig, **changes: Any) -> RunConfig:
     return evolve(config, **{k: v for k, v in changes.items() if v is not None})
 
 
-def configure(options: RunOptions, warn: Warn) -> Configured:
+def configure(options: RunOptions, warn: Warn, ask_trust: AskTrust | None = None) -> Configured:
     """The run `options` describe, on top of the resumed session's configuration if any.
 
+    `ask_trust` (an interactive session's, in a terminal) is asked whether the user
+    trusts a workspace the state file does not mark trusted, as Claude Code's first
+    run in a folder asks: Yes is recorded there (in the home folder, for this session
+    only, as in the CLI), No raises NotTrusted.
+
     Permission rules and hooks are read from ~/.claude/settings.json,
-    .claude/settings.json and .claude/settings.local.json, once, here.
+    .claude/settings.json, .claude/settings.local.json and the managed settings, once,
+    here.
     """
     if options.scripted is None and api_key():
         start_loading_sdk()
@@ -128,13 +148,14 @@ def configure(options: RunOptions, warn: Warn) -> Configured:
             f"the resumed session's workspace {workspace} does not exist (pass --cwd)"
         )
     user_context, system_context, memory_paths = _context(workspace)
+    trusted = True if options.trust else _asked_trust(workspace, ask_trust, warn)
     try:
         settings = load_settings(
             workspace,
             allowed_tools=options.allowed_tools,
             disallowed_tools=options.disallowed_tools,
             add_dirs=options.add_dir,
-            trusted=True if options.trust else None,
+            trusted=trusted,
         )
     except SettingsError as exc:
         raise ConfigError(str(exc)) from None
@@ -215,13 +236,32 @@ def configure(options: RunOptions, warn: Warn) -> Configured:
             f"{resumed.cut_short} (killed?); going on from where its log stops, with every "
             "call it left unanswered marked interrupted"
         )
-    mcp = mcp_setup(options, workspace, warn)
+    mcp = mcp_setup(options, workspace, warn, trusted=trusted)
     return Configured(model, config, hooks, abort, resumed, scenario_prompt, idle, mcp)
 
 
-def mcp_setup(options: RunOptions, workspace: str, warn: Warn) -> McpSetup | None:
+def _asked_trust(workspace: str, ask: AskTrust | None, warn: Warn) -> bool | None:
+    """True when the user just said yes to the trust question; None (the state file
+    decides) when there is nobody to ask or it already trusts the workspace."""
+    user = UserFiles.of()
+    if ask is None or trusted_by_claude(workspace, "", user.state_file):
+        return None
+    home = os.path.realpath(workspace) == os.path.realpath(os.path.expanduser("~"))
+    if not ask(workspace, home):
+        raise NotTrusted(workspace)
+    if not home:
+        try:
+            accept_trust(workspace, user)
+        except SettingsError as exc:
+            warn(f"fsm-agent: warning: {exc}; trusted for this session only")
+    return True
+
+
+def mcp_setup(
+    options: RunOptions, workspace: str, warn: Warn, *, trusted: bool | None = None
+) -> McpSetup | None:
     """The MCP servers of `.mcp.json`, `~/.claude.json` and `--mcp-config`, read once."""
-    trusted = True if options.trust else None
+    trusted = True if options.trust else trusted
     return mcp_servers_in(
         workspace, options.mcp_config, options.strict_mcp_config, warn, trusted=trusted
     )

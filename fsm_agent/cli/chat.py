@@ -10,7 +10,6 @@ the session goes on; at the prompt, a second Ctrl-C or Ctrl-D leaves.
 from __future__ import annotations
 
 import contextlib
-import io
 import os
 import queue
 import select
@@ -28,7 +27,7 @@ from fsm_agent.app.history import follow_up
 from fsm_agent.cli.keys import Keyboard
 from fsm_agent.cli.launch import Plan
 from fsm_agent.cli.options import run_options
-from fsm_agent.cli.plan import plan_of
+from fsm_agent.cli.plan import plan_of, tolerant_stdin, trust_question
 from fsm_agent.cli.questions import QuestionScreen
 from fsm_agent.cli.render import LiveRenderer, QuietRenderer, RunConsole
 from fsm_agent.cli.usage import fail, refuse_undecodable, stdout_lost
@@ -346,8 +345,7 @@ class ChatSession:
 
 def chat_in_terminal(plan: Plan, history: list[Message], *, quiet: bool, verbose: bool) -> None:
     """A chat on this terminal, its errors as one line; also `run` with no prompt."""
-    if isinstance(sys.stdin, io.TextIOWrapper):
-        sys.stdin.reconfigure(errors="replace")  # a line typed in another encoding still goes
+    tolerant_stdin()
     console = RunConsole()
     session = ChatSession(
         plan, console, LineReader(sys.stdin), messages=history, quiet=quiet, verbose=verbose
@@ -381,6 +379,7 @@ def chat(quiet: bool, verbose: bool, **options: Any) -> None:
     message takes the scenario's next turns.
     """
     refuse_undecodable(options)
-    plan, resumed, _ = plan_of(**options)
+    asks = trust_question if sys.stdin.isatty() else None
+    plan, resumed, _ = plan_of(asks, **options)
     history = list(resumed.messages) if resumed is not None else []
     chat_in_terminal(plan, history, quiet=quiet, verbose=verbose)

@@ -34,6 +34,7 @@ from fsm_agent.core.tool import Tool
 from fsm_agent.engine.driver import LoopResult
 from fsm_agent.hooks.outcomes import HookOutcome, Hooks
 from fsm_agent.live.approvals import Approvals, Prompter
+from fsm_agent.live.claude_home import UserFiles
 from fsm_agent.live.command_hooks import CommandHooks
 from fsm_agent.live.effects import Inbox, LiveEffects
 from fsm_agent.live.mcp_files import McpSetup
@@ -199,6 +200,7 @@ class Plan:
             permissions, mode, _ = apply_updates(
                 permissions, mode, self._written, cwd=self.config.cwd,
                 home=os.path.expanduser("~"), start_mode=mode,
+                config_dir=UserFiles.of().config_dir,
             )  # fmt: skip
         self.config = evolve(self.config, permissions=permissions, permission_mode=mode)
 

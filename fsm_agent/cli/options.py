@@ -95,8 +95,8 @@ def run_options(fn: Any) -> Any:
             "--trust",
             is_flag=True,
             help="Trust the workspace for this run: its .claude/settings.json may allow "
-            "tools and add directories (without it, only once Claude Code's trust dialog "
-            "was accepted there, in ~/.claude.json).",
+            "tools and add directories (without it, only once Claude Code's trust dialog, "
+            "or a chat's trust question, was answered yes there, in ~/.claude.json).",
         ),
         click.option(
             "--mcp-config",

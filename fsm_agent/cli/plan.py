@@ -3,18 +3,24 @@ CLI (`fsm_agent.app.configure`); here what it cannot use becomes an error line."
 
 from __future__ import annotations
 
+import contextlib
+import io
 import sys
 from typing import Any
 
 import click
 from click.core import ParameterSource
 
-from fsm_agent.app.configure import RunOptions, configure
+from fsm_agent.app.configure import AskTrust, NotTrusted, RunOptions, configure
 from fsm_agent.app.environment import ConfigError
 from fsm_agent.app.history import Resumed
 from fsm_agent.cli.launch import Plan
+from fsm_agent.cli.render import printable
 from fsm_agent.cli.usage import fail, say
 from fsm_agent.live.mcp_files import McpSetup
+
+EXIT_NOT_TRUSTED = 1
+"""The trust question answered No: Claude Code exits 1 there too."""
 
 
 def base_url_given_by() -> str:
@@ -23,8 +29,55 @@ def base_url_given_by() -> str:
     return "ANTHROPIC_BASE_URL" if source == ParameterSource.ENVIRONMENT else "--base-url"
 
 
-def plan_of(**options: Any) -> tuple[Plan, Resumed | None, str | None]:
-    """The run the options describe: `(plan, resumed session or None, scenario prompt)`."""
+TRUST_GUIDE = "https://code.claude.com/docs/en/security"
+
+
+def tolerant_stdin() -> None:
+    """A line typed in another encoding still goes: undecodable bytes replaced. Done
+    before the first read (the trust question's, or the chat's), once: Python refuses
+    it after."""
+    if isinstance(sys.stdin, io.TextIOWrapper) and sys.stdin.errors != "replace":
+        with contextlib.suppress(io.UnsupportedOperation):
+            sys.stdin.reconfigure(errors="replace")
+
+
+def trust_question(workspace: str, home: bool) -> bool:
+    """Claude Code's first-run question in a folder it has not been told to trust, in its
+    words, on the terminal: only y is yes; Enter, anything else, Ctrl-D or Ctrl-C is No
+    (the CLI's dialog starts on "No, exit")."""
+    only = " This is your home folder, so Yes lasts for this session only." if home else ""
+    for line in (
+        "Accessing workspace:",
+        "",
+        f"  {printable(workspace)}",
+        "",
+        "Quick safety check: Is this a project you created or one you trust? (Like your own "
+        "code, a well-known open source project, or work from your team). If not, take a "
+        "moment to review what's in this folder first.",
+        "",
+        f"fsm-agent'll be able to read, edit, and execute files here.{only}",
+        f"Security guide: {TRUST_GUIDE}",
+        "",
+    ):
+        say(line)
+    tolerant_stdin()
+    try:
+        answer = click.prompt(
+            "[y] Yes, I trust this folder  [n] No, exit", default="", show_default=False,
+            err=True, prompt_suffix=" ",
+        )  # fmt: skip
+    except click.Abort:
+        say("")
+        return False
+    return answer.strip().lower() in ("y", "yes")
+
+
+def plan_of(
+    ask_trust: AskTrust | None = None, **options: Any
+) -> tuple[Plan, Resumed | None, str | None]:
+    """The run the options describe: `(plan, resumed session or None, scenario prompt)`.
+
+    `ask_trust`: an interactive session's trust question (`trust_question`)."""
     typed = click.get_current_context().get_parameter_source("base_url")
     if options.get("scripted") is not None and typed == ParameterSource.COMMANDLINE:
         # ANTHROPIC_BASE_URL may be set for other runs; a typed --base-url was meant.
@@ -32,7 +85,15 @@ def plan_of(**options: Any) -> tuple[Plan, Resumed | None, str | None]:
             "--base-url is for a real model, and --scripted runs a scenario: give one or the other"
         )
     try:
-        made = configure(RunOptions(**options, base_url_given_by=base_url_given_by()), say)
+        made = configure(
+            RunOptions(**options, base_url_given_by=base_url_given_by()), say, ask_trust
+        )
+    except NotTrusted:
+        fail(
+            "the session did not start: this folder isn't trusted (run again and answer y, "
+            "pass --trust, or run it in another folder)",
+            EXIT_NOT_TRUSTED,
+        )
     except ConfigError as exc:
         fail(str(exc))
     log = options["log"]

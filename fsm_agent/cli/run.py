@@ -25,7 +25,7 @@ from fsm_agent.cli.headless import (
 )
 from fsm_agent.cli.launch import Plan
 from fsm_agent.cli.options import run_options
-from fsm_agent.cli.plan import plan_of
+from fsm_agent.cli.plan import plan_of, trust_question
 from fsm_agent.cli.questions import QuestionScreen, terminal_prompter
 from fsm_agent.cli.render import LiveRenderer, QuietRenderer, RunConsole
 from fsm_agent.cli.usage import (
@@ -78,7 +78,10 @@ def run(
     if prompt is not None and not is_utf8(prompt):
         fail("the prompt is not UTF-8 text")
     refuse_undecodable(options)
-    plan, resumed, scenario_prompt = plan_of(**options)
+    # No PROMPT in a terminal is a chat (unless a scenario brings its prompt): an
+    # interactive session, which asks the trust question as Claude Code's does.
+    interactive = not (prompt and prompt.strip()) and sys.stdin.isatty()
+    plan, resumed, scenario_prompt = plan_of(trust_question if interactive else None, **options)
     if output_format == "stream-json":
         plan.config = evolve(plan.config, structured_results=True)
     prompt = prompt if prompt and prompt.strip() else scenario_prompt

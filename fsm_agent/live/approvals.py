@@ -32,6 +32,7 @@ from fsm_agent.core.permission_types import (
     PermissionUpdate,
     RuleSource,
 )
+from fsm_agent.live.claude_home import UserFiles
 from fsm_agent.live.git_config import repository_programs
 from fsm_agent.live.paths import (
     command_resolve,
@@ -91,6 +92,9 @@ class Approvals:
         self.persisted: list[PermissionUpdate] = []
         """The hooks' updates written to settings files: a chat's `/clear` keeps them."""
         self.home = os.path.realpath(home or os.path.expanduser("~"))
+        self.config_dir = (UserFiles.at(home) if home else UserFiles.of()).config_dir
+        """Where the user's settings file is, for updates a hook writes there: `home`'s
+        when given, else as the CLI finds it (`$CLAUDE_CONFIG_DIR`, else `~/.claude`)."""
         self.prompter = prompter
         self.notify = notify
         """Told of each question as it is put to the user (the Notification hook)."""
@@ -199,11 +203,11 @@ class Approvals:
         parent wrote)."""
         settings, mode, notes = apply_updates(
             self.settings, self.mode, updates, cwd=self.cwd, home=self.home,
-            start_mode=self.start_mode,
+            start_mode=self.start_mode, config_dir=self.config_dir,
         )  # fmt: skip
         kept = persisted(updates, self.start_mode)
         if write:
-            notes += [persist(u, self.cwd, self.home) for u in kept]
+            notes += [persist(u, self.cwd, self.home, self.config_dir) for u in kept]
         self.persisted += kept
         self.settings, self.mode, self._updated = settings, mode, True
         self._granted &= {r.rule for r in settings.allow}  # a hook may take them off

@@ -1,7 +1,8 @@
 """The MCP configuration on disk, read once at the start of a run, as Claude Code reads it.
 
-`~/.claude.json` (its `mcpServers`: the user scope; its entry for the workspace: the
-local scope), the workspace's `.mcp.json` (the project scope), each `--mcp-config`
+`~/.claude.json`, or `$CLAUDE_CONFIG_DIR/.claude.json` when that is set (its
+`mcpServers`: the user scope; its entry for the workspace: the local scope), the
+workspace's `.mcp.json` (the project scope), each `--mcp-config`
 (a file or a JSON string), and the approval keys of the settings files. What the
 files mean is `fsm_agent.core.mcp_config`'s; the servers start in
 `fsm_agent.live.mcp_servers`, loaded only when a run has one (the `mcp` SDK takes
@@ -27,7 +28,14 @@ from fsm_agent.core.mcp_config import (
     merged,
     parse_servers,
 )
-from fsm_agent.live.settings import settings_files, trusted_by_claude
+from fsm_agent.live.claude_home import UserFiles
+from fsm_agent.live.settings import (
+    SettingsError,
+    managed_dir,
+    managed_files,
+    settings_files,
+    trusted_by_claude,
+)
 
 if TYPE_CHECKING:
     from fsm_agent.live.mcp_servers import McpServers
@@ -112,10 +120,13 @@ def load_mcp(
     """The run's MCP setup, and a warning for each server that cannot be used.
 
     `trusted`: whether the user trusts the workspace (None: as `~/.claude.json` says).
+    `env` sets the servers' variables, and `CLAUDE_CONFIG_DIR` in it moves
+    `~/.claude.json` and `~/.claude/settings.json` there, as in the CLI.
     An untrusted workspace's `.claude/settings.json` cannot approve the servers of its
     own `.mcp.json` (each would run a program the repository names): they wait for the
     user's approval as if it said nothing; what it disables stays disabled."""
     warnings: list[str] = []
+    files = UserFiles.of(env, home)
     dynamic: list[McpServerConfig] = []
     for value in configs:
         data, origin = _given(value, cwd)
@@ -127,7 +138,7 @@ def load_mcp(
     project: tuple[McpServerConfig, ...] = ()
     approval_data: list[Mapping[str, Any]] = []
     if not strict:
-        claude_json = Path(home) / ".claude.json"
+        claude_json = files.state_file
         state: Any = {}
         if claude_json.is_file():
             try:
@@ -151,8 +162,8 @@ def load_mcp(
             )
             warnings += said
         if trusted is None:
-            trusted = trusted_by_claude(cwd, home)
-        for n, (path, _root) in enumerate(settings_files(cwd, home)):
+            trusted = trusted_by_claude(cwd, home, claude_json)
+        for n, (path, _root) in enumerate(settings_files(cwd, home, files.config_dir)):
             if path.is_file():
                 try:
                     data = _read_json(path, "settings")
@@ -163,6 +174,7 @@ def load_mcp(
                     warnings += ignored
                 if isinstance(data, dict):
                     approval_data.append(data)
+        approval_data += _managed_approvals()
     approvals = approvals_of(approval_data)
     approved = [s for s in project if approvals.verdict(s.name)]
     waiting = tuple(s for s in project if approvals.verdict(s.name) is None)
@@ -173,6 +185,25 @@ def load_mcp(
         start_timeout, call_timeout, max_tokens,
     )  # fmt: skip
     return setup, tuple(warnings)
+
+
+def _managed_approvals() -> list[Mapping[str, Any]]:
+    """The managed settings' approval keys, above every other file's (the administrator
+    may enable or disable a project's servers); a file that cannot be read has been
+    refused by `load_settings` already."""
+    try:
+        paths = managed_files(managed_dir())
+    except SettingsError:
+        return []
+    out: list[Mapping[str, Any]] = []
+    for path in paths:
+        try:
+            data = _read_json(path, "managed settings")
+        except McpConfigError:
+            continue
+        if isinstance(data, dict):
+            out.append(data)
+    return out
 
 
 def _narrowing_only(

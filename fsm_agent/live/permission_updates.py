@@ -11,33 +11,37 @@ from __future__ import annotations
 
 import json
 import os
-import stat
-import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from fsm_agent.core.jsontext import no_constant
 from fsm_agent.core.permission_types import PermissionSettings, PermissionUpdate
+from fsm_agent.live.claude_home import write_whole
 from fsm_agent.live.paths import default_resolve
 from fsm_agent.live.settings import settings_files
 from fsm_agent.policy.permission_updates import WHO, Destinations, applied, rewritten
 
 
-def settings_file(destination: str, cwd: str, home: str) -> tuple[Path, str]:
+def settings_file(
+    destination: str, cwd: str, home: str, config_dir: Path | None = None
+) -> tuple[Path, str]:
     """The settings file Claude Code writes a destination to, and the root its `/path`
-    rules are anchored at (as `settings_files` reads them)."""
-    return _files(cwd, home)[destination]
+    rules are anchored at (as `settings_files` reads them; the user's is in
+    `config_dir`, `$CLAUDE_CONFIG_DIR`, when given)."""
+    return _files(cwd, home, config_dir)[destination]
 
 
-def _files(cwd: str, home: str) -> dict[str, tuple[Path, str]]:
-    user, project, local = settings_files(cwd, home)
+def _files(cwd: str, home: str, config_dir: Path | None) -> dict[str, tuple[Path, str]]:
+    user, project, local = settings_files(cwd, home, config_dir)
     return {"userSettings": user, "projectSettings": project, "localSettings": local}
 
 
-def destinations(cwd: str, home: str) -> Destinations:
+def destinations(cwd: str, home: str, config_dir: Path | None = None) -> Destinations:
     """Where the destinations of a run in `cwd` are on this machine."""
-    files = {name: (str(path), root) for name, (path, root) in _files(cwd, home).items()}
+    files = {
+        name: (str(path), root) for name, (path, root) in _files(cwd, home, config_dir).items()
+    }
     return Destinations(os.path.realpath(cwd), files, os.path.realpath, default_resolve(cwd))
 
 
@@ -49,19 +53,21 @@ def apply_updates(
     cwd: str,
     home: str,
     start_mode: str,
+    config_dir: Path | None = None,
 ) -> tuple[PermissionSettings, str, list[str]]:
     """`applied` to a run in `cwd` with `home`: `settings` and `mode` with `updates`
     applied in order, and what to tell the user."""
-    return applied(settings, mode, updates, destinations(cwd, home), start_mode=start_mode)
+    where = destinations(cwd, home, config_dir)
+    return applied(settings, mode, updates, where, start_mode=start_mode)
 
 
-def persist(update: PermissionUpdate, cwd: str, home: str) -> str:
+def persist(update: PermissionUpdate, cwd: str, home: str, config_dir: Path | None = None) -> str:
     """Write one update of a settings-file destination to its file, as Claude Code's
     `persistPermissionUpdate` does (`rewritten`); what was done, for the user.
 
     A file that is there but not a JSON object is left alone: writing it would lose
     what it holds."""
-    path = settings_file(update.destination, cwd, home)[0]
+    path = settings_file(update.destination, cwd, home, config_dir)[0]
     try:
         data: Any = (
             json.loads(path.read_text(encoding="utf-8"), parse_constant=no_constant)
@@ -78,28 +84,7 @@ def persist(update: PermissionUpdate, cwd: str, home: str) -> str:
         )
     data["permissions"] = rewritten(permissions, update)
     try:
-        _write(path, json.dumps(data, indent=2, ensure_ascii=False) + "\n")
+        write_whole(path, json.dumps(data, indent=2, ensure_ascii=False) + "\n")
     except (OSError, ValueError) as exc:  # ValueError: text no file can hold
         return f"{WHO}'s {update.type} was not written to {path}: {exc}"
     return f"{WHO}'s {update.type} ({update.destination}) written to {path}"
-
-
-def _write(path: Path, text: str) -> None:
-    """The whole file or none of it: a run killed mid-write leaves the old one. A
-    settings file that is a link (to a dotfiles repository, say) stays one: its target
-    is written."""
-    path = Path(os.path.realpath(path))
-    path.parent.mkdir(parents=True, exist_ok=True)
-    if not path.exists():  # nothing to lose: made as any new file, under the umask
-        with path.open("x", encoding="utf-8") as new:
-            new.write(text)
-        return
-    fd, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-    try:
-        os.chmod(temporary, stat.S_IMODE(path.stat().st_mode))
-        with os.fdopen(fd, "w", encoding="utf-8") as file:
-            file.write(text)
-        os.replace(temporary, path)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise

@@ -37,6 +37,7 @@ from fsm_agent.core.messages import Message, TextBlock, ToolResultBlock, ToolUse
 from fsm_agent.engine.driver import StepInfo
 from fsm_agent.engine.reasons import Terminal
 from fsm_agent.hooks.outcomes import HookOutcome, Hooks
+from fsm_agent.live.claude_home import UserFiles
 
 SWITCH_VARIABLE = "FSM_AGENT_CLAUDE_TRANSCRIPT"
 ENTRYPOINT = "fsm-agent"
@@ -83,8 +84,7 @@ def _string_hash(text: str) -> str:
 
 
 def claude_config_dir() -> Path:
-    configured = os.environ.get("CLAUDE_CONFIG_DIR", "").strip()
-    return Path(configured) if configured else Path.home() / ".claude"
+    return UserFiles.of().config_dir
 
 
 def project_dir(cwd: str) -> Path:

@@ -428,16 +428,23 @@ def test_a_local_settings_rule_is_written_once_and_a_replay_writes_nothing(
     assert (workspace / "x").exists() and len(requests(tmp_path)) == 1
 
 
+@pytest.mark.parametrize("config_dir", [None, "config"])
 def test_user_settings_go_to_the_home_directory(
-    workspace: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    workspace: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, config_dir: str | None
 ) -> None:
+    """Or to `$CLAUDE_CONFIG_DIR`, where the CLI keeps them when it is set."""
     home = tmp_path / "home"
     home.mkdir()
     monkeypatch.setenv("HOME", str(home))
+    if config_dir is None:
+        monkeypatch.delenv("CLAUDE_CONFIG_DIR")
+    else:
+        monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(tmp_path / config_dir))
     hook = allowing(tmp_path, add_rule("Bash(touch *)", "userSettings"))
     bash_run(workspace, tmp_path, settings_with(hook), ASKED)
-    user = home / ".claude" / "settings.json"
+    user = (tmp_path / config_dir if config_dir else home / ".claude") / "settings.json"
     assert json.loads(user.read_text()) == {"permissions": {"allow": ["Bash(touch *)"]}}
+    assert config_dir is None or not (home / ".claude" / "settings.json").exists()
 
 
 def test_a_scenario_scripts_the_updates_in_claude_codes_shape(

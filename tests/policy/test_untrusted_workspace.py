@@ -179,6 +179,7 @@ def world(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, Path]:
     (outside / "secret.txt").write_text(f"{SECRET}\n")
     (ws / "app.py").write_text("print('hi')\n")
     monkeypatch.setenv("HOME", str(home))
+    monkeypatch.delenv("CLAUDE_CONFIG_DIR")  # the user's files are HOME's
     return {"home": home, "ws": ws, "outside": outside, "root": tmp_path}
 
 

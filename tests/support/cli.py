@@ -27,8 +27,14 @@ def fsm(
     env: dict | None = None,
     input: str | bytes | None = None,
 ) -> subprocess.CompletedProcess:
-    """`fsm-agent ARGS` with no API key; text in and out, or bytes given `input` bytes."""
+    """`fsm-agent ARGS` with no API key; text in and out, or bytes given `input` bytes.
+
+    An `env` that gives the run its own HOME gives it a whole user's: the suite's
+    `CLAUDE_CONFIG_DIR` is dropped (unless `env` sets one), so `~/.claude.json` and
+    `~/.claude/settings.json` are read there, as the CLI reads them."""
     full_env = {**os.environ, **(env or {})}
+    if env and "HOME" in env and "CLAUDE_CONFIG_DIR" not in env:
+        full_env.pop("CLAUDE_CONFIG_DIR", None)
     full_env.pop("ANTHROPIC_API_KEY", None)
     return subprocess.run(
         [*fsm_argv(), *args],

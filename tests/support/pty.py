@@ -11,6 +11,9 @@ from pathlib import Path
 
 import pexpect
 
+from fsm_agent.live.claude_home import UserFiles
+from tests.support.trust import trust_in
+
 TIMEOUT = 30
 ROWS, COLUMNS = 30, 100
 """The terminal's size: output wraps here whatever the developer's terminal is."""
@@ -18,9 +21,17 @@ ROWS, COLUMNS = 30, 100
 _BETWEEN_WORDS = r"(?:\s|\x1b\[[0-9;?]*[A-Za-z])+"
 
 
-def spawn(args: list[str], cwd: Path) -> pexpect.spawn:
-    """`fsm-agent ARGS` in a ROWS×COLUMNS xterm with colour, no API key."""
-    env = {k: v for k, v in os.environ.items() if k not in ("ANTHROPIC_API_KEY", "NO_COLOR")}
+def spawn(
+    args: list[str], cwd: Path, *, trusted: bool = True, env: dict[str, str] | None = None
+) -> pexpect.spawn:
+    """`fsm-agent ARGS` in a ROWS×COLUMNS xterm with colour, no API key. `cwd` is
+    `trusted` (marked in the suite's state file, as a user who accepted the trust
+    question once), so a chat there starts without asking; a test of the question
+    passes False. `env` adds variables."""
+    inherited = os.environ.items()
+    env = {k: v for k, v in inherited if k not in ("ANTHROPIC_API_KEY", "NO_COLOR")} | (env or {})
+    if trusted:
+        trust_in(UserFiles.of(env, env.get("HOME")).state_file, cwd)
     env.update(TERM="xterm-256color", COLUMNS=str(COLUMNS), LINES=str(ROWS))
     return pexpect.spawn(
         sys.executable,

@@ -11,10 +11,14 @@ from pathlib import Path
 def trust(home: Path, workspace: Path) -> Path:
     """Mark `workspace` trusted in `home`'s `.claude.json` (keeping what the file holds)
     as the dialog does; returns `home`."""
-    home.mkdir(parents=True, exist_ok=True)
-    config_file = home / ".claude.json"
+    trust_in(home / ".claude.json", workspace)
+    return home
+
+
+def trust_in(config_file: Path, workspace: Path) -> None:
+    """Mark `workspace` trusted in the state file `config_file`, keeping what it holds."""
+    config_file.parent.mkdir(parents=True, exist_ok=True)
     config = json.loads(config_file.read_text()) if config_file.is_file() else {}
     entry = config.setdefault("projects", {}).setdefault(str(workspace.resolve()), {})
     entry["hasTrustDialogAccepted"] = True
     config_file.write_text(json.dumps(config))
-    return home
