@@ -170,23 +170,39 @@ def unwritten(self: LogWriter, record: dict[str, Any]) -> None:
     jsontext.line(record)
 
 
+def spans_of(n: int) -> tuple[list[float], int]:
+    """Each iteration's CPU µs of one run of `n`, and the log's size."""
+    with tempfile.TemporaryDirectory() as tmp:
+        log = Path(tmp) / "bench.jsonl"
+        spans = asyncio.run(measure(n, log))
+        return [1e6 * cpu for _, cpu in spans], log.stat().st_size
+
+
 def versus_unchained(sizes: list[int], repeat: int) -> None:
     """Each size run `repeat` times chained (this version's log) and as many times
     unchained (`LogWriter.chained = False`: version 2, no digest, no state delta), the two
-    interleaved so a shared machine's drift falls on both; the ratio is of the medians."""
-    print(f"{'N':>6} {'chained cpu µs':>15} {'unchained cpu µs':>17} {'ratio':>7} {'sizes':>14}")
+    interleaved so a shared machine's drift falls on both. The ratio is of the median
+    iteration, all runs' iterations pooled, and of the 10th percentile: a busy machine
+    (another process on the core, its caches) stretches some iterations several times
+    over, which moves a run's mean (the other columns) far more than the two figures."""
+    print(f"{'N':>6} {'chained cpu µs':>15} {'unchained cpu µs':>17} {'ratio':>7} "
+          f"{'p50 ratio':>9} {'p10 ratio':>9} {'sizes':>14}")  # fmt: skip
     for n in sizes:
-        chained: list[tuple[float, float, float, int]] = []
-        unchained: list[tuple[float, float, float, int]] = []
+        runs: dict[bool, list[list[float]]] = {True: [], False: []}
+        size: dict[bool, int] = {}
         for _ in range(repeat):
-            for flag, runs in ((True, chained), (False, unchained)):
+            for flag in (True, False):
                 LogWriter.chained = flag
-                runs.append(one_run(n))
+                spans, size[flag] = spans_of(n)
+                runs[flag].append(spans)
         LogWriter.chained = True
-        a = statistics.median(r[1] for r in chained)
-        b = statistics.median(r[1] for r in unchained)
-        sizes_k = f"{chained[0][3] / 1024:.0f}K/{unchained[0][3] / 1024:.0f}K"
-        print(f"{n:>6} {a:>15.1f} {b:>17.1f} {a / b:>7.3f} {sizes_k:>14}")
+        a, b = (statistics.median(sum(r) / len(r) for r in runs[f]) for f in (True, False))
+        pooled = {f: [x for r in runs[f] for x in r] for f in (True, False)}
+        cuts = {f: statistics.quantiles(pooled[f], n=10) for f in (True, False)}
+        p50 = statistics.median(pooled[True]) / statistics.median(pooled[False])
+        p10 = cuts[True][0] / cuts[False][0]
+        sizes_k = f"{size[True] / 1024:.0f}K/{size[False] / 1024:.0f}K"
+        print(f"{n:>6} {a:>15.1f} {b:>17.1f} {a / b:>7.3f} {p50:>9.3f} {p10:>9.3f} {sizes_k:>14}")
     print(f"(medians of {repeat} interleaved runs each; ratio ≤ 1.05 is the target)")
 
 

@@ -78,6 +78,13 @@ class Transcript(Sequence[Message]):
             object.__setattr__(self, "_items", items)
         return items
 
+    def since(self, index: int) -> tuple[Message, ...]:
+        """The messages from `index` on (`self[index:]`), made of those alone: a step's
+        new messages are taken without copying the history before them."""
+        if self.prefix or index < 0:
+            return self[index:]
+        return tuple(self.store[index : self.length])
+
     def extend(self, messages: Iterable[Message]) -> Transcript:
         new = tuple(messages)
         if not new:
@@ -139,6 +146,10 @@ class Transcript(Sequence[Message]):
             if index < len(self.prefix):
                 return self.prefix[index]
             return self.store[index - len(self.prefix)]
+        if self._items is None and not self.prefix:
+            start, stop, step = index.indices(self.length)
+            if step == 1:  # only the slice is copied, not the history before it
+                return tuple(self.store[start:stop]) if start < stop else ()
         return self.items[index]
 
     def __len__(self) -> int:

@@ -217,22 +217,34 @@ class TranscriptWriter:
             )
 
     def observe(self, step: StepInfo) -> None:
-        messages = step.state.messages.items
-        pending = [m for m in step.iteration.assistant_messages if m not in messages[-4:]]
-        self.sync((*messages, *pending) if pending else messages)
+        messages = step.state.messages
+        pending: Sequence[Message] = step.iteration.assistant_messages
+        if pending:
+            recent = messages[-4:]
+            pending = [m for m in pending if m not in recent]
+        self.sync(messages, pending)
 
-    def sync(self, messages: Sequence[Message]) -> None:
-        """Write what `messages` hold beyond what is written already."""
+    def sync(self, messages: Sequence[Message], pending: Sequence[Message] = ()) -> None:
+        """Write what `messages`, then `pending` (responses no state holds yet), hold
+        beyond what is written already. Only their tail is read: a step costs what it
+        added, not the history (a `Transcript` slices without copying what is before)."""
         if self.file is None:
             return
         done = len(self.written)
-        if done and len(messages) >= done and self._extends(messages[done - 1]):
-            self.written[-1] = messages[done - 1]
-        if done and (len(messages) < done or messages[done - 1] != self.written[-1]):
+        held = len(messages)
+        size = held + len(pending)
+
+        def at(index: int) -> Message:
+            return messages[index] if index < held else pending[index - held]
+
+        if done and size >= done and self._extends(at(done - 1)):
+            self.written[-1] = at(done - 1)
+        if done and (size < done or at(done - 1) != self.written[-1]):
             self._boundary()
             done = 0
             self.written = []
-        for message in messages[done:]:
+        new = pending[done - held :] if done >= held else (*messages[done:], *pending)
+        for message in new:
             self._message(message, compact_summary=not self.written and self.last_uuid is not None)
             self.written.append(message)
         for summary in self.summaries:

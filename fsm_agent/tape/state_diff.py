@@ -13,7 +13,8 @@ the same way.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from operator import attrgetter
 from typing import Any
 
 from attrs import frozen
@@ -72,12 +73,18 @@ class StateDeltas:
     def __init__(self) -> None:
         self.state: LoopState | None = None
         self.fields: dict[str, Any] = {}
+        self._names: tuple[tuple[str, ...], Callable[[LoopState], tuple[Any, ...]]] = (
+            (),
+            lambda _: (),
+        )
+        """The fields' names and a getter of their values, set by the first state."""
 
     def __call__(self, after: LoopState) -> dict[str, Any] | None:
         """None for the first state (the start record's) and one that changed nothing."""
         before, self.state = self.state, after
         if before is None:
             self.fields = digested_fields(after, with_permissions=False)
+            self._names = tuple(self.fields), attrgetter(*self.fields)
             return None
         if before is after:
             return None
@@ -85,10 +92,15 @@ class StateDeltas:
         old, new = before.messages, after.messages
         if old is not new and old.digest != new.digest:
             at = _common_prefix(old, new)
-            delta["messages"] = [at, [_written(m) for m in new.items[at:]]]
+            delta["messages"] = [at, [_written(m) for m in new.since(at)]]
         was, now = self.fields, digested_fields(after, with_permissions=False)
         self.fields = now
-        changed = {k: v for k, v in now.items() if was.get(k) != v}
+        names, values = self._names  # every state has the same fields
+        changed = {  # a field `evolve` carried over is the same object: nothing to compare
+            k: now[k]
+            for k, a, b in zip(names, values(before), values(after), strict=True)
+            if a is not b and was.get(k) != now[k]
+        }
         if after.permissions is not before.permissions and after.permissions != before.permissions:
             changed["permissions"] = digested_fields(after)["permissions"]
         if changed:
@@ -106,6 +118,8 @@ def _written(message: Message) -> Any:
 def _common_prefix(old: Transcript, new: Transcript) -> int:
     """How many first messages two transcripts share: most often all of `old`, which the
     chained digests tell at once; after a compaction, found from the end of what both have."""
+    if new.store is old.store and not (new.prefix or old.prefix):
+        return min(old.length, new.length)  # one store's entries are never replaced
     n = len(old)
     if len(new) >= n and (n == 0 or _link(new, n) == _link(old, n)):
         return n

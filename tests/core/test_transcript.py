@@ -47,3 +47,20 @@ def test_a_prefixed_view_is_not_extended() -> None:
     with pytest.raises(TypeError, match="request's view"):
         view.extend([user("b")])
     assert [m.text for m in view.replace_from(1, [user("z")])] == ["context", "z"]
+
+
+def test_since_and_slices_read_only_this_version_and_copy_only_the_slice() -> None:
+    base = Transcript.of([user(str(i)) for i in range(5)])
+    longer = base.extend([user("5"), user("6")])
+    assert longer.store is base.store  # the store holds 7; `base` reads 5 of them
+    assert [m.text for m in base.since(3)] == ["3", "4"]
+    assert [m.text for m in longer.since(5)] == ["5", "6"]
+    assert base.since(5) == () and base.since(9) == ()
+    assert [m.text for m in base[1:3]] == ["1", "2"]
+    assert [m.text for m in base[-2:]] == ["3", "4"]
+    assert [m.text for m in base[::-2]] == ["4", "2", "0"]
+    assert base[3:1] == ()
+    fresh = base.extend([user("x")])
+    fresh.since(4)
+    assert fresh._items is None  # the whole list was not made for a step's new messages
+    assert base[2:] == base.items[2:] and fresh[-3:] == fresh.items[-3:]
