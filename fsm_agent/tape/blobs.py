@@ -21,11 +21,15 @@ from typing import Any
 
 from fsm_agent.core import jsontext
 
-BIG_LINE = 4096
-"""A line shorter than this (in bytes) holds no string longer than `LONG` and few deltas:
-written as it is."""
 LONG = 1024
 """A string longer than this (in characters) is written as a blob."""
+BIG_LINE = LONG + 2
+"""A line no longer than this (in bytes) holds no string longer than `LONG` (each character
+takes a byte at least, and its quotes two more) and few deltas: written as it is. Any
+longer is looked at, so each text longer than `LONG` is stored once, wherever it is."""
+JOIN_LINE = 4096
+"""A model effect's deltas are joined (`BlockDeltas`) when its line is longer than this,
+or when it holds a text longer than `LONG` (whose deltas would hold it again)."""
 EMPTY_DELTAS = 1000
 """How many empty deltas a run may hold beyond one per character (a stream opens a tool
 call's JSON with an empty one): a bound, so a line's cuts cannot ask for endless ones."""
@@ -43,11 +47,14 @@ def blob_id(text: str) -> str:
     return hashlib.sha256(text.encode(errors="surrogatepass")).hexdigest()[:16]
 
 
-def pack(record: dict[str, Any], known: set[str]) -> tuple[list[Blob], dict[str, Any]] | None:
-    """`record` packed, and the blob records to write before it (their ids join `known`,
-    the ids the log holds); None when packing changes nothing."""
+def pack(
+    record: dict[str, Any], known: set[str], size: int = JOIN_LINE + 1
+) -> tuple[list[Blob], dict[str, Any]] | None:
+    """`record` (`size` bytes as a line) packed, and the blob records to write before it
+    (their ids join `known`, the ids the log holds); None when packing changes nothing."""
     joined = False
-    if record.get("t") == "effect" and record.get("name") == "model":
+    model = record.get("t") == "effect" and record.get("name") == "model"
+    if model and (size > JOIN_LINE or _has_long(record)):  # many deltas, or a long text's
         result = record.get("result")
         events = result.get("events") if isinstance(result, dict) else None
         if isinstance(result, dict) and isinstance(events, list):
@@ -65,6 +72,17 @@ def pack(record: dict[str, Any], known: set[str]) -> tuple[list[Blob], dict[str,
     if joined:
         record["joined"] = True
     return blobs, record
+
+
+def _has_long(value: Any) -> bool:
+    """Whether `value` holds a string longer than `LONG`."""
+    if isinstance(value, str):
+        return len(value) > LONG
+    if isinstance(value, dict):
+        return any(_has_long(v) for v in value.values())
+    if isinstance(value, list):
+        return any(_has_long(v) for v in value)
+    return False
 
 
 def _swap(

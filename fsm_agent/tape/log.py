@@ -294,7 +294,7 @@ class Packer:
     def lines(self, record: dict[str, Any], data: bytes) -> list[bytes]:
         """The lines for `record`, whose line as it is is `data` (longer than `BIG_LINE`:
         a shorter one is written as it is, unlooked at)."""
-        packed = pack(record, self.known)
+        packed = pack(record, self.known, len(data))
         if packed is None:
             return [data]
         blobs, record = packed
@@ -557,6 +557,14 @@ class SessionLog:
             self._blob_at = {}
         self._blob_at.setdefault(key, (offset, lineno))
         self._keep(key, text)
+
+    def blob_text(self, key: str) -> str | None:
+        """The text of blob `key` if the log holds one (its line checked against its id),
+        else None: for a report that finds a text's id where the text is not."""
+        try:
+            return self._blob(key, 0)
+        except LogError:
+            return None
 
     def blob_line(self, raw: bytes, offset: int, lineno: int) -> None:
         """A blob line an index came by (`fsm_agent.tape.stepper.LogIndex`): where it is,

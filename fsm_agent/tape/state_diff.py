@@ -23,12 +23,15 @@ from fsm_agent.core.codec import dumps, unstructure_hook
 from fsm_agent.core.messages import Message
 from fsm_agent.core.transcript import Transcript, message_data
 from fsm_agent.engine.state import LoopState, digested_fields
+from fsm_agent.tape.blobs import blob_id
 from fsm_agent.tape.divergence import short, text_diff
 from fsm_agent.tape.log import SessionLog
 
 LONG_TEXT = 2048
-"""A text longer than this is written in a state delta as its digest and length: it is
-in the log already (a tool's input or result), and a report needs only to say it differs."""
+"""Logs written before 2026-12-03 put a text longer than this in a state delta as its
+digest and length (`{"$text": id, "chars": n}`), a placeholder a report resolves from the
+log's blobs when one holds the text. A delta now holds every text whole, and the log
+stores one longer than `blobs.LONG` once, as a blob, as everywhere else."""
 _plain_message = unstructure_hook(Message)
 
 
@@ -109,10 +112,9 @@ class StateDeltas:
 
 
 def _written(message: Message) -> Any:
-    """A message as a state delta writes it: the data its digest was made from (not made
-    again), its long texts shortened, which a JSON no longer than `LONG_TEXT` has none of."""
-    data, plain = message_data(message)
-    return plain if len(data) <= LONG_TEXT else _shortened(plain)
+    """A message as a state delta writes it: the data its digest was made from, not made
+    again (its long texts become blobs as the line is written, stored once per log)."""
+    return message_data(message)[1]
 
 
 def _common_prefix(old: Transcript, new: Transcript) -> int:
@@ -139,19 +141,32 @@ def _link(transcript: Transcript, n: int) -> str | None:
     ).hexdigest()
 
 
-def _shortened(value: Any) -> Any:
-    if isinstance(value, str):
-        return value if len(value) <= LONG_TEXT else _long(value)
+def _is_placeholder(value: Any) -> bool:
+    """An older log's stand-in for a long text: `{"$text": id, "chars": n}`."""
+    return isinstance(value, dict) and isinstance(value.get("$text"), str) and len(value) == 2
+
+
+def _resolved(value: Any, text: Callable[[str], str | None]) -> Any:
+    """`value` with each placeholder put back by the text `text` finds for its id (the
+    log's blob of it), or left as it is; a copy along the paths that change."""
     if isinstance(value, dict):
-        return {k: _shortened(v) for k, v in value.items()}
+        if _is_placeholder(value):
+            found = text(value["$text"])
+            return value if found is None else found
+        out = {k: _resolved(v, text) for k, v in value.items()}
+        return value if all(out[k] is value[k] for k in value) else out
     if isinstance(value, list):
-        return [_shortened(v) for v in value]
+        items = [_resolved(v, text) for v in value]
+        return value if all(a is b for a, b in zip(items, value, strict=True)) else items
     return value
 
 
-def _long(text: str) -> dict[str, Any]:
-    return {"$text": hashlib.sha256(text.encode(errors="surrogatepass")).hexdigest()[:16],
-            "chars": len(text)}  # fmt: skip
+def _has_placeholder(value: Any) -> bool:
+    if isinstance(value, dict):
+        return _is_placeholder(value) or any(_has_placeholder(v) for v in value.values())
+    if isinstance(value, list):
+        return any(_has_placeholder(v) for v in value)
+    return False
 
 
 def recorded_state(
@@ -164,7 +179,7 @@ def recorded_state(
     if not log.chained:
         return None
     parts = parts_of(first)
-    messages = [_shortened(m) for m in parts.messages]
+    messages = parts.messages
     fields = parts.fields
     for _, record in log.records():
         if record["t"] != "transition":
@@ -180,13 +195,15 @@ def recorded_state(
                 messages = [*messages[:at], *tail]
             if isinstance(delta.get("fields"), dict):
                 fields = {**fields, **delta["fields"]}
+    if any(_has_placeholder(m) for m in messages):  # an older log's: its blobs hold most
+        messages = [_resolved(m, log.blob_text) for m in messages]
     return StateParts(messages, fields)
 
 
 def state_changes(log: StateParts, code: StateParts, limit: int = 8) -> list[Change]:
     """Where `code` differs from `log`: each other field by name, the messages by index,
     block and field, texts by where they part."""
-    changes = list(_message_changes(log.messages, [_shortened(m) for m in code.messages]))
+    changes = list(_message_changes(log.messages, code.messages))
     for key in [*log.fields, *(k for k in code.fields if k not in log.fields)]:
         a, b = log.fields.get(key, "<absent>"), code.fields.get(key, "<absent>")
         if a != b:
@@ -208,7 +225,10 @@ def _role(a: Any, b: Any) -> str:
 
 
 def _leaf_changes(where: str, a: Any, b: Any) -> Iterator[Change]:
-    if isinstance(a, dict) and isinstance(b, dict) and "$text" not in a and "$text" not in b:
+    if _is_placeholder(a) or _is_placeholder(b):  # an older log's text no blob holds
+        if _text_id(a) != _text_id(b):
+            yield Change(where, _shown(a), _shown(b))
+    elif isinstance(a, dict) and isinstance(b, dict):
         for key in [*a, *(k for k in b if k not in a)]:
             x, y = a.get(key, "<absent>"), b.get(key, "<absent>")
             if x != y:
@@ -237,7 +257,14 @@ def _block(a: Any, b: Any) -> str:
     )
 
 
+def _text_id(value: Any) -> Any:
+    """What a text is compared by where one side has only a placeholder: its id."""
+    if isinstance(value, str):
+        return blob_id(value)
+    return value["$text"] if _is_placeholder(value) else value
+
+
 def _shown(value: Any) -> Any:
-    if isinstance(value, dict) and "$text" in value:
+    if _is_placeholder(value):
         return f"a text of {value.get('chars')} characters (sha256 {value['$text']}…)"
     return value

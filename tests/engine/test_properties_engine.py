@@ -902,8 +902,8 @@ def check_edit_fork(parent: dict[str, Any], then: dict[str, Any], at: float, pic
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
         parent_run = _live(parent, root / "parent")
-        _, records = _records(parent_run.log)
-        effects = [r for r in records if r["t"] == "effect"]
+        # as a reader gives them: a packed model result's deltas split again, its blobs put back
+        effects = [r for _, r in SessionLog(parent_run.log).records() if r["t"] == "effect"]
         if not effects:
             return
         number = 1 + int(at * len(effects))
