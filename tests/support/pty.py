@@ -60,16 +60,17 @@ def leave(child: pexpect.spawn) -> int | None:
 
 
 def logs(workspace: Path) -> list[dict]:
-    """Each run's log (header, records), in the order the parent links chain them."""
+    """Each run's log (header, records), in the order the parent links chain them (by the
+    parent's log: a conversation's runs share its session id)."""
     by_parent = {}
     for path in (workspace / ".fsm-agent" / "sessions").glob("*.jsonl"):
         lines = path.read_text().splitlines()
         header = json.loads(lines[0])
         log = {"header": header, "records": [json.loads(x) for x in lines[1:]]}
-        by_parent[header.get("parent", {}).get("session_id")] = log
+        by_parent[header.get("parent", {}).get("log")] = (str(path.resolve()), log)
     chain, parent = [], None
-    while parent in by_parent:
-        chain.append(by_parent[parent])
-        parent = chain[-1]["header"]["session_id"]
+    while parent in by_parent and len(chain) <= len(by_parent):
+        parent, log = by_parent[parent]
+        chain.append(log)
     assert len(chain) == len(by_parent), "every run's log links to the one before"
     return chain
