@@ -12,13 +12,17 @@ directory for its config directory then, which would make a cloned repository's
 
 from __future__ import annotations
 
+import json
 import os
 import stat
 import tempfile
 from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 from attrs import frozen
+
+from fsm_agent.core.jsontext import no_constant
 
 CONFIG_DIR_VARIABLE = "CLAUDE_CONFIG_DIR"
 STATE_FILE = ".claude.json"
@@ -52,6 +56,20 @@ class UserFiles:
             config_dir = Path(configured)
             return UserFiles(config_dir, config_dir / STATE_FILE)
         return UserFiles.at(home if home is not None else os.path.expanduser("~"))
+
+
+def read_for_rewrite(path: Path) -> Any:
+    """The JSON a settings or state file holds before it is rewritten, `{}` when there is
+    none yet; a file that cannot be read or parsed raises (OSError, ValueError,
+    RecursionError), so the caller leaves it alone rather than lose what it holds."""
+    if not path.exists():
+        return {}
+    return json.loads(path.read_text(encoding="utf-8"), parse_constant=no_constant)
+
+
+def write_json(path: Path, data: Any, new_mode: int | None = None) -> None:
+    """`data` written whole (`write_whole`), indented as Claude Code writes these files."""
+    write_whole(path, json.dumps(data, indent=2, ensure_ascii=False) + "\n", new_mode)
 
 
 def write_whole(path: Path, text: str, new_mode: int | None = None) -> None:

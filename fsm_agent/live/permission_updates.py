@@ -9,15 +9,12 @@ here, and does the writing. Only a live run calls it, behind
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
-from fsm_agent.core.jsontext import no_constant
 from fsm_agent.core.permission_types import PermissionSettings, PermissionUpdate
-from fsm_agent.live.claude_home import write_whole
+from fsm_agent.live.claude_home import read_for_rewrite, write_json
 from fsm_agent.live.paths import default_resolve
 from fsm_agent.live.settings import settings_files
 from fsm_agent.policy.permission_updates import WHO, Destinations, applied, rewritten
@@ -69,11 +66,7 @@ def persist(update: PermissionUpdate, cwd: str, home: str, config_dir: Path | No
     what it holds."""
     path = settings_file(update.destination, cwd, home, config_dir)[0]
     try:
-        data: Any = (
-            json.loads(path.read_text(encoding="utf-8"), parse_constant=no_constant)
-            if path.exists()
-            else {}
-        )
+        data = read_for_rewrite(path)
     except (OSError, ValueError, RecursionError) as exc:
         return f"{WHO}'s {update.type} was not written to {path}: cannot read it ({exc})"
     permissions = data.get("permissions", {}) if isinstance(data, dict) else None
@@ -84,7 +77,7 @@ def persist(update: PermissionUpdate, cwd: str, home: str, config_dir: Path | No
         )
     data["permissions"] = rewritten(permissions, update)
     try:
-        write_whole(path, json.dumps(data, indent=2, ensure_ascii=False) + "\n")
+        write_json(path, data)
     except (OSError, ValueError) as exc:  # ValueError: text no file can hold
         return f"{WHO}'s {update.type} was not written to {path}: {exc}"
     return f"{WHO}'s {update.type} ({update.destination}) written to {path}"

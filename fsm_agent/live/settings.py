@@ -34,7 +34,7 @@ from fsm_agent.core.config import HookMatcher
 from fsm_agent.core.jsontext import decode_error, no_constant
 from fsm_agent.core.permission_types import PermissionSettings, RuleSource
 from fsm_agent.hooks.commands import HookSettingsError, parse_hooks
-from fsm_agent.live.claude_home import STATE_FILE, UserFiles, write_whole
+from fsm_agent.live.claude_home import STATE_FILE, UserFiles, read_for_rewrite, write_json
 from fsm_agent.policy.permissions import (
     MODES,
     UNSUPPORTED_MODES,
@@ -147,11 +147,7 @@ def accept_trust(cwd: str, user: UserFiles) -> None:
     JSON object is left alone (SettingsError: writing it would lose what it holds)."""
     path = user.state_file
     try:
-        data: Any = (
-            json.loads(path.read_text(encoding="utf-8"), parse_constant=no_constant)
-            if path.exists()
-            else {}
-        )
+        data = read_for_rewrite(path)
     except (OSError, ValueError, RecursionError) as exc:
         raise SettingsError(f"{path}: cannot read it to record the trust: {exc}") from None
     projects = data.get("projects", {}) if isinstance(data, dict) else None
@@ -163,7 +159,7 @@ def accept_trust(cwd: str, user: UserFiles) -> None:
     entry["hasTrustDialogAccepted"] = True
     data["projects"] = projects
     try:
-        write_whole(path, json.dumps(data, indent=2, ensure_ascii=False) + "\n", 0o600)
+        write_json(path, data, 0o600)
     except (OSError, ValueError) as exc:
         raise SettingsError(f"{path}: cannot record the trust: {exc}") from None
 
