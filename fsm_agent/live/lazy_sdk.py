@@ -307,11 +307,31 @@ def _stand_in(name: str, ensure: Callable[[], dict[str, Any]]) -> Callable[..., 
     return stand_in
 
 
-# --- the tracing code's beta types -------------------------------------------------
+# --- late classes: the tracing code's beta types, the messages resource's batches ------
 
-LATE_BETA = ("anthropic.lib._tracing.", "anthropic.lib._parse.")
-"""Modules (of these packages) whose beta types stand in as late classes (below)."""
 BETA = "anthropic.types.beta"
+TRACING_LATE = (BETA, "anthropic.types.message_create_params")
+"""What the tracing and parse helpers import only to name: the beta API, and the
+request's parameters (TypedDicts for type aliases and casts; the SDK sends a request's
+body as given, so a run never loads them)."""
+
+LATE_IMPORTS: dict[str, tuple[str, ...]] = {
+    "anthropic.lib._tracing.": TRACING_LATE,
+    "anthropic.lib._parse.": TRACING_LATE,
+    "anthropic.resources.messages.messages": ("anthropic.resources.messages.batches",),
+}
+"""Modules (a name ending in "." stands for every module of that package) → the modules
+whose classes they import as late classes (below). The messages resource makes its
+`batches` resource only when asked, and the batch API (its resource, its result types,
+the create parameters) is about a tenth of the SDK's import."""
+
+
+def late_origins(fullname: str) -> tuple[str, ...] | None:
+    """The modules `fullname`'s late classes come from; None when it has none."""
+    for module, origins in LATE_IMPORTS.items():
+        if fullname == module or (module.endswith(".") and fullname.startswith(module)):
+            return origins
+    return None
 
 
 class _LateMeta(type):
@@ -365,11 +385,12 @@ def _defining_module(module: str, name: str, package_dir: str) -> str | None:
     return module if defined else None
 
 
-def late_beta_tree(
-    fullname: str, source: str, package_dir: str
+def late_tree(
+    fullname: str, source: str, package_dir: str, origins: Sequence[str] = (BETA,)
 ) -> tuple[ast.Module, dict[str, tuple[str, str]]] | None:
-    """The tracing module `fullname` with its top-level imports of beta types made late
-    classes, and those names → (defining module, name); None when it imports none, or
+    """The module `fullname` with its top-level imports from `origins` (modules, with the
+    packages under them) made late classes, and those names → (defining module, name);
+    None when it imports none, or
     uses one as more than a type: in `isinstance`/`issubclass`, `cast`, an annotation
     (these modules defer them), or a type alias built of `|` and subscripts."""
     tree = ast.parse(source)
@@ -380,7 +401,7 @@ def late_beta_tree(
         if isinstance(node, ast.ImportFrom) and node.level and node.module:
             base = package.rsplit(".", node.level - 1)[0] if node.level > 1 else package
             origin = f"{base}.{node.module}"
-            if origin == BETA or origin.startswith(BETA + "."):
+            if any(origin == late or origin.startswith(late + ".") for late in origins):
                 for alias in node.names:
                     where = _defining_module(origin, alias.name, package_dir)
                     if where is None:
@@ -493,8 +514,8 @@ def _only_as_types(module: ast.Module, names: set[str], allowed: set[int]) -> bo
     return True
 
 
-class _LateBetaLoader(importlib.machinery.SourceFileLoader):
-    """Runs a tracing module with its beta types as late classes."""
+class _LateLoader(importlib.machinery.SourceFileLoader):
+    """Runs a module with some of the classes it imports as late classes."""
 
     def __init__(self, name: str, path: str, code: CodeType) -> None:
         super().__init__(name, path)
@@ -605,8 +626,9 @@ class ReexportFinder(importlib.abc.MetaPathFinder):
             return self._on_use_spec(fullname, path, target)
         if fullname in DEFERRED_SUBMODULES:
             return self._partly_deferred_spec(fullname, path, target)
-        if fullname.startswith(LATE_BETA):
-            return self._tracing_spec(fullname, path, target)
+        origins = late_origins(fullname)
+        if origins is not None:
+            return self._late_spec(fullname, path, target, origins)
         if not any(fullname == p or fullname.startswith(p + ".") for p in self.prefixes):
             return None
         spec = importlib.machinery.PathFinder.find_spec(fullname, path, target)
@@ -642,8 +664,12 @@ class ReexportFinder(importlib.abc.MetaPathFinder):
             spec.loader = _PartlyDeferredLoader(fullname, origin, compiled)
         return spec
 
-    def _tracing_spec(
-        self, fullname: str, path: Sequence[str] | None, target: ModuleType | None
+    def _late_spec(
+        self,
+        fullname: str,
+        path: Sequence[str] | None,
+        target: ModuleType | None,
+        origins: Sequence[str],
     ) -> importlib.machinery.ModuleSpec | None:
         spec = importlib.machinery.PathFinder.find_spec(fullname, path, target)
         if spec is None or not spec.origin or spec.submodule_search_locations is not None:
@@ -654,7 +680,7 @@ class ReexportFinder(importlib.abc.MetaPathFinder):
         origin, package_dir = spec.origin, os.path.dirname(sdk_file)
 
         def build(source: str) -> CodeType | None:
-            late = late_beta_tree(fullname, source, package_dir)
+            late = late_tree(fullname, source, package_dir, origins)
             return None if late is None else compile(late[0], origin, "exec")
 
         try:
@@ -662,7 +688,7 @@ class ReexportFinder(importlib.abc.MetaPathFinder):
         except (OSError, SyntaxError, ValueError):
             return spec
         if code is not None:
-            spec.loader = _LateBetaLoader(fullname, origin, code)
+            spec.loader = _LateLoader(fullname, origin, code)
         return spec
 
     def _on_use_spec(

@@ -93,11 +93,16 @@ def test_importing_the_sdk_leaves_the_beta_api_and_other_platforms_unloaded() ->
         "            'anthropic.types.beta.session_create_params',\n"
         "            'anthropic.types.beta.sessions.beta_managed_agents_session_event',\n"
         "            'anthropic.types.file_expired_error', 'anthropic.types.beta.beta_message',\n"
-        "            'anthropic.lib.streaming._beta_messages']\n"
+        "            'anthropic.lib.streaming._beta_messages',\n"
+        "            'anthropic.resources.messages.batches',\n"
+        "            'anthropic.types.message_create_params',\n"
+        "            'anthropic.types.messages.batch_create_params']\n"
         "loaded = [m for m in unloaded if m in sys.modules]\n"
         "loaded += [m for m in sys.modules if m.startswith('anthropic.types.beta.')]\n"
         "assert not loaded, loaded\n"
-        "print(sum(m.startswith('anthropic.') for m in sys.modules))\n"
+        "count = sum(m.startswith('anthropic.') for m in sys.modules)\n"
+        "assert type(client.messages.batches).__name__ == 'AsyncBatches'  # made when asked\n"
+        "print(count)\n"
     )
     proc = _python(code)
     assert proc.returncode == 0, proc.stderr
@@ -206,16 +211,16 @@ def test_a_late_class_is_no_class_of_anything_until_its_module_runs() -> None:
 def test_a_beta_name_used_as_more_than_a_type_at_the_top_level_loads_as_written() -> None:
     import anthropic
 
-    from fsm_agent.live.lazy_sdk import late_beta_tree
+    from fsm_agent.live.lazy_sdk import late_tree
 
     head = "from __future__ import annotations\nfrom ...types.beta import BetaMessage\n"
     sdk = str(Path(anthropic.__file__).parent)
     name = "anthropic.lib._tracing._x"
-    assert late_beta_tree(name, head + "FIELDS = BetaMessage.model_fields\n", sdk) is None
-    assert late_beta_tree(name, head + "def f(BetaMessage): pass\n", sdk) is None
+    assert late_tree(name, head + "FIELDS = BetaMessage.model_fields\n", sdk) is None
+    assert late_tree(name, head + "def f(BetaMessage): pass\n", sdk) is None
     typed = head + "A = int | BetaMessage\ndef f(x: BetaMessage) -> bool:\n"
     typed += "    return isinstance(x, (int, BetaMessage))\n"
-    _, late = late_beta_tree(name, typed, sdk) or (None, None)
+    _, late = late_tree(name, typed, sdk) or (None, None)
     assert late == {"BetaMessage": ("anthropic.types.beta.beta_message", "BetaMessage")}
-    used = late_beta_tree(name, head + "def f(x):\n    return BetaMessage.construct(x)\n", sdk)
+    used = late_tree(name, head + "def f(x):\n    return BetaMessage.construct(x)\n", sdk)
     assert used is not None and "BetaMessage._loaded().construct" in ast.unparse(used[0])
