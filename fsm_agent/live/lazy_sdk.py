@@ -323,7 +323,7 @@ LATE_IMPORTS: dict[str, tuple[str, ...]] = {
 """Modules (a name ending in "." stands for every module of that package) → the modules
 whose classes they import as late classes (below). The messages resource makes its
 `batches` resource only when asked, and the batch API (its resource, its result types,
-the create parameters) is about a tenth of the SDK's import."""
+the create parameters) is about 64 ms of the SDK's 0.8 s import."""
 
 
 def late_origins(fullname: str) -> tuple[str, ...] | None:
@@ -386,13 +386,13 @@ def _defining_module(module: str, name: str, package_dir: str) -> str | None:
 
 
 def late_tree(
-    fullname: str, source: str, package_dir: str, origins: Sequence[str] = (BETA,)
+    fullname: str, source: str, package_dir: str, origins: Sequence[str]
 ) -> tuple[ast.Module, dict[str, tuple[str, str]]] | None:
     """The module `fullname` with its top-level imports from `origins` (modules, with the
     packages under them) made late classes, and those names → (defining module, name);
-    None when it imports none, or
-    uses one as more than a type: in `isinstance`/`issubclass`, `cast`, an annotation
-    (these modules defer them), or a type alias built of `|` and subscripts."""
+    None when it imports none, or uses one as more than a type: in `isinstance`/
+    `issubclass`, `cast`, an annotation (these modules defer them), or a type alias
+    built of `|` and subscripts."""
     tree = ast.parse(source)
     package = fullname.rpartition(".")[0]
     late: dict[str, tuple[str, str]] = {}

@@ -211,16 +211,16 @@ def test_a_late_class_is_no_class_of_anything_until_its_module_runs() -> None:
 def test_a_beta_name_used_as_more_than_a_type_at_the_top_level_loads_as_written() -> None:
     import anthropic
 
-    from fsm_agent.live.lazy_sdk import late_tree
+    from fsm_agent.live.lazy_sdk import BETA, late_tree
 
     head = "from __future__ import annotations\nfrom ...types.beta import BetaMessage\n"
     sdk = str(Path(anthropic.__file__).parent)
     name = "anthropic.lib._tracing._x"
-    assert late_tree(name, head + "FIELDS = BetaMessage.model_fields\n", sdk) is None
-    assert late_tree(name, head + "def f(BetaMessage): pass\n", sdk) is None
+    assert late_tree(name, head + "FIELDS = BetaMessage.model_fields\n", sdk, (BETA,)) is None
+    assert late_tree(name, head + "def f(BetaMessage): pass\n", sdk, (BETA,)) is None
     typed = head + "A = int | BetaMessage\ndef f(x: BetaMessage) -> bool:\n"
     typed += "    return isinstance(x, (int, BetaMessage))\n"
-    _, late = late_tree(name, typed, sdk) or (None, None)
+    _, late = late_tree(name, typed, sdk, (BETA,)) or (None, None)
     assert late == {"BetaMessage": ("anthropic.types.beta.beta_message", "BetaMessage")}
-    used = late_tree(name, head + "def f(x):\n    return BetaMessage.construct(x)\n", sdk)
+    used = late_tree(name, head + "def f(x):\n    return BetaMessage.construct(x)\n", sdk, (BETA,))
     assert used is not None and "BetaMessage._loaded().construct" in ast.unparse(used[0])
