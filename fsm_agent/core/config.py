@@ -103,6 +103,10 @@ class RunConfig:
     """A tool call whose input `max_tokens` cut stays in the answer and gets its input's
     error as its result, and the loop takes the tools' path, as Claude Code 2.1.x does;
     logs written before this were recorded with such calls dropped (`old_logs`)."""
+    parsed_inputs: bool = True
+    """A call's input is taken as Claude Code 2.1.x parses it: a parameter left out gets
+    its schema's default, and a control character in a Bash command is an input error;
+    logs written before this were recorded with inputs as sent (`old_logs`)."""
     structured_results: bool = False
     """Tools build Claude Code's structured result of each call (`ToolOutcome.response`)
     for stream-json's `tool_use_result`, as they do for a PostToolUse hook."""

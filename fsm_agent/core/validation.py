@@ -8,6 +8,7 @@ error is reported the way Claude Code words its own input errors.
 
 from __future__ import annotations
 
+import json
 import math
 import re
 from collections.abc import Callable
@@ -81,14 +82,38 @@ OS_STRINGS: dict[str, tuple[str, str]] = {
 and what to call it in the model's words."""
 
 
-def os_string_problem(name: str, tool_input: dict[str, Any]) -> str | None:
-    """A null byte in a path or a command, as the model's input error; None without one.
+_HIDDEN_IN_A_COMMAND = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+r"""What Claude Code 2.1.x refuses in a Bash command as an input error, in every mode:
+the C0 controls but tab and newline, DEL and the C1 controls (measured: `\r`, `\x0b`,
+`\x1b`, `\x85` are refused; a zero-width space or a bidi override is not)."""
+
+_HIDDEN_ISSUE = json.dumps(
+    [
+        {
+            "code": "custom",
+            "path": ["command"],
+            "message": "command contains control characters that would be hidden in the "
+            "approval dialog",
+        }
+    ],
+    indent=2,
+)
+
+
+def os_string_problem(name: str, tool_input: dict[str, Any], *, hidden: bool = True) -> str | None:
+    """A control character in a Bash command (Claude Code's own check, in its words: the
+    user approving the command would not see it), or a null byte in a path, as the
+    model's input error; None without one.
 
     No OS call takes a string with a null byte (Python raises `ValueError`
     before asking), and the permission check resolves paths before any tool
     runs. Said here, in the pure validation step, the model reads why, the
-    run goes on, and a replay refuses the call the same way.
+    run goes on, and a replay refuses the call the same way. `hidden`: False for a log
+    recorded before control characters were refused here.
     """
+    command = tool_input.get("command") if name == "Bash" and hidden else None
+    if isinstance(command, str) and _HIDDEN_IN_A_COMMAND.search(command):
+        return f"<tool_use_error>InputValidationError: {_HIDDEN_ISSUE}</tool_use_error>"
     found = OS_STRINGS.get(name)
     if found is None:
         return None
@@ -106,16 +131,24 @@ def os_string_problem(name: str, tool_input: dict[str, Any]) -> str | None:
 _DECIMAL = re.compile(r"-?[0-9]+(?:\.[0-9]+)?")
 
 
-def semantic_input(name: str, schema: dict[str, Any], tool_input: Any) -> Any:
-    """A built-in tool's input with a quoted number or boolean taken for what its schema
-    asks: Claude Code's `semanticNumber` (a decimal literal, `"30"`) and
-    `semanticBoolean` (`"true"`, `"false"`), since models sometimes quote them. Other
-    strings are left for the schema to refuse; a tool of the caller's gets its input
-    as given, as Claude Code's MCP tools do."""
+def semantic_input(
+    name: str, schema: dict[str, Any], tool_input: Any, *, defaults: bool = True
+) -> Any:
+    """A built-in tool's input as Claude Code parses it: a quoted number or boolean taken
+    for what its schema asks (`semanticNumber`: a decimal literal, `"30"`;
+    `semanticBoolean`: `"true"`, `"false"`), since models sometimes quote them, and a
+    parameter left out given its schema's default (Edit's `replace_all: false`), which
+    hooks and `permission_denials` then see. Other strings are left for the schema to
+    refuse; a tool of the caller's gets its input as given, as Claude Code's MCP tools
+    do. `defaults`: False for a log recorded before they were filled in."""
     if name not in OS_STRINGS or not isinstance(tool_input, dict):
         return tool_input
     properties = schema.get("properties") or {}
-    taken: dict[str, Any] = {}
+    taken: dict[str, Any] = {
+        key: spec["default"]
+        for key, spec in properties.items()
+        if defaults and key not in tool_input and isinstance(spec, dict) and "default" in spec
+    }
     for key, value in tool_input.items():
         kind = (properties.get(key) or {}).get("type") if isinstance(value, str) else None
         if kind in ("integer", "number") and _DECIMAL.fullmatch(value):

@@ -348,7 +348,9 @@ class ToolExecutor:
 
     def _semantic(self, name: str, tool_input: dict[str, Any]) -> dict[str, Any]:
         schema = self.schemas.get(name)
-        return tool_input if schema is None else semantic_input(name, schema, tool_input)
+        if schema is None:
+            return tool_input
+        return semantic_input(name, schema, tool_input, defaults=self.config.parsed_inputs)
 
     def _validate(self, name: str, tool_input: dict[str, Any]) -> str | None:
         schema = self.schemas.get(name)
@@ -358,7 +360,9 @@ class ToolExecutor:
             return f"<tool_use_error>Error: No such tool available: {name}{said}</tool_use_error>"
         if name in self.mcp.servers:  # Claude Code leaves an MCP tool's input to its server
             return None
-        return input_problem(name, schema, tool_input) or os_string_problem(name, tool_input)
+        return input_problem(name, schema, tool_input) or os_string_problem(
+            name, tool_input, hidden=self.config.parsed_inputs
+        )
 
     async def call(
         self,
@@ -373,6 +377,8 @@ class ToolExecutor:
         before its tool starts is discarded: after its PreToolUse or PermissionRequest
         hooks if they were running, or while the user is asked."""
 
+        parsed = block  # the call with its input as parsed (what permission_denials lists)
+
         def refused(
             text: ToolResultContent,
             stop: str | None = None,
@@ -380,7 +386,7 @@ class ToolExecutor:
             interrupted: bool = False,
         ) -> CallResult:
             result = ToolResultBlock(block.id, text, True)
-            self.emit(ToolRefused(block, result, denied_by))
+            self.emit(ToolRefused(parsed, result, denied_by))
             return CallResult(result, block.name, {}, stop, interrupted)
 
         if invalid is not None:
@@ -389,6 +395,7 @@ class ToolExecutor:
         problem = self._validate(block.name, tool_input)
         if problem is not None:
             return refused(problem)
+        parsed = evolve(block, input=tool_input)
         effects = self.effects
         pre = NO_OPINION
         if self.config.has_hooks("PreToolUse"):
@@ -412,6 +419,7 @@ class ToolExecutor:
             problem = self._validate(block.name, tool_input)
             if problem is not None:
                 return refused(problem)
+            parsed = evolve(block, input=tool_input)
         verdict, updated = await self._permission(block, tool_input, pre, permissions, cancel, key)
         if verdict is None:
             return _with_updates(_discarded(block), updated)

@@ -22,6 +22,7 @@ from fsm_agent.tape.log import LogError, SessionLog
 from fsm_agent.tape.old_logs import (
     output_settings,
     with_cut_calls_dropped,
+    with_inputs_as_sent,
     with_home,
     with_output_cap,
 )
@@ -64,7 +65,7 @@ def config_of(log: SessionLog, header: Mapping[str, Any] | None = None) -> RunCo
     `header`: the header as a later run of the log has it (`ReplayTape.header`)."""
     recorded = (log.header if header is None else header).get("config", {})
     if isinstance(recorded, dict):
-        recorded = with_cut_calls_dropped(with_output_cap(recorded))
+        recorded = with_inputs_as_sent(with_cut_calls_dropped(with_output_cap(recorded)))
     return with_home(_from_header_value(log, "config", recorded, RunConfig))
 
 

@@ -30,7 +30,7 @@ def blocked_outside_the_machine(result: Mapping[str, Any], edge: str) -> bool:
     return edge == "prompt_blocked" and result.get("reason") == edge and result.get("steps") == 0
 
 
-OUTPUT_SETTINGS = ("max_output_tokens", "capped_output", "cut_calls_answered")
+OUTPUT_SETTINGS = ("max_output_tokens", "capped_output", "cut_calls_answered", "parsed_inputs")
 
 
 def output_settings(config: RunConfig) -> dict[str, Any]:
@@ -51,6 +51,12 @@ def with_cut_calls_dropped(config: Mapping[str, Any]) -> dict[str, Any]:
     """A header from before `cut_calls_answered` existed: its run dropped a tool call
     that `max_tokens` cut, and asked the model to resume."""
     return {"cut_calls_answered": False, **config}
+
+
+def with_inputs_as_sent(config: Mapping[str, Any]) -> dict[str, Any]:
+    """A header from before `parsed_inputs` existed: its run gave each tool, hook and
+    permission check a call's input as the model sent it."""
+    return {"parsed_inputs": False, **config}
 
 
 def poll_keys(key: str, where: str) -> tuple[str, ...]:

@@ -306,3 +306,33 @@ def test_permission_denials_lists_a_pre_tool_use_hook_s_deny(
     assert [d["tool_use_id"] for d in out["permission_denials"]] == ["t_hook", "t_plain"]
     assert not (workspace / "w.txt").exists()
     assert fsm("replay", "--check", str(log)).returncode == 0
+
+
+def test_a_tool_s_input_is_recorded_with_its_schema_defaults(
+    workspace: Path, tmp_path: Path
+) -> None:
+    """Claude Code 2.1.x parses a call's input before anything sees it: an Edit without
+    `replace_all` reaches its hooks and `permission_denials` with `replace_all: false`.
+    The model's own tool_use block stays as it was sent."""
+    (workspace / "app.py").write_text("a - b\n")
+    record = tmp_path / "payloads.jsonl"
+    hook = {"type": "command", "command": f"cat >> {record}"}
+    settings = {
+        "permissions": {"deny": ["Edit(./app.py)"]},
+        "hooks": {"PreToolUse": [{"matcher": "Edit", "hooks": [hook]}]},
+    }
+    (workspace / ".claude").mkdir(exist_ok=True)
+    (workspace / ".claude" / "settings.json").write_text(json.dumps(settings))
+    edit = {"file_path": str(workspace / "app.py"), "old_string": "a - b", "new_string": "a + b"}
+    calls = [{"type": "tool_use", "id": "t_edit", "name": "Edit", "input": edit}]
+    scenario = tmp_path / "s.json"
+    scenario.write_text(json.dumps({"turns": [{"content": calls}, {"content": "ok"}]}))
+    log = tmp_path / "run.jsonl"
+    proc = fsm("run", "--scripted", str(scenario), "--cwd", str(workspace), "--log", str(log),
+               "--output-format", "json", "go")  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    (denial,) = json.loads(proc.stdout)["permission_denials"]
+    assert denial["tool_input"] == edit | {"replace_all": False}
+    (payload,) = [json.loads(line) for line in record.read_text().splitlines()]
+    assert payload["tool_input"] == edit | {"replace_all": False}
+    assert fsm("replay", "--check", str(log)).returncode == 0

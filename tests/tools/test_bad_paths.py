@@ -72,6 +72,9 @@ def test_a_null_byte_is_an_input_error_and_the_run_goes_on(
     for block, (name, tool_input) in zip(results, NUL_CALLS, strict=True):
         key = "command" if name == "Bash" else next(k for k in tool_input if "path" in k)
         assert block.is_error
+        if name == "Bash":  # Claude Code's own check of a command's control characters
+            assert "command contains control characters" in block.text
+            continue
         assert block.text.startswith(f"<tool_use_error>InputValidationError: {name} failed")
         assert f"The parameter `{key}` contains a null byte" in block.text
     assert list(workspace.iterdir()) == []
@@ -129,3 +132,26 @@ def test_the_cli_run_ends_normally_and_its_log_replays(workspace: Path, tmp_path
     assert json.loads(log.read_text().splitlines()[-1])["t"] == "result"
     check = fsm("replay", str(log), "--check")
     assert check.returncode == 0, check.stderr
+
+
+@pytest.mark.parametrize("char", ["\x00", "\x01", "\r", "\x0b", "\x1b", "\x7f", "\x85"])
+def test_a_control_character_in_a_command_is_claude_code_s_input_error(char: str) -> None:
+    """Measured on Claude Code 2.1.332: in every mode, a Bash command holding a C0 control
+    (but tab and newline), DEL or a C1 control is refused before any permission check,
+    in these words (zod's issue list)."""
+    from fsm_agent.core.validation import os_string_problem
+
+    text = os_string_problem("Bash", {"command": f"echo a{char}b"})
+    assert text == (
+        '<tool_use_error>InputValidationError: [\n  {\n    "code": "custom",\n'
+        '    "path": [\n      "command"\n    ],\n    "message": "command contains control '
+        'characters that would be hidden in the approval dialog"\n  }\n]</tool_use_error>'
+    )
+
+
+@pytest.mark.parametrize("char", ["\t", "\n", "\u200b", "\u202e", "\ufeff", "\u00a0"])
+def test_what_claude_code_lets_through_is_no_input_error(char: str) -> None:
+    from fsm_agent.core.validation import os_string_problem
+
+    assert os_string_problem("Bash", {"command": f"echo a{char}b"}) is None
+    assert os_string_problem("Read", {"file_path": f"a{char}\x01b"}) is None
