@@ -343,7 +343,7 @@ class LiveRenderer:
         line.append("  " + " · ".join(details), style="dim")
         self.console.print(line)
         if result.error:
-            said = "yellow" if result.reason == PROMPT_BLOCKED else "red"
+            said = "yellow" if result.reason == PROMPT_BLOCKED or result.stopped_by_hook else "red"
             self.console.print(Text(f"  {printable(result.error)}", style=said))
         if result.log_path:
             self.console.print(Text(f"  log: {result.log_path}", style="dim"), soft_wrap=True)

@@ -27,12 +27,14 @@ EXIT_CODES: dict[str, int] = {
     "aborted_streaming": 14,
     "aborted_tools": 15,
     "stop_hook_prevented": 16,
-    "hook_stopped": 17,
+    "hook_stopped": 0,
     "max_turns": 18,
     "prompt_blocked": 0,
 }
 """A prompt a UserPromptSubmit hook blocked exits 0, as `claude -p` does (a `success`:
-the hook did its job); `terminal_reason` tells it from `completed`."""
+the hook did its job); `terminal_reason` tells it from `completed`. So does a run a
+tool hook stopped (`hook_stopped`), which exited 17 before Claude Code was measured;
+17 is left unused rather than given to another reason."""
 EXIT_ERROR_ANSWER = 20
 """`completed`, but the answer is an error (an API error such as a 401): the task
 was not done, so a script must not read it as success."""

@@ -117,10 +117,12 @@ class LoopResult:
 
     @property
     def stopped_by_hook(self) -> bool:
-        """A Stop hook's `continue: false` ended the run (not Ctrl-C while Stop hooks
-        ran): the model had finished, and Claude Code reports the run `success`, not
-        an error, its last text the answer (measured on 2.1.x). `error` keeps the
-        hook's `stopReason`."""
+        """A hook ended the run, not Ctrl-C while Stop hooks ran: a Stop hook's
+        `continue: false` after the model finished, or a tool hook's stop once the turn's
+        calls ran (`hook_stopped`). Claude Code reports either as `success`, not an error
+        (measured on 2.1.332); `error` keeps the hook's `stopReason`."""
+        if self.reason == Terminal.HOOK_STOPPED:
+            return True
         return self.reason == Terminal.STOP_HOOK_PREVENTED and self.error != STOP_HOOKS_INTERRUPTED
 
     @property
@@ -135,9 +137,13 @@ class LoopResult:
     def answer(self) -> str:
         """What `claude -p` answers a run that completed with: the `API Error: …` it
         ended on (a refusal after some text, say), else the final text; a run that
-        ended on an API error answers with it."""
+        ended on an API error answers with it. A run a tool hook stopped answers `""`:
+        Claude Code takes the text of its last content block, a tool call (measured on
+        2.1.332, text earlier in that turn or not)."""
         if self.reason in ("completed", PROMPT_BLOCKED):
             return self.error or self.text
+        if self.reason == Terminal.HOOK_STOPPED:
+            return ""
         if self.stopped_by_hook:
             return self.text
         if self.ended_on_api_error:

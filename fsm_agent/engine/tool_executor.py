@@ -276,18 +276,20 @@ class ToolExecutor:
     ) -> BatchResult:
         """Every call of the turn, in groups; one result per call, in the calls' order.
         A hook's permission updates are taken in the calls' order once their group is
-        done: a mode holds from the next group, directories from the next call on."""
+        done: a mode holds from the next group, directories from the next call on.
+        A hook's stop (`continue: false`) lets the rest of the turn's calls run, as
+        Claude Code's does (measured on 2.1.332): the loop ends after the batch."""
         files = dict(read_files)
         results: list[ToolResultBlock] = []
         aborted = False
         stop: str | None = None
         for group in partition(blocks, self.is_safe):
-            if not (aborted or stop) and self.effects.aborted("tools"):
+            if not aborted and self.effects.aborted("tools"):
                 aborted = True
-            if aborted or stop:
+            if aborted:
                 # A call started while the model streamed may have finished: it keeps its answer.
                 ran = {c.result.tool_use_id: c for c in await self.cancel([b.id for b in group])}
-                text = INTERRUPTED if aborted else f"Not run: the run was stopped ({stop})"
+                text = INTERRUPTED
                 for b in group:
                     if (call := ran.get(b.id)) is not None:
                         files.update(call.read_files)
@@ -405,9 +407,11 @@ class ToolExecutor:
             result = ToolResultBlock(block.id, INTERRUPTED, True)
             self.emit(ToolRefused(block, result))
             return CallResult(result, block.name, {}, interrupted=True)
-        if pre.prevent_continuation:
-            reason = pre.stop_reason or "stopped by a PreToolUse hook"
-            return refused(f"Execution stopped by PreToolUse hook: {reason}", reason)
+        # `continue: false` does not refuse the call: Claude Code runs it (a decision the
+        # same hook gave still applies), then ends the run once the turn's calls are done.
+        stop = (
+            pre.stop_reason or "stopped by a PreToolUse hook" if pre.prevent_continuation else None
+        )
         if (  # the stream failed while the hooks ran
             cancel is not None
             and self.config.has_hooks("PreToolUse")
@@ -418,7 +422,7 @@ class ToolExecutor:
             tool_input = self._semantic(block.name, pre.updated_input)
             problem = self._validate(block.name, tool_input)
             if problem is not None:
-                return refused(problem)
+                return refused(problem, stop)
             parsed = evolve(block, input=tool_input)
         verdict, updated = await self._permission(block, tool_input, pre, permissions, cancel, key)
         if verdict is None:
@@ -427,7 +431,7 @@ class ToolExecutor:
             return _with_updates(
                 refused(
                     with_text(verdict.text, _reminders(pre)),
-                    verdict.stop,
+                    verdict.stop or stop,
                     verdict.denied_by,
                     verdict.interrupted,
                 ),
@@ -449,7 +453,7 @@ class ToolExecutor:
         )
         outcome = await effects.run_tool(ToolCall(block.id, block.name, tool_input), env)
         extra = _reminders(pre)
-        stop = outcome.stop_reason
+        stop = stop or outcome.stop_reason
         interrupted = outcome.interrupted
         content, response, is_error = outcome.content, outcome.response, outcome.is_error
         event = "PostToolUseFailure" if outcome.is_error else "PostToolUse"

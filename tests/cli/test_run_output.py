@@ -76,7 +76,8 @@ def test_every_scenario_exit_code_and_subtype(workspace: Path, tmp_path: Path, n
     reason = result["terminal_reason"]
     assert reason in TERMINAL_REASONS | {"prompt_blocked"}
     error_answer = name in ("api_error", "max_output_tokens")  # `API Error: …` answers
-    hook_stop = name == "stop_hook_prevented"  # a Stop hook's continue:false, as claude -p
+    # a Stop hook's continue:false, or a tool hook's stop (hook_stopped), as claude -p
+    hook_stop = name in ("stop_hook_prevented", "hook_stopped")
     expected = EXIT_ERROR_ANSWER if error_answer else 0 if hook_stop else EXIT_CODES[reason]
     assert code == expected
     assert result["subtype"] == ("success" if hook_stop else subtype_of(reason))
@@ -118,9 +119,26 @@ def test_a_stop_hooks_stop_is_success_with_the_last_text_as_claude_code_reports_
 
 def test_exit_codes_are_distinct_and_cover_every_reason() -> None:
     assert set(EXIT_CODES) == TERMINAL_REASONS | {"prompt_blocked"}
-    assert EXIT_CODES["completed"] == EXIT_CODES["prompt_blocked"] == 0, "as `claude -p`"
+    succeed = {"completed", "prompt_blocked", "hook_stopped"}  # as `claude -p`
+    assert {EXIT_CODES[r] for r in succeed} == {0}
     codes = [*EXIT_CODES.values(), EXIT_ERROR_ANSWER, EXIT_USAGE, 1, 130]
-    assert len(codes) == len(set(codes)) + 1, "only the blocked prompt shares completed's 0"
+    assert len(codes) == len(set(codes)) + 2, "only the hooks' successes share completed's 0"
+    assert 17 not in codes, "hook_stopped's old code is left unused, not given to another"
+
+
+def test_a_tool_hooks_stop_is_success_with_an_empty_answer_as_claude_code_reports_it(
+    workspace: Path, tmp_path: Path
+) -> None:
+    """Claude Code 2.1.332 ends a run a PreToolUse, PostToolUse or PostToolBatch hook
+    stopped as `success`, exit 0, its `result` the text of its last content block (a
+    tool call's: empty); the hook's reason is not in the result, but the summary line
+    and the log keep it."""
+    result, code = run_json(workspace, tmp_path, "hook_stopped")
+    assert (code, result["subtype"], result["is_error"]) == (0, "success", False)
+    assert result["terminal_reason"] == "hook_stopped"
+    assert result["result"] == ""
+    assert "errors" not in result
+    assert result["api_error_status"] is None
 
 
 def test_subtypes() -> None:
@@ -518,7 +536,6 @@ def test_a_result_whose_message_never_came_is_written_when_the_loop_leaves_api_c
         ("aborted_tools", "interrupted while tools ran"),
         ("aborted_streaming", "interrupted while the model was answering"),
         ("model_error", "connection: connection dropped mid-stream"),
-        ("hook_stopped", "Policy: no more changes today"),
     ],
 )
 def test_an_error_result_says_why_the_run_ended(

@@ -24,9 +24,9 @@ from tests.support.real_claude import require_claude
 
 OPEN: dict[str, str] = {
     "hook_pre_tool_use_continue_false": (
-        "the case's deliberate difference: Claude Code runs the call a PreToolUse hook's "
-        "continue:false was shown, then ends the run; its transcript records no such hook, "
-        "and the import, which assumes no hooks ran, calls the model again after the call"
+        "the import assumes no hooks ran but the Stop hooks, so it calls the model again "
+        "after the call; the transcript does record the stop (a `hook_stopped_continuation` "
+        "attachment naming the hook's event and call), which the import does not yet read"
     ),
 }
 """Cases whose transcript does not yet import to Claude Code's path, with the reason."""

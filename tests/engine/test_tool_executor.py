@@ -976,3 +976,59 @@ def test_a_quoted_number_no_json_number_can_hold_is_refused_not_taken(
     assert [r.is_error for r in results] == [True, True, True]
     assert all("`head_limit` type is expected as `integer`" in r.text for r in results)
     assert replay(log).path == result.path
+
+
+def _stopped_batch(ws: Path, tmp_path: Path, pre: dict[str, Any]) -> tuple[LoopResult, Path]:
+    """Two Writes in one turn, the first call's PreToolUse hook saying `pre`, and an
+    answer the model must never be asked for."""
+    data = {
+        "prompt": "go",
+        "config": {"permission_mode": "acceptEdits"},
+        "hooks": {"PreToolUse": [pre]},
+        "turns": [
+            {"content": [_use("w1", "Write", file_path="a.txt", content="a"),
+                         _use("w2", "Write", file_path="b.txt", content="b")]},
+            {"content": "never"},
+        ],
+    }  # fmt: skip
+    log = tmp_path / "stopped.jsonl"
+    return run_scenario(Scenario.parse(data), cwd=ws, log=log), log
+
+
+def test_a_pre_tool_use_hooks_stop_lets_the_turns_calls_run_then_ends_the_run(
+    workspace: Path, tmp_path: Path
+) -> None:
+    """Claude Code 2.1.332: `continue: false` from PreToolUse does not refuse the call;
+    it and every other call of the turn run, and the loop ends before the next model
+    call (`hook_stopped`), a success whose answer is empty."""
+    result, log = _stopped_batch(workspace, tmp_path, {"prevent_continuation": True,
+                                                       "stop_reason": "halt"})  # fmt: skip
+    assert (workspace / "a.txt").read_text() == "a"
+    assert (workspace / "b.txt").read_text() == "b"
+    assert [(r.tool_use_id, r.is_error) for r in _results(result)] == [
+        ("w1", False),
+        ("w2", False),
+    ]
+    assert result.reason == "hook_stopped"
+    assert result.path[-1].edge == "hook_stopped"
+    assert result.edges.count("streamed") == 1, "the model is not asked again"
+    assert (result.error, result.is_error, result.stopped_by_hook) == ("halt", False, True)
+    assert result.answer == ""
+    again = replay(log)
+    assert (again.path, again.messages) == (result.path, result.messages)
+
+
+def test_a_pre_tool_use_hooks_deny_still_holds_when_it_also_stops_the_run(
+    workspace: Path, tmp_path: Path
+) -> None:
+    """The same hook's deny still refuses its call; the stop ends the run after the
+    turn's other calls, as Claude Code does."""
+    pre = {"prevent_continuation": True, "stop_reason": "halt",
+           "permission_decision": "deny", "permission_reason": "not that"}  # fmt: skip
+    result, _ = _stopped_batch(workspace, tmp_path, pre)
+    assert not (workspace / "a.txt").exists()
+    assert (workspace / "b.txt").exists()
+    results = {r.tool_use_id: r for r in _results(result)}
+    assert results["w1"].is_error and "not that" in results["w1"].text
+    assert not results["w2"].is_error
+    assert (result.reason, result.is_error) == ("hook_stopped", False)

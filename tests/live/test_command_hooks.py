@@ -176,9 +176,11 @@ echo '{"hookSpecificOutput":{"hookEventName":"PreToolUse","permissionDecision":"
     assert (workspace / "made").exists()
 
 
-def test_post_tool_use_feedback_and_continue_false_stops_the_run(
+def test_post_tool_use_feedback_and_continue_false_stops_the_run_after_the_turns_calls(
     workspace: Path, tmp_path: Path
 ) -> None:
+    """A PostToolUse hook's `continue: false` lets the turn's other calls run, then ends
+    the run before the model is asked again, as Claude Code 2.1.332 does."""
     post = script(
         tmp_path / "post.sh",
         """cat > /dev/null
@@ -217,8 +219,9 @@ echo '{"continue": false, "stopReason": "quota reached"}'
     assert "PostToolUse hook feedback:\nlint says: add a newline" in r["t1"].text
     assert result.reason == "hook_stopped"
     assert result.error == "quota reached"
-    assert "Not run" in r["t3"].text
-    assert not (workspace / "z.txt").exists()
+    assert not r["t3"].is_error
+    assert (workspace / "z.txt").read_text() == "z"
+    assert result.edges.count("streamed") == 2
 
 
 def test_stop_hook_blocks_then_ends_after_8_consecutive_blocks(

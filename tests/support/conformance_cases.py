@@ -638,18 +638,13 @@ HOOKS = [
     ),
     Case(
         "hook_pre_tool_use_continue_false",
-        "a PreToolUse hook's continue:false stops the run at that call",
+        "a PreToolUse hook's continue:false lets the call run, then ends the run (success)",
         "run",
         (use(bash("touch made")), say("never")),
         settings={"hooks": hooks_on("PreToolUse", "pre", "Bash")},
         hooks={"pre": 'echo \'{"continue": false, "stopReason": "halt"}\'\n'},
         args=BYPASS,
         text=("toolu_01",),
-        xfail=(
-            "deliberate: Claude Code 2.1.x runs the call, then stops without asking the model "
-            "again (success, exit 0); fsm-agent does not run a call whose hook said to stop, "
-            "and ends hook_stopped (docs/permissions-and-hooks.md)"
-        ),
     ),
     Case(
         "hook_session_start_context",
