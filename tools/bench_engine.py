@@ -30,9 +30,14 @@ how fast this machine is when comparing results across machines.
 
 `--versus-unchained` runs each size with the chained log (digests and state deltas)
 and with the log before the chain, interleaved, and prints the ratio of their CPU
-µs per iteration: what the chain costs (target ≤ 1.05).
+µs per iteration: what the chain costs (target ≤ 1.05). CPU time on a shared machine
+moves by more than the 5 % the target allows, so `--versus-unchained --instructions`
+counts instead what one more iteration costs in instructions, chained and unchained, under
+valgrind's callgrind (`bench_instructions.py`'s method: runs of 100 and 100 + N
+iterations, their difference over N); runs of one tree agree within about 0.1 %.
 
     python tools/bench_engine.py [N ...] [--repeat R] [--no-writes] [--versus-unchained]
+    python tools/bench_engine.py --versus-unchained --instructions [N ...]   # default N 200
 """
 
 from __future__ import annotations
@@ -206,6 +211,20 @@ def versus_unchained(sizes: list[int], repeat: int) -> None:
     print(f"(medians of {repeat} interleaved runs each; ratio ≤ 1.05 is the target)")
 
 
+def versus_unchained_instructions(sizes: list[int]) -> None:
+    """Instructions one more iteration costs with the chained log and with version 2's,
+    counted by callgrind, and their ratio: the chain's cost free of the machine's load."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from bench_instructions import per_iteration
+
+    print(f"{'N':>6} {'chained instr/iter':>19} {'unchained instr/iter':>21} {'ratio':>7}")
+    for n in sizes:
+        chained, unchained = (per_iteration(flag, 100, 100 + n) for flag in (True, False))
+        print(f"{n:>6} {chained:>19,.0f} {unchained:>21,.0f} {chained / unchained:>7.3f}")
+    print("(callgrind: runs of 100 and 100 + N iterations, their difference over N; "
+          "ratio ≤ 1.05 is the target)")  # fmt: skip
+
+
 def main(sizes: list[int], repeat: int, note: str = "") -> None:
     """Each size runs `repeat` times and each column shows its median over the runs,
     so one hiccup of a shared machine does not make a figure. (At N = 10 the
@@ -222,7 +241,7 @@ def main(sizes: list[int], repeat: int, note: str = "") -> None:
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("sizes", nargs="*", type=int, default=[10, 100, 1000])
+    parser.add_argument("sizes", nargs="*", type=int)
     parser.add_argument("--repeat", type=int, default=3, help="runs per size (default 3)")
     parser.add_argument(
         "--no-writes", action="store_true", help="make each log record but do not write it"
@@ -232,7 +251,18 @@ if __name__ == "__main__":
         action="store_true",
         help="time chained and unchained logs side by side (what the chain costs)",
     )
+    parser.add_argument(
+        "--instructions",
+        action="store_true",
+        help="with --versus-unchained: count instructions under callgrind, not CPU time",
+    )
     args = parser.parse_args()
+    if args.instructions:
+        if not args.versus_unchained:
+            parser.error("--instructions goes with --versus-unchained")
+        versus_unchained_instructions(args.sizes or [200])
+        sys.exit(0)
+    args.sizes = args.sizes or [10, 100, 1000]
     if args.versus_unchained:
         versus_unchained(args.sizes, max(1, args.repeat))
         sys.exit(0)

@@ -35,6 +35,8 @@ import asyncio, functools, gc, sys, tempfile
 from pathlib import Path
 sys.path.insert(0, "tools")
 import bench_engine as b
+from fsm_agent.tape.log import LogWriter
+LogWriter.chained = sys.argv[2] == "chained"
 b.scenario = functools.lru_cache(None)(b.scenario)
 for k in (20, 100, 300):
     b.scenario(k)
@@ -45,8 +47,9 @@ with tempfile.TemporaryDirectory() as tmp:
 """
 
 
-def instructions(n: int) -> int:
-    """Instructions of a whole process that runs `n` iterations after a warm-up of 20."""
+def instructions(n: int, chained: bool = True) -> int:
+    """Instructions of a whole process that runs `n` iterations after a warm-up of 20,
+    its log chained (this version's) or not (version 2, `LogWriter.chained = False`)."""
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "callgrind.out"
         argv = [
@@ -57,6 +60,7 @@ def instructions(n: int) -> int:
             "-c",
             ONE_RUN,
             str(n),
+            "chained" if chained else "unchained",
         ]
         if shutil.which("setarch"):
             argv = ["setarch", platform.machine(), "-R", *argv]
@@ -68,11 +72,15 @@ def instructions(n: int) -> int:
         return int(found[1])
 
 
-def main() -> None:
+def per_iteration(chained: bool = True, few: int = 100, more: int = 300) -> float:
+    """Instructions one more iteration costs: two runs' difference over their sizes'."""
     if shutil.which("valgrind") is None:
         sys.exit("valgrind is not installed (Debian: apt install valgrind)")
-    few, more = instructions(100), instructions(300)
-    print(f"{(more - few) / 200:,.0f} instructions per iteration ({ROOT})")
+    return (instructions(more, chained) - instructions(few, chained)) / (more - few)
+
+
+def main() -> None:
+    print(f"{per_iteration():,.0f} instructions per iteration ({ROOT})")
 
 
 if __name__ == "__main__":

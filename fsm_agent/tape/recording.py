@@ -49,8 +49,8 @@ class RecordingTape(Tape):
         """The transition, and in a chained log what the edge changed of the state (only
         a continue edge does): a replay whose state differs rebuilds the recorded one."""
         line = {"t": "transition", "step": self.step, **record}
-        if state is not None and self.chained:
-            delta = self._deltas(state)
+        if state is not None and self.chained and state is not self._deltas.state:
+            delta = self._deltas(state)  # a phase edge keeps its state: nothing to ask
             if delta is not None:
                 line["delta"] = delta
         self.writer.write(line)
