@@ -96,9 +96,11 @@ def test_importing_the_sdk_leaves_the_beta_api_and_other_platforms_unloaded() ->
         "            'anthropic.lib.streaming._beta_messages',\n"
         "            'anthropic.resources.messages.batches',\n"
         "            'anthropic.types.message_create_params',\n"
-        "            'anthropic.types.messages.batch_create_params']\n"
+        "            'anthropic.types.messages.batch_create_params',\n"
+        "            'anthropic.types.tool_union_param', 'anthropic.types.message_param']\n"
         "loaded = [m for m in unloaded if m in sys.modules]\n"
         "loaded += [m for m in sys.modules if m.startswith('anthropic.types.beta.')]\n"
+        "loaded += [m for m in sys.modules if m.endswith('_param')]  # the request's types\n"
         "assert not loaded, loaded\n"
         "count = sum(m.startswith('anthropic.') for m in sys.modules)\n"
         "assert type(client.messages.batches).__name__ == 'AsyncBatches'  # made when asked\n"
@@ -189,6 +191,49 @@ def test_the_beta_api_works_once_its_types_load() -> None:
     assert "BetaMessage Two." in lazy.stdout and "True True" in lazy.stdout
 
 
+PARAM_CALLS = """
+import json, sys
+import pydantic
+from tests.support.messages_server import MessagesServer, text
+SETUP
+import anthropic
+tools = [{"name": "t", "description": "d", "input_schema": {"type": "object"}}]
+kwargs = dict(model="claude-test-1", max_tokens=50, messages=[{"role": "user", "content": "hi"}])
+class Answer(pydantic.BaseModel):
+    a: int
+with MessagesServer() as server:
+    server.reply(text("One."), text("Two."), text('{"a": 3}'))
+    client = anthropic.Anthropic(api_key="k", base_url=server.url, max_retries=0)
+    message = client.messages.create(tools=tools, tool_choice={"type": "auto"}, **kwargs)
+    with client.messages.stream(system="s", **kwargs) as stream:
+        streamed = stream.get_final_message()
+    print("params loaded:", any(m.endswith("_param") for m in sys.modules))
+    dump = lambda p: json.dumps(p, default=lambda block: block.model_dump())
+    print(type(message.to_param()).__name__, dump(message.to_param()), dump(streamed.to_param()))
+    parsed = client.messages.parse(output_format=Answer, **kwargs)
+    print(type(parsed.parsed_output).__qualname__, parsed.parsed_output)
+    from anthropic.types import AssistantMessageParam, ToolUnionParam
+    print(AssistantMessageParam.__qualname__, ToolUnionParam)
+"""
+
+
+def test_the_request_parameter_types_load_on_use_and_give_what_the_sdk_gives() -> None:
+    """The request's TypedDicts are late classes in the messages resource, the tracing
+    helpers and `Message`: a request with tools, a stream and a parsed answer send and
+    give what the SDK loaded whole does, and `to_param` builds its TypedDict then."""
+    lazy = _python(
+        PARAM_CALLS.replace("SETUP", "from fsm_agent.live import lazy_sdk\nlazy_sdk.install()")
+    )
+    eager = _python(PARAM_CALLS.replace("SETUP", ""))
+    assert lazy.returncode == 0 and eager.returncode == 0, (
+        lazy.stderr[-3000:] + eager.stderr[-3000:]
+    )
+    lazy_lines, eager_lines = lazy.stdout.splitlines(), eager.stdout.splitlines()
+    assert lazy_lines[0] == "params loaded: False" and eager_lines[0] == "params loaded: True"
+    assert lazy_lines[1:] == eager_lines[1:]
+    assert "Answer a=3" in lazy.stdout
+
+
 def test_a_late_class_is_no_class_of_anything_until_its_module_runs() -> None:
     from types import ModuleType
 
@@ -224,3 +269,28 @@ def test_a_beta_name_used_as_more_than_a_type_at_the_top_level_loads_as_written(
     assert late == {"BetaMessage": ("anthropic.types.beta.beta_message", "BetaMessage")}
     used = late_tree(name, head + "def f(x):\n    return BetaMessage.construct(x)\n", sdk, (BETA,))
     assert used is not None and "BetaMessage._loaded().construct" in ast.unparse(used[0])
+
+
+def test_a_pattern_takes_only_the_names_whose_module_matches() -> None:
+    """`from ...types import` of a parameter type and a response type: the first is a
+    late class, the second imported as written; in a module whose annotations are
+    evaluated, a late class may name a function's return, never a field."""
+    import anthropic
+
+    from fsm_agent.live.lazy_sdk import PARAMS, late_tree
+
+    sdk = str(Path(anthropic.__file__).parent)
+    name = "anthropic.types.x"
+    head = "from .message_param import MessageParam\nfrom . import usage\n"
+    mixed = "from __future__ import annotations\nfrom ..types import Usage, MessageParam\n"
+    tree, late = late_tree("anthropic.lib.x", mixed + "def f() -> MessageParam: ...\n", sdk,
+                           (PARAMS,)) or (None, None)  # fmt: skip
+    assert late == {"MessageParam": ("anthropic.types.message_param", "MessageParam")}
+    assert tree is not None and "from ..types import Usage\n" in ast.unparse(tree) + "\n"
+    method = head + "class M:\n    def to(self) -> MessageParam:\n"
+    method += "        return MessageParam(role='user', content='x')\n"
+    used = late_tree(name, method, sdk, (PARAMS,))
+    assert used is not None and "MessageParam._loaded()(role=" in ast.unparse(used[0])
+    field = head + "class M:\n    param: MessageParam\n"
+    assert late_tree(name, field, sdk, (PARAMS,)) is None
+    assert late_tree(name, head + "Alias = list[MessageParam]\n", sdk, (PARAMS,)) is None
