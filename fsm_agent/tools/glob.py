@@ -1,4 +1,4 @@
-"""Glob: find files by name pattern, most recently modified first."""
+"""Glob: find files by name pattern, least recently modified first, as Claude Code lists them."""
 
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ The pattern is matched against paths relative to `path` (default: the working \
 directory): `*` stays within one directory, `**/` spans any number of them. \
 As in .gitignore, a pattern with no `/` (`*.py`, `package.json`) matches file \
 names in every directory.
-Returns absolute paths, most recently modified first, at most 100. \
+Returns absolute paths, least recently modified first, at most 100. \
 Hidden files are included, .gitignore is not consulted, and .git is skipped. \
 Use Grep to search file contents."""
 
@@ -86,7 +86,7 @@ def _glob(
     for path, _real, status in walk_found(base, roots, hidden=hidden):
         rel = os.path.basename(path) if anywhere else os.path.relpath(path, base)
         if matches(regex, rel.replace(os.sep, "/")):
-            found.append((-status.st_mtime, path))
+            found.append((status.st_mtime, path))
     found.sort()
     return _found([printable(path) for _, path in found[:MAX_RESULTS]], len(found), started)
 

@@ -18,6 +18,13 @@ API_ERROR_WORDS = {
 """A run an API error ended answers with the error, in each tool's own words."""
 ACCEPT = ("--permission-mode", "acceptEdits")
 BYPASS = ("--permission-mode", "bypassPermissions")
+SEARCH = ("--allowedTools", "Glob")
+"""Claude Code 2.1.332 offers Glob and Grep only when the launch names one of them in
+`--allowedTools` or `--tools` (its `searchToolsOptIn`); otherwise it searches through
+Bash (`find`, `grep`) and answers "No such tool available: Glob". Neither
+EMBEDDED_SEARCH_TOOLS (inlined at build time) nor CLAUDE_CODE_USE_NATIVE_FILE_SEARCH nor
+USE_BUILTIN_RIPGREP changes that. Both sides get the flag: allowing Glob widens nothing
+for a search inside the workspace, which Glob and Grep may read without asking."""
 SRC = {"app.py": "def add(a, b):\n    return a - b\n", "README.md": "# demo\nhello world\n"}
 FILE_PATH = "import json,sys; print(json.load(sys.stdin)['tool_input']['file_path'])"
 STOP_ONCE = """\
@@ -358,10 +365,7 @@ TOOLS = [
         "find",
         (use(("Glob", {"pattern": "**/*.py"})), say("done")),
         files={"a.py": "", "pkg/b.py": "", "c.txt": ""},
-        xfail=(
-            "deliberate: Claude Code 2.1.332 has no Glob tool (it searches through Bash); "
-            "fsm-agent keeps the seeds' Glob"
-        ),
+        args=SEARCH,
     ),
     Case(
         "glob_no_match",
@@ -370,10 +374,7 @@ TOOLS = [
         (use(("Glob", {"pattern": "**/*.rs"})), say("done")),
         files=SRC,
         text=("toolu_01",),
-        xfail=(
-            "deliberate: Claude Code 2.1.332 has no Glob tool (it searches through Bash); "
-            "fsm-agent keeps the seeds' Glob"
-        ),
+        args=SEARCH,
     ),
     Case(
         "grep_files",
@@ -381,10 +382,7 @@ TOOLS = [
         "find",
         (use(("Grep", {"pattern": "hello"})), say("done")),
         files=SRC,
-        xfail=(
-            "deliberate: Claude Code 2.1.332 has no Grep tool (it searches through Bash); "
-            "fsm-agent keeps the seeds' Grep"
-        ),
+        args=SEARCH,
     ),
     Case(
         "grep_content",
@@ -392,10 +390,7 @@ TOOLS = [
         "find",
         (use(("Grep", {"pattern": "return", "output_mode": "content"})), say("done")),
         files=SRC,
-        xfail=(
-            "deliberate: Claude Code 2.1.332 has no Grep tool (it searches through Bash); "
-            "fsm-agent keeps the seeds' Grep"
-        ),
+        args=SEARCH,
     ),
     Case(
         "grep_no_match",
@@ -404,10 +399,7 @@ TOOLS = [
         (use(("Grep", {"pattern": "zebra"})), say("done")),
         files=SRC,
         text=("toolu_01",),
-        xfail=(
-            "deliberate: Claude Code 2.1.332 has no Grep tool (it searches through Bash); "
-            "fsm-agent keeps the seeds' Grep"
-        ),
+        args=SEARCH,
     ),
 ]
 

@@ -97,12 +97,16 @@ def test_a_pattern_without_a_slash_matches_names_at_any_depth(ws: Path) -> None:
     }
 
 
-def test_newest_first(ws: Path) -> None:
-    for i, rel in enumerate(("src/deep/d.py", "a.py", "src/c.py")):
+def test_oldest_first_over_every_directory(ws: Path) -> None:
+    """Claude Code 2.1.332 (rg --sort=modified) lists the oldest file first, whatever
+    its directory: measured with files of four mtimes in three directories."""
+    for i, rel in enumerate(("src/c.py", "a.py", "src/deep/d.py", ".hidden/e.py")):
         os.utime(ws / rel, (1_000_000 + i, 1_000_000 + i))
-    assert glob(ws, pattern="**/*.py", path="src").splitlines() == [
+    assert glob(ws, pattern="**/*.py").splitlines() == [
         str(ws / "src/c.py"),
+        str(ws / "a.py"),
         str(ws / "src/deep/d.py"),
+        str(ws / ".hidden/e.py"),
     ]
 
 
@@ -114,8 +118,8 @@ def test_at_most_100_results_with_a_note(ws: Path) -> None:
         os.utime(many / f"f{i:03}.txt", (2_000_000 + i, 2_000_000 + i))
     lines = glob(ws, pattern="many/*.txt").splitlines()
     assert len(lines) == 101
-    assert lines[0] == str(many / "f119.txt")
-    assert lines[99] == str(many / "f020.txt")
+    assert lines[0] == str(many / "f000.txt")
+    assert lines[99] == str(many / "f099.txt")
     assert "truncated" in lines[100]
     assert "100 of 120" in lines[100]
 
@@ -131,8 +135,8 @@ def test_directories_are_not_listed(ws: Path) -> None:
 def test_absolute_pattern_is_split_into_directory_and_pattern(ws: Path) -> None:
     os.utime(ws / "src/c.py", (1_000_000, 1_000_000))
     assert glob(ws, pattern=f"{ws}/src/**/*.py").splitlines() == [
-        str(ws / "src/deep/d.py"),
         str(ws / "src/c.py"),
+        str(ws / "src/deep/d.py"),
     ]
 
 
