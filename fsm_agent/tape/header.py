@@ -22,8 +22,8 @@ from fsm_agent.tape.log import LogError, SessionLog
 from fsm_agent.tape.old_logs import (
     output_settings,
     with_cut_calls_dropped,
-    with_inputs_as_sent,
     with_home,
+    with_inputs_as_sent,
     with_output_cap,
 )
 
