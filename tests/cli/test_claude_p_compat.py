@@ -11,8 +11,10 @@ from pathlib import Path
 
 import pytest
 
+from fsm_agent.app.session import replay
 from fsm_agent.cli.headless import StreamJson
 from fsm_agent.core.events import ModelEvent, ModelRetry
+from fsm_agent.core.messages import ToolUseBlock
 from tests.support.cli import MODEL, fsm, fsm_on_server, run_json, run_scripted, stream_lines
 from tests.support.messages_server import (
     MessagesServer,
@@ -288,24 +290,32 @@ def test_permission_denials_lists_a_pre_tool_use_hook_s_deny(
     check refused; a deny rule over a hook's allow stays out."""
     hooks = [_pre_tool_use("deny") | {"matcher": "Glob"}, _pre_tool_use("allow")]
     settings = {"permissions": {"deny": ["Bash(rm *)"]}, "hooks": {"PreToolUse": hooks}}
-    (workspace / ".claude").mkdir(exist_ok=True)
-    (workspace / ".claude" / "settings.json").write_text(json.dumps(settings))
     calls = [
         {"type": "tool_use", "id": "t_hook", "name": "Glob", "input": {"pattern": "*"}},
         {"type": "tool_use", "id": "t_rule", "name": "Bash", "input": {"command": "rm -f x"}},
         {"type": "tool_use", "id": "t_plain", "name": "Write",
          "input": {"file_path": str(workspace / "w.txt"), "content": "x"}},
     ]  # fmt: skip
+    out, _ = _json_run(workspace, tmp_path, settings, calls)
+    assert [d["tool_use_id"] for d in out["permission_denials"]] == ["t_hook", "t_plain"]
+    assert not (workspace / "w.txt").exists()
+
+
+def _json_run(
+    workspace: Path, tmp_path: Path, settings: dict, calls: list[dict]
+) -> tuple[dict, Path]:
+    """`run --output-format json` with the project's `settings`, one turn of `calls` and
+    an answer; its result object and its log, which must replay with --check."""
+    (workspace / ".claude").mkdir(exist_ok=True)
+    (workspace / ".claude" / "settings.json").write_text(json.dumps(settings))
     scenario = tmp_path / "s.json"
     scenario.write_text(json.dumps({"turns": [{"content": calls}, {"content": "ok"}]}))
     log = tmp_path / "run.jsonl"
     proc = fsm("run", "--scripted", str(scenario), "--cwd", str(workspace), "--log", str(log),
                "--output-format", "json", "go")  # fmt: skip
     assert proc.returncode == 0, proc.stderr
-    out = json.loads(proc.stdout)
-    assert [d["tool_use_id"] for d in out["permission_denials"]] == ["t_hook", "t_plain"]
-    assert not (workspace / "w.txt").exists()
     assert fsm("replay", "--check", str(log)).returncode == 0
+    return json.loads(proc.stdout), log
 
 
 def test_a_tool_s_input_is_recorded_with_its_schema_defaults(
@@ -321,18 +331,12 @@ def test_a_tool_s_input_is_recorded_with_its_schema_defaults(
         "permissions": {"deny": ["Edit(./app.py)"]},
         "hooks": {"PreToolUse": [{"matcher": "Edit", "hooks": [hook]}]},
     }
-    (workspace / ".claude").mkdir(exist_ok=True)
-    (workspace / ".claude" / "settings.json").write_text(json.dumps(settings))
     edit = {"file_path": str(workspace / "app.py"), "old_string": "a - b", "new_string": "a + b"}
     calls = [{"type": "tool_use", "id": "t_edit", "name": "Edit", "input": edit}]
-    scenario = tmp_path / "s.json"
-    scenario.write_text(json.dumps({"turns": [{"content": calls}, {"content": "ok"}]}))
-    log = tmp_path / "run.jsonl"
-    proc = fsm("run", "--scripted", str(scenario), "--cwd", str(workspace), "--log", str(log),
-               "--output-format", "json", "go")  # fmt: skip
-    assert proc.returncode == 0, proc.stderr
-    (denial,) = json.loads(proc.stdout)["permission_denials"]
+    out, log = _json_run(workspace, tmp_path, settings, calls)
+    (denial,) = out["permission_denials"]
     assert denial["tool_input"] == edit | {"replace_all": False}
     (payload,) = [json.loads(line) for line in record.read_text().splitlines()]
     assert payload["tool_input"] == edit | {"replace_all": False}
-    assert fsm("replay", "--check", str(log)).returncode == 0
+    (sent,) = [b for m in replay(log).messages for b in m.content if isinstance(b, ToolUseBlock)]
+    assert sent.input == edit

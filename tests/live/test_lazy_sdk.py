@@ -51,6 +51,19 @@ def _python(code: str, cache: Path | None = None) -> subprocess.CompletedProcess
     )
 
 
+def _lazy_and_eager(script: str) -> tuple[list[str], list[str]]:
+    """`script`'s output lines with the SDK loaded through lazy_sdk and loaded whole
+    (`SETUP` in it stands for where lazy_sdk is installed)."""
+    lazy = _python(
+        script.replace("SETUP", "from fsm_agent.live import lazy_sdk\nlazy_sdk.install()")
+    )
+    eager = _python(script.replace("SETUP", ""))
+    assert lazy.returncode == 0 and eager.returncode == 0, (
+        lazy.stderr[-3000:] + eager.stderr[-3000:]
+    )
+    return lazy.stdout.splitlines(), eager.stdout.splitlines()
+
+
 def _exports(lazy: bool, cache: Path | None = None) -> dict[str, dict[str, str]]:
     setup = "from fsm_agent.live import lazy_sdk\nlazy_sdk.install()\n" if lazy else ""
     proc = _python(f"{setup}PACKAGES = {PACKAGES!r}\n{DESCRIBE}", cache)
@@ -178,17 +191,11 @@ with MessagesServer() as server:
 def test_the_beta_api_works_once_its_types_load() -> None:
     """A run's calls leave the beta types unloaded; a beta call then loads them, and the
     tracing code's checks (late classes until then) answer as the real classes do."""
-    lazy = _python(
-        BETA_CALLS.replace("SETUP", "from fsm_agent.live import lazy_sdk\nlazy_sdk.install()")
-    )
-    eager = _python(BETA_CALLS.replace("SETUP", ""))
-    assert lazy.returncode == 0 and eager.returncode == 0, (
-        lazy.stderr[-3000:] + eager.stderr[-3000:]
-    )
-    lazy_lines, eager_lines = lazy.stdout.splitlines(), eager.stdout.splitlines()
+    lazy_lines, eager_lines = _lazy_and_eager(BETA_CALLS)
     assert lazy_lines[1] == "beta loaded: False" and eager_lines[1] == "beta loaded: True"
     assert lazy_lines[:1] + lazy_lines[2:] == eager_lines[:1] + eager_lines[2:]
-    assert "BetaMessage Two." in lazy.stdout and "True True" in lazy.stdout
+    lazy_out = "\n".join(lazy_lines)
+    assert "BetaMessage Two." in lazy_out and "True True" in lazy_out
 
 
 PARAM_CALLS = """
@@ -221,17 +228,10 @@ def test_the_request_parameter_types_load_on_use_and_give_what_the_sdk_gives() -
     """The request's TypedDicts are late classes in the messages resource, the tracing
     helpers and `Message`: a request with tools, a stream and a parsed answer send and
     give what the SDK loaded whole does, and `to_param` builds its TypedDict then."""
-    lazy = _python(
-        PARAM_CALLS.replace("SETUP", "from fsm_agent.live import lazy_sdk\nlazy_sdk.install()")
-    )
-    eager = _python(PARAM_CALLS.replace("SETUP", ""))
-    assert lazy.returncode == 0 and eager.returncode == 0, (
-        lazy.stderr[-3000:] + eager.stderr[-3000:]
-    )
-    lazy_lines, eager_lines = lazy.stdout.splitlines(), eager.stdout.splitlines()
+    lazy_lines, eager_lines = _lazy_and_eager(PARAM_CALLS)
     assert lazy_lines[0] == "params loaded: False" and eager_lines[0] == "params loaded: True"
     assert lazy_lines[1:] == eager_lines[1:]
-    assert "Answer a=3" in lazy.stdout
+    assert "Answer a=3" in "\n".join(lazy_lines)
 
 
 def test_a_late_class_is_no_class_of_anything_until_its_module_runs() -> None:
