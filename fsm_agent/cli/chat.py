@@ -13,6 +13,7 @@ import contextlib
 import os
 import queue
 import select
+import signal
 import sys
 import threading
 import time
@@ -168,6 +169,24 @@ class LineReader:
         return tuple(out)
 
 
+@contextlib.contextmanager
+def interrupts_deferred() -> Iterator[None]:
+    """A Ctrl-C held off until the block is done, then raised. Landing inside rich's
+    `print` (between its buffer's enter and exit) it left the console buffering for good:
+    the chat lived on and printed nothing more."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    caught: list[object] = []
+    previous = signal.signal(signal.SIGINT, lambda signum, frame: caught.append(frame))
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    if caught and callable(previous):
+        previous(signal.SIGINT, None)
+
+
 class ReaderInbox(Inbox):
     """The run's inbox fed by what was typed since the run began."""
 
@@ -266,7 +285,7 @@ class ChatSession:
         armed = False
         while True:
             try:  # drawing the prompt included: a Ctrl-C may land at any point of it
-                with self.reader.released() as draft:
+                with interrupts_deferred(), self.reader.released() as draft:
                     self.console.print(Text(PROMPT, style="bold cyan"), end="")
                     self.console.print(draft, end="", markup=False, highlight=False)
                 typed_ahead = bool(self._typed_ahead) or self.reader.pending()

@@ -6,6 +6,7 @@ import asyncio
 import io
 import json
 import os
+import signal
 from pathlib import Path
 
 import pytest
@@ -188,3 +189,34 @@ def test_ctrl_c_while_the_prompt_waits_is_a_keyboard_interrupt_wherever_it_lands
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, before)
         monkeypatch.undo()
+
+
+def test_ctrl_c_inside_rich_s_print_leaves_the_console_writing(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A real SIGINT landing inside rich's print, just after it opened its buffer, used
+    to leave the console buffering for good: the chat lived on and showed nothing more
+    (the pty test's rare timeout waiting for 'Ctrl-C again')."""
+    opened = Console._enter_buffer
+    sent: list[bool] = []
+
+    def enter_then_interrupt(self: Console) -> None:
+        opened(self)
+        if not sent:
+            sent.append(True)
+            os.kill(os.getpid(), signal.SIGINT)
+
+    monkeypatch.setattr(Console, "_enter_buffer", enter_then_interrupt)
+    reader, fd = pipe_reader()
+    terminal = io.StringIO()
+    console = Console(file=terminal, width=80)
+    plan = Plan(model=None, config=None, hooks=None, abort=AbortSignal(), log=None)  # type: ignore[arg-type]
+    session = ChatSession(plan, console, reader, quiet=True)
+    os.write(fd, b"hello\n")
+    try:
+        line = session._read_prompt()
+    except KeyboardInterrupt:
+        pytest.fail("one Ctrl-C at the prompt left the chat")
+    assert sent and line == "hello"
+    assert "Ctrl-C again or Ctrl-D to leave" in terminal.getvalue()
+    os.close(fd)
