@@ -13,7 +13,6 @@ import contextlib
 import os
 import queue
 import select
-import signal
 import sys
 import threading
 import time
@@ -31,7 +30,7 @@ from fsm_agent.cli.options import run_options
 from fsm_agent.cli.plan import plan_of, tolerant_stdin, trust_question
 from fsm_agent.cli.questions import QuestionScreen
 from fsm_agent.cli.render import LiveRenderer, QuietRenderer, RunConsole
-from fsm_agent.cli.usage import fail, refuse_undecodable, stdout_lost
+from fsm_agent.cli.usage import fail, interrupts_deferred, refuse_undecodable, stdout_lost
 from fsm_agent.core.messages import Message
 from fsm_agent.engine.driver import LoopResult
 from fsm_agent.live.approvals import withdrawn
@@ -167,24 +166,6 @@ class LineReader:
             elif line.strip():
                 out.append(line)
         return tuple(out)
-
-
-@contextlib.contextmanager
-def interrupts_deferred() -> Iterator[None]:
-    """A Ctrl-C held off until the block is done, then raised. Landing inside rich's
-    `print` (between its buffer's enter and exit) it left the console buffering for good:
-    the chat lived on and printed nothing more."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    caught: list[object] = []
-    previous = signal.signal(signal.SIGINT, lambda signum, frame: caught.append(frame))
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGINT, previous)
-    if caught and callable(previous):
-        previous(signal.SIGINT, None)
 
 
 class ReaderInbox(Inbox):

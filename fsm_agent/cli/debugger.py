@@ -24,6 +24,7 @@ from rich.table import Table
 from rich.text import Text
 
 from fsm_agent.cli.render import printable
+from fsm_agent.cli.usage import interrupts_deferred
 from fsm_agent.core.codec import block_to_api, dumps, unstructure
 from fsm_agent.core.messages import ContentBlock, Message, TextBlock, ToolResultBlock, ToolUseBlock
 from fsm_agent.core.transcript import Transcript
@@ -197,7 +198,9 @@ class Debugger(cmd.Cmd):
                 console.print()
                 continue
             try:
-                console.print(self.onecmd(line))
+                shown = self.onecmd(line)
+                with interrupts_deferred():
+                    console.print(shown)
             except KeyboardInterrupt:
                 self.stepper.reset()
                 console.print(Text(f"\n*** interrupted; still at step {self.pos}", style="red"))

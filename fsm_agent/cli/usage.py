@@ -6,8 +6,12 @@ which import it, start fast.
 
 from __future__ import annotations
 
+import contextlib
 import os
+import signal
 import sys
+import threading
+from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, NoReturn
 
@@ -53,6 +57,24 @@ def ignore_signal(signum: int, frame: object) -> None:
     """A signal caught and dropped. Not `SIG_IGN`: an ignored signal stays ignored in every
     process started afterwards (a command's Bash, a test's terminal child), and a Python
     started with SIGINT ignored never turns Ctrl-C into KeyboardInterrupt."""
+
+
+@contextlib.contextmanager
+def interrupts_deferred() -> Iterator[None]:
+    """A Ctrl-C held off until the block is done, then raised. Landing inside rich's
+    `print` (between its buffer's enter and exit) it left the console buffering for good:
+    the chat or the debugger lived on and printed nothing more."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    caught: list[object] = []
+    previous = signal.signal(signal.SIGINT, lambda signum, frame: caught.append(frame))
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    if caught and callable(previous):
+        previous(signal.SIGINT, None)
 
 
 def silence(stream: IO[str]) -> None:

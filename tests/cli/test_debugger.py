@@ -1042,3 +1042,27 @@ def test_diff_lists_the_effects_between_two_steps_whose_states_agree() -> None:
     assert shown[:2] == ["LoopState, step 0 → step 7:", "  (no difference)"]
     assert shown[2] == "effects of steps 1..7:"
     assert any(line.split()[1:3] == ["tool", "Glob"] for line in shown[3:]), shown
+
+
+def test_a_ctrl_c_while_a_command_s_output_prints_leaves_the_console_writing(
+    dbg: Debugger, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A real SIGINT landing inside rich's print, just after it opened its buffer, used
+    to leave the console buffering: every later command's output was kept unwritten."""
+    import signal
+
+    from rich.console import Console
+
+    opened = Console._enter_buffer
+    sent: list[bool] = []
+
+    def enter_then_interrupt(self: Console) -> None:
+        opened(self)
+        if not sent and dbg.pos == 1:
+            sent.append(True)
+            os.kill(os.getpid(), signal.SIGINT)
+
+    monkeypatch.setattr(Console, "_enter_buffer", enter_then_interrupt)
+    out = _session(dbg, monkeypatch, "n", "n")
+    assert sent
+    assert "step 1/20" in out and "step 2/20" in out
