@@ -193,6 +193,7 @@ def test_ctrl_c_while_the_prompt_waits_is_a_keyboard_interrupt_wherever_it_lands
 
 def test_ctrl_c_inside_rich_s_print_leaves_the_console_writing(
     monkeypatch: pytest.MonkeyPatch,
+    ctrl_c_raises: None,
 ) -> None:
     """A real SIGINT landing inside rich's print, just after it opened its buffer, used
     to leave the console buffering for good: the chat lived on and showed nothing more

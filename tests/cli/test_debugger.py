@@ -1045,7 +1045,7 @@ def test_diff_lists_the_effects_between_two_steps_whose_states_agree() -> None:
 
 
 def test_a_ctrl_c_while_a_command_s_output_prints_leaves_the_console_writing(
-    dbg: Debugger, monkeypatch: pytest.MonkeyPatch
+    dbg: Debugger, monkeypatch: pytest.MonkeyPatch, ctrl_c_raises: None
 ) -> None:
     """A real SIGINT landing inside rich's print, just after it opened its buffer, used
     to leave the console buffering: every later command's output was kept unwritten."""
