@@ -117,20 +117,24 @@ class InterruptedOnce(io.StringIO):
 def test_ctrl_c_while_the_prompt_is_written_does_not_leave() -> None:
     """One Ctrl-C at the prompt asks for a second, wherever in drawing the prompt it
     lands: it used to escape as 'fsm-agent: interrupted' (exit 130) now and then."""
-    reader, fd = pipe_reader()
     terminal = InterruptedOnce()
-    console = Console(file=terminal, width=80)
-    plan = Plan(model=None, config=None, hooks=None, abort=AbortSignal(), log=None)  # type: ignore[arg-type]
-    session = ChatSession(plan, console, reader, quiet=True)
-    os.write(fd, b"hello\n")
-    try:
-        line = session._read_prompt()
-    except KeyboardInterrupt:
-        pytest.fail("one Ctrl-C at the prompt left the chat")
-    assert line == "hello"
+    assert prompted_once(terminal) == "hello"
     assert terminal.interrupted
     assert "Ctrl-C again or Ctrl-D to leave" in terminal.getvalue()
-    os.close(fd)
+
+
+def prompted_once(terminal: io.StringIO) -> str | None:
+    """The chat's prompt drawn on `terminal` and answered with "hello"; what it read."""
+    reader, fd = pipe_reader()
+    plan = Plan(model=None, config=None, hooks=None, abort=AbortSignal(), log=None)  # type: ignore[arg-type]
+    session = ChatSession(plan, Console(file=terminal, width=80), reader, quiet=True)
+    os.write(fd, b"hello\n")
+    try:
+        return session._read_prompt()
+    except KeyboardInterrupt:
+        pytest.fail("one Ctrl-C at the prompt left the chat")
+    finally:
+        os.close(fd)
 
 
 def test_a_question_mid_run_keeps_the_footer_s_counts() -> None:
@@ -208,16 +212,7 @@ def test_ctrl_c_inside_rich_s_print_leaves_the_console_writing(
             os.kill(os.getpid(), signal.SIGINT)
 
     monkeypatch.setattr(Console, "_enter_buffer", enter_then_interrupt)
-    reader, fd = pipe_reader()
     terminal = io.StringIO()
-    console = Console(file=terminal, width=80)
-    plan = Plan(model=None, config=None, hooks=None, abort=AbortSignal(), log=None)  # type: ignore[arg-type]
-    session = ChatSession(plan, console, reader, quiet=True)
-    os.write(fd, b"hello\n")
-    try:
-        line = session._read_prompt()
-    except KeyboardInterrupt:
-        pytest.fail("one Ctrl-C at the prompt left the chat")
-    assert sent and line == "hello"
+    assert prompted_once(terminal) == "hello"
+    assert sent
     assert "Ctrl-C again or Ctrl-D to leave" in terminal.getvalue()
-    os.close(fd)
