@@ -29,7 +29,8 @@ from fsm_agent.cli.launch import Plan
 from fsm_agent.cli.options import run_options
 from fsm_agent.cli.plan import plan_of, tolerant_stdin, trust_question
 from fsm_agent.cli.questions import QuestionScreen
-from fsm_agent.cli.render import LiveRenderer, QuietRenderer, RunConsole
+from fsm_agent.cli.render import LiveRenderer, QuietRenderer
+from fsm_agent.cli.run_console import RunConsole
 from fsm_agent.cli.usage import fail, interrupts_deferred, refuse_undecodable, stdout_lost
 from fsm_agent.core.messages import Message
 from fsm_agent.engine.driver import LoopResult

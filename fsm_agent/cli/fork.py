@@ -15,7 +15,8 @@ from fsm_agent.app.fork import ForkError, ForkPoint, afork, replayed_steps
 from fsm_agent.cli.launch import interruptibly
 from fsm_agent.cli.plan import base_url_given_by
 from fsm_agent.cli.recorded import warn_if_torn
-from fsm_agent.cli.render import LiveRenderer, RunConsole
+from fsm_agent.cli.render import LiveRenderer
+from fsm_agent.cli.run_console import RunConsole
 from fsm_agent.cli.usage import EXIT_DIVERGED, exit_code, fail, say, stdout_lost, workspace
 from fsm_agent.core.abort import AbortSignal
 from fsm_agent.core.events import DriverEvent, Transition

@@ -7,13 +7,15 @@ idiom); `--help` lists the commands from the summaries here. `replay`'s modes ar
 loaded the same way: `--path` must not load the engine, nor `--check` rich or the
 live adapters.
 
-Two heavy imports are made where they are used, and nowhere else:
+Three heavy imports are made where they are used, and nowhere else:
 - the `anthropic` SDK (about half a second, through `fsm_agent.live.lazy_sdk`):
   `fsm_agent.app.configure` (`real_model`, and the thread `start_loading_sdk` starts), so
   only a run against a real model pays for it;
 - rich's Markdown (markdown-it and Pygments, about 20 ms):
   `fsm_agent.cli.render.LiveRenderer._flush_text`, so only a live run's finished text
-  does, not the debugger, which shares `render`.
+  does, not the debugger, which shares `render`;
+- rich's console (about 17 ms): `fsm_agent.cli.render.LazyConsole`, when a run first
+  prints, so a piped run's first request goes before it and a JSON run never loads it.
 """
 
 from __future__ import annotations

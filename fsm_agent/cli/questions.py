@@ -12,9 +12,7 @@ import sys
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager
-
-from rich.console import Console
-from rich.markup import escape
+from typing import TYPE_CHECKING
 
 from fsm_agent.cli.render import key_input, printable
 from fsm_agent.core.abort import AbortSignal
@@ -26,6 +24,9 @@ from fsm_agent.core.permission_types import (
     PermissionAsk,
 )
 from fsm_agent.live.approvals import Prompter, withdrawn
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 
 def _shown(question: PermissionAsk) -> tuple[str, str, str, str | None]:
@@ -131,11 +132,19 @@ def terminal_prompter(
     `pause` puts the run's live status away while the question is on screen;
     Ctrl-C (`abort`) denies at once, and the run ends interrupted.
     """
-    console = Console(stderr=True)
     answers = {"y": ALLOW_ONCE, "a": ALLOW_ALWAYS, "n": DENY}
+    consoles: list[Console] = []
+    """Made at the first question: a run that asks nothing never loads rich for it."""
 
     def ask(question: PermissionAsk) -> str:
         """The call as the model wrote it: its text is escaped, never read as markup."""
+        # Deferred (listed in docs/architecture.md): rich, when a question is put.
+        from rich.console import Console
+        from rich.markup import escape
+
+        if not consoles:
+            consoles.append(Console(stderr=True))
+        console = consoles[0]
         tool, call, reason, suggestion = _shown(question)
         _discard_typed_ahead()
         with pause() if pause is not None else contextlib.nullcontext():

@@ -11,17 +11,12 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
+import sys
 from collections.abc import Callable, Iterator
-from typing import IO, Any
-
-from rich.console import Console, Group, RenderableType
-from rich.live import Live
-from rich.spinner import Spinner
-from rich.text import Text
+from typing import TYPE_CHECKING, Any
 
 from fsm_agent.cli.cost import CostMeter
-from fsm_agent.cli.usage import silence
+from fsm_agent.cli.usage import isatty
 from fsm_agent.core.events import (
     AssistantMessage,
     CallsDiscarded,
@@ -42,6 +37,13 @@ from fsm_agent.core.messages import ToolUseBlock, Usage
 from fsm_agent.engine.driver import LoopResult
 from fsm_agent.engine.reasons import PROMPT_BLOCKED
 
+if TYPE_CHECKING:
+    from rich.console import Console, ConsoleDimensions, RenderableType
+    from rich.live import Live
+    from rich.spinner import Spinner
+
+    from fsm_agent.cli.run_console import RunConsole
+
 KEY_INPUTS = ("file_path", "command", "pattern", "path", "url")
 CONTROLS = dict.fromkeys([*range(0x09), *range(0x0B, 0x20), 0x7F, *range(0x80, 0xA0)])
 """Control characters but tab and newline: ESC starts the sequences that move the cursor,
@@ -60,55 +62,63 @@ PHASE_LABELS: dict[str, str] = {
 }
 
 
-PIPE_WIDTH = 10_000
-"""The width of a pipe: wide enough that no line of a run is cut or wrapped."""
+class LazyConsole:
+    """A run's console (`RunConsole`), built the first time the run shows something.
 
-
-class RunConsole(Console):
-    """The console a run prints to: when its reader goes away (`| head`), output stops
-    and the run goes on.
-
-    Rich's default answer to a broken pipe raises `SystemExit(1)` from inside
-    whatever printed, which is an event callback in the middle of the loop:
-    the run died there and its session log was left without an end.
-    `reader_gone` tells a chat to end after the run it is in.
+    rich's console and renderables are about 17 ms of imports: built up front, a piped
+    run paid them before its first request, and `--output-format json`, which prints
+    nothing through a console, paid them for nothing.
     """
 
-    reader_gone = False
-    write_error: OSError | None = None
-    """Why stdout could not be written (a full disk), where no reader chose to stop."""
-
     def __init__(self, **options: Any) -> None:
-        """FORCE_COLOR makes rich take a pipe for a terminal: the colour it asks for is
-        kept, but only a real terminal gets the live area's cursor movement. A pipe has
-        no width: rich's default 80 columns cut each result line and wrapped each error
-        there, so lines go out whole unless COLUMNS asks for a width."""
-        super().__init__(**options)
-        if not _isatty(self.file):
-            self.is_interactive = False
-            if "width" not in options and not os.environ.get("COLUMNS", "").strip():
-                self.width = PIPE_WIDTH
+        self._options = options
+        self._console: RunConsole | None = None
 
-    def on_broken_pipe(self) -> None:
-        self.quiet = True
-        self.reader_gone = True
-        silence(self.file)
+    def get(self) -> RunConsole:
+        """The real console, built now if it is not yet."""
+        if self._console is None:
+            # Deferred (listed in docs/architecture.md): rich, on the run's first print.
+            from fsm_agent.cli.run_console import RunConsole
 
-    def _check_buffer(self) -> None:
-        """Rich handles only a broken pipe; any other failed write (ENOSPC, EIO) raised
-        from the event callback too, and broke the run off mid-way."""
-        try:
-            super()._check_buffer()
-        except OSError as exc:
-            self.write_error = exc
-            self.on_broken_pipe()
+            self._console = RunConsole(**self._options)
+        return self._console
+
+    def print(self, *objects: Any, **options: Any) -> None:
+        self.get().print(*objects, **options)
+
+    @property
+    def is_interactive(self) -> bool:
+        """A pipe is never interactive (`RunConsole` makes it so), which needs no rich."""
+        if self._console is None and not isatty(self._stream()):
+            return False
+        return self.get().is_interactive
+
+    @property
+    def width(self) -> int:
+        return self.get().width
+
+    @property
+    def size(self) -> ConsoleDimensions:
+        return self.get().size
+
+    @property
+    def write_error(self) -> OSError | None:
+        """Why stdout could not be written; a console never built wrote nothing."""
+        return None if self._console is None else self._console.write_error
+
+    @property
+    def reader_gone(self) -> bool:
+        return self._console is not None and self._console.reader_gone
+
+    def _stream(self) -> Any:
+        if self._options.get("file") is not None:
+            return self._options["file"]
+        return sys.stderr if self._options.get("stderr") else sys.stdout
 
 
-def _isatty(stream: IO[str]) -> bool:
-    try:
-        return stream.isatty()
-    except (AttributeError, OSError, ValueError):
-        return False
+def real_console(console: Console | LazyConsole) -> Console:
+    """The rich console itself, for what draws on it directly (the live region)."""
+    return console.get() if isinstance(console, LazyConsole) else console
 
 
 def printable(text: str) -> str:
@@ -143,7 +153,7 @@ class LiveRenderer:
 
     def __init__(
         self,
-        console: Console,
+        console: Console | LazyConsole,
         *,
         verbose: bool = False,
         live: bool | None = None,
@@ -157,7 +167,7 @@ class LiveRenderer:
         self._label = PHASE_LABELS["preprocess"]
         self._turn = 1
         self._usage = Usage()
-        self._spinner = Spinner("dots", style="cyan")
+        self._spinner: Spinner | None = None
         self._region: Live | None = None
         self._running: dict[str, ToolUseBlock] = {}
         self._last_call: str | None = None
@@ -172,9 +182,12 @@ class LiveRenderer:
         self._turn, self._usage, self.cost = 1, Usage(), CostMeter()
         self._label = PHASE_LABELS["preprocess"]
         if self.live and self._region is None:
+            # Deferred (listed in docs/architecture.md): rich, only where it prints.
+            from rich.live import Live
+
             self._region = Live(
                 self,
-                console=self.console,
+                console=real_console(self.console),
                 transient=True,
                 refresh_per_second=10,
                 vertical_overflow="crop",
@@ -216,6 +229,12 @@ class LiveRenderer:
         return " · ".join(parts)
 
     def __rich__(self) -> RenderableType:
+        from rich.console import Group
+        from rich.spinner import Spinner
+        from rich.text import Text
+
+        if self._spinner is None:
+            self._spinner = Spinner("dots", style="cyan")
         status = Text.assemble((f"{self._label}… ", "bold"), (self.footer(), "dim"))
         self._spinner.update(text=status)
         typed = self.typed()
@@ -267,6 +286,8 @@ class LiveRenderer:
         elif isinstance(event, ToolFinished):
             self._tool_finished(event)
         elif isinstance(event, ToolRefused):
+            from rich.text import Text
+
             self._tool_call(event.block)
             first = printable(event.result.text).strip().splitlines()[:1]
             line = Text(f"  ✗ {first[0] if first else 'refused'}", style="red")
@@ -284,6 +305,8 @@ class LiveRenderer:
             self._transition(event)
 
     def _tool_call(self, block: ToolUseBlock) -> None:
+        from rich.text import Text
+
         self._flush_text()
         line = Text("● ", style="cyan")
         line.append(printable(block.name), style="bold")
@@ -292,6 +315,8 @@ class LiveRenderer:
         self._last_call = block.id
 
     def _notice(self, mark: str, text: str) -> None:
+        from rich.text import Text
+
         self._flush_text()
         self.console.print(Text(f"{mark} {printable(text)}", style="yellow"))
         self._last_call = None
@@ -299,6 +324,8 @@ class LiveRenderer:
     def _tool_finished(self, event: ToolFinished) -> None:
         """The result under its call's line: calls that ran together finish in any
         order, so a result that does not follow its own `●` line repeats it."""
+        from rich.text import Text
+
         block = self._running.pop(event.result.tool_use_id, None)
         if block is not None and self._last_call != block.id:
             self._tool_call(block)
@@ -317,6 +344,8 @@ class LiveRenderer:
         self._turn = event.turn
         self._label = PHASE_LABELS.get(event.dest, "Finishing")
         if self.verbose:
+            from rich.text import Text
+
             # A step line is a note between lines, not output: the result of the call
             # printed before it still follows its own `●` line, which is not repeated.
             self._flush_text()
@@ -325,6 +354,8 @@ class LiveRenderer:
             )
 
     def summary(self, result: LoopResult) -> None:
+        from rich.text import Text
+
         self.stop()
         style = "red" if result.is_error else "green"
         # The loop ends `completed` on an API error's answer (as Claude Code's does), but
@@ -352,7 +383,7 @@ class LiveRenderer:
 class QuietRenderer:
     """`--quiet`: nothing while the run goes, then only the final answer."""
 
-    def __init__(self, console: Console) -> None:
+    def __init__(self, console: Console | LazyConsole) -> None:
         self.console = console
         self.cost = CostMeter()
         self._text = ""

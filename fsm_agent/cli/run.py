@@ -15,7 +15,6 @@ from attrs import evolve
 
 from fsm_agent.app.history import follow_up
 from fsm_agent.app.session import new_session_id
-from fsm_agent.cli.chat import chat_in_terminal
 from fsm_agent.cli.headless import (
     RunTally,
     StreamJson,
@@ -27,7 +26,7 @@ from fsm_agent.cli.launch import Plan
 from fsm_agent.cli.options import run_options
 from fsm_agent.cli.plan import plan_of, trust_question
 from fsm_agent.cli.questions import QuestionScreen, terminal_prompter
-from fsm_agent.cli.render import LiveRenderer, QuietRenderer, RunConsole
+from fsm_agent.cli.render import LazyConsole, LiveRenderer, QuietRenderer
 from fsm_agent.cli.usage import (
     exit_code,
     fail,
@@ -90,6 +89,10 @@ def run(
         if sys.stdin.isatty():
             if output_format != "text":
                 fail(f"--output-format {output_format} needs a PROMPT (no interactive session)")
+            # Deferred (listed in docs/architecture.md): the chat and its keyboard, rich's
+            # console at their top; only a run in a terminal with no prompt opens one.
+            from fsm_agent.cli.chat import chat_in_terminal
+
             chat_in_terminal(plan, history, quiet=quiet, verbose=verbose)
             return
         prompt = piped_text(sys.stdin.buffer).strip()
@@ -157,7 +160,7 @@ def run_text(
     """The run shown as it goes, and why stdout failed if it did; with `ask` (a
     terminal), the user is asked what the rules leave open, the live status put away
     meanwhile."""
-    console = RunConsole()
+    console = LazyConsole()
     renderer = QuietRenderer(console) if quiet else LiveRenderer(console, verbose=verbose)
     screen = QuestionScreen(renderer, renderer.paused)
     if ask:

@@ -77,6 +77,14 @@ def interrupts_deferred() -> Iterator[None]:
         previous(signal.SIGINT, None)
 
 
+def isatty(stream: IO[str]) -> bool:
+    """Whether `stream` is a terminal; a closed, detached or file-less one is not."""
+    try:
+        return stream.isatty()
+    except (AttributeError, OSError, ValueError):
+        return False
+
+
 def silence(stream: IO[str]) -> None:
     """Point `stream`'s descriptor at /dev/null, so what is still buffered for a reader
     that went away (flushed again at exit) and anything printed later goes nowhere,

@@ -85,7 +85,7 @@ class _Gone(io.StringIO):
 
 def test_the_run_console_goes_quiet_instead_of_exiting() -> None:
     """Rich's own console raises SystemExit here (and points fd 1 at /dev/null)."""
-    from fsm_agent.cli.render import RunConsole
+    from fsm_agent.cli.run_console import RunConsole
 
     console = RunConsole(file=_Gone())
     console.print("lost")
