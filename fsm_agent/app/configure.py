@@ -130,7 +130,7 @@ def configure(options: RunOptions, warn: Warn, ask_trust: AskTrust | None = None
     here.
     """
     if options.scripted is None and api_key():
-        start_loading_sdk()
+        start_loading_sdk(with_tls=tls.needs_tls(options.base_url))
     max_turns = options.max_turns
     if max_turns is None:
         max_turns = max_turns_variable()
@@ -363,14 +363,19 @@ def real_model(base_url: str | None, given_by: str = "--base-url") -> Model:
     )
 
 
-def start_loading_sdk() -> threading.Thread:
+def start_loading_sdk(*, with_tls: bool = True) -> threading.Thread:
     """Import the SDK in a thread, now: a run against a real model needs it for its first
     request, and reading settings, CLAUDE.md files and git status meanwhile waits on
     files and processes. `real_model`'s import then finds it loaded, or waits for it.
     Not a daemon: a run that ends before it needs the SDK (a blocked prompt) would leave
     the interpreter finalizing under an import in flight, which can crash it (seen: a
-    segfault at the exit of an SDK session); the exit waits for the import instead."""
-    tls.start()  # the CA bundle, loaded without the interpreter lock, beside the import
+    segfault at the exit of an SDK session); the exit waits for the import instead.
+
+    With `with_tls` (a base URL that is not plain `http://`), the CA bundle is loaded in a
+    thread of its own beside the import, where OpenSSL parses it without the
+    interpreter lock; a plain `http` run never loads it."""
+    if with_tls:
+        tls.start()
     thread = threading.Thread(target=_load_sdk, name="fsm-agent-sdk-import", daemon=False)
     thread.start()
     return thread

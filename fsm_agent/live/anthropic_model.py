@@ -83,8 +83,9 @@ def _base_url(given: str | None) -> str | None:
 
 def warm() -> None:
     """Do now what the first request would (load the messages resource and the HTTP
-    transport, read the CA bundle, build the validator of stream events): a run that
-    starts this in a thread has it done when it asks."""
+    transport, build the validator of stream events): a run that starts this in a
+    thread has it done when it asks. The CA bundle is `tls.start`'s, in a thread of
+    its own, and only when the run may need it."""
     client = anthropic.AsyncAnthropic(
         api_key="unused",
         base_url=DEFAULT_BASE_URL,
@@ -98,11 +99,11 @@ def warm() -> None:
 
 
 def tls_context() -> ssl.SSLContext:
-    """The TLS context of every client, as the HTTP library makes it by default: loading
-    the CA bundle takes about 0.1 s, which one context pays once (`fsm_agent.live.tls`,
-    started beside the SDK's import). A run's first client waits for that one rather
-    than making a second beside it."""
-    return tls.context_of(anthropic.DefaultAsyncHttpxClient.__mro__[1].__module__.split(".")[0])
+    """The TLS context every client shares (`fsm_agent.live.tls.DeferredContext`): the
+    HTTP library's default, made on the first TLS handshake, so a client of a plain
+    `http://` server never loads the CA bundle, and an `https` run's first handshake
+    takes the one `tls.start` made beside the SDK's import."""
+    return tls.deferred(anthropic.DefaultAsyncHttpxClient.__mro__[1].__module__.split(".")[0])
 
 
 def _transport_errors() -> tuple[type[Exception], ...]:

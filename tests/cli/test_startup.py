@@ -7,15 +7,14 @@ imported everything. See tools/bench_startup.py for the timings themselves.
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
 
 from tests.conftest import ROOT
 from tests.support.cli import MODEL
 from tests.support.messages_server import MessagesServer, text
+from tests.support.startup import watched_run
 
 SHIPPED = ROOT / "replays" / "fix_bug.jsonl"
 SCENARIO = ROOT / "replays" / "scenarios" / "tool_round.json"
@@ -189,88 +188,20 @@ def test_a_real_run_loads_only_the_parts_of_the_sdk_it_uses(tmp_path: Path) -> N
     assert len(server.bodies()) == 1
 
 
-WATCH_FIRST_CONNECT = """\
-import json, ssl, sys
-made, loaded, seen = [], [], {}
-_new = ssl.SSLContext.__new__
-
-
-def _made(cls, *args, **kwargs):
-    made.append(cls.__name__)
-    return _new(cls, *args, **kwargs)
-
-
-ssl.SSLContext.__new__ = staticmethod(_made)
-for _name in ("load_verify_locations", "load_default_certs", "set_default_verify_paths"):
-    def _loading(self, *args, _name=_name, _was=getattr(ssl.SSLContext, _name), **kwargs):
-        loaded.append(_name)
-        return _was(self, *args, **kwargs)
-    setattr(ssl.SSLContext, _name, _loading)
-
-
-def _hook(event, args):
-    if event == "socket.connect" and not seen and args[1] == ("127.0.0.1", __PORT__):
-        seen["rich"] = sorted(m for m in sys.modules if m.split(".")[0] == "rich")
-        seen["contexts"] = list(made)
-        seen["loaded"] = list(loaded)
-
-
-sys.addaudithook(_hook)
-from fsm_agent.cli.main import main
-
-sys.argv = __ARGV__
-try:
-    main()
-except SystemExit as exc:
-    seen["exit"] = exc.code
-seen["rich_at_exit"] = "rich" in sys.modules
-with open(__REPORT__, "w") as out:
-    json.dump(seen, out)
-"""
-"""A run, in a fresh interpreter, noting what was loaded and which TLS contexts were made
-when it first connects to the test server (the audit hook's `socket.connect`)."""
-
-
-def watched_run(
-    server: MessagesServer, tmp_path: Path, *args: str, env: dict[str, str] | None = None
-) -> tuple[dict[str, Any], subprocess.CompletedProcess[str]]:
-    """`fsm-agent run hi ARGS` against `server` under WATCH_FIRST_CONNECT: what it saw,
-    and the process."""
-    report = tmp_path / "first_connect.json"
-    workspace = tmp_path / "workspace"
-    workspace.mkdir(exist_ok=True)
-    argv = ["fsm-agent", "run", "hi", "--model", MODEL, "--cwd", str(workspace), *args]
-    if "--base-url" not in args:
-        argv += ["--base-url", server.url]
-    port = int(server.url.rsplit(":", 1)[1])
-    code = (
-        WATCH_FIRST_CONNECT.replace("__PORT__", str(port))
-        .replace("__ARGV__", repr(argv))
-        .replace("__REPORT__", repr(str(report)))
-    )
-    proc = subprocess.run(
-        [sys.executable, "-c", code],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        cwd=ROOT,
-        stdin=subprocess.DEVNULL,
-        env={**os.environ, "ANTHROPIC_API_KEY": "test-key", **(env or {})},
-    )
-    assert report.exists(), proc.stderr
-    return json.loads(report.read_text()), proc
-
-
-def test_a_piped_run_asks_the_model_before_it_loads_rich(tmp_path: Path) -> None:
+def test_a_piped_run_asks_the_model_before_it_loads_rich_or_a_ca_bundle(tmp_path: Path) -> None:
     """rich's console and renderables are about 17 ms of imports: a piped run shows
     nothing before the model answers, so it loads them after its first request (they
-    were loaded with `cli.chat`, `cli.render` and `cli.questions`, before anything)."""
+    were loaded with `cli.chat`, `cli.render` and `cli.questions`, before anything).
+    A plain `http://` server needs no TLS: no CA bundle is loaded (about 35 ms of CPU),
+    and the one context made is the clients' deferred one, which loads nothing."""
     with MessagesServer() as server:
         server.reply(text("Hello.", model=MODEL))
         seen, proc = watched_run(server, tmp_path)
     assert seen["exit"] == 0, proc.stderr
     assert "rich" in seen, "the run never connected to the server"
     assert seen["rich"] == []
+    assert seen["contexts"] == ["DeferredContext"]
+    assert seen["loaded"] == []
     assert seen["rich_at_exit"]
     assert "Hello." in proc.stdout and "■ completed" in proc.stdout
 

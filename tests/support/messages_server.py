@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import socket
+import ssl
 import threading
 from collections import deque
 from collections.abc import Iterator, Mapping, Sequence
@@ -418,6 +419,9 @@ class MessagesServer:
     """
 
     requests: list[Recorded] = field(default_factory=list)
+    tls: ssl.SSLContext | None = None
+    """The server's TLS context: given, it serves `https` (the handshake made as each
+    connection is accepted; one that fails reaches no handler, and is recorded nowhere)."""
     stopping: threading.Event = field(default_factory=threading.Event)
     _queues: dict[str, deque[Reply]] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock)
@@ -428,7 +432,7 @@ class MessagesServer:
     def url(self) -> str:
         assert self._httpd is not None, "server not started"
         host, port = self._httpd.server_address[:2]
-        return f"http://{host}:{port}"
+        return f"{'https' if self.tls is not None else 'http'}://{host}:{port}"
 
     def reply(self, *replies: Reply, path: str = MESSAGES) -> None:
         with self._lock:
@@ -454,6 +458,8 @@ class MessagesServer:
     def start(self) -> MessagesServer:
         self._httpd = _HTTPServer(("127.0.0.1", 0), _Handler)
         self._httpd.owner = self
+        if self.tls is not None:
+            self._httpd.socket = self.tls.wrap_socket(self._httpd.socket, server_side=True)
         self._thread = threading.Thread(
             target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
         )
