@@ -15,7 +15,7 @@ import os
 import threading
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from attrs import evolve, frozen
@@ -42,13 +42,6 @@ from fsm_agent.live import tls
 from fsm_agent.live.claude_home import UserFiles
 from fsm_agent.live.mcp_files import McpSetup, load_mcp
 from fsm_agent.live.memory_files import gather, path_rules
-from fsm_agent.live.scripted import (
-    Scenario,
-    ScenarioConfig,
-    ScenarioError,
-    ScriptedHooks,
-    ScriptedModel,
-)
 from fsm_agent.live.settings import (
     SettingsError,
     accept_trust,
@@ -57,6 +50,9 @@ from fsm_agent.live.settings import (
 )
 from fsm_agent.policy.permissions import MODE_ALIASES, UNSUPPORTED_MODES, unsupported_mode_warning
 from fsm_agent.tape.log import LogError, refuse_existing
+
+if TYPE_CHECKING:
+    from fsm_agent.live.scripted import Scenario
 
 Warn = Callable[[str], None]
 AskTrust = Callable[[str, bool], bool]
@@ -187,6 +183,10 @@ def configure(options: RunOptions, warn: Warn, ask_trust: AskTrust | None = None
     scenario_prompt = None
     fallback_model = options.fallback_model
     if options.scripted is not None:
+        # Deferred (listed in docs/architecture.md): a run against a real model has no
+        # scenario, and its first request waits on what it imports before the SDK's thread.
+        from fsm_agent.live.scripted import ScriptedHooks, ScriptedModel
+
         scenario = load_scenario(options.scripted)
         scenario_prompt = scenario.prompt
         config = scenario.run_config(config)
@@ -308,6 +308,8 @@ def refuse_existing_log(log: Path | None) -> None:
 def _refuse_scripted_model(resumed: Resumed) -> None:
     """A scripted session's model is `scripted`, which no API serves: going on with it
     needs a scenario, or a real model named."""
+    from fsm_agent.live.scripted import ScenarioConfig
+
     if resumed.config.model == ScenarioConfig().model:
         raise ConfigError(
             f"{resumed.path}: the session ran a scripted model; go on with "
@@ -323,6 +325,8 @@ def resume(ref: Path, cwd: str | None) -> Resumed:
 
 
 def load_scenario(path: Path) -> Scenario:
+    from fsm_agent.live.scripted import Scenario, ScenarioError
+
     try:
         return Scenario.load(path)
     except ScenarioError as exc:

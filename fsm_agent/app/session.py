@@ -37,13 +37,6 @@ from fsm_agent.hooks.outcomes import (
 from fsm_agent.live.approvals import Approvals, Prompter
 from fsm_agent.live.command_hooks import CommandHooks
 from fsm_agent.live.effects import Inbox, LiveEffects
-from fsm_agent.live.scripted import (
-    Scenario,
-    ScenarioError,
-    ScriptedHooks,
-    ScriptedModel,
-    callers_choices,
-)
 from fsm_agent.live.transcript_writer import TranscriptCursor, TranscriptWriter, transcript_path
 from fsm_agent.policy.permissions import check_mode, removed_tools
 from fsm_agent.tape.header import session_header
@@ -55,6 +48,7 @@ from fsm_agent.tools.session_env import with_session_env
 
 if TYPE_CHECKING:  # the mcp SDK under it takes seconds to import: only MCP runs load it
     from fsm_agent.live.mcp_servers import McpServers
+    from fsm_agent.live.scripted import Scenario
 
 __all__ = [
     "areplay",
@@ -281,6 +275,15 @@ async def arun_scenario(
     `RunConfig`'s defaults (as command-line options do); the scenario's settings
     add their permission rules and hooks to `config`'s.
     """
+    # Deferred (listed in docs/architecture.md): a run against a real model has no scenario.
+    from fsm_agent.live.scripted import (
+        Scenario,
+        ScenarioError,
+        ScriptedHooks,
+        ScriptedModel,
+        callers_choices,
+    )
+
     if not isinstance(scenario, Scenario):
         scenario = Scenario.load(scenario)
     text = prompt or scenario.prompt

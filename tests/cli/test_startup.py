@@ -202,6 +202,7 @@ def test_a_piped_run_asks_the_model_before_it_loads_rich_or_a_ca_bundle(tmp_path
     assert seen["rich"] == []
     assert seen["contexts"] == ["DeferredContext"]
     assert seen["loaded"] == []
+    assert "fsm_agent.live.scripted" not in seen["modules"]  # no scenario: no scripted model
     assert seen["rich_at_exit"]
     assert "Hello." in proc.stdout and "■ completed" in proc.stdout
 

@@ -37,6 +37,7 @@ for _name in ("load_verify_locations", "load_default_certs", "set_default_verify
 def _hook(event, args):
     if event == "socket.connect" and not seen and args[1] == ("127.0.0.1", __PORT__):
         seen["rich"] = sorted(m for m in sys.modules if m.split(".")[0] == "rich")
+        seen["modules"] = sorted(sys.modules)
         seen["contexts"] = list(made)
         seen["loaded"] = list(loaded)
 
