@@ -49,6 +49,7 @@ from fsm_agent.core.events import (
 from fsm_agent.core.limits import context_window, output_limits
 from fsm_agent.core.messages import Message, TextBlock, ToolResultBlock, Usage
 from fsm_agent.core.pricing import cost_usd
+from fsm_agent.core.validation import unparsable_summary
 from fsm_agent.engine.driver import LoopResult
 from fsm_agent.engine.machine import Phase
 from fsm_agent.engine.ports import INTERRUPTED
@@ -408,9 +409,13 @@ _SAID_AS_IS = ("Error", "InputValidationError:", INTERRUPTED)
 def error_result(result: ToolResultBlock) -> str:
     """Claude Code's `toolUseResult` for a call that failed or never ran: the error the
     model got, without its `<tool_use_error>` wrapper, as `Error: …` (a schema failure's
-    `InputValidationError: …` and the interrupt's message are said as they are)."""
+    `InputValidationError: …` and the interrupt's message are said as they are; an input
+    that was not JSON by its length alone, as Claude Code 2.1.x says it)."""
     wrapped = _WRAPPED.match(result.text)
     text = wrapped.group(1) if wrapped else result.text
+    unparsable = unparsable_summary(text)
+    if unparsable is not None:
+        return unparsable
     return text if text.startswith(_SAID_AS_IS) else f"Error: {text}"
 
 

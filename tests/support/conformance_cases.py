@@ -145,8 +145,10 @@ LOOP = [
         "invalid_tool_json",
         "a tool call whose input is not JSON gets an error result, and the loop goes on",
         "read",
-        (raw_tool("Read", '{"file_path": '), say("sorry")),
+        # an emoji (two UTF-16 code units) and past the 200 Claude Code quotes back
+        (raw_tool("Read", '{"file_path": "\U0001f600' + "x" * 250), say("sorry")),
         files=SRC,
+        text=("toolu_01",),
     ),
     Case(
         "unknown_tool",
