@@ -49,6 +49,7 @@ from fsm_agent.core.events import (
 from fsm_agent.core.limits import context_window, output_limits
 from fsm_agent.core.messages import Message, TextBlock, ToolResultBlock, Usage
 from fsm_agent.core.pricing import cost_usd
+from fsm_agent.core.validation import unparsable_summary
 from fsm_agent.engine.driver import LoopResult
 from fsm_agent.engine.machine import Phase
 from fsm_agent.engine.ports import INTERRUPTED
@@ -408,9 +409,13 @@ _SAID_AS_IS = ("Error", "InputValidationError:", INTERRUPTED)
 def error_result(result: ToolResultBlock) -> str:
     """Claude Code's `toolUseResult` for a call that failed or never ran: the error the
     model got, without its `<tool_use_error>` wrapper, as `Error: …` (a schema failure's
-    `InputValidationError: …` and the interrupt's message are said as they are)."""
+    `InputValidationError: …` and the interrupt's message are said as they are; an input
+    that was not JSON by its length alone, as Claude Code 2.1.x says it)."""
     wrapped = _WRAPPED.match(result.text)
     text = wrapped.group(1) if wrapped else result.text
+    unparsable = unparsable_summary(text)
+    if unparsable is not None:
+        return unparsable
     return text if text.startswith(_SAID_AS_IS) else f"Error: {text}"
 
 
@@ -533,6 +538,8 @@ class StreamJson:
         """Why a write failed other than by the reader going away (a full disk)."""
         self.ascii = ascii_only(out)
         self._unannounced: set[str] = set()
+        self._opened: Usage | None = None
+        """The usage of the last `message_start`: what each block's line reports."""
         self._held: list[tuple[str, dict[str, Any]]] = []
         self._started = Usage()
         """The usage of the message being streamed, as its `message_start` gave it."""
@@ -618,11 +625,27 @@ class StreamJson:
             error=error_category(result.api_error_status),
         )
 
+    def _per_block(self, message: Message) -> list[dict[str, Any]]:
+        """`message` as Claude Code 2.1.x writes it (measured): one `assistant` line per
+        content block, each as the block stopped, so with the message's id, no
+        `stop_reason` yet and the usage `message_start` gave."""
+        whole = api_message(message)
+        if len(whole["content"]) < 1 or message.id is None:
+            return [whole]
+        usage = _usage(self._opened) if self._opened is not None else whole["usage"]
+        return [
+            {**whole, "content": [block], "stop_reason": None, "usage": usage}
+            for block in whole["content"]
+        ]
+
     def __call__(self, event: DriverEvent) -> None:
+        if isinstance(event, ModelEvent) and isinstance(event.event, MessageStart):
+            self._opened = event.event.usage
         if isinstance(event, ToolUseComplete):
             self._unannounced.add(event.block.id)
         elif isinstance(event, AssistantMessage):
-            self._line("assistant", message=api_message(event.message), parent_tool_use_id=None)
+            for message in self._per_block(event.message):
+                self._line("assistant", message=message, parent_tool_use_id=None)
             self._release()
         elif isinstance(event, ToolFinished):
             about: dict[str, Any] | str | None = event.response

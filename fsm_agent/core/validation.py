@@ -70,6 +70,47 @@ def input_problem(name: str, schema: dict[str, Any], tool_input: Any) -> str | N
     return None
 
 
+UNPARSABLE_SHOWN = 200
+"""How much of an input that is not JSON Claude Code 2.1.x quotes back, in UTF-16 code
+units (JavaScript's string length)."""
+
+_UNPARSABLE = re.compile(
+    r"\AInputValidationError: \S+ was called with input that could not be parsed as JSON\."
+    r"\nYou sent \(first \d+ of (\d+) bytes\): "
+)
+
+
+def _utf16(char: str) -> int:
+    return 2 if ord(char) > 0xFFFF else 1
+
+
+def unparsable_input(name: str, raw: str) -> str:
+    """The model's error for a call of `name` whose input `raw` is not JSON, in Claude
+    Code 2.1.x's words (measured): the first `UNPARSABLE_SHOWN` UTF-16 code units of
+    what it sent, never half a surrogate pair, then the usual causes. The model reads
+    what went wrong in the same words it would from Claude Code."""
+    shown, units = [], 0
+    for char in raw:
+        if units + _utf16(char) > UNPARSABLE_SHOWN:
+            break
+        shown.append(char)
+        units += _utf16(char)
+    total = sum(_utf16(c) for c in raw)
+    return (
+        f"InputValidationError: {name} was called with input that could not be parsed as "
+        f"JSON.\nYou sent (first {units} of {total} bytes): {''.join(shown)}\nCommon causes: "
+        "unescaped backslashes in file paths (use / or \\\\), unescaped control characters, "
+        "or truncated output. Retry with valid JSON."
+    )
+
+
+def unparsable_summary(text: str) -> str | None:
+    """Claude Code's `toolUseResult` for an `unparsable_input` error (`text`, unwrapped):
+    the length alone, as it writes it; None for any other error."""
+    found = _UNPARSABLE.match(text)
+    return f"InputValidationError: JSON parse failed ({found.group(1)} bytes)" if found else None
+
+
 OS_STRINGS: dict[str, tuple[str, str]] = {
     "Read": ("file_path", "file path"),
     "Write": ("file_path", "file path"),

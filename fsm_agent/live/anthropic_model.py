@@ -45,7 +45,7 @@ from fsm_agent.core.events import (
     ModelRetry,
     StreamEvent,
 )
-from fsm_agent.core.jsontext import MAX_DEPTH, deeper_than, nonfinite
+from fsm_agent.core.jsontext import MAX_DEPTH, deeper_than, no_constant, nonfinite
 from fsm_agent.core.messages import (
     ContentBlock,
     RedactedThinkingBlock,
@@ -55,6 +55,7 @@ from fsm_agent.core.messages import (
     Usage,
 )
 from fsm_agent.core.model import ModelRequest
+from fsm_agent.core.validation import unparsable_input
 from fsm_agent.live import lazy_sdk, tls
 
 lazy_sdk.install()  # before the SDK's first import, or it loads whole
@@ -448,7 +449,11 @@ def _usage(raw: Any, base: Usage = Usage()) -> Usage:
 _NOT_FINITE = "a number JSON cannot hold (NaN, Infinity, or past a double's range)"
 
 
-def _tool_input(raw: str, start_input: object) -> tuple[dict[str, Any], str | None]:
+def _tool_input(raw: str, start_input: object, name: str) -> tuple[dict[str, Any], str | None]:
+    """The input a tool_use block's stream built, or the model's error for it. JSON that
+    does not parse, `NaN` and `Infinity` among it (JavaScript's parser refuses them), is
+    said in Claude Code's words; a number past a double's range (which Claude Code reads
+    as Infinity and then fails on the schema), too deep or not an object, in fsm-agent's."""
     if not raw.strip():
         start = dict(start_input) if isinstance(start_input, dict) else {}
         if nonfinite(start):
@@ -456,9 +461,9 @@ def _tool_input(raw: str, start_input: object) -> tuple[dict[str, Any], str | No
         return start, None
     deep = f"nested more than {MAX_DEPTH} levels, more than the session log holds"
     try:
-        value = json.loads(raw)
-    except json.JSONDecodeError as exc:
-        problem = f"{exc.msg} at char {exc.pos}"
+        value = json.loads(raw, parse_constant=no_constant)
+    except ValueError:  # JSONDecodeError, or NaN / Infinity
+        return {}, unparsable_input(name, raw)
     except RecursionError:
         problem = deep
     else:
@@ -622,7 +627,7 @@ class StreamAssembler:
             signature = block.signature[-1] if block.signature else start.signature
             return [BlockStop(index, ThinkingBlock(start.thinking + joined, signature))]
         if isinstance(start, ToolUseBlock):
-            tool_input, problem = _tool_input(joined, start.input)
+            tool_input, problem = _tool_input(joined, start.input, start.name)
             return [BlockStop(index, ToolUseBlock(start.id, start.name, tool_input), problem)]
         return [BlockStop(index, start)]
 

@@ -44,6 +44,7 @@ from fsm_agent.core.messages import (
     Usage,
 )
 from fsm_agent.core.model import ModelRequest
+from fsm_agent.core.validation import unparsable_input
 from fsm_agent.hooks.outcomes import NO_OPINION, PERMISSION_PRECEDENCE, HookOutcome
 from fsm_agent.live.settings import SettingsError, parse_settings
 from fsm_agent.policy.permissions import MODE_ALIASES, PermissionError_, check_mode
@@ -397,7 +398,7 @@ def _block_events(index: int, block: ContentBlock, *, cut: bool) -> list[StreamE
         deltas = [BlockDelta(index, "input_json", c) for c in _chunks(raw)]
         stop = (
             BlockStop(
-                index, ToolUseBlock(block.id, block.name, {}), f"invalid JSON in tool input: {raw}"
+                index, ToolUseBlock(block.id, block.name, {}), unparsable_input(block.name, raw)
             )
             if cut
             else BlockStop(index, block)

@@ -488,7 +488,11 @@ def _render(
     offset: int,
     respond: bool = False,
 ) -> tuple[str, dict[str, Any] | None]:
-    """The result's text, and with `respond` Claude Code's `{mode, numFiles, filenames, …}`."""
+    """The result's text, and with `respond` Claude Code's `{mode, numFiles, filenames, …}`.
+    Content and count list the files in Claude Code's order, so `head_limit` keeps the
+    same ones; the file list is newest first, as its is."""
+    if query.mode != "files_with_matches":
+        results = sorted(results, key=lambda r: _js_order(r.path))
     if query.mode == "content":
         entries = _content_lines(query, results, single)
     elif query.mode == "count":
@@ -603,6 +607,14 @@ def _matched_parts(query: Query, results: list[FileMatches], single: bool) -> li
                 number = f"{i + 1}:" if query.line_numbers else ""
                 out.append(f"{prefix}{number}{clip_line(part, MAX_COLUMNS)}")
     return out
+
+
+def _js_order(path: str) -> bytes:
+    """The key that sorts paths as JavaScript's default `sort` does, by UTF-16 code unit
+    (measured on Claude Code 2.1.x: `B.txt` < `a.txt` < `a/c.txt` < `a_b.txt`, and an
+    emoji before U+E000): UTF-16-BE bytes compare the same way. An undecodable name's
+    lone surrogate (Python's `surrogateescape`) is kept as it is."""
+    return path.encode("utf-16-be", "surrogatepass")
 
 
 def _newest_first(paths: list[str]) -> list[str]:

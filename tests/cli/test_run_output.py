@@ -166,9 +166,10 @@ def test_stream_json_lines(workspace: Path, tmp_path: Path) -> None:
     kinds = [line["type"] for line in lines]
     assert "stream_event" not in kinds
     assistants = [line["message"] for line in lines if line["type"] == "assistant"]
-    assert [m["id"] for m in assistants] == [f"msg_scripted_000{i}" for i in (1, 2, 3)]
+    ids = ["msg_scripted_0001", "msg_scripted_0001", "msg_scripted_0002", "msg_scripted_0003"]
+    assert [m["id"] for m in assistants] == ids, "one line per block, each with its message's id"
     assert assistants[-1]["content"] == [{"type": "text", "text": "notes.txt now says hello."}]
-    assert assistants[0]["content"][1]["type"] == "tool_use"
+    assert [b["type"] for m in assistants[:2] for b in m["content"]] == ["text", "tool_use"]
     users = [line["message"]["content"][0] for line in lines if line["type"] == "user"]
     assert [u["type"] for u in users] == ["tool_result", "tool_result"]
     assert [u["tool_use_id"] for u in users] == ["toolu_01write", "toolu_02read"]
@@ -496,13 +497,55 @@ def test_a_call_started_while_streaming_is_answered_after_the_message_that_asked
     assert proc.returncode == 0, proc.stderr
     lines = [json.loads(line) for line in proc.stdout.splitlines()]
     messages = [line for line in lines if line["type"] in ("assistant", "user")]
-    assert [m["type"] for m in messages] == ["assistant", "user", "assistant"]
-    assert messages[1]["message"]["content"][0]["tool_use_id"] == "toolu_early"
-    assert "hello" in messages[1]["message"]["content"][0]["content"]
+    assert [m["type"] for m in messages] == ["assistant", "assistant", "user", "assistant"]
+    assert messages[0]["message"]["content"][0]["id"] == "toolu_early"
+    assert messages[2]["message"]["content"][0]["tool_use_id"] == "toolu_early"
+    assert "hello" in messages[2]["message"]["content"][0]["content"]
     log = [json.loads(line) for line in (tmp_path / "early.jsonl").read_text().splitlines()]
     ran = [r["step"] for r in log if r.get("t") == "effect" and r["name"] == "tool"]
     streamed = [r["step"] for r in log if r.get("edge") == "streamed"]
     assert ran and ran[0] <= streamed[0], "the Read did not start while the model streamed"
+
+
+def test_stream_json_writes_an_assistant_line_per_block_as_claude_code_does(
+    workspace: Path, tmp_path: Path
+) -> None:
+    """Measured on Claude Code 2.1.x (the conformance case thinking_text_tool_one_turn):
+    thinking, text and a call are three `assistant` lines, each one block, each with the
+    message's id, `stop_reason` null and the usage of `message_start`; the tool's result
+    comes after the last of them."""
+    (workspace / "notes.txt").write_text("hello\n")
+    turns = [
+        {
+            "content": [
+                {"type": "thinking", "thinking": "look first", "signature": "sig"},
+                {"type": "text", "text": "Reading it."},
+                {"type": "tool_use", "id": "toolu_r", "name": "Read",
+                 "input": {"file_path": "notes.txt"}},
+            ],
+            "stop_reason": "tool_use",
+        },
+        {"content": "Done."},
+    ]  # fmt: skip
+    scenario = tmp_path / "blocks.json"
+    scenario.write_text(json.dumps({"turns": turns}))
+    proc = fsm("run", "--scripted", str(scenario), "--cwd", str(workspace), "--log",
+               str(tmp_path / "b.jsonl"), "--output-format", "stream-json", "go")  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    lines = [json.loads(line) for line in proc.stdout.splitlines()]
+    shown = [line for line in lines if line["type"] in ("assistant", "user")]
+    assert [line["type"] for line in shown] == ["assistant"] * 3 + ["user", "assistant"]
+    first = [line["message"] for line in shown[:3]]
+    assert [[b["type"] for b in m["content"]] for m in first] == [
+        ["thinking"],
+        ["text"],
+        ["tool_use"],
+    ]
+    assert {m["id"] for m in first} == {"msg_scripted_0001"}
+    assert [m["stop_reason"] for m in first] == [None, None, None]
+    assert len({json.dumps(m["usage"]) for m in first}) == 1
+    assert len({line["uuid"] for line in shown}) == len(shown)
+    assert shown[-1]["message"]["content"] == [{"type": "text", "text": "Done."}]
 
 
 def test_a_result_whose_message_never_came_is_written_when_the_loop_leaves_api_call() -> None:
@@ -777,7 +820,17 @@ def test_a_partial_message_delta_carries_the_cumulative_usage(
                 "cache_read_input_tokens": 900, "output_tokens": 7}  # fmt: skip
     assert delta["usage"] == expected
     (assistant,) = [line for line in lines if line["type"] == "assistant"]
-    assert {k: assistant["message"]["usage"][k] for k in expected} == expected
+    (start,) = [
+        line["event"] for line in lines
+        if line["type"] == "stream_event" and line["event"]["type"] == "message_start"
+    ]  # fmt: skip
+    # each block's line is written as the block stops, as Claude Code's is: with the
+    # usage message_start gave, before the message_delta's count is known
+    assert {k: assistant["message"]["usage"][k] for k in expected} == {
+        k: start["message"]["usage"].get(k, 0) for k in expected
+    }
+    assert assistant["message"]["usage"]["input_tokens"] == 120
+    assert assistant["message"]["stop_reason"] is None
 
 
 def test_a_run_with_no_response_costs_null_for_a_model_without_a_price(

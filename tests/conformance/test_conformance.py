@@ -39,3 +39,19 @@ def test_fsm_agent_agrees_with_claude_code(
     verdicts = compare(case, observe("fsm", case, tmp_path / "fsm"), claude_side(case))
     parted = [v for v in verdicts if v.aspect in MUST_AGREE and not v.agree]
     assert not parted, explain(parted)
+
+
+OUTPUT_AGREES = ("two_tools_one_turn", "thinking_text_tool_one_turn", "invalid_tool_json")
+"""Cases whose `-p` stream-json output (line types, result fields) agrees too, kept
+agreeing here: one `assistant` line per content block, the invalid-JSON result's text."""
+
+
+@pytest.mark.parametrize("name", OUTPUT_AGREES)
+def test_the_stream_json_lines_agree_too(
+    name: str, tmp_path: Path, claude_side: Callable[[Case], Observed]
+) -> None:
+    require_claude()
+    case = next(c for c in CASES if c.name == name)
+    verdicts = compare(case, observe("fsm", case, tmp_path / "fsm"), claude_side(case))
+    parted = [v for v in verdicts if v.aspect in ("output", "tool_text") and not v.agree]
+    assert not parted, explain(parted)

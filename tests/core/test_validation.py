@@ -9,7 +9,7 @@ import pytest
 
 from fsm_agent.app.session import default_tools, run_scenario
 from fsm_agent.core.tool import ToolEnv, ToolOutcome
-from fsm_agent.core.validation import input_problem
+from fsm_agent.core.validation import input_problem, unparsable_input, unparsable_summary
 from fsm_agent.live.scripted import Scenario
 
 SCHEMA: dict[str, Any] = {
@@ -106,3 +106,34 @@ def test_a_tool_with_a_broken_schema_is_refused_before_the_run(tmp_path: Path) -
             Scenario.parse({"prompt": "go", "turns": turns}), cwd=tmp_path, tools=tools, log=log
         )
     assert not log.exists()
+
+
+COMMON_CAUSES = (
+    "\nCommon causes: unescaped backslashes in file paths (use / or \\\\), unescaped control "
+    "characters, or truncated output. Retry with valid JSON."
+)
+
+
+@pytest.mark.parametrize(
+    ("raw", "shown", "counts"),
+    [
+        ('{"a": "h\U0001f600llo', '{"a": "h\U0001f600llo', "first 13 of 13"),
+        ('{"a": "' + "x" * 300, '{"a": "' + "x" * 193, "first 200 of 307"),
+        # the 200th code unit is half an emoji: left out, as Claude Code leaves it
+        ('{"a": "' + "x" * 192 + "\U0001f600zz", '{"a": "' + "x" * 192, "first 199 of 203"),
+    ],
+    ids=["emoji counts two", "cut at 200", "never half a pair"],
+)
+def test_an_input_that_is_not_json_is_said_in_claude_codes_words(
+    raw: str, shown: str, counts: str
+) -> None:
+    """Measured on Claude Code 2.1.x: lengths in UTF-16 code units (JavaScript's), at most
+    200 of them quoted, and the `-p` output's toolUseResult names the length alone."""
+    said = unparsable_input("Write", raw)
+    assert said == (
+        "InputValidationError: Write was called with input that could not be parsed as JSON.\n"
+        f"You sent ({counts} bytes): {shown}" + COMMON_CAUSES
+    )
+    total = counts.rsplit(" ", 1)[1]
+    assert unparsable_summary(said) == f"InputValidationError: JSON parse failed ({total} bytes)"
+    assert unparsable_summary("InputValidationError: Write failed due to the following") is None

@@ -505,8 +505,8 @@ def test_consumer_may_stop_early(messages_server: MessagesServer) -> None:
 @pytest.mark.parametrize(
     ("raw", "problem"),
     [
-        ('{"command": "ls" "-la"}', "Expecting ',' delimiter"),
-        ("[1, 2]", "expected a JSON object, got list"),
+        ('{"command": "ls" "-la"}', "Bash was called with input that could not be parsed as JSON"),
+        ("[1, 2]", "invalid JSON in tool input: expected a JSON object, got list"),
     ],
 )
 def test_invalid_tool_json_is_reported_on_the_block(
@@ -525,7 +525,6 @@ def test_invalid_tool_json_is_reported_on_the_block(
     (stop,) = stops(events)
     assert stop.block == ToolUseBlock("toolu_x", "Bash", {})
     assert stop.error is not None
-    assert stop.error.startswith("invalid JSON in tool input: ")
     assert problem in stop.error
     assert raw in stop.error
     assert isinstance(events[-1], MessageStop)

@@ -277,7 +277,7 @@ def test_a_cut_tool_input_is_never_run(
 @pytest.mark.parametrize(
     ("raw", "said"),
     [
-        ('{"file_path": ', "invalid JSON"),
+        ('{"file_path": ', "Write was called with input that could not be parsed as JSON."),
         ('{"file_path": ' + "[" * 400 + "]" * 400 + "}", "nested more than 100 levels"),
         ('{"file_path": ' + "[" * 100_000 + "]" * 100_000 + "}", "nested more than 100 levels"),
     ],

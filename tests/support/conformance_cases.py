@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tests.support.conformance import Case, hooks_on, raw_tool, say, use
+from tests.support.conformance import Case, Turn, hooks_on, raw_tool, say, use
 from tests.support.messages_server import error
 from tests.support.red_team import BASH_ESCAPES, SECRET
 
@@ -25,6 +25,8 @@ Bash (`find`, `grep`) and answers "No such tool available: Glob". Neither
 EMBEDDED_SEARCH_TOOLS (inlined at build time) nor CLAUDE_CODE_USE_NATIVE_FILE_SEARCH nor
 USE_BUILTIN_RIPGREP changes that. Both sides get the flag: allowing Glob widens nothing
 for a search inside the workspace, which Glob and Grep may read without asking."""
+THINK = {"type": "thinking", "thinking": "let me look", "signature": "sig-1"}
+"""A thinking block, signed, as a model with extended thinking sends it."""
 SRC = {"app.py": "def add(a, b):\n    return a - b\n", "README.md": "# demo\nhello world\n"}
 FILE_PATH = "import json,sys; print(json.load(sys.stdin)['tool_input']['file_path'])"
 STOP_ONCE = """\
@@ -145,8 +147,10 @@ LOOP = [
         "invalid_tool_json",
         "a tool call whose input is not JSON gets an error result, and the loop goes on",
         "read",
-        (raw_tool("Read", '{"file_path": '), say("sorry")),
+        # an emoji (two UTF-16 code units) and past the 200 Claude Code quotes back
+        (raw_tool("Read", '{"file_path": "\U0001f600' + "x" * 250), say("sorry")),
         files=SRC,
+        text=("toolu_01",),
     ),
     Case(
         "unknown_tool",
@@ -181,6 +185,16 @@ LOOP = [
         "two read-only calls in one reply both run and both answer",
         "read both",
         (use(read(), read("{ws}/README.md")), say("done")),
+        files=SRC,
+    ),
+    Case(
+        "thinking_text_tool_one_turn",
+        "a reply of thinking, text and a call: stream-json writes one assistant line a block",
+        "read",
+        (
+            Turn((THINK, {"type": "text", "text": "Reading it."}, *use(read()).blocks)),
+            Turn((THINK, {"type": "text", "text": "done"})),
+        ),
         files=SRC,
     ),
 ]

@@ -137,6 +137,30 @@ def test_head_limit_and_offset_page_through_entries(ws: Path) -> None:
     assert page2 == "5:def foo_bar():\n6:    pass"
 
 
+JS_ORDER = ["A.txt", "B.txt", "Z/x.txt", "_x.txt", "a-b.txt", "a.b/c.txt", "a.txt", "a/B.txt",
+            "a/c.txt", "a0.txt", "a_b.txt", "ab.txt", "b/a.txt", "~t.txt", "\u00e9.txt",
+            "\U0001f600.txt", "\ue000.txt"]  # fmt: skip
+"""The order Claude Code 2.1.x lists Grep's content and count results in, measured:
+JavaScript's sort of the path, by UTF-16 code unit (the emoji's surrogates before U+E000)."""
+
+
+@pytest.mark.parametrize("mode", ["count", "content"])
+def test_content_and_count_list_files_in_claude_codes_order(tmp_path: Path, mode: str) -> None:
+    """Whatever order the files were made (or walked) in, so `head_limit` keeps the files
+    Claude Code's would."""
+    for i, rel in enumerate(reversed(JS_ORDER)):
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text("hit\n")
+        os.utime(tmp_path / rel, (1_000_000 + i, 1_000_000 + i))
+    listed = ok(tmp_path, pattern="hit", output_mode=mode).splitlines()
+    suffix = ":1" if mode == "count" else ":1:hit"
+    assert [line for line in listed if line.endswith(suffix)] == [
+        f"{tmp_path / rel}{suffix}" for rel in JS_ORDER
+    ]
+    first = ok(tmp_path, pattern="hit", output_mode=mode, head_limit=3).splitlines()[:3]
+    assert first == [f"{tmp_path / rel}{suffix}" for rel in JS_ORDER[:3]]
+
+
 def test_multiline_matches_span_lines(ws: Path) -> None:
     out = ok(
         ws,
