@@ -24,6 +24,7 @@ from fsm_agent.core.messages import Message, ToolResultBlock, ToolUseBlock, user
 from fsm_agent.core.model import ToolSpec
 from fsm_agent.engine.driver import Engine, StepInfo
 from fsm_agent.tape.claude_transcript import (
+    TOOL_HOOK_EVENTS,
     Run,
     Transcript,
     TranscriptError,
@@ -323,6 +324,10 @@ async def _reenact(
     goes into each header's `imported` (a subagent's says whose it is)."""
     hooked = [("Stop", any(r.stop_hooks for r in transcript.runs))]
     hooked.append(("UserPromptSubmit", any(r.prompt_hook for r in transcript.runs)))
+    for event in TOOL_HOOK_EVENTS:
+        hooked.append(
+            (event, any(e == event for r in transcript.runs for e, _ in r.tool_hook_stops))
+        )
     asked = transcript.max_tokens
     config = evolve(
         base,

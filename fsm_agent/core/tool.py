@@ -23,7 +23,10 @@ class ToolCall:
 
 @frozen
 class ToolOutcome:
-    """A tool's answer. `read_files` maps each absolute path the tool read to its mtime.
+    """A tool's answer. `read_files` maps each absolute path the tool read to its mtime;
+    `seen` maps a file whose whole text the model now holds (a full Read, its own Write
+    or Edit) to that text's digest, and to "" a file it changed without holding it
+    (`fsm_agent.tools.read_state`).
 
     `stop_reason` is set when a hook stopped the run during this call
     (`continue: false`): the loop then ends `hook_stopped`. `duration_s` is
@@ -37,6 +40,7 @@ class ToolOutcome:
     content: ToolResultContent
     is_error: bool = False
     read_files: dict[str, float] = field(factory=dict)
+    seen: dict[str, str] = field(factory=dict)
     stop_reason: str | None = None
     duration_s: float = 0.0
     interrupted: bool = False
@@ -63,6 +67,10 @@ class ToolEnv:
 
     cwd: str
     read_files: Mapping[str, float] = field(factory=dict)
+    seen: Mapping[str, str] = field(factory=dict)
+    """The digests of the files whose whole text the model holds (`ToolOutcome.seen`)."""
+    model: str = ""
+    """The run's configured model: Claude Code's read-before-write rule depends on it."""
     additional_dirs: tuple[str, ...] = ()
     permission_mode: str = "default"
     cancel: AbortSignal | None = field(default=None, eq=False)
@@ -72,6 +80,9 @@ class ToolEnv:
     wants_response: bool = False
     """Set when a PostToolUse hook will read the call's `ToolOutcome.response`: only
     then is it built (a diff, a copy of the file) and written to the log."""
+    readable: Callable[[str], bool] | None = field(default=None, eq=False)
+    """Whether the model may Read a file without being asked (the rules and the mode
+    allow it): Edit and Write may then change it unread (`fsm_agent.tools.read_state`)."""
     session_env: str | None = None
     """The directory of the session's `CLAUDE_ENV_FILE`s, which a Bash command sources
     first (`fsm_agent.tools.session_env`)."""

@@ -68,7 +68,8 @@ def _tool_context(state: LoopState, it: Iteration) -> ToolContext:
     read = {**context.read_files, **it.read_files}
     kept = () if it.memory_forgotten else context.memory_checked
     checked = kept + it.memory_checked
-    return evolve(context, model=it.model, read_files=read, memory_checked=checked)
+    seen = {**context.seen, **it.seen}
+    return evolve(context, model=it.model, read_files=read, memory_checked=checked, seen=seen)
 
 
 def _tracking(it: Iteration) -> AutoCompactTracking | None:

@@ -59,7 +59,7 @@ from fsm_agent.engine.state import (
     Permissions,
     facts,
 )
-from fsm_agent.engine.tool_executor import reads_of
+from fsm_agent.engine.tool_executor import reads_of, seen_of
 from fsm_agent.hooks.outcomes import NO_OPINION, consult
 
 BUDGET_COMPLETION_THRESHOLD = 0.9
@@ -178,7 +178,8 @@ def _early_starter(run: Run, state: LoopState, it: Iteration) -> Callable[[ToolU
         if blocked or not executor.is_safe(block):
             blocked = True
             return False
-        executor.start(block, state.tool_context.read_files, permissions)
+        executor.start(block, state.tool_context.read_files, permissions,
+                       seen=state.tool_context.seen)  # fmt: skip
         return True
 
     return on_tool_use
@@ -252,7 +253,7 @@ async def drop_calls(run: Run, it: Iteration, *, report: bool) -> Iteration:
     cut = await run.executor.cancel(reason=model_failed(it.model_error or ""), report=report)
     it = evolve(it, tool_results=tuple(c.result for c in cut))
     if report:
-        return evolve(it, read_files=reads_of(cut))
+        return evolve(it, read_files=reads_of(cut), seen=seen_of(cut))
     run.emit(CallsDiscarded(it.streamed_calls))
     return it
 
@@ -304,7 +305,8 @@ async def abort_check(run: Run, state: LoopState, it: Iteration) -> tuple[Iterat
     aborted = run.effects.aborted("streaming")
     if aborted:
         cut = await run.executor.cancel()
-        it = evolve(it, tool_results=tuple(c.result for c in cut), read_files=reads_of(cut))
+        it = evolve(it, tool_results=tuple(c.result for c in cut), read_files=reads_of(cut),
+                    seen=seen_of(cut))  # fmt: skip
     return it, facts(aborted=aborted, needs_follow_up=bool(it.tool_use_blocks))
 
 
@@ -393,12 +395,12 @@ def token_budget_nudge(config: RunConfig, state: LoopState, it: Iteration) -> st
 async def tool_execution(run: Run, state: LoopState, it: Iteration) -> tuple[Iteration, Facts]:
     batch = await run.executor.run_all(
         it.tool_use_blocks, state.tool_context.read_files, it.invalid_tool_inputs,
-        it.permissions or state.permissions,
+        it.permissions or state.permissions, state.tool_context.seen,
     )  # fmt: skip
     aborted, stop = batch.aborted, batch.stop_reason
     if not (aborted or stop) and run.config.has_hooks(POST_TOOL_BATCH):
         aborted, stop = await post_tool_batch(run)
-    it = evolve(it, tool_results=batch.results, read_files=batch.read_files,
+    it = evolve(it, tool_results=batch.results, read_files=batch.read_files, seen=batch.seen,
                 hook_stop_reason=stop, permissions=batch.permissions)  # fmt: skip
     return it, facts(aborted=aborted, hook_prevented=stop is not None)
 

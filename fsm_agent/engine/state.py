@@ -37,6 +37,10 @@ class ToolContext:
     read_files: dict[str, float] = field(factory=dict)
     memory_checked: tuple[str, ...] = ()
     """Nested CLAUDE.md paths already looked for, so each is shown at most once."""
+    seen: dict[str, str] = field(factory=dict)
+    """The digests of the files whose whole text the model holds, "" for one it changed
+    without holding it (`ToolOutcome.seen`). Absent from a state digest while empty, as
+    in every log written before it was kept; a run starts with none."""
 
 
 @frozen
@@ -190,6 +194,7 @@ class Iteration:
     """The tool_use ids a failed stream completed: the calls a fallback discards."""
     tool_results: tuple[ToolResultBlock, ...] = ()
     read_files: dict[str, float] = field(factory=dict)
+    seen: dict[str, str] = field(factory=dict)
     permissions: Permissions | None = None
     """As the turn's tool calls left them, when they ran: the next state takes them."""
     hook_stop_reason: str | None = None

@@ -26,7 +26,7 @@ import os
 from collections.abc import Callable, Coroutine, Iterable, Mapping, Sequence
 from typing import Any
 
-from attrs import evolve, frozen
+from attrs import evolve, field, frozen
 
 from fsm_agent.core.abort import AbortSignal
 from fsm_agent.core.config import RunConfig
@@ -88,6 +88,9 @@ class CallResult:
     dirs_update: tuple[str, ...] | None = None
     """What a PermissionRequest hook's `updatedPermissions` left: the mode for the next
     group of calls, the directories from now on."""
+    seen: dict[str, str] = field(factory=dict)
+    """The digests of the files whose whole text the call left the model holding
+    (`ToolOutcome.seen`)."""
 
 
 @frozen
@@ -117,6 +120,7 @@ class BatchResult:
     aborted: bool
     stop_reason: str | None
     permissions: Permissions
+    seen: dict[str, str] = field(factory=dict)
 
 
 def with_text(content: ToolResultContent, extra: Sequence[str]) -> ToolResultContent:
@@ -175,6 +179,7 @@ class ToolExecutor:
         read_files: Mapping[str, float],
         permissions: Permissions,
         invalid: str | None = None,
+        seen: Mapping[str, str] | None = None,
     ) -> asyncio.Task[CallResult]:
         """Start a call now; its result is collected by `run_all` (or `cancel`)."""
         if block.id not in self._tasks:
@@ -182,7 +187,9 @@ class ToolExecutor:
             self._cancel[block.id] = cancel
             key = f"{next(self._starts)}:{block.id}"
             self._tasks[block.id] = asyncio.ensure_future(
-                self._limited(block, dict(read_files), permissions, invalid, cancel, key)
+                self._limited(
+                    block, dict(read_files), permissions, invalid, cancel, key, dict(seen or {})
+                )
             )
         return self._tasks[block.id]
 
@@ -194,6 +201,7 @@ class ToolExecutor:
         invalid: str | None,
         cancel: AbortSignal,
         key: str,
+        seen: dict[str, str],
     ) -> CallResult:
         """The call once a slot is free, unless its stream failed meanwhile: then it is
         discarded before its hooks (whether it was is an effect: when the slot came
@@ -201,7 +209,7 @@ class ToolExecutor:
         async with self._semaphore():
             if self.effects.discarded(key, cancel):
                 return _discarded(block)
-            return await self.call(block, read_files, permissions, invalid, cancel, key)
+            return await self.call(block, read_files, permissions, invalid, cancel, key, seen)
 
     def _semaphore(self) -> asyncio.Semaphore:
         if self._slots is None:
@@ -243,7 +251,7 @@ class ToolExecutor:
 
     async def _collect(self, block: ToolUseBlock, read_files: dict[str, float],
                        permissions: Permissions, invalid: str | None, *,
-                       alone: bool = False) -> CallResult:  # fmt: skip
+                       seen: dict[str, str], alone: bool = False) -> CallResult:  # fmt: skip
         """The result of a call started early, or of the call run here and now.
 
         A call not started early runs in this task with no cancel event:
@@ -255,9 +263,11 @@ class ToolExecutor:
         task = self._tasks.get(block.id)
         if task is None:
             if alone:
-                return await self.call(block, dict(read_files), permissions, invalid)
+                return await self.call(block, dict(read_files), permissions, invalid,
+                                       seen=dict(seen))  # fmt: skip
             async with self._semaphore():
-                return await self.call(block, dict(read_files), permissions, invalid)
+                return await self.call(block, dict(read_files), permissions, invalid,
+                                       seen=dict(seen))  # fmt: skip
         try:
             call = await task
         finally:
@@ -273,6 +283,7 @@ class ToolExecutor:
         read_files: Mapping[str, float],
         invalid: Mapping[str, str],
         permissions: Permissions,
+        seen: Mapping[str, str] | None = None,
     ) -> BatchResult:
         """Every call of the turn, in groups; one result per call, in the calls' order.
         A hook's permission updates are taken in the calls' order once their group is
@@ -280,6 +291,7 @@ class ToolExecutor:
         A hook's stop (`continue: false`) lets the rest of the turn's calls run, as
         Claude Code's does (measured on 2.1.332): the loop ends after the batch."""
         files = dict(read_files)
+        held = dict(seen or {})
         results: list[ToolResultBlock] = []
         aborted = False
         stop: str | None = None
@@ -293,6 +305,7 @@ class ToolExecutor:
                 for b in group:
                     if (call := ran.get(b.id)) is not None:
                         files.update(call.read_files)
+                        held.update(call.seen)
                         results.append(call.result)
                         continue
                     results.append(result := ToolResultBlock(b.id, text, True))
@@ -301,22 +314,27 @@ class ToolExecutor:
             perms = permissions
             if len(group) == 1:
                 only = group[0]
-                done = [await self._collect(only, files, perms, invalid.get(only.id), alone=True)]
+                done = [
+                    await self._collect(
+                        only, files, perms, invalid.get(only.id), seen=held, alone=True
+                    )
+                ]
             else:
                 done = await _together(
-                    self._collect(b, files, perms, invalid.get(b.id)) for b in group
+                    self._collect(b, files, perms, invalid.get(b.id), seen=held) for b in group
                 )
             for call in done:
                 permissions = permissions.updated(call.mode_update, call.dirs_update)
             permissions = permissions.next_group()
             for call in done:
                 files.update(call.read_files)
+                held.update(call.seen)
                 results.append(call.result)
                 aborted = aborted or call.interrupted
                 stop = stop or call.stop_reason
         if not aborted and self.effects.aborted("tools"):
             aborted = True
-        return BatchResult(tuple(results), files, aborted, stop, permissions)
+        return BatchResult(tuple(results), files, aborted, stop, permissions, held)
 
     async def abandon(self) -> None:
         """The run ended by an exception (a replay that diverged, or whose log ran out):
@@ -374,6 +392,7 @@ class ToolExecutor:
         invalid: str | None = None,
         cancel: AbortSignal | None = None,
         key: str = "",
+        seen: Mapping[str, str] | None = None,
     ) -> CallResult:
         """One call's pipeline. A call started early (`cancel`, `key`) whose stream fails
         before its tool starts is discarded: after its PreToolUse or PermissionRequest
@@ -445,6 +464,8 @@ class ToolExecutor:
         env = ToolEnv(
             cwd=self.config.cwd,
             read_files=read_files,
+            seen=dict(seen or {}),
+            model=self.config.model,
             additional_dirs=dirs + verdict.paths,
             permission_mode=permissions.mode,
             cancel=cancel,
@@ -458,6 +479,7 @@ class ToolExecutor:
         content, response, is_error = outcome.content, outcome.response, outcome.is_error
         event = "PostToolUseFailure" if outcome.is_error else "PostToolUse"
         files = dict(outcome.read_files)
+        held = dict(outcome.seen)
         if self.config.has_hooks(event):
             payload = self._payload(event, block, tool_input, permissions.mode)
             payload["duration_ms"] = round(outcome.duration_s * 1000)
@@ -480,6 +502,7 @@ class ToolExecutor:
             for path, changed in post.files_changed:
                 if path in files:
                     files[path] = changed
+                    held[path] = ""  # the hook's rewrite is not in the model's context
                     extra.append(reminder_text(REWRITTEN.format(tool=block.name, path=path)))
             if post.prevent_continuation:
                 stop = stop or post.stop_reason or f"stopped by a {event} hook"
@@ -490,7 +513,7 @@ class ToolExecutor:
             self.emit(ToolFinished(result, block.name, outcome.duration_s, response))
         call = CallResult(
             result, block.name, files, stop, interrupted, outcome.duration_s,
-            reported,
+            reported, seen=held,
         )  # fmt: skip
         return _with_updates(call, updated)
 
@@ -691,6 +714,11 @@ def _suggested(rule: str) -> dict[str, Any]:
 def reads_of(calls: Iterable[CallResult]) -> dict[str, float]:
     """The files `calls` read, as the next run of the conversation counts them."""
     return {path: mtime for call in calls for path, mtime in call.read_files.items()}
+
+
+def seen_of(calls: Iterable[CallResult]) -> dict[str, str]:
+    """What `calls` left the model holding of the files they read (`ToolOutcome.seen`)."""
+    return {path: text for call in calls for path, text in call.seen.items()}
 
 
 async def _together(calls: Iterable[Coroutine[Any, Any, CallResult]]) -> list[CallResult]:

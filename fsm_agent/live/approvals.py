@@ -141,6 +141,19 @@ class Approvals:
             )
         return evaluate(facts, self._settings, request.mode, ws)
 
+    def readable(self, mode: str) -> Callable[[str], bool]:
+        """Whether the model may Read a file in `mode` without being asked: the rules
+        allow it, or bypassPermissions does (a path outside the workspace no rule asks
+        about), as Claude Code judges an unread file Edit and Write may change."""
+
+        def can_read(path: str) -> bool:
+            decision = self.check(PermissionRequest("Read", {"file_path": path}, mode))
+            if decision.behavior == "allow":
+                return True
+            return mode == "bypassPermissions" and decision.behavior == "ask" and not decision.rule
+
+        return can_read
+
     async def ask(
         self,
         question: PermissionAsk,

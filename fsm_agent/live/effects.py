@@ -162,6 +162,8 @@ class LiveEffects:
         hidden = self.approvals.hidden
         if hidden is not None:
             env = evolve(env, hidden=hidden)
+        if call.name in ("Edit", "Write"):
+            env = evolve(env, readable=self.approvals.readable(env.permission_mode))
         try:
             with AbortGuard(self.abort, cancel):
                 outcome = await self._run_tool(call, env)

@@ -127,8 +127,13 @@ class Run:
     """`--max-turns`, when the run ended at it (Claude Code's `max_turns_reached` line)."""
     prompt_hook: HookOutcome | None = None
     """The UserPromptSubmit hooks' block of the prompt (the run then has no response)."""
+    tool_hook_stops: dict[tuple[str, str], str] = field(factory=dict)
+    """The tool hooks that stopped the run (`continue: false`), by (event, tool_use_id),
+    each with its `stopReason`: Claude Code's `hook_stopped_continuation` attachments."""
 
 
+TOOL_HOOK_EVENTS = ("PreToolUse", "PostToolUse")
+"""The events whose hooks' `continue: false` a transcript records on the call."""
 MAIN_QUERIES = frozenset({"sdk", "repl_main_thread"})
 """The `querySource` of the loop's own requests (a title's or a summary's are not)."""
 AGENT_QUERY = "agent:"
@@ -279,11 +284,27 @@ class _Reader:
 
     def attachment(self, value: dict[str, Any]) -> None:
         held = value.get("attachment")
+        if isinstance(held, dict) and held.get("type") == "hook_stopped_continuation":
+            self.hook_stopped(held)
+            return
         if not isinstance(held, dict) or held.get("type") != "max_turns_reached":
             return
         most = held.get("maxTurns")
         if self.run is not None and isinstance(most, int) and most >= 1:
             self.replace_run(evolve(self.run, max_turns=most))
+
+    def hook_stopped(self, held: dict[str, Any]) -> None:
+        """A PreToolUse or PostToolUse hook's `continue: false` on a call: the import's
+        hook for that event and call says the same, so the run ends where Claude
+        Code's did (`hook_stopped`, after the call)."""
+        event, call, message = held.get("hookEvent"), held.get("toolUseID"), held.get("message")
+        if self.run is None or event not in TOOL_HOOK_EVENTS or not isinstance(call, str):
+            return
+        stops = {
+            **self.run.tool_hook_stops,
+            (event, call): message if isinstance(message, str) else "",
+        }
+        self.replace_run(evolve(self.run, tool_hook_stops=stops))
 
     def sidechain(self, n: int) -> None:
         last = self.sidechains[-1] if self.sidechains else None

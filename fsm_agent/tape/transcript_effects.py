@@ -251,6 +251,9 @@ class TranscriptEffects:
             return self.stop_hooks.pop(0)
         if event == "UserPromptSubmit" and self.run.prompt_hook is not None:
             return self.run.prompt_hook
+        stopped = self.run.tool_hook_stops.get((event, str(payload.get("tool_use_id"))))
+        if stopped is not None:
+            return HookOutcome(prevent_continuation=True, stop_reason=stopped)
         return NO_OPINION
 
     async def check_permission(self, request: PermissionRequest) -> Decision:

@@ -15,11 +15,11 @@ from fsm_agent.tools.files import (
     missing_file,
     open_verified,
     require_file_path,
-    require_fresh_read,
     require_text_path,
     write_text,
 )
 from fsm_agent.tools.patch import structured_patch
+from fsm_agent.tools.read_state import STALE_NOTE, EditBasis, check_edit, digest
 from fsm_agent.tools.workspace import check_path
 from fsm_agent.tools.write import written
 
@@ -187,12 +187,17 @@ class EditTool:
             return ToolOutcome(
                 written(path, created=True),
                 read_files={path: write_text(path, new)},
+                seen={path: digest(new)},
                 response=_response(path, old, new, "", new, replace_all, env),
             )
         if os.path.isdir(path):
             raise ToolInputError(f"{path} is a directory; give the path of a file.")
-        require_fresh_read(path, env)
-        content, encoding = _read_text(path)
+        try:
+            content, encoding = _read_text(path)
+        except ToolInputError:
+            check_edit(path, env, "", applies=False)  # an unread or changed file says so first
+            raise
+        basis = check_edit(path, env, content, applies(content, old, replace_all))
         mark = BOM if content.startswith(BOM) else ""
         content = content.removeprefix(mark)
         if not old:
@@ -202,11 +207,35 @@ class EditTool:
         else:
             updated, matched = replace(content, old, new, replace_all)
         new_mtime = write_text(path, mark + updated, encoding)
+        text = written(path, created=False, replace_all=replace_all)
+        response = _response(path, matched, new, content, updated, replace_all, env)
+        if response is not None:
+            response.update(_basis_keys(basis))
         return ToolOutcome(
-            written(path, created=False, replace_all=replace_all),
+            text + STALE_NOTE if basis.stale else text,
             read_files={path: new_mtime},
-            response=_response(path, matched, new, content, updated, replace_all, env),
+            seen={path: "" if basis.not_in_context else digest(updated)},
+            response=response,
         )
+
+
+def applies(content: str, old: str, replace_all: bool) -> bool:
+    """Whether the edit would apply to `content` (Claude Code's `applies` verdict): a
+    non-empty `old` found once, or found at all with `replace_all`."""
+    if not old:
+        return False
+    lf = content.replace("\r\n", "\n")
+    actual = find_actual(lf, old.replace("\r\n", "\n"))
+    return actual is not None and (replace_all or lf.count(actual) == 1)
+
+
+def _basis_keys(basis: EditBasis) -> dict[str, bool]:
+    """Claude Code's flags in a PostToolUse hook's `tool_response`: the file had changed
+    since the read (`staleRecovered`), the model does not hold its whole text."""
+    keys = {"staleRecovered": True} if basis.stale else {}
+    if basis.not_in_context:
+        keys["contentNotInModelContext"] = True
+    return keys
 
 
 def _response(

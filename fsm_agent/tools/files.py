@@ -1,4 +1,5 @@
-"""File facts the file tools share: binary sniffing, mtimes, the read-before-write rule."""
+"""File facts the file tools share: binary sniffing, encodings, mtimes, safe opening and
+writing (the read-before-write rule is `fsm_agent.tools.read_state`)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import secrets
 import stat
 from typing import BinaryIO
 
-from fsm_agent.core.tool import ToolEnv, ToolInputError
+from fsm_agent.core.tool import ToolInputError
 
 SNIFF_BYTES = 8192
 MAX_LINE_CHARS = 2000
@@ -17,13 +18,6 @@ MAX_LINE_CHARS = 2000
 
 CWD_NOTE = "Note: your current working directory is"
 """Claude Code's `FILE_NOT_FOUND_CWD_NOTE`, after a path that is not there."""
-
-NOT_READ = "File has not been read yet. Read it first before writing to it."
-MODIFIED = (
-    "File has been modified since read, either by the user or by a linter. "
-    "Read it again before attempting to write it."
-)
-
 
 UTF16LE_BOM = b"\xff\xfe"
 BOM = "\ufeff"
@@ -139,19 +133,6 @@ def _similar_file(path: str) -> str | None:
 
 def mtime(path: str) -> float:
     return os.stat(path).st_mtime
-
-
-def require_fresh_read(path: str, env: ToolEnv) -> None:
-    """Refuse to change an existing file the model has not seen as it is now.
-
-    The engine remembers each read's mtime; a different mtime on disk means
-    someone else changed the file, so the model's picture of it is stale.
-    """
-    seen = env.read_files.get(path)
-    if seen is None:
-        raise ToolInputError(NOT_READ)
-    if mtime(path) != seen:
-        raise ToolInputError(MODIFIED)
 
 
 def require_file_path(requested: str) -> None:

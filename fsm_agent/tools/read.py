@@ -22,14 +22,18 @@ from fsm_agent.tools.files import (
     missing_file,
     mtime,
     open_fd,
+    read_text,
     require_text_path,
 )
+from fsm_agent.tools.read_state import digest
 from fsm_agent.tools.workspace import check_path
 
 DEFAULT_LIMIT = 2000
 MAX_TEXT_BYTES = 256 * 1024
 MAX_TOKENS = 25_000
 """Claude Code's `maxTokens`: the most text one Read sends, estimated as it estimates."""
+DIGEST_BYTES = 4 * MAX_TEXT_BYTES
+"""The largest file a whole Read remembers the text of (a few long lines shown cut)."""
 MAX_IMAGE_BYTES = 3_750_000  # base64 grows it to the API's 5 MB per-image limit
 LINE_BYTES = 4 * MAX_LINE_CHARS + 4
 """What is read of a line: more than `MAX_LINE_CHARS` characters, however they are encoded."""
@@ -247,6 +251,7 @@ class ReadTool:
                     endings.append("")
         _require_few_tokens(lines, path)
         read_files = {path: mtime(path)}
+        seen = {path: _digest_of(path)} if first == 1 and not more else {}
         response = None
         if respond:
             content = "".join(map(str.__add__, lines, endings))
@@ -261,8 +266,19 @@ class ReadTool:
                 },
             }
         return ToolOutcome(
-            shown_lines(lines, first, total, more), read_files=read_files, response=response
+            shown_lines(lines, first, total, more),
+            read_files=read_files,
+            seen={k: v for k, v in seen.items() if v},
+            response=response,
         )
+
+
+def _digest_of(path: str) -> str:
+    """The digest of a file the model was shown whole (`read_state.digest`), so that a
+    later change of its mtime alone is no change; "" for one too large to hash here."""
+    if os.path.getsize(path) > DIGEST_BYTES:
+        return ""
+    return digest(read_text(path))
 
 
 def _require_few_tokens(lines: list[str], path: str) -> None:

@@ -11,11 +11,11 @@ from fsm_agent.tools.files import (
     file_encoding,
     read_text,
     require_file_path,
-    require_fresh_read,
     require_text_path,
     write_text,
 )
 from fsm_agent.tools.patch import structured_patch
+from fsm_agent.tools.read_state import check_write, digest
 from fsm_agent.tools.workspace import check_path
 
 DESCRIPTION = """\
@@ -64,7 +64,7 @@ class WriteTool:
         existed = os.path.exists(path)
         encoding = "utf-8"
         if existed:
-            require_fresh_read(path, env)
+            check_write(path, env)
             encoding = file_encoding(path)
         original = read_text(path) if existed and env.wants_response else None
         data = input["content"]
@@ -83,5 +83,8 @@ class WriteTool:
                 "originalFile": original,
             }
         return ToolOutcome(
-            written(path, created=not existed), read_files={path: new_mtime}, response=response
+            written(path, created=not existed),
+            read_files={path: new_mtime},
+            seen={path: digest(input["content"])},
+            response=response,
         )

@@ -22,13 +22,7 @@ from tests.support.conformance import Case, Observed
 from tests.support.conformance_cases import CASES
 from tests.support.real_claude import require_claude
 
-OPEN: dict[str, str] = {
-    "hook_pre_tool_use_continue_false": (
-        "the import assumes no hooks ran but the Stop hooks, so it calls the model again "
-        "after the call; the transcript does record the stop (a `hook_stopped_continuation` "
-        "attachment naming the hook's event and call), which the import does not yet read"
-    ),
-}
+OPEN: dict[str, str] = {}
 """Cases whose transcript does not yet import to Claude Code's path, with the reason."""
 
 

@@ -34,6 +34,14 @@ case "$input" in *'"stop_hook_active":true'*|*'"stop_hook_active": true'*) exit 
 """
 
 
+READ_FIRST = ("--model", "claude-sonnet-4-5-20250929")
+"""A model Claude Code makes read a file before changing it, by a dated id."""
+APPEND = "printf 'x = 1\\n' >> app.py"
+REWRITE = "printf 'def add(a, b):\\n    return a * b\\n' > app.py"
+TOUCH = "sleep 0.05; touch app.py"
+"""Changes made behind the model's back: text added, the text replaced, the mtime only."""
+
+
 def read(path: str = "{ws}/app.py", **extra: Any) -> tuple[str, dict[str, Any]]:
     return ("Read", {"file_path": path, **extra})
 
@@ -246,16 +254,35 @@ TOOLS = [
     ),
     Case(
         "write_existing_unread",
-        "Write over a file never read is refused",
+        "Write over a file never read goes through: the model could Read it unasked",
         "write",
         (use(write("clobbered\n", "{ws}/app.py")), say("done")),
         files=SRC,
         args=ACCEPT,
-        xfail=(
-            "deliberate: Claude Code 2.1.332 overwrites a file never read; fsm-agent keeps "
-            "the read-before-write rule: a Write over an unread file replaces content the "
-            "model never saw (docs/permissions-and-hooks.md)"
-        ),
+    ),
+    Case(
+        "write_unread_read_first_model",
+        "Write over a file never read is refused for a model on the read-first list (dated id)",
+        "write",
+        (use(write("clobbered\n", "{ws}/app.py")), say("done")),
+        files=SRC,
+        args=(*ACCEPT, *READ_FIRST),
+    ),
+    Case(
+        "write_after_change",
+        "Write over a file changed on disk since the read is refused",
+        "write",
+        (use(read()), use(bash(APPEND)), use(write("x = 2\n", "{ws}/app.py")), say("done")),
+        files=SRC,
+        args=BYPASS,
+    ),
+    Case(
+        "write_after_touch",
+        "Write over a file only touched since the read goes through: its text is unchanged",
+        "write",
+        (use(read()), use(bash(TOUCH)), use(write("x = 2\n", "{ws}/app.py")), say("done")),
+        files=SRC,
+        args=BYPASS,
     ),
     Case(
         "write_after_read",
@@ -288,16 +315,41 @@ TOOLS = [
     ),
     Case(
         "edit_unread",
-        "Edit of a file never read is refused",
+        "Edit of a file never read applies: the model could Read it unasked",
         "fix",
         (use(edit("a - b", "a + b")), say("done")),
         files=SRC,
+        settings={"hooks": hooks_on("PostToolUse", "post", "Edit")},
+        hooks={"post": "exit 0\n"},
         args=ACCEPT,
-        xfail=(
-            "deliberate: Claude Code 2.1.332 edits a file never read; fsm-agent keeps the "
-            "read-before-write rule: an Edit of an unread file is made from a guess at its "
-            "text (docs/permissions-and-hooks.md)"
-        ),
+    ),
+    Case(
+        "edit_unread_read_first_model",
+        "Edit of a file never read is refused for a model on the read-first list",
+        "fix",
+        (use(edit("a - b", "a + b")), say("done")),
+        files=SRC,
+        args=(*ACCEPT, "--model", "claude-haiku-4-5"),
+    ),
+    Case(
+        "edit_after_change",
+        "Edit of a file changed since the read applies when old_string still does, with a note",
+        "fix",
+        (use(read()), use(bash(APPEND)), use(edit("a - b", "a + b")), say("fixed")),
+        files=SRC,
+        settings={"hooks": hooks_on("PostToolUse", "post", "Edit")},
+        hooks={"post": "exit 0\n"},
+        args=BYPASS,
+        text=("toolu_03",),
+    ),
+    Case(
+        "edit_after_change_old_string_gone",
+        "Edit of a file changed since the read, whose old_string is gone, is refused",
+        "fix",
+        (use(read()), use(bash(REWRITE)), use(edit("a - b", "a + b")), say("done")),
+        files=SRC,
+        args=BYPASS,
+        text=("toolu_03",),
     ),
     Case(
         "edit_old_string_missing",

@@ -46,6 +46,8 @@ def after(env: ToolEnv, outcome: ToolOutcome) -> ToolEnv:
     return ToolEnv(
         cwd=env.cwd,
         read_files={**env.read_files, **outcome.read_files},
+        seen={**env.seen, **outcome.seen},
+        model=env.model,
         additional_dirs=env.additional_dirs,
         permission_mode=env.permission_mode,
     )

@@ -203,6 +203,23 @@ def test_a_prompt_a_hook_blocked_is_a_run_the_hook_blocks() -> None:
     assert run.prompt_hook.blocking_errors == ("[ups.sh]: not that\n",)
 
 
+def test_a_tool_hook_s_continue_false_is_read_as_the_run_s_stop_on_that_call() -> None:
+    """Claude Code's `hook_stopped_continuation` attachment (measured, 2.1.x): the import
+    answers that event's hooks for that call with the stop, so it ends where the CLI did."""
+    stopped = entry(
+        "attachment",
+        4,
+        attachment={"type": "hook_stopped_continuation", "message": "halt",
+                    "hookName": "PreToolUse:Bash", "toolUseID": "t1", "hookEvent": "PreToolUse"},
+    )  # fmt: skip
+    stop_event = {"type": "hook_stopped_continuation", "hookEvent": "Stop", "toolUseID": "t1"}
+    other = entry("attachment", 5, attachment=stop_event)
+    data = jsonl(prompt(1, "go"), said(2, "m1", CALL, stop="tool_use"), result(3, "t1", "ok"),
+                 stopped, other)  # fmt: skip
+    (run,) = read_transcript(data).runs
+    assert run.tool_hook_stops == {("PreToolUse", "t1"): "halt"}
+
+
 def test_an_automatic_compaction_stays_in_its_run_and_kept_copies_are_read_once() -> None:
     boundary = entry(
         "system",
