@@ -32,7 +32,7 @@ from attrs import evolve, frozen
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-import fsm_agent.app.session as session_module
+import fsm_agent.live.scripted as scripted_module
 import fsm_agent.tape.stepper as stepper_module
 from fsm_agent.app.fork import ForkPoint, afork
 from fsm_agent.app.history import aresume, follow_up
@@ -468,7 +468,7 @@ def _live(data: dict[str, Any], root: Path, knobs: dict[str, Any] | None = None)
     for text in options.pop("typed_ahead", ()):
         inbox.put(text)
     config = RunConfig(**options)
-    with mock.patch.object(session_module, "ScriptedModel", _Watched):
+    with mock.patch.object(scripted_module, "ScriptedModel", _Watched):
         result = asyncio.run(
             arun_scenario(
                 scenario, cwd=ws, log=log, config=config, on_event=events.append, inbox=inbox
