@@ -5,8 +5,10 @@ is parsed, changed and compiled from its AST at each import: some 70 ms of a run
 start for the SDK's `__init__.py`, its streaming package and its tracing modules,
 and the parse of every re-export table. The result depends only on the module's
 source and on `lazy_sdk` itself, so it is kept, as `marshal` data, in one file per
-module under the cache directory, checked against both files' size and modification
-time as `__pycache__` is checked; a stale or unreadable entry is rebuilt and written
+module and install under the cache directory (named by both files' paths, so two
+checkouts or environments sharing it keep their own entries instead of replacing each
+other's at every run), checked against both files' size and modification time as
+`__pycache__` is checked; a stale or unreadable entry is rebuilt and written
 again, and a directory that cannot be written only costs the rebuild.
 
 The directory is `$FSM_AGENT_CACHE_DIR`, else `$XDG_CACHE_HOME/fsm-agent`, else
@@ -16,6 +18,7 @@ The directory is `$FSM_AGENT_CACHE_DIR`, else `$XDG_CACHE_HOME/fsm-agent`, else
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import marshal
 import os
 import sys
@@ -56,7 +59,8 @@ def cached_rewrite(
     if directory is None or source_stamp is None or rewriter_stamp is None:
         return _build(origin, build)
     key = (FORMAT, origin, source_stamp, rewriter_stamp)
-    entry = directory / f"{fullname}.{kind}.{sys.implementation.cache_tag}.bin"
+    where = hashlib.blake2b(f"{origin}\0{rewriter}".encode(), digest_size=6).hexdigest()
+    entry = directory / f"{fullname}.{kind}.{sys.implementation.cache_tag}.{where}.bin"
     with contextlib.suppress(OSError, EOFError, ValueError, TypeError):
         stored_key, payload = marshal.loads(entry.read_bytes())
         if stored_key == key:

@@ -118,3 +118,22 @@ def test_an_entry_of_another_format_is_not_used(
     monkeypatch.setattr(rewrite_cache, "FORMAT", rewrite_cache.FORMAT + 1)
     _call(build, source, rewriter)
     assert build.calls == 2
+
+
+def test_two_installs_sharing_the_cache_keep_their_own_entries(
+    files: tuple[Path, Path], tmp_path: Path
+) -> None:
+    """Two checkouts (or environments) sharing one cache directory, run in turn: each
+    rebuilds once, then reuses its own entry, instead of replacing the other's every run
+    (which made every run of both rebuild: about 0.1 s of each run's first request)."""
+    source, rewriter = files
+    other = tmp_path / "other"
+    other.mkdir()
+    other_source, other_rewriter = other / "m.py", other / "rewriter.py"
+    other_source.write_text("x = 2\n")
+    other_rewriter.write_text("# another checkout's rewriter\n")
+    build = Builds()
+    for _ in range(3):
+        assert _call(build, source, rewriter)[1] == "X = 1\n"
+        assert _call(build, other_source, other_rewriter)[1] == "X = 2\n"
+    assert build.calls == 2
