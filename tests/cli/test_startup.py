@@ -7,23 +7,15 @@ imported everything. See tools/bench_startup.py for the timings themselves.
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 from tests.conftest import ROOT
 from tests.support.cli import MODEL
 from tests.support.messages_server import MessagesServer, text
-from tests.support.startup import watched_run
+from tests.support.startup import python_c, watched_run
 
 SHIPPED = ROOT / "replays" / "fix_bug.jsonl"
 SCENARIO = ROOT / "replays" / "scenarios" / "tool_round.json"
-
-
-def _python(code: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, cwd=ROOT
-    )
 
 
 def test_replay_check_imports_nothing_only_a_live_run_needs() -> None:
@@ -50,7 +42,7 @@ def test_replay_check_imports_nothing_only_a_live_run_needs() -> None:
         f"loaded = [m for m in {live_only!r} if m in sys.modules]\n"
         "assert not loaded, loaded\n"
     )
-    proc = _python(code)
+    proc = python_c(code)
     assert proc.returncode == 0, proc.stderr
     assert "steps match the log" in proc.stdout
 
@@ -68,7 +60,7 @@ def test_replay_check_compiles_only_the_schemas_of_tools_the_log_calls() -> None
         "try:\n    main()\nexcept SystemExit as exc:\n    assert not exc.code, exc.code\n"
         "assert not v._compiled, len(v._compiled)\n"
     )
-    proc = _python(code)
+    proc = python_c(code)
     assert proc.returncode == 0, proc.stderr
 
 
@@ -118,7 +110,7 @@ def test_help_graph_and_path_import_none_of_the_engine() -> None:
             f"loaded = [m for m in {unneeded!r} if m in sys.modules]\n"
             "assert not loaded, loaded\n"
         )
-        proc = _python(code)
+        proc = python_c(code)
         assert proc.returncode == 0, (argv, proc.stderr)
 
 
@@ -131,7 +123,7 @@ def test_the_debugger_does_not_load_markdown() -> None:
         "loaded = [m for m in ('rich.markdown', 'markdown_it', 'pygments') if m in sys.modules]\n"
         "assert not loaded, loaded\n"
     )
-    proc = _python(code)
+    proc = python_c(code)
     assert proc.returncode == 0, proc.stderr
 
 
@@ -146,7 +138,7 @@ def test_a_text_run_reads_no_package_metadata(tmp_path: Path) -> None:
         "try:\n    main()\nexcept SystemExit as exc:\n    assert not exc.code, exc.code\n"
         "assert 'importlib.metadata' not in sys.modules\n"
     )
-    proc = _python(code)
+    proc = python_c(code)
     assert proc.returncode == 0, proc.stderr
 
 
@@ -175,14 +167,7 @@ def test_a_real_run_loads_only_the_parts_of_the_sdk_it_uses(tmp_path: Path) -> N
             f"loaded = [m for m in {unneeded!r} if m in sys.modules]\n"
             "assert not loaded, loaded\n"
         )
-        proc = subprocess.run(
-            [sys.executable, "-c", code],
-            capture_output=True,
-            text=True,
-            timeout=120,
-            cwd=ROOT,
-            stdin=subprocess.DEVNULL,
-        )
+        proc = python_c(code)
     assert proc.returncode == 0, proc.stderr
     assert "Hello." in proc.stdout
     assert len(server.bodies()) == 1

@@ -58,6 +58,20 @@ with open(__REPORT__, "w") as out:
 when it first connects to the test server (the audit hook's `socket.connect`)."""
 
 
+def python_c(code: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    """`python -c code` in a fresh interpreter from the checkout's root, stdin closed: what
+    a run loads is only seen in a process of its own."""
+    return subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=ROOT,
+        stdin=subprocess.DEVNULL,
+        env=env,
+    )
+
+
 def watched_run(
     server: MessagesServer, tmp_path: Path, *args: str, env: dict[str, str] | None = None
 ) -> tuple[dict[str, Any], subprocess.CompletedProcess[str]]:
@@ -75,14 +89,6 @@ def watched_run(
         .replace("__ARGV__", repr(argv))
         .replace("__REPORT__", repr(str(report)))
     )
-    proc = subprocess.run(
-        [sys.executable, "-c", code],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        cwd=ROOT,
-        stdin=subprocess.DEVNULL,
-        env={**os.environ, "ANTHROPIC_API_KEY": "test-key", **(env or {})},
-    )
+    proc = python_c(code, env={**os.environ, "ANTHROPIC_API_KEY": "test-key", **(env or {})})
     assert report.exists(), proc.stderr
     return json.loads(report.read_text()), proc
