@@ -538,11 +538,10 @@ class StreamJson:
         """Why a write failed other than by the reader going away (a full disk)."""
         self.ascii = ascii_only(out)
         self._unannounced: set[str] = set()
-        self._opened: Usage | None = None
-        """The usage of the last `message_start`: what each block's line reports."""
         self._held: list[tuple[str, dict[str, Any]]] = []
-        self._started = Usage()
-        """The usage of the message being streamed, as its `message_start` gave it."""
+        self._started: Usage | None = None
+        """The usage of the message being streamed, as its `message_start` gave it: what
+        its `message_delta` and each of its blocks' lines report."""
 
     def write(self, obj: dict[str, Any]) -> None:
         """One line, flushed. A reader that went away stops the output, never the run."""
@@ -575,10 +574,9 @@ class StreamJson:
         (the prompt's input and cache counts repeated beside the output's): a model
         that gives only the output there (older API versions, the scripted model)
         has its `message_start`'s counts filled in, the same the message's usage has."""
-        if isinstance(event, MessageStart):
-            self._started = event.usage
-        elif isinstance(event, MessageDelta):
-            return evolve(event, usage=self._started.updated_by(event.usage))
+        if isinstance(event, MessageDelta):
+            started = self._started if self._started is not None else Usage()
+            return evolve(event, usage=started.updated_by(event.usage))
         return event
 
     def _line(self, kind: str, **fields: Any) -> None:
@@ -630,9 +628,9 @@ class StreamJson:
         content block, each as the block stopped, so with the message's id, no
         `stop_reason` yet and the usage `message_start` gave."""
         whole = api_message(message)
-        if len(whole["content"]) < 1 or message.id is None:
+        if not whole["content"] or message.id is None:
             return [whole]
-        usage = _usage(self._opened) if self._opened is not None else whole["usage"]
+        usage = _usage(self._started) if self._started is not None else whole["usage"]
         return [
             {**whole, "content": [block], "stop_reason": None, "usage": usage}
             for block in whole["content"]
@@ -640,7 +638,7 @@ class StreamJson:
 
     def __call__(self, event: DriverEvent) -> None:
         if isinstance(event, ModelEvent) and isinstance(event.event, MessageStart):
-            self._opened = event.event.usage
+            self._started = event.event.usage
         if isinstance(event, ToolUseComplete):
             self._unannounced.add(event.block.id)
         elif isinstance(event, AssistantMessage):

@@ -133,8 +133,7 @@ def terminal_prompter(
     Ctrl-C (`abort`) denies at once, and the run ends interrupted.
     """
     answers = {"y": ALLOW_ONCE, "a": ALLOW_ALWAYS, "n": DENY}
-    consoles: list[Console] = []
-    """Made at the first question: a run that asks nothing never loads rich for it."""
+    consoles: list[Console] = []  # made at the first question: one that asks none loads no rich
 
     def ask(question: PermissionAsk) -> str:
         """The call as the model wrote it: its text is escaped, never read as markup."""

@@ -251,7 +251,7 @@ class ReadTool:
                     endings.append("")
         _require_few_tokens(lines, path)
         read_files = {path: mtime(path)}
-        seen = {path: _digest_of(path)} if first == 1 and not more else {}
+        whole = _digest_of(path) if first == 1 and not more else ""
         response = None
         if respond:
             content = "".join(map(str.__add__, lines, endings))
@@ -268,7 +268,7 @@ class ReadTool:
         return ToolOutcome(
             shown_lines(lines, first, total, more),
             read_files=read_files,
-            seen={k: v for k, v in seen.items() if v},
+            seen={path: whole} if whole else {},
             response=response,
         )
 
